@@ -1,0 +1,1 @@
+"""toolcards: serializable capability cards for teams of LLM agents."""

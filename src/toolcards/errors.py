@@ -1,0 +1,85 @@
+"""The toolcards exception tree.
+
+Every error toolcards raises is a :class:`ToolcardsError`. The branches follow who
+acts on the error::
+
+    ToolcardsError
+    ├── RetriableError          the model can fix its call (the message says how)
+    │   ├── GuardError          a policy guard denied the call
+    │   └── ToolTimeout         the call ran past its time limit
+    ├── ToolFailed              terminal: the model sees it and adapts, retrying will not help
+    │   ├── ActorUnavailable    the actor behind a tool is stopped or did not answer
+    │   └── StoreError          persistence failed; nothing was written
+    ├── ObserverGone            a card's observer (its agent) no longer exists
+    ├── WiringError             a developer mistake found when cards are bound
+    └── CommandNotRecognized    a slash command that no card provides
+
+Adapters translate at the boundary: ``RetriableError`` becomes pydantic-ai's
+``ModelRetry`` or an MCP result with ``isError``; ``ToolFailed`` becomes a failed tool
+result. This module imports nothing from the package, so every layer can use it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ActorUnavailable",
+    "CommandNotRecognized",
+    "GuardError",
+    "ObserverGone",
+    "RetriableError",
+    "StoreError",
+    "ToolFailed",
+    "ToolTimeout",
+    "ToolcardsError",
+    "WiringError",
+]
+
+
+class ToolcardsError(Exception):
+    """Base class of every error raised by toolcards."""
+
+
+class RetriableError(ToolcardsError):
+    """The model can fix its call: the message says what to do next.
+
+    Raise it from a tool for a missing file, an unknown id, a bad pattern. For a failure
+    that retrying cannot fix, raise :class:`ToolFailed`.
+    """
+
+
+class GuardError(RetriableError):
+    """A guard denied the call; the message says which policy and how to comply."""
+
+
+class ToolTimeout(RetriableError):
+    """The call ran past its time limit; the message gives the limit and what to try."""
+
+
+class ToolFailed(ToolcardsError):
+    """A terminal tool failure: the model is told, but retrying the same call will not help.
+
+    For an error the model can fix by changing its arguments, raise :class:`RetriableError`.
+    """
+
+
+class ActorUnavailable(ToolFailed):
+    """The actor that owns a tool's state is stopped or did not answer in time."""
+
+
+class ObserverGone(ToolcardsError):
+    """A card was used after the agent (observer) it was bound to was garbage-collected."""
+
+
+class WiringError(ToolcardsError):
+    """A usage mistake by the application developer, found when cards are bound.
+
+    The message names the card, the field and the fix, and lists every problem found.
+    """
+
+
+class CommandNotRecognized(ToolcardsError):
+    """A slash command that no bound card provides; the message lists the known commands."""
+
+
+class StoreError(ToolFailed):
+    """A persistence transaction failed; nothing of it was written."""
