@@ -1,0 +1,149 @@
+"""The ``Orchestrator`` actor: one per team, owning who is in it and which tool actors serve it.
+
+Because an actor handles one message at a time, :meth:`Orchestrator.get_or_spawn` is
+race-free: two agents binding the same card at once get the same ``#PlanningTool``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import pykka
+
+from toolcards.actors.address import ActorAddress
+
+__all__ = ["EventSubscriber", "Orchestrator", "Publish"]
+
+logger = logging.getLogger("toolcards.actors")
+
+EventSubscriber = Callable[[int, Any], None]
+"""Called with ``(seq, event)`` for every event published to the team, on the orchestrator's thread."""
+
+EVENT_LOG_SIZE = 10_000
+
+
+class Orchestrator(pykka.ThreadingActor):
+    """One team's roster, role catalog, tool actors and event log.
+
+    Every method runs on the orchestrator's own thread, one message at a time. None of
+    them blocks for long: spawning an actor only starts its thread (its ``on_start`` runs
+    there, not here), and subscribers are expected to return quickly.
+    """
+
+    def __init__(self, team_id: str) -> None:
+        super().__init__()
+        self.team_id = team_id
+        self._members: dict[str, tuple[ActorAddress, pykka.ActorRef[Any] | None]] = {}
+        self._tool_actors: dict[str, pykka.ActorRef[Any]] = {}
+        self._profiles: dict[str, Any] = {}
+        self._events: deque[tuple[int, Any]] = deque(maxlen=EVENT_LOG_SIZE)
+        self._seq = 0
+        self._subscribers: dict[int, EventSubscriber] = {}
+        self._next_token = 1
+
+    # -- tool actors --------------------------------------------------------------------
+
+    def get_or_spawn(self, name: str, actor_class: type[pykka.Actor], *args: Any, **kwargs: Any) -> pykka.ActorRef[Any]:
+        """Return the running actor called ``name``, starting ``actor_class(*args, **kwargs)`` if none is.
+
+        A stopped actor of that name is replaced. Raises ``TypeError`` if the running actor
+        is not an ``actor_class`` (two cards disagree about what ``name`` is).
+        """
+        ref = self._tool_actors.get(name)
+        if ref is not None and ref.is_alive():
+            if not issubclass(ref.actor_class, actor_class):
+                raise TypeError(
+                    f"{name} in team {self.team_id} is a {ref.actor_class.__name__}, not a "
+                    f"{actor_class.__name__}; give one of them another name."
+                )
+            return ref
+        ref = actor_class.start(*args, **kwargs)
+        self._tool_actors[name] = ref
+        return ref
+
+    def tool_actors(self) -> dict[str, pykka.ActorRef[Any]]:
+        """The team's tool actors by name (alive or not)."""
+        return dict(self._tool_actors)
+
+    # -- roster -------------------------------------------------------------------------
+
+    def register_member(self, address: ActorAddress, ref: pykka.ActorRef[Any] | None = None) -> None:
+        """Add an agent to the roster; raises ``ValueError`` if the name is taken by a live member."""
+        current = self._members.get(address.name)
+        if current is not None and (current[1] is None or current[1].is_alive()):
+            raise ValueError(f"{address.handle} is already a member of team {self.team_id}.")
+        self._members[address.name] = (address, ref)
+
+    def unregister_member(self, name: str) -> ActorAddress | None:
+        """Remove an agent from the roster; returns its address, or ``None`` if unknown."""
+        entry = self._members.pop(name, None)
+        return entry[0] if entry else None
+
+    def members(self) -> list[ActorAddress]:
+        """The roster, in the order members joined."""
+        return [address for address, _ in self._members.values()]
+
+    def member_ref(self, name: str) -> pykka.ActorRef[Any] | None:
+        """The actor hosting member ``name``, if it is an actor."""
+        entry = self._members.get(name)
+        return entry[1] if entry else None
+
+    # -- role catalog ---------------------------------------------------------------------
+
+    def register_profile(self, role: str, profile: Any) -> None:
+        """Add or replace the profile members of ``role`` are created from."""
+        self._profiles[role] = profile
+
+    def profiles(self) -> dict[str, Any]:
+        """Every registered role profile, by role."""
+        return dict(self._profiles)
+
+    # -- events ---------------------------------------------------------------------------
+
+    def publish(self, event: Any) -> int:
+        """Append ``event`` to the team's log, notify subscribers, return its sequence number."""
+        self._seq += 1
+        self._events.append((self._seq, event))
+        for token, subscriber in list(self._subscribers.items()):
+            try:
+                subscriber(self._seq, event)
+            except Exception:
+                logger.exception("event subscriber %s of team %s failed", token, self.team_id)
+        return self._seq
+
+    def subscribe(self, subscriber: EventSubscriber) -> int:
+        """Register ``subscriber``; returns a token for :meth:`unsubscribe`."""
+        token = self._next_token
+        self._next_token += 1
+        self._subscribers[token] = subscriber
+        return token
+
+    def unsubscribe(self, token: int) -> None:
+        """Remove a subscriber (unknown tokens are ignored)."""
+        self._subscribers.pop(token, None)
+
+    def events(self, since: int = 0) -> list[tuple[int, Any]]:
+        """Events with a sequence number above ``since`` still in the bounded log."""
+        return [(seq, event) for seq, event in self._events if seq > since]
+
+    def on_receive(self, message: Any) -> Any:
+        """Handle fire-and-forget messages sent with ``tell``."""
+        if isinstance(message, Publish):
+            return self.publish(message.event)
+        return None
+
+    def member_refs(self) -> list[pykka.ActorRef[Any]]:
+        """The actors hosting members, for an orderly shutdown."""
+        return [ref for _, ref in self._members.values() if ref is not None]
+
+
+class Publish:
+    """A fire-and-forget publish message for :meth:`Orchestrator.on_receive`."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: Any) -> None:
+        self.event = event

@@ -1,0 +1,164 @@
+"""``ActorSystem`` and ``Team``: starting, finding and stopping a process's actors."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any, TypeVar
+
+import pykka
+
+from toolcards.actors.address import ActorAddress
+from toolcards.actors.ask import ask
+from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish
+
+__all__ = ["ActorSystem", "Team"]
+
+A = TypeVar("A", bound=pykka.Actor)
+
+
+class Team:
+    """A handle on one team's :class:`Orchestrator`, usable from any thread.
+
+    Every method is an ask to the orchestrator and blocks the calling thread briefly;
+    call them from worker threads or sync tools, not from an event loop.
+    """
+
+    def __init__(self, team_id: str, ref: pykka.ActorRef[Orchestrator]) -> None:
+        self.team_id = team_id
+        self.ref = ref
+        self._proxy = ref.proxy()
+        self._label = f"orchestrator of team {team_id}"
+
+    def get_or_spawn(self, name: str, actor_class: type[A], *args: Any, **kwargs: Any) -> pykka.ActorProxy[A]:
+        """The team's actor called ``name``, started as ``actor_class(*args, **kwargs)`` if needed.
+
+        Race-free: concurrent callers get the same actor. Returns a proxy.
+        """
+        ref: pykka.ActorRef[A] = ask(self._proxy.get_or_spawn(name, actor_class, *args, **kwargs), actor=self._label)
+        return ref.proxy()
+
+    def publish(self, event: Any) -> None:
+        """Publish ``event`` to the team's log and subscribers without waiting."""
+        self.ref.tell(Publish(event))
+
+    def publish_and_wait(self, event: Any) -> int:
+        """Publish ``event`` and return its sequence number."""
+        seq: int = ask(self._proxy.publish(event), actor=self._label)
+        return seq
+
+    def subscribe(self, subscriber: EventSubscriber) -> Callable[[], None]:
+        """Call ``subscriber(seq, event)`` for each later event; returns an unsubscribe function."""
+        token: int = ask(self._proxy.subscribe(subscriber), actor=self._label)
+
+        def unsubscribe() -> None:
+            if self.ref.is_alive():
+                self._proxy.unsubscribe(token)
+
+        return unsubscribe
+
+    def events(self, since: int = 0) -> list[tuple[int, Any]]:
+        """Logged events with a sequence number above ``since``."""
+        events: list[tuple[int, Any]] = ask(self._proxy.events(since), actor=self._label)
+        return events
+
+    def register_member(self, address: ActorAddress, ref: pykka.ActorRef[Any] | None = None) -> None:
+        """Add an agent to the roster (``ValueError`` if the name is taken)."""
+        ask(self._proxy.register_member(address, ref), actor=self._label)
+
+    def unregister_member(self, name: str) -> ActorAddress | None:
+        """Remove an agent from the roster."""
+        address: ActorAddress | None = ask(self._proxy.unregister_member(name), actor=self._label)
+        return address
+
+    def members(self) -> list[ActorAddress]:
+        """The roster."""
+        members: list[ActorAddress] = ask(self._proxy.members(), actor=self._label)
+        return members
+
+    def member_ref(self, name: str) -> pykka.ActorRef[Any] | None:
+        """The actor hosting member ``name``."""
+        ref: pykka.ActorRef[Any] | None = ask(self._proxy.member_ref(name), actor=self._label)
+        return ref
+
+    def register_profile(self, role: str, profile: Any) -> None:
+        """Add or replace a role profile in the team's catalog."""
+        ask(self._proxy.register_profile(role, profile), actor=self._label)
+
+    def profiles(self) -> dict[str, Any]:
+        """The team's role catalog."""
+        profiles: dict[str, Any] = ask(self._proxy.profiles(), actor=self._label)
+        return profiles
+
+    def tool_actors(self) -> dict[str, pykka.ActorRef[Any]]:
+        """The team's tool actors by name."""
+        actors: dict[str, pykka.ActorRef[Any]] = ask(self._proxy.tool_actors(), actor=self._label)
+        return actors
+
+
+class ActorSystem:
+    """The actors of one process: one orchestrator per team, created on first use.
+
+    Use it as a context manager, or call :meth:`stop`, so state is flushed on exit.
+    """
+
+    def __init__(self) -> None:
+        self._teams: dict[str, Team] = {}
+        self._lock = threading.Lock()
+        self._stopped = False
+
+    def team(self, team_id: str) -> Team:
+        """The team called ``team_id``, starting its orchestrator if needed (thread-safe)."""
+        with self._lock:
+            if self._stopped:
+                raise RuntimeError("this ActorSystem is stopped; create a new one")
+            team = self._teams.get(team_id)
+            if team is None or not team.ref.is_alive():
+                team = Team(team_id, Orchestrator.start(team_id))
+                self._teams[team_id] = team
+            return team
+
+    def teams(self) -> list[str]:
+        """The ids of the teams started in this system."""
+        with self._lock:
+            return list(self._teams)
+
+    def lookup(self, address: ActorAddress) -> pykka.ActorRef[Any] | None:
+        """The actor at ``address``: a team's tool actor (``#name``) or member, if running."""
+        with self._lock:
+            team = self._teams.get(address.team_id)
+        if team is None or not team.ref.is_alive():
+            return None
+        ref = team.tool_actors().get(address.name) if address.is_tool_actor else team.member_ref(address.name)
+        return ref if ref is not None and ref.is_alive() else None
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop every team in order: agents, then tool actors (flushing state), then orchestrators.
+
+        Idempotent. Blocks until every actor has stopped or ``timeout`` passed per actor.
+        """
+        with self._lock:
+            if self._stopped:
+                return
+            self._stopped = True
+            teams = list(self._teams.values())
+        # From this thread, not the orchestrator's: a member stopping may still ask its
+        # orchestrator something, which must be able to answer.
+        for team in teams:
+            if not team.ref.is_alive():
+                continue
+            members: list[pykka.ActorRef[Any]] = ask(team._proxy.member_refs(), actor=team._label)
+            for ref in members:
+                ref.stop(block=True, timeout=timeout)
+            for ref in team.tool_actors().values():
+                ref.stop(block=True, timeout=timeout)
+            team.ref.stop(block=True, timeout=timeout)
+
+    def __enter__(self) -> ActorSystem:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

@@ -1,0 +1,312 @@
+"""``ToolCard``: serialisable configuration that, once bound to an agent, produces tools.
+
+A card is a pydantic model. Each capability is one field typed ``SomeParam | bool``
+(``False`` turns it off on every channel, ``True`` means the default param) and one
+method marked with :func:`capability`, whose signature is what the model sees::
+
+    class GreetParam(BaseToolParam):
+        expose: set[Channels] = {TOOL_CALL, COMMAND}
+        greeting: str = "Hello"
+
+    class GreeterCard(ToolCard):
+        kind: ClassVar[str] = "greeter"
+        greet: GreetParam | bool = True
+
+        @capability("greet")
+        def greet_someone(self, name: str) -> str:
+            \"\"\"Greet someone by name.\"\"\"
+            return f"{self.param('greet').greeting}, {name}!"
+
+Runtime handles (actor proxies, clients) are ``PrivateAttr``s; every field serialises,
+and ``arbitrary_types_allowed`` is refused. A card holds its observer weakly: using a tool
+after its agent is gone raises :class:`~toolcards.errors.ObserverGone`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import weakref
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar, cast, overload
+
+from pydantic import BaseModel, ConfigDict, PrivateAttr
+
+from toolcards.core.channels import Channels
+from toolcards.core.output import DEFAULT_OUTPUT_BUDGET
+from toolcards.core.params import BaseToolParam
+from toolcards.core.tool import Tool
+from toolcards.errors import ObserverGone, WiringError
+
+__all__ = ["Capability", "ToolCard", "capability"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+P = TypeVar("P", bound=BaseToolParam)
+ObserverT = TypeVar("ObserverT")
+
+_ALL_CHANNELS = frozenset(Channels)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capability:
+    """One thing a card can do, before it is bound: a handler and how it may be offered."""
+
+    field: str
+    """The card field holding this capability's ``Param | bool``."""
+    handler: Callable[..., Any]
+    """The function (a bound method once the card is bound) whose signature is the schema."""
+    name: str
+    """The tool and command name."""
+    serves: frozenset[Channels]
+    """The channels the handler can serve (a SYSTEM_PROMPT handler takes no arguments)."""
+    untrusted_output: bool = False
+    """The result carries outside data: wrap it in the untrusted-output envelope."""
+    mutates: bool = False
+    """The capability changes state; read-only cards drop it."""
+    timeout_s: float | None = None
+    """The card's default timeout (a param's ``timeout_s`` overrides it)."""
+    max_concurrency: int | None = None
+    """The card's default concurrency limit (a param's ``max_concurrency`` overrides it)."""
+    output_budget: int = DEFAULT_OUTPUT_BUDGET
+    """The card's default output budget (a param's ``output_budget`` overrides it)."""
+
+
+def capability(
+    field: str,
+    *,
+    name: str | None = None,
+    serves: set[Channels] | frozenset[Channels] = _ALL_CHANNELS,
+    untrusted_output: bool = False,
+    mutates: bool = False,
+    timeout_s: float | None = None,
+    max_concurrency: int | None = None,
+    output_budget: int = DEFAULT_OUTPUT_BUDGET,
+) -> Callable[[F], F]:
+    """Mark a card method as the handler of the capability configured by ``field``.
+
+    Args:
+        field: The card field (``Param | bool``) that switches and configures it.
+        name: The tool/command name (default: the method name).
+        serves: The channels the method can serve; exposing it elsewhere is a ``WiringError``.
+        untrusted_output: Wrap results in the untrusted-output envelope.
+        mutates: The capability changes state (dropped by read-only cards).
+        timeout_s: Default timeout. max_concurrency: default concurrency limit.
+        output_budget: Default characters of output kept.
+    """
+
+    def mark(func: F) -> F:
+        func.__toolcards_capability__ = Capability(  # type: ignore[attr-defined]
+            field=field,
+            handler=func,
+            name=name or func.__name__,
+            serves=frozenset(serves),
+            untrusted_output=untrusted_output,
+            mutates=mutates,
+            timeout_s=timeout_s,
+            max_concurrency=max_concurrency,
+            output_budget=output_budget,
+        )
+        return func
+
+    return mark
+
+
+class ToolCard(BaseModel):
+    """Base class of every card. See the module docstring for how to write one."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    kind: ClassVar[str] = ""
+    """The name a card is stored under in config files (default: derived from the class name)."""
+    requires_observer: ClassVar[type | None] = None
+    """The observer protocol this card needs to be bound (``None``: works unbound)."""
+    _capabilities: ClassVar[tuple[Capability, ...]] = ()
+    _observer_ref: Callable[[], Any] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.model_config.get("arbitrary_types_allowed"):
+            raise WiringError(
+                f"{cls.__name__}: arbitrary_types_allowed is refused on cards; every field must "
+                "serialise. Keep runtime handles in PrivateAttr."
+            )
+        if not cls.__dict__.get("kind"):
+            cls.kind = _default_kind(cls.__name__)
+        found: dict[str, Capability] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                cap = getattr(value, "__toolcards_capability__", None)
+                if isinstance(cap, Capability):
+                    found[attr] = cap
+        problems = [
+            f"@capability({cap.field!r}) on {attr}: {cls.__name__} has no field {cap.field!r}"
+            for attr, cap in found.items()
+            if cap.field not in cls.model_fields
+        ]
+        if problems:
+            raise WiringError("; ".join(problems))
+        cls._capabilities = tuple(found.values())
+        from toolcards.core.registry import register_card_class
+
+        register_card_class(cls)
+
+    # -- binding ------------------------------------------------------------------------
+
+    def observer(self, observer: Any) -> ToolCard:
+        """Bind this card to ``observer`` (held weakly) and return the card.
+
+        Raises:
+            WiringError: the card needs an observer of another kind (``requires_observer``).
+        """
+        required = type(self).requires_observer
+        if required is not None and not isinstance(observer, required):
+            raise WiringError(
+                f"{type(self).__name__} needs an observer implementing {required.__name__}, "
+                f"got {type(observer).__name__}. Bind it to a team member (toolcards.testing."
+                "FakeObserver in tests)."
+            )
+        try:
+            self._observer_ref = weakref.ref(observer)
+        except TypeError:  # objects without weakref support are held strongly
+            self._observer_ref = lambda: observer
+        self.on_bind(observer)
+        return self
+
+    def on_bind(self, observer: Any) -> None:
+        """Hook: set up runtime handles (actor proxies, clients) for ``observer``."""
+
+    @overload
+    def get_observer(self) -> Any: ...
+    @overload
+    def get_observer(self, kind: type[ObserverT]) -> ObserverT: ...
+    def get_observer(self, kind: type[Any] | None = None) -> Any:
+        """The bound observer.
+
+        Raises:
+            WiringError: the card was never bound.
+            ObserverGone: the observer was garbage-collected.
+        """
+        if self._observer_ref is None:
+            raise WiringError(f"{type(self).__name__} is not bound: call card.observer(agent) or use ToolFactory.")
+        observer = self._observer_ref()
+        if observer is None:
+            raise ObserverGone(
+                f"The agent {type(self).__name__} was bound to no longer exists; bind the card to a live agent."
+            )
+        return observer
+
+    @property
+    def is_bound(self) -> bool:
+        """Whether :meth:`observer` was called."""
+        return self._observer_ref is not None
+
+    # -- capabilities -----------------------------------------------------------------------
+
+    @overload
+    def param(self, field: str) -> Any: ...
+    @overload
+    def param(self, field: str, kind: type[P]) -> P: ...
+    def param(self, field: str, kind: type[Any] | None = None) -> Any:
+        """The param configuring ``field``: its value, or the field's param type built with
+        defaults when it is ``True``, or ``None`` when it is ``False`` or ``None``."""
+        value = getattr(self, field)
+        if value is False or value is None:
+            return None
+        if value is True:
+            return _param_type(type(self), field)()
+        return value
+
+    def capabilities(self) -> Iterator[Capability]:
+        """The capabilities this card offers, bound to this card (override for dynamic ones)."""
+        for cap in type(self)._capabilities:
+            yield dataclasses.replace(cap, handler=cap.handler.__get__(self, type(self)))
+
+    def build_tools(self) -> list[Tool]:
+        """One :class:`Tool` per enabled capability, its channels taken from the param.
+
+        Raises:
+            WiringError: a param exposes a capability on a channel its handler cannot serve.
+        """
+        tools: list[Tool] = []
+        problems: list[str] = []
+        agent = _agent_name(self)
+        for cap in self.capabilities():
+            param = self.param(cap.field)
+            if param is None or not param.expose:
+                continue
+            channels = frozenset(param.expose)
+            unserved = channels - cap.serves
+            if unserved:
+                problems.append(
+                    f"{type(self).__name__}.{cap.field} exposes {cap.name} on "
+                    f"{', '.join(sorted(c.value for c in unserved))}, which it cannot serve "
+                    f"(it serves {', '.join(sorted(c.value for c in cap.serves))})"
+                )
+                continue
+            tools.append(
+                Tool.from_function(
+                    cap.handler,
+                    name=cap.name,
+                    instructions=param.instructions,
+                    channels=channels,
+                    param=param,
+                    card=type(self).__name__,
+                    agent=agent,
+                    requires_approval=param.requires_approval,
+                    timeout_s=param.timeout_s if param.timeout_s is not None else cap.timeout_s,
+                    max_concurrency=param.max_concurrency or cap.max_concurrency,
+                    output_budget=param.output_budget or cap.output_budget,
+                    untrusted_output=cap.untrusted_output,
+                    mutates=cap.mutates,
+                )
+            )
+        if problems:
+            raise WiringError("; ".join(problems) + ". Remove the channel from the param's expose.")
+        return tools
+
+    # -- the hooks adapters use ---------------------------------------------------------------
+
+    def get_tools(self) -> list[Callable[..., Any]]:
+        """Functions for the TOOL_CALL channel, ready for ``Agent(tools=...)``."""
+        from toolcards.core.factory import tool_function
+
+        return [tool_function(t) for t in self.build_tools() if Channels.TOOL_CALL in t.channels]
+
+    def get_system_prompts(self) -> list[Callable[[], str | None]]:
+        """Zero-argument callables for the SYSTEM_PROMPT channel, re-run before each request."""
+        from toolcards.core.factory import prompt_function
+
+        return [prompt_function(t) for t in self.build_tools() if Channels.SYSTEM_PROMPT in t.channels]
+
+    def get_commands(self) -> dict[type[BaseToolParam], Callable[..., Any]]:
+        """Callables for the COMMAND channel, keyed by their param type."""
+        from toolcards.core.factory import command_function
+
+        return {type(t.param): command_function(t) for t in self.build_tools() if Channels.COMMAND in t.channels}
+
+    def get_toolsets(self) -> list[Any]:
+        """Ready-made pydantic-ai toolsets (for cards wrapping MCP servers); none by default."""
+        return []
+
+
+def _param_type(card_class: type[ToolCard], field: str) -> type[BaseToolParam]:
+    annotation = card_class.model_fields[field].annotation
+    for candidate in getattr(annotation, "__args__", (annotation,)):
+        if isinstance(candidate, type) and issubclass(candidate, BaseToolParam):
+            return candidate
+    raise WiringError(f"{card_class.__name__}.{field} is not typed 'SomeParam | bool'.")
+
+
+def _agent_name(card: ToolCard) -> str | None:
+    if card._observer_ref is None:
+        return None
+    observer = card._observer_ref()
+    address = getattr(observer, "address", None)
+    return cast(str | None, getattr(address, "handle", None))
+
+
+def _default_kind(class_name: str) -> str:
+    stem = class_name.removesuffix("Card").removesuffix("Tool") or class_name
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", stem).lower()

@@ -1,0 +1,183 @@
+"""Slash commands: ``/name arg "quoted arg" key=value rest`` dispatched to COMMAND tools.
+
+The grammar, tokenised with :mod:`shlex`:
+
+* positional tokens fill the command's parameters in signature order;
+* ``key=value`` tokens set the parameter ``key`` (only when ``key`` is a parameter name,
+  so ``x=1`` inside free text stays text);
+* extra positional tokens are joined with spaces into the last positional parameter that
+  takes a string, so ``/note buy milk and eggs`` needs no quotes.
+
+Values are strings; the pipeline coerces them (``"5"`` → ``5``, JSON text → a list).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import typing
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from toolcards.core.channels import Channels
+from toolcards.core.tool import Tool
+from toolcards.errors import CommandNotRecognized, RetriableError, ToolFailed
+
+__all__ = ["CommandArg", "CommandDescriptor", "CommandRegistry"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandArg:
+    """One argument of a command, as a help screen shows it."""
+
+    name: str
+    type: str
+    """The JSON-schema type (``string``, ``integer``, ``array``, ...)."""
+    required: bool
+    default: Any = None
+    choices: tuple[Any, ...] = ()
+    description: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandDescriptor:
+    """A command's name, description and arguments."""
+
+    name: str
+    description: str
+    args: tuple[CommandArg, ...]
+
+    @property
+    def usage(self) -> str:
+        """``/name <required> [optional]``."""
+        parts = [f"<{a.name}>" if a.required else f"[{a.name}]" for a in self.args]
+        return " ".join([f"/{self.name}", *parts])
+
+
+class CommandRegistry:
+    """Dispatch slash-command text to the COMMAND channel's tools."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools = {tool.name: tool for tool in tools}
+
+    @property
+    def names(self) -> list[str]:
+        """Known command names, sorted."""
+        return sorted(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def parse(self, text: str) -> tuple[str, dict[str, Any]]:
+        """Split ``text`` into a command name and its arguments (not yet validated).
+
+        Raises:
+            CommandNotRecognized: ``text`` is not a known ``/command``.
+            RetriableError: the quoting is unbalanced.
+        """
+        stripped = text.strip()
+        if not stripped.startswith("/"):
+            raise CommandNotRecognized(f"Not a command: {text!r}. Commands start with '/': {self._known()}.")
+        try:
+            tokens = shlex.split(stripped[1:])
+        except ValueError as exc:
+            raise RetriableError(f"Cannot parse {text!r}: {exc}. Close every quote.") from None
+        if not tokens:
+            raise CommandNotRecognized(f"Empty command. Known commands: {self._known()}.")
+        name, rest = tokens[0], tokens[1:]
+        tool = self._tools.get(name)
+        if tool is None:
+            raise CommandNotRecognized(f"Unknown command /{name}. Known commands: {self._known()}.")
+        return name, _bind_tokens(tool, rest)
+
+    def dispatch(self, text: str) -> str:
+        """Run a slash command and return its result as text.
+
+        A known command's failure (bad arguments, a retriable or terminal error) returns a
+        one-line ``Error: ...`` string.
+
+        Raises:
+            CommandNotRecognized: the command is unknown (so callers can fall through to
+                treating the text as a message).
+        """
+        try:
+            name, args = self.parse(text)
+            result = self._tools[name].call_sync(args, channel=Channels.COMMAND)
+        except (RetriableError, ToolFailed) as exc:
+            return "Error: " + " ".join(str(exc).split())
+        if isinstance(result, str):
+            return result
+        return json.dumps(result, ensure_ascii=False, default=str)
+
+    def descriptors(self) -> list[CommandDescriptor]:
+        """A descriptor per command, sorted by name, for help screens and UIs."""
+        return [self.describe(name) for name in self.names]
+
+    def describe(self, name: str) -> CommandDescriptor:
+        """The descriptor of one command (``CommandNotRecognized`` if unknown)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            raise CommandNotRecognized(f"Unknown command /{name}. Known commands: {self._known()}.")
+        schema = tool.parameters_schema
+        required = set(schema.get("required", ()))
+        args = tuple(
+            CommandArg(
+                name=arg,
+                type=_type_name(prop),
+                required=arg in required,
+                default=prop.get("default"),
+                choices=tuple(prop.get("enum", ())),
+                description=prop.get("description", ""),
+            )
+            for arg, prop in schema.get("properties", {}).items()
+        )
+        summary = tool.description.split("\n\n", 1)[0]
+        return CommandDescriptor(name=name, description=summary, args=args)
+
+    def _known(self) -> str:
+        return ", ".join(f"/{name}" for name in self.names) or "none"
+
+
+def _bind_tokens(tool: Tool, tokens: list[str]) -> dict[str, Any]:
+    params = list(tool.args.signature.parameters)
+    args: dict[str, Any] = {}
+    positional: list[str] = []
+    for token in tokens:
+        key, sep, value = token.partition("=")
+        if sep and key in params:
+            args[key] = value
+        else:
+            positional.append(token)
+    free = [name for name in params if name not in args]
+    for name, value in zip(free, positional, strict=False):
+        args[name] = value
+    if len(positional) > len(free) and free:
+        text_params = [name for name in free if _takes_text(tool, name)]
+        if not text_params:
+            raise RetriableError(
+                f"/{tool.name} takes {len(free)} positional argument(s), got {len(positional)}: "
+                f"{' '.join(positional)!r}. Quote values that contain spaces."
+            )
+        last = text_params[-1]
+        start = free.index(last)
+        args[last] = " ".join(positional[start:])
+        for name in free[start + 1 :]:
+            args.pop(name, None)
+    elif len(positional) > len(free):
+        raise RetriableError(f"/{tool.name} takes no more arguments; got {' '.join(positional)!r}.")
+    return args
+
+
+def _takes_text(tool: Tool, name: str) -> bool:
+    annotation = tool.args.signature.parameters[name].annotation
+    if typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    return annotation is str or str in typing.get_args(annotation)
+
+
+def _type_name(prop: dict[str, Any]) -> str:
+    if "type" in prop:
+        return str(prop["type"])
+    options = [p.get("type") for p in prop.get("anyOf", []) if p.get("type") not in (None, "null")]
+    return "|".join(str(o) for o in options) or "any"

@@ -1,0 +1,248 @@
+"""``ToolFactory``: binds cards to an observer and aggregates what they produce per channel.
+
+The factory is where wiring mistakes surface, all at once and loudly: two capabilities
+with the same name on a channel, a capability exposed on a channel its card cannot serve,
+a card bound to an observer of the wrong kind. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolcards.core.card import ToolCard
+from toolcards.core.channels import Channels
+from toolcards.core.events import ToolExecutionRecord
+from toolcards.core.guards import Guard
+from toolcards.core.params import BaseToolParam
+from toolcards.core.tool import Tool
+from toolcards.errors import RetriableError, ToolcardsError, ToolFailed, WiringError
+
+if TYPE_CHECKING:
+    from toolcards.core.commands import CommandRegistry
+    from toolcards.pydantic_ai.toolset import CardToolset
+
+__all__ = ["ToolFactory", "command_function", "prompt_function", "tool_function"]
+
+logger = logging.getLogger("toolcards.factory")
+
+RecordSubscriber = Callable[[ToolExecutionRecord], None]
+
+
+class ToolFactory:
+    """Bind ``tool_cards`` to ``observer`` and expose what they produce, per channel.
+
+    Args:
+        tool_cards: The cards. Each is bound to ``observer`` (cards are configuration:
+            give each agent its own factory, with copies if the same card objects are shared).
+        observer: The agent the cards work for; required by cards with ``requires_observer``.
+        retry_exception: The framework's retry signal (e.g. pydantic-ai's ``ModelRetry``):
+            functions from :meth:`get_tools` raise it for a ``RetriableError``. Without it,
+            those functions return the error message as their result.
+        guards: Policy checks run on every call of every tool, before the card's own.
+
+    Raises:
+        WiringError: listing every problem found while binding.
+    """
+
+    def __init__(
+        self,
+        tool_cards: Iterable[ToolCard],
+        observer: Any = None,
+        retry_exception: type[Exception] | None = None,
+        *,
+        guards: Sequence[Guard] = (),
+    ) -> None:
+        self.cards = list(tool_cards)
+        self.observer = observer
+        self.retry_exception = retry_exception
+        self._subscribers: list[RecordSubscriber] = []
+        self._lock = threading.Lock()
+        self._tools = self._bind(tuple(guards))
+
+    def _bind(self, guards: tuple[Guard, ...]) -> list[Tool]:
+        problems: list[str] = []
+        tools: list[Tool] = []
+        owners: dict[tuple[Channels, str], tuple[int, str]] = {}
+        for index, card in enumerate(self.cards):
+            label = type(card).__name__
+            try:
+                if self.observer is not None:
+                    card.observer(self.observer)
+                elif type(card).requires_observer is not None:
+                    required = type(card).requires_observer
+                    assert required is not None
+                    raise WiringError(
+                        f"{label} needs an observer implementing {required.__name__}; pass observer= to ToolFactory."
+                    )
+                built = card.build_tools()
+            except WiringError as exc:
+                problems.append(str(exc))
+                continue
+            seen_in_card: dict[Channels, set[str]] = {channel: set() for channel in Channels}
+            for tool in built:
+                for channel in tool.channels:
+                    if channel is Channels.SYSTEM_PROMPT:
+                        continue
+                    other_index, other = owners.setdefault((channel, tool.name), (index, label))
+                    if (other_index, other) != (index, label) or tool.name in seen_in_card[channel]:
+                        problems.append(
+                            f"{tool.name!r} on {channel.value} is produced by both {other} and {label}; "
+                            "disable one of them (set its field to False) or rename it"
+                        )
+                    seen_in_card[channel].add(tool.name)
+                tools.append(tool.replace(guards=guards + tool.guards, record_sink=self._record))
+        if problems:
+            raise WiringError("Cannot bind cards: " + "; ".join(problems) + ".")
+        return tools
+
+    # -- events -----------------------------------------------------------------------------
+
+    def subscribe(self, subscriber: RecordSubscriber) -> Callable[[], None]:
+        """Receive every :class:`ToolExecutionRecord`; returns an unsubscribe function."""
+        with self._lock:
+            self._subscribers.append(subscriber)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                if subscriber in self._subscribers:
+                    self._subscribers.remove(subscriber)
+
+        return unsubscribe
+
+    def _record(self, record: ToolExecutionRecord) -> None:
+        notify = getattr(self.observer, "notify_event", None)
+        if notify is not None:
+            notify(record)
+        for subscriber in tuple(self._subscribers):
+            subscriber(record)
+
+    # -- channels ---------------------------------------------------------------------------
+
+    def tools(self, channel: Channels | None = None) -> list[Tool]:
+        """The bound :class:`Tool` objects, optionally only those exposed on ``channel``."""
+        if channel is None:
+            return list(self._tools)
+        return [tool for tool in self._tools if channel in tool.channels]
+
+    def get_tools(self) -> list[Callable[..., Any]]:
+        """Functions for ``Agent(tools=...)``: one per TOOL_CALL capability, same signature."""
+        return [tool_function(tool, self.retry_exception) for tool in self.tools(Channels.TOOL_CALL)]
+
+    def get_system_prompts(self) -> list[Callable[[], str | None]]:
+        """Callables for ``Agent(instructions=...)``, re-evaluated before every model request."""
+        return [prompt_function(tool) for tool in self.tools(Channels.SYSTEM_PROMPT)]
+
+    def get_commands(self) -> dict[type[BaseToolParam], Callable[..., Any]]:
+        """Callables for orchestrator code, keyed by param type. They raise ``RetriableError``
+        or ``ToolFailed`` on failure."""
+        return {type(tool.param): command_function(tool) for tool in self.tools(Channels.COMMAND)}
+
+    def get_toolsets(self) -> list[Any]:
+        """Ready-made toolsets from cards that wrap external servers (MCP)."""
+        return [toolset for card in self.cards for toolset in card.get_toolsets()]
+
+    def toolset(self, *, max_retries: int = 2) -> CardToolset:
+        """One pydantic-ai toolset with every tool and the system prompts as its instructions.
+
+        ``Agent(model, toolsets=[factory.toolset()])`` attaches everything.
+        """
+        from toolcards.pydantic_ai.toolset import CardToolset
+
+        return CardToolset(self, max_retries=max_retries)
+
+    def command_registry(self) -> CommandRegistry:
+        """Slash-command dispatch (``/name arg key=value``) and descriptors for help screens."""
+        from toolcards.core.commands import CommandRegistry
+
+        return CommandRegistry(self.tools(Channels.COMMAND))
+
+
+def tool_function(tool: Tool, retry_exception: type[Exception] | None = None) -> Callable[..., Any]:
+    """A plain function with ``tool``'s name, signature and docstring that runs the pipeline.
+
+    A sync handler gives a sync function (frameworks run those in a worker thread, so actor
+    asks never block the event loop); an async handler gives an async function.
+    A ``RetriableError`` is raised as ``retry_exception`` when given, otherwise returned as
+    text; a ``ToolFailed`` is returned as text, so no raw exception reaches the agent loop.
+    """
+
+    def failure(exc: ToolcardsError) -> str:
+        if isinstance(exc, RetriableError) and retry_exception is not None:
+            raise retry_exception(str(exc)) from exc
+        return f"Error: {exc}"
+
+    if tool.is_async:
+
+        async def run_async(**kwargs: Any) -> Any:
+            try:
+                return await tool.call(kwargs, channel=Channels.TOOL_CALL)
+            except (RetriableError, ToolFailed) as exc:
+                return failure(exc)
+
+        function: Callable[..., Any] = run_async
+    else:
+
+        def run_sync(**kwargs: Any) -> Any:
+            try:
+                return tool.call_sync(kwargs, channel=Channels.TOOL_CALL)
+            except (RetriableError, ToolFailed) as exc:
+                return failure(exc)
+
+        function = run_sync
+    return _dress(function, tool)
+
+
+def prompt_function(tool: Tool) -> Callable[[], str | None]:
+    """A zero-argument callable rendering ``tool`` as a system prompt section.
+
+    A failure never breaks the agent's run: it renders as one line saying the section is
+    unavailable, and is logged.
+    """
+
+    def render() -> str | None:
+        try:
+            result = tool.call_sync({}, channel=Channels.SYSTEM_PROMPT)
+        except (RetriableError, ToolFailed) as exc:
+            logger.warning("system prompt %s failed: %s", tool.name, exc)
+            return f"({tool.name} is unavailable: {exc})"
+        return None if result is None else str(result)
+
+    render.__name__ = tool.name
+    render.__qualname__ = tool.name
+    return render
+
+
+def command_function(tool: Tool) -> Callable[..., Any]:
+    """A callable for orchestrator code: same pipeline, channel COMMAND, errors raised."""
+
+    def run(**kwargs: Any) -> Any:
+        return tool.call_sync(kwargs, channel=Channels.COMMAND)
+
+    return _dress(run, tool)
+
+
+def _dress(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:
+    functools.update_wrapper(function, tool.handler, assigned=(), updated=())
+    function.__name__ = tool.name
+    function.__qualname__ = tool.name
+    function.__doc__ = _docstring(tool)
+    function.__signature__ = tool.args.signature  # type: ignore[attr-defined]
+    function.__annotations__ = {
+        **{name: p.annotation for name, p in tool.args.signature.parameters.items()},
+        "return": tool.args.signature.return_annotation,
+    }
+    function.__toolcards_tool__ = tool  # type: ignore[attr-defined]
+    return function
+
+
+def _docstring(tool: Tool) -> str:
+    lines = [tool.description]
+    props = tool.parameters_schema.get("properties", {})
+    described = [(name, prop["description"]) for name, prop in props.items() if prop.get("description")]
+    if described:
+        lines += ["", "Args:"] + [f"    {name}: {text}" for name, text in described]
+    return "\n".join(lines)

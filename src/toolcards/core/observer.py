@@ -1,0 +1,62 @@
+"""What a card is bound to: the agent (or team member) that uses it.
+
+Cards ask only for what they need. A card that only reports events needs a
+:class:`ToolObserver`; one backed by team-wide actors needs an
+:class:`ActorToolObserver`; the team card needs a :class:`TeamManagementToolObserver`.
+The factory checks the observer against each card's ``requires_observer`` when binding.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from toolcards.actors.address import ActorAddress
+from toolcards.actors.system import Team
+
+__all__ = ["ActorToolObserver", "TeamManagementToolObserver", "ToolObserver"]
+
+
+@runtime_checkable
+class ToolObserver(Protocol):
+    """Receives the events a card's tools produce (execution records, state changes)."""
+
+    def notify_event(self, event: Any) -> None:
+        """Handle one event. Called from whichever thread ran the tool; must not block long."""
+
+
+@runtime_checkable
+class ActorToolObserver(ToolObserver, Protocol):
+    """An agent that is a member of a team of actors."""
+
+    @property
+    def address(self) -> ActorAddress:
+        """This agent's own address (its name is stamped on what it creates)."""
+
+    @property
+    def team(self) -> Team:
+        """The team's orchestrator: roster, ``get_or_spawn`` of tool actors, events."""
+
+    @property
+    def team_id(self) -> str:
+        """The team this agent belongs to."""
+
+    @property
+    def user_id(self) -> str | None:
+        """The human the team works for, when known."""
+
+
+@runtime_checkable
+class TeamManagementToolObserver(ActorToolObserver, Protocol):
+    """An agent allowed to change its team: hire, fire, list members and roles."""
+
+    def hire_member(self, role: str, name: str | None = None) -> ActorAddress:
+        """Start a member of ``role``; raises ``RetriableError`` naming valid roles or a taken name."""
+
+    def fire_member(self, name: str) -> ActorAddress:
+        """Stop member ``name``; raises ``RetriableError`` listing members if unknown."""
+
+    def roster(self) -> list[ActorAddress]:
+        """The team's members."""
+
+    def hireable_roles(self) -> dict[str, str]:
+        """Role → one-line description, for the roles this agent may hire."""

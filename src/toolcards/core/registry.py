@@ -1,0 +1,118 @@
+"""Cards as configuration: card kinds, and ``dump_cards`` / ``load_cards``.
+
+Each card class has a ``kind``. A list of cards dumps to plain data (``[{"kind": ...,
+...fields}]``) that round-trips exactly through JSON and YAML, so a team's abilities are
+a config file. Built-in kinds are imported only when a config names them; third-party
+cards register through the entry-point group ``toolcards.cards`` (``name = "pkg.mod:Card"``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Iterable, Mapping
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
+
+from toolcards.errors import WiringError
+
+if TYPE_CHECKING:
+    from toolcards.core.card import ToolCard
+
+__all__ = ["BUILTIN_CARDS", "card_class", "card_kinds", "dump_cards", "load_cards", "register_card_class"]
+
+BUILTIN_CARDS: dict[str, str] = {
+    "workspace": "toolcards.workspace.tool:WorkspaceTool",
+    "planning": "toolcards.planning.tool:PlanningTool",
+    "knowledge_graph": "toolcards.knowledge_graph.tool:KnowledgeGraphTool",
+    "exec": "toolcards.sandbox.tool:ExecTool",
+    "search": "toolcards.search.tool:SearchTool",
+    "mcp": "toolcards.mcp.tool:MCPTool",
+    "team": "toolcards.team.tool:TeamTool",
+}
+"""Kind → ``module:Class`` of the cards shipped with toolcards, imported on demand."""
+
+ENTRY_POINT_GROUP = "toolcards.cards"
+
+_registered: dict[str, type[ToolCard]] = {}
+_lock = threading.Lock()
+
+
+def register_card_class(cls: type[ToolCard]) -> None:
+    """Record ``cls`` under its kind (called for every ``ToolCard`` subclass when defined).
+
+    A later class with the same kind replaces the earlier one, so a redefined class (in a
+    reloaded module or a test) wins.
+    """
+    with _lock:
+        _registered[cls.kind] = cls
+
+
+def card_kinds() -> dict[str, str]:
+    """Every known kind → where its class lives (built-ins, entry points, registered classes)."""
+    kinds = dict(BUILTIN_CARDS)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        kinds.setdefault(ep.name, ep.value)
+    with _lock:
+        for kind, cls in _registered.items():
+            kinds.setdefault(kind, f"{cls.__module__}:{cls.__qualname__}")
+    return kinds
+
+
+def card_class(kind: str) -> type[ToolCard]:
+    """The card class for ``kind``, importing it if needed.
+
+    Raises:
+        WiringError: no built-in, entry-point or registered card has that kind.
+    """
+    with _lock:
+        cls = _registered.get(kind)
+    if cls is not None:
+        return cls
+    target = BUILTIN_CARDS.get(kind)
+    if target is None:
+        matches = [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == kind]
+        target = matches[0] if matches else None
+    if target is None:
+        known = ", ".join(sorted(card_kinds()))
+        raise WiringError(f"Unknown card kind {kind!r}. Known kinds: {known}.")
+    module_name, _, attr = target.partition(":")
+    loaded = getattr(importlib.import_module(module_name), attr)
+    with _lock:
+        _registered.setdefault(kind, loaded)
+    return _registered[kind]
+
+
+def dump_cards(cards: Iterable[ToolCard]) -> list[dict[str, Any]]:
+    """Plain data for ``cards`` (JSON/YAML-ready), each with its ``kind`` first."""
+    return [{"kind": type(card).kind, **card.model_dump(mode="json")} for card in cards]
+
+
+def load_cards(data: Iterable[Mapping[str, Any]]) -> list[ToolCard]:
+    """Cards from data made by :func:`dump_cards` (or written by hand).
+
+    Raises:
+        WiringError: an entry has no ``kind``, an unknown kind, or invalid fields; every
+            problem is listed with its position.
+    """
+    from pydantic import ValidationError
+
+    cards: list[ToolCard] = []
+    problems: list[str] = []
+    for index, entry in enumerate(data):
+        if not isinstance(entry, Mapping) or "kind" not in entry:
+            problems.append(f"card #{index}: needs a 'kind' key")
+            continue
+        fields = {k: v for k, v in entry.items() if k != "kind"}
+        try:
+            cards.append(card_class(str(entry["kind"])).model_validate(fields))
+        except WiringError as exc:
+            problems.append(f"card #{index}: {exc}")
+        except ValidationError as exc:
+            details = "; ".join(
+                f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_url=False)
+            )
+            problems.append(f"card #{index} ({entry['kind']}): {details}")
+    if problems:
+        raise WiringError("Invalid card config: " + " | ".join(problems))
+    return cards

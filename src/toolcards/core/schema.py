@@ -1,0 +1,217 @@
+"""A function's signature → an argument validator and the compact JSON schema a model reads.
+
+The signature is the schema: parameter names, annotations (``Annotated[..., Field(...)]``
+bounds and descriptions kept), defaults, and the ``Args:`` section of the docstring. The
+JSON schema is trimmed of what costs tokens and tells a model nothing: no ``title`` keys,
+``$ref``s inlined where they are not recursive, ``additionalProperties: false`` on every
+object we own.
+
+Validation is lax, as models write arguments loosely: ``"5"`` for an integer is accepted,
+and so is a JSON string where a list, dict or model is expected. Unknown keys are refused
+with a message naming the accepted parameters.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.fields import FieldInfo
+
+from toolcards.core.docstring import parse_docstring
+from toolcards.errors import RetriableError, WiringError
+
+__all__ = ["ArgsSchema", "build_args_schema"]
+
+_CONTAINER_ORIGINS = (list, dict, set, frozenset, tuple)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArgsSchema:
+    """How one function's arguments are validated and described."""
+
+    model: type[BaseModel]
+    """The pydantic model the arguments are validated against."""
+    json_schema: dict[str, Any]
+    """The compact JSON schema sent to models and MCP clients."""
+    description: str
+    """The docstring's description (without the ``Args:`` section)."""
+    signature: inspect.Signature
+    """The LLM-facing signature: ``self`` removed, annotations resolved."""
+    structured: frozenset[str]
+    """Parameters that take lists, dicts or models, which may arrive as JSON strings."""
+
+    def validate(self, tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Validate and coerce ``args``; raise ``RetriableError`` naming every problem."""
+        if self.structured:
+            args = _decode_json_strings(args, self.structured)
+        try:
+            validated = self.model.model_validate(args)
+        except ValidationError as exc:
+            raise RetriableError(_describe_errors(tool_name, exc, self.json_schema)) from None
+        return dict(validated.__dict__)
+
+
+def build_args_schema(func: Callable[..., Any], *, name: str) -> ArgsSchema:
+    """Build the validator and JSON schema of ``func`` (a function or bound method).
+
+    Raises:
+        WiringError: a parameter has no annotation, or is ``*args``/``**kwargs``; every
+            problem is listed under the function's qualified name.
+    """
+    signature = inspect.signature(func)
+    try:
+        hints = typing.get_type_hints(func, include_extras=True)
+    except Exception as exc:
+        raise WiringError(f"{_qualname(func)}: cannot resolve annotations ({exc}).") from exc
+    doc = parse_docstring(func.__doc__)
+    problems: list[str] = []
+    fields: dict[str, Any] = {}
+    params: list[inspect.Parameter] = []
+    structured: set[str] = set()
+    for param in signature.parameters.values():
+        if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            problems.append(f"parameter {param.name!r} is *args/**kwargs; tools need named parameters")
+            continue
+        if param.name not in hints:
+            problems.append(f"parameter {param.name!r} has no type annotation")
+            continue
+        annotation = hints[param.name]
+        params.append(param.replace(annotation=annotation))
+        if _is_structured(annotation):
+            structured.add(param.name)
+        default: Any = ... if param.default is inspect.Parameter.empty else param.default
+        description = doc.params.get(param.name)
+        if isinstance(default, FieldInfo):
+            fields[param.name] = (annotation, default)
+        elif description is not None and not _has_description(annotation):
+            fields[param.name] = (annotation, Field(default, description=description))
+        else:
+            fields[param.name] = (annotation, default)
+    if problems:
+        raise WiringError(f"{_qualname(func)} cannot be a tool: " + "; ".join(problems) + ".")
+    model = create_model(
+        f"{name}_arguments",
+        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+        **fields,
+    )
+    return ArgsSchema(
+        model=model,
+        json_schema=compact_json_schema(model.model_json_schema()),
+        description=doc.description,
+        signature=signature.replace(parameters=params, return_annotation=hints.get("return", Any)),
+        structured=frozenset(structured),
+    )
+
+
+def compact_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """Inline non-recursive ``$ref``s, drop ``title`` keys, close every object."""
+    defs: dict[str, Any] = schema.pop("$defs", {})
+
+    def walk(node: Any, seen: frozenset[str]) -> Any:
+        if isinstance(node, list):
+            return [walk(item, seen) for item in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            key = ref.removeprefix("#/$defs/")
+            if key in seen:  # recursive: keep the reference and its definition
+                kept_defs.add(key)
+                return node
+            target = walk(defs[key], seen | {key})
+            extra = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
+            return {**target, **extra}
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str):
+                continue
+            if key in ("properties", "patternProperties") and isinstance(value, dict):
+                out[key] = {name: walk(sub, seen) for name, sub in value.items()}
+            else:
+                out[key] = walk(value, seen)
+        if out.get("type") == "object" and "properties" in out:
+            out.setdefault("additionalProperties", False)
+        return out
+
+    kept_defs: set[str] = set()
+    result: dict[str, Any] = walk(schema, frozenset())
+    result.pop("description", None)
+    result["additionalProperties"] = False
+    result.setdefault("properties", {})
+    if kept_defs:
+        result["$defs"] = {key: walk(defs[key], frozenset({key})) for key in sorted(kept_defs)}
+    return result
+
+
+def _decode_json_strings(args: Mapping[str, Any], structured: frozenset[str]) -> Mapping[str, Any]:
+    decoded: dict[str, Any] | None = None
+    for key in structured:
+        value = args.get(key)
+        if isinstance(value, str) and value[:1] in ("[", "{"):
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                continue
+            if decoded is None:
+                decoded = dict(args)
+            decoded[key] = parsed
+    return args if decoded is None else decoded
+
+
+def _describe_errors(tool_name: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+    problems: list[str] = []
+    unknown: list[str] = []
+    for error in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in error["loc"]) or "arguments"
+        if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
+            unknown.append(loc)
+            continue
+        got = error.get("input")
+        shown = "" if error["type"] == "missing" else f" (got {_clip(got)})"
+        problems.append(f"{loc}: {error['msg']}{shown}")
+    if unknown:
+        problems.append(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+    accepted = _describe_parameters(schema)
+    return f"Invalid arguments for {tool_name}: " + "; ".join(problems) + f". Accepted parameters: {accepted}."
+
+
+def _describe_parameters(schema: dict[str, Any]) -> str:
+    required = set(schema.get("required", ()))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        kind = prop.get("type") or ("enum" if "enum" in prop else "value")
+        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(parts) or "none"
+
+
+def _clip(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _is_structured(annotation: Any) -> bool:
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _is_structured(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_structured(arg) for arg in typing.get_args(annotation))
+    if origin in _CONTAINER_ORIGINS or annotation in _CONTAINER_ORIGINS:
+        return True
+    return isinstance(annotation, type) and issubclass(annotation, BaseModel)
+
+
+def _has_description(annotation: Any) -> bool:
+    if typing.get_origin(annotation) is not typing.Annotated:
+        return False
+    return any(isinstance(meta, FieldInfo) and meta.description for meta in typing.get_args(annotation)[1:])
+
+
+def _qualname(func: Callable[..., Any]) -> str:
+    return getattr(func, "__qualname__", getattr(func, "__name__", repr(func)))

@@ -1,0 +1,332 @@
+"""``Tool``: one capability, and the one pipeline every call goes through.
+
+Whatever the channel (a pydantic-ai tool call, an MCP ``tools/call``, an orchestrator
+command), a call runs the same steps, so the same input gives the same answer everywhere:
+
+1. validate and coerce the arguments (:mod:`toolcards.core.schema`);
+2. guards, in order: allow, rewrite the arguments, or deny (``GuardError``);
+3. the per-tool concurrency limit, if any;
+4. the timeout, if any (``ToolTimeout``);
+5. the handler, sync or async. On async channels a sync handler runs in a worker thread,
+   because handlers may block on actor asks and must never block the event loop;
+6. the output budget;
+7. the untrusted-output envelope, for tools that return outside data;
+8. a :class:`~toolcards.core.events.ToolExecutionRecord`, sent to the record sink.
+
+Errors: ``RetriableError`` (and its subclasses) and ``ToolFailed`` pass through for the
+adapter to translate. pykka's ``ActorDeadError``/``Timeout`` become ``ActorUnavailable``.
+Any other exception from a handler is logged with its traceback and raised as
+``ToolFailed`` naming the exception type and message. ``ObserverGone`` and
+``WiringError`` are programming errors and propagate unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import dataclasses
+import inspect
+import itertools
+import json
+import logging
+import threading
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolcards.core.channels import Channels
+from toolcards.core.events import ToolExecutionRecord
+from toolcards.core.guards import Guard, GuardContext
+from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
+from toolcards.core.schema import ArgsSchema, build_args_schema
+from toolcards.errors import (
+    ActorUnavailable,
+    GuardError,
+    ObserverGone,
+    RetriableError,
+    ToolcardsError,
+    ToolFailed,
+    ToolTimeout,
+    WiringError,
+)
+
+__all__ = ["RecordSink", "Tool"]
+
+logger = logging.getLogger("toolcards.tool")
+
+RecordSink = Callable[[ToolExecutionRecord], None]
+"""Receives one record per call (success or failure)."""
+
+_call_ids = itertools.count(1)
+_timeout_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_timeout_pool_lock = threading.Lock()
+
+
+def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _timeout_pool
+    with _timeout_pool_lock:
+        if _timeout_pool is None:
+            _timeout_pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolcards-timeout")
+        return _timeout_pool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tool:
+    """A capability ready to be called through any channel.
+
+    Build one with :meth:`from_function`; derive variants with :meth:`replace`.
+    """
+
+    name: str
+    """The name models and commands use, e.g. ``workspace_read``."""
+    description: str
+    """What the model reads: the docstring description plus the param's instructions."""
+    handler: Callable[..., Any]
+    """The function that does the work (sync or async), called with validated arguments."""
+    args: ArgsSchema
+    """Validator and JSON schema derived from the handler's signature."""
+    channels: frozenset[Channels] = frozenset({Channels.TOOL_CALL})
+    """The channels this tool is exposed on."""
+    param: Any = None
+    """The ``BaseToolParam`` this tool was made from (its type keys the command channel)."""
+    card: str = ""
+    """A label of the card that produced the tool, for error messages."""
+    agent: str | None = None
+    """The name of the agent the tool is bound to, stamped on records."""
+    guards: tuple[Guard, ...] = ()
+    """Policy checks run before the handler, in order."""
+    requires_approval: bool = False
+    """Tool calls wait for a human approval before running (pydantic-ai deferred tools)."""
+    timeout_s: float | None = None
+    """Stop waiting for the handler after this many seconds."""
+    max_concurrency: int | None = None
+    """At most this many calls run at once."""
+    output_budget: int = DEFAULT_OUTPUT_BUDGET
+    """Characters of output kept before cutting with a notice."""
+    untrusted_output: bool = False
+    """The result carries outside data and is wrapped in the untrusted-output envelope."""
+    mutates: bool = False
+    """The tool changes state (read-only filters drop it)."""
+    record_sink: RecordSink | None = None
+    """Receives a record of every call."""
+    _semaphore: threading.BoundedSemaphore | None = field(default=None, repr=False, compare=False)
+    _is_async: bool = field(default=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        semaphore = threading.BoundedSemaphore(self.max_concurrency) if self.max_concurrency else None
+        object.__setattr__(self, "_semaphore", semaphore)
+        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.handler))
+
+    @classmethod
+    def from_function(
+        cls,
+        func: Callable[..., Any],
+        *,
+        name: str | None = None,
+        instructions: str | None = None,
+        description: str | None = None,
+        **options: Any,
+    ) -> Tool:
+        """Make a tool from a function or bound method; its signature is the schema.
+
+        Args:
+            func: The handler. Its docstring summary becomes the description and its
+                ``Args:`` section the parameter descriptions.
+            name: The tool name (default: the function's name).
+            instructions: Appended to the description (a param's ``instructions``).
+            description: Replaces the docstring description.
+            options: Any other :class:`Tool` field.
+        """
+        tool_name = name or func.__name__
+        schema = build_args_schema(func, name=tool_name)
+        text = description if description is not None else schema.description
+        if instructions:
+            text = f"{text}\n\n{instructions}" if text else instructions
+        return cls(name=tool_name, description=text, handler=func, args=schema, **options)
+
+    def replace(self, **changes: Any) -> Tool:
+        """A copy with ``changes`` applied (the semaphore is rebuilt for the copy)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        """The compact JSON schema of the arguments."""
+        return self.args.json_schema
+
+    @property
+    def is_async(self) -> bool:
+        """Whether the handler is a coroutine function."""
+        return self._is_async
+
+    # -- the pipeline -------------------------------------------------------------------
+
+    def call_sync(
+        self,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        channel: Channels = Channels.COMMAND,
+        call_id: str | None = None,
+    ) -> Any:
+        """Run the pipeline in the calling thread and return the (budgeted) result.
+
+        May block: on the handler, on actor asks, and on the concurrency limit. An async
+        handler is run to completion on a private event loop (call :meth:`call` from async
+        code instead).
+
+        Raises:
+            RetriableError: invalid arguments, a guard's denial, a timeout, or the handler's
+                own retriable error.
+            ToolFailed: the handler failed in a way retrying will not fix.
+        """
+        started = time.perf_counter()
+        try:
+            kwargs = self._prepare(arguments, channel)
+            if self._semaphore is not None:
+                with self._semaphore:
+                    result = self._run_sync(kwargs)
+            else:
+                result = self._run_sync(kwargs)
+            result = self._finish(result)
+        except BaseException as exc:
+            error = self._failed(exc, channel, call_id, started)
+            if error is exc:
+                raise
+            raise error from exc
+        if self.record_sink is not None:
+            self._record(channel, call_id, started, None)
+        return result
+
+    async def call(
+        self,
+        arguments: Mapping[str, Any] | str | None = None,
+        *,
+        channel: Channels = Channels.TOOL_CALL,
+        call_id: str | None = None,
+    ) -> Any:
+        """Run the pipeline without blocking the event loop; same contract as :meth:`call_sync`."""
+        if not self._is_async:
+            return await asyncio.to_thread(self.call_sync, arguments, channel=channel, call_id=call_id)
+        started = time.perf_counter()
+        try:
+            kwargs = self._prepare(arguments, channel)
+            if self._semaphore is not None:
+                await asyncio.to_thread(self._semaphore.acquire)
+                try:
+                    result = await self._run_async(kwargs)
+                finally:
+                    self._semaphore.release()
+            else:
+                result = await self._run_async(kwargs)
+            result = self._finish(result)
+        except BaseException as exc:
+            error = self._failed(exc, channel, call_id, started)
+            if error is exc:
+                raise
+            raise error from exc
+        if self.record_sink is not None:
+            self._record(channel, call_id, started, None)
+        return result
+
+    def _prepare(self, arguments: Mapping[str, Any] | str | None, channel: Channels) -> dict[str, Any]:
+        raw = _decode_arguments(self.name, arguments)
+        kwargs = self.args.validate(self.name, raw)
+        for guard in self.guards:
+            rewritten = guard(GuardContext(tool=self, args=kwargs, channel=channel, agent=self.agent))
+            if rewritten is not None:
+                kwargs = self.args.validate(self.name, rewritten)
+        return kwargs
+
+    def _run_sync(self, kwargs: dict[str, Any]) -> Any:
+        if self._is_async:
+            return asyncio.run(self._run_async(kwargs))
+        if self.timeout_s is None:
+            return self.handler(**kwargs)
+        future = _pool().submit(self.handler, **kwargs)
+        try:
+            return future.result(timeout=self.timeout_s)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise self._timeout() from None
+
+    async def _run_async(self, kwargs: dict[str, Any]) -> Any:
+        awaitable: Awaitable[Any] = self.handler(**kwargs)
+        if self.timeout_s is None:
+            return await awaitable
+        try:
+            return await asyncio.wait_for(awaitable, self.timeout_s)
+        except TimeoutError:
+            raise self._timeout() from None
+
+    def _timeout(self) -> ToolTimeout:
+        return ToolTimeout(
+            f"{self.name} did not finish within {self.timeout_s:g} s and was abandoned. "
+            "Retry with a smaller request, or split the work into several calls."
+        )
+
+    def _finish(self, result: Any) -> Any:
+        result = apply_budget(result, self.output_budget)
+        if self.untrusted_output and isinstance(result, str):
+            result = wrap_untrusted(result, self.name)
+        return result
+
+    def _failed(self, exc: BaseException, channel: Channels, call_id: str | None, started: float) -> BaseException:
+        error = _translate(self.name, exc)
+        if self.record_sink is not None and isinstance(error, ToolcardsError):
+            self._record(channel, call_id, started, f"{type(error).__name__}: {error}")
+        return error
+
+    def _record(self, channel: Channels, call_id: str | None, started: float, error: str | None) -> None:
+        assert self.record_sink is not None
+        record = ToolExecutionRecord(
+            tool=self.name,
+            call_id=call_id or f"{self.name}-{next(_call_ids)}",
+            agent=self.agent,
+            channel=channel.value,
+            success=error is None,
+            error=error,
+            latency_ms=(time.perf_counter() - started) * 1000.0,
+        )
+        try:
+            self.record_sink(record)
+        except Exception:
+            # A broken subscriber must not turn a finished call into a failure.
+            logger.exception("record sink failed for %s", self.name)
+
+
+def _decode_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            decoded = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            raise RetriableError(
+                f"Arguments for {tool_name} are not valid JSON ({exc.msg} at position {exc.pos}). "
+                "Send a JSON object of parameter names to values."
+            ) from None
+        arguments = decoded
+    if not isinstance(arguments, Mapping):
+        raise RetriableError(
+            f"Arguments for {tool_name} must be an object of parameter names to values, not {type(arguments).__name__}."
+        )
+    return arguments
+
+
+def _translate(tool_name: str, exc: BaseException) -> BaseException:
+    if isinstance(exc, (RetriableError, ToolFailed, ObserverGone, WiringError, GuardError)):
+        return exc
+    if not isinstance(exc, Exception):  # KeyboardInterrupt, CancelledError, SystemExit
+        return exc
+    kind = type(exc)
+    if kind.__module__.startswith("pykka"):
+        failure: ToolFailed = ActorUnavailable(
+            f"{tool_name} could not reach the actor that owns its state ({kind.__name__}: {exc}). "
+            "The team may be shutting down; tell the user instead of retrying."
+        )
+    else:
+        logger.error("tool %s raised %s", tool_name, kind.__name__, exc_info=exc)
+        failure = ToolFailed(f"{tool_name} failed: {kind.__name__}: {exc}")
+    return failure

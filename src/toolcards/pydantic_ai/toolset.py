@@ -1,0 +1,96 @@
+"""``CardToolset``: a factory's tools and system prompts as one pydantic-ai toolset.
+
+The toolset owns validation (the same pipeline every channel uses), so the schema the
+model sees is exactly the one MCP clients see, and the same bad input gets the same
+message everywhere. Translation at this boundary:
+
+* ``RetriableError`` → ``ModelRetry`` (the model fixes its call; counts against retries);
+* ``ToolFailed`` → pydantic-ai ``ToolFailed`` (the model sees the failure and adapts);
+* a tool with ``requires_approval`` → ``ApprovalRequired`` until the call is approved.
+
+System prompts become the toolset's instructions, re-evaluated before every model request
+in a worker thread (they may ask actors).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from pydantic_ai import RunContext
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
+from pydantic_ai.exceptions import ToolFailed as PydanticAIToolFailed
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from toolcards.core.channels import Channels
+from toolcards.errors import RetriableError, ToolFailed
+
+if TYPE_CHECKING:
+    from toolcards.core.factory import ToolFactory
+
+__all__ = ["CardToolset"]
+
+# The pipeline validates; pydantic-ai only passes the raw arguments through.
+_PASS_THROUGH = SchemaValidator(core_schema.dict_schema())
+
+
+class CardToolset(AbstractToolset[Any]):
+    """Every TOOL_CALL tool of a :class:`~toolcards.core.factory.ToolFactory`, plus its
+    SYSTEM_PROMPT sections as instructions."""
+
+    def __init__(self, factory: ToolFactory, *, max_retries: int = 2, id: str | None = "toolcards") -> None:
+        self.factory = factory
+        self.max_retries = max_retries
+        self._id = id
+        self._tools = {tool.name: tool for tool in factory.tools(Channels.TOOL_CALL)}
+        self._prompts = factory.get_system_prompts()
+        self._definitions: dict[str, ToolsetTool[Any]] | None = None
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def label(self) -> str:
+        cards = ", ".join(type(card).__name__ for card in self.factory.cards)
+        return f"CardToolset({cards})"
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        if self._definitions is None:
+            self._definitions = {
+                name: ToolsetTool(
+                    toolset=self,
+                    tool_def=ToolDefinition(
+                        name=name,
+                        description=tool.description,
+                        parameters_json_schema=tool.parameters_schema,
+                    ),
+                    max_retries=self.max_retries,
+                    args_validator=_PASS_THROUGH,
+                )
+                for name, tool in self._tools.items()
+            }
+        return self._definitions
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        target = self._tools[name]
+        if target.requires_approval and not ctx.tool_call_approved:
+            raise ApprovalRequired(metadata={"tool": name, "args": tool_args})
+        try:
+            return await target.call(tool_args, channel=Channels.TOOL_CALL, call_id=ctx.tool_call_id)
+        except RetriableError as exc:
+            raise ModelRetry(str(exc)) from exc
+        except ToolFailed as exc:
+            raise PydanticAIToolFailed(str(exc)) from exc
+
+    async def get_instructions(self, ctx: RunContext[Any]) -> str | None:
+        if not self._prompts:
+            return None
+        sections = await asyncio.to_thread(lambda: [prompt() for prompt in self._prompts])
+        text = "\n\n".join(section for section in sections if section)
+        return text or None
