@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import importlib
 import logging
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from toolcards.actors import ActorAddress, ActorSystem, Team
+from toolcards.actors.address import ActorAddress
 from toolcards.core import (
     COMMAND,
     SYSTEM_PROMPT,
@@ -52,6 +51,7 @@ from toolcards.errors import (
 )
 
 if TYPE_CHECKING:
+    from toolcards.actors.system import ActorSystem, Team
     from toolcards.knowledge_graph.tool import KnowledgeGraphTool
     from toolcards.mcp.tool import MCPTool
     from toolcards.planning.tool import PlanningTool
@@ -60,14 +60,11 @@ if TYPE_CHECKING:
     from toolcards.team.tool import TeamTool
     from toolcards.workspace.tool import WorkspaceTool
 
-try:
-    __version__ = version("toolcards")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree without metadata
-    __version__ = "0.0.0"
-
 logging.getLogger("toolcards").addHandler(logging.NullHandler())
 
 _LAZY = {
+    "ActorSystem": "toolcards.actors.system",
+    "Team": "toolcards.actors.system",
     "ExecTool": "toolcards.sandbox.tool",
     "KnowledgeGraphTool": "toolcards.knowledge_graph.tool",
     "MCPTool": "toolcards.mcp.tool",
@@ -79,6 +76,16 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        # importlib.metadata costs ~30 ms: read the version only when asked.
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            value: Any = version("toolcards")
+        except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
+            value = "0.0.0"
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'toolcards' has no attribute {name!r}")

@@ -1,8 +1,38 @@
-"""The actor runtime on pykka: teams, their orchestrators, addresses and asks."""
+"""The actor runtime on pykka: teams, their orchestrators, addresses and asks.
+
+``ActorAddress`` is plain data and imported eagerly; the rest loads pykka, so it is
+imported on first use and ``import toolcards`` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from toolcards.actors.address import ActorAddress
-from toolcards.actors.ask import ask, ask_async
-from toolcards.actors.orchestrator import EventSubscriber, Orchestrator
-from toolcards.actors.system import ActorSystem, Team
+
+if TYPE_CHECKING:
+    from toolcards.actors.asking import ask, ask_async
+    from toolcards.actors.orchestrator import EventSubscriber, Orchestrator
+    from toolcards.actors.system import ActorSystem, Team
+
+_LAZY = {
+    "ActorSystem": "toolcards.actors.system",
+    "EventSubscriber": "toolcards.actors.orchestrator",
+    "Orchestrator": "toolcards.actors.orchestrator",
+    "Team": "toolcards.actors.system",
+    "ask": "toolcards.actors.asking",
+    "ask_async": "toolcards.actors.asking",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolcards.actors' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["ActorAddress", "ActorSystem", "EventSubscriber", "Orchestrator", "Team", "ask", "ask_async"]

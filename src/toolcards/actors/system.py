@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import pykka
 
 from toolcards.actors.address import ActorAddress
-from toolcards.actors.ask import ask
+from toolcards.actors.asking import ask
 from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish
 
 __all__ = ["ActorSystem", "Team"]

@@ -145,6 +145,13 @@ class ToolCard(BaseModel):
             for attr, cap in found.items()
             if cap.field not in cls.model_fields
         ]
+        # pydantic turns a method named like a field into that field's default.
+        problems += [
+            f"{cls.__name__}.{attr} is both a field and a capability method; rename the method "
+            f"and keep the tool name with @capability(..., name={attr!r})"
+            for attr, info in cls.model_fields.items()
+            if hasattr(info.default, "__toolcards_capability__")
+        ]
         if problems:
             raise WiringError("; ".join(problems))
         cls._capabilities = tuple(found.values())

@@ -8,10 +8,12 @@ The factory checks the observer against each card's ``requires_observer`` when b
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from toolcards.actors.address import ActorAddress
-from toolcards.actors.system import Team
+
+if TYPE_CHECKING:
+    from toolcards.actors.system import Team
 
 __all__ = ["ActorToolObserver", "TeamManagementToolObserver", "ToolObserver"]
 

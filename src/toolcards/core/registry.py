@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Iterable, Mapping
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from toolcards.errors import WiringError
@@ -48,10 +47,16 @@ def register_card_class(cls: type[ToolCard]) -> None:
         _registered[cls.kind] = cls
 
 
+def _entry_points() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return list(entry_points(group=ENTRY_POINT_GROUP))
+
+
 def card_kinds() -> dict[str, str]:
     """Every known kind → where its class lives (built-ins, entry points, registered classes)."""
     kinds = dict(BUILTIN_CARDS)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
+    for ep in _entry_points():
         kinds.setdefault(ep.name, ep.value)
     with _lock:
         for kind, cls in _registered.items():
@@ -71,7 +76,7 @@ def card_class(kind: str) -> type[ToolCard]:
         return cls
     target = BUILTIN_CARDS.get(kind)
     if target is None:
-        matches = [ep.value for ep in entry_points(group=ENTRY_POINT_GROUP) if ep.name == kind]
+        matches = [ep.value for ep in _entry_points() if ep.name == kind]
         target = matches[0] if matches else None
     if target is None:
         known = ", ".join(sorted(card_kinds()))

@@ -22,8 +22,6 @@ Any other exception from a handler is logged with its traceback and raised as
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import dataclasses
 import inspect
 import itertools
@@ -33,7 +31,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolcards.core.channels import Channels
 from toolcards.core.events import ToolExecutionRecord
@@ -51,6 +49,9 @@ from toolcards.errors import (
     WiringError,
 )
 
+if TYPE_CHECKING:
+    import concurrent.futures
+
 __all__ = ["RecordSink", "Tool"]
 
 logger = logging.getLogger("toolcards.tool")
@@ -64,6 +65,9 @@ _timeout_pool_lock = threading.Lock()
 
 
 def _pool() -> concurrent.futures.ThreadPoolExecutor:
+    # asyncio and concurrent.futures load on first use: `import toolcards` stays light.
+    import concurrent.futures
+
     global _timeout_pool
     with _timeout_pool_lock:
         if _timeout_pool is None:
@@ -205,6 +209,8 @@ class Tool:
         call_id: str | None = None,
     ) -> Any:
         """Run the pipeline without blocking the event loop; same contract as :meth:`call_sync`."""
+        import asyncio
+
         if not self._is_async:
             return await asyncio.to_thread(self.call_sync, arguments, channel=channel, call_id=call_id)
         started = time.perf_counter()
@@ -238,7 +244,11 @@ class Tool:
         return kwargs
 
     def _run_sync(self, kwargs: dict[str, Any]) -> Any:
+        import concurrent.futures
+
         if self._is_async:
+            import asyncio
+
             return asyncio.run(self._run_async(kwargs))
         if self.timeout_s is None:
             return self.handler(**kwargs)
@@ -250,6 +260,8 @@ class Tool:
             raise self._timeout() from None
 
     async def _run_async(self, kwargs: dict[str, Any]) -> Any:
+        import asyncio
+
         awaitable: Awaitable[Any] = self.handler(**kwargs)
         if self.timeout_s is None:
             return await awaitable

@@ -7,7 +7,6 @@ the actor's name, so callers never need to import pykka to handle them.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, TypeVar
 
 import pykka
@@ -40,5 +39,7 @@ async def ask_async(future: pykka.Future[T], *, actor: str, timeout: float | Non
     pykka's own ``await future`` blocks the loop while it waits; this waits in a worker
     thread instead.
     """
+    import asyncio
+
     result: Any = await asyncio.to_thread(ask, future, actor=actor, timeout=timeout)
     return result  # type: ignore[no-any-return]

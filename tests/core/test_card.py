@@ -1,0 +1,120 @@
+"""The card contract: serialisable config, capabilities, binding."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any, ClassVar
+
+import pytest
+from pydantic import ConfigDict
+
+from tests.core.cards import GreeterCard, GreetParam, MotdParam
+from toolcards import COMMAND, TOOL_CALL, ActorToolObserver, Channels, ObserverGone, ToolCard, WiringError, capability
+from toolcards.core.params import BaseToolParam
+from toolcards.testing import FakeObserver
+
+
+class Plain:
+    def notify_event(self, event: Any) -> None:
+        pass
+
+
+def test_kind_defaults_from_the_class_name() -> None:
+    class FancyNotesTool(ToolCard):
+        pass
+
+    assert FancyNotesTool.kind == "fancy_notes"
+    assert GreeterCard.kind == "test_greeter"
+
+
+def test_arbitrary_types_are_refused() -> None:
+    with pytest.raises(WiringError, match="arbitrary_types_allowed is refused"):
+
+        class Loose(ToolCard):
+            model_config = ConfigDict(arbitrary_types_allowed=True)
+
+
+def test_capability_must_name_a_field() -> None:
+    with pytest.raises(WiringError, match="has no field 'nope'"):
+
+        class Broken(ToolCard):
+            @capability("nope")
+            def act(self) -> str:
+                """Act."""
+                return ""
+
+
+def test_round_trip() -> None:
+    card = GreeterCard(greet=GreetParam(greeting="Hi", instructions="Be brief."), motd=False)
+    assert GreeterCard.model_validate(card.model_dump()) == card
+    assert GreeterCard.model_validate_json(card.model_dump_json()) == card
+
+
+def test_bool_fields_switch_capabilities() -> None:
+    card = GreeterCard(motd=False)
+    assert card.param("motd") is None
+    assert isinstance(card.param("greet"), GreetParam)
+    assert [t.name for t in card.build_tools()] == ["greet_someone"]
+    assert GreeterCard(greet=False, motd=False).build_tools() == []
+
+
+def test_channels_and_instructions_come_from_the_param() -> None:
+    card = GreeterCard(greet=GreetParam(expose={COMMAND}, instructions="Only friends."))
+    tool = next(t for t in card.build_tools() if t.name == "greet_someone")
+    assert tool.channels == {COMMAND}
+    assert tool.description.endswith("Only friends.")
+    assert list(card.get_commands()) == [GreetParam, MotdParam]
+    assert card.get_tools() == []
+
+
+def test_exposing_an_unserved_channel_is_a_wiring_error() -> None:
+    card = GreeterCard(motd=MotdParam(expose={TOOL_CALL, Channels.SYSTEM_PROMPT}))
+    with pytest.raises(WiringError, match="exposes message_of_the_day on tool_call, which it cannot serve"):
+        card.build_tools()
+
+
+def test_observer_is_held_weakly() -> None:
+    card = GreeterCard()
+    observer = Plain()
+    card.observer(observer)
+    assert card.get_observer() is observer
+    del observer
+    gc.collect()
+    with pytest.raises(ObserverGone):
+        card.get_observer()
+
+
+def test_unbound_card_says_how_to_bind() -> None:
+    with pytest.raises(WiringError, match="not bound"):
+        GreeterCard().get_observer()
+
+
+def test_required_observer_kind_is_checked() -> None:
+    class NeedsTeam(ToolCard):
+        requires_observer: ClassVar[type | None] = ActorToolObserver
+
+    with pytest.raises(WiringError, match="needs an observer implementing ActorToolObserver"):
+        NeedsTeam().observer(Plain())
+    with FakeObserver("Ann") as ann:
+        assert NeedsTeam().observer(ann).is_bound
+
+
+def test_params_refuse_unknown_fields() -> None:
+    with pytest.raises(ValueError, match="Extra inputs"):
+        GreetParam(greting="typo")  # type: ignore[call-arg]
+    assert BaseToolParam().expose == {TOOL_CALL}
+
+
+def test_a_method_named_like_its_field_is_refused() -> None:
+    class P(BaseToolParam):
+        pass
+
+    with pytest.raises(WiringError, match="both a field and a capability method"):
+
+        class Clash(ToolCard):
+            act: P | bool = True
+
+            @capability("act")
+            def act(self) -> str:  # type: ignore[override]
+                """Act."""
+                return ""

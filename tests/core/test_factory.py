@@ -1,0 +1,140 @@
+"""The factory: binding, aggregation per channel, and pydantic-ai agents driven offline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent, DeferredToolRequests, ModelRetry
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from tests.core.cards import BasketCard, GreeterCard, GreetParam, MotdParam
+from toolcards import COMMAND, TOOL_CALL, RetriableError, ToolExecutionRecord, ToolFactory, WiringError
+from toolcards.testing import FakeObserver
+
+
+def scripted(*calls: ToolCallPart, seen: list[Any] | None = None) -> FunctionModel:
+    """A model that makes ``calls`` once, then answers with every tool return it saw."""
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if seen is not None:
+            seen.append(info)
+        returns = [p for m in messages for p in m.parts if isinstance(p, ToolReturnPart)]
+        if returns:
+            return ModelResponse(parts=[TextPart(" | ".join(f"{p.outcome}:{p.content}" for p in returns))])
+        return ModelResponse(parts=list(calls))
+
+    return FunctionModel(respond)
+
+
+def test_duplicate_names_name_both_cards() -> None:
+    with pytest.raises(WiringError, match="'greet_someone' on tool_call is produced by both GreeterCard and GreeterCard"):
+        ToolFactory([GreeterCard(), GreeterCard(motd=False)])
+
+
+def test_same_name_on_different_channels_is_fine() -> None:
+    factory = ToolFactory(
+        [GreeterCard(greet=GreetParam(expose={TOOL_CALL}), motd=False), GreeterCard(greet=GreetParam(expose={COMMAND}))]
+    )
+    assert len(factory.get_tools()) == 1 and len(factory.get_commands()) == 2
+
+
+def test_every_wiring_problem_is_reported_together() -> None:
+    with pytest.raises(WiringError) as err:
+        ToolFactory([GreeterCard(motd=MotdParam(expose={TOOL_CALL})), GreeterCard(), GreeterCard()])
+    assert str(err.value).count("produced by both") == 3
+    assert "cannot serve" in str(err.value)
+
+
+def test_toolset_attaches_tools_and_instructions() -> None:
+    seen: list[AgentInfo] = []
+    factory = ToolFactory([GreeterCard(motd_text="Be brief.")])
+    model = scripted(ToolCallPart("greet_someone", {"name": "Ann", "times": "2"}), seen=seen)
+    result = Agent(model, toolsets=[factory.toolset()]).run_sync("go")
+    assert result.output == "success:Hello, Ann! Hello, Ann!"
+    assert seen[0].instructions == "Be brief."
+    (definition,) = seen[0].function_tools
+    assert definition.name == "greet_someone"
+    assert definition.parameters_json_schema == factory.tools(TOOL_CALL)[0].parameters_schema
+
+
+def test_retriable_errors_become_retries_and_failures_reach_the_model() -> None:
+    factory = ToolFactory([GreeterCard()])
+    model = scripted(
+        ToolCallPart("greet_someone", {"name": "Voldemort"}),
+        ToolCallPart("greet_someone", {"name": "crash"}),
+        ToolCallPart("greet_someone", {"nam": "typo"}),
+    )
+    output = Agent(model, toolsets=[factory.toolset()]).run_sync("go").output
+    assert "retried:That name must not be spoken" in output
+    assert "failed:greet_someone failed: ValueError: boom" in output
+    assert "retried:Invalid arguments for greet_someone" in output and "unknown parameter nam" in output
+
+
+def test_plain_tools_and_instructions_work_too() -> None:
+    seen: list[AgentInfo] = []
+    factory = ToolFactory([GreeterCard()], retry_exception=ModelRetry)
+    model = scripted(
+        ToolCallPart("greet_someone", {"name": "Bo"}), ToolCallPart("greet_someone", {"name": "Voldemort"}), seen=seen
+    )
+    agent = Agent(model, tools=factory.get_tools(), instructions=factory.get_system_prompts())
+    output = agent.run_sync("go").output
+    assert "success:Hello, Bo!" in output and "retried:That name must not be spoken" in output
+    assert seen[0].instructions == "Be kind."
+    assert seen[0].function_tools[0].parameters_json_schema["required"] == ["name"]
+
+
+def test_without_retry_exception_errors_come_back_as_text() -> None:
+    (greet,) = ToolFactory([GreeterCard(motd=False)]).get_tools()
+    assert greet(name="Voldemort") == "Error: That name must not be spoken. Greet someone else."
+
+
+def test_system_prompts_are_re_evaluated_before_every_request() -> None:
+    card = GreeterCard(motd_text="first")
+    factory = ToolFactory([card])
+    seen: list[AgentInfo] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(info)
+        if len(seen) == 1:
+            card.motd_text = "second"
+            return ModelResponse(parts=[ToolCallPart("greet_someone", {"name": "A"})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    Agent(FunctionModel(respond), toolsets=[factory.toolset()]).run_sync("go")
+    assert [info.instructions for info in seen] == ["first", "second"]
+
+
+def test_requires_approval_defers_the_call() -> None:
+    factory = ToolFactory([GreeterCard(greet=GreetParam(requires_approval=True), motd=False)])
+    agent = Agent(
+        scripted(ToolCallPart("greet_someone", {"name": "Ann"})),
+        toolsets=[factory.toolset()],
+        output_type=[str, DeferredToolRequests],
+    )
+    result = agent.run_sync("go")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [call.tool_name for call in result.output.approvals] == ["greet_someone"]
+
+
+def test_commands_raise_and_records_reach_observer_and_subscribers() -> None:
+    with FakeObserver("Alice") as alice:
+        factory = ToolFactory([GreeterCard(), BasketCard()], observer=alice)
+        records: list[ToolExecutionRecord] = []
+        unsubscribe = factory.subscribe(records.append)
+        commands = factory.get_commands()
+        assert commands[GreetParam](name="Ann") == "Hello, Ann!"
+        with pytest.raises(RetriableError):
+            commands[GreetParam](name="Voldemort")
+        unsubscribe()
+        commands[GreetParam](name="Bo")
+        assert [r.success for r in records] == [True, False]
+        assert [r.agent for r in records] == ["@Alice", "@Alice"]
+        assert len([e for e in alice.events if isinstance(e, ToolExecutionRecord)]) == 3
+
+
+def test_structured_arguments_through_an_agent() -> None:
+    factory = ToolFactory([BasketCard()])
+    model = scripted(ToolCallPart("add_items", {"items": '[{"name": "apple", "qty": "3"}]'}))
+    assert Agent(model, toolsets=[factory.toolset()]).run_sync("go").output == "success:1 items"

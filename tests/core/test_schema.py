@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import json
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from toolcards import RetriableError, WiringError
+from toolcards.core.schema import build_args_schema
+
+
+class Node(BaseModel):
+    label: str
+    children: list[Node] = []
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def sample(
+    path: str,
+    mode: Literal["a", "b"] = "a",
+    limit: Annotated[int, Field(ge=1, le=10, description="At most ten.")] = 5,
+    points: list[Point] | None = None,
+) -> str:
+    """Do a thing.
+
+    More detail here.
+
+    Args:
+        path: Where to do it,
+            across two lines.
+        mode: Which mode.
+
+    Returns:
+        Never shown to models.
+    """
+    return path
+
+
+def schema_text(schema: dict[str, object]) -> str:
+    return json.dumps(schema)
+
+
+def test_schema_is_compact_and_closed() -> None:
+    args = build_args_schema(sample, name="sample")
+    schema = args.json_schema
+    assert '"title"' not in schema_text(schema)
+    assert "$defs" not in schema and "$ref" not in schema_text(schema)
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["path"]
+    props = schema["properties"]
+    assert props["path"] == {"description": "Where to do it, across two lines.", "type": "string"}
+    assert props["mode"]["enum"] == ["a", "b"] and props["mode"]["type"] == "string"
+    assert props["limit"]["minimum"] == 1 and props["limit"]["maximum"] == 10
+    assert props["limit"]["description"] == "At most ten."
+    point = props["points"]["anyOf"][0]["items"]
+    assert point["additionalProperties"] is False and set(point["properties"]) == {"x", "y"}
+    assert args.description == "Do a thing.\n\nMore detail here."
+    assert "Returns" not in args.description
+
+
+def test_recursive_models_keep_their_definitions() -> None:
+    def tree(root: Node) -> str:
+        """Walk a tree."""
+        return root.label
+
+    schema = build_args_schema(tree, name="tree").json_schema
+    assert "Node" in schema["$defs"]
+    assert '"title"' not in schema_text(schema)
+
+
+def test_validation_is_lax_where_models_are_loose() -> None:
+    args = build_args_schema(sample, name="sample")
+    out = args.validate("sample", {"path": "x", "limit": "7", "points": '[{"x": 1, "y": "2"}]'})
+    assert out["limit"] == 7
+    assert out["points"] == [Point(x=1, y=2)]
+
+
+def test_unknown_keys_are_refused_naming_the_accepted_parameters() -> None:
+    args = build_args_schema(sample, name="sample")
+    with pytest.raises(RetriableError) as err:
+        args.validate("sample", {"path": "x", "pth": "y"})
+    message = str(err.value)
+    assert "unknown parameter pth" in message
+    assert "Accepted parameters: path (string, required), mode (string), limit (integer)" in message
+
+
+def test_bad_values_name_the_field_and_the_value() -> None:
+    args = build_args_schema(sample, name="sample")
+    with pytest.raises(RetriableError) as err:
+        args.validate("sample", {"path": "x", "limit": 50, "mode": "z"})
+    message = str(err.value)
+    assert "limit: Input should be less than or equal to 10 (got 50)" in message
+    assert "mode: Input should be 'a' or 'b' (got 'z')" in message
+
+
+def test_missing_annotations_and_varargs_are_wiring_errors() -> None:
+    def bad(a, *rest: int) -> None:  # type: ignore[no-untyped-def]
+        """Bad."""
+
+    with pytest.raises(WiringError) as err:
+        build_args_schema(bad, name="bad")
+    assert "'a' has no type annotation" in str(err.value)
+    assert "'rest' is *args/**kwargs" in str(err.value)

@@ -1,0 +1,81 @@
+"""Layering, tested: prose does not go red when someone adds an import.
+
+* ``import toolcards`` loads no domain, no adapter and no heavy dependency.
+* importing one domain package loads no other domain;
+* an ``ast`` sweep over every module: no domain imports another domain, and the core and
+  actor layers import no domain and no adapter.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "toolcards"
+DOMAINS = sorted(
+    p.name for p in SRC.iterdir() if p.is_dir() and (p / "tool.py").exists() and p.name not in {"core", "actors"}
+)
+ADAPTERS = {"pydantic_ai", "server", "cli"}
+HEAVY = {"pydantic_ai", "mcp", "numpy", "openai", "markitdown", "PIL", "tavily", "onnxruntime", "fastmcp"}
+
+
+def imported_modules(code: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", f"{code}; import sys; print(*sys.modules)"], capture_output=True, text=True, check=True)
+    return set(out.stdout.split())
+
+
+def test_the_sweep_sees_the_tree() -> None:
+    assert DOMAINS, "no domain packages found: the layer tests would pass vacuously"
+    assert {"core", "actors"} <= {p.name for p in SRC.iterdir() if p.is_dir()}
+
+
+def test_import_toolcards_is_light() -> None:
+    loaded = imported_modules("import toolcards")
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY}
+    assert not {m for m in loaded if m.startswith("toolcards.") and m.split(".")[1] in set(DOMAINS) | ADAPTERS}
+
+
+@pytest.mark.parametrize("domain", DOMAINS)
+def test_a_domain_loads_no_other_domain(domain: str) -> None:
+    loaded = imported_modules(f"import toolcards.{domain}")
+    others = {f"toolcards.{other}" for other in DOMAINS if other != domain}
+    assert not others & loaded
+    assert not {f"toolcards.{adapter}" for adapter in ADAPTERS} & loaded
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _package_of(path: Path) -> str:
+    return path.relative_to(SRC).parts[0] if len(path.relative_to(SRC).parts) > 1 else ""
+
+
+def test_ast_sweep_over_every_module() -> None:
+    modules = list(SRC.rglob("*.py"))
+    assert len(modules) > 20
+    problems = []
+    for path in modules:
+        package = _package_of(path)
+        for name in _imports(path):
+            parts = name.split(".")
+            if parts[0] != "toolcards" or len(parts) < 2:
+                continue
+            target = parts[1]
+            if package in DOMAINS and target in DOMAINS and target != package:
+                problems.append(f"{path.relative_to(SRC)} imports domain {target}")
+            if package in {"core", "actors"} and (target in DOMAINS or target in ADAPTERS) and name != "toolcards.pydantic_ai.toolset":
+                problems.append(f"{path.relative_to(SRC)} imports {name}")
+            if package == "actors" and target == "core":
+                problems.append(f"{path.relative_to(SRC)}: the actor runtime sits below core")
+    assert not problems, problems
