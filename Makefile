@@ -19,10 +19,10 @@ $(STAMP): pyproject.toml
 	else \
 		$(BIN)/python -m pip install -q -e '.[all,dev]'; \
 	fi
-	@$(BIN)/python -m toolcards.vector.assets >/dev/null 2>&1 || true
 	@touch $(STAMP)
 
 test: $(STAMP)
+	@$(BIN)/python -m toolcards.vector.assets >/dev/null || echo "warning: no MiniLM tokenizer; local-embedding tests will skip" >&2
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy --strict src
@@ -32,9 +32,10 @@ test: $(STAMP)
 	$(BIN)/coverage report
 
 demo: $(STAMP)
-	$(BIN)/python -m toolcards.cli demo
+	$(BIN)/python examples/quickstart.py
 
 bench: $(STAMP)
+	@$(BIN)/python -m toolcards.vector.assets >/dev/null || echo "warning: no MiniLM tokenizer; local embeddings unavailable" >&2
 	$(BIN)/python -m bench
 
 lint: $(STAMP)

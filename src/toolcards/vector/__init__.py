@@ -1,0 +1,27 @@
+"""Embeddings and an exact vector index, shared by the planning board and the knowledge graph.
+
+* :class:`EmbeddingParam` — the serialisable choice of provider (``local`` MiniLM ONNX,
+  ``openai``-compatible endpoint, or ``hashing``), stored on cards.
+* :class:`EmbeddingService` / :func:`get_embedding_service` — text to L2-normalised
+  float32 rows; ``None`` (and one logged warning) when the provider is unavailable.
+* :class:`VectorIndex` — keys to vectors, cosine top-k by brute force.
+
+Importing this package loads pydantic only; numpy, onnxruntime and openai are imported
+on first use. The local model's tokenizer is fetched once with
+``python -m toolcards.vector.assets``.
+"""
+
+from __future__ import annotations
+
+from toolcards.vector.index import VectorIndex
+from toolcards.vector.param import EmbeddingParam
+from toolcards.vector.providers.base import EmbeddingUnavailable
+from toolcards.vector.service import EmbeddingService, get_embedding_service
+
+__all__ = [
+    "EmbeddingParam",
+    "EmbeddingService",
+    "EmbeddingUnavailable",
+    "VectorIndex",
+    "get_embedding_service",
+]

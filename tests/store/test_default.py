@@ -1,0 +1,154 @@
+"""open_store picks an implementation by location; default_store is shared per process and path."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from toolcards.errors import StoreError
+from toolcards.store import (
+    MEMORY,
+    MemoryStore,
+    SQLiteStore,
+    Store,
+    close_default_stores,
+    default_store,
+    open_store,
+)
+
+
+def test_memory_location_opens_a_memory_store() -> None:
+    store = open_store(MEMORY)
+
+    assert isinstance(store, MemoryStore)
+    assert open_store(":memory:") is not store
+
+
+@pytest.mark.parametrize("kind", [str, Path])
+def test_path_opens_sqlite_at_that_path(tmp_path: Path, kind: type[str] | type[Path]) -> None:
+    store = open_store(kind(tmp_path / "x.db"))
+
+    assert isinstance(store, SQLiteStore)
+    assert store.path == tmp_path / "x.db"
+    store.close()
+
+
+def test_none_opens_sqlite_at_the_configured_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "configured.db"))
+
+    store = open_store()
+
+    assert isinstance(store, SQLiteStore)
+    assert store.path == tmp_path / "configured.db"
+    store.close()
+
+
+def test_without_override_the_database_lives_in_the_internal_dir(tmp_path: Path) -> None:
+    store = open_store(None)
+
+    assert isinstance(store, SQLiteStore)
+    assert store.path == tmp_path / "workspaces" / ".toolcards" / "state.db"
+    store.close()
+
+
+def test_open_store_translates_failures(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="missing"):
+        open_store(tmp_path / "missing" / "state.db")
+
+
+def test_default_store_is_shared_and_writes_to_the_configured_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "shared.db"))
+
+    store = default_store()
+    store.put("ns", "t", {"k": 1})
+
+    assert default_store() is store
+    reader = open_store(tmp_path / "shared.db")
+    assert reader.load("ns") == {"t": {"k": 1}}
+    reader.close()
+
+
+def test_default_store_follows_a_changed_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "one.db"))
+    first = default_store()
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "two.db"))
+    second = default_store()
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "one.db"))
+
+    assert first is not second
+    assert default_store() is first
+
+
+def test_closed_default_store_is_replaced() -> None:
+    first = default_store()
+    first.close()
+
+    second = default_store()
+
+    assert second is not first
+    second.put("ns", "t", {"k": 1})
+    assert second.load("ns") == {"t": {"k": 1}}
+
+
+def test_close_default_stores_closes_them_and_starts_over() -> None:
+    first = default_store()
+
+    close_default_stores()
+    close_default_stores()
+
+    with pytest.raises(StoreError, match="closed"):
+        first.load("ns")
+    assert default_store() is not first
+
+
+def test_concurrent_first_calls_open_one_store() -> None:
+    seen: list[Store] = []
+    start = threading.Barrier(8)
+
+    def call() -> None:
+        start.wait()
+        seen.append(default_store())
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(seen) == 8
+    assert len({id(store) for store in seen}) == 1
+
+
+def test_default_store_reports_an_unusable_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "a-file" / "state.db"))
+
+    with pytest.raises(StoreError, match="TOOLCARDS_STORE"):
+        default_store()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_forked_child_gets_its_own_default_store() -> None:
+    parent_store = default_store()
+    parent_store.put("ns", "t", {"from": "parent"})
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code only
+        code = 1
+        try:
+            child_store = default_store()
+            if child_store is not parent_store and child_store.load("ns") == {"t": {"from": "parent"}}:
+                child_store.put("ns", "t", {"from": "child"})
+                code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert default_store() is parent_store
+    assert parent_store.load("ns") == {"t": {"from": "child"}}

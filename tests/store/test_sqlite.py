@@ -1,0 +1,354 @@
+"""SQLiteStore: durability across restarts and SIGKILL, several processes, and error translation."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from toolcards.errors import StoreError
+from toolcards.store import Change, SQLiteStore
+
+
+def raw(path: Path) -> sqlite3.Connection:
+    """A plain connection, to look at the file or hold its lock as another program would."""
+    return sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+
+def test_restart_restores_state_exactly(db_path: Path) -> None:
+    state: dict[str, dict[str, Any]] = {
+        "tasks": {str(i): {"id": i, "title": f"task {i} ✓", "deps": [i - 1] if i else []} for i in range(50)},
+        "meta": {"seq": 50, "ratio": 1 / 3},
+    }
+    store = SQLiteStore(db_path)
+    for collection, rows in state.items():
+        store.put("team/#Planning", collection, rows)
+    store.put("team/#Planning", "tasks", {"0": None})
+    store.close()
+
+    reopened = SQLiteStore(str(db_path))
+
+    expected = {"meta": state["meta"], "tasks": {k: v for k, v in state["tasks"].items() if k != "0"}}
+    assert reopened.load("team/#Planning") == expected
+    reopened.close()
+
+
+def test_file_uses_wal_and_one_portable_records_table(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+
+    with raw(db_path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        columns = conn.execute("PRAGMA table_info(records)").fetchall()
+    assert [(name, kind, pk) for _, name, kind, _, _, pk in columns] == [
+        ("namespace", "TEXT", 1),
+        ("collection", "TEXT", 2),
+        ("key", "TEXT", 3),
+        ("value", "TEXT", 0),
+    ]
+
+
+def test_rows_are_stored_one_per_value_as_json_text(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    store.put("ns", "tasks", {"1": {"a": "é"}, "2": [1, 2]})
+    store.close()
+
+    with raw(db_path) as conn:
+        rows = conn.execute("SELECT namespace, collection, key, value FROM records ORDER BY key").fetchall()
+    assert rows == [("ns", "tasks", "1", '{"a":"é"}'), ("ns", "tasks", "2", "[1,2]")]
+
+
+def test_two_stores_on_one_file_see_each_others_commits(db_path: Path) -> None:
+    first, second = SQLiteStore(db_path), SQLiteStore(db_path, synchronous="full")
+    first.put("ns", "t", {"from": "first"})
+    second.put("ns", "t", {"also": "second"})
+
+    assert first.load("ns") == second.load("ns") == {"t": {"also": "second", "from": "first"}}
+    first.close()
+    second.close()
+
+
+def test_default_path_honours_toolcards_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "custom" / "db.sqlite"))
+
+    store = SQLiteStore()
+
+    assert store.path == tmp_path / "custom" / "db.sqlite"
+    assert store.path.is_file()
+    store.close()
+
+
+def test_path_and_repr(db_path: Path) -> None:
+    store = SQLiteStore(db_path, synchronous="full")
+
+    assert store.path == db_path
+    assert repr(store) == f"SQLiteStore({str(db_path)!r}, synchronous='full')"
+    assert not store.closed
+    store.close()
+    assert store.closed
+
+
+def test_unknown_synchronous_mode_is_refused(db_path: Path) -> None:
+    with pytest.raises(ValueError, match="'off'"):
+        SQLiteStore(db_path, synchronous=cast(Any, "off"))
+
+
+# --- error translation -------------------------------------------------------------------------
+
+
+def test_missing_directory_raises_store_error_naming_path_and_fix(tmp_path: Path) -> None:
+    path = tmp_path / "missing" / "state.db"
+
+    with pytest.raises(StoreError) as raised:
+        SQLiteStore(path)
+
+    message = str(raised.value)
+    assert str(path) in message
+    assert "TOOLCARDS_STORE" in message
+    assert "writable directory" in message
+    assert isinstance(raised.value.__cause__, sqlite3.Error)
+
+
+def test_directory_in_place_of_the_file_raises_store_error(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="not a directory") as raised:
+        SQLiteStore(tmp_path)
+
+    assert str(tmp_path) in str(raised.value)
+    assert isinstance(raised.value.__cause__, sqlite3.Error)
+
+
+def test_file_that_is_not_a_database_raises_store_error(db_path: Path) -> None:
+    db_path.write_bytes(b"these are somebody's notes, not a database\n" * 200)
+
+    with pytest.raises(StoreError, match="not a valid toolcards database") as raised:
+        SQLiteStore(db_path)
+
+    assert isinstance(raised.value.__cause__, sqlite3.DatabaseError)
+    assert db_path.read_bytes().startswith(b"these are")
+
+
+def test_newer_schema_is_refused(db_path: Path) -> None:
+    SQLiteStore(db_path).close()
+    with raw(db_path) as conn:
+        conn.execute("PRAGMA user_version=99")
+
+    with pytest.raises(StoreError, match="schema version 99"):
+        SQLiteStore(db_path)
+
+
+def test_default_directory_that_cannot_be_created_raises_store_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "a-file" / "state.db"))
+
+    with pytest.raises(StoreError, match="TOOLCARDS_STORE") as raised:
+        SQLiteStore()
+
+    assert isinstance(raised.value.__cause__, OSError)
+
+
+def test_row_written_by_another_program_raises_store_error_naming_it(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    with raw(db_path) as conn:
+        conn.execute("INSERT INTO records VALUES ('ns', 'tasks', '7', 'not json')")
+
+    with pytest.raises(StoreError, match="tasks/7"):
+        store.load("ns")
+    store.close()
+
+
+def test_write_lock_held_past_busy_timeout_raises_and_writes_nothing(db_path: Path) -> None:
+    store = SQLiteStore(db_path, busy_timeout=0.05)
+    store.put("ns", "t", {"k": "before"})
+    other = raw(db_path)
+    other.execute("BEGIN IMMEDIATE")
+
+    with pytest.raises(StoreError, match="busy timeout") as raised:
+        store.put("ns", "t", {"k": "after"})
+
+    assert str(db_path) in str(raised.value)
+    assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
+    assert store.load("ns") == {"t": {"k": "before"}}  # readers are not blocked by a writer
+    other.execute("ROLLBACK")
+    other.close()
+    store.put("ns", "t", {"k": "after"})
+    assert store.load("ns") == {"t": {"k": "after"}}
+    store.close()
+
+
+def test_writer_waits_for_a_lock_released_within_busy_timeout(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    other = raw(db_path)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO records VALUES ('ns', 't', 'other', '1')")
+    release = threading.Timer(0.2, lambda: other.execute("COMMIT"))
+    release.start()
+
+    store.put("ns", "t", {"mine": 2})
+
+    release.join()
+    other.close()
+    assert store.load("ns") == {"t": {"mine": 2, "other": 1}}
+    store.close()
+
+
+def test_failure_inside_the_transaction_rolls_back_every_change(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    store.put("ns", "t", {"a": "before"})
+    # Upserts run before deletes, so a delete that cannot be bound fails mid-transaction.
+    unbindable = cast(str, ("not", "a", "string"))
+
+    with pytest.raises(StoreError) as raised:
+        store.apply(
+            "ns",
+            [
+                Change(collection="t", key="a", value="after"),
+                Change(collection="t", key="b", value="new"),
+                Change(collection="t", key=unbindable, value=None),
+            ],
+        )
+
+    assert isinstance(raised.value.__cause__, sqlite3.Error)
+    assert store.load("ns") == {"t": {"a": "before"}}
+    store.put("ns", "t", {"a": "usable afterwards"})
+    assert store.load("ns") == {"t": {"a": "usable afterwards"}}
+    store.close()
+
+
+def test_key_a_database_cannot_hold_raises_store_error(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+
+    with pytest.raises(StoreError, match="lone surrogates"):
+        store.put("ns", "t", {"\udcff": 1})
+    with pytest.raises(StoreError, match="lone surrogates"):
+        store.load("\udcff")
+    store.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_store_cannot_be_used_in_a_forked_child(db_path: Path) -> None:
+    store = SQLiteStore(db_path)
+    store.put("ns", "t", {"k": 1})
+
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through its exit code only
+        code = 1
+        try:
+            store.load("ns")
+        except StoreError as exc:
+            code = 0 if "forked child" in str(exc) else 2
+        store.close()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.load("ns") == {"t": {"k": 1}}  # the parent's connection is untouched
+    store.close()
+
+
+# --- several processes, and SIGKILL ------------------------------------------------------------
+
+WRITER = """
+import sys
+from toolcards.store import Change, SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+name = sys.argv[2]
+print("ready", flush=True)
+sys.stdin.readline()
+for i in range(int(sys.argv[3])):
+    store.put("shared", "rows", {f"{name}-{i}": {"by": name, "i": i}})
+    if i % 50 == 0:
+        store.load("shared")
+store.close()
+print("done", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_processes_writing_one_file_at_once_lose_nothing(db_path: Path) -> None:
+    rounds = 300
+    store = SQLiteStore(db_path)
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(db_path), name, str(rounds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in ("p1", "p2")
+    ]
+    for writer in writers:
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "ready\n"
+    for writer in writers:
+        assert writer.stdin is not None
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+    for i in range(rounds):
+        store.put("shared", "rows", {f"parent-{i}": {"by": "parent", "i": i}})
+    results = [writer.communicate(timeout=60) for writer in writers]
+
+    assert [(w.returncode, out) for w, (out, _) in zip(writers, results, strict=True)] == [(0, "done\n")] * 2, [
+        err for _, err in results
+    ]
+    rows = store.load("shared")["rows"]
+    assert len(rows) == 3 * rounds
+    assert all(rows[f"{name}-{i}"] == {"by": name, "i": i} for name in ("p1", "p2", "parent") for i in range(rounds))
+    store.close()
+
+
+KILLED_WRITER = """
+import sys
+from toolcards.store import Change, SQLiteStore
+
+store = SQLiteStore(sys.argv[1], synchronous=sys.argv[2])
+for i in range(10_000_000):
+    store.apply("ns", [Change(collection="rows", key=f"{i}-{part}", value={"i": i, "part": part}) for part in "abc"])
+    print(i, flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("synchronous", ["normal", "full"])
+def test_sigkill_loses_no_acknowledged_change(db_path: Path, synchronous: str) -> None:
+    SQLiteStore(db_path).close()  # created up front, so the child only writes
+    child = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(db_path), synchronous],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    acked: list[int] = []
+    for line in child.stdout:
+        acked.append(int(line))
+        if len(acked) == 200:
+            child.send_signal(signal.SIGKILL)
+            break
+    # Acks already in the pipe (or read ahead into the buffer) were printed after their apply
+    # returned: they count too. Read through the same file object so none is skipped.
+    acked += [int(line) for line in child.stdout.read().split()]
+    child.wait(timeout=60)
+    assert child.stderr is not None
+    err = child.stderr.read()
+
+    assert child.returncode == -signal.SIGKILL, err
+    assert len(acked) >= 200
+    store = SQLiteStore(db_path)
+    rows = store.load("ns").get("rows", {})
+    store.close()
+    written = {int(key.split("-")[0]) for key in rows}
+    assert set(acked) <= written
+    # Each change set is all there or not at all, and only the one in flight may lack its ack.
+    assert written == set(range(len(written)))
+    assert len(written) - max(acked) - 1 in (0, 1)
+    assert rows == {f"{i}-{p}": {"i": i, "part": p} for i in written for p in "abc"}
