@@ -23,8 +23,8 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	@$(BIN)/python -m toolcards.vector.assets >/dev/null || echo "warning: no MiniLM tokenizer; local-embedding tests will skip" >&2
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy --strict src
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q -p no:cacheprovider
@@ -39,8 +39,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench examples
+	$(BIN)/ruff format --check src tests bench examples
 	$(BIN)/mypy --strict src
 
 clean:
