@@ -186,7 +186,10 @@ def _describe_parameters(schema: dict[str, Any]) -> str:
     required = set(schema.get("required", ()))
     parts = []
     for name, prop in schema.get("properties", {}).items():
-        kind = prop.get("type") or ("enum" if "enum" in prop else "value")
+        kind = prop.get("type") or "|".join(
+            str(option["type"]) for option in prop.get("anyOf", ()) if option.get("type") not in (None, "null")
+        )
+        kind = kind or ("enum" if "enum" in prop else "value")
         parts.append(f"{name} ({kind}{', required' if name in required else ''})")
     return ", ".join(parts) or "none"
 

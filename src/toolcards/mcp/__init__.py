@@ -1,0 +1,66 @@
+"""Consume external MCP servers: connection configs, toolsets, OAuth sign-in, probing.
+
+* :mod:`toolcards.mcp.config` — serialisable connection configs (stdio, HTTP, OAuth);
+* :mod:`toolcards.mcp.connect` — :func:`build_toolset`, the pydantic-ai toolset for a config
+  or an in-process server;
+* :mod:`toolcards.mcp.oauth` — authorization code + PKCE with tokens cached on disk;
+* :mod:`toolcards.mcp.probe` — :func:`probe`, a server's tools without an agent;
+* :mod:`toolcards.mcp.failures` — MCP client failures translated into toolcards errors.
+
+Importing this package imports neither ``mcp``, ``fastmcp`` nor ``pydantic_ai``; they
+load when a toolset is built or a server probed.
+"""
+
+from __future__ import annotations
+
+from toolcards.mcp.config import (
+    MCPConnectionConfig,
+    MCPHTTPConnectionConfig,
+    MCPOAuthConfig,
+    MCPStdioConnectionConfig,
+    ToolErrorBehavior,
+    expand_env,
+)
+from toolcards.mcp.connect import (
+    InProcessMCPServer,
+    MCPSource,
+    build_mcp_toolset,
+    build_toolset,
+    resolve_source,
+    source_label,
+)
+from toolcards.mcp.oauth import (
+    OAuthAuthorizationRequired,
+    OAuthTokenFile,
+    forget_tokens,
+    is_interactive,
+    login,
+    login_async,
+    token_file_path,
+)
+from toolcards.mcp.probe import ToolInfo, probe, probe_async
+
+__all__ = [
+    "InProcessMCPServer",
+    "MCPConnectionConfig",
+    "MCPHTTPConnectionConfig",
+    "MCPOAuthConfig",
+    "MCPSource",
+    "MCPStdioConnectionConfig",
+    "OAuthAuthorizationRequired",
+    "OAuthTokenFile",
+    "ToolErrorBehavior",
+    "ToolInfo",
+    "build_mcp_toolset",
+    "build_toolset",
+    "expand_env",
+    "forget_tokens",
+    "is_interactive",
+    "login",
+    "login_async",
+    "probe",
+    "probe_async",
+    "resolve_source",
+    "source_label",
+    "token_file_path",
+]

@@ -1,0 +1,14 @@
+"""Web search for agents, through Tavily: search, fetch (extract) and crawl.
+
+:class:`WebSearch` runs the operations with a :class:`TavilySettings` and returns
+compact text; :mod:`toolcards.search.render` parses and lays out Tavily's responses.
+Importing this package does not import ``tavily`` (the ``search`` extra), which is
+loaded at the first call.
+"""
+
+from __future__ import annotations
+
+from toolcards.search.client import SearchDepth, TavilySettings, WebSearch
+from toolcards.search.render import FetchFailure, WebPage, clip
+
+__all__ = ["FetchFailure", "SearchDepth", "TavilySettings", "WebPage", "WebSearch", "clip"]
