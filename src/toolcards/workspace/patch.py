@@ -1,0 +1,593 @@
+"""Parse and apply GNU unified diffs in memory, all or nothing.
+
+:func:`parse_patch` turns a patch into one :class:`FilePatch` per ``--- ``/``+++ `` header
+pair; :func:`apply_file_patch` applies one of them to a file's text and returns the new
+text (``None``: the file is deleted). Neither touches the disk, so a caller applies every
+file of a patch in memory first and writes only when all of them succeeded;
+:func:`apply_patch` does exactly that given a function that reads a file.
+
+What is accepted:
+
+* Multi-file patches, with any text between files (``diff --git``, ``index``, a commit
+  message) ignored. ``a/`` and ``b/`` prefixes are dropped; ``/dev/null`` marks an added or
+  deleted file; a tab and what follows it (a timestamp) is not part of a path.
+* Hunk headers ``@@ -l,s +l,s @@`` with either count omitted (meaning 1), and a bare ``@@``
+  without line numbers, which is then placed by its lines alone.
+* ``\\ No newline at end of file`` after the line it concerns.
+* Context lines whose leading space an editor stripped (an empty line that the header's
+  counts still need), and headers whose counts are wrong when the hunk's lines clearly run
+  up to the next hunk, file or the end.
+
+Where a hunk applies, for each hunk in order and never before the end of the previous one:
+
+1. at its stated line (shifted by what earlier hunks added, removed and were moved by),
+   if its context and removed lines are there;
+2. otherwise wherever those lines occur exactly once in the rest of the file;
+3. the same two steps again comparing lines without trailing whitespace.
+
+Two or more occurrences and no match at the stated line is an error listing them: the
+patch must say where it goes, it is never guessed. Lines the patch keeps as context keep
+the file's text; added lines take the file's line ending (CRLF stays CRLF). A file without
+a final newline keeps that state unless the patch changes it with the marker.
+
+Every error is a :class:`~toolcards.errors.RetriableError` naming the file, the hunk and
+its header, and what did not match (the expected lines next to the closest text in the
+file). Nothing here blocks or does I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from toolcards.errors import RetriableError
+from toolcards.workspace.edit import closest_block
+from toolcards.workspace.text import detect_newline, quote_lines, split_lines
+
+__all__ = ["FilePatch", "Hunk", "apply_file_patch", "apply_patch", "parse_patch"]
+
+_HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_NUMBERED_HEADER = re.compile(r"@@+\s*[-+]")
+_C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
+_HUNK_KINDS = (" ", "+", "-")
+_MAX_LISTED = 10
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hunk:
+    """One ``@@`` section of a file's patch."""
+
+    number: int
+    """1-based position of the hunk in its file's patch."""
+    header: str
+    """The ``@@`` line as written, for messages."""
+    old_start: int | None
+    """Stated first old line (1-based; for an old count of 0, the line after which to insert),
+    or ``None`` for a bare ``@@``."""
+    old_count: int | None
+    """Stated number of old lines, or ``None`` for a bare ``@@``."""
+    new_start: int | None
+    """Stated first new line, or ``None`` for a bare ``@@``."""
+    new_count: int | None
+    """Stated number of new lines, or ``None`` for a bare ``@@``."""
+    lines: tuple[tuple[str, str], ...]
+    """``(kind, text)`` pairs in order: kind ``" "`` context, ``"-"`` removed, ``"+"`` added."""
+    old_missing_newline: bool = False
+    """The old side's last line is the end of a file without a final newline."""
+    new_missing_newline: bool = False
+    """The new side's last line ends the file without a final newline."""
+
+    @property
+    def old_lines(self) -> list[str]:
+        """The context and removed lines: the text the hunk expects to find."""
+        return [text for kind, text in self.lines if kind != "+"]
+
+    @property
+    def new_lines(self) -> list[str]:
+        """The context and added lines: the text the hunk leaves."""
+        return [text for kind, text in self.lines if kind != "-"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilePatch:
+    """The changes a patch makes to one file."""
+
+    old_path: str | None
+    """Path on the ``---`` line without its ``a/`` prefix; ``None`` when the file is created."""
+    new_path: str | None
+    """Path on the ``+++`` line without its ``b/`` prefix; ``None`` when the file is deleted."""
+    hunks: tuple[Hunk, ...]
+    """The hunks, in order."""
+
+    @property
+    def path(self) -> str:
+        """The file the patch is about: the new path, or the old one for a deletion."""
+        path = self.new_path if self.new_path is not None else self.old_path
+        if path is None:  # parse_patch never builds one
+            raise AssertionError("a FilePatch needs an old or a new path")
+        return path
+
+    @property
+    def is_creation(self) -> bool:
+        """The patch creates the file (``--- /dev/null``)."""
+        return self.old_path is None
+
+    @property
+    def is_deletion(self) -> bool:
+        """The patch deletes the file (``+++ /dev/null``)."""
+        return self.new_path is None
+
+    @property
+    def is_rename(self) -> bool:
+        """The old and new paths differ and neither is ``/dev/null``."""
+        return self.old_path is not None and self.new_path is not None and self.old_path != self.new_path
+
+
+def parse_patch(text: str) -> list[FilePatch]:
+    """Parse a unified diff into one :class:`FilePatch` per file header, in order.
+
+    Raises :class:`~toolcards.errors.RetriableError` for a malformed patch: no file header,
+    a ``---`` line without its ``+++`` line, a hunk before any file header, a bad ``@@``
+    header, a hunk without lines, a line inside a hunk that starts with none of ``' '``,
+    ``'-'``, ``'+'``, ``'\\'``, or a file with no hunks that neither creates nor deletes it.
+    Pure and non-blocking.
+    """
+    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
+    files: list[FilePatch] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ "):
+            file_patch, index = _parse_file(lines, index)
+            files.append(file_patch)
+        elif line.startswith("@@"):
+            raise RetriableError(
+                f"Line {index + 1} of the patch is a hunk header ({line!r}) before any file header. "
+                "Start each file with a '--- a/<path>' line and a '+++ b/<path>' line, then its hunks."
+            )
+        elif line.startswith("--- "):
+            raise RetriableError(
+                f"Line {index + 1} of the patch, {line!r}, is not followed by a '+++ b/<path>' line. "
+                "Give every file both header lines, '--- a/<path>' then '+++ b/<path>'."
+            )
+        elif line.startswith("+++ "):
+            raise RetriableError(
+                f"Line {index + 1} of the patch, {line!r}, has no '--- a/<path>' line before it. "
+                "Give every file both header lines, '--- a/<path>' then '+++ b/<path>'."
+            )
+        else:
+            index += 1
+    if not files:
+        raise RetriableError(
+            "The patch has no file header. Write a unified diff: '--- a/<path>', '+++ b/<path>', then "
+            "hunks starting with '@@ -<line>,<count> +<line>,<count> @@' and lines prefixed with ' ', '-' "
+            "or '+'."
+        )
+    return files
+
+
+def apply_file_patch(original: str | None, file_patch: FilePatch) -> str | None:
+    """Apply one file's hunks to its current text ``original`` (``None``: the file is absent).
+
+    Returns the new text, or ``None`` when the patch deletes the file. A created file gets
+    ``"\\n"`` line endings; an existing one keeps its own. Raises
+    :class:`~toolcards.errors.RetriableError` when a hunk does not apply (see the module
+    docstring for where hunks are placed), when a creation meets an existing non-empty
+    file, when a change or deletion meets an absent one, or when a deletion leaves lines.
+    Pure and non-blocking.
+    """
+    path = file_patch.path
+    if file_patch.is_creation:
+        if original:
+            raise RetriableError(
+                f"{path}: the patch creates this file ('--- /dev/null') but it already exists with "
+                f"{len(split_lines(original))} lines. Write the patch against its current content, "
+                f"with '--- a/{path}', instead."
+            )
+        added: list[str] = []
+        for hunk in file_patch.hunks:
+            if hunk.old_lines:
+                raise RetriableError(
+                    f"{path}: hunk {hunk.number} ({hunk.header}) has context or '-' lines, but the patch "
+                    "creates the file ('--- /dev/null'), so every line must start with '+'."
+                )
+            added.extend(hunk.new_lines)
+        if not added:
+            return ""
+        final = "" if file_patch.hunks[-1].new_missing_newline else "\n"
+        return "\n".join(added) + final
+    if original is None:
+        raise RetriableError(
+            f"{path} does not exist, so the patch cannot change it. To create it, use '--- /dev/null' "
+            f"and '+++ b/{path}' with only '+' lines."
+        )
+    result = _apply_hunks(original, file_patch)
+    if file_patch.is_deletion:
+        if result:
+            left, total = len(split_lines(result)), len(split_lines(original))
+            raise RetriableError(
+                f"{path}: the patch deletes this file ('+++ /dev/null') but its hunks leave {left} of its "
+                f"{total} lines. A deletion's hunk must remove every line of the current file."
+            )
+        return None
+    return result
+
+
+def apply_patch(patch_text: str, read: Callable[[str], str | None]) -> dict[str, str | None]:
+    """Parse ``patch_text`` and apply every file in memory; return what to write.
+
+    ``read(path)`` returns a file's current text or ``None`` when it does not exist; it is
+    called at most once per path, and may raise to refuse a path. Several file patches for
+    one path apply in order. A rename reads the old path, and maps the old path to ``None``
+    and the new one to the result. The result maps every touched path to its new text, or
+    to ``None`` for a file to delete. Raises :class:`~toolcards.errors.RetriableError`
+    before returning anything if any file fails, so the caller writes all or nothing.
+    Blocks only as long as ``read`` does.
+    """
+    contents: dict[str, str | None] = {}
+
+    def current(path: str) -> str | None:
+        if path not in contents:
+            contents[path] = read(path)
+        return contents[path]
+
+    changed: dict[str, str | None] = {}
+    for file_patch in parse_patch(patch_text):
+        source = file_patch.old_path if file_patch.old_path is not None else file_patch.path
+        if file_patch.is_rename and file_patch.new_path is not None and current(file_patch.new_path) is not None:
+            raise RetriableError(
+                f"The patch renames {file_patch.old_path} to {file_patch.new_path}, but "
+                f"{file_patch.new_path} already exists. Pick a new path that is free."
+            )
+        result = apply_file_patch(current(source), file_patch)
+        if file_patch.is_rename:
+            contents[source] = changed[source] = None
+        contents[file_patch.path] = changed[file_patch.path] = result
+    return changed
+
+
+def _parse_file(lines: list[str], index: int) -> tuple[FilePatch, int]:
+    old_path = _parse_path(lines[index][4:], "a/", index)
+    new_path = _parse_path(lines[index + 1][4:], "b/", index + 1)
+    if old_path is None and new_path is None:
+        raise RetriableError(
+            f"Lines {index + 1}-{index + 2} of the patch name /dev/null on both the '---' and '+++' "
+            "lines. Name the file on at least one of them."
+        )
+    label = new_path if new_path is not None else old_path
+    assert label is not None
+    index += 2
+    hunks: list[Hunk] = []
+    while True:
+        # Blank lines between hunks are tolerated.
+        ahead = index
+        while ahead < len(lines) and not lines[ahead].strip():
+            ahead += 1
+        if ahead >= len(lines) or not lines[ahead].startswith("@@"):
+            break
+        hunk, index = _parse_hunk(lines, ahead, label, len(hunks) + 1)
+        hunks.append(hunk)
+    if not hunks and old_path is not None and new_path is not None:
+        raise RetriableError(
+            f"The patch for {label} has no hunks after its header lines. Add hunks starting with "
+            "'@@ -<line>,<count> +<line>,<count> @@'."
+        )
+    return FilePatch(old_path=old_path, new_path=new_path, hunks=tuple(hunks)), index
+
+
+def _parse_path(raw: str, prefix: str, index: int) -> str | None:
+    path = raw.split("\t", 1)[0].strip()
+    if len(path) >= 2 and path.startswith('"') and path.endswith('"'):
+        path = _unquote(path[1:-1])
+    if path == "/dev/null":
+        return None
+    path = path.removeprefix(prefix)
+    if not path:
+        raise RetriableError(f"Line {index + 1} of the patch names no file. Write '--- a/<path>' and '+++ b/<path>'.")
+    return path
+
+
+def _unquote(quoted: str) -> str:
+    """Undo git's C-style quoting of a path (``\\"``, ``\\\\``, ``\\t``, octal UTF-8 bytes)."""
+    out = bytearray()
+    index = 0
+    while index < len(quoted):
+        char = quoted[index]
+        if char == "\\" and index + 1 < len(quoted):
+            following = quoted[index + 1]
+            octal = quoted[index + 1 : index + 4]
+            if len(octal) == 3 and all(c in "01234567" for c in octal):
+                out.append(int(octal, 8) & 0xFF)
+                index += 4
+                continue
+            out += _C_ESCAPES.get(following, following).encode()
+            index += 2
+            continue
+        out += char.encode()
+        index += 1
+    return out.decode("utf-8", errors="replace")
+
+
+def _is_boundary(lines: list[str], index: int, *, left: tuple[int, int] = (0, 0)) -> bool:
+    """Whether ``lines[index]`` starts the next hunk or file, or the git text between files.
+
+    ``left`` is how many old and new lines the hunk header still expects. While it expects
+    some, a ``--- ``/``+++ `` pair could be a removed ``-- ...`` and an added ``++ ...`` line:
+    it is a file header only when a hunk header follows it and the pair would not complete
+    the counts exactly.
+    """
+    line = lines[index]
+    if line.startswith(("@@", "diff ")):
+        return True
+    if line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ "):
+        if left == (0, 0):
+            return True
+        return index + 2 < len(lines) and lines[index + 2].startswith("@@") and left != (1, 1)
+    return False
+
+
+def _runs_to_boundary(lines: list[str], index: int) -> bool:
+    """Whether hunk-like lines from ``index`` on run up to the next hunk, file or the end."""
+    while index < len(lines) and not _is_boundary(lines, index):
+        if lines[index][:1] not in (*_HUNK_KINDS, "\\", ""):
+            return False
+        index += 1
+    return True
+
+
+def _parse_hunk(lines: list[str], index: int, label: str, number: int) -> tuple[Hunk, int]:
+    header = lines[index]
+    match = _HEADER.match(header)
+    old_start: int | None = None
+    old_count: int | None = None
+    new_start: int | None = None
+    new_count: int | None = None
+    if match:
+        old_start, new_start = int(match[1]), int(match[3])
+        old_count = 1 if match[2] is None else int(match[2])
+        new_count = 1 if match[4] is None else int(match[4])
+    elif _NUMBERED_HEADER.match(header):
+        raise RetriableError(
+            f"Hunk {number} of {label} has a malformed header, {header!r}. Write it as "
+            "'@@ -<old line>,<old count> +<new line>,<new count> @@', or as a bare '@@' to place the "
+            "hunk by its context lines alone."
+        )
+    counted = old_count is not None
+    body: list[tuple[str, str]] = []
+    old_seen = new_seen = 0
+    old_missing = new_missing = False
+    index += 1
+    while index < len(lines):
+        line = lines[index]
+        left = (max((old_count or 0) - old_seen, 0), max((new_count or 0) - new_seen, 0)) if counted else (0, 0)
+        pending = left != (0, 0)
+        if _is_boundary(lines, index, left=left):
+            break
+        if line.startswith("\\"):
+            if not body:
+                raise RetriableError(
+                    f"Line {index + 1} of the patch, {line!r}, comes right after the header of hunk "
+                    f"{number} ({header}) of {label}; it belongs after the line it concerns."
+                )
+            kind = body[-1][0]
+            old_missing = old_missing or kind != "+"
+            new_missing = new_missing or kind != "-"
+            index += 1
+            continue
+        if counted and not pending:
+            if line[:1] in _HUNK_KINDS and _runs_to_boundary(lines, index):
+                counted = False  # the header undercounts; the lines say where the hunk ends
+            else:
+                break
+        if not line:
+            ahead = index
+            while ahead < len(lines) and not lines[ahead]:
+                ahead += 1
+            # An empty line is a context line whose space was stripped, when the counts
+            # still need it or more hunk lines follow it; otherwise the hunk ended.
+            more = ahead < len(lines) and lines[ahead][:1] in (*_HUNK_KINDS, "\\")
+            if pending or (not counted and more and not _is_boundary(lines, ahead)):
+                body.append((" ", ""))
+                old_seen += 1
+                new_seen += 1
+                index += 1
+                continue
+            break
+        kind = line[0]
+        if kind in _HUNK_KINDS:
+            body.append((kind, line[1:]))
+            old_seen += kind != "+"
+            new_seen += kind != "-"
+            index += 1
+            continue
+        if pending or (not counted and _more_changes_follow(lines, index)):
+            expected = (
+                f"its header announces {old_count} old and {new_count} new lines and only "
+                f"{old_seen} and {new_seen} came before it"
+                if pending
+                else "more '-' or '+' lines follow it"
+            )
+            raise RetriableError(
+                f"Line {index + 1} of the patch, {line!r}, is inside hunk {number} ({header}) of {label} "
+                f"({expected}) but does not start with ' ', '-' or '+'. Start every context line with a "
+                "space, and make the header's counts match the lines."
+            )
+        break
+    if not body:
+        raise RetriableError(
+            f"Hunk {number} ({header}) of {label} has no lines. Follow the header with the hunk's lines, "
+            "each starting with ' ' (context), '-' (removed) or '+' (added)."
+        )
+    hunk = Hunk(
+        number=number,
+        header=header,
+        old_start=old_start,
+        old_count=old_count,
+        new_start=new_start,
+        new_count=new_count,
+        lines=tuple(body),
+        old_missing_newline=old_missing,
+        new_missing_newline=new_missing,
+    )
+    return hunk, index
+
+
+def _more_changes_follow(lines: list[str], index: int) -> bool:
+    """Whether '-' or '+' lines follow before the next hunk or file: a dropped change."""
+    index += 1
+    while index < len(lines) and not _is_boundary(lines, index):
+        if lines[index][:1] in ("+", "-"):
+            return True
+        index += 1
+    return False
+
+
+def _apply_hunks(original: str, file_patch: FilePatch) -> str:
+    nl = detect_newline(original)
+    bodies: list[str] = []
+    endings: list[str] = []
+    for line in split_lines(original):
+        ending = "\r\n" if line.endswith("\r\n") else "\n" if line.endswith("\n") else ""
+        bodies.append(line[: len(line) - len(ending)])
+        endings.append(ending)
+    shift = 0
+    floor = 0
+    for hunk in file_patch.hunks:
+        old = hunk.old_lines
+        if hunk.old_start is None:
+            base: int | None = None
+        elif not old and hunk.old_count == 0:
+            base = hunk.old_start
+        else:
+            base = max(hunk.old_start - 1, 0)
+        expected = None if base is None else base + shift
+        pos = _locate(bodies, hunk, expected, floor, file_patch.path)
+        new_bodies: list[str] = []
+        new_endings: list[str] = []
+        cursor = pos
+        for kind, text in hunk.lines:
+            if kind == " ":
+                new_bodies.append(bodies[cursor])
+                new_endings.append(endings[cursor])
+                cursor += 1
+            elif kind == "-":
+                cursor += 1
+            else:
+                new_bodies.append(text)
+                new_endings.append(nl)
+        at_end = pos + len(old) == len(bodies)
+        had_final_newline = not endings or endings[-1] != ""
+        bodies[pos : pos + len(old)] = new_bodies
+        endings[pos : pos + len(old)] = new_endings
+        end = pos + len(new_bodies)
+        if at_end and bodies:
+            if hunk.new_missing_newline:
+                endings[-1] = ""
+            elif hunk.old_missing_newline or had_final_newline:
+                endings[-1] = endings[-1] or nl
+            else:
+                endings[-1] = ""
+        # A line that was last, or kept as context from the last line, ends the file no more.
+        for index in range(max(pos - 1, 0), min(end, len(bodies) - 1)):
+            if not endings[index]:
+                endings[index] = nl
+        shift = (shift if base is None else pos - base) + len(new_bodies) - len(old)
+        floor = end
+    return "".join(body + ending for body, ending in zip(bodies, endings, strict=True))
+
+
+def _occurrences(haystack: Sequence[str], needle: Sequence[str], floor: int) -> list[int]:
+    found: list[int] = []
+    size = len(needle)
+    last = len(haystack) - size
+    first = needle[0]
+    index = floor
+    while index <= last:
+        try:
+            index = haystack.index(first, index, last + 1)
+        except ValueError:
+            break
+        if haystack[index : index + size] == needle:
+            found.append(index)
+        index += 1
+    return found
+
+
+def _locate(bodies: list[str], hunk: Hunk, expected: int | None, floor: int, path: str) -> int:
+    """Return where the hunk's old lines start in ``bodies``; see the module docstring."""
+    old = hunk.old_lines
+    size = len(old)
+    total = len(bodies)
+    where = f"{path}: hunk {hunk.number} ({hunk.header})"
+    if not size:
+        if expected is None:
+            raise RetriableError(
+                f"{where} has only '+' lines and no line numbers, so it cannot be placed. Add context "
+                "lines, or line numbers ('@@ -L,0 +M,N @@' inserts after line L)."
+            )
+        if not floor <= expected <= total:
+            raise RetriableError(
+                f"{where} inserts after line {expected}, but the file has {total} lines"
+                f"{f' and the previous hunk ends at line {floor}' if floor else ''}. Fix the line "
+                "numbers or add context lines."
+            )
+        return expected
+    last_start = total - size
+    for loose in (False, True):
+        if loose:
+            haystack, needle = [body.rstrip() for body in bodies], [line.rstrip() for line in old]
+        else:
+            haystack, needle = bodies, old
+        if expected is not None and floor <= expected <= last_start and haystack[expected : expected + size] == needle:
+            return expected
+        found = _occurrences(haystack, needle, floor)
+        if hunk.old_missing_newline and last_start in found:
+            found = [last_start]
+        if len(found) == 1:
+            return found[0]
+        if found:
+            listed = ", ".join(str(start + 1) for start in found[:_MAX_LISTED])
+            more = f" and {len(found) - _MAX_LISTED} more" if len(found) > _MAX_LISTED else ""
+            stated = "has no line numbers" if expected is None else f"does not match at its stated line {expected + 1}"
+            raise RetriableError(
+                f"{where} {stated}, and its {size} context and removed lines occur {len(found)} times "
+                f"(starting at lines {listed}{more}). Add context lines to the hunk so it matches one "
+                "place, or fix its line numbers, then send the whole patch again."
+            )
+    raise RetriableError(_mismatch_message(bodies, old, floor, where))
+
+
+def _mismatch_message(bodies: list[str], old: list[str], floor: int, where: str) -> str:
+    after = f" after the previous hunk (line {floor})" if floor else ""
+    expected = "\n".join(f"  {line}" for line in old[:8])
+    if len(old) > 8:
+        expected += f"\n  ... {len(old) - 8} more lines"
+    head = (
+        f"{where} does not apply: its context and removed lines were not found in the file{after}.\n"
+        f"The hunk expects:\n{expected}"
+    )
+    region = bodies[floor:] or bodies
+    offset = floor if bodies[floor:] else 0
+    closest = closest_block(region, old)
+    if closest is None:
+        return f"{head}\nThe file is empty. Send the whole patch again with hunks that match the file."
+    start, count, score = closest
+    start += offset
+    actual = bodies[start : start + count]
+    first_diff = next((j for j, (a, b) in enumerate(zip(old, actual, strict=False)) if a != b), None)
+    detail = ""
+    if first_diff is not None:
+        detail = (
+            f"\nThe first difference: the hunk's line {first_diff + 1} is {old[first_diff]!r}, the file's "
+            f"line {start + first_diff + 1} is {actual[first_diff]!r}."
+        )
+    span = f"line {start + 1}" if count == 1 else f"lines {start + 1}-{start + count}"
+    return (
+        f"{head}\nThe closest text in the file is {span} ({score:.0f}% similar):\n"
+        f"{quote_lines(actual, start + 1)}{detail}\n"
+        "Copy the file's current lines into the hunk's context (' ') and removed ('-') lines and send "
+        "the whole patch again."
+    )

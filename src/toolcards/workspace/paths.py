@@ -1,0 +1,94 @@
+"""Confining paths to a workspace root, and naming workspaces.
+
+Every path a model gives (a file to read, a glob's base directory, a grep ``include``)
+goes through :func:`resolve_in_root` before anything touches the disk. It is resolved
+against the root with symlinks followed, and refused with one :class:`RetriableError`
+message, :data:`ESCAPE_MESSAGE`, when it names anything outside the root: ``../x``, an
+absolute path, a NUL byte, a symlink inside the tree that points outside, or a sibling
+of the root whose name merely starts with the root's name (``team-11`` next to
+``team-1``; containment is decided on path components, never on string prefixes).
+
+The walks of the workspace (listing, glob, grep) never descend into
+:data:`SKIPPED_DIRS`, the internals of version-control systems, and never follow a
+symlink, so a link cannot lead a walk out of the tree or into a loop.
+
+Workspace ids follow :func:`validate_workspace_id`, which lives in
+:mod:`toolcards.core.settings` (next to ``workspace_dir``, so every domain working on a
+workspace tree agrees on the layout) and is re-exported here.
+
+Nothing here blocks beyond a few ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from toolcards.core.settings import WORKSPACE_ID_PATTERN, validate_workspace_id
+from toolcards.errors import RetriableError
+
+__all__ = [
+    "ESCAPE_MESSAGE",
+    "SKIPPED_DIRS",
+    "WORKSPACE_ID_PATTERN",
+    "display_name",
+    "relative",
+    "resolve_in_root",
+    "validate_workspace_id",
+]
+
+ESCAPE_MESSAGE = "path escapes the workspace root — use a path relative to it"
+"""The one message every refused path gets, followed by the offending path."""
+
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
+"""Directory names whose contents no walk lists, globs or searches."""
+
+
+def resolve_in_root(root: Path, path: str) -> Path:
+    """Resolve ``path`` (relative to ``root``) to an absolute path inside the root.
+
+    Symlinks are followed, so the result is the real location; it need not exist.
+    ``""`` and ``"."`` name the root itself.
+
+    Returns:
+        The resolved absolute path, equal to the resolved root or below it.
+
+    Raises:
+        RetriableError: the path is absolute, contains a NUL byte, or resolves outside
+            the root (through ``..`` or a symlink); the message is :data:`ESCAPE_MESSAGE`
+            followed by the path as given.
+    """
+    if "\x00" in path or os.path.isabs(path) or path.startswith("\\"):
+        raise _escape(path)
+    real_root = Path(os.path.realpath(root))
+    # os.path.realpath in non-strict mode neither raises on a missing file nor on a
+    # symlink loop (Path.resolve raises RuntimeError for the latter).
+    candidate = Path(os.path.realpath(real_root / path))
+    if candidate != real_root and not candidate.is_relative_to(real_root):
+        raise _escape(path)
+    return candidate
+
+
+def relative(root: Path, path: Path) -> str:
+    """The POSIX form of ``path`` relative to ``root`` (``"."`` for the root itself).
+
+    Both must already be resolved the same way (as :func:`resolve_in_root` returns them);
+    this only strips the prefix.
+
+    Raises:
+        ValueError: ``path`` is not inside ``root`` (a programming error).
+    """
+    return path.relative_to(root).as_posix()
+
+
+def display_name(name: str) -> str:
+    """``name`` (a path from ``os`` functions) as valid UTF-8 text for a model to read.
+
+    File names that are not valid UTF-8 reach Python with their bad bytes as lone
+    surrogates, which cannot be encoded for a model; they become U+FFFD here.
+    """
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _escape(path: str) -> RetriableError:
+    return RetriableError(f"{ESCAPE_MESSAGE} (got {path!r})")

@@ -1,0 +1,128 @@
+"""Line endings and unified-diff rendering for workspace text.
+
+A line ends with ``"\\n"`` or ``"\\r\\n"``; a lone ``"\\r"`` is an ordinary character, as it is
+for git and GNU patch. The last line of a text may have no ending. Everything here is a pure
+function over ``str``: nothing reads or writes files, nothing blocks.
+
+* :func:`detect_newline` — the ending a text mostly uses, so an edit can keep it.
+* :func:`to_newline` — rewrite every line ending to one style.
+* :func:`split_lines` — split into lines, each keeping its ending.
+* :func:`unified_diff` — a GNU unified diff of two versions, capped for a model to read.
+* :func:`quote_lines` — a few numbered lines, for error messages that show a model the text.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+
+__all__ = ["detect_newline", "quote_lines", "split_lines", "to_newline", "unified_diff"]
+
+_NO_NEWLINE_MARKER = "\\ No newline at end of file\n"
+
+
+def detect_newline(text: str) -> str:
+    """Return the line ending ``text`` mostly uses: ``"\\r\\n"`` or ``"\\n"``.
+
+    ``"\\r\\n"`` wins only when it ends more lines than a bare ``"\\n"`` does; a text
+    without any line break (or a tie) gives ``"\\n"``.
+    """
+    if "\r" not in text:  # a one-byte scan, much faster than counting "\r\n"
+        return "\n"
+    crlf = text.count("\r\n")
+    bare = text.count("\n") - crlf
+    return "\r\n" if crlf > bare else "\n"
+
+
+def to_newline(text: str, nl: str) -> str:
+    """Return ``text`` with every ``"\\r\\n"`` and ``"\\n"`` line ending replaced by ``nl``.
+
+    Raises ``ValueError`` when ``nl`` is neither ``"\\n"`` nor ``"\\r\\n"`` (a programming error).
+    """
+    if nl not in ("\n", "\r\n"):
+        raise ValueError(f"nl must be '\\n' or '\\r\\n', got {nl!r}")
+    unix = text.replace("\r\n", "\n") if "\r" in text else text
+    return unix if nl == "\n" else unix.replace("\n", "\r\n")
+
+
+def split_lines(text: str) -> list[str]:
+    """Return the lines of ``text``, each with its ending (``"\\n"``, ``"\\r\\n"``, or none for a
+    last line without one); ``""`` gives ``[]``. ``"".join(split_lines(t)) == t`` always holds.
+    """
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def quote_lines(lines: Sequence[str], first_line: int, *, limit: int = 8, width: int = 120) -> str:
+    """Return ``lines`` numbered from ``first_line``, one ``"  <n> | <text>"`` per line.
+
+    Line endings are dropped, lines longer than ``width`` characters are cut with ``"..."``,
+    and past ``limit`` lines one last line says how many more there are. ``[]`` gives ``""``.
+    """
+    last = first_line + len(lines) - 1
+    digits = len(str(last))
+    out: list[str] = []
+    for number, line in enumerate(lines[:limit], first_line):
+        body = line.rstrip("\r\n")
+        if len(body) > width:
+            body = body[: width - 3] + "..."
+        out.append(f"  {number:>{digits}} | {body}")
+    if len(lines) > limit:
+        out.append(f"  ... {len(lines) - limit} more lines")
+    return "\n".join(out)
+
+
+def unified_diff(
+    old: str | None,
+    new: str | None,
+    path: str,
+    max_lines: int | None = 200,
+    *,
+    context: int = 3,
+) -> str:
+    """Return a GNU unified diff from ``old`` to ``new`` for the file ``path``.
+
+    ``None`` stands for an absent file: the header then names ``/dev/null``, as for a file
+    added or deleted. Headers are ``--- a/<path>`` and ``+++ b/<path>``; a last line without
+    a newline is followed by ``\\ No newline at end of file``. Line endings are shown as
+    ``"\\n"``; when the two versions differ only in their line endings the result is a
+    one-line note saying so. Equal versions give ``""``.
+
+    When the diff is longer than ``max_lines`` lines (``None``: no cap), the first
+    ``max_lines`` are kept and a last line says how many were cut. Uncapped output parses
+    with :func:`toolcards.workspace.patch.parse_patch` and applied to ``old`` gives ``new``.
+
+    Raises ``ValueError`` when ``max_lines`` is not positive (a programming error).
+    """
+    if max_lines is not None and max_lines < 1:
+        raise ValueError(f"max_lines must be positive or None, got {max_lines}")
+    if old == new:
+        return ""
+    old_unix = to_newline(old or "", "\n")
+    new_unix = to_newline(new or "", "\n")
+    if old_unix == new_unix and old is not None and new is not None:
+        before, after = _newline_name(old), _newline_name(new)
+        return f"{path}: only the line endings changed ({before} -> {after}).\n"
+    out: list[str] = []
+    for line in difflib.unified_diff(
+        split_lines(old_unix),
+        split_lines(new_unix),
+        fromfile="/dev/null" if old is None else f"a/{path}",
+        tofile="/dev/null" if new is None else f"b/{path}",
+        n=context,
+    ):
+        if line.endswith("\n"):
+            out.append(line)
+        else:
+            out.extend((line + "\n", _NO_NEWLINE_MARKER))
+    if max_lines is not None and len(out) > max_lines:
+        cut = len(out) - max_lines
+        out = [*out[:max_lines], f"... {cut} more diff lines cut\n"]
+    return "".join(out)
+
+
+def _newline_name(text: str) -> str:
+    return "CRLF" if detect_newline(text) == "\r\n" else "LF"

@@ -1,0 +1,303 @@
+"""Content search: ripgrep and the Python engine must give identical answers."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from toolcards.errors import RetriableError, ToolFailed
+from toolcards.workspace import grep as grep_module
+from toolcards.workspace.grep import MAX_GREP_LINE_CHARS, find_rg, grep, to_rust_regex
+
+HAVE_RG = find_rg() is not None
+needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+ENGINES = [pytest.param(True, id="rg", marks=needs_rg), pytest.param(False, id="python")]
+
+
+def write(root: Path, rel: str, content: bytes | str) -> None:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, str):
+        content = content.encode()
+    target.write_bytes(content)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ws")
+    outside = tmp_path_factory.mktemp("outside")
+    (outside / "secret.py").write_text("def secret(): pass\n")
+    write(root, "src/app.py", "import os\n\ndef main():\n    return run('--fast')\n\nclass App:\n    pass\n")
+    write(root, "src/util.py", "def helper(x):\n    return x * 2  # TODO: faster\n")
+    write(root, "src/web/index.ts", "export function main(): void {}\n// TODO later\n")
+    write(root, "src/web/view.tsx", "export const View = () => <div>main</div>;\n")
+    write(root, "a-b.txt", "main in a dash file\n")
+    write(root, "a/b.txt", "main in a nested file\n")
+    write(root, "windows.txt", b"first line main\r\nsecond line\r\nend main\r\n")
+    write(root, "bom.txt", b"\xef\xbb\xbfmain with bom\n")
+    write(root, "latin1.txt", b"caf\xe9 main\nplain\n")
+    write(root, "utf16.txt", b"\xff\xfe" + "main in utf-16\r\nzweite Zeile\n".encode("utf-16-le"))
+    write(root, "binary.bin", b"main\x00\x01\x02main\n")
+    write(root, "late_binary.dat", b"main early\n" + b"filler text line\n" * 20000 + b"\x00main late\n")
+    write(root, ".hidden/config.py", "main = True\n")
+    write(root, ".git/config", "main branch\n")
+    write(root, "long.txt", "main " + "x" * 1000 + "\n")
+    write(root, "dash.txt", "--help shows -v and --verbose\n")
+    write(root, "no_newline.txt", "last main")
+    write(root, "UPPER.TXT", "MAIN in capitals\n")
+    with open(bytes(root) + b"/caf\xe9-name.txt", "wb") as handle:
+        handle.write(b"main in an undecodable name\n")
+    (root / "link.py").symlink_to(outside / "secret.py")
+    (root / "linkdir").symlink_to(outside)
+    return root
+
+
+PARITY_CASES = [
+    ("main", ""),
+    ("TODO", ""),
+    (r"def \w+\(", ""),
+    (r"^\s+return", ""),
+    ("main$", ""),
+    ("^main", ""),
+    ("(?i)main", ""),
+    ("-v", ""),
+    ("--help", ""),
+    (r"\bclass\b|\bexport\b", ""),
+    ("main", "*.py"),
+    ("main", "src/**/*.ts"),
+    ("main", "*.{ts,tsx}"),
+    ("main", "*.TXT"),
+    ("main", "a/*"),
+    ("caf", ""),
+    (r"[^\x00-\x7f]", ""),
+    (r"x{10,}", ""),
+    ("secret", ""),
+    ("nothing-matches-this", ""),
+    ("e", ""),
+    (r"\Amain", ""),
+    (r"main\Z", ""),
+    ("a.b", ""),
+]
+
+
+@needs_rg
+@pytest.mark.parametrize(("pattern", "include"), PARITY_CASES)
+def test_ripgrep_and_python_give_identical_output(tree: Path, pattern: str, include: str) -> None:
+    assert grep(tree, pattern, include=include, use_rg=True) == grep(tree, pattern, include=include, use_rg=False)
+
+
+@needs_rg
+@pytest.mark.parametrize("path", ["src", "src/app.py", "a", "late_binary.dat", ".git"])
+def test_parity_holds_for_a_base_path(tree: Path, path: str) -> None:
+    assert grep(tree, "main", path, use_rg=True) == grep(tree, "main", path, use_rg=False)
+
+
+_PIECES = st.sampled_from(
+    ["main", "a", "e", ".", r"\w", r"\d", r"\s", "[a-m]", "[^ ]", "x*", "n+", "?", "|", "(?i)", "^", "$", " ", "-"]
+)
+
+
+@needs_rg
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(_PIECES, min_size=1, max_size=5).map("".join))
+def test_parity_on_generated_patterns(tree: Path, pattern: str) -> None:
+    def outcome(use_rg: bool) -> str:
+        try:
+            return grep(tree, pattern, use_rg=use_rg)
+        except RetriableError as exc:
+            return f"error: {exc}"
+
+    assert outcome(True) == outcome(False)
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_output_is_path_line_text_sorted_by_path_segments(tree: Path, use_rg: bool) -> None:
+    lines = grep(tree, "main in a [dn]", use_rg=use_rg).splitlines()
+    # "a/b.txt" sorts before "a-b.txt": paths compare segment by segment, like a tree.
+    assert lines == ["a/b.txt:1: main in a nested file", "a-b.txt:1: main in a dash file"]
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_lines_within_a_file_are_in_order(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "main", "src/app.py", use_rg=use_rg).splitlines() == [
+        "src/app.py:3: def main():",
+    ]
+    assert grep(tree, "main", "windows.txt", use_rg=use_rg).splitlines() == [
+        "windows.txt:1: first line main",
+        "windows.txt:3: end main",
+    ]
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_crlf_endings_are_line_endings(tree: Path, use_rg: bool) -> None:
+    out = grep(tree, "main$", "windows.txt", use_rg=use_rg)
+    assert out == "windows.txt:1: first line main\nwindows.txt:3: end main"
+    assert "\r" not in out
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_non_utf8_lines_show_replacement_characters(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "main", "latin1.txt", use_rg=use_rg) == "latin1.txt:1: caf\ufffd main"
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_undecodable_file_names_are_shown_with_replacement_characters(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "undecodable", use_rg=use_rg) == "caf\ufffd-name.txt:1: main in an undecodable name"
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_a_bom_is_not_shown_or_matched(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "^main with", use_rg=use_rg) == "bom.txt:1: main with bom"
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_utf16_files_with_a_bom_are_searched(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "utf-16$|Zeile", use_rg=use_rg) == "utf16.txt:1: main in utf-16\nutf16.txt:2: zweite Zeile"
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_invalid_utf8_bytes_match_as_replacement_characters(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "caf. main", use_rg=use_rg) == "latin1.txt:1: caf\ufffd main"
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_binary_files_git_internals_and_symlinks_are_skipped(tree: Path, use_rg: bool) -> None:
+    out = grep(tree, "main|secret", use_rg=use_rg)
+    paths = {line.split(":", 1)[0] for line in out.splitlines()}
+    assert "binary.bin" not in paths
+    assert "late_binary.dat" not in paths
+    assert ".git/config" not in paths
+    assert "link.py" not in paths
+    assert not any(p.startswith("linkdir") for p in paths)
+    assert ".hidden/config.py" in paths
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_patterns_starting_with_a_dash_are_patterns(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "--verbose", use_rg=use_rg) == "dash.txt:1: --help shows -v and --verbose"
+    assert grep(tree, "-v", "dash.txt", use_rg=use_rg) == "dash.txt:1: --help shows -v and --verbose"
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_long_lines_are_clipped(tree: Path, use_rg: bool) -> None:
+    out = grep(tree, "main x", use_rg=use_rg)
+    prefix = "long.txt:1: "
+    assert out.startswith(prefix)
+    assert len(out) == len(prefix) + MAX_GREP_LINE_CHARS + 1
+    assert out.endswith("…")
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_include_filters_by_name_or_path(tree: Path, use_rg: bool) -> None:
+    def paths(include: str) -> set[str]:
+        return {line.split(":", 1)[0] for line in grep(tree, "main", include=include, use_rg=use_rg).splitlines()}
+
+    assert paths("*.py") == {"src/app.py", ".hidden/config.py"}
+    assert paths("src/**/*.ts") == {"src/web/index.ts"}
+    assert paths("*.{ts,tsx}") == {"src/web/index.ts", "src/web/view.tsx"}
+    assert paths("{src/**/*.py,*.tsx}") == {"src/app.py", "src/web/view.tsx"}
+    assert paths("*.upper") == {"No matches for 'main' under '.' in files matching '*.upper'."}
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_results_are_capped_with_the_total(tmp_path: Path, use_rg: bool) -> None:
+    for i in range(30):
+        write(tmp_path, f"f{i:02}.txt", "hit\n" * 5)
+    lines = grep(tmp_path, "hit", use_rg=use_rg).splitlines()
+    assert len(lines) == 101
+    assert lines[0] == "f00.txt:1: hit"
+    assert lines[99] == "f19.txt:5: hit"
+    assert lines[100] == (
+        "(showing 100 of 150 matching lines in 30 files; narrow the pattern, path or include to see the rest)"
+    )
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_too_broad_a_search_is_refused(tmp_path: Path, use_rg: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep_module, "MAX_GREP_COLLECTED", 50)
+    write(tmp_path, "many.txt", "hit\n" * 200)
+    with pytest.raises(RetriableError, match="more than 50 lines"):
+        grep(tmp_path, "hit", use_rg=use_rg)
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_no_match_says_so(tree: Path, use_rg: bool) -> None:
+    assert grep(tree, "zzz", "src", use_rg=use_rg) == "No matches for 'zzz' under 'src'."
+
+
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("(unclosed", "Invalid regular expression '(unclosed'"),
+        ("[[:alpha:]]", "Invalid regular expression"),
+        ("foo(?=bar)", "lookaround"),
+        ("(?<!x)y", "lookaround"),
+        (r"(a)\1", "a backreference"),
+        ("(?>ab)", "an atomic group"),
+        ("a++", "a possessive quantifier"),
+        ("(?a)x", "ASCII"),
+        (r"a\nb", "line break"),
+        ("a\rb", "line break"),
+        ("", "empty"),
+        ("a\x00", "NUL"),
+    ],
+)
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_bad_patterns_get_the_same_error_from_both_engines(
+    tree: Path, pattern: str, message: str, use_rg: bool
+) -> None:
+    with pytest.raises(RetriableError, match=re.escape(message)):
+        grep(tree, pattern, use_rg=use_rg)
+
+
+def test_paths_and_includes_cannot_escape(tree: Path) -> None:
+    for path, include in (("..", ""), ("/etc", ""), ("", "../*.py"), ("", "/etc/*")):
+        with pytest.raises(RetriableError, match="path escapes the workspace root"):
+            grep(tree, "main", path, include)
+    with pytest.raises(RetriableError, match="does not exist"):
+        grep(tree, "main", "nope")
+
+
+def test_forcing_ripgrep_without_it_fails_clearly(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep_module, "find_rg", lambda: None)
+    with pytest.raises(ToolFailed, match="ripgrep"):
+        grep(tree, "main", use_rg=True)
+    assert grep(tree, "def main", "src") == "src/app.py:3: def main():"
+
+
+def test_translation_to_ripgrep_syntax() -> None:
+    assert to_rust_regex("abc_9") == "abc_9"
+    assert to_rust_regex("a.b") == r"a.b"
+    assert to_rust_regex(r"a\.b") == r"a\x{2E}b"
+    assert to_rust_regex("-x") == r"\x{2D}x"
+    assert to_rust_regex(r"\d+[^a-c\s]") == r"[\d]+[^a-c\s]"
+    assert to_rust_regex("(?i)ab|c") == "(?i)(?:ab|c)"
+    assert to_rust_regex("(?i:x)y*?") == "(?i:x)y*?"
+    assert to_rust_regex(r"\Aa\Z") == "^a$"
+    assert to_rust_regex("(ab){2,3}") == "(?:ab){2,3}"
+    assert to_rust_regex("é") == r"\x{E9}"
+    assert to_rust_regex("(?x) a b # comment") == "ab"
+
+
+def fake_rg(tmp_path: Path, script: str) -> str:
+    executable = tmp_path / "fake-rg"
+    executable.write_text(f"#!/bin/sh\n{script}\n")
+    executable.chmod(0o755)
+    return str(executable)
+
+
+def test_a_hanging_ripgrep_is_stopped(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(tmp_path, "exec sleep 30"))
+    monkeypatch.setattr(grep_module, "RG_TIMEOUT_S", 0.2)
+    with pytest.raises(RetriableError, match=r"ran past 0\.2 s"):
+        grep(tree, "main")
+
+
+def test_a_failing_ripgrep_is_reported(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(tmp_path, "echo 'regex too big' >&2; exit 2"))
+    with pytest.raises(ToolFailed, match="ripgrep failed: regex too big"):
+        grep(tree, "main")
