@@ -1,0 +1,55 @@
+"""Run agents' shell commands in a team's workspace, contained, with limits.
+
+One :class:`SandboxActor` per team runs every agent's commands concurrently; the backend
+(``local``, ``bwrap``, ``docker``, ``seatbelt``, or ``auto`` to probe for the strongest)
+decides what a command can see and touch. A misbehaving command is stopped and reported
+in its :class:`ExecResult`, never raised.
+"""
+
+from __future__ import annotations
+
+from toolcards.sandbox.actor import (
+    SANDBOX_ACTOR_CLASSES,
+    BwrapSandboxActor,
+    DockerSandboxActor,
+    LocalSandboxActor,
+    SandboxActor,
+    SandboxProxy,
+    SeatbeltSandboxActor,
+    sandbox_actor_class,
+)
+from toolcards.sandbox.guards import CWD_ESCAPE_MESSAGE, check_allowed, command_name
+from toolcards.sandbox.models import (
+    DEFAULT_ALLOWED_COMMANDS,
+    BwrapOptions,
+    DockerOptions,
+    ExecLimits,
+    ExecResult,
+    LocalOptions,
+    SandboxOptions,
+    SeatbeltOptions,
+)
+from toolcards.sandbox.probe import choose_mode
+
+__all__ = [
+    "CWD_ESCAPE_MESSAGE",
+    "DEFAULT_ALLOWED_COMMANDS",
+    "SANDBOX_ACTOR_CLASSES",
+    "BwrapOptions",
+    "BwrapSandboxActor",
+    "DockerOptions",
+    "DockerSandboxActor",
+    "ExecLimits",
+    "ExecResult",
+    "LocalOptions",
+    "LocalSandboxActor",
+    "SandboxActor",
+    "SandboxOptions",
+    "SandboxProxy",
+    "SeatbeltOptions",
+    "SeatbeltSandboxActor",
+    "check_allowed",
+    "choose_mode",
+    "command_name",
+    "sandbox_actor_class",
+]

@@ -1,0 +1,559 @@
+"""The team's sandbox: one Pykka actor per team that runs every agent's shell commands.
+
+Concurrency design. The actor owns the backend's state and lifecycle (the docker
+container, the seatbelt temp directory, the set of running commands), but it never runs a
+command on its own thread: :meth:`SandboxActor.run` starts a worker thread and returns a
+pykka ``Future`` at once, which the worker resolves with the :class:`ExecResult`. So a
+ten-minute test suite from one agent never queues another agent's ``ls`` behind it, and
+the actor keeps answering (including ``stop``) while commands run. At most
+``options.max_concurrent`` commands of a team run at once; more wait in their worker
+thread, not in the actor's inbox. Through a proxy the answer is a future of a future::
+
+    result = proxy.run("pytest -q").get().get()      # or: await ask_async twice
+
+Why not run commands on the actor thread: pykka handles one message at a time, so that
+would serialise every command. Why not a plain thread-safe function: the container and
+the running set need one owner that starts them lazily and tears them down at stop.
+
+Every refusal or failure is a result, never an exception: ``error`` holds
+``CommandNotAllowedError: ...`` or ``SandboxError: ...`` and ``exit_code`` is ``None``.
+
+Backends register in :data:`SANDBOX_ACTOR_CLASSES` under their mode name; another package
+adds one (say ``"e2b"``) by subclassing :class:`SandboxActor`, implementing
+``_execute`` and inserting the class before a team starts.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path, PurePosixPath
+from typing import Any, ClassVar
+
+import pykka
+from pydantic import ValidationError
+from pykka.typing import ActorMemberMixin, proxy_method
+
+from toolcards.errors import WiringError
+from toolcards.sandbox.bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
+from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
+from toolcards.sandbox.docker import CONTAINER_PATH, CONTAINER_WORKSPACE, DockerContainer
+from toolcards.sandbox.environment import python_bin_dirs, sandbox_env
+from toolcards.sandbox.guards import CommandRefused, check_allowed, resolve_cwd
+from toolcards.sandbox.local import local_path_env, shell_argv
+from toolcards.sandbox.models import (
+    BwrapOptions,
+    DockerOptions,
+    ExecLimits,
+    ExecResult,
+    LocalOptions,
+    SandboxOptions,
+    SeatbeltOptions,
+)
+from toolcards.sandbox.probe import choose_mode
+from toolcards.sandbox.process import (
+    TIMEOUT_EXIT_CODE,
+    ProcessOutcome,
+    RunningProcess,
+    SpawnFailed,
+    rlimits_for,
+    run_process,
+    signal_note,
+    user_process_count,
+)
+from toolcards.sandbox.seatbelt import seatbelt_argv
+
+__all__ = [
+    "SANDBOX_ACTOR_CLASSES",
+    "BwrapSandboxActor",
+    "DockerSandboxActor",
+    "LocalSandboxActor",
+    "SandboxActor",
+    "SandboxProxy",
+    "SeatbeltSandboxActor",
+    "sandbox_actor_class",
+]
+
+logger = logging.getLogger(__name__)
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def _warn_once(key: str, message: str) -> None:
+    with _warned_lock:
+        if key in _warned:
+            return
+        _warned.add(key)
+    logger.warning(message)
+
+
+class SandboxActor(pykka.ThreadingActor):
+    """Runs shell commands in one team's workspace, contained by a backend.
+
+    Subclasses set :attr:`mode` and :attr:`options_class` and implement :meth:`_execute`;
+    host-process backends build an argv and call :meth:`_spawn`. Override :meth:`_close`
+    to release backend resources at stop.
+    """
+
+    mode: ClassVar[str] = ""
+    """The name this class is registered under in :data:`SANDBOX_ACTOR_CLASSES`."""
+    isolation: ClassVar[str] = ""
+    """What contains a command, in a few words a model or an operator can read."""
+    options_class: ClassVar[type[SandboxOptions]] = SandboxOptions
+
+    def __init__(
+        self,
+        workspace: Path,
+        limits: ExecLimits | None = None,
+        timeout_s: float = 60.0,
+        options: SandboxOptions | Mapping[str, Any] | None = None,
+    ) -> None:
+        """Configure the sandbox; nothing is spawned until the first command.
+
+        ``timeout_s`` is the default and the longest deadline of a command. ``options`` may
+        be this backend's options, a mapping validated into them, or another backend's
+        options (their common fields carry over, which is what mode ``auto`` needs).
+        The workspace directory is created if missing.
+
+        Raises:
+            WiringError: ``timeout_s`` is not positive or ``options`` does not validate.
+        """
+        super().__init__()
+        if timeout_s <= 0:
+            raise WiringError(f"{type(self).__name__}: timeout_s must be positive, got {timeout_s!r}.")
+        self.workspace = Path(workspace).expanduser().resolve()
+        self.workspace.mkdir(parents=True, exist_ok=True)
+        self.limits = limits or ExecLimits()
+        self.timeout_s = float(timeout_s)
+        self.options = self._coerce_options(options)
+        self._slots = threading.BoundedSemaphore(self.options.max_concurrent)
+        self._lock = threading.Lock()
+        self._running: set[RunningProcess] = set()
+        self._workers: set[threading.Thread] = set()
+        self._closed = False
+        self._rlimits: list[tuple[int, int]] | None = None
+
+    @classmethod
+    def _coerce_options(cls, options: SandboxOptions | Mapping[str, Any] | None) -> SandboxOptions:
+        if isinstance(options, cls.options_class):
+            return options
+        if isinstance(options, SandboxOptions):
+            common = set(SandboxOptions.model_fields)
+            options = {key: value for key, value in options.model_dump().items() if key in common}
+        try:
+            return cls.options_class.model_validate(dict(options or {}))
+        except ValidationError as exc:
+            raise WiringError(f"{cls.__name__}: invalid sandbox options: {exc}") from exc
+
+    # -- public API --------------------------------------------------------------------
+
+    def run(self, cmd: str, cwd: str = "", timeout_s: float | None = None) -> pykka.Future[ExecResult]:
+        """Start ``cmd`` in a worker thread; return a future of its :class:`ExecResult`.
+
+        Returns at once (the actor thread never waits for a command). ``cwd`` is relative
+        to the workspace; ``timeout_s`` may shorten the sandbox's deadline, never extend it.
+        The future always resolves with a result, refusals and failures included; only a
+        programming error inside the sandbox reaches ``get()`` as an exception.
+        """
+        future: pykka.Future[ExecResult] = pykka.ThreadingFuture()
+        worker = threading.Thread(
+            target=self._work, args=(future, cmd, cwd, timeout_s), name=f"sandbox-{self.mode}", daemon=True
+        )
+        with self._lock:
+            self._workers.add(worker)
+        worker.start()
+        return future
+
+    def execute(self, cmd: str, cwd: str = "", timeout_s: float | None = None) -> ExecResult:
+        """Run ``cmd`` and wait for it, in the calling thread (blocks until it ends).
+
+        Thread-safe; this is what :meth:`run`'s worker calls. Call it on the actor object
+        from your own thread, never through a proxy: there it would run on the actor thread
+        and hold up every other command. Never raises for a refused, failed or
+        misbehaving command: the result says what happened.
+        """
+        refusal = check_allowed(cmd, self.options.allowed_commands)
+        if refusal is not None:
+            return self._refused(cmd, refusal)
+        try:
+            host_cwd, rel_cwd = resolve_cwd(self.workspace, cwd)
+        except CommandRefused as exc:
+            return self._refused(cmd, str(exc))
+        if timeout_s is not None and timeout_s <= 0:
+            return self._refused(cmd, f"SandboxError: timeout_s must be positive, got {timeout_s!r}.")
+        deadline = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
+        with self._slots:
+            if self._closed:
+                return self._refused(cmd, "SandboxError: the sandbox is shutting down; nothing was run.")
+            try:
+                result = self._execute(cmd, host_cwd, rel_cwd, deadline)
+            except SpawnFailed as exc:
+                return self._refused(cmd, f"SandboxError: {exc}")
+            except OSError as exc:
+                return self._refused(cmd, f"SandboxError: {type(exc).__name__}: {exc}")
+        if timeout_s is not None and timeout_s > self.timeout_s:
+            notes = (*result.notes, f"timeout capped at {self.timeout_s:g} s, the sandbox's limit")
+            result = result.model_copy(update={"notes": notes})
+        return result
+
+    def describe(self) -> str:
+        """One line saying what contains the commands (for a system prompt or a status)."""
+        limits = f"{self.limits.cpu_s} s CPU, {self.limits.memory_mb} MB, {self.timeout_s:g} s per command"
+        return f"{self.mode} sandbox: {self.isolation}; limits: {limits}"
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def on_stop(self) -> None:
+        """Kill running commands, wait for their workers (up to 5 s each), release the backend.
+
+        Runs on the actor thread. Commands still waiting for a slot resolve with a
+        ``SandboxError`` saying the sandbox is shutting down.
+        """
+        with self._lock:
+            self._closed = True
+            running = list(self._running)
+            workers = list(self._workers)
+        for handle in running:
+            handle.kill()
+        current = threading.current_thread()
+        for worker in workers:
+            if worker is not current:
+                worker.join(timeout=5)
+        self._close()
+
+    def _close(self) -> None:
+        """Release backend resources (containers, temp dirs). Runs once, at stop."""
+
+    # -- for subclasses --------------------------------------------------------------------
+
+    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+        """Run one allowed command in ``rel_cwd`` (``host_cwd`` on the host) and wait for it.
+
+        Called in a worker thread, possibly several at once: must be thread-safe.
+
+        Raises:
+            SpawnFailed: the command could not be started (becomes ``SandboxError``).
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement _execute")
+
+    def _spawn(
+        self,
+        cmd: str,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        timeout_s: float,
+        contained: bool = True,
+    ) -> tuple[ProcessOutcome, list[str]]:
+        """Run a host process; return its outcome and the cgroup limits it hit.
+
+        With ``contained``, the process gets the rlimits and its own cgroup; the docker
+        client does not need them (its container has its own).
+        """
+        cgroup = self._new_cgroup() if contained else None
+        rlimits = self._child_rlimits() if contained else []
+        handles: list[RunningProcess] = []
+
+        def track(handle: RunningProcess) -> None:
+            handles.append(handle)
+            with self._lock:
+                self._running.add(handle)
+                closed = self._closed
+            if closed:
+                handle.kill()
+
+        try:
+            outcome = run_process(
+                argv,
+                cwd=cwd,
+                env=env,
+                timeout_s=timeout_s,
+                output_chars=self.limits.output_chars,
+                rlimits=rlimits,
+                cgroup=cgroup,
+                on_start=track,
+            )
+            hits = cgroup.limit_hits(self.limits.max_processes, self.limits.memory_mb) if cgroup else []
+        finally:
+            with self._lock:
+                self._running.difference_update(handles)
+            if cgroup is not None:
+                cgroup.kill_all()
+                cgroup.remove()
+        return outcome, hits
+
+    def _result(self, cmd: str, outcome: ProcessOutcome, timeout_s: float, hits: Sequence[str] = ()) -> ExecResult:
+        """The :class:`ExecResult` for a finished host process, with notes on the limits hit."""
+        notes: list[str] = []
+        if outcome.timed_out:
+            notes.append(f"timed out after {timeout_s:g} s: the command and every process it started were killed")
+        elif outcome.killed:
+            notes.append("stopped: the sandbox shut down while the command ran")
+        else:
+            note = signal_note(outcome.exit_code, self.limits)
+            if note is not None:
+                notes.append(note)
+        notes += hits
+        notes += outcome.notes
+        return ExecResult(
+            command=cmd,
+            exit_code=outcome.exit_code,
+            stdout=outcome.stdout,
+            stderr=outcome.stderr,
+            timed_out=outcome.timed_out,
+            notes=tuple(notes),
+            stdout_cut=outcome.stdout_cut,
+            stderr_cut=outcome.stderr_cut,
+            duration_ms=outcome.duration_ms,
+            backend=self.mode,
+        )
+
+    def _refused(self, cmd: str, message: str) -> ExecResult:
+        return ExecResult(command=cmd, exit_code=None, error=message, backend=self.mode)
+
+    def _new_cgroup(self) -> CommandCgroup | None:
+        if not self.options.use_cgroup:
+            return None
+        try:
+            return CommandCgroup.create(self.limits.max_processes, self.limits.memory_mb * 1024 * 1024)
+        except OSError as exc:
+            _warn_once("cgroup-create", f"sandbox: could not create a cgroup ({exc}); process limits only")
+            return None
+
+    def _child_rlimits(self) -> list[tuple[int, int]]:
+        """Rlimits for every command; decides once how the process count is capped.
+
+        A cgroup caps it when available. Otherwise ``RLIMIT_NPROC`` does for an ordinary
+        user (set to the user's current count plus the allowance, since it counts all of the
+        user's processes); for root nothing can, and a warning says so once.
+        """
+        if self._rlimits is None:
+            support = cgroup_support()
+            nproc: int | None = None
+            if self.options.use_cgroup and support.version is not None:
+                nproc = None
+            elif os.geteuid() == 0:
+                reason = support.reason if self.options.use_cgroup else "cgroups are disabled by the options"
+                _warn_once(
+                    "root-nproc",
+                    f"sandbox: the process count of commands is not limited: running as root and {reason} "
+                    "(RLIMIT_NPROC does not bind root)",
+                )
+            else:
+                nproc = user_process_count() + self.limits.max_processes
+            self._rlimits = rlimits_for(self.limits, nproc=nproc)
+        return self._rlimits
+
+    # -- worker ----------------------------------------------------------------------------
+
+    def _work(self, future: pykka.Future[ExecResult], cmd: str, cwd: str, timeout_s: float | None) -> None:
+        try:
+            future.set(self.execute(cmd, cwd, timeout_s))
+        except BaseException:
+            future.set_exception()
+        finally:
+            with self._lock:
+                self._workers.discard(threading.current_thread())
+
+
+class LocalSandboxActor(SandboxActor):
+    """Mode ``local``: host processes with rlimits, a cgroup when available, a clean env.
+
+    No filesystem or network isolation: a command reads what the host user reads.
+    """
+
+    mode = "local"
+    isolation = "process limits only, the host's files and network are reachable"
+    options_class = LocalOptions
+
+    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+        env = sandbox_env(home=str(self.workspace), path=local_path_env(self.workspace), options=self.options)
+        outcome, hits = self._spawn(cmd, shell_argv(cmd), cwd=host_cwd, env=env, timeout_s=timeout_s)
+        return self._result(cmd, outcome, timeout_s, hits)
+
+
+class BwrapSandboxActor(SandboxActor):
+    """Mode ``bwrap``: each command in fresh Linux namespaces (see :mod:`.bwrap`)."""
+
+    mode = "bwrap"
+    isolation = "Linux namespaces, only /workspace is writable, no network unless allowed"
+    options_class = BwrapOptions
+
+    def __init__(
+        self,
+        workspace: Path,
+        limits: ExecLimits | None = None,
+        timeout_s: float = 60.0,
+        options: SandboxOptions | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(workspace, limits, timeout_s, options)
+        self._etc: EtcSnapshot | None = None
+        self._etc_lock = threading.Lock()
+
+    def _etc_snapshot(self) -> EtcSnapshot:
+        with self._etc_lock:
+            if self._etc is None:
+                self._etc = snapshot_etc(Path(tempfile.mkdtemp(prefix="toolcards-etc-")))
+            return self._etc
+
+    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+        assert isinstance(self.options, BwrapOptions)
+        shell = "bash" if Path("/usr/bin/bash").exists() else "sh"
+        argv = bwrap_argv(
+            workspace=self.workspace,
+            rel_cwd=rel_cwd,
+            command=[shell, "-c", cmd],
+            options=self.options,
+            etc=self._etc_snapshot(),
+        )
+        env = sandbox_env(
+            home=WORKSPACE_MOUNT,
+            path=bwrap_path_env(self.workspace, self.options),
+            tmpdir="/tmp",
+            options=self.options,
+        )
+        outcome, hits = self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s)
+        return self._result(cmd, outcome, timeout_s, hits)
+
+    def _close(self) -> None:
+        with self._etc_lock:
+            if self._etc is not None:
+                shutil.rmtree(self._etc.path, ignore_errors=True)
+                self._etc = None
+
+
+class SeatbeltSandboxActor(SandboxActor):
+    """Mode ``seatbelt``: each command under a generated macOS ``sandbox-exec`` profile."""
+
+    mode = "seatbelt"
+    isolation = "macOS sandbox profile, writes only to the workspace and a temp dir, no network unless allowed"
+    options_class = SeatbeltOptions
+
+    def __init__(
+        self,
+        workspace: Path,
+        limits: ExecLimits | None = None,
+        timeout_s: float = 60.0,
+        options: SandboxOptions | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(workspace, limits, timeout_s, options)
+        self._tmpdir: Path | None = None
+        self._tmp_lock = threading.Lock()
+
+    def _team_tmpdir(self) -> Path:
+        with self._tmp_lock:
+            if self._tmpdir is None:
+                self._tmpdir = Path(tempfile.mkdtemp(prefix="toolcards-sandbox-"))
+            return self._tmpdir
+
+    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+        assert isinstance(self.options, SeatbeltOptions)
+        tmpdir = self._team_tmpdir()
+        argv = seatbelt_argv(
+            workspace=self.workspace,
+            tmpdir=tmpdir,
+            command=shell_argv(cmd),
+            options=self.options,
+            python_prefixes=python_bin_dirs(),
+        )
+        env = sandbox_env(
+            home=str(self.workspace),
+            path=local_path_env(self.workspace),
+            tmpdir=str(tmpdir),
+            options=self.options,
+        )
+        outcome, hits = self._spawn(cmd, argv, cwd=host_cwd, env=env, timeout_s=timeout_s)
+        return self._result(cmd, outcome, timeout_s, hits)
+
+    def _close(self) -> None:
+        if self._tmpdir is not None:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+            self._tmpdir = None
+
+
+class DockerSandboxActor(SandboxActor):
+    """Mode ``docker``: one container per team, started lazily, removed at stop."""
+
+    mode = "docker"
+    isolation = "a container per team, only /workspace and /tmp writable, no network unless allowed"
+    options_class = DockerOptions
+
+    _CLIENT_GRACE_S = 10.0
+    """Extra seconds the host waits for ``docker exec`` after the in-container deadline."""
+
+    def __init__(
+        self,
+        workspace: Path,
+        limits: ExecLimits | None = None,
+        timeout_s: float = 60.0,
+        options: SandboxOptions | Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(workspace, limits, timeout_s, options)
+        assert isinstance(self.options, DockerOptions)
+        self.container = DockerContainer(workspace=self.workspace, limits=self.limits, options=self.options)
+
+    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+        self.container.ensure_started()
+        path = CONTAINER_PATH
+        if (self.workspace / ".venv" / "bin").is_dir():
+            path = f"{CONTAINER_WORKSPACE}/.venv/bin:{path}"
+        env = sandbox_env(home=CONTAINER_WORKSPACE, path=path, tmpdir="/tmp", options=self.options)
+        argv = self.container.exec_argv(cmd, rel_cwd, timeout_s, env)
+        # The docker client itself needs the host's DOCKER_* settings; the command does not
+        # see them (its environment is the -e list above).
+        outcome, hits = self._spawn(
+            cmd,
+            argv,
+            cwd=self.workspace,
+            env=dict(os.environ),
+            timeout_s=timeout_s + self._CLIENT_GRACE_S,
+            contained=False,
+        )
+        if outcome.exit_code == TIMEOUT_EXIT_CODE and outcome.duration_ms >= timeout_s * 1000:
+            outcome.timed_out = True
+        return self._result(cmd, outcome, timeout_s, hits)
+
+    def _close(self) -> None:
+        self.container.remove()
+
+
+class SandboxProxy(ActorMemberMixin, pykka.ActorProxy[SandboxActor]):
+    """Typed proxy: ``proxy.run(...)`` is a future of the future of an :class:`ExecResult`."""
+
+    run = proxy_method(SandboxActor.run)
+    describe = proxy_method(SandboxActor.describe)
+
+
+SANDBOX_ACTOR_CLASSES: dict[str, type[SandboxActor]] = {
+    "local": LocalSandboxActor,
+    "bwrap": BwrapSandboxActor,
+    "docker": DockerSandboxActor,
+    "seatbelt": SeatbeltSandboxActor,
+}
+"""Sandbox actor class per mode. Add a backend by inserting its class before teams start."""
+
+
+def sandbox_actor_class(mode: str, *, docker_image: str | None = None) -> type[SandboxActor]:
+    """The actor class for ``mode``; ``"auto"`` probes the host (see :mod:`.probe`).
+
+    Blocks while ``auto`` probes (once per process).
+
+    Raises:
+        WiringError: no class is registered under ``mode``; the message lists the modes.
+    """
+    if mode == "auto":
+        mode = choose_mode(docker_image=docker_image or DockerOptions().image)
+    try:
+        return SANDBOX_ACTOR_CLASSES[mode]
+    except KeyError:
+        known = ", ".join(sorted([*SANDBOX_ACTOR_CLASSES, "auto"]))
+        raise WiringError(
+            f"Unknown sandbox mode {mode!r}. Known modes: {known}. "
+            "Register a backend in toolcards.sandbox.SANDBOX_ACTOR_CLASSES before use."
+        ) from None

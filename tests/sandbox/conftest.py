@@ -1,0 +1,100 @@
+"""Fixtures for the sandbox tests: a workspace, actors per backend that runs here, and
+helpers to find processes a command may have left behind."""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pykka
+import pytest
+
+from toolcards.sandbox import BwrapSandboxActor, ExecLimits, ExecResult, LocalSandboxActor, SandboxActor
+from toolcards.sandbox.bwrap import bwrap_available
+from toolcards.sandbox.cgroup import cgroup_support
+
+HOST_BACKENDS = ["local", "bwrap"]
+
+
+@pytest.fixture(autouse=True)
+def _stop_actors() -> Iterator[None]:
+    yield
+    pykka.ActorRegistry.stop_all()
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    path = tmp_path / "ws"
+    path.mkdir()
+    return path
+
+
+def backend_class(mode: str) -> type[SandboxActor]:
+    if mode == "bwrap" and not bwrap_available():
+        pytest.skip("bubblewrap is not installed or cannot create namespaces here")
+    return BwrapSandboxActor if mode == "bwrap" else LocalSandboxActor
+
+
+SandboxRef = pykka.ActorRef[Any]
+"""A started sandbox actor of any backend (``ActorRef`` is invariant in its actor class)."""
+
+StartSandbox = Callable[..., SandboxRef]
+
+
+@pytest.fixture(params=HOST_BACKENDS)
+def sandbox(request: pytest.FixtureRequest, workspace: Path) -> StartSandbox:
+    """Start a sandbox actor of the parametrized backend (every command allowed); returns its ref."""
+    cls = backend_class(request.param)
+
+    def start(limits: ExecLimits | None = None, timeout_s: float = 10.0, **options: Any) -> SandboxRef:
+        options.setdefault("allowed_commands", ())
+        return cls.start(workspace, limits, timeout_s, options)
+
+    return start
+
+
+def run_via_proxy(ref: SandboxRef, cmd: str, cwd: str = "", timeout_s: float | None = None) -> ExecResult:
+    """Run through the actor's proxy exactly as a tool would (future of a future)."""
+    proxy = ref.proxy()
+    inner: pykka.Future[ExecResult] = proxy.run(cmd, cwd, timeout_s).get(timeout=30)
+    return inner.get(timeout=60)
+
+
+def marker() -> str:
+    """A sleep duration no other process uses, so the process can be found in /proc."""
+    return f"{30 + uuid.uuid4().int % 10_000 / 10_000:.4f}"
+
+
+def live_processes_with(text: str) -> list[int]:
+    """Pids of live (not zombie) processes whose command line contains ``text``."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state not in ("Z", "X"):
+            found.append(int(entry.name))
+    return found
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout_s`` passes (test helper only)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def fork_bomb_contained() -> bool:
+    """Whether a fork bomb's process count is capped here (cgroup, or RLIMIT_NPROC as non-root)."""
+    return cgroup_support().version is not None or os.geteuid() != 0

@@ -1,0 +1,183 @@
+"""The docker backend against a fake ``docker`` (argv and lifecycle), and a real daemon
+only where one answers."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox.conftest import SandboxRef, live_processes_with, marker, run_via_proxy
+from toolcards.sandbox import DockerSandboxActor, ExecLimits
+from toolcards.sandbox.docker import GROUP_WRAPPER, docker_available
+
+FAKE_DOCKER = """#!/bin/sh
+# Records its argv (one argument per line, a blank line after each call) and prints canned output.
+printf '%s\\n' "$@" >> "$FAKE_DOCKER_LOG"
+printf '\\n' >> "$FAKE_DOCKER_LOG"
+case "$1" in
+  image)
+    if [ -n "$FAKE_DOCKER_NO_IMAGE" ]; then echo "Error: No such image" >&2; exit 1; fi
+    echo sha256:abc ;;
+  run) echo 0123456789abcdef ;;
+  exec) echo "fake output"; exit "${FAKE_DOCKER_EXIT:-0}" ;;
+  rm) echo removed ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``docker`` that records its argv in the returned file (read it with :func:`calls`)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "docker"
+    exe.write_text(FAKE_DOCKER)
+    exe.chmod(0o755)
+    log = tmp_path / "docker.log"
+    log.touch()
+    monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def calls(log: Path) -> list[list[str]]:
+    return [block.splitlines() for block in log.read_text().split("\n\n") if block]
+
+
+def start(workspace: Path, **options: object) -> SandboxRef:
+    return DockerSandboxActor.start(workspace, ExecLimits(), 5.0, {"allowed_commands": (), **options})
+
+
+def test_container_starts_lazily_once_and_is_removed_at_stop(fake_docker: Path, workspace: Path) -> None:
+    ref = start(workspace)
+    assert calls(fake_docker) == []
+    assert run_via_proxy(ref, "echo one").stdout == "fake output\n"
+    assert run_via_proxy(ref, "echo two").exit_code == 0
+    ref.stop()
+    verbs = [argv[0] for argv in calls(fake_docker)]
+    assert verbs == ["image", "run", "exec", "exec", "rm"]
+    name = calls(fake_docker)[1][calls(fake_docker)[1].index("--name") + 1]
+    assert calls(fake_docker)[-1] == ["rm", "-f", name]
+
+
+def test_run_argv_locks_the_container_down(fake_docker: Path, workspace: Path) -> None:
+    run_via_proxy(start(workspace), "true")
+    argv = calls(fake_docker)[1]
+
+    def value(flag: str) -> str:
+        return argv[argv.index(flag) + 1]
+
+    assert value("--network") == "none"
+    assert value("--memory") == "512m" and value("--memory-swap") == "512m"
+    assert value("--pids-limit") == "256"
+    assert value("--cap-drop") == "ALL"
+    assert value("--security-opt") == "no-new-privileges"
+    assert value("--user") == f"{os.getuid()}:{os.getgid()}"
+    assert value("--tmpfs").startswith("/tmp:")
+    assert value("-v") == f"{workspace.resolve()}:/workspace:rw"
+    assert "--read-only" in argv and "--init" in argv
+    assert argv[-3:] == ["toolcards-sandbox:latest", "sleep", "infinity"]
+
+
+def test_exec_argv_has_cwd_deadline_and_only_allowlisted_env(
+    fake_docker: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-do-not-leak")
+    (workspace / "sub").mkdir()
+    run_via_proxy(start(workspace), "pytest -q", cwd="sub", timeout_s=3)
+    argv = calls(fake_docker)[2]
+    assert argv[argv.index("-w") + 1] == "/workspace/sub"
+    assert argv[-6:] == ["sh", "-c", GROUP_WRAPPER, "sandbox", "3", "pytest -q"]
+    env = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-e"]
+    assert "HOME=/workspace" in env
+    assert not any("do-not-leak" in item for item in env)
+
+
+def test_in_container_wrapper_passes_exit_codes_and_ends_background_processes(tmp_path: Path) -> None:
+    # The wrapper is plain sh + coreutils: run it here exactly as docker exec would.
+    tag = marker()
+    done = subprocess.run(
+        ["sh", "-c", GROUP_WRAPPER, "sandbox", "10", f"sleep {tag} & echo hi; exit 3"],
+        capture_output=True,
+        text=True,
+        timeout=10,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (3, "hi\n")
+    assert live_processes_with(f"sleep {tag}") == []
+
+
+def test_in_container_wrapper_stops_the_command_at_its_deadline(tmp_path: Path) -> None:
+    tag = marker()
+    done = subprocess.run(
+        ["sh", "-c", GROUP_WRAPPER, "sandbox", "0.3", f"sleep {tag} & sleep {tag}"],
+        capture_output=True,
+        timeout=10,
+        check=False,
+    )
+    assert done.returncode == 124
+    assert live_processes_with(f"sleep {tag}") == []
+
+
+def test_network_and_image_are_configurable(fake_docker: Path, workspace: Path) -> None:
+    run_via_proxy(start(workspace, allow_network=True, image="my/sandbox:2"), "true")
+    argv = calls(fake_docker)[1]
+    assert argv[argv.index("--network") + 1] == "bridge"
+    assert "my/sandbox:2" in argv
+    assert calls(fake_docker)[0][-1] == "my/sandbox:2"
+
+
+def test_exit_code_of_the_command_comes_back(
+    fake_docker: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_DOCKER_EXIT", "3")
+    assert run_via_proxy(start(workspace), "false").exit_code == 3
+
+
+def test_missing_image_says_how_to_build_it(
+    fake_docker: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_DOCKER_NO_IMAGE", "1")
+    ref = start(workspace)
+    result = run_via_proxy(ref, "echo hi")
+    assert result.error is not None
+    assert result.error.startswith("SandboxError: docker image 'toolcards-sandbox:latest' is not available")
+    assert "docker build -t toolcards-sandbox:latest docker/" in result.error
+    ref.stop()
+    assert [argv[0] for argv in calls(fake_docker)] == ["image"]
+
+
+def test_probe_uses_the_image_check(fake_docker: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    docker_available.cache_clear()
+    try:
+        assert docker_available("docker", "toolcards-sandbox:latest")
+        docker_available.cache_clear()
+        monkeypatch.setenv("FAKE_DOCKER_NO_IMAGE", "1")
+        assert not docker_available("docker", "toolcards-sandbox:latest")
+    finally:
+        docker_available.cache_clear()
+
+
+def _daemon_answers() -> bool:
+    if shutil.which("docker") is None:
+        return False
+    try:
+        return subprocess.run(["docker", "info"], capture_output=True, timeout=5, check=False).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@pytest.mark.skipif(not _daemon_answers(), reason="no docker daemon answers here")
+def test_real_container_runs_a_command_without_network(workspace: Path) -> None:
+    if not docker_available("docker", "toolcards-sandbox:latest"):
+        pytest.skip("image toolcards-sandbox:latest is not built (docker build -t toolcards-sandbox docker/)")
+    ref = start(workspace)
+    result = run_via_proxy(
+        ref, "echo hi > f && cat f && python -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)'"
+    )
+    assert result.stdout == "hi\n"
+    assert result.exit_code != 0

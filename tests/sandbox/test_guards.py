@@ -1,0 +1,87 @@
+"""The allowlist on a command's first word and the working-directory check."""
+
+from __future__ import annotations
+
+from pathlib import Path, PurePosixPath
+
+import pytest
+
+from toolcards.sandbox import CWD_ESCAPE_MESSAGE, DEFAULT_ALLOWED_COMMANDS, check_allowed, command_name
+from toolcards.sandbox.guards import CommandRefused, resolve_cwd
+
+
+@pytest.mark.parametrize(
+    ("cmd", "name"),
+    [
+        ("pytest -q", "pytest"),
+        ("FOO=1 BAR='a b' python -m x", "python"),
+        ("./.venv/bin/python script.py", "python"),
+        ("/usr/bin/git status", "git"),
+        ("'my tool' --flag", "my tool"),
+        ("make && psql", "make"),
+        ("", ""),
+        ("A=1", ""),
+    ],
+)
+def test_command_name_reads_the_first_program(cmd: str, name: str) -> None:
+    assert command_name(cmd) == name
+
+
+def test_allowed_command_passes() -> None:
+    assert check_allowed("FOO=1 pytest -q", DEFAULT_ALLOWED_COMMANDS) is None
+
+
+def test_refused_command_names_itself_and_lists_the_allowed_ones() -> None:
+    message = check_allowed("psql -c 'select 1'", ["python", "git"])
+    assert (
+        message == "CommandNotAllowedError: Command 'psql' is not in the allowed commands list. Allowed: [python, git]"
+    )
+
+
+def test_cd_refusal_points_to_the_cwd_argument() -> None:
+    message = check_allowed("cd src && pytest", DEFAULT_ALLOWED_COMMANDS)
+    assert message is not None and "cwd argument" in message
+
+
+def test_empty_allowlist_allows_everything() -> None:
+    assert check_allowed("psql", ()) is None
+
+
+def test_unparsable_and_empty_commands_are_reported_not_raised() -> None:
+    unclosed = check_allowed("echo 'oops", DEFAULT_ALLOWED_COMMANDS)
+    assert unclosed is not None and "quoting" in unclosed
+    empty = check_allowed("   ", DEFAULT_ALLOWED_COMMANDS)
+    assert empty is not None and empty.startswith("SandboxError:")
+
+
+def test_cwd_root_and_subdirectory_resolve(tmp_path: Path) -> None:
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    assert resolve_cwd(tmp_path, "") == (tmp_path.resolve(), PurePosixPath("."))
+    assert resolve_cwd(tmp_path, "src/pkg") == (tmp_path.resolve() / "src" / "pkg", PurePosixPath("src/pkg"))
+
+
+@pytest.mark.parametrize("cwd", ["..", "../other", "src/../../x", "/etc", "/"])
+def test_cwd_outside_the_workspace_is_refused(tmp_path: Path, cwd: str) -> None:
+    (tmp_path / "src").mkdir()
+    with pytest.raises(CommandRefused, match=CWD_ESCAPE_MESSAGE):
+        resolve_cwd(tmp_path, cwd)
+
+
+def test_cwd_symlink_leaving_the_workspace_is_refused(tmp_path: Path) -> None:
+    workspace, outside = tmp_path / "ws", tmp_path / "outside"
+    workspace.mkdir()
+    outside.mkdir()
+    (workspace / "link").symlink_to(outside)
+    with pytest.raises(CommandRefused, match=CWD_ESCAPE_MESSAGE):
+        resolve_cwd(workspace, "link")
+
+
+def test_cwd_symlink_inside_the_workspace_is_fine(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    assert resolve_cwd(tmp_path, "alias")[1] == PurePosixPath("real")
+
+
+def test_missing_cwd_says_how_to_fix_it(tmp_path: Path) -> None:
+    with pytest.raises(CommandRefused, match="mkdir -p"):
+        resolve_cwd(tmp_path, "nope")
