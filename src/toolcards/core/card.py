@@ -43,7 +43,6 @@ __all__ = ["Capability", "ToolCard", "capability"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = TypeVar("P", bound=BaseToolParam)
-ObserverT = TypeVar("ObserverT")
 
 _ALL_CHANNELS = frozenset(Channels)
 
@@ -184,10 +183,12 @@ class ToolCard(BaseModel):
     def on_bind(self, observer: Any) -> None:
         """Hook: set up runtime handles (actor proxies, clients) for ``observer``."""
 
+    # `type[Any]` rather than `type[T]`: observer kinds are Protocols, which mypy refuses as
+    # `type[T]` arguments (type-abstract); callers annotate the variable they assign to.
     @overload
     def get_observer(self) -> Any: ...
     @overload
-    def get_observer(self, kind: type[ObserverT]) -> ObserverT: ...
+    def get_observer(self, kind: type[Any]) -> Any: ...
     def get_observer(self, kind: type[Any] | None = None) -> Any:
         """The bound observer.
 

@@ -28,6 +28,7 @@ BUILTIN_CARDS: dict[str, str] = {
     "search": "toolcards.search.tool:SearchTool",
     "mcp": "toolcards.mcp.tool:MCPTool",
     "team": "toolcards.team.tool:TeamTool",
+    "messaging": "toolcards.team.tool:MessagingTool",
 }
 """Kind → ``module:Class`` of the cards shipped with toolcards, imported on demand."""
 

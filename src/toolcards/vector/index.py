@@ -120,8 +120,13 @@ class VectorIndex:
             self._resize(max(_MIN_CAPACITY, capacity // 2))
 
     def _all_scores(self, query: npt.ArrayLike) -> npt.NDArray[np.float32]:
+        import numpy as np
+
         unit = _as_unit_vector(query, self._dim, "The query")
-        result: npt.NDArray[np.float32] = self._matrix[: len(self._keys)] @ unit
+        # einsum, not `@`: a BLAS matrix-vector product spreads over every core, and with the
+        # actor threads busy its worker threads contend (16 ms instead of 2 ms at 2k rows on
+        # two cores). einsum stays on the calling thread and its cost is predictable.
+        result: npt.NDArray[np.float32] = np.einsum("ij,j->i", self._matrix[: len(self._keys)], unit)
         return result
 
     def search(self, query: npt.ArrayLike, top_k: int = 10, min_score: float = -1.0) -> list[tuple[str, float]]:
