@@ -1,0 +1,70 @@
+"""The team planning board: tasks with owners, statuses and dependencies, shared by a team.
+
+* :mod:`~toolcards.planning.models` — the data: :class:`Task`, the model-facing inputs
+  :class:`TaskCreate` / :class:`TaskUpdate`, and the results :class:`UpdateReport` and
+  :class:`SearchHit`.
+* :mod:`~toolcards.planning.actor` — :class:`PlanActor`, one per team, which owns the board
+  and persists every change through :mod:`toolcards.store` before acknowledging it.
+* :mod:`~toolcards.planning.render` — the board as text a model reads.
+
+Importing this package loads pydantic, pykka and the store contract; numpy and the
+embedding code load only when an actor is given an embedding.
+"""
+
+from __future__ import annotations
+
+from toolcards.planning.actor import (
+    PLANNING_ACTOR_NAME,
+    QUERY_EMBEDDING_TIMEOUT_S,
+    SEMANTIC_MIN_SCORE,
+    SEMANTIC_TOP_K,
+    PlanActor,
+    PlanActorProxy,
+)
+from toolcards.planning.models import (
+    DESCRIPTION_MAX,
+    OUTPUT_MAX,
+    MatchKind,
+    SearchHit,
+    Task,
+    TaskCreate,
+    TaskStatus,
+    TaskUpdate,
+    UpdateFailure,
+    UpdateReport,
+    normalize_agent_name,
+    truncate_output,
+)
+from toolcards.planning.render import (
+    PLAN_LIMIT,
+    render_plan,
+    render_search,
+    render_task,
+    render_task_line,
+)
+
+__all__ = [
+    "DESCRIPTION_MAX",
+    "OUTPUT_MAX",
+    "PLANNING_ACTOR_NAME",
+    "PLAN_LIMIT",
+    "QUERY_EMBEDDING_TIMEOUT_S",
+    "SEMANTIC_MIN_SCORE",
+    "SEMANTIC_TOP_K",
+    "MatchKind",
+    "PlanActor",
+    "PlanActorProxy",
+    "SearchHit",
+    "Task",
+    "TaskCreate",
+    "TaskStatus",
+    "TaskUpdate",
+    "UpdateFailure",
+    "UpdateReport",
+    "normalize_agent_name",
+    "render_plan",
+    "render_search",
+    "render_task",
+    "render_task_line",
+    "truncate_output",
+]

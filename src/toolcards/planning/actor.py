@@ -1,0 +1,791 @@
+"""The planning board of one team: :class:`PlanActor`, which owns the tasks and persists them.
+
+One actor per team (the team orchestrator spawns it under the name
+:data:`PLANNING_ACTOR_NAME`). Its state lives in the store namespace
+``"<team_id>/#PlanningTool"`` in three collections:
+
+* ``tasks`` — one row per task (key: the id), the JSON of :class:`Task`;
+* ``meta`` — one row, ``board``: ``{"seq": ..., "next_id": ...}``;
+* ``vectors`` — one row per embedded description (key: the task id):
+  ``{"model": model_id, "hash": description hash, "vector": base64 float32}``.
+
+**Writes.** :meth:`PlanActor.update` applies a batch in memory, writes exactly the rows it
+changed plus the ``meta`` row in one :meth:`Store.apply` transaction, and returns only after
+that transaction committed; if the store fails, the in-memory board is rolled back and the
+error raised, so nothing is half-applied. The cost is the rows changed, never the board size.
+Every non-empty batch increments the persisted ``seq`` and publishes one
+:class:`StateChanged`.
+
+**Embeddings** (when an :class:`EmbeddingParam` is given) never hold up or fail an update:
+
+* Descriptions are embedded after the commit, on one helper thread. At most one embedding
+  call is in flight; descriptions committed meanwhile wait and go in the next call, so a
+  slow provider makes the backlog batch up rather than queue calls. The helper sends the
+  vectors back to the actor as a message; the actor indexes those whose description has
+  not changed since and persists them (one ``vectors`` row each, no ``seq``: vectors are
+  derived data, not a change to the board).
+* A search embeds its query on a second helper thread and waits at most
+  :data:`QUERY_EMBEDDING_TIMEOUT_S`; past that, or when the provider is unavailable, the
+  search is keyword-only. Keyword search always sees every committed task, so a search
+  right after an update finds the new task by its words.
+* On start, stored vectors whose ``model`` equals the service's ``model_id`` and whose hash
+  matches the description are loaded as they are; the others (model changed, description
+  changed before its vector landed, never embedded) are embedded again in the background.
+
+numpy and :mod:`toolcards.vector` are imported only when an embedding is configured.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import hashlib
+import logging
+import math
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import pykka
+from pykka.typing import ActorMemberMixin, proxy_method
+
+from toolcards.core.events import StateChanged
+from toolcards.errors import RetriableError
+from toolcards.planning.models import (
+    DESCRIPTION_MAX,
+    MatchKind,
+    SearchHit,
+    Task,
+    TaskCreate,
+    TaskStatus,
+    TaskUpdate,
+    UpdateFailure,
+    UpdateReport,
+    normalize_agent_name,
+)
+from toolcards.planning.render import render_plan
+from toolcards.store.base import Change, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from toolcards.vector import EmbeddingParam, VectorIndex
+    from toolcards.vector.service import EmbeddingService
+
+__all__ = [
+    "PLANNING_ACTOR_NAME",
+    "QUERY_EMBEDDING_TIMEOUT_S",
+    "SEMANTIC_MIN_SCORE",
+    "SEMANTIC_TOP_K",
+    "PlanActor",
+    "PlanActorProxy",
+]
+
+logger = logging.getLogger(__name__)
+
+PLANNING_ACTOR_NAME = "#PlanningTool"
+"""The actor's name in a team, and the suffix of its store namespace."""
+SEMANTIC_MIN_SCORE = 0.5
+"""Lowest cosine similarity for a semantic search hit."""
+SEMANTIC_TOP_K = 20
+"""Most semantic hits a search returns (keyword hits are not capped)."""
+QUERY_EMBEDDING_TIMEOUT_S = 2.0
+"""Longest a search waits for its query's embedding before answering keyword-only."""
+
+_TASKS = "tasks"
+_META = "meta"
+_VECTORS = "vectors"
+_BOARD_KEY = "board"
+
+_WORD = re.compile(r"\w+")
+# Words that say nothing about which task is meant; dropped from keyword queries.
+_STOPWORDS = frozenset(
+    {"a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "find", "for", "from", "in"}
+    | {"into", "is", "it", "list", "me", "my", "of", "on", "or", "show", "task", "tasks", "that", "the"}
+    | {"this", "to", "which", "with"}
+)
+
+
+def _unknown_task(task_id: int) -> str:
+    return f"Task {task_id} does not exist. Call search_planning to list task ids, then retry."
+
+
+def _text_hash(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _search_text(task: Task) -> str:
+    return f"{task.description}\n{task.output}".casefold()
+
+
+def _query_terms(query: str) -> list[str]:
+    words = list(dict.fromkeys(_WORD.findall(query.casefold())))
+    terms = [word for word in words if word not in _STOPWORDS and (len(word) > 1 or word.isdigit())]
+    return terms or words
+
+
+def _id_list(ids: Iterable[int]) -> str:
+    return ", ".join(str(i) for i in ids)
+
+
+@dataclass(frozen=True, slots=True)
+class _Embedded:
+    """Message from the embedding thread: vectors for ``items`` (``None``: provider unavailable)."""
+
+    items: tuple[tuple[int, str], ...]
+    """``(task id, hash of the description that was embedded)``, one per row of ``vectors``."""
+    vectors: npt.NDArray[np.float32] | None
+
+
+class PlanActor(pykka.ThreadingActor):
+    """The planning board of one team; every method runs on the actor's thread, one at a time.
+
+    Call it through a proxy: ``proxy = PlanActor.start(team_id, store).proxy()``, then
+    ``proxy.update(...).get()``; cast the proxy to :class:`PlanActorProxy` for type checking.
+    Methods that return board data return frozen models, safe to keep after the call.
+
+    Args:
+        team_id: the team this board belongs to; the store namespace is
+            ``f"{team_id}/#PlanningTool"``.
+        store: where the board is persisted; it must outlive the actor.
+        embedding: the embedding provider for semantic search; ``None`` means keyword-only.
+        publish: called with a :class:`StateChanged` after every committed, non-empty
+            change, on the actor's thread: it must not block. An exception it raises is
+            logged and ignored (the change is committed either way).
+
+    The board is loaded in :meth:`on_start`; if the store cannot be read there, the actor
+    stops and every call to it raises ``pykka.ActorDeadError``.
+    """
+
+    def __init__(
+        self,
+        team_id: str,
+        store: Store,
+        embedding: EmbeddingParam | None = None,
+        publish: Callable[[StateChanged], None] | None = None,
+    ) -> None:
+        super().__init__()
+        self._team_id = team_id
+        self._store = store
+        self._namespace = f"{team_id}/{PLANNING_ACTOR_NAME}"
+        self._embedding = embedding
+        self._publish = publish
+        self._tasks: dict[int, Task] = {}
+        self._dependents: dict[int, set[int]] = {}
+        self._texts: dict[int, str] = {}
+        self._seq = 0
+        self._next_id = 1
+        # Semantic search; all None/empty when no embedding is configured.
+        self._service: EmbeddingService | None = None
+        self._index: VectorIndex | None = None
+        # Task id → hash of the description its vector in _index was made from.
+        self._indexed: dict[int, str] = {}
+        # Task ids with a row in the vectors collection.
+        self._stored: set[int] = set()
+        self._to_embed: set[int] = set()
+        self._embedding_in_flight = False
+        self._embed_thread: concurrent.futures.ThreadPoolExecutor | None = None
+        self._query_thread: concurrent.futures.ThreadPoolExecutor | None = None
+        self._waiters: list[concurrent.futures.Future[None]] = []
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def on_start(self) -> None:
+        """Load the board (tasks, seq, next id, vectors) from the store; runs on the actor's thread.
+
+        Blocks the actor for one :meth:`Store.load` and, with an embedding configured, for
+        decoding the stored vectors; re-embedding of stale ones happens in the background.
+        A :class:`~toolcards.errors.StoreError` here stops the actor.
+        """
+        rows = self._store.load(self._namespace)
+        for value in rows.get(_TASKS, {}).values():
+            self._put(Task.model_validate(value))
+        board = rows.get(_META, {}).get(_BOARD_KEY) or {}
+        self._seq = int(board.get("seq", 0))
+        self._next_id = max(int(board.get("next_id", 1)), max(self._tasks, default=0) + 1)
+        if self._embedding is not None:
+            self._start_semantic(self._embedding, rows.get(_VECTORS, {}))
+
+    def on_stop(self) -> None:
+        """Stop the embedding threads without waiting for them; runs on the actor's thread.
+
+        Vectors still being computed are dropped (they are recomputed on the next start);
+        every committed update is already in the store.
+        """
+        self._shutdown_threads()
+
+    def on_failure(
+        self,
+        exception_type: type[BaseException] | None,
+        exception_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Stop the embedding threads when the actor dies of an unexpected exception."""
+        self._shutdown_threads()
+
+    def on_receive(self, message: Any) -> Any:
+        """Handle vectors computed by the embedding thread; other messages go to pykka's default."""
+        if isinstance(message, _Embedded):
+            self._index_vectors(message)
+            return None
+        return super().on_receive(message)
+
+    # -- reads -------------------------------------------------------------------------
+
+    def get_task(self, task_id: int) -> Task:
+        """Return the task with ``task_id``.
+
+        Raises:
+            RetriableError: no such task; the message says to list ids with search_planning.
+
+        Reads memory only; never blocks the actor beyond a dict lookup.
+        """
+        task = self._tasks.get(task_id)
+        if task is None:
+            raise RetriableError(_unknown_task(task_id))
+        return task
+
+    def tasks(self) -> list[Task]:
+        """Return every task, by id. Linear in the board size; reads memory only."""
+        return [self._tasks[task_id] for task_id in sorted(self._tasks)]
+
+    def seq(self) -> int:
+        """Return the number of the last committed change (0 for a board never changed)."""
+        return self._seq
+
+    def render(self, agent: str, filter_by_agent: bool = True) -> str:
+        """Return the plan as ``agent`` sees it (see :func:`~toolcards.planning.render.render_plan`).
+
+        With ``filter_by_agent`` only tasks ``agent`` owns or created are listed; otherwise
+        all. At most 50 are listed, open ones first, with a line counting the rest. Linear
+        in the board size (about a millisecond at 2,000 tasks); reads memory only.
+        """
+        return render_plan(self._tasks.values(), agent, filter_by_agent=filter_by_agent)
+
+    def search(
+        self,
+        query: str | None = None,
+        status: TaskStatus | None = None,
+        owner: str | None = None,
+        creator: str | None = None,
+    ) -> list[SearchHit]:
+        """Return tasks that pass every filter and, if ``query`` is given, match it.
+
+        Args:
+            query: natural-language text. A task matches by **keyword** when the query is
+                a substring of its description or output, or when at least half of the
+                query's significant words occur in them (case-insensitive), and by
+                **meaning** when the cosine of its description's embedding with the
+                query's is at least 0.5 (best 20 only). Hits are the union, each labelled
+                ``keyword``, ``semantic`` or ``both``, best first.
+            status: keep only tasks with this status.
+            owner: keep only tasks owned by this agent (``"Bob"`` means ``"@Bob"``);
+                ``""`` keeps only unassigned tasks.
+            creator: keep only tasks created by this agent.
+
+        Returns:
+            Hits best first; with no query, every task passing the filters, by id,
+            labelled ``filter``. Keyword-only when no embedding is configured, the
+            provider is unavailable, or the query's embedding took longer than
+            :data:`QUERY_EMBEDDING_TIMEOUT_S`.
+
+        Linear in the board size. With an embedding configured it can hold up the actor
+        for at most :data:`QUERY_EMBEDDING_TIMEOUT_S` while the query is embedded.
+        """
+        candidates = list(self._filtered(status, owner, creator))
+        if query is None or not query.strip():
+            candidates.sort(key=lambda task: task.id)
+            return [SearchHit(task=task, match="filter") for task in candidates]
+        keyword = self._keyword_scores(query, candidates)
+        semantic = self._semantic_scores(query, candidates)
+        ranked = sorted(
+            set(keyword) | set(semantic),
+            key=lambda task_id: (-(keyword.get(task_id, 0.0) + semantic.get(task_id, 0.0)), task_id),
+        )
+        hits = []
+        for task_id in ranked:
+            in_keyword, in_semantic = task_id in keyword, task_id in semantic
+            match: MatchKind = "both" if in_keyword and in_semantic else "keyword" if in_keyword else "semantic"
+            hits.append(SearchHit(task=self._tasks[task_id], match=match, similarity=semantic.get(task_id)))
+        return hits
+
+    def when_indexed(self) -> concurrent.futures.Future[None]:
+        """Return a future that resolves once every committed description has been embedded.
+
+        Resolves at once when no embedding is configured or nothing is pending; resolves
+        too (without vectors) when the provider turns out to be unavailable or the actor
+        stops. Wait on it outside the actor (``proxy.when_indexed().get().result(5)``):
+        waiting inside would block the actor that must index the vectors.
+        """
+        future: concurrent.futures.Future[None] = concurrent.futures.Future()
+        if self._embedding_in_flight or self._to_embed:
+            self._waiters.append(future)
+        else:
+            future.set_result(None)
+        return future
+
+    # -- the one write -----------------------------------------------------------------
+
+    def update(
+        self,
+        agent: str,
+        create: Sequence[TaskCreate] = (),
+        update: Sequence[TaskUpdate] = (),
+        delete: Sequence[int] = (),
+    ) -> UpdateReport:
+        """Apply one batch on behalf of ``agent``: creates, then updates, then deletes.
+
+        Each part is checked against the board as the earlier parts left it, and applied
+        on its own: a refused part changes nothing, the others still apply. Rules:
+        a created task's ``id`` must be positive and not on the board (omitted: the next
+        free id, never a deleted one); descriptions are 1 to 300 characters; output is cut
+        to 150; ``dependencies`` must name tasks on the board, not the task itself, and
+        form no cycle; the creator is ``agent``. Deleting a task removes its id from the
+        dependencies of the tasks that waited on it (reported as ``unlinked``).
+
+        Args:
+            agent: the calling agent, stamped as creator (``"Alice"`` means ``"@Alice"``).
+            create: tasks to add.
+            update: changes to existing tasks; omitted fields stay as they are.
+            delete: ids of tasks to remove.
+
+        Returns:
+            An :class:`UpdateReport` listing what was applied and every refused part with
+            the reason; its ``render()`` is the text for the model.
+
+        Raises:
+            StoreError: the transaction failed; nothing of the batch was applied, in
+                memory or in the store.
+            ValueError: ``agent`` is empty (a wiring mistake, not the model's).
+
+        Everything reported as applied is committed to the store before this returns.
+        Holds up the actor for one store transaction of the changed rows; never for an
+        embedding.
+        """
+        creator = normalize_agent_name(agent)
+        if not creator:
+            raise ValueError(f"update() needs the calling agent's name, got {agent!r}.")
+        now = datetime.now(UTC)
+        undo: dict[int, Task | None] = {}
+        next_id = self._next_id
+        created: list[int] = []
+        updated: list[int] = []
+        unchanged: list[int] = []
+        deleted: list[int] = []
+        unlinked: list[int] = []
+        errors: list[UpdateFailure] = []
+        described: set[int] = set()
+
+        for index, item in enumerate(create):
+            task_id = next_id if item.id is None else item.id
+            problems = self._check_create(task_id, item)
+            if problems:
+                errors.append(UpdateFailure(operation="create", index=index, task_id=item.id, message=problems))
+                continue
+            task = Task(
+                id=task_id,
+                status=item.status,
+                description=item.description,
+                output=item.output,
+                owner=item.owner,
+                creator=creator,
+                dependencies=tuple(item.dependencies),
+                created_at=now,
+                updated_at=now,
+            )
+            self._change(task_id, task, undo)
+            next_id = max(next_id, task_id + 1)
+            created.append(task_id)
+            described.add(task_id)
+
+        for index, change in enumerate(update):
+            problems, new = self._check_update(change, now)
+            if problems:
+                errors.append(UpdateFailure(operation="update", index=index, task_id=change.id, message=problems))
+            elif new is None:
+                unchanged.append(change.id)
+            else:
+                if new.description != self._tasks[change.id].description:
+                    described.add(change.id)
+                self._change(change.id, new, undo)
+                updated.append(change.id)
+
+        for index, task_id in enumerate(delete):
+            if task_id not in self._tasks:
+                errors.append(
+                    UpdateFailure(operation="delete", index=index, task_id=task_id, message=_unknown_task(task_id))
+                )
+                continue
+            for dependent in sorted(self._dependents.get(task_id, ())):
+                if dependent == task_id:
+                    continue
+                waiting = self._tasks[dependent]
+                deps = tuple(d for d in waiting.dependencies if d != task_id)
+                self._change(dependent, waiting.model_copy(update={"dependencies": deps, "updated_at": now}), undo)
+                if dependent not in unlinked:
+                    unlinked.append(dependent)
+            self._change(task_id, None, undo)
+            deleted.append(task_id)
+
+        # A task both unlinked and deleted in this batch is reported as deleted only.
+        unlinked = [task_id for task_id in unlinked if task_id in self._tasks]
+        report = UpdateReport(
+            created=created,
+            updated=updated,
+            unchanged=unchanged,
+            deleted=deleted,
+            unlinked=unlinked,
+            errors=errors,
+        )
+        if not report.changed:
+            return report
+        self._commit(undo, next_id)
+        self._after_commit(described, deleted)
+        report = report.model_copy(update={"seq": self._seq})
+        self._emit(report)
+        return report
+
+    # -- update internals --------------------------------------------------------------
+
+    def _check_create(self, task_id: int, item: TaskCreate) -> str:
+        problems = []
+        if task_id < 1:
+            problems.append(f"Task id {task_id} is not valid: ids are positive. Omit id to get the next free one.")
+        elif task_id in self._tasks:
+            problems.append(
+                f"Task {task_id} already exists. Omit id to get the next free one, or update task {task_id}."
+            )
+        problems.extend(_description_problems(item.description))
+        problems.extend(self._dependency_problems(task_id, item.dependencies))
+        return " ".join(problems)
+
+    def _check_update(self, change: TaskUpdate, now: datetime) -> tuple[str, Task | None]:
+        task = self._tasks.get(change.id)
+        if task is None:
+            return _unknown_task(change.id), None
+        problems = []
+        if change.description is not None:
+            problems.extend(_description_problems(change.description))
+        if change.dependencies is not None:
+            problems.extend(self._dependency_problems(change.id, change.dependencies))
+        if problems:
+            return " ".join(problems), None
+        fields: dict[str, Any] = {}
+        for name in ("description", "status", "output"):
+            value = getattr(change, name)
+            if value is not None and value != getattr(task, name):
+                fields[name] = value
+        if change.owner is not None and (change.owner or None) != task.owner:
+            fields["owner"] = change.owner or None
+        if change.dependencies is not None and tuple(change.dependencies) != task.dependencies:
+            fields["dependencies"] = tuple(change.dependencies)
+        if not fields:
+            return "", None
+        return "", task.model_copy(update={**fields, "updated_at": now})
+
+    def _dependency_problems(self, task_id: int, dependencies: Sequence[int]) -> list[str]:
+        problems = []
+        missing = [d for d in dependencies if d not in self._tasks and d != task_id]
+        if missing:
+            noun = "Dependencies" if len(missing) > 1 else "Dependency"
+            verb = "do" if len(missing) > 1 else "does"
+            problems.append(
+                f"{noun} {_id_list(missing)} {verb} not exist; "
+                "use ids of tasks on the board (search_planning lists them)."
+            )
+        if task_id in dependencies:
+            problems.append(f"Task {task_id} cannot depend on itself; remove {task_id} from its dependencies.")
+        looping = [d for d in dependencies if d != task_id and d in self._tasks and self._reaches(d, task_id)]
+        if looping:
+            problems.append(
+                f"Depending on {_id_list(looping)} would make a cycle: "
+                f"{'they depend' if len(looping) > 1 else 'it depends'} on task {task_id}, directly or "
+                "not. Remove them from the dependencies."
+            )
+        return problems
+
+    def _reaches(self, start: int, target: int) -> bool:
+        """Whether ``target`` is among ``start``'s dependencies, transitively."""
+        seen = {start}
+        stack = [start]
+        while stack:
+            for dep in self._tasks[stack.pop()].dependencies:
+                if dep == target:
+                    return True
+                if dep not in seen and dep in self._tasks:
+                    seen.add(dep)
+                    stack.append(dep)
+        return False
+
+    def _change(self, task_id: int, task: Task | None, undo: dict[int, Task | None]) -> None:
+        """Set (or, with ``None``, remove) one task in memory, remembering its first prior value."""
+        undo.setdefault(task_id, self._tasks.get(task_id))
+        if task is None:
+            self._remove(task_id)
+        else:
+            self._put(task)
+
+    def _put(self, task: Task) -> None:
+        old = self._tasks.get(task.id)
+        if old is not None:
+            for dep in old.dependencies:
+                self._dependents.get(dep, set()).discard(task.id)
+        self._tasks[task.id] = task
+        self._texts[task.id] = _search_text(task)
+        for dep in task.dependencies:
+            self._dependents.setdefault(dep, set()).add(task.id)
+
+    def _remove(self, task_id: int) -> None:
+        old = self._tasks.pop(task_id)
+        self._texts.pop(task_id, None)
+        for dep in old.dependencies:
+            self._dependents.get(dep, set()).discard(task_id)
+
+    def _commit(self, undo: dict[int, Task | None], next_id: int) -> None:
+        """Write the changed rows and the meta row in one transaction, or roll memory back and raise."""
+        changes = []
+        for task_id, before in undo.items():
+            after = self._tasks.get(task_id)
+            if after is before:
+                continue
+            value = None if after is None else after.model_dump(mode="json")
+            changes.append(Change(collection=_TASKS, key=str(task_id), value=value))
+            if after is None and task_id in self._stored:
+                changes.append(Change(collection=_VECTORS, key=str(task_id), value=None))
+        seq = self._seq + 1
+        changes.append(Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": next_id}))
+        try:
+            self._store.apply(self._namespace, changes)
+        except BaseException:
+            for task_id, before in undo.items():
+                if before is None:
+                    if task_id in self._tasks:
+                        self._remove(task_id)
+                else:
+                    self._put(before)
+            raise
+        self._seq = seq
+        self._next_id = next_id
+
+    def _emit(self, report: UpdateReport) -> None:
+        if self._publish is None:
+            return
+        event = StateChanged(team_id=self._team_id, source=PLANNING_ACTOR_NAME, seq=self._seq, summary=report.summary())
+        try:
+            self._publish(event)
+        except Exception:
+            logger.exception("Publishing %s of %s failed; the change is committed.", event.seq, self._namespace)
+
+    # -- search internals --------------------------------------------------------------
+
+    def _filtered(self, status: TaskStatus | None, owner: str | None, creator: str | None) -> Iterable[Task]:
+        tasks: Iterable[Task] = self._tasks.values()
+        if status is not None:
+            tasks = (task for task in tasks if task.status == status)
+        if owner is not None:
+            wanted = normalize_agent_name(owner) or None
+            tasks = (task for task in tasks if task.owner == wanted)
+        if creator is not None:
+            author = normalize_agent_name(creator)
+            tasks = (task for task in tasks if task.creator == author)
+        return tasks
+
+    def _keyword_scores(self, query: str, candidates: Sequence[Task]) -> dict[int, float]:
+        phrase = " ".join(query.casefold().split())
+        terms = _query_terms(query)
+        needed = max(1, math.ceil(len(terms) / 2))
+        scores: dict[int, float] = {}
+        for task in candidates:
+            text = self._texts[task.id]
+            if phrase in text:
+                scores[task.id] = 1.0
+                continue
+            found = sum(1 for term in terms if term in text)
+            if terms and found >= needed:
+                scores[task.id] = found / len(terms)
+        return scores
+
+    def _semantic_scores(self, query: str, candidates: Sequence[Task]) -> dict[int, float]:
+        service = self._service
+        if not self._index or self._query_thread is None or service is None or not service.available:
+            return {}
+        vector = self._embed_query(query)
+        if vector is None or vector.shape[-1] != self._index.dim:
+            return {}
+        allowed = {task.id for task in candidates}
+        filtered = len(allowed) < len(self._tasks)
+        # With filters, rank the whole index first so the top 20 are taken among allowed tasks.
+        top_k = len(self._index) if filtered else SEMANTIC_TOP_K
+        scores: dict[int, float] = {}
+        for key, score in self._index.search(vector, top_k=top_k, min_score=SEMANTIC_MIN_SCORE):
+            task_id = int(key)
+            if task_id in allowed:
+                scores[task_id] = score
+                if len(scores) == SEMANTIC_TOP_K:
+                    break
+        return scores
+
+    def _embed_query(self, query: str) -> npt.NDArray[np.float32] | None:
+        assert self._query_thread is not None and self._service is not None
+        future = self._query_thread.submit(self._service.embed, [query])
+        try:
+            vectors = future.result(timeout=QUERY_EMBEDDING_TIMEOUT_S)
+        except concurrent.futures.TimeoutError:
+            logger.warning(
+                "Embedding a search query took over %ss; %s answered keyword-only.",
+                QUERY_EMBEDDING_TIMEOUT_S,
+                self._namespace,
+            )
+            return None
+        return None if vectors is None else vectors[0]
+
+    # -- embedding internals -----------------------------------------------------------
+
+    def _start_semantic(self, param: EmbeddingParam, rows: dict[str, Any]) -> None:
+        from toolcards.vector import VectorIndex, get_embedding_service
+
+        self._service = service = get_embedding_service(param)
+        prefix = f"planning-embed-{self._team_id}"
+        self._embed_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=prefix)
+        self._query_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=prefix + "-query")
+        model_id = service.model_id
+        for key, row in rows.items():
+            task_id = int(key)
+            self._stored.add(task_id)
+            task = self._tasks.get(task_id)
+            if (
+                task is None
+                or not isinstance(row, dict)
+                or row.get("model") != model_id
+                or row.get("hash") != _text_hash(task.description)
+            ):
+                continue
+            try:
+                vector = VectorIndex.decode(row["vector"])
+                if self._index is None:
+                    self._index = VectorIndex(len(vector))
+                self._index.upsert(key, vector)
+            except (KeyError, TypeError, ValueError):
+                logger.warning("Stored vector of task %s in %s is unreadable; re-embedding.", key, self._namespace)
+                continue
+            self._indexed[task_id] = row["hash"]
+        self._schedule_embedding(task_id for task_id in self._tasks if task_id not in self._indexed)
+
+    def _after_commit(self, described: set[int], deleted: list[int]) -> None:
+        if self._service is None:
+            return
+        for task_id in deleted:
+            self._forget_vector(task_id)
+            self._stored.discard(task_id)
+        for task_id in described:
+            # The old vector describes text that is gone; drop it until the new one lands.
+            self._forget_vector(task_id)
+        self._schedule_embedding(task_id for task_id in described if task_id in self._tasks)
+
+    def _forget_vector(self, task_id: int) -> None:
+        if self._indexed.pop(task_id, None) is not None and self._index is not None:
+            self._index.remove(str(task_id))
+
+    def _schedule_embedding(self, task_ids: Iterable[int]) -> None:
+        self._to_embed.update(task_ids)
+        if self._service is None or not self._service.available:
+            # A service that failed stays degraded: nothing will be embedded, search by keyword.
+            self._to_embed.clear()
+        if self._embedding_in_flight or not self._to_embed or self._embed_thread is None:
+            self._settle_waiters()
+            return
+        items = tuple((task_id, self._tasks[task_id].description) for task_id in sorted(self._to_embed))
+        self._to_embed.clear()
+        self._embedding_in_flight = True
+        try:
+            self._embed_thread.submit(self._embed_descriptions, items)
+        except RuntimeError:  # the executor is shut down: the actor is stopping
+            self._embedding_in_flight = False
+
+    def _embed_descriptions(self, items: tuple[tuple[int, str], ...]) -> None:
+        """Runs on the embedding thread: embed, then hand the vectors to the actor."""
+        assert self._service is not None
+        try:
+            vectors = self._service.embed([text for _, text in items])
+        except Exception:
+            # Only a programming error gets here (the service reports provider failures as
+            # None); the actor must still hear back, or the next descriptions would wait forever.
+            logger.exception("Embedding %d task descriptions failed.", len(items))
+            vectors = None
+        message = _Embedded(items=tuple((task_id, _text_hash(text)) for task_id, text in items), vectors=vectors)
+        # A stopped actor no longer needs the vectors.
+        with contextlib.suppress(pykka.ActorDeadError):
+            self.actor_ref.tell(message)
+
+    def _index_vectors(self, message: _Embedded) -> None:
+        from toolcards.vector import VectorIndex
+
+        self._embedding_in_flight = False
+        if message.vectors is None:
+            self._schedule_embedding(())  # the service is now degraded: drops the backlog
+            return
+        assert self._service is not None
+        model_id = self._service.model_id
+        changes = []
+        for (task_id, text_hash), vector in zip(message.items, message.vectors, strict=True):
+            task = self._tasks.get(task_id)
+            if task is None or _text_hash(task.description) != text_hash:
+                continue  # deleted or re-described since; a newer job covers it
+            if self._index is None or self._index.dim != vector.shape[-1]:
+                self._index = VectorIndex(int(vector.shape[-1]))
+                self._indexed.clear()
+            self._index.upsert(str(task_id), vector)
+            self._indexed[task_id] = text_hash
+            row = {"model": model_id, "hash": text_hash, "vector": VectorIndex.encode(vector)}
+            changes.append(Change(collection=_VECTORS, key=str(task_id), value=row))
+        if changes:
+            try:
+                self._store.apply(self._namespace, changes)
+                self._stored.update(int(change.key) for change in changes)
+            except Exception:
+                # Vectors are derived data: search still uses them; a restart re-embeds them.
+                logger.exception("Persisting %d vectors of %s failed.", len(changes), self._namespace)
+        self._schedule_embedding(())
+
+    def _settle_waiters(self) -> None:
+        if self._embedding_in_flight or self._to_embed:
+            return
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.set_result(None)
+
+    def _shutdown_threads(self) -> None:
+        for pool in (self._embed_thread, self._query_thread):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._embedding_in_flight = False
+        self._to_embed.clear()
+        self._settle_waiters()
+
+
+def _description_problems(description: str) -> list[str]:
+    if not description.strip():
+        return ["The description is empty; say what the task is (max 300 chars)."]
+    if len(description) > DESCRIPTION_MAX:
+        return [f"The description is {len(description)} chars; the limit is {DESCRIPTION_MAX}. Shorten it."]
+    return []
+
+
+class PlanActorProxy(ActorMemberMixin, pykka.ActorProxy[PlanActor]):
+    """A typed proxy of :class:`PlanActor`: each method returns a ``pykka.Future`` of its result.
+
+    ``proxy = cast(PlanActorProxy, PlanActor.start(...).proxy())``. ``future.get()``
+    raises what the method raised, or ``pykka.ActorDeadError`` if the actor is gone.
+    """
+
+    get_task = proxy_method(PlanActor.get_task)
+    render = proxy_method(PlanActor.render)
+    search = proxy_method(PlanActor.search)
+    seq = proxy_method(PlanActor.seq)
+    tasks = proxy_method(PlanActor.tasks)
+    update = proxy_method(PlanActor.update)
+    when_indexed = proxy_method(PlanActor.when_indexed)

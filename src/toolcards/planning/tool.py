@@ -1,0 +1,160 @@
+"""``PlanningTool``: the team's shared planning board, as tools, a system prompt and commands.
+
+One board per team (``#PlanningTool``, obtained race-free through the team's
+``get_or_spawn``): two agents of one team share it, two teams never do. Every update is
+committed to the store before the tool answers, so an acknowledged update survives a kill.
+
+| capability | default channels | what the model sees |
+|---|---|---|
+| ``get_planning`` | SYSTEM_PROMPT, COMMAND | the plan rendered for the calling agent, before every request |
+| ``get_planning_task(task_id)`` | TOOL_CALL, COMMAND | one task in full |
+| ``update_planning(create_tasks, update_tasks, delete_tasks)`` | TOOL_CALL | one batch; failures listed together |
+| ``search_planning(query, status, owner, creator)`` | TOOL_CALL, COMMAND | keyword ∪ semantic hits, labelled |
+
+The creator of a task is stamped from the calling agent, never taken from the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import PrivateAttr
+
+from toolcards.actors.asking import ask
+from toolcards.core.card import ToolCard, capability
+from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.observer import ActorToolObserver
+from toolcards.core.params import BaseToolParam
+from toolcards.errors import RetriableError
+from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanActor
+from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
+from toolcards.planning.render import render_plan, render_search, render_task
+from toolcards.store.default import default_store
+from toolcards.vector.param import EmbeddingParam
+
+__all__ = ["GetPlanning", "GetPlanningTask", "PlanningTool", "SearchPlanning", "UpdatePlanning"]
+
+
+class GetPlanning(BaseToolParam):
+    """The plan in the agent's context."""
+
+    expose: set[Channels] = {SYSTEM_PROMPT, COMMAND}
+    filter_by_agent: bool = True
+    """List only the tasks the agent owns or created (the counts always cover the board)."""
+
+
+class GetPlanningTask(BaseToolParam):
+    """One task by id."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class UpdatePlanning(BaseToolParam):
+    """Create, update and delete tasks in one batch."""
+
+    expose: set[Channels] = {TOOL_CALL}
+
+
+class SearchPlanning(BaseToolParam):
+    """Filter and search tasks."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class PlanningTool(ToolCard):
+    """The team's planning board. ``embedding`` turns on semantic search (keyword-only without)."""
+
+    kind: ClassVar[str] = "planning"
+    requires_observer: ClassVar[type | None] = ActorToolObserver
+
+    get_planning: GetPlanning | bool = True
+    get_planning_task: GetPlanningTask | bool = True
+    update_planning: UpdatePlanning | bool = True
+    search_planning: SearchPlanning | bool = True
+    embedding: EmbeddingParam | None = None
+    _board: Any = PrivateAttr(default=None)
+
+    def on_bind(self, observer: Any) -> None:
+        agent: ActorToolObserver = observer
+        team = agent.team
+        self._board = team.get_or_spawn(
+            PLANNING_ACTOR_NAME, PlanActor, agent.team_id, default_store(), self.embedding, team.publish
+        )
+
+    @property
+    def _agent(self) -> str:
+        observer: ActorToolObserver = self.get_observer()
+        return observer.address.handle
+
+    def _ask(self, future: Any) -> Any:
+        if self._board is None:
+            self.get_observer()  # raises the right error for an unbound or lost card
+        return ask(future, actor=PLANNING_ACTOR_NAME)
+
+    def _footer(self) -> str | None:
+        hints = []
+        if self._on_tool_call("get_planning_task"):
+            hints.append("get_planning_task(id) for exact ID lookup")
+        if self._on_tool_call("search_planning"):
+            hints.append("search_planning(...) to filter tasks")
+        return f"Use {' or '.join(hints)}." if hints else None
+
+    def _on_tool_call(self, field: str) -> bool:
+        param = self.param(field)
+        return param is not None and TOOL_CALL in param.expose
+
+    @capability("get_planning", name="get_planning", serves={SYSTEM_PROMPT, COMMAND, TOOL_CALL})
+    def show_plan(self) -> str:
+        """The team plan: task counts, owners and your tasks."""
+        param = self.param("get_planning", GetPlanning)
+        tasks = self._ask(self._board.tasks())
+        return render_plan(tasks, self._agent, filter_by_agent=param.filter_by_agent, footer=self._footer())
+
+    @capability("get_planning_task", name="get_planning_task", serves={TOOL_CALL, COMMAND})
+    def get_task(self, task_id: int) -> str:
+        """Get one task by id.
+
+        Args:
+            task_id: The task id.
+        """
+        return render_task(self._ask(self._board.get_task(task_id)))
+
+    @capability("update_planning", name="update_planning", serves={TOOL_CALL, COMMAND}, mutates=True)
+    def update(
+        self,
+        create_tasks: list[TaskCreate] | None = None,
+        update_tasks: list[TaskUpdate] | None = None,
+        delete_tasks: list[int] | None = None,
+    ) -> str:
+        """Change the team plan in one batch, applied in order: create, update, delete.
+
+        Valid parts apply even if others fail; all failures are reported together.
+
+        Args:
+            create_tasks: New tasks (you are recorded as creator).
+            update_tasks: Changes to existing tasks.
+            delete_tasks: Ids of tasks to delete.
+        """
+        if not (create_tasks or update_tasks or delete_tasks):
+            raise RetriableError("Nothing to do: give create_tasks, update_tasks or delete_tasks.")
+        report = self._ask(self._board.update(self._agent, create_tasks or (), update_tasks or (), delete_tasks or ()))
+        if report.errors:
+            raise RetriableError(report.render())
+        return str(report.render())
+
+    @capability("search_planning", name="search_planning", serves={TOOL_CALL, COMMAND})
+    def search(
+        self,
+        query: str | None = None,
+        status: TaskStatus | None = None,
+        owner: str | None = None,
+        creator: str | None = None,
+    ) -> str:
+        """Find tasks by filters and/or a natural-language query (keyword and meaning).
+
+        Args:
+            query: What the task is about.
+            owner: e.g. @Bob; "" for unassigned.
+            creator: e.g. @Alice.
+        """
+        return render_search(self._ask(self._board.search(query, status, owner, creator)))

@@ -1,0 +1,130 @@
+"""Fixtures for the planning tests: stores, an actor factory, spy stores and embedding services.
+
+Actors are stopped after each test by the root conftest's ``stop_all``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from toolcards.core.events import StateChanged
+from toolcards.errors import StoreError
+from toolcards.planning import PlanActor, PlanActorProxy
+from toolcards.store import Change, MemoryStore, Store
+from toolcards.vector import EmbeddingParam
+
+StartActor = Callable[..., PlanActorProxy]
+
+
+@pytest.fixture
+def store() -> Iterator[MemoryStore]:
+    """A fresh in-memory store, closed after the test."""
+    opened = MemoryStore()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    """A SQLite database path in a fresh directory."""
+    return tmp_path / "state.db"
+
+
+@pytest.fixture
+def start(store: MemoryStore) -> StartActor:
+    """Start a PlanActor (on the in-memory store unless given one) and return its typed proxy."""
+
+    def start(
+        *,
+        team_id: str = "team-1",
+        on: Store | None = None,
+        embedding: EmbeddingParam | None = None,
+        publish: Callable[[StateChanged], None] | None = None,
+    ) -> PlanActorProxy:
+        ref = PlanActor.start(team_id, on if on is not None else store, embedding, publish)
+        return cast(PlanActorProxy, ref.proxy())
+
+    return start
+
+
+class SpyStore(Store):
+    """Delegates to a real store, recording every change set; can be told to fail the next apply."""
+
+    def __init__(self, inner: Store) -> None:
+        self.inner = inner
+        self.applied: list[list[Change]] = []
+        self.fail_next = False
+
+    def load(self, namespace: str) -> dict[str, dict[str, Any]]:
+        return self.inner.load(namespace)
+
+    def apply(self, namespace: str, changes: Iterable[Change]) -> None:
+        batch = list(changes)
+        if self.fail_next:
+            self.fail_next = False
+            raise StoreError("disk full (simulated)")
+        self.inner.apply(namespace, batch)
+        self.applied.append(batch)
+
+    def drop(self, namespace: str) -> None:
+        self.inner.drop(namespace)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class RecordingService:
+    """Wraps an embedding service: counts embedded texts and can hold every call until released."""
+
+    def __init__(self, inner: Any, *, gated: bool = False) -> None:
+        self.inner = inner
+        self.texts: list[str] = []
+        self.gate = threading.Event()
+        if not gated:
+            self.gate.set()
+        self.entered = threading.Event()
+
+    @property
+    def model_id(self) -> str:
+        return cast(str, self.inner.model_id)
+
+    @property
+    def available(self) -> bool:
+        return cast(bool, self.inner.available)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.entered.set()
+        self.gate.wait(30)
+        self.texts.extend(texts)
+        return self.inner.embed(texts)
+
+
+@pytest.fixture
+def record_embeddings(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., RecordingService]]:
+    """``install(param, gated=False)``: actors started next with ``param`` use a RecordingService."""
+    import toolcards.vector
+
+    real = toolcards.vector.get_embedding_service
+    recorders: dict[str, RecordingService] = {}
+
+    def get(param: EmbeddingParam) -> Any:
+        return recorders.get(param.model_dump_json()) or real(param)
+
+    def install(param: EmbeddingParam, *, gated: bool = False) -> RecordingService:
+        recorder = RecordingService(real(param), gated=gated)
+        recorders[param.model_dump_json()] = recorder
+        monkeypatch.setattr(toolcards.vector, "get_embedding_service", get)
+        return recorder
+
+    yield install
+    for recorder in recorders.values():
+        recorder.gate.set()  # no embedding thread may outlive the test waiting on its gate
+
+
+# The deterministic embedder used in tests.
+HASHING = EmbeddingParam(provider="hashing")

@@ -1,0 +1,174 @@
+"""The planning data: normalisation, truncation, the model-facing schema, and report text."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+from pydantic import ValidationError
+
+from toolcards.core.schema import compact_json_schema
+from toolcards.planning.models import (
+    OUTPUT_MAX,
+    SearchHit,
+    Task,
+    TaskCreate,
+    TaskUpdate,
+    UpdateFailure,
+    UpdateReport,
+    normalize_agent_name,
+    truncate_output,
+)
+
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [("Alice", "@Alice"), ("@Alice", "@Alice"), (" @Alice ", "@Alice"), ("@@Alice", "@Alice"), ("", ""), ("@", "")],
+)
+def test_agent_names_are_normalised_to_one_at_sign(raw: str, expected: str) -> None:
+    assert normalize_agent_name(raw) == expected
+
+
+def test_agent_name_case_is_kept() -> None:
+    assert normalize_agent_name("alice") == "@alice"
+
+
+def test_output_up_to_the_limit_is_kept_and_longer_is_cut_with_an_ellipsis() -> None:
+    assert truncate_output("x" * OUTPUT_MAX) == "x" * OUTPUT_MAX
+    cut = truncate_output("y" * 400)
+    assert len(cut) == 150
+    assert cut == "y" * 147 + "..."
+
+
+def test_task_create_normalises_owner_and_cuts_output() -> None:
+    item = TaskCreate(description="  Write docs ", owner="Bob", output="z" * 200, dependencies=[2, 2, 1])
+    assert item.owner == "@Bob"
+    assert item.description == "Write docs"
+    assert item.output == "z" * 147 + "..."
+    assert item.dependencies == [2, 1]
+
+
+def test_task_create_treats_an_empty_owner_as_unassigned() -> None:
+    assert TaskCreate(description="x", owner="").owner is None
+    assert TaskCreate(description="x", owner=" @ ").owner is None
+
+
+def test_task_create_takes_no_creator_from_the_model() -> None:
+    assert "creator" not in TaskCreate.model_fields
+    with pytest.raises(ValidationError, match="creator"):
+        TaskCreate.model_validate({"description": "x", "creator": "@Mallory"})
+
+
+def test_task_create_refuses_an_unknown_status() -> None:
+    with pytest.raises(ValidationError):
+        TaskCreate.model_validate({"description": "x", "status": "done"})
+
+
+def test_task_update_keeps_empty_owner_to_mean_unassign_and_none_to_mean_unchanged() -> None:
+    assert TaskUpdate(id=1, owner="").owner == ""
+    assert TaskUpdate(id=1, owner="carol").owner == "@carol"
+    assert TaskUpdate(id=1).owner is None
+    assert TaskUpdate(id=1, output="o" * 151).output == "o" * 147 + "..."
+
+
+def test_schema_states_the_rules_a_model_must_respect() -> None:
+    create = compact_json_schema(TaskCreate.model_json_schema())
+    update = compact_json_schema(TaskUpdate.model_json_schema())
+    props = create["properties"]
+    assert set(props) == {"id", "description", "status", "owner", "output", "dependencies"}
+    assert create["required"] == ["description"]
+    assert "300" in props["description"]["description"]
+    assert "150" in props["output"]["description"]
+    assert "cycle" in props["dependencies"]["description"]
+    assert "Unique" in props["id"]["description"]
+    assert props["status"]["enum"] == ["pending", "started", "completed", "abort"]
+    assert update["required"] == ["id"]
+    assert "300" in update["properties"]["description"]["description"]
+    assert "cycle" in update["properties"]["dependencies"]["description"]
+
+
+def test_schema_descriptions_stay_terse() -> None:
+    # Every word is paid for on every request.
+    for model in (TaskCreate, TaskUpdate):
+        text = json.dumps(compact_json_schema(model.model_json_schema()))
+        assert len(text) < 900, model.__name__
+
+
+def test_task_round_trips_through_json_and_cuts_output() -> None:
+    task = Task(
+        id=3,
+        status="started",
+        description="Implement auth",
+        output="a" * 300,
+        owner="Alice",
+        creator="@Alice",
+        dependencies=(1, 2),
+        created_at=NOW,
+        updated_at=NOW,
+    )
+    assert task.owner == "@Alice"
+    assert len(task.output) == 150
+    assert Task.model_validate(json.loads(json.dumps(task.model_dump(mode="json")))) == task
+
+
+def test_task_is_frozen() -> None:
+    task = Task(id=1, status="pending", description="x", creator="@A", created_at=NOW, updated_at=NOW)
+    with pytest.raises(ValidationError):
+        task.status = "completed"
+
+
+def test_involves_owner_or_creator() -> None:
+    task = Task(id=1, status="pending", description="x", owner="@Bob", creator="@A", created_at=NOW, updated_at=NOW)
+    assert task.involves("@Bob")
+    assert task.involves("@A")
+    assert not task.involves("@C")
+
+
+def test_report_render_lists_what_was_applied() -> None:
+    report = UpdateReport(created=[8, 9], updated=[3], deleted=[4], unlinked=[5], seq=7)
+    assert report.changed
+    assert report.render() == (
+        "Created tasks 8, 9. Updated task 3. Deleted task 4. Removed deleted ids from the dependencies of task 5."
+    )
+    assert report.summary() == "created tasks 8, 9; updated task 3; deleted task 4; unlinked task 5"
+
+
+def test_report_render_lists_every_failure_after_the_applied_parts() -> None:
+    report = UpdateReport(
+        created=[8],
+        errors=[
+            UpdateFailure(operation="update", index=0, task_id=12, message="Task 12 does not exist."),
+            UpdateFailure(operation="create", index=1, task_id=None, message="The description is 301 chars."),
+        ],
+    )
+    text = report.render()
+    lines = text.splitlines()
+    assert lines[0] == "Created task 8."
+    assert "2 changes failed" in lines[1]
+    assert "the rest was" in lines[1]
+    assert lines[2] == "- update task 12: Task 12 does not exist."
+    assert lines[3] == "- create item 2: The description is 301 chars."
+
+
+def test_report_render_says_when_nothing_was_applied() -> None:
+    failure = UpdateFailure(operation="delete", index=0, task_id=5, message="Task 5 does not exist.")
+    report = UpdateReport(errors=[failure])
+    assert not report.changed
+    assert report.summary() == ""
+    assert report.render() == "Nothing was applied:\n- delete task 5: Task 5 does not exist."
+    assert UpdateReport().render().startswith("Nothing to do")
+
+
+def test_report_mentions_unchanged_tasks() -> None:
+    assert UpdateReport(unchanged=[2]).render() == "No change needed for task 2."
+
+
+def test_search_hit_carries_the_match_kind() -> None:
+    task = Task(id=1, status="pending", description="x", creator="@A", created_at=NOW, updated_at=NOW)
+    hit = SearchHit(task=task, match="both", similarity=0.7)
+    assert hit.match == "both"
+    with pytest.raises(ValidationError):
+        SearchHit(task=task, match="fuzzy")  # type: ignore[arg-type]

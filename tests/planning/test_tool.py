@@ -1,0 +1,132 @@
+"""PlanningTool through the factory and a pydantic-ai agent: one board per team, creator
+stamping, batches, the plan in context, and the board surviving a restart."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from toolcards import RetriableError, ToolFactory, dump_cards, load_cards
+from toolcards.actors import ActorSystem
+from toolcards.planning.tool import GetPlanning, GetPlanningTask, PlanningTool, SearchPlanning, UpdatePlanning
+from toolcards.testing import FakeObserver
+from toolcards.vector import EmbeddingParam
+
+
+def commands(observer: FakeObserver, card: PlanningTool | None = None) -> dict[type, Any]:
+    return ToolFactory([card or PlanningTool()], observer=observer).get_commands()
+
+
+def update(observer: FakeObserver, **kwargs: Any) -> str:
+    tool = next(t for t in ToolFactory([PlanningTool()], observer=observer).tools() if t.name == "update_planning")
+    return str(tool.call_sync(kwargs))
+
+
+def test_agents_of_one_team_share_a_board_and_teams_do_not(alice: FakeObserver, bob: FakeObserver) -> None:
+    update(alice, create_tasks=[{"description": "Implement auth module", "owner": "@Bob"}])
+    assert "ID 1 [pending] Implement auth module (Owner: @Bob, Creator: @Alice)" in commands(bob)[GetPlanning]()
+    with FakeObserver("Carol", "team-2", system=alice.system) as carol:
+        assert commands(carol)[GetPlanning]() == "**Team planning:** no tasks yet."
+
+
+def test_creator_is_stamped_never_taken_from_the_model(alice: FakeObserver) -> None:
+    with pytest.raises(RetriableError, match="creator"):
+        update(alice, create_tasks=[{"description": "x", "creator": "@Mallory"}])
+    update(alice, create_tasks=[{"description": "x"}])
+    assert "Creator: @Alice" in commands(alice)[GetPlanningTask](task_id=1)
+
+
+def test_valid_parts_apply_and_every_failure_is_reported(alice: FakeObserver) -> None:
+    update(alice, create_tasks=[{"description": "first"}])
+    with pytest.raises(RetriableError) as err:
+        update(
+            alice,
+            create_tasks=[{"description": "second"}, {"id": 1, "description": "dup"}, {"description": "y" * 301}],
+            update_tasks=[{"id": 99, "status": "started"}],
+        )
+    message = str(err.value)
+    assert "1" in message and "99" in message and "300" in message
+    plan = commands(alice)[GetPlanning]()
+    assert "second" in plan and "dup" not in plan
+
+
+def test_search_and_lookup(alice: FakeObserver) -> None:
+    update(alice, create_tasks=[{"description": "Review PR #42", "owner": "@Bob"}, {"description": "Write docs"}])
+    found = commands(alice)[SearchPlanning](query="review")
+    assert "Review PR #42" in found and "Write docs" not in found
+    assert "Write docs" in commands(alice)[SearchPlanning](owner="")
+    with pytest.raises(RetriableError, match="Task 7 does not exist"):
+        commands(alice)[GetPlanningTask](task_id=7)
+
+
+def test_empty_update_is_refused(alice: FakeObserver) -> None:
+    with pytest.raises(RetriableError, match="Nothing to do"):
+        update(alice)
+
+
+def test_footer_names_only_exposed_tools(alice: FakeObserver) -> None:
+    update(alice, create_tasks=[{"description": "x"}])
+    card = PlanningTool(get_planning_task=False, search_planning=SearchPlanning(expose={"command"}))  # type: ignore[arg-type]
+    plan = commands(alice, card)[GetPlanning]()
+    assert "get_planning_task" not in plan and "search_planning" not in plan
+    assert commands(alice)[GetPlanning]().endswith(
+        "Use get_planning_task(id) for exact ID lookup or search_planning(...) to filter tasks."
+    )
+
+
+def test_an_agent_plans_and_sees_the_plan_in_its_context(alice: FakeObserver) -> None:
+    seen: list[str | None] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(info.instructions)
+        if isinstance(messages[-1].parts[-1], ToolReturnPart):
+            return ModelResponse(parts=[TextPart("planned")])
+        tasks = json.dumps([{"description": "Implement auth module", "owner": "@Alice", "status": "started"}])
+        return ModelResponse(parts=[ToolCallPart("update_planning", {"create_tasks": tasks})])
+
+    factory = ToolFactory([PlanningTool()], observer=alice)
+    assert Agent(FunctionModel(model), toolsets=[factory.toolset()]).run_sync("plan").output == "planned"
+    assert seen[0] == "**Team planning:** no tasks yet."
+    assert "ID 1 [started] Implement auth module (Owner: @Alice, Creator: @Alice)" in (seen[1] or "")
+
+
+def test_the_board_survives_a_restart() -> None:
+    with ActorSystem() as system:
+        update(FakeObserver("Alice", "t", system=system), create_tasks=[{"description": "persist me"}])
+    with ActorSystem() as system:
+        assert "persist me" in commands(FakeObserver("Bob", "t", system=system))[SearchPlanning]()
+
+
+def test_semantic_search_with_an_embedding(alice: FakeObserver) -> None:
+    card = PlanningTool(embedding=EmbeddingParam(provider="hashing"))
+    factory = ToolFactory([card], observer=alice)
+    tools = {t.name: t for t in factory.tools()}
+    tools["update_planning"].call_sync({"create_tasks": [{"description": "Fix the login page styling"}]})
+    card._board.when_indexed().get().result(10)
+    out = tools["search_planning"].call_sync({"query": "login page"})
+    assert "Fix the login page styling" in out
+
+
+def test_round_trip_and_channels() -> None:
+    card = PlanningTool(
+        get_planning=GetPlanning(filter_by_agent=False), update_planning=UpdatePlanning(instructions="x")
+    )
+    assert load_cards(json.loads(json.dumps(dump_cards([card])))) == [card]
+    with FakeObserver("Ann") as ann:
+        factory = ToolFactory([PlanningTool()], observer=ann)
+        assert sorted(t.name for t in factory.tools()) == [
+            "get_planning",
+            "get_planning_task",
+            "search_planning",
+            "update_planning",
+        ]
+        assert [t.name for t in factory.tools() if "tool_call" in t.channels] == [
+            "get_planning_task",
+            "update_planning",
+            "search_planning",
+        ]
