@@ -1,0 +1,70 @@
+"""Teams of LLM agents: role profiles, member actors, the runtime that staffs them, their cards.
+
+* :mod:`~toolcards.team.models` — :class:`RoleProfile`, :class:`TeamMessage` and the team
+  events, and the rules for member names.
+* :mod:`~toolcards.team.member` — :class:`AgentMember`, a Pykka actor hosting one
+  pydantic-ai agent, the observer its cards are bound to.
+* :mod:`~toolcards.team.runtime` — :class:`TeamRuntime`: hire, fire, message, wait.
+* :mod:`~toolcards.team.tool` — :class:`TeamTool` (kind ``"team"``: hire, fire, roster,
+  roles) and :class:`MessagingTool` (kind ``"messaging"``: ``send_message``).
+
+Importing this package loads pydantic, pykka and the core; pydantic-ai loads when the
+first member is hired.
+"""
+
+from __future__ import annotations
+
+from toolcards.team.member import AgentMember, AgentMemberProxy, running_member
+from toolcards.team.models import (
+    MESSAGE_MAX,
+    NAME_MAX,
+    NAME_PATTERN,
+    MemberFired,
+    MemberHired,
+    RoleProfile,
+    RunFinished,
+    TeamMessage,
+    default_member_name,
+    find_member,
+    normalize_member_name,
+    validate_member_name,
+)
+from toolcards.team.runtime import ModelFactory, TeamRuntime
+from toolcards.team.tool import (
+    FireParam,
+    HireParam,
+    MessagingTool,
+    RolesParam,
+    RosterParam,
+    SendMessageParam,
+    TeammatesParam,
+    TeamTool,
+)
+
+__all__ = [
+    "MESSAGE_MAX",
+    "NAME_MAX",
+    "NAME_PATTERN",
+    "AgentMember",
+    "AgentMemberProxy",
+    "FireParam",
+    "HireParam",
+    "MemberFired",
+    "MemberHired",
+    "MessagingTool",
+    "ModelFactory",
+    "RoleProfile",
+    "RolesParam",
+    "RosterParam",
+    "RunFinished",
+    "SendMessageParam",
+    "TeamMessage",
+    "TeamRuntime",
+    "TeamTool",
+    "TeammatesParam",
+    "default_member_name",
+    "find_member",
+    "normalize_member_name",
+    "running_member",
+    "validate_member_name",
+]

@@ -1,0 +1,318 @@
+"""``AgentMember``: a team member as a Pykka actor hosting a pydantic-ai agent.
+
+A member handles one message at a time on its own thread: each
+:class:`~toolcards.team.models.TeamMessage` in its mailbox becomes one agent run, on a
+private event loop owned by that thread, continuing the member's message history. The
+member's cards are bound to the member itself, so it is their observer: an
+:class:`~toolcards.core.observer.ActorToolObserver` and a
+:class:`~toolcards.core.observer.TeamManagementToolObserver` (whether a member may manage
+its team is decided by its cards: only a member with a ``team`` card can hire and fire).
+
+Threads, and why nothing deadlocks:
+
+* The run occupies the member's actor thread. pydantic-ai runs the (sync) tools in worker
+  threads; they may ask other actors (the orchestrator, a planning board) and wait briefly.
+* The observer methods (:meth:`AgentMember.roster`, :meth:`~AgentMember.hire_member`, ...)
+  are called directly on the instance by the member's own tools, from those worker
+  threads. They only ask the orchestrator, never the member's own mailbox, which is busy
+  with the run.
+* Messages to teammates are ``tell``s: a member never waits for another member's run.
+  :func:`running_member` tells code that would block on a member whether it is inside a
+  run, so the runtime can refuse such calls instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from typing import TYPE_CHECKING, Any
+
+import pykka
+from pykka.typing import ActorMemberMixin, proxy_method
+
+from toolcards.actors.address import ActorAddress
+from toolcards.actors.system import Team
+from toolcards.core.card import ToolCard
+from toolcards.core.channels import COMMAND, SYSTEM_PROMPT
+from toolcards.core.events import ToolExecutionRecord
+from toolcards.core.factory import ToolFactory
+from toolcards.core.registry import load_cards
+from toolcards.errors import ActorUnavailable
+from toolcards.team.models import RoleProfile, RunFinished, TeamMessage
+from toolcards.team.tool import MessagingTool, TeammatesParam, TeamTool
+
+if TYPE_CHECKING:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelMessage
+
+    from toolcards.core.commands import CommandRegistry
+    from toolcards.team.runtime import TeamRuntime
+
+__all__ = ["AgentMember", "AgentMemberProxy", "running_member"]
+
+logger = logging.getLogger("toolcards.team")
+
+_running: contextvars.ContextVar[ActorAddress | None] = contextvars.ContextVar("toolcards_team_member", default=None)
+
+
+def running_member() -> ActorAddress | None:
+    """The member whose agent run the calling code is part of (its tools and prompts), or ``None``.
+
+    Code that blocks until a member finishes a run must not be called from inside a run:
+    the runtime checks this and raises instead of deadlocking.
+    """
+    return _running.get()
+
+
+class AgentMember(pykka.ThreadingActor):
+    """One team member: a pydantic-ai agent with its cards, history and mailbox.
+
+    Started by :meth:`TeamRuntime.hire <toolcards.team.runtime.TeamRuntime.hire>`; the
+    constructor runs in the hiring thread, so a broken profile fails the hire there.
+
+    Args:
+        runtime: The team runtime (hiring and firing go through it).
+        address: The member's address (name, role, team).
+        profile: Its role profile: instructions and cards.
+        model: The pydantic-ai model (or model string) its agent runs.
+        leaving: Set when the member is fired: messages still queued are dropped unread.
+
+    Raises:
+        WiringError: the profile's cards are invalid or cannot be bound.
+    """
+
+    def __init__(
+        self,
+        runtime: TeamRuntime,
+        address: ActorAddress,
+        profile: RoleProfile,
+        model: Any,
+        *,
+        leaving: threading.Event,
+    ) -> None:
+        super().__init__()
+        self._runtime = runtime
+        self._address = address
+        self._profile = profile
+        self._leaving = leaving
+        self._history: list[ModelMessage] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._factory = ToolFactory(_member_cards(profile), observer=self)
+        self._agent = _build_agent(model, address, profile, self._factory)
+
+    # -- the observer contract (called directly, from the member's tool threads) --------------
+
+    @property
+    def address(self) -> ActorAddress:
+        """This member's address."""
+        return self._address
+
+    @property
+    def team(self) -> Team:
+        """The team's orchestrator handle."""
+        return self._runtime.team
+
+    @property
+    def team_id(self) -> str:
+        """The team this member belongs to."""
+        return self._address.team_id
+
+    @property
+    def user_id(self) -> str | None:
+        """The human the team works for, if the runtime knows."""
+        return self._runtime.user_id
+
+    @property
+    def profile(self) -> RoleProfile:
+        """The role profile this member was hired with."""
+        return self._profile
+
+    def notify_event(self, event: Any) -> None:
+        """Forward tool execution records to the team's event log (never blocks).
+
+        System prompt sections render before every model request; only their failures are
+        forwarded, so the log shows what members did rather than what they read.
+        """
+        if not isinstance(event, ToolExecutionRecord):
+            return
+        if event.channel == SYSTEM_PROMPT.value and event.success:
+            return
+        self._publish(event.model_copy(update={"team_id": self.team_id}))
+
+    def hire_member(self, role: str, name: str | None = None) -> ActorAddress:
+        """Hire a member of a hireable ``role``; blocks briefly while it starts.
+
+        Raises:
+            RetriableError: the role is unknown or not hireable, or the name is invalid or taken.
+            WiringError: the role's profile cannot be used (its cards or model).
+        """
+        return self._runtime.hire(role, name, by=self._address)
+
+    def fire_member(self, name: str) -> ActorAddress:
+        """Fire member ``name`` without waiting for it to stop (it may be mid-run).
+
+        Raises:
+            RetriableError: no member has that name, or it is this member.
+        """
+        return self._runtime.fire(name, by=self._address, wait=False)
+
+    def roster(self) -> list[ActorAddress]:
+        """The team's members, in the order they joined (asks the orchestrator)."""
+        return self._runtime.team.members()
+
+    def hireable_roles(self) -> dict[str, str]:
+        """Role → description for every hireable role in the team's catalog."""
+        return {role: p.description for role, p in self._runtime.profiles().items() if p.hireable}
+
+    # -- messages (handled on the actor thread) ---------------------------------------------
+
+    def on_start(self) -> None:
+        """Create the member's private event loop, on its own thread."""
+        self._loop = asyncio.new_event_loop()
+
+    def on_receive(self, message: Any) -> Any:
+        """Handle a :class:`TeamMessage` sent with ``tell``: run the agent on it.
+
+        A failed run is logged and published as a :class:`RunFinished` with its error; it
+        never stops the member.
+        """
+        if not isinstance(message, TeamMessage):
+            return super().on_receive(message)
+        try:
+            self._handle(message)
+        except ActorUnavailable:
+            logger.debug("%s dropped a message from %s: it is leaving", self._address.handle, message.sender)
+        except Exception:
+            logger.exception("%s failed to handle a message from %s", self._address.handle, message.sender)
+        return None
+
+    def handle(self, message: TeamMessage) -> str:
+        """Run the agent on ``message`` and return its final answer (through a proxy: an ask).
+
+        Raises:
+            ActorUnavailable: the member was fired.
+            Exception: whatever the agent run raised (the model failed, usage limits, ...).
+        """
+        return self._handle(message)
+
+    def ping(self) -> None:
+        """Answer once every message queued before this one is handled."""
+
+    def history(self) -> list[ModelMessage]:
+        """A copy of the member's message history."""
+        return list(self._history)
+
+    def commands(self) -> CommandRegistry:
+        """The member's commands (slash commands of its cards), usable from any thread."""
+        return self._factory.command_registry()
+
+    def on_stop(self) -> None:
+        """Leave the roster (unless a namesake replaced this member) and close the event loop."""
+        try:
+            team = self._runtime.team
+            if team.ref.is_alive():
+                ref = team.member_ref(self._address.name)
+                if ref is not None and ref.actor_urn == self.actor_urn:
+                    team.unregister_member(self._address.name)
+        except ActorUnavailable:
+            pass  # the orchestrator stopped first; there is no roster to leave
+        finally:
+            self._close_loop()
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        """Close the event loop when the actor dies of an unexpected error."""
+        self._close_loop()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _handle(self, message: TeamMessage) -> str:
+        try:
+            if self._leaving.is_set():
+                raise ActorUnavailable(f"{self._address.handle} was fired and reads no more messages.")
+            return self._run(message)
+        finally:
+            self._runtime._note_activity()
+
+    def _run(self, message: TeamMessage) -> str:
+        assert self._loop is not None, "on_start creates the loop before any message"
+        token = _running.set(self._address)
+        try:
+            result = self._loop.run_until_complete(self._agent.run(message.as_prompt(), message_history=self._history))
+        except Exception as exc:
+            self._publish(
+                RunFinished(
+                    team_id=self.team_id,
+                    member=self._address.handle,
+                    sender=message.sender,
+                    error=f"{type(exc).__name__}: {exc}",
+                )
+            )
+            raise
+        finally:
+            _running.reset(token)
+        self._history = result.all_messages()
+        output = str(result.output)
+        self._publish(
+            RunFinished(team_id=self.team_id, member=self._address.handle, sender=message.sender, output=output)
+        )
+        return output
+
+    def _publish(self, event: Any) -> None:
+        try:
+            self._runtime.team.publish(event)
+        except pykka.ActorDeadError:
+            logger.debug("event from %s dropped: the team is stopped", self._address.handle)
+
+    def _close_loop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
+class AgentMemberProxy(ActorMemberMixin, pykka.ActorProxy[AgentMember]):
+    """A typed proxy of :class:`AgentMember`: each method returns a ``pykka.Future``.
+
+    ``cast(AgentMemberProxy, ref.proxy())``. Never call it from the member's own run
+    (its tools): the member's mailbox waits for that run, so an ask would deadlock.
+    """
+
+    commands = proxy_method(AgentMember.commands)
+    handle = proxy_method(AgentMember.handle)
+    history = proxy_method(AgentMember.history)
+    ping = proxy_method(AgentMember.ping)
+
+
+def _member_cards(profile: RoleProfile) -> list[ToolCard]:
+    """The profile's cards plus the built-in messaging card, if the profile has none.
+
+    When a team card already shows the roster, the messaging card's teammate list stays a
+    command only, so the model does not read the team twice per request.
+    """
+    cards = load_cards(profile.cards)
+    if not any(isinstance(card, MessagingTool) for card in cards):
+        shows_roster = any(
+            isinstance(card, TeamTool) and (param := card.param("roster")) is not None and SYSTEM_PROMPT in param.expose
+            for card in cards
+        )
+        cards.append(MessagingTool(teammates=TeammatesParam(expose={COMMAND}) if shows_roster else True))
+    return cards
+
+
+def _build_agent(model: Any, address: ActorAddress, profile: RoleProfile, factory: ToolFactory) -> Agent[None, str]:
+    from pydantic_ai import Agent
+
+    identity = f"You are {address.handle} ({profile.role}) in team {address.team_id}. {profile.description}"
+    instructions = [identity, profile.instructions] if profile.instructions else [identity]
+    return Agent(
+        model,
+        name=address.name,
+        instructions=instructions,
+        toolsets=[factory.toolset(), *factory.get_toolsets()],
+    )
