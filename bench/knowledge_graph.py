@@ -1,0 +1,183 @@
+"""Knowledge-graph benchmark: batch inserts, keyword/hybrid search and paths at 10,000 entities.
+
+``run()`` returns rows ``(name, median_ms, note)``. Every measurement goes through the actor's
+proxy (an ask per call, as a tool would make it) on a SQLite store in a temporary directory.
+Texts are synthetic: pseudo-words drawn from a 3,000-word vocabulary, so keyword postings
+have realistic lengths. The embedder is ``hashing`` at 384 dimensions; entity vectors are
+computed while the graph is built (not measured), so the search rows measure the search
+ask: embedding the query, both legs, fusion and building the result (rendering it to text
+happens in the caller). Nothing is asserted: the machine is noisy.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import cast
+
+from bench.timing import median_ms
+from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor, KnowledgeGraphProxy, RelationCreate
+from toolcards.store import SQLiteStore, Store
+from toolcards.vector import EmbeddingParam
+
+__all__ = ["run"]
+
+_HASHING = EmbeddingParam(provider="hashing", dimensions=384)
+_TYPES = [f"type{i}" for i in range(20)]
+_RELATION_TYPES = [f"rel{i}" for i in range(15)]
+
+
+def _vocabulary(rng: random.Random, size: int = 3_000) -> list[str]:
+    syllables = ["ka", "lo", "mi", "ren", "to", "vash", "qui", "dor", "el", "ban", "sun", "tri", "og", "pel"]
+    words: set[str] = set()
+    while len(words) < size:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+def _batch(
+    rng: random.Random, words: list[str], start: int, count: int, known: list[str]
+) -> tuple[list[EntityCreate], list[RelationCreate]]:
+    """``count`` entities numbered from ``start``, each with two relations to random entities.
+
+    Targets are drawn from ``known`` (the names created so far) and the batch itself; the
+    batch's names are appended to ``known``.
+    """
+
+    def sentence(n: int) -> str:
+        return " ".join(rng.choices(words, k=n))
+
+    entities = [
+        EntityCreate(
+            name=f"{sentence(2)} {i}",
+            entity_type=rng.choice(_TYPES),
+            description=sentence(12),
+            observations=[sentence(8) for _ in range(3)],
+            is_root=i % 500 == 0,
+        )
+        for i in range(start, start + count)
+    ]
+    known.extend(e.name for e in entities)
+    relations = [
+        RelationCreate(from_entity=e.name, to_entity=target, relation_type=rng.choice(_RELATION_TYPES))
+        for e in entities
+        for target in rng.choices(known, k=2)
+        if target != e.name
+    ]
+    return entities, relations
+
+
+def _start(store: Store, team: str, embedding: EmbeddingParam | None) -> KnowledgeGraphProxy:
+    return cast(KnowledgeGraphProxy, KnowledgeGraphActor.start(team, store, embedding).proxy())
+
+
+def _wait_embedded(kg: KnowledgeGraphProxy) -> None:
+    while kg.pending_embeddings().get():
+        time.sleep(0.005)
+
+
+def _insert_rows(directory: Path, words: list[str]) -> list[tuple[str, float, str]]:
+    rows = []
+    for label, embedding in (("keyword only", None), ("hashing-384", _HASHING)):
+        store = SQLiteStore(directory / f"insert-{label.split()[0]}.db")
+        acked, embedded = [], []
+        for run_index in range(5):
+            rng = random.Random(run_index)
+            entities, relations = _batch(rng, words, 0, 1_000, [])
+            kg = _start(store, f"insert-{run_index}", embedding)
+            started = time.perf_counter()
+            report = kg.update("bench", create_entities=entities, create_relations=relations).get()
+            acked.append((time.perf_counter() - started) * 1000)
+            _wait_embedded(kg)
+            embedded.append((time.perf_counter() - started) * 1000)
+            assert not report.errors, report.errors[:3]
+            kg.stop()
+        store.close()
+        rows.append(
+            (
+                f"kg update: 1,000 entities + ~2,000 relations ({label})",
+                statistics.median(acked),
+                "one batch, one SQLite transaction, until acknowledged; median of 5",
+            )
+        )
+        if embedding is not None:
+            rows.append(
+                (
+                    f"kg update: 1,000 entities + ~2,000 relations ({label}), until embedded",
+                    statistics.median(embedded),
+                    "vectors of a batch over 64 entities are computed and stored in the background",
+                )
+            )
+    return rows
+
+
+def _search_rows(directory: Path, words: list[str]) -> list[tuple[str, float, str]]:
+    rng = random.Random(42)
+    known: list[str] = []
+    store = SQLiteStore(directory / "search.db")
+    kg = _start(store, "search", _HASHING)
+    for start in range(0, 10_000, 1_000):
+        entities, relations = _batch(rng, words, start, 1_000, known)
+        kg.update("bench", create_entities=entities, create_relations=relations).get()
+    _wait_embedded(kg)
+    queries = [" ".join(rng.choices(words, k=rng.randint(1, 3))) for _ in range(300)]
+    it = iter(queries * 10)
+    relation_count = len(kg.graph().get().relations)
+    size = f"10,000 entities, {relation_count:,} relations"
+
+    rows = [
+        (
+            "kg search keyword",
+            median_ms(lambda: kg.search(next(it), mode="keyword").get(), repeat=300, warmup=20),
+            f"{size}; top 10; median of 300 queries",
+        ),
+        (
+            "kg search hybrid",
+            median_ms(lambda: kg.search(next(it), mode="hybrid").get(), repeat=300, warmup=20),
+            f"{size}; hashing-384, query embedded per call; top 10; median of 300",
+        ),
+        (
+            "kg search vector",
+            median_ms(lambda: kg.search(next(it), mode="vector").get(), repeat=300, warmup=20),
+            f"{size}; hashing-384; top 10; median of 300",
+        ),
+        (
+            "kg search hybrid + neighbours + edges",
+            median_ms(
+                lambda: kg.search(next(it), mode="hybrid", include_neighbors=True, include_edges=True).get(),
+                repeat=300,
+                warmup=20,
+            ),
+            f"{size}; median of 300",
+        ),
+        (
+            "kg search hybrid + find_paths",
+            median_ms(lambda: kg.search(next(it), mode="hybrid", find_paths=True).get(), repeat=300, warmup=20),
+            f"{size}; paths between the top 5 hits, <= 4 hops; median of 300",
+        ),
+    ]
+    kg.stop()
+    started = time.perf_counter()
+    restarted = _start(store, "search", _HASHING)
+    restarted.seq().get()
+    restart_ms = (time.perf_counter() - started) * 1000
+    restarted.stop()
+    rows.append(("kg restart (load + restore vectors)", restart_ms, f"{size}; one run, no re-embedding"))
+    store.close()
+    return rows
+
+
+def run() -> list[tuple[str, float, str]]:
+    """Run every measurement on temporary databases; takes about half a minute."""
+    words = _vocabulary(random.Random(7))
+    with tempfile.TemporaryDirectory(prefix="toolcards-bench-") as tmp:
+        directory = Path(tmp)
+        return _insert_rows(directory, words) + _search_rows(directory, words)
+
+
+if __name__ == "__main__":
+    for label, ms, note in run():
+        print(f"{label:<58} {ms:9.2f} ms   {note}")

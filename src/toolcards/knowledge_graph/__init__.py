@@ -1,0 +1,49 @@
+"""The team knowledge graph: entities, relations, observations, and search over them.
+
+* :class:`KnowledgeGraphActor` — one per team; owns the graph, persists every batch through
+  ``toolcards.store`` before acknowledging it, and searches by keyword, vector or both.
+  :class:`KnowledgeGraphProxy` types its proxy.
+* Stored data: :class:`Entity`, :class:`Relation`, :class:`KnowledgeGraph`.
+* LLM-facing inputs: :class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
+  :class:`RelationDelete`.
+* Results: :class:`UpdateReport`, :class:`SearchResult` (with :class:`SearchHit`,
+  :class:`Neighbour`, :class:`GraphPath`), each with ``render()`` for the tool's text.
+
+Importing this package loads pydantic and pykka; numpy and embedding clients load only
+when an actor is given an embedding param.
+"""
+
+from __future__ import annotations
+
+from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
+from toolcards.knowledge_graph.models import (
+    Entity,
+    EntityCreate,
+    EntityUpdate,
+    GraphPath,
+    KnowledgeGraph,
+    Neighbour,
+    Relation,
+    RelationCreate,
+    RelationDelete,
+    SearchHit,
+    SearchResult,
+    UpdateReport,
+)
+
+__all__ = [
+    "Entity",
+    "EntityCreate",
+    "EntityUpdate",
+    "GraphPath",
+    "KnowledgeGraph",
+    "KnowledgeGraphActor",
+    "KnowledgeGraphProxy",
+    "Neighbour",
+    "Relation",
+    "RelationCreate",
+    "RelationDelete",
+    "SearchHit",
+    "SearchResult",
+    "UpdateReport",
+]

@@ -1,0 +1,338 @@
+"""The knowledge graph's data: stored entities and relations, LLM-facing inputs, results.
+
+Stored rows (:class:`Entity`, :class:`Relation`) are what the actor persists and returns.
+Inputs (:class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
+:class:`RelationDelete`) are what a model sends: their JSON schema reaches the model on
+every request, so it carries terse field descriptions and its limits (name <= 120
+characters, types <= 60, descriptions <= 500, observations <= 300 each and <= 50 per
+call) and no model titles or class docstrings. Results (:class:`UpdateReport`,
+:class:`SearchResult`) render to the short text a tool returns.
+
+Importing this module loads pydantic only.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
+
+__all__ = [
+    "Entity",
+    "EntityCreate",
+    "EntityUpdate",
+    "GraphPath",
+    "KnowledgeGraph",
+    "Neighbour",
+    "Relation",
+    "RelationCreate",
+    "RelationDelete",
+    "RelationKey",
+    "SearchHit",
+    "SearchMode",
+    "SearchResult",
+    "UpdateReport",
+]
+
+NAME_MAX = 120
+TYPE_MAX = 60
+DESCRIPTION_MAX = 500
+OBSERVATION_MAX = 300
+OBSERVATIONS_MAX = 50
+
+RelationKey = tuple[str, str, str]
+"""A relation's identity: ``(from_entity, to_entity, relation_type)``."""
+
+SearchMode = Literal["keyword", "vector", "hybrid"]
+
+_Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX)]
+_Type = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TYPE_MAX)]
+_Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX)]
+_Observation = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=OBSERVATION_MAX)]
+
+
+def _schema_for_models(schema: dict[str, Any]) -> None:
+    """Drop what a model does not need: titles, the class docstring, defaults.
+
+    Optional fields are those missing from ``required``; their defaults (empty, false,
+    unchanged) go without saying.
+    """
+    schema.pop("title", None)
+    schema.pop("description", None)
+    for prop in schema.get("properties", {}).values():
+        prop.pop("title", None)
+        prop.pop("default", None)
+
+
+class _ToolInput(BaseModel):
+    """Base of the LLM-facing inputs: unknown fields are refused, so a typo fails loudly."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_schema_for_models)
+
+
+class Entity(BaseModel):
+    """A node of the graph. ``name`` is its unique key (case-sensitive)."""
+
+    name: str
+    entity_type: str
+    description: str = ""
+    observations: list[str] = Field(default_factory=list)
+    """Atomic facts about the entity, in the order they were added, without duplicates."""
+    is_root: bool = False
+    """An entry point: listed in the graph summary."""
+
+
+class Relation(BaseModel):
+    """A directed, typed edge. ``(from_entity, to_entity, relation_type)`` is its key."""
+
+    from_entity: str
+    to_entity: str
+    relation_type: str
+    description: str = ""
+
+    @property
+    def key(self) -> RelationKey:
+        """The relation's identity triple."""
+        return (self.from_entity, self.to_entity, self.relation_type)
+
+    def render(self) -> str:
+        """``from -[type]-> to``."""
+        return f"{self.from_entity} -[{self.relation_type}]-> {self.to_entity}"
+
+
+class KnowledgeGraph(BaseModel):
+    """A whole graph, for export and tests: entities sorted by name, relations by key."""
+
+    entities: list[Entity] = Field(default_factory=list)
+    relations: list[Relation] = Field(default_factory=list)
+
+
+class EntityCreate(_ToolInput):
+    """An entity to create; fails if the name is taken."""
+
+    name: _Name = Field(description="Unique")
+    entity_type: _Type = Field(description="e.g. person, service, decision")
+    description: _Description = ""
+    observations: list[_Observation] = Field(
+        default_factory=list, max_length=OBSERVATIONS_MAX, description="Atomic facts"
+    )
+    is_root: bool = Field(default=False, description="Entry point, listed in the summary")
+
+
+class EntityUpdate(_ToolInput):
+    """Changes to an existing entity; ``None`` fields are left as they are.
+
+    Observations are removed (exact text) before new ones are added, so replacing one is
+    a remove plus an add in the same update.
+    """
+
+    name: _Name
+    entity_type: _Type | SkipJsonSchema[None] = None
+    description: _Description | SkipJsonSchema[None] = None
+    is_root: bool | SkipJsonSchema[None] = None
+    add_observations: list[_Observation] = Field(default_factory=list, max_length=OBSERVATIONS_MAX)
+    remove_observations: list[_Observation] = Field(
+        default_factory=list, max_length=OBSERVATIONS_MAX, description="Exact text"
+    )
+
+
+class RelationCreate(_ToolInput):
+    """A relation to create between two entities that exist (or are created in the same call)."""
+
+    from_entity: _Name
+    to_entity: _Name
+    relation_type: _Type = Field(description="Active verb, e.g. depends_on")
+    description: _Description = ""
+
+    @property
+    def key(self) -> RelationKey:
+        """The relation's identity triple."""
+        return (self.from_entity, self.to_entity, self.relation_type)
+
+
+class RelationDelete(_ToolInput):
+    """A relation to delete, named by its triple."""
+
+    from_entity: _Name
+    to_entity: _Name
+    relation_type: _Type
+
+    @property
+    def key(self) -> RelationKey:
+        """The relation's identity triple."""
+        return (self.from_entity, self.to_entity, self.relation_type)
+
+
+_LISTED = 10
+"""At most this many names are spelled out per kind of change; the rest are counted."""
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(names[:_LISTED])
+    return shown if len(names) <= _LISTED else f"{shown} (+{len(names) - _LISTED} more)"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+class UpdateReport(BaseModel):
+    """What one ``update`` batch did.
+
+    Everything listed outside ``errors`` is committed. ``errors`` lists the parts that
+    were not applied, each with what to do about it.
+    """
+
+    created_entities: list[str] = Field(default_factory=list)
+    updated_entities: list[str] = Field(default_factory=list)
+    deleted_entities: list[str] = Field(default_factory=list)
+    created_relations: list[Relation] = Field(default_factory=list)
+    deleted_relations: list[Relation] = Field(default_factory=list)
+    """Deleted on request or because one of their entities was deleted."""
+    skipped_relations: list[Relation] = Field(default_factory=list)
+    """Relations to create that already existed (same triple): left as they were."""
+    errors: list[str] = Field(default_factory=list)
+    seq: int | None = None
+    """The state's sequence number after this batch; ``None`` if nothing changed."""
+
+    @property
+    def changed(self) -> bool:
+        """Whether the batch changed the graph."""
+        return bool(
+            self.created_entities
+            or self.updated_entities
+            or self.deleted_entities
+            or self.created_relations
+            or self.deleted_relations
+        )
+
+    def summary_line(self) -> str:
+        """One line naming the changes, e.g. ``created entities A, B; deleted 1 relation``.
+
+        Returns ``"no changes"`` for an empty batch.
+        """
+        parts: list[str] = []
+        if self.created_entities:
+            parts.append(f"created entities {_names(self.created_entities)}")
+        if self.created_relations:
+            parts.append(f"created {_plural(len(self.created_relations), 'relation')}")
+        if self.updated_entities:
+            parts.append(f"updated {_names(self.updated_entities)}")
+        if self.deleted_relations:
+            parts.append(f"deleted {_plural(len(self.deleted_relations), 'relation')}")
+        if self.deleted_entities:
+            parts.append(f"deleted entities {_names(self.deleted_entities)}")
+        return "; ".join(parts) or "no changes"
+
+    def render(self) -> str:
+        """The text a tool returns: what was applied, skipped, and what failed and why."""
+        lines = [f"Applied: {self.summary_line()}." if self.changed else "No changes applied."]
+        if self.skipped_relations:
+            skipped = [r.render() for r in self.skipped_relations]
+            lines.append(f"Skipped existing relations: {_names(skipped)}.")
+        if self.errors:
+            lines.append("Not applied; fix these and resend only them:")
+            lines.extend(f"- {error}" for error in self.errors)
+        return "\n".join(lines)
+
+
+class Neighbour(BaseModel):
+    """An entity one relation away from a search hit."""
+
+    name: str
+    entity_type: str
+    relation_type: str
+    outgoing: bool
+    """``True`` for hit -[type]-> neighbour, ``False`` for neighbour -[type]-> hit."""
+
+    def render(self) -> str:
+        """``-[type]-> name [entity_type]`` or ``<-[type]- name [entity_type]``."""
+        arrow = f"-[{self.relation_type}]->" if self.outgoing else f"<-[{self.relation_type}]-"
+        return f"{arrow} {self.name} [{self.entity_type}]"
+
+
+class SearchHit(BaseModel):
+    """One matching entity with its scores."""
+
+    entity: Entity
+    score: float
+    """The ranking score: keyword score, raw cosine, or the hybrid fusion (see ``search.py``)."""
+    keyword_score: float | None = None
+    cosine: float | None = None
+    neighbours: list[Neighbour] = Field(default_factory=list)
+    more_neighbours: int = 0
+    """Neighbours left out of ``neighbours`` to keep the result short."""
+
+    def render(self, rank: int) -> str:
+        """The hit as a few indented lines: header, description, observations, neighbours."""
+        entity = self.entity
+        root = " root" if entity.is_root else ""
+        lines = [f"{rank}. {entity.name} [{entity.entity_type}{root}] {self.score:.2f}"]
+        if entity.description:
+            lines.append(f"   {entity.description}")
+        lines.extend(f"   - {observation}" for observation in entity.observations)
+        if self.neighbours:
+            lines.append("   neighbours: " + "; ".join(n.render() for n in self.neighbours))
+            if self.more_neighbours:
+                lines[-1] += f" (+{self.more_neighbours} more)"
+        return "\n".join(lines)
+
+
+class GraphPath(BaseModel):
+    """A shortest undirected path: ``nodes[i]`` and ``nodes[i + 1]`` joined by ``relations[i]``."""
+
+    nodes: list[str]
+    relations: list[Relation]
+
+    def render(self) -> str:
+        """``A -[works_at]-> B <-[owns]- C``: arrows keep each relation's direction."""
+        out = [self.nodes[0]]
+        for previous, node, relation in zip(self.nodes, self.nodes[1:], self.relations, strict=False):
+            forward = relation.from_entity == previous and relation.to_entity == node
+            arrow = f"-[{relation.relation_type}]->" if forward else f"<-[{relation.relation_type}]-"
+            out.append(f"{arrow} {node}")
+        return " ".join(out)
+
+
+class SearchResult(BaseModel):
+    """The answer to one search: ranked hits, and on request edges and paths between them."""
+
+    query: str
+    mode: SearchMode
+    """The mode that produced the hits (``keyword`` when vector search was unavailable)."""
+    hits: list[SearchHit] = Field(default_factory=list)
+    edges: list[Relation] | None = None
+    """Relations touching a hit, when requested."""
+    more_edges: int = 0
+    paths: list[GraphPath] | None = None
+    """Shortest paths between the top hits, when requested."""
+    max_path_length: int = 0
+    note: str | None = None
+    """One line about how the search ran, e.g. a fallback to keyword search."""
+
+    def render(self) -> str:
+        """The text a tool returns: note, hits, then edges and paths if they were requested."""
+        lines: list[str] = []
+        if self.note:
+            lines.append(f"Note: {self.note}")
+        if not self.hits:
+            lines.append(f"No entities match {self.query!r}.")
+            return "\n".join(lines)
+        lines.append(f"{_plural(len(self.hits), 'hit')} for {self.query!r} ({self.mode}):")
+        lines.extend(hit.render(rank) for rank, hit in enumerate(self.hits, start=1))
+        if self.edges is not None:
+            if self.edges:
+                lines.append("Edges:")
+                lines.extend(f"- {r.render()}" + (f": {r.description}" if r.description else "") for r in self.edges)
+                if self.more_edges:
+                    lines.append(f"(+{self.more_edges} more edges)")
+            else:
+                lines.append("Edges: none.")
+        if self.paths is not None:
+            if self.paths:
+                lines.append("Paths:")
+                lines.extend(f"- {path.render()}" for path in self.paths)
+            else:
+                lines.append(f"Paths: none within {self.max_path_length} hops between the top hits.")
+        return "\n".join(lines)

@@ -1,0 +1,243 @@
+"""Ranking for knowledge-graph search: keyword scores, hybrid fusion, shortest paths.
+
+Everything here is pure (no actor, no store, no numpy) except :class:`KeywordIndex`, an
+inverted index the actor keeps up to date one entity at a time.
+
+Keyword score, in [0, 1]
+    Text is split into lowercase letter/digit runs (``user_service`` → ``user``,
+    ``service``), a trailing plural ``s`` / ``ies`` is folded (``services`` → ``service``,
+    ``policies`` → ``policy``), and common English stop words are dropped (unless the
+    query has nothing else). With ``n`` distinct query terms, ``m`` of them found anywhere
+    in the entity (name, type, description, observations) and ``m_name`` of them found in
+    its name::
+
+        keyword = 0.8 * m / n + 0.2 * m_name / n
+
+    So every term in the name scores 1.0, every term somewhere but not in the name 0.8,
+    and half the terms in the description only 0.4. Only whole terms match (no prefixes
+    or typos).
+
+Hybrid score, in [0, 1]
+    The vector leg keeps the entities whose raw cosine with the query is at least the
+    threshold (default 0.3); the keyword leg keeps those with a keyword score above 0.
+    Every entity from either leg is scored::
+
+        hybrid = alpha * (cos + 1) / 2 + (1 - alpha) * keyword      (alpha = 0.7)
+
+    ``(cos + 1) / 2`` maps the cosine from [-1, 1] onto [0, 1] without looking at the
+    other candidates, so a score does not change when unrelated entities are added. An
+    entity found by keyword but not yet embedded counts as cos = 0 (no evidence either
+    way), i.e. 0.5 after normalisation.
+
+Paths
+    Shortest paths ignore relation direction and are bounded in length (hops).
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections import deque
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
+from typing import TypeVar
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "DEFAULT_THRESHOLD",
+    "KeywordIndex",
+    "fuse",
+    "keyword_score",
+    "normalised_cosine",
+    "query_terms",
+    "shortest_paths",
+    "tokenize",
+    "top_k",
+]
+
+DEFAULT_ALPHA = 0.7
+"""Weight of the vector leg in the hybrid score."""
+DEFAULT_THRESHOLD = 0.3
+"""Minimum raw cosine for an entity to enter through the vector leg."""
+NAME_WEIGHT = 0.2
+"""Share of the keyword score given to query terms found in the entity's name."""
+
+_WORD = re.compile(r"[^\W_]+")
+_STOP_WORDS = frozenset(
+    {
+        *("a", "an", "and", "are", "as", "at", "be", "by", "do", "does", "for", "from", "has"),
+        *("have", "how", "in", "is", "it", "its", "of", "on", "or", "that", "the", "their"),
+        *("this", "to", "was", "were", "what", "when", "where", "which", "who", "whom", "why", "with"),
+    }
+)
+
+_NAME = 1
+_OTHER = 2
+
+Node = TypeVar("Node", bound=Hashable)
+Edge = TypeVar("Edge")
+
+
+def _fold(token: str) -> str:
+    if len(token) > 4 and token.endswith("ies"):
+        return token[:-3] + "y"
+    if len(token) > 3 and token.endswith("s") and not token.endswith("ss"):
+        return token[:-1]
+    return token
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercase letter/digit runs of ``text`` with plurals folded, stop words dropped."""
+    return [_fold(word) for word in _WORD.findall(text.lower()) if word not in _STOP_WORDS]
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct terms of ``query`` in order; stop words are kept only if nothing else is left."""
+    terms = tokenize(query)
+    if not terms:
+        terms = [_fold(word) for word in _WORD.findall(query.lower())]
+    return list(dict.fromkeys(terms))
+
+
+def keyword_score(matched: int, matched_in_name: int, terms: int) -> float:
+    """``0.8 * matched / terms + 0.2 * matched_in_name / terms``; 0.0 when there are no terms."""
+    if terms <= 0:
+        return 0.0
+    return ((1.0 - NAME_WEIGHT) * matched + NAME_WEIGHT * matched_in_name) / terms
+
+
+class KeywordIndex:
+    """Inverted index from terms to entities, updated one entity at a time.
+
+    A lookup costs the sizes of the query terms' posting lists, not the number of
+    entities. Not thread-safe: the owning actor is its only user.
+    """
+
+    def __init__(self) -> None:
+        self._postings: dict[str, dict[str, int]] = {}
+        self._documents: dict[str, dict[str, int]] = {}
+
+    def __len__(self) -> int:
+        return len(self._documents)
+
+    def upsert(self, key: str, name: str, texts: Iterable[str]) -> None:
+        """Index (or re-index) entity ``key``: its ``name`` and its other ``texts``."""
+        self.remove(key)
+        fields: dict[str, int] = {}
+        for token in tokenize(name):
+            fields[token] = fields.get(token, 0) | _NAME
+        for text in texts:
+            for token in tokenize(text):
+                fields[token] = fields.get(token, 0) | _OTHER
+        self._documents[key] = fields
+        for token, mask in fields.items():
+            self._postings.setdefault(token, {})[key] = mask
+
+    def remove(self, key: str) -> None:
+        """Forget entity ``key``; a no-op if it is not indexed."""
+        fields = self._documents.pop(key, None)
+        if fields is None:
+            return
+        for token in fields:
+            posting = self._postings[token]
+            del posting[key]
+            if not posting:
+                del self._postings[token]
+
+    def scores(self, query: str) -> dict[str, float]:
+        """Keyword score (see the module docstring) of every entity matching a query term."""
+        terms = query_terms(query)
+        matched: dict[str, int] = {}
+        in_name: dict[str, int] = {}
+        for term in terms:
+            for key, mask in self._postings.get(term, {}).items():
+                matched[key] = matched.get(key, 0) + 1
+                if mask & _NAME:
+                    in_name[key] = in_name.get(key, 0) + 1
+        return {key: keyword_score(count, in_name.get(key, 0), len(terms)) for key, count in matched.items()}
+
+
+def normalised_cosine(cosine: float) -> float:
+    """``(cosine + 1) / 2``, clamped to [0, 1]."""
+    return min(1.0, max(0.0, (cosine + 1.0) / 2.0))
+
+
+def fuse(
+    cosines: Mapping[str, float],
+    keyword: Mapping[str, float],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> dict[str, float]:
+    """Hybrid scores of the candidates of both legs (see the module docstring).
+
+    Args:
+        cosines: raw cosine of each embedded entity with the query.
+        keyword: keyword score of each entity matching a query term.
+        alpha: weight of the normalised cosine.
+        threshold: minimum raw cosine to enter through the vector leg.
+
+    Returns:
+        Candidate key → ``alpha * (cos + 1) / 2 + (1 - alpha) * keyword``.
+    """
+    candidates = [key for key, cosine in cosines.items() if cosine >= threshold]
+    candidates.extend(key for key in keyword if key not in cosines or cosines[key] < threshold)
+    return {
+        key: alpha * normalised_cosine(cosines.get(key, 0.0)) + (1.0 - alpha) * keyword.get(key, 0.0)
+        for key in candidates
+    }
+
+
+def top_k(scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:
+    """The ``k`` best ``(key, score)`` pairs, by score descending, then key ascending."""
+    return heapq.nsmallest(k, scores.items(), key=lambda item: (-item[1], item[0]))
+
+
+def shortest_paths(
+    source: Node,
+    targets: Collection[Node],
+    neighbours: Callable[[Node], Iterable[tuple[Node, Edge]]],
+    max_depth: int,
+) -> dict[Node, list[tuple[Edge, Node]]]:
+    """Breadth-first shortest paths from ``source`` to each target within ``max_depth`` hops.
+
+    Args:
+        source: where the paths start.
+        targets: where they may end; ``source`` itself is ignored.
+        neighbours: ``node`` → ``(next_node, edge)`` pairs, in both directions for an
+            undirected search.
+        max_depth: the longest path returned, in edges.
+
+    Returns:
+        Each reachable target → its path as ``[(edge, node), ...]`` steps from ``source``.
+        The search stops as soon as every target is reached or the depth is exhausted.
+    """
+    wanted = set(targets) - {source}
+    parents: dict[Node, tuple[Node, Edge] | None] = {source: None}
+    found: dict[Node, list[tuple[Edge, Node]]] = {}
+    frontier: deque[Node] = deque([source])
+    depth = 0
+    while frontier and wanted and depth < max_depth:
+        depth += 1
+        for _ in range(len(frontier)):
+            node = frontier.popleft()
+            for nxt, edge in neighbours(node):
+                if nxt in parents:
+                    continue
+                parents[nxt] = (node, edge)
+                frontier.append(nxt)
+                if nxt in wanted:
+                    wanted.discard(nxt)
+                    found[nxt] = _walk_back(parents, nxt)
+    return found
+
+
+def _walk_back(parents: Mapping[Node, tuple[Node, Edge] | None], node: Node) -> list[tuple[Edge, Node]]:
+    steps: list[tuple[Edge, Node]] = []
+    link = parents[node]
+    while link is not None:
+        previous, edge = link
+        steps.append((edge, node))
+        node = previous
+        link = parents[node]
+    steps.reverse()
+    return steps

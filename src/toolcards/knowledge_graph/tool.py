@@ -1,0 +1,180 @@
+"""``KnowledgeGraphTool``: the team's knowledge graph, as tools, a system prompt and commands.
+
+One graph per team (``#KnowledgeGraphTool``, race-free ``get_or_spawn``), persisted with
+the planning board's guarantees: an acknowledged update is committed, and a restart
+restores the graph exactly.
+
+| capability | default channels | what the model sees |
+|---|---|---|
+| ``get_graph`` | SYSTEM_PROMPT, COMMAND | a summary whose size does not grow with the graph |
+| ``update_graph(...)`` | TOOL_CALL | one batch in a fixed order; failures listed together |
+| ``search_graph(query, mode, ...)`` | TOOL_CALL, COMMAND | hits, plus neighbours, edges, paths on request |
+
+With no ``embedding`` configured the card needs neither numpy nor openai: search is
+keyword-only and says so.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, PrivateAttr
+
+from toolcards.actors.asking import ask
+from toolcards.core.card import ToolCard, capability
+from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.observer import ActorToolObserver
+from toolcards.core.params import BaseToolParam
+from toolcards.errors import RetriableError
+from toolcards.knowledge_graph.actor import KnowledgeGraphActor
+from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete
+from toolcards.store.default import default_store
+from toolcards.vector.param import EmbeddingParam
+
+__all__ = ["GetGraph", "KnowledgeGraphTool", "SearchGraph", "UpdateGraph"]
+
+ACTOR_NAME = "#KnowledgeGraphTool"
+
+
+class GetGraph(BaseToolParam):
+    """The graph summary in the agent's context."""
+
+    expose: set[Channels] = {SYSTEM_PROMPT, COMMAND}
+
+
+class UpdateGraph(BaseToolParam):
+    """Create, update and delete entities and relations in one batch."""
+
+    expose: set[Channels] = {TOOL_CALL}
+
+
+class SearchGraph(BaseToolParam):
+    """Search the graph."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+    alpha: float = Field(default=0.7, ge=0, le=1)
+    """Hybrid weight of the (normalised) cosine; ``1 - alpha`` weighs the keyword match."""
+    threshold: float = Field(default=0.3, ge=-1, le=1)
+    """Minimum raw cosine for a hit of the vector leg."""
+
+
+class KnowledgeGraphTool(ToolCard):
+    """The team's knowledge graph. ``read_only`` removes ``update_graph`` from every channel."""
+
+    kind: ClassVar[str] = "knowledge_graph"
+    requires_observer: ClassVar[type | None] = ActorToolObserver
+
+    get_graph: GetGraph | bool = True
+    update_graph: UpdateGraph | bool = True
+    search_graph: SearchGraph | bool = True
+    read_only: bool = False
+    embedding: EmbeddingParam | None = None
+    _graph: Any = PrivateAttr(default=None)
+
+    def on_bind(self, observer: Any) -> None:
+        agent: ActorToolObserver = observer
+        search = self.param("search_graph", SearchGraph) or SearchGraph()
+        team = agent.team
+        self._graph = team.get_or_spawn(
+            ACTOR_NAME,
+            KnowledgeGraphActor,
+            agent.team_id,
+            default_store(),
+            self.embedding,
+            team.publish,
+            alpha=search.alpha,
+            threshold=search.threshold,
+        )
+
+    def capabilities(self) -> Any:
+        caps = super().capabilities()
+        return (cap for cap in caps if not (self.read_only and cap.mutates))
+
+    def _ask(self, future: Any) -> Any:
+        if self._graph is None:
+            self.get_observer()  # raises the right error for an unbound or lost card
+        return ask(future, actor=ACTOR_NAME)
+
+    @property
+    def _agent(self) -> str:
+        observer: ActorToolObserver = self.get_observer()
+        return observer.address.handle
+
+    @capability("get_graph", name="get_graph", serves={SYSTEM_PROMPT, COMMAND, TOOL_CALL})
+    def summary(self) -> str:
+        """A summary of the team knowledge graph."""
+        search = self.param("search_graph")
+        hint = "search_graph" if search is not None and TOOL_CALL in search.expose else None
+        return str(self._ask(self._graph.summary(search_tool=hint)))
+
+    @capability("update_graph", name="update_graph", serves={TOOL_CALL, COMMAND}, mutates=True)
+    def update(
+        self,
+        create_entities: list[EntityCreate] | None = None,
+        update_entities: list[EntityUpdate] | None = None,
+        delete_entities: list[str] | None = None,
+        create_relations: list[RelationCreate] | None = None,
+        delete_relations: list[RelationDelete] | None = None,
+    ) -> str:
+        """Record knowledge in one batch, applied in this order: create entities, create
+        relations, update entities, delete relations, delete entities.
+
+        Valid parts apply even if others fail; all failures are reported together.
+
+        Args:
+            delete_entities: Names; their relations go too.
+        """
+        if not (create_entities or update_entities or delete_entities or create_relations or delete_relations):
+            raise RetriableError(
+                "Nothing to do: give at least one of create_entities, update_entities, "
+                "delete_entities, create_relations, delete_relations."
+            )
+        report = self._ask(
+            self._graph.update(
+                self._agent,
+                create_entities=create_entities or (),
+                update_entities=update_entities or (),
+                delete_entities=delete_entities or (),
+                create_relations=create_relations or (),
+                delete_relations=delete_relations or (),
+            )
+        )
+        if report.errors:
+            raise RetriableError(report.render())
+        return str(report.render())
+
+    @capability("search_graph", name="search_graph", serves={TOOL_CALL, COMMAND})
+    def search(
+        self,
+        query: Annotated[str, Field(min_length=1, max_length=500)],
+        mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
+        top_k: Annotated[int, Field(ge=1, le=50)] = 10,
+        include_neighbors: bool = False,
+        include_edges: bool = False,
+        find_paths: bool = False,
+    ) -> str:
+        """Search entities by keyword and meaning.
+
+        Args:
+            include_neighbors: Also list entities linked to each hit.
+            include_edges: Also list each hit's relations.
+            find_paths: Shortest paths between the top hits.
+        """
+        query_vector = None
+        if mode != "keyword" and self.embedding is not None:
+            # Embed here, in the caller's thread: a remote provider must not hold up the actor.
+            from toolcards.vector.service import get_embedding_service
+
+            query_vector = get_embedding_service(self.embedding).embed_one(query)
+        result = self._ask(
+            self._graph.search(
+                query,
+                mode,
+                top_k=top_k,
+                include_neighbors=include_neighbors,
+                include_edges=include_edges,
+                find_paths=find_paths,
+                query_vector=query_vector,
+            )
+        )
+        return str(result.render())

@@ -1,0 +1,477 @@
+"""KnowledgeGraphActor: the update rules, summary, search, events and concurrent use."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import cast
+
+import pytest
+
+from tests.knowledge_graph.conftest import HASHING, StartGraph
+from toolcards.core.events import StateChanged
+from toolcards.errors import RetriableError, StoreError
+from toolcards.knowledge_graph import (
+    EntityCreate,
+    EntityUpdate,
+    KnowledgeGraphActor,
+    KnowledgeGraphProxy,
+    RelationCreate,
+    RelationDelete,
+)
+from toolcards.store import Change, MemoryStore
+
+
+def ent(name: str, entity_type: str = "thing", description: str = "", *obs: str, root: bool = False) -> EntityCreate:
+    return EntityCreate(
+        name=name, entity_type=entity_type, description=description, observations=list(obs), is_root=root
+    )
+
+
+def rel(a: str, b: str, relation_type: str = "uses", description: str = "") -> RelationCreate:
+    return RelationCreate(from_entity=a, to_entity=b, relation_type=relation_type, description=description)
+
+
+def relations_of(kg: KnowledgeGraphProxy) -> set[tuple[str, str, str]]:
+    return {r.key for r in kg.graph().get().relations}
+
+
+def names_of(kg: KnowledgeGraphProxy) -> list[str]:
+    return [e.name for e in kg.entities().get()]
+
+
+@pytest.fixture
+def kg(start_graph: StartGraph) -> KnowledgeGraphProxy:
+    return start_graph()
+
+
+# -- rules ---------------------------------------------------------------------------
+
+
+def test_entity_and_relation_to_it_can_be_created_in_one_batch(kg: KnowledgeGraphProxy) -> None:
+    report = kg.update("a", create_entities=[ent("A"), ent("B")], create_relations=[rel("A", "B")]).get()
+    assert report.errors == []
+    assert report.created_entities == ["A", "B"]
+    assert relations_of(kg) == {("A", "B", "uses")}
+
+
+def test_duplicate_entity_name_is_an_error(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("A", "person", "first")]).get()
+    report = kg.update("a", create_entities=[ent("A", "team", "second"), ent("A", "x"), ent("B")]).get()
+    assert report.created_entities == ["B"]
+    assert len(report.errors) == 2
+    assert "'A' already exists" in report.errors[0]
+    assert "update_entities" in report.errors[0]
+    (a,) = [e for e in kg.entities().get() if e.name == "A"]
+    assert (a.entity_type, a.description) == ("person", "first")
+
+
+def test_relation_to_a_missing_entity_is_an_error_with_a_suggestion(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("Authentication Service"), ent("B")]).get()
+    report = kg.update("a", create_relations=[rel("B", "Authentication Servce"), rel("Nobody", "Nothing at all")]).get()
+    assert report.created_relations == []
+    assert "did you mean 'Authentication Service'?" in report.errors[0]
+    assert "'Nobody' and 'Nothing at all' do not exist" in report.errors[1]
+    assert relations_of(kg) == set()
+
+
+def test_duplicate_relation_triple_is_skipped_not_duplicated(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("A"), ent("B")], create_relations=[rel("A", "B")]).get()
+    report = kg.update(
+        "a",
+        create_relations=[rel("A", "B", description="again"), rel("A", "B", "owns"), rel("A", "B", "owns")],
+    ).get()
+    assert report.errors == []
+    assert [r.key for r in report.created_relations] == [("A", "B", "owns")]
+    assert [r.key for r in report.skipped_relations] == [("A", "B", "uses"), ("A", "B", "owns")]
+    assert relations_of(kg) == {("A", "B", "uses"), ("A", "B", "owns")}
+    assert "Skipped existing relations" in report.render()
+
+
+def test_deleting_an_entity_deletes_its_relations(kg: KnowledgeGraphProxy) -> None:
+    kg.update(
+        "a",
+        create_entities=[ent("A"), ent("B"), ent("C")],
+        create_relations=[rel("A", "B"), rel("C", "A", "owns"), rel("B", "C"), rel("A", "A", "self")],
+    ).get()
+    report = kg.update("a", delete_entities=["A"]).get()
+    assert report.deleted_entities == ["A"]
+    assert {r.key for r in report.deleted_relations} == {("A", "B", "uses"), ("C", "A", "owns"), ("A", "A", "self")}
+    assert names_of(kg) == ["B", "C"]
+    assert relations_of(kg) == {("B", "C", "uses")}
+    assert kg.search("A", mode="keyword", include_neighbors=True).get().hits == []
+    hit = kg.search("B", mode="keyword", include_neighbors=True).get().hits[0]
+    assert [n.name for n in hit.neighbours] == ["C"]
+
+
+def test_update_adds_and_removes_observations_and_sets_fields(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("A", "person", "old", "likes tea", "lives in Paris")]).get()
+    report = kg.update(
+        "a",
+        update_entities=[
+            EntityUpdate(
+                name="A",
+                entity_type="robot",
+                is_root=True,
+                remove_observations=["lives in Paris"],
+                add_observations=["lives in Lyon", "likes tea"],
+            )
+        ],
+    ).get()
+    assert report.updated_entities == ["A"] and report.errors == []
+    (a,) = kg.entities().get()
+    assert a.observations == ["likes tea", "lives in Lyon"]
+    assert (a.entity_type, a.description, a.is_root) == ("robot", "old", True)
+
+
+def test_removing_a_missing_observation_reports_it_and_applies_the_rest(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("A", "t", "", "fact one")]).get()
+    report = kg.update(
+        "a", update_entities=[EntityUpdate(name="A", remove_observations=["fact two"], add_observations=["fact 3"])]
+    ).get()
+    assert report.updated_entities == ["A"]
+    assert "no observation 'fact two'" in report.errors[0]
+    assert kg.entities().get()[0].observations == ["fact one", "fact 3"]
+
+
+def test_update_without_effect_changes_nothing(kg: KnowledgeGraphProxy, events: list[StateChanged]) -> None:
+    kg.update("a", create_entities=[ent("A", "t", "", "fact")]).get()
+    report = kg.update("a", update_entities=[EntityUpdate(name="A", add_observations=["fact"])]).get()
+    assert not report.changed and report.seq is None
+    assert len(events) == 1
+
+
+def test_unknown_entities_and_relations_are_errors(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("A"), ent("B")], create_relations=[rel("A", "B", "owns")]).get()
+    report = kg.update(
+        "a",
+        update_entities=[EntityUpdate(name="Zed", description="x")],
+        delete_relations=[RelationDelete(from_entity="A", to_entity="B", relation_type="uses")],
+        delete_entities=["Nobody"],
+    ).get()
+    assert not report.changed
+    assert "'Zed' does not exist" in report.errors[0] and "create_entities" in report.errors[0]
+    assert "does not exist. Relations from 'A' to 'B': owns." in report.errors[1]
+    assert "'Nobody' does not exist" in report.errors[2]
+
+
+def test_fixed_order_lets_a_batch_create_then_delete(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("A"), ent("B")], create_relations=[rel("A", "B")]).get()
+    report = kg.update(
+        "a",
+        create_entities=[ent("C")],
+        create_relations=[rel("C", "A")],
+        update_entities=[EntityUpdate(name="C", add_observations=["new"])],
+        delete_relations=[RelationDelete(from_entity="A", to_entity="B", relation_type="uses")],
+        delete_entities=["B"],
+    ).get()
+    assert report.errors == []
+    assert names_of(kg) == ["A", "C"]
+    assert relations_of(kg) == {("C", "A", "uses")}
+    assert [e.observations for e in kg.entities().get()] == [[], ["new"]]
+
+
+def test_all_failures_come_together_after_the_valid_parts(kg: KnowledgeGraphProxy, store: MemoryStore) -> None:
+    report = kg.update(
+        "a",
+        create_entities=[ent("A"), ent("A")],
+        create_relations=[rel("A", "Missing"), rel("A", "A")],
+        update_entities=[EntityUpdate(name="Ghost")],
+        delete_entities=["Ghost"],
+    ).get()
+    assert len(report.errors) == 4
+    assert report.created_entities == ["A"]
+    assert [r.key for r in report.created_relations] == [("A", "A", "uses")]
+    rendered = report.render()
+    assert rendered.startswith("Applied: created entities A; created 1 relation.")
+    assert rendered.count("\n- ") == 4
+    stored = store.load("team-1/#KnowledgeGraphTool")
+    assert set(stored["entities"]) == {"A"}
+    assert len(stored["relations"]) == 1
+
+
+def test_one_store_transaction_per_batch(start_graph: StartGraph) -> None:
+    class CountingStore(MemoryStore):
+        def __init__(self) -> None:
+            super().__init__()
+            self.applies: list[list[Change]] = []
+
+        def apply(self, namespace: str, changes: Iterable[Change]) -> None:
+            batch = list(changes)
+            self.applies.append(batch)
+            super().apply(namespace, batch)
+
+    counting = CountingStore()
+    kg = start_graph(on=counting)
+    kg.update("a", create_entities=[ent(f"e{i}") for i in range(20)], create_relations=[rel("e0", "e1")]).get()
+    kg.update("a", delete_entities=["e0"]).get()
+    assert len(counting.applies) == 2
+    assert {c.collection for c in counting.applies[0]} == {"entities", "relations", "meta"}
+
+
+def test_a_failed_transaction_changes_nothing(start_graph: StartGraph, events: list[StateChanged]) -> None:
+    class FailingStore(MemoryStore):
+        failing = False
+
+        def apply(self, namespace: str, changes: Iterable[Change]) -> None:
+            if self.failing:
+                raise StoreError("disk full")
+            super().apply(namespace, changes)
+
+    failing = FailingStore()
+    kg = start_graph(HASHING, on=failing)
+    kg.update("a", create_entities=[ent("A", "t", "alpha")]).get()
+    before = kg.graph().get()
+    failing.failing = True
+    with pytest.raises(StoreError):
+        kg.update("a", create_entities=[ent("B", "t", "beta")], delete_entities=["A"]).get()
+    assert kg.graph().get() == before
+    assert kg.seq().get() == 1
+    assert kg.search("beta").get().hits == []
+    assert [e.seq for e in events] == [1]
+    failing.failing = False
+    assert kg.update("a", create_entities=[ent("B")]).get().seq == 2
+
+
+# -- summary -------------------------------------------------------------------------
+
+
+def test_summary_of_an_empty_graph_is_one_sentence(kg: KnowledgeGraphProxy) -> None:
+    assert kg.summary().get() == "The knowledge graph is empty."
+
+
+def test_summary_lists_counts_types_roots_and_the_search_hint(kg: KnowledgeGraphProxy) -> None:
+    kg.update(
+        "a",
+        create_entities=[ent("Alice", "person", root=True), ent("Bob", "person"), ent("Core", "team", root=True)],
+        create_relations=[rel("Alice", "Core", "leads"), rel("Bob", "Core", "member_of")],
+    ).get()
+    assert kg.summary().get() == (
+        "Knowledge graph: 3 entities, 2 relations.\n"
+        "Entity types: person 2, team 1.\n"
+        "Relation types: leads 1, member_of 1.\n"
+        "Root entities: Alice [person], Core [team].\n"
+        "Use search_graph to find entities, their observations and relations."
+    )
+    assert "search_graph" not in kg.summary(search_tool=None).get()
+
+
+def test_summary_size_does_not_grow_with_the_graph(kg: KnowledgeGraphProxy) -> None:
+    def add(start: int, stop: int) -> None:
+        kg.update(
+            "a",
+            create_entities=[ent(f"entity {i:05d}", f"type{i % 40}", root=i % 3 == 0) for i in range(start, stop)],
+            create_relations=[
+                rel(f"entity {i:05d}", f"entity {i + 1:05d}", f"rel{i % 30}") for i in range(start, stop - 1)
+            ],
+        ).get()
+
+    add(0, 100)
+    small = kg.summary().get()
+    for start in range(100, 2000, 100):
+        add(start, start + 100)
+    large = kg.summary().get()
+    assert large.count("\n") == small.count("\n")
+    assert len(large) <= len(small) + 40  # only the digits of the counts grow
+    assert "(+30 more types)" in large
+    assert "(+657 more)" in large
+
+
+# -- search --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def team(start_graph: StartGraph) -> KnowledgeGraphProxy:
+    kg = start_graph(HASHING)
+    kg.update(
+        "a",
+        create_entities=[
+            ent("Alice", "person", "Leads the platform team", "likes rust", root=True),
+            ent("Bob", "person", "Writes the billing code"),
+            ent("Platform", "team", "Runs the deploy pipeline"),
+            ent("Billing", "service", "Charges customers monthly"),
+            ent("Auth Service", "service", "Issues login tokens"),
+        ],
+        create_relations=[
+            rel("Alice", "Platform", "leads"),
+            rel("Bob", "Billing", "maintains"),
+            rel("Platform", "Auth Service", "owns"),
+            rel("Billing", "Auth Service", "depends_on"),
+        ],
+    ).get()
+    return kg
+
+
+def test_keyword_search_covers_name_type_description_and_observations(team: KnowledgeGraphProxy) -> None:
+    for query, expected in [
+        ("alice", "Alice"),
+        ("service", "Auth Service"),
+        ("customers", "Billing"),
+        ("rust", "Alice"),
+    ]:
+        result = team.search(query, mode="keyword").get()
+        assert result.hits[0].entity.name == expected, query
+        assert result.mode == "keyword"
+
+
+def test_keyword_hits_rank_name_matches_first(team: KnowledgeGraphProxy) -> None:
+    hits = team.search("platform", mode="keyword").get().hits
+    assert [(h.entity.name, h.score) for h in hits] == [("Platform", 1.0), ("Alice", pytest.approx(0.8))]
+
+
+def test_hybrid_score_is_the_documented_fusion(team: KnowledgeGraphProxy) -> None:
+    result = team.search("alice rust").get()
+    assert result.mode == "hybrid" and result.note is None
+    top = result.hits[0]
+    assert top.entity.name == "Alice"
+    assert top.keyword_score == pytest.approx(0.9)  # both terms found, one of two in the name
+    for hit in result.hits:
+        assert hit.cosine is not None
+        assert hit.score == pytest.approx(0.7 * (hit.cosine + 1) / 2 + 0.3 * (hit.keyword_score or 0.0))
+
+
+def test_threshold_applies_to_the_raw_cosine(start_graph: StartGraph) -> None:
+    strict = start_graph(HASHING, team="strict", threshold=0.999)
+    loose = start_graph(HASHING, team="loose", threshold=-1.0)
+    for kg in (strict, loose):
+        kg.update("a", create_entities=[ent("Alpha", "t", "first letter"), ent("Beta", "t", "second letter")]).get()
+    assert strict.search("first letter", mode="vector").get().hits == []
+    hits = loose.search("first letter", mode="vector").get().hits
+    assert [h.entity.name for h in hits] == ["Alpha", "Beta"]
+    assert hits[0].score == hits[0].cosine and hits[0].keyword_score is None
+
+
+def test_vector_and_hybrid_fall_back_to_keyword_without_embeddings(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent("Alice", "person", "likes rust")]).get()
+    for mode in ("vector", "hybrid"):
+        result = kg.search("rust", mode=mode).get()
+        assert result.mode == "keyword"
+        assert [h.entity.name for h in result.hits] == ["Alice"]
+        assert result.note is not None and "\n" not in result.note
+        assert result.render().startswith("Note: vector search needs an embedding model")
+
+
+def test_neighbours_and_edges_on_request(team: KnowledgeGraphProxy) -> None:
+    plain = team.search("Platform", mode="keyword", top_k=1).get()
+    assert plain.hits[0].neighbours == [] and plain.edges is None and plain.paths is None
+    result = team.search("Platform", mode="keyword", top_k=1, include_neighbors=True, include_edges=True).get()
+    hit = result.hits[0]
+    assert {(n.name, n.relation_type, n.outgoing) for n in hit.neighbours} == {
+        ("Alice", "leads", False),
+        ("Auth Service", "owns", True),
+    }
+    assert result.edges is not None
+    assert {r.key for r in result.edges} == {("Alice", "Platform", "leads"), ("Platform", "Auth Service", "owns")}
+    text = result.render()
+    assert "<-[leads]- Alice [person]" in text and "- Platform -[owns]-> Auth Service" in text
+
+
+def test_neighbours_are_capped_per_hit(kg: KnowledgeGraphProxy) -> None:
+    kg.update(
+        "a",
+        create_entities=[ent("Hub"), *(ent(f"n{i}") for i in range(25))],
+        create_relations=[rel("Hub", f"n{i}") for i in range(25)],
+    ).get()
+    hit = kg.search("Hub", mode="keyword", top_k=1, include_neighbors=True).get().hits[0]
+    assert len(hit.neighbours) == 20 and hit.more_neighbours == 5
+
+
+def test_paths_between_top_hits(team: KnowledgeGraphProxy) -> None:
+    result = team.search("alice bob", mode="keyword", top_k=2, find_paths=True).get()
+    assert [h.entity.name for h in result.hits] == ["Alice", "Bob"]
+    assert result.paths is not None
+    assert [p.render() for p in result.paths] == [
+        "Alice -[leads]-> Platform -[owns]-> Auth Service <-[depends_on]- Billing <-[maintains]- Bob"
+    ]
+
+
+def test_paths_are_bounded_in_length(start_graph: StartGraph) -> None:
+    kg = start_graph(max_path_length=3)
+    kg.update(
+        "a",
+        create_entities=[ent(n) for n in ["start", "m1", "m2", "m3", "finish"]],
+        create_relations=[rel("start", "m1"), rel("m1", "m2"), rel("m2", "m3"), rel("m3", "finish")],
+    ).get()
+    result = kg.search("start finish", mode="keyword", find_paths=True).get()
+    assert result.paths == []
+    assert "Paths: none within 3 hops" in result.render()
+
+
+def test_empty_query_is_a_retriable_error(kg: KnowledgeGraphProxy) -> None:
+    with pytest.raises(RetriableError, match="empty"):
+        kg.search("   ").get()
+
+
+def test_top_k_limits_the_hits(kg: KnowledgeGraphProxy) -> None:
+    kg.update("a", create_entities=[ent(f"item {i}", "widget") for i in range(30)]).get()
+    assert len(kg.search("widget", mode="keyword", top_k=5).get().hits) == 5
+    assert len(kg.search("widget", mode="keyword", top_k=0).get().hits) == 1
+
+
+def test_results_are_copies(team: KnowledgeGraphProxy) -> None:
+    hit = team.search("alice", mode="keyword").get().hits[0]
+    hit.entity.observations.append("tampered")
+    team.entities().get()[0].observations.append("tampered")
+    assert "tampered" not in team.search("alice", mode="keyword").get().hits[0].entity.observations
+
+
+# -- events and seq ------------------------------------------------------------------
+
+
+def test_each_change_emits_state_changed_with_increasing_seq(
+    kg: KnowledgeGraphProxy, events: list[StateChanged]
+) -> None:
+    kg.update("alice", create_entities=[ent("A"), ent("B")], create_relations=[rel("A", "B")]).get()
+    kg.update("bob", create_entities=[ent("A")]).get()  # only an error: no change, no event
+    kg.update("bob", delete_entities=["B"]).get()
+    assert [(e.seq, e.source, e.team_id) for e in events] == [
+        (1, "#KnowledgeGraphTool", "team-1"),
+        (2, "#KnowledgeGraphTool", "team-1"),
+    ]
+    assert events[0].summary == "alice: created entities A, B; created 1 relation"
+    assert events[1].summary == "bob: deleted 1 relation; deleted entities B"
+    assert kg.seq().get() == 2
+
+
+def test_a_failing_subscriber_does_not_fail_the_update(store: MemoryStore) -> None:
+    def publish(event: StateChanged) -> None:
+        raise RuntimeError("subscriber bug")
+
+    kg = cast(KnowledgeGraphProxy, KnowledgeGraphActor.start("t", store, None, publish).proxy())
+    assert kg.update("a", create_entities=[ent("A")]).get().seq == 1
+    assert names_of(kg) == ["A"]
+
+
+# -- concurrency ---------------------------------------------------------------------
+
+
+def test_concurrent_updates_lose_nothing(kg: KnowledgeGraphProxy, events: list[StateChanged]) -> None:
+    threads, per_thread = 8, 25
+    errors: list[BaseException] = []
+
+    def work(t: int) -> None:
+        try:
+            for i in range(per_thread):
+                name = f"t{t}-{i}"
+                links = [rel(name, f"t{t}-{i - 1}")] if i else []
+                report = kg.update(
+                    f"agent{t}", create_entities=[ent(name, "n", "", f"written by {t}")], create_relations=links
+                ).get()
+                assert report.errors == []
+        except BaseException as exc:
+            errors.append(exc)
+
+    workers = [threading.Thread(target=work, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    assert errors == []
+    assert len(names_of(kg)) == threads * per_thread
+    assert len(relations_of(kg)) == threads * (per_thread - 1)
+    assert kg.seq().get() == threads * per_thread
+    assert sorted(e.seq for e in events) == list(range(1, threads * per_thread + 1))
+
+
+def test_searching_an_empty_graph_says_only_that_nothing_matches(start_graph: StartGraph) -> None:
+    assert start_graph(HASHING).search("anything").get().render() == "No entities match 'anything'."
