@@ -138,7 +138,7 @@ def compact_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
                 out[key] = walk(value, seen)
         if out.get("type") == "object" and "properties" in out:
             out.setdefault("additionalProperties", False)
-        return out
+        return _drop_optional_null(out)
 
     kept_defs: set[str] = set()
     result: dict[str, Any] = walk(schema, frozenset())
@@ -148,6 +148,20 @@ def compact_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if kept_defs:
         result["$defs"] = {key: walk(defs[key], frozenset({key})) for key in sorted(kept_defs)}
     return result
+
+
+def _drop_optional_null(node: dict[str, Any]) -> dict[str, Any]:
+    """``X | None = None`` → ``X``: a model omits an optional argument rather than sending
+    null, and the ``anyOf``/``default`` pair costs tokens on every request. Validation
+    still accepts an explicit null."""
+    options = node.get("anyOf")
+    if node.get("default", ...) is not None or not isinstance(options, list) or len(options) != 2:
+        return node
+    others = [option for option in options if option != {"type": "null"}]
+    if len(others) != 1:
+        return node
+    rest = {key: value for key, value in node.items() if key not in ("anyOf", "default")}
+    return {**others[0], **rest}
 
 
 def _decode_json_strings(args: Mapping[str, Any], structured: frozenset[str]) -> Mapping[str, Any]:
