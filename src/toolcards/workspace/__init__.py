@@ -1,0 +1,62 @@
+"""A team's files: read, search and change them without losing anyone's work.
+
+* :class:`WorkspaceTool` — the card: twelve ``workspace_*`` tools, one field each
+  (``<Param> | bool``), and ``read_only`` to offer only those that change nothing.
+* :class:`WorkspaceActor` — one per tree (:func:`workspace_actor` finds or starts it,
+  :func:`stop_workspace_actors` stops them): serializes every change and keeps each agent's
+  read records for the read-before-write gate (:class:`WriteGate`).
+* :class:`FileEdit` — one edit of ``workspace_multi_edit``; :class:`ReadRecord` — what an
+  agent last read of a file.
+
+The engines (paths, files, glob, grep, edit, patch, text, documents, images) are modules
+of this package, imported by their module path. Importing the package loads pydantic and
+pykka; markitdown, Pillow, rapidfuzz and pydantic-ai load when a capability needs them.
+"""
+
+from __future__ import annotations
+
+from toolcards.workspace.actor import WorkspaceActor, WorkspaceProxy, stop_workspace_actors, workspace_actor
+from toolcards.workspace.gate import SnapshotCache, WriteGate
+from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
+from toolcards.workspace.tool import (
+    WorkspaceDeleteParam,
+    WorkspaceEditParam,
+    WorkspaceGlobParam,
+    WorkspaceGrepParam,
+    WorkspaceListParam,
+    WorkspaceMkdirParam,
+    WorkspaceMultiEditParam,
+    WorkspaceParam,
+    WorkspacePatchParam,
+    WorkspaceReadParam,
+    WorkspaceRmdirParam,
+    WorkspaceTool,
+    WorkspaceViewParam,
+    WorkspaceWriteParam,
+)
+
+__all__ = [
+    "FileEdit",
+    "ReadRecord",
+    "SnapshotCache",
+    "WorkspaceActor",
+    "WorkspaceDeleteParam",
+    "WorkspaceEditParam",
+    "WorkspaceGlobParam",
+    "WorkspaceGrepParam",
+    "WorkspaceListParam",
+    "WorkspaceMkdirParam",
+    "WorkspaceMultiEditParam",
+    "WorkspaceParam",
+    "WorkspacePatchParam",
+    "WorkspaceProxy",
+    "WorkspaceReadParam",
+    "WorkspaceRmdirParam",
+    "WorkspaceTool",
+    "WorkspaceViewParam",
+    "WorkspaceWriteParam",
+    "WriteGate",
+    "content_digest",
+    "stop_workspace_actors",
+    "workspace_actor",
+]

@@ -1,0 +1,435 @@
+"""``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
+
+The card gives twelve capabilities, each a field ``<Param> | bool`` named like the tool the
+model sees and exposed as a tool call and a command. Eight are on by default; the four
+marked "off" are set to ``True`` (or a param) when a role needs them:
+
+=========================  ================================================  =======  =======
+tool                       what it does                                      mutates  default
+=========================  ================================================  =======  =======
+``workspace_read``         numbered lines of a text file; PDF/DOCX/XLSX/     no       on
+                           PPTX as Markdown; records the read for the gate
+``workspace_list``         a directory, flat or as a tree                    no       on
+``workspace_glob``         files by glob pattern, newest first               no       on
+``workspace_grep``         lines matching a regex                            no       on
+``workspace_view``         an image, scaled for a model (``BinaryContent``)  no       on
+``workspace_write``        create or overwrite a file                        yes      on
+``workspace_edit``         replace a string; returns the diff                yes      on
+``workspace_delete``       delete a file                                     yes      on
+``workspace_multi_edit``   several replacements across files, all or nothing yes      off
+``workspace_patch``        a unified diff (add, update, delete), all or      yes      off
+                           nothing
+``workspace_mkdir``        create a directory and its parents                yes      off
+``workspace_rmdir``        remove a directory (recursively on request)       yes      off
+=========================  ================================================  =======  =======
+
+**Where.** The tree is :func:`toolcards.core.settings.workspace_dir` of ``workspace_id``,
+which defaults to the team id: ``<TOOLCARDS_WORKSPACES_ROOT>/<team_id>``. Give several
+teams the same ``workspace_id`` (``"shared"``) to share one tree. What the card keeps for
+itself (converted documents, scaled images) is under ``internal_dir()/"cache"``, outside
+every tree. Every path a model gives is resolved inside the tree with symlinks followed;
+one that leaves it is refused with
+:data:`~toolcards.workspace.paths.ESCAPE_MESSAGE`. Models only ever see root-relative paths.
+
+**No lost updates.** Every change goes through the tree's
+:class:`~toolcards.workspace.actor.WorkspaceActor`, one at a time, and through the
+read-before-write gate (:mod:`toolcards.workspace.gate`): changing an existing file needs a
+``workspace_read`` of its current content by the same agent (a page read is enough for an
+edit or a patch, not for an overwrite). Creating a file, deleting one and the directory
+tools need no read; ``workspace_view`` does not count as one. A binary file that is not
+a convertible document cannot be read, so it can only be deleted and written anew.
+Writes are atomic.
+``read_only=True`` drops the seven mutating tools from every channel.
+
+**Identity.** The card needs an :class:`~toolcards.core.observer.ActorToolObserver`; the
+agent is ``observer.address`` (its handle appears in refusals another agent receives).
+
+**Cost.** Tool definitions are paid for on every model request: the default eight cost
+about 680 tokens (names, descriptions and schemas, at 4 characters a token), all twelve
+about 1,070. ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
+needed; ``multi_edit`` and ``patch`` are alternatives to repeated ``workspace_edit`` calls.
+Reads, listings, globs, greps and views are wrapped as untrusted output. Handlers block
+(disk I/O, actor asks), as every sync handler may.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field, PrivateAttr, field_validator
+
+from toolcards.actors.asking import ask
+from toolcards.core.card import Capability, ToolCard, capability
+from toolcards.core.channels import Channels
+from toolcards.core.observer import ActorToolObserver
+from toolcards.core.params import BaseToolParam
+from toolcards.core.settings import internal_dir, validate_workspace_id, workspace_dir
+from toolcards.errors import RetriableError, WiringError
+from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
+from toolcards.workspace.documents import convert_document, is_document
+from toolcards.workspace.files import MAX_LINE_CHARS, list_dir, number_lines, read_bytes
+from toolcards.workspace.glob import glob
+from toolcards.workspace.grep import grep
+from toolcards.workspace.images import is_image, load_image
+from toolcards.workspace.models import FileEdit, content_digest
+from toolcards.workspace.paths import relative, resolve_in_root
+
+__all__ = [
+    "READ_OUTPUT_BUDGET",
+    "WorkspaceDeleteParam",
+    "WorkspaceEditParam",
+    "WorkspaceGlobParam",
+    "WorkspaceGrepParam",
+    "WorkspaceListParam",
+    "WorkspaceMkdirParam",
+    "WorkspaceMultiEditParam",
+    "WorkspaceParam",
+    "WorkspacePatchParam",
+    "WorkspaceReadParam",
+    "WorkspaceRmdirParam",
+    "WorkspaceTool",
+    "WorkspaceViewParam",
+    "WorkspaceWriteParam",
+]
+
+READ_OUTPUT_BUDGET = 60_000
+"""Characters ``workspace_read`` returns at most by default (a param's ``output_budget``
+overrides it); past that the page ends early, at a line, with the offset to read on."""
+
+_SERVES = frozenset({Channels.TOOL_CALL, Channels.COMMAND})
+_NOTICE_ROOM = 200
+
+
+class WorkspaceParam(BaseToolParam):
+    """Configuration shared by every workspace capability: offered as a tool and a command."""
+
+    expose: set[Channels] = {Channels.TOOL_CALL, Channels.COMMAND}
+
+
+class WorkspaceReadParam(WorkspaceParam):
+    """``workspace_read``. Its ``output_budget`` (default :data:`READ_OUTPUT_BUDGET`) ends a page early."""
+
+
+class WorkspaceListParam(WorkspaceParam):
+    """``workspace_list``."""
+
+
+class WorkspaceGlobParam(WorkspaceParam):
+    """``workspace_glob``."""
+
+
+class WorkspaceGrepParam(WorkspaceParam):
+    """``workspace_grep``."""
+
+
+class WorkspaceViewParam(WorkspaceParam):
+    """``workspace_view``."""
+
+    max_dimension: int = Field(default=1568, ge=16)
+    """Images larger than this on their longest side are scaled down to it."""
+
+
+class WorkspaceWriteParam(WorkspaceParam):
+    """``workspace_write``."""
+
+
+class WorkspaceEditParam(WorkspaceParam):
+    """``workspace_edit``."""
+
+
+class WorkspaceMultiEditParam(WorkspaceParam):
+    """``workspace_multi_edit``."""
+
+
+class WorkspacePatchParam(WorkspaceParam):
+    """``workspace_patch``."""
+
+
+class WorkspaceDeleteParam(WorkspaceParam):
+    """``workspace_delete``."""
+
+
+class WorkspaceMkdirParam(WorkspaceParam):
+    """``workspace_mkdir``."""
+
+
+class WorkspaceRmdirParam(WorkspaceParam):
+    """``workspace_rmdir``."""
+
+
+class WorkspaceTool(ToolCard):
+    """A workspace tree for a team's agents: see the module docstring for the tools.
+
+    Args:
+        read_only: Offer only the tools that change nothing.
+        workspace_id: The tree to use (default: the team id); the same id in several
+            teams shares one tree.
+    """
+
+    kind: ClassVar[str] = "workspace"
+    requires_observer: ClassVar[type | None] = ActorToolObserver
+
+    read_only: bool = False
+    workspace_id: str | None = None
+    workspace_read: WorkspaceReadParam | bool = True
+    workspace_list: WorkspaceListParam | bool = True
+    workspace_glob: WorkspaceGlobParam | bool = True
+    workspace_grep: WorkspaceGrepParam | bool = True
+    workspace_view: WorkspaceViewParam | bool = True
+    workspace_write: WorkspaceWriteParam | bool = True
+    workspace_edit: WorkspaceEditParam | bool = True
+    workspace_multi_edit: WorkspaceMultiEditParam | bool = False
+    workspace_patch: WorkspacePatchParam | bool = False
+    workspace_delete: WorkspaceDeleteParam | bool = True
+    workspace_mkdir: WorkspaceMkdirParam | bool = False
+    workspace_rmdir: WorkspaceRmdirParam | bool = False
+
+    _root: Path | None = PrivateAttr(default=None)
+    _actor: WorkspaceProxy | None = PrivateAttr(default=None)
+    _agent: str = PrivateAttr(default="")
+    _cache_dir: Path | None = PrivateAttr(default=None)
+
+    @field_validator("workspace_id")
+    @classmethod
+    def _valid_id(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            return validate_workspace_id(value)
+        except RetriableError as exc:
+            raise ValueError(str(exc)) from None
+
+    # -- binding ------------------------------------------------------------------------------
+
+    def on_bind(self, observer: Any) -> None:
+        """Find the tree (creating it), its actor, and attach the team to its events.
+
+        Raises:
+            WiringError: no ``workspace_id`` is set and the team id is not a valid one.
+        """
+        team_id: str = observer.team_id
+        workspace_id = self.workspace_id or team_id
+        try:
+            root = workspace_dir(workspace_id)
+        except RetriableError as exc:
+            raise WiringError(
+                f"WorkspaceTool: the team id {team_id!r} cannot name a workspace ({exc}). Set "
+                "WorkspaceTool(workspace_id=...) to a valid id."
+            ) from None
+        self._root = root
+        self._agent = str(observer.address)
+        self._cache_dir = internal_dir() / "cache"
+        self._actor = workspace_actor(root)
+        ask(self._actor.attach(team_id, observer.team.publish), actor=f"#WorkspaceActor:{root.name}")
+
+    def capabilities(self) -> Iterator[Capability]:
+        """Every enabled capability; without the mutating ones when ``read_only``."""
+        for cap in super().capabilities():
+            if not (self.read_only and cap.mutates):
+                yield cap
+
+    @property
+    def root(self) -> Path:
+        """The tree this card works on (after binding).
+
+        Raises:
+            WiringError: the card is not bound.
+        """
+        if self._root is None:
+            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+        return self._root
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @capability(
+        "workspace_read",
+        name="workspace_read",
+        serves=_SERVES,
+        untrusted_output=True,
+        output_budget=READ_OUTPUT_BUDGET,
+    )
+    def read_file(
+        self,
+        path: str,
+        offset: Annotated[int, Field(ge=1)] = 1,
+        limit: Annotated[int, Field(ge=1)] = 2000,
+    ) -> str:
+        """Read a text file as numbered lines (PDF, DOCX, XLSX, PPTX as Markdown).
+
+        Args:
+            path: Relative to the workspace root.
+            offset: First line, from 1.
+        """
+        root = self.root
+        target = resolve_in_root(root, path)
+        rel = relative(root, target)
+        data = read_bytes(target, shown_as=rel)
+        if is_document(target):
+            assert self._cache_dir is not None
+            text = convert_document(target, self._cache_dir, shown_as=rel)
+        else:
+            text = _decode_for_reading(data, rel, image=is_image(target))
+        budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
+        page, full = _page(text, offset, limit, rel, budget)
+        self._actor_proxy().record_read(self._agent, rel, data, full, content_digest(data))
+        return page
+
+    @capability("workspace_list", name="workspace_list", serves=_SERVES, untrusted_output=True)
+    def list_directory(self, path: str = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
+        """List a directory.
+
+        Args:
+            depth: Levels; 0 = all.
+        """
+        return list_dir(self.root, path, depth)
+
+    @capability("workspace_glob", name="workspace_glob", serves=_SERVES, untrusted_output=True)
+    def glob_files(self, pattern: str, path: str = "") -> str:
+        """Find files by glob, e.g. '**/*.py'; newest first.
+
+        Args:
+            path: Directory to search from.
+        """
+        return glob(self.root, pattern, path)
+
+    @capability("workspace_grep", name="workspace_grep", serves=_SERVES, untrusted_output=True)
+    def grep_files(self, pattern: str, path: str = "", include: str = "") -> str:
+        """Search file contents by regex; gives path:line: text.
+
+        Args:
+            pattern: Python regex, matched per line.
+            include: Only files matching this glob, e.g. '*.py'.
+        """
+        return grep(self.root, pattern, path, include)
+
+    @capability("workspace_view", name="workspace_view", serves=_SERVES, untrusted_output=True)
+    def view_image(self, path: str) -> Any:
+        """View an image file."""
+        from pydantic_ai.messages import BinaryContent
+
+        root = self.root
+        target = resolve_in_root(root, path)
+        rel = relative(root, target)
+        max_dimension = self.param("workspace_view", WorkspaceViewParam).max_dimension
+        assert self._cache_dir is not None
+        data, media_type = load_image(target, self._cache_dir, max_dimension, shown_as=rel)
+        return BinaryContent(data=data, media_type=media_type)
+
+    # -- changing ---------------------------------------------------------------------------------
+
+    @capability("workspace_write", name="workspace_write", serves=_SERVES, mutates=True)
+    def write_file(self, path: str, content: str) -> str:
+        """Create or overwrite a file; overwriting needs a full read first.
+
+        Args:
+            path: Relative to the workspace root.
+        """
+        return self._ask(self._actor_proxy().write(self._agent, path, content))
+
+    @capability("workspace_edit", name="workspace_edit", serves=_SERVES, mutates=True)
+    def edit_file(self, path: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
+        """Replace old_string with new_string in a file read before; returns the diff.
+
+        Args:
+            old_string: Must be unique unless replace_all.
+        """
+        return self._ask(self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all))
+
+    @capability("workspace_multi_edit", name="workspace_multi_edit", serves=_SERVES, mutates=True)
+    def multi_edit_files(self, edits: Annotated[list[FileEdit], Field(min_length=1)]) -> str:
+        """Apply several replacements, across files, all or nothing; each file read before.
+
+        Args:
+            edits: Applied in order.
+        """
+        return self._ask(self._actor_proxy().multi_edit(self._agent, edits))
+
+    @capability("workspace_patch", name="workspace_patch", serves=_SERVES, mutates=True)
+    def patch_files(self, patch_text: str) -> str:
+        """Apply a unified diff, all or nothing; changed files read before.
+
+        Args:
+            patch_text: '--- a/path' '+++ b/path' then '@@' hunks; /dev/null to add or delete a file.
+        """
+        return self._ask(self._actor_proxy().patch(self._agent, patch_text))
+
+    @capability("workspace_delete", name="workspace_delete", serves=_SERVES, mutates=True)
+    def delete_file(self, path: str) -> str:
+        """Delete a file."""
+        return self._ask(self._actor_proxy().delete(self._agent, path))
+
+    @capability("workspace_mkdir", name="workspace_mkdir", serves=_SERVES, mutates=True)
+    def make_directory(self, path: str) -> str:
+        """Create a directory and its parents."""
+        return self._ask(self._actor_proxy().mkdir(self._agent, path))
+
+    @capability("workspace_rmdir", name="workspace_rmdir", serves=_SERVES, mutates=True)
+    def remove_directory(self, path: str, recursive: bool = False) -> str:
+        """Remove a directory.
+
+        Args:
+            recursive: Also remove everything in it.
+        """
+        return self._ask(self._actor_proxy().rmdir(self._agent, path, recursive))
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _actor_proxy(self) -> WorkspaceProxy:
+        # A stopped actor (stop_workspace_actors, ActorRegistry.stop_all) is replaced on next use.
+        if self._actor is None or not self._actor.actor_ref.is_alive():
+            self._actor = workspace_actor(self.root)
+        return self._actor
+
+    def _ask(self, future: Any) -> str:
+        result: str = ask(future, actor=f"#WorkspaceActor:{self.root.name}")
+        return result
+
+
+def _decode_for_reading(data: bytes, rel: str, *, image: bool) -> str:
+    if image:
+        raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
+    try:
+        if b"\x00" in data:
+            raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), len(data), "NUL byte")
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RetriableError(
+            f"{rel!r} is not UTF-8 text, so it cannot be shown as lines. PDF, DOCX, XLSX and PPTX are "
+            "converted when read; images can be viewed with workspace_view."
+        ) from exc
+
+
+def _page(text: str, offset: int, limit: int, rel: str, budget: int) -> tuple[str, bool]:
+    """Number a page of ``text``; return it and whether it shows the whole file unabridged.
+
+    A page longer than ``budget`` characters ends early at a line, with a notice giving the
+    offset to read on.
+    """
+    numbered = number_lines(text, offset, limit, shown_as=rel)
+    lines = text.removeprefix("\ufeff").split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    total = len(lines)
+    end = min(total, offset - 1 + limit)
+    shown = lines[offset - 1 : end]
+    clipped = bool(shown) and max(map(len, shown)) > MAX_LINE_CHARS
+    if clipped:
+        clipped = any(len(line.removesuffix("\r")) > MAX_LINE_CHARS for line in shown)
+    full = offset == 1 and end == total and not clipped
+    if len(numbered) <= budget:
+        return numbered, full
+    room = max(budget - _NOTICE_ROOM, budget // 2)
+    cut = numbered.rfind("\n", 0, room)
+    kept = numbered[:cut] if cut > 0 else numbered[:room]
+    last_line = kept.rsplit("\n", 1)[-1].split("\t", 1)[0].strip()
+    if cut > 0 and last_line.isdigit():
+        last = int(last_line)
+        notice = (
+            f"(showing lines {offset}-{last} of {total}: output limit reached; read again with "
+            f"offset={last + 1} to continue)"
+        )
+    else:
+        notice = "(output limit reached; read again with a smaller limit)"
+    return f"{kept}\n{notice}", False
