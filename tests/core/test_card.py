@@ -115,6 +115,6 @@ def test_a_method_named_like_its_field_is_refused() -> None:
             act: P | bool = True
 
             @capability("act")
-            def act(self) -> str:  # type: ignore[override]
+            def act(self) -> str:  # type: ignore[override]  # noqa: F811
                 """Act."""
                 return ""

@@ -26,7 +26,7 @@ def test_extra_words_fill_the_last_text_parameter(registry) -> None:  # type: ig
 
 
 def test_unknown_commands_list_the_known_ones(registry) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(CommandNotRecognized, match="Unknown command /nope. Known commands: /greet_someone"):
+    with pytest.raises(CommandNotRecognized, match=r"Unknown command /nope\. Known commands: /greet_someone"):
         registry.dispatch("/nope")
     with pytest.raises(CommandNotRecognized, match="start with '/'"):
         registry.dispatch("hello")

@@ -29,7 +29,9 @@ def scripted(*calls: ToolCallPart, seen: list[Any] | None = None) -> FunctionMod
 
 
 def test_duplicate_names_name_both_cards() -> None:
-    with pytest.raises(WiringError, match="'greet_someone' on tool_call is produced by both GreeterCard and GreeterCard"):
+    with pytest.raises(
+        WiringError, match="'greet_someone' on tool_call is produced by both GreeterCard and GreeterCard"
+    ):
         ToolFactory([GreeterCard(), GreeterCard(motd=False)])
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Any
 
@@ -127,7 +128,7 @@ def test_sync_timeout() -> None:
         return "late"
 
     tool = Tool.from_function(slow, timeout_s=0.05)
-    with pytest.raises(ToolTimeout, match="did not finish within 0.05 s"):
+    with pytest.raises(ToolTimeout, match=r"did not finish within 0\.05 s"):
         tool.call_sync({})
     release.set()
 
@@ -175,10 +176,8 @@ def test_concurrency_limit_is_respected() -> None:
         with lock:
             active += 1
             peak = max(peak, active)
-        try:
+        with contextlib.suppress(threading.BrokenBarrierError):
             gate.wait()  # two calls must be inside at once to pass
-        except threading.BrokenBarrierError:
-            pass
         with lock:
             active -= 1
         return "ok"

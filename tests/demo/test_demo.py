@@ -1,0 +1,31 @@
+"""The demo runs end to end offline, and a second run shows the board surviving."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from toolcards.core.settings import workspace_dir
+from toolcards.demo import TEAM_ID, run_demo
+
+
+def test_the_demo_ships_slugify_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    first = io.StringIO()
+    assert run_demo(out=first) == 0
+    text = first.getvalue()
+    assert "scripted models (pydantic-ai FunctionModel)" in text
+    assert "@Builder-1  workspace_write   ok" in text
+    assert "ID 2 [completed] Test slugify() in test_slugify.py — Output: 3 tests pass" in text
+    assert "Root entities: slugify.py [module]." in text
+    tree = workspace_dir(TEAM_ID)
+    assert "def slugify" in (tree / "slugify.py").read_text()
+
+    second = io.StringIO()
+    assert run_demo(out=second) == 0
+    again = second.getvalue()
+    assert "**Team planning:** 4 tasks total" in again
+    assert "ID 4 [completed] Test slugify() in test_slugify.py — Output: 3 tests pass" in again
+    # The second run read the files before overwriting them: no gate refusal for writes.
+    assert "workspace_write   refused" not in again
