@@ -24,7 +24,9 @@ HEAVY = {"pydantic_ai", "mcp", "numpy", "openai", "markitdown", "PIL", "tavily",
 
 
 def imported_modules(code: str) -> set[str]:
-    out = subprocess.run([sys.executable, "-c", f"{code}; import sys; print(*sys.modules)"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}; import sys; print(*sys.modules)"], capture_output=True, text=True, check=True
+    )
     return set(out.stdout.split())
 
 
@@ -74,7 +76,11 @@ def test_ast_sweep_over_every_module() -> None:
             target = parts[1]
             if package in DOMAINS and target in DOMAINS and target != package:
                 problems.append(f"{path.relative_to(SRC)} imports domain {target}")
-            if package in {"core", "actors"} and (target in DOMAINS or target in ADAPTERS) and name != "toolcards.pydantic_ai.toolset":
+            if (
+                package in {"core", "actors"}
+                and (target in DOMAINS or target in ADAPTERS)
+                and name != "toolcards.pydantic_ai.toolset"
+            ):
                 problems.append(f"{path.relative_to(SRC)} imports {name}")
             if package == "actors" and target == "core":
                 problems.append(f"{path.relative_to(SRC)}: the actor runtime sits below core")
