@@ -30,20 +30,25 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
+from toolcards.knowledge_graph.tool import GetGraph, KnowledgeGraphTool, SearchGraph, UpdateGraph
 
 __all__ = [
     "Entity",
     "EntityCreate",
     "EntityUpdate",
+    "GetGraph",
     "GraphPath",
     "KnowledgeGraph",
     "KnowledgeGraphActor",
     "KnowledgeGraphProxy",
+    "KnowledgeGraphTool",
     "Neighbour",
     "Relation",
     "RelationCreate",
     "RelationDelete",
+    "SearchGraph",
     "SearchHit",
     "SearchResult",
+    "UpdateGraph",
     "UpdateReport",
 ]

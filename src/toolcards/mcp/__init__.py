@@ -39,6 +39,7 @@ from toolcards.mcp.oauth import (
     token_file_path,
 )
 from toolcards.mcp.probe import ToolInfo, probe, probe_async
+from toolcards.mcp.tool import MCPTool
 
 __all__ = [
     "InProcessMCPServer",
@@ -47,6 +48,7 @@ __all__ = [
     "MCPOAuthConfig",
     "MCPSource",
     "MCPStdioConnectionConfig",
+    "MCPTool",
     "OAuthAuthorizationRequired",
     "OAuthTokenFile",
     "ToolErrorBehavior",

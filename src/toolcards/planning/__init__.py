@@ -42,6 +42,7 @@ from toolcards.planning.render import (
     render_task,
     render_task_line,
 )
+from toolcards.planning.tool import GetPlanning, GetPlanningTask, PlanningTool, SearchPlanning, UpdatePlanning
 
 __all__ = [
     "DESCRIPTION_MAX",
@@ -51,15 +52,20 @@ __all__ = [
     "QUERY_EMBEDDING_TIMEOUT_S",
     "SEMANTIC_MIN_SCORE",
     "SEMANTIC_TOP_K",
+    "GetPlanning",
+    "GetPlanningTask",
     "MatchKind",
     "PlanActor",
     "PlanActorProxy",
+    "PlanningTool",
     "SearchHit",
+    "SearchPlanning",
     "Task",
     "TaskCreate",
     "TaskStatus",
     "TaskUpdate",
     "UpdateFailure",
+    "UpdatePlanning",
     "UpdateReport",
     "normalize_agent_name",
     "render_plan",

@@ -30,6 +30,7 @@ from toolcards.sandbox.models import (
     SeatbeltOptions,
 )
 from toolcards.sandbox.probe import choose_mode
+from toolcards.sandbox.tool import ExecCommand, ExecTool
 
 __all__ = [
     "CWD_ESCAPE_MESSAGE",
@@ -39,8 +40,10 @@ __all__ = [
     "BwrapSandboxActor",
     "DockerOptions",
     "DockerSandboxActor",
+    "ExecCommand",
     "ExecLimits",
     "ExecResult",
+    "ExecTool",
     "LocalOptions",
     "LocalSandboxActor",
     "SandboxActor",

@@ -10,5 +10,17 @@ from __future__ import annotations
 
 from toolcards.search.client import SearchDepth, TavilySettings, WebSearch
 from toolcards.search.render import FetchFailure, WebPage, clip
+from toolcards.search.tool import SearchTool, WebCrawl, WebFetch, WebSearchParam
 
-__all__ = ["FetchFailure", "SearchDepth", "TavilySettings", "WebPage", "WebSearch", "clip"]
+__all__ = [
+    "FetchFailure",
+    "SearchDepth",
+    "SearchTool",
+    "TavilySettings",
+    "WebCrawl",
+    "WebFetch",
+    "WebPage",
+    "WebSearch",
+    "WebSearchParam",
+    "clip",
+]
