@@ -32,7 +32,7 @@ test: $(STAMP)
 	$(BIN)/coverage report
 
 demo: $(STAMP)
-	$(BIN)/python examples/quickstart.py
+	$(BIN)/toolcards demo
 
 bench: $(STAMP)
 	@$(BIN)/python -m toolcards.vector.assets >/dev/null || echo "warning: no MiniLM tokenizer; local embeddings unavailable" >&2

@@ -29,3 +29,12 @@ def test_the_demo_ships_slugify_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "ID 4 [completed] Test slugify() in test_slugify.py — Output: 3 tests pass" in again
     # The second run read the files before overwriting them: no gate refusal for writes.
     assert "workspace_write   refused" not in again
+
+
+def test_toolcards_demo_command(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolcards.cli import main
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert main(["demo", "--timeout", "120"]) == 0
+    out = capsys.readouterr().out
+    assert "@Builder-2  → @Lead: slugify() tests: 3 tests pass." in out

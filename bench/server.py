@@ -1,0 +1,179 @@
+"""MCP server benchmark: tool calls through ``toolcards serve`` over stdio and streamable HTTP.
+
+The team has one trivial card (``echo(text) -> text``, defined here), so the numbers are
+the cost of the transport, the MCP SDK, identity lookup and the call pipeline. The server
+runs as a real subprocess (``python -m toolcards.cli serve``) on the same 2-core machine
+as the clients, so both compete for the CPU.
+
+Rows (median milliseconds per call; the note gives the aggregate calls per second):
+
+* in-process ``mcp.Client(team_server.server)`` — no transport, for scale;
+* stdio, 1 caller, and 8 callers sharing the one stdio session (a stdio server has one
+  client; 8 concurrent requests are pipelined on it);
+* HTTP, 1 client, and 8 clients, each its own ``mcp.Client`` and agent (``X-Agent-Name``).
+
+``run()`` returns ``(name, median_ms, note)`` rows; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from toolcards import COMMAND, TOOL_CALL, BaseToolParam, Channels, ToolCard, capability
+
+__all__ = ["run"]
+
+REPO = Path(__file__).resolve().parents[1]
+CALLS_ONE = 400
+CALLS_EACH = 100
+CONCURRENT = 8
+WARMUP = 20
+
+
+class EchoParam(BaseToolParam):
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ServerBenchCard(ToolCard):
+    """One trivial tool for the server benchmark."""
+
+    kind: ClassVar[str] = "bench_server_echo"
+    echo: EchoParam | bool = True
+
+    @capability("echo", name="echo")
+    def echo_text(self, text: str) -> str:
+        """Return the text.
+
+        Args:
+            text: Any text.
+        """
+        return text
+
+
+CONFIG = "team_id: bench\nimports: [bench.server]\ncards:\n  - kind: bench_server_echo\n"
+
+
+async def _timed_calls(client: Any, count: int) -> list[float]:
+    samples = []
+    for _ in range(count):
+        started = time.perf_counter()
+        result = await client.call_tool("echo", {"text": "ping"})
+        samples.append((time.perf_counter() - started) * 1000)
+        if result.is_error:
+            raise RuntimeError(f"echo failed: {result.content}")
+    return samples
+
+
+async def _measure(clients: list[Any], callers: int, count: int) -> tuple[float, float]:
+    """(median ms per call, calls per second) with ``callers`` concurrent loops over ``clients``."""
+    for client in clients:
+        await _timed_calls(client, WARMUP)
+    started = time.perf_counter()
+    batches = await asyncio.gather(*(_timed_calls(clients[i % len(clients)], count) for i in range(callers)))
+    wall = time.perf_counter() - started
+    samples = [sample for batch in batches for sample in batch]
+    return statistics.median(samples), len(samples) / wall
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@asynccontextmanager
+async def _http_server(config: Path, env: dict[str, str]) -> AsyncIterator[str]:
+    port = _free_port()
+    command = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config), "--transport", "http"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port)], cwd=REPO, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    # Once it serves, its stderr is not read any more: a full pipe would block it.
+    # `toolcards serve` writes a few lines per agent, far below the pipe's buffer.
+    try:
+        assert process.stderr is not None
+        while True:
+            line = await asyncio.to_thread(process.stderr.readline)
+            if not line:
+                raise RuntimeError("the HTTP server exited before serving")
+            if b"serving team" in line:
+                break
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _http_client(url: str, name: str) -> AbstractAsyncContextManager[Any]:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"X-Agent-Name": name})
+    return Client(streamable_http_client(url, http_client=http))
+
+
+async def _bench(root: Path) -> list[tuple[str, float, str]]:
+    import mcp_types
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    from toolcards.server import TeamServer, load_config
+
+    config = root / "team.yaml"
+    config.write_text(CONFIG)
+    env = {**os.environ, "TOOLCARDS_WORKSPACES_ROOT": str(root / "workspaces")}
+    rows: list[tuple[str, float, str]] = []
+
+    def row(label: str, result: tuple[float, float]) -> None:
+        rows.append((label, result[0], f"{result[1]:,.0f} calls/s"))
+
+    team_server = TeamServer(load_config(config))
+    try:
+        async with Client(team_server.server) as client:
+            row("in-process mcp.Client, 1 caller", await _measure([client], 1, CALLS_ONE))
+    finally:
+        await team_server.aclose()
+
+    command = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO), env=env)
+    info = mcp_types.Implementation(name="bench", version="1")
+    with open(os.devnull, "w") as quiet:  # the server's progress lines
+        async with Client(stdio_client(params, errlog=quiet), client_info=info) as client:
+            row("stdio, 1 caller", await _measure([client], 1, CALLS_ONE))
+            row(f"stdio, {CONCURRENT} callers on one session", await _measure([client], CONCURRENT, CALLS_EACH))
+
+    async with _http_server(config, env) as url:
+        async with _http_client(url, "bench-0") as client:
+            row("HTTP, 1 client", await _measure([client], 1, CALLS_ONE))
+        async with AsyncExitStack() as stack:
+            clients = [await stack.enter_async_context(_http_client(url, f"bench-{i}")) for i in range(CONCURRENT)]
+            row(f"HTTP, {CONCURRENT} clients", await _measure(clients, CONCURRENT, CALLS_EACH))
+    return rows
+
+
+def run() -> list[tuple[str, float, str]]:
+    """Measure tool calls per transport; returns ``(name, median_ms, note)`` rows."""
+    with tempfile.TemporaryDirectory() as tmp:
+        return asyncio.run(_bench(Path(tmp)))
+
+
+def _print(rows: list[tuple[str, float, str]], out: Callable[[str], None] = print) -> None:
+    for label, median_ms, note in rows:
+        out(f"{label:40} {median_ms:8.2f} ms  {note}")
+
+
+if __name__ == "__main__":
+    _print(run())

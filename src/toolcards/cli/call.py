@@ -1,0 +1,76 @@
+"""``toolcards call``: run one slash command against a team's persisted state.
+
+::
+
+    toolcards call '/get_planning'
+    toolcards call --config team.yaml --agent Alice /add_note "ship it"
+    toolcards call --config team.yaml            # list the commands
+
+The team's actors load their state from the store (``./workspaces`` by default), the
+command runs through the COMMAND channel (``factory.command_registry().dispatch``), and the
+actors stop, flushing their state, before the process exits. The result goes to stdout.
+A failed command prints its ``Error: ...`` line to stderr and exits 1; an unknown command
+exits 2. Run it while no server holds the same team: each process keeps its own copy of
+the state in memory.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from typing import Any
+
+__all__ = ["command_text", "register", "run"]
+
+
+def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``call`` to the command line."""
+    parser = subparsers.add_parser(
+        "call", parents=parents, help="run a slash command against a team", description=__doc__.split("\n\n", 1)[0]
+    )
+    parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
+    parser.add_argument("--team", metavar="ID", help="override the config's team id")
+    parser.add_argument("--agent", default="cli", metavar="NAME", help="act as this agent (default: cli)")
+    parser.add_argument("command", nargs="*", metavar="COMMAND", help="e.g. '/get_planning' (omit to list commands)")
+    parser.set_defaults(handler=run)
+
+
+def command_text(words: list[str]) -> str:
+    """The slash command for ``words``: one word is taken as written; more are quoted so
+    each stays one argument. A missing leading ``/`` is added."""
+    text = words[0] if len(words) == 1 else " ".join([words[0], shlex.join(words[1:])])
+    text = text.strip()
+    return text if text.startswith("/") else f"/{text}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the command (or list the commands); returns the exit code."""
+    from toolcards.actors.system import ActorSystem
+    from toolcards.core.factory import ToolFactory
+    from toolcards.errors import CommandNotRecognized
+    from toolcards.server.config import default_config, load_config
+    from toolcards.server.session import SessionAgent, agent_name
+
+    config = load_config(args.config) if args.config else default_config()
+    if args.team:
+        config = config.with_options(team_id=args.team)
+    with ActorSystem() as system:
+        team = system.team(config.team_id)
+        agent = SessionAgent(agent_name(args.agent, default="cli"), team, role="cli", user_id=config.user_id)
+        team.register_member(agent.address)
+        registry = ToolFactory(config.build_cards(), observer=agent).command_registry()
+        if not args.command:
+            for descriptor in registry.descriptors():
+                print(f"{descriptor.usage}\n    {descriptor.description}")
+            return 0
+        try:
+            result = registry.dispatch(command_text(args.command))
+        except CommandNotRecognized as exc:
+            print(f"Error: {exc}", file=sys.stderr)
+            return 2
+        if result.startswith("Error: "):
+            print(result, file=sys.stderr)
+            return 1
+        print(result)
+        return 0

@@ -1,0 +1,59 @@
+"""Serving a team's cards over MCP (stdio or streamable HTTP).
+
+::
+
+    from toolcards.server import TeamServer, load_config, serve_stdio
+
+    team = TeamServer(load_config("team.yaml"))
+    await serve_stdio(team)          # or serve_http(team, port=8765, token=...)
+    await team.aclose()              # agents leave, actors flush their state
+
+* :mod:`~toolcards.server.config` — the team config file (``team_id``, ``cards``, facade options);
+* :mod:`~toolcards.server.app` — :class:`TeamServer`: the MCP low-level ``Server``,
+  tools through the one pipeline, errors as ``isError`` results;
+* :mod:`~toolcards.server.session` — one agent of the team per client;
+* :mod:`~toolcards.server.facade` — ``search_tools`` / ``describe_tool`` / ``call_tool``;
+* :mod:`~toolcards.server.resources` — system prompts as resources and prompts, with
+  change notifications;
+* :mod:`~toolcards.server.results` — return values as MCP content;
+* :mod:`~toolcards.server.stdio`, :mod:`~toolcards.server.http` — transports, bearer auth,
+  host checks.
+
+This package is an adapter: it imports the core and the actor runtime, never a domain
+package (cards come from the config). ``mcp`` and ``uvicorn`` load when a server is built.
+"""
+
+from __future__ import annotations
+
+from toolcards.server.app import AGENT_HEADER, TeamServer
+from toolcards.server.config import DEFAULT_TEAM_CARDS, ServeConfig, default_config, load_config
+from toolcards.server.facade import BM25Index, ToolCatalog
+from toolcards.server.http import BearerAuth, check_bind, http_app, is_loopback, serve_http
+from toolcards.server.resources import ResourceNotifier, prompt_uri
+from toolcards.server.results import error_result, to_call_result
+from toolcards.server.session import AgentSession, AgentSessions, SessionAgent
+from toolcards.server.stdio import serve_stdio
+
+__all__ = [
+    "AGENT_HEADER",
+    "DEFAULT_TEAM_CARDS",
+    "AgentSession",
+    "AgentSessions",
+    "BM25Index",
+    "BearerAuth",
+    "ResourceNotifier",
+    "ServeConfig",
+    "SessionAgent",
+    "TeamServer",
+    "ToolCatalog",
+    "check_bind",
+    "default_config",
+    "error_result",
+    "http_app",
+    "is_loopback",
+    "load_config",
+    "prompt_uri",
+    "serve_http",
+    "serve_stdio",
+    "to_call_result",
+]

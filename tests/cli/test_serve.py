@@ -1,0 +1,121 @@
+"""``toolcards serve``: a real stdio subprocess, shutdown on SIGTERM, and refused binds."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import mcp_types as types
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.cli.conftest import REPO
+from toolcards.cli import build_parser, main
+from toolcards.cli.serve import build_config
+from toolcards.store import default_store
+
+
+def serve_command(config: Path) -> list[str]:
+    return [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
+
+
+def stops_recorded() -> int:
+    return int(default_store().load("cli-team/#NotesTool").get("meta", {}).get("stops", 0))
+
+
+@pytest.mark.slow
+def test_a_stdio_client_uses_the_team_and_its_state_is_flushed_on_exit(team_yaml: Path) -> None:
+    command = serve_command(team_yaml)
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO), env=dict(os.environ))
+
+    async def main_() -> tuple[str, str, str]:
+        async with Client(params, client_info=types.Implementation(name="Stdio Agent", version="1")) as c:
+            who = (await c.call_tool("whoami", {})).content[0]
+            added = (await c.call_tool("add_note", {"text": "over stdio"})).content[0]
+            board = (await c.read_resource("toolcards://cli-team/notes_board")).contents[0]
+        assert isinstance(who, types.TextContent) and isinstance(added, types.TextContent)
+        assert isinstance(board, types.TextResourceContents)
+        return who.text, added.text, board.text
+
+    who, added, board = asyncio.run(main_())
+    assert (who, added) == ("@Stdio-Agent", "Added note 1.")
+    assert "1. over stdio (@Stdio-Agent)" in board
+    assert stops_recorded() == 1
+    assert default_store().load("cli-team/#NotesTool")["notes"]["1"]["text"] == "over stdio"
+
+
+@pytest.mark.slow
+def test_sigterm_flushes_every_actor_before_exit(team_yaml: Path) -> None:
+    process = subprocess.Popen(
+        serve_command(team_yaml), cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert process.stderr is not None
+        seen: list[str] = []
+        while not any("serving team cli-team over stdio" in line for line in seen):
+            line = process.stderr.readline().decode()
+            assert line, "".join(seen)
+            seen.append(line)
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err.decode()
+    assert out == b""  # stdout carries the protocol only
+    assert "ending sessions and flushing state" in err.decode()
+    assert stops_recorded() == 1
+
+
+def test_a_public_bind_without_a_token_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--transport", "http", "--host", "0.0.0.0"]) == 1
+    assert "Refusing to serve on 0.0.0.0 without a token" in capsys.readouterr().err
+
+
+def test_command_line_options_override_the_config(team_yaml: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    args = build_parser().parse_args(
+        ["serve", "--config", str(team_yaml), "--facade", "--hot-tool", "echo", "--approve-all", "--team", "other"]
+    )
+    config = build_config(args)
+    assert (config.team_id, config.facade, config.hot_tools, config.approve_all) == ("other", True, ["echo"], True)
+    monkeypatch.setenv("TOOLCARDS_TOKEN", "from-env")
+    assert build_parser().parse_args(["serve"]).token == "from-env"
+    defaults = build_config(build_parser().parse_args(["serve"]))
+    assert [card["kind"] for card in defaults.cards] == ["workspace", "planning", "knowledge_graph", "exec"]
+
+
+@pytest.mark.slow
+def test_http_serving_in_process_until_sigint(team_yaml: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from toolcards.cli import serve
+
+    messages: list[str] = []
+    answers: list[str] = []
+
+    def call_then_interrupt(url: str) -> None:
+        async def whoami() -> str:
+            async with Client(url, client_info=types.Implementation(name="Kim", version="1")) as c:
+                part = (await c.call_tool("whoami", {})).content[0]
+            assert isinstance(part, types.TextContent)
+            return part.text
+
+        try:
+            answers.append(asyncio.run(whoami()))
+        finally:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def record(message: str) -> None:
+        messages.append(message)
+        if message.startswith("serving team"):
+            threading.Thread(target=call_then_interrupt, args=(message.rsplit(" ", 1)[-1],), daemon=True).start()
+
+    monkeypatch.setattr(serve, "progress", record)
+    assert main(["serve", "--config", str(team_yaml), "--transport", "http", "--port", "0"]) == 0
+    assert answers == ["@Kim"]
+    assert messages[-3:] == ["SIGINT: stopping", "ending sessions and flushing state", "stopped"]
+    assert stops_recorded() == 1

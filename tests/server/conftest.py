@@ -1,0 +1,30 @@
+"""Fixtures: a served test team (echo and notes cards) on the test's actor system."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from toolcards.actors.system import ActorSystem
+from toolcards.server import ServeConfig, TeamServer
+
+CARDS = [{"kind": "test_echo"}, {"kind": "test_notes"}]
+
+
+def make_config(**options: object) -> ServeConfig:
+    return ServeConfig.model_validate(
+        {"team_id": "team-1", "imports": ["tests.server.cards"], "cards": CARDS, **options}
+    )
+
+
+@pytest.fixture
+def config() -> ServeConfig:
+    return make_config()
+
+
+@pytest.fixture
+def team_server(config: ServeConfig, system: ActorSystem) -> Iterator[TeamServer]:
+    server = TeamServer(config, system=system)
+    yield server
+    server.close()

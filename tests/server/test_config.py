@@ -1,0 +1,79 @@
+"""The team config file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.server.cards import EchoTool
+from toolcards import WiringError
+from toolcards.server.config import DEFAULT_TEAM_CARDS, ServeConfig, default_config, load_config
+
+
+def test_a_yaml_config_describes_a_team(tmp_path: Path) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_text(
+        "team_id: acme\n"
+        "imports: [tests.server.cards]\n"
+        "cards:\n"
+        "  - kind: test_echo\n"
+        "    motd_text: Welcome.\n"
+        "    crash: false\n"
+        "facade: true\n"
+        "hot_tools: [echo]\n"
+    )
+    config = load_config(path)
+    assert (config.team_id, config.facade, config.hot_tools) == ("acme", True, ["echo"])
+    cards = config.build_cards()
+    assert isinstance(cards[0], EchoTool) and cards[0].motd_text == "Welcome." and cards[0].crash is False
+    assert config.build_cards()[0] is not cards[0]
+
+
+def test_a_bare_list_is_a_team_of_those_cards(tmp_path: Path) -> None:
+    path = tmp_path / "cards.json"
+    path.write_text('[{"kind": "test_echo"}]')
+    assert load_config(path).cards == [{"kind": "test_echo"}]
+    assert load_config(path).team_id == "default"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("team_id: x\ncardz: []\n", "cardz: Extra inputs are not permitted"),
+        ("cards:\n  - motd_text: x\n", "need a 'kind' key"),
+        ("cards: [\n", "not valid YAML"),
+        ("42\n", "must be a mapping"),
+    ],
+)
+def test_invalid_configs_name_the_file_and_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(WiringError, match=message) as info:
+        load_config(path)
+    assert "bad.yaml" in str(info.value)
+
+
+def test_a_missing_file_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(WiringError, match=r"Cannot read config .*nope\.yaml"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_unknown_kinds_and_imports_fail_when_the_cards_are_built() -> None:
+    with pytest.raises(WiringError, match="Unknown card kind 'teleporter'"):
+        ServeConfig(cards=[{"kind": "teleporter"}]).build_cards()
+    with pytest.raises(WiringError, match=r"Cannot import 'no\.such\.module'"):
+        ServeConfig(imports=["no.such.module"]).build_cards()
+
+
+def test_the_default_team_has_the_four_standard_cards() -> None:
+    config = default_config()
+    assert [card["kind"] for card in config.cards] == list(DEFAULT_TEAM_CARDS)
+    assert DEFAULT_TEAM_CARDS == ("workspace", "planning", "knowledge_graph", "exec")
+
+
+def test_options_override_validated() -> None:
+    config = ServeConfig().with_options(facade=True, hot_tools=["a"])
+    assert config.facade and config.hot_tools == ["a"]
+    with pytest.raises(ValueError, match="team_id"):
+        ServeConfig().with_options(team_id="")
