@@ -60,6 +60,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
     def broken_fsync(fd: int) -> None:
         raise OSError(28, "No space left on device")
 
+    monkeypatch.setattr(os, "fdatasync", broken_fsync)
     monkeypatch.setattr(os, "fsync", broken_fsync)
     with pytest.raises(ToolFailed, match="No space left"):
         atomic_write(target, b"half")
@@ -254,3 +255,14 @@ def test_listing_refuses_bad_paths(tree: Path) -> None:
         list_dir(tree, "nope")
     with pytest.raises(RetriableError, match="depth"):
         list_dir(tree, depth=-1)
+
+
+def test_atomic_write_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolcards.workspace import files
+
+    synced: list[Path] = []
+    monkeypatch.setattr(files, "_fsync_directory", synced.append)
+    files.atomic_write(tmp_path / "a.txt", b"one")
+    assert synced == []
+    files.atomic_write(tmp_path / "a.txt", b"two", sync_directory=True)
+    assert synced == [tmp_path] and (tmp_path / "a.txt").read_bytes() == b"two"

@@ -45,19 +45,27 @@ MAX_LIST_ENTRIES = 500
 """How many entries :func:`list_dir` shows at most."""
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None, shown_as: str | None = None) -> None:
+def atomic_write(
+    path: Path, data: bytes, *, mode: int | None = None, shown_as: str | None = None, sync_directory: bool = False
+) -> None:
     """Replace ``path`` with ``data`` atomically, creating missing parent directories.
 
-    The data goes to a temporary file in the same directory, is flushed with ``fsync``
-    and renamed over ``path`` with ``os.replace``; the directory is then synced so the
-    rename survives a crash. On any failure the temporary file is removed and ``path``
-    is untouched. ``path`` should be resolved (a symlink at ``path`` would be replaced
-    by a regular file).
+    The data goes to a temporary file in the same directory, is flushed to disk
+    (``fdatasync``) and renamed over ``path`` with ``os.replace``, so a reader or a crash
+    sees the old file or the new one, never a torn one. On any failure the temporary file
+    is removed and ``path`` is untouched. ``path`` should be resolved (a symlink at
+    ``path`` would be replaced by a regular file).
+
+    Durability matches the state store's default (``synchronous=normal``): a killed
+    process loses nothing written; after a power loss the last rename may be undone (the
+    old content is back, whole). ``sync_directory=True`` also syncs the directory so the
+    rename itself survives a power loss, at ~0.25 ms per write.
 
     Args:
         mode: permission bits for the file. Default: those of the file being replaced,
             or ``0o666`` less the umask for a new file.
         shown_as: how messages name the file (default: ``path``).
+        sync_directory: also fsync the directory after the rename.
 
     Raises:
         RetriableError: ``path`` is a directory, or a parent is a file.
@@ -79,7 +87,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, shown_as: 
             while view:
                 written = os.write(fd, view)
                 view = view[written:]
-            os.fsync(fd)
+            # fdatasync flushes the data and the size, all a reader after a crash needs.
+            os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -95,7 +104,8 @@ def atomic_write(path: Path, data: bytes, *, mode: int | None = None, shown_as: 
         if isinstance(exc, OSError):
             raise ToolFailed(f"Cannot write {name!r}: {exc.strerror or exc}.") from exc
         raise
-    _fsync_directory(directory)
+    if sync_directory:
+        _fsync_directory(directory)
 
 
 def read_bytes(path: Path, *, shown_as: str | None = None) -> bytes:
