@@ -15,13 +15,13 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from toolcards.actors.address import ActorAddress
-from toolcards.actors.system import ActorSystem, Team
+from toolcards.actors.system import ActorSystem
+from toolcards.core.observer import TeamAgent
 
 __all__ = ["FakeObserver"]
 
 
-class FakeObserver:
+class FakeObserver(TeamAgent):
     """An agent called ``name`` in team ``team_id``, recording the events it receives.
 
     Several observers may share one ``system`` (and so one team). An observer that created
@@ -39,31 +39,9 @@ class FakeObserver:
     ) -> None:
         self._owns_system = system is None
         self.system = system or ActorSystem()
-        self._address = ActorAddress(name=name, role=role, team_id=team_id, agent_id=name)
-        self._team = self.system.team(team_id)
-        self._user_id = user_id
+        super().__init__(name, self.system.team(team_id), role=role, user_id=user_id)
         self._lock = threading.Lock()
         self.events: list[Any] = []
-
-    @property
-    def address(self) -> ActorAddress:
-        """This agent's address."""
-        return self._address
-
-    @property
-    def team(self) -> Team:
-        """The team's orchestrator."""
-        return self._team
-
-    @property
-    def team_id(self) -> str:
-        """The team id."""
-        return self._address.team_id
-
-    @property
-    def user_id(self) -> str | None:
-        """The user id, if one was given."""
-        return self._user_id
 
     def notify_event(self, event: Any) -> None:
         """Record ``event`` (thread-safe)."""

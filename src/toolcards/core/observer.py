@@ -15,7 +15,7 @@ from toolcards.actors.address import ActorAddress
 if TYPE_CHECKING:
     from toolcards.actors.system import Team
 
-__all__ = ["ActorToolObserver", "TeamManagementToolObserver", "ToolObserver"]
+__all__ = ["ActorToolObserver", "TeamAgent", "TeamManagementToolObserver", "ToolObserver"]
 
 
 @runtime_checkable
@@ -62,3 +62,39 @@ class TeamManagementToolObserver(ActorToolObserver, Protocol):
 
     def hireable_roles(self) -> dict[str, str]:
         """Role → one-line description, for the roles this agent may hire."""
+
+
+class TeamAgent:
+    """A team member that is not an actor of its own — a test agent, an MCP client session —
+    implementing :class:`ActorToolObserver` with the identity it was given.
+
+    Events are ignored unless a subclass overrides :meth:`notify_event`.
+    """
+
+    def __init__(self, name: str, team: Team, *, role: str = "agent", user_id: str | None = None) -> None:
+        self._address = ActorAddress(name=name, role=role, team_id=team.team_id, agent_id=name)
+        self._team = team
+        self._user_id = user_id
+
+    @property
+    def address(self) -> ActorAddress:
+        """This agent's address; its handle is stamped on what it creates."""
+        return self._address
+
+    @property
+    def team(self) -> Team:
+        """The team's orchestrator handle."""
+        return self._team
+
+    @property
+    def team_id(self) -> str:
+        """The team this agent belongs to."""
+        return self._address.team_id
+
+    @property
+    def user_id(self) -> str | None:
+        """The human the team works for, when known."""
+        return self._user_id
+
+    def notify_event(self, event: Any) -> None:
+        """Receive an event (an execution record, a state change); ignored here."""

@@ -28,9 +28,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from toolcards.actors.address import ActorAddress
 from toolcards.core.channels import Channels
 from toolcards.core.factory import ToolFactory
+from toolcards.core.observer import TeamAgent
 from toolcards.core.registry import dump_cards, load_cards
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def agent_name(raw: str | None, default: str = DEFAULT_AGENT_NAME) -> str:
     return cleaned or default
 
 
-class SessionAgent:
+class SessionAgent(TeamAgent):
     """An MCP client as a member of a team; implements
     :class:`~toolcards.core.observer.ActorToolObserver`.
 
@@ -69,29 +69,7 @@ class SessionAgent:
     """
 
     def __init__(self, name: str, team: Team, *, role: str = "mcp_client", user_id: str | None = None) -> None:
-        self._address = ActorAddress(name=name, role=role, team_id=team.team_id, agent_id=name)
-        self._team = team
-        self._user_id = user_id
-
-    @property
-    def address(self) -> ActorAddress:
-        """This agent's address; its name is stamped on what it creates."""
-        return self._address
-
-    @property
-    def team(self) -> Team:
-        """The team's orchestrator handle."""
-        return self._team
-
-    @property
-    def team_id(self) -> str:
-        """The served team."""
-        return self._address.team_id
-
-    @property
-    def user_id(self) -> str | None:
-        """The human the team works for, when configured."""
-        return self._user_id
+        super().__init__(name, team, role=role, user_id=user_id)
 
     def notify_event(self, event: Any) -> None:
         """Log ``event`` (an execution record or a state change) at debug level; never blocks."""
