@@ -6,7 +6,7 @@ from toolcards.core.commands import CommandArg, CommandDescriptor, CommandRegist
 from toolcards.core.events import StateChanged, ToolcardsEvent, ToolExecutionRecord
 from toolcards.core.factory import ToolFactory
 from toolcards.core.guards import Guard, GuardContext
-from toolcards.core.observer import ActorToolObserver, TeamManagementToolObserver, ToolObserver
+from toolcards.core.observer import ActorToolObserver, TeamAgent, TeamManagementToolObserver, ToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.registry import card_class, card_kinds, dump_cards, load_cards
 from toolcards.core.tool import Tool
@@ -25,6 +25,7 @@ __all__ = [
     "Guard",
     "GuardContext",
     "StateChanged",
+    "TeamAgent",
     "TeamManagementToolObserver",
     "Tool",
     "ToolCard",
