@@ -35,6 +35,17 @@ def test_argv_isolates_by_default(tmp_path: Path) -> None:
     assert argv[-4:] == ["--", "bash", "-c", "ls"]
 
 
+def test_private_tmp_is_mounted_before_every_bind(tmp_path: Path) -> None:
+    # A bind under /tmp (toolcards' Python in a checkout under /tmp) must not be hidden by
+    # the private /tmp mounted over it.
+    options = BwrapOptions(ro_binds=("/tmp/some-tool",))
+    argv = bwrap_argv(workspace=tmp_path, rel_cwd=PurePosixPath("."), command=["true"], options=options)
+    tmpfs = argv.index("--tmpfs")
+    binds = [i for i, arg in enumerate(argv) if arg in ("--ro-bind", "--ro-bind-try", "--bind") and i > 1]
+    python_and_extra = [i for i in binds if argv[i + 1] not in ("/usr",) and not argv[i + 1].startswith("/usr/")]
+    assert all(i > tmpfs for i in python_and_extra)
+
+
 def test_argv_shares_the_network_only_when_asked(tmp_path: Path) -> None:
     argv = bwrap_argv(
         workspace=tmp_path, rel_cwd=PurePosixPath("."), command=["true"], options=BwrapOptions(allow_network=True)

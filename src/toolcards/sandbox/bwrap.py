@@ -172,7 +172,9 @@ def bwrap_argv(
     ``etc`` (from :func:`snapshot_etc`) becomes a read-only ``/etc``; without it the
     sandbox has no ``/etc``.
     """
-    args = [options.bwrap_path, *_system_layout()]
+    # Mount order matters: a later mount hides what an earlier one put below it, so the
+    # private /tmp comes before the binds (toolcards' own Python may live under /tmp).
+    args = [options.bwrap_path, *_system_layout(), "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     if etc is not None:
         args += ["--ro-bind", str(etc.path), "/etc"]
         for entry in etc.directories:
@@ -183,9 +185,6 @@ def bwrap_argv(
         args += ["--ro-bind-try", path, path]
     chdir = WORKSPACE_MOUNT if str(rel_cwd) == "." else f"{WORKSPACE_MOUNT}/{rel_cwd}"
     args += [
-        "--proc", "/proc",
-        "--dev", "/dev",
-        "--tmpfs", "/tmp",
         "--bind", str(workspace), WORKSPACE_MOUNT,
         "--chdir", chdir,
         "--unshare-all",
