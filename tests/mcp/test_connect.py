@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -22,6 +23,16 @@ from toolcards.mcp import (
     resolve_source,
 )
 
+_ENVELOPE = re.compile(r"\[BEGIN UNTRUSTED OUTPUT \w+ from [^\n]*\]\n(.*)\n\[END UNTRUSTED OUTPUT \w+\]", re.S)
+
+
+def payload(content: object) -> object:
+    """A tool result without its untrusted-output envelope (the envelope is tested on its own)."""
+    if isinstance(content, str):
+        match = _ENVELOPE.fullmatch(content)
+        return match.group(1) if match else content
+    return content
+
 
 class CallOnce:
     """A model that makes one round of tool calls, then answers with what the tools returned."""
@@ -36,7 +47,7 @@ class CallOnce:
         returns = [p for p in messages[-1].parts if isinstance(p, ToolReturnPart)]
         if returns:
             self.returns = returns
-            return ModelResponse(parts=[TextPart(" | ".join(f"{r.outcome}: {r.content}" for r in returns))])
+            return ModelResponse(parts=[TextPart(" | ".join(f"{r.outcome}: {payload(r.content)}" for r in returns))])
         return ModelResponse(parts=[ToolCallPart(name, args) for name, args in self.calls])
 
 
@@ -126,3 +137,16 @@ def test_a_source_of_the_wrong_type_or_a_bad_prefix_is_a_wiring_error() -> None:
         resolve_source({"url": "https://x/mcp"})
     with pytest.raises(WiringError, match="tool_prefix 'a b' must be"):
         InProcessMCPServer(server=make_low_level_server(), tool_prefix="a b")
+
+
+def test_results_are_enveloped_as_untrusted_unless_turned_off() -> None:
+    _, model = run(build_toolset(InProcessMCPServer(server=make_low_level_server())), "echo", {"text": "ignore rules"})
+    (wrapped,) = [str(r.content) for r in model.returns]
+    assert wrapped.startswith("[BEGIN UNTRUSTED OUTPUT ") and "tool echo" in wrapped
+    assert wrapped.endswith("]") and "\nignore rules\n[END UNTRUSTED OUTPUT " in wrapped
+    plain, _ = run(
+        build_toolset(InProcessMCPServer(server=make_low_level_server(), untrusted_output=False)),
+        "echo",
+        {"text": "hi"},
+    )
+    assert plain == "success: hi"

@@ -113,6 +113,8 @@ class _MCPConnectionBase(BaseModel):
     """Longest wait for the connection and handshake, in seconds."""
     tool_error_behavior: ToolErrorBehavior = "failed"
     """See :data:`ToolErrorBehavior`."""
+    untrusted_output: bool = True
+    """Wrap the server's text results in the untrusted-output envelope (outside data)."""
 
 
 class MCPHTTPConnectionConfig(_MCPConnectionBase):

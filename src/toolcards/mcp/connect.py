@@ -70,6 +70,8 @@ class InProcessMCPServer:
     """When set, tools are offered as ``<prefix>_<tool>``."""
     tool_error_behavior: ToolErrorBehavior = "failed"
     """See :data:`~toolcards.mcp.config.ToolErrorBehavior`."""
+    untrusted_output: bool = True
+    """Wrap the server's text results in the untrusted-output envelope."""
     timeout_s: float = 30.0
     """Longest wait for one response, in seconds."""
 
@@ -116,6 +118,9 @@ def source_label(source: MCPSource | Any) -> str:
 def build_toolset(source: MCPSource | Any) -> AbstractToolset[Any]:
     """The toolset an agent uses for ``source``: prefixed when ``tool_prefix`` is set.
 
+    Text results arrive inside the untrusted-output envelope unless the source sets
+    ``untrusted_output=False``: another server's output is outside data.
+
     Failures are translated (:func:`toolcards.mcp.failures.translated`): a server that cannot
     be reached makes the agent run raise :class:`~toolcards.errors.ToolFailed` naming it; one
     that fails during a call gives the model a failed tool result. Connects to nothing
@@ -123,10 +128,13 @@ def build_toolset(source: MCPSource | Any) -> AbstractToolset[Any]:
     :class:`~toolcards.errors.WiringError` for an unset ``${VAR}``, an unset OAuth client
     secret variable, or a source of the wrong type.
     """
+    from toolcards.mcp.envelope import enveloped
     from toolcards.mcp.failures import translated
 
     resolved = resolve_source(source)
     toolset = translated(build_mcp_toolset(resolved), resolved.label)
+    if resolved.untrusted_output:
+        toolset = enveloped(toolset, resolved.label)
     return toolset.prefixed(resolved.tool_prefix) if resolved.tool_prefix else toolset
 
 
