@@ -10,6 +10,7 @@ import pykka
 import pytest
 
 from toolcards.actors.system import ActorSystem
+from toolcards.store import close_default_stores
 from toolcards.testing import FakeObserver
 
 
@@ -24,9 +25,10 @@ def isolated_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture(autouse=True)
 def stop_all() -> Iterator[None]:
-    """No test leaves an actor thread behind."""
+    """No test leaves an actor thread (or an open state database) behind."""
     yield
     pykka.ActorRegistry.stop_all()
+    close_default_stores()
 
 
 @pytest.fixture
