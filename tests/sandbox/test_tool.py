@@ -62,3 +62,23 @@ def test_unknown_mode_and_unbound_use() -> None:
 def test_round_trip() -> None:
     card = ExecTool(mode="bwrap", limits=ExecLimits(cpu_s=5), options={"allow_network": True}, timeout_s=10)
     assert load_cards(json.loads(json.dumps(dump_cards([card])))) == [card]
+
+
+def test_other_packages_add_backends_by_registering_a_class(
+    alice: FakeObserver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pathlib import Path, PurePosixPath
+
+    from toolcards.sandbox import SANDBOX_ACTOR_CLASSES, ExecResult, SandboxActor
+
+    class RemoteSandboxActor(SandboxActor):
+        mode = "e2b"
+        isolation = "a remote micro-VM"
+
+        def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+            return ExecResult(command=cmd, exit_code=0, stdout=f"remote ran {cmd} in {rel_cwd}\n", backend="e2b")
+
+    monkeypatch.setitem(SANDBOX_ACTOR_CLASSES, "e2b", RemoteSandboxActor)
+    (workspace_dir("team-1") / "src").mkdir()
+    out = command(ExecTool(mode="e2b"), alice)(cmd="ls -la", cwd="src")
+    assert "remote ran ls -la in src" in out
