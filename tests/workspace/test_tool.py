@@ -40,8 +40,8 @@ WRITE_TOOLS = {
     "workspace_rmdir",
 }
 READ_TOOLS = {"workspace_read", "workspace_list", "workspace_glob", "workspace_grep", "workspace_view"}
-OFF_BY_DEFAULT = {"workspace_multi_edit", "workspace_patch", "workspace_mkdir", "workspace_rmdir"}
-EVERYTHING: dict[str, Any] = dict.fromkeys(OFF_BY_DEFAULT, True)
+OFF_BY_DEFAULT = {"workspace_mkdir", "workspace_rmdir"}
+EVERYTHING: dict[str, Any] = dict.fromkeys({*OFF_BY_DEFAULT, "workspace_multi_edit", "workspace_patch"}, True)
 
 
 class Agent_:

@@ -125,7 +125,9 @@ def compact_json_schema(schema: dict[str, Any]) -> dict[str, Any]:
             if key in seen:  # recursive: keep the reference and its definition
                 kept_defs.add(key)
                 return node
-            target = walk(defs[key], seen | {key})
+            # A model's docstring is developer documentation: only a description given where the
+            # model is used (a Field or an Args: entry) reaches the schema.
+            target = {k: v for k, v in walk(defs[key], seen | {key}).items() if k != "description"}
             extra = {k: walk(v, seen) for k, v in node.items() if k != "$ref"}
             return {**target, **extra}
         out: dict[str, Any] = {}

@@ -50,6 +50,9 @@ _Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, ma
 _Type = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TYPE_MAX)]
 _Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX)]
 _Observation = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=OBSERVATION_MAX)]
+# A reference to an entity or relation type that already exists: its bounds were checked when it
+# was created, and stating them again would cost tokens on every request for nothing.
+_Ref = Annotated[str, StringConstraints(strip_whitespace=True)]
 
 
 def _schema_for_models(schema: dict[str, Any]) -> None:
@@ -127,7 +130,7 @@ class EntityUpdate(_ToolInput):
     a remove plus an add in the same update.
     """
 
-    name: _Name
+    name: _Ref
     entity_type: _Type | SkipJsonSchema[None] = None
     description: _Description | SkipJsonSchema[None] = None
     is_root: bool | SkipJsonSchema[None] = None
@@ -140,8 +143,8 @@ class EntityUpdate(_ToolInput):
 class RelationCreate(_ToolInput):
     """A relation to create between two entities that exist (or are created in the same call)."""
 
-    from_entity: _Name
-    to_entity: _Name
+    from_entity: _Ref
+    to_entity: _Ref
     relation_type: _Type = Field(description="Active verb, e.g. depends_on")
     description: _Description = ""
 
@@ -154,9 +157,9 @@ class RelationCreate(_ToolInput):
 class RelationDelete(_ToolInput):
     """A relation to delete, named by its triple."""
 
-    from_entity: _Name
-    to_entity: _Name
-    relation_type: _Type
+    from_entity: _Ref
+    to_entity: _Ref
+    relation_type: _Ref
 
     @property
     def key(self) -> RelationKey:

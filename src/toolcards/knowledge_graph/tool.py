@@ -116,10 +116,8 @@ class KnowledgeGraphTool(ToolCard):
         create_relations: list[RelationCreate] | None = None,
         delete_relations: list[RelationDelete] | None = None,
     ) -> str:
-        """Record knowledge in one batch, applied in this order: create entities, create
-        relations, update entities, delete relations, delete entities.
-
-        Valid parts apply even if others fail; all failures are reported together.
+        """Record knowledge in one batch: entities are created before relations and deleted
+        after them. Valid parts apply even if others fail.
 
         Args:
             delete_entities: Names; their relations go too.

@@ -126,13 +126,12 @@ class PlanningTool(ToolCard):
         update_tasks: list[TaskUpdate] | None = None,
         delete_tasks: list[int] | None = None,
     ) -> str:
-        """Change the team plan in one batch, applied in order: create, update, delete.
-
-        Valid parts apply even if others fail; all failures are reported together.
+        """Change the team plan in one batch: create, then update, then delete.
+        Valid parts apply even if others fail.
 
         Args:
             create_tasks: New tasks (you are recorded as creator).
-            update_tasks: Changes to existing tasks.
+            update_tasks: Changes to existing tasks; omitted fields stay as they are.
             delete_tasks: Ids of tasks to delete.
         """
         if not (create_tasks or update_tasks or delete_tasks):

@@ -36,8 +36,8 @@ class FileEdit(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_without_description)
 
-    path: str = Field(description="File, relative to the workspace root.")
-    old_string: str = Field(description="Text to replace; unique unless replace_all.")
+    path: str
+    old_string: str = Field(description="Unique unless replace_all.")
     new_string: str
     replace_all: bool = False
 

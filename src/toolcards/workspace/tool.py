@@ -1,7 +1,7 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
 The card gives twelve capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Eight are on by default; the four
+model sees and exposed as a tool call and a command. Ten are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
@@ -16,8 +16,8 @@ tool                       what it does                                      mut
 ``workspace_write``        create or overwrite a file                        yes      on
 ``workspace_edit``         replace a string; returns the diff                yes      on
 ``workspace_delete``       delete a file                                     yes      on
-``workspace_multi_edit``   several replacements across files, all or nothing yes      off
-``workspace_patch``        a unified diff (add, update, delete), all or      yes      off
+``workspace_multi_edit``   several replacements across files, all or nothing yes      on
+``workspace_patch``        a unified diff (add, update, delete), all or      yes      on
                            nothing
 ``workspace_mkdir``        create a directory and its parents                yes      off
 ``workspace_rmdir``        remove a directory (recursively on request)       yes      off
@@ -44,9 +44,9 @@ Writes are atomic.
 **Identity.** The card needs an :class:`~toolcards.core.observer.ActorToolObserver`; the
 agent is ``observer.address`` (its handle appears in refusals another agent receives).
 
-**Cost.** Tool definitions are paid for on every model request: the default eight cost
-about 680 tokens (names, descriptions and schemas, at 4 characters a token), all twelve
-about 1,070. ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
+**Cost.** Tool definitions are paid for on every model request: the default ten cost
+about 910 tokens (names, descriptions and schemas, at 4 characters a token), all twelve
+about 1,030. ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
 needed; ``multi_edit`` and ``patch`` are alternatives to repeated ``workspace_edit`` calls.
 Reads, listings, globs, greps and views are wrapped as untrusted output. Handlers block
 (disk I/O, actor asks), as every sync handler may.
@@ -180,8 +180,8 @@ class WorkspaceTool(ToolCard):
     workspace_view: WorkspaceViewParam | bool = True
     workspace_write: WorkspaceWriteParam | bool = True
     workspace_edit: WorkspaceEditParam | bool = True
-    workspace_multi_edit: WorkspaceMultiEditParam | bool = False
-    workspace_patch: WorkspacePatchParam | bool = False
+    workspace_multi_edit: WorkspaceMultiEditParam | bool = True
+    workspace_patch: WorkspacePatchParam | bool = True
     workspace_delete: WorkspaceDeleteParam | bool = True
     workspace_mkdir: WorkspaceMkdirParam | bool = False
     workspace_rmdir: WorkspaceRmdirParam | bool = False
