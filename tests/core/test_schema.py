@@ -108,3 +108,19 @@ def test_missing_annotations_and_varargs_are_wiring_errors() -> None:
         build_args_schema(bad, name="bad")
     assert "'a' has no type annotation" in str(err.value)
     assert "'rest' is *args/**kwargs" in str(err.value)
+
+
+class Documented(BaseModel):
+    """Developer notes that must not reach a model."""
+
+    value: int
+
+
+def test_model_docstrings_stay_out_of_schemas() -> None:
+    def use(plain: Documented, described: Annotated[Documented, Field(description="What to use.")]) -> None:
+        """Use them."""
+
+    props = build_args_schema(use, name="use").json_schema["properties"]
+    assert "description" not in props["plain"]
+    assert props["described"]["description"] == "What to use."
+    assert "Developer notes" not in schema_text(props)
