@@ -2,8 +2,9 @@
 
 * ``import toolcards`` loads no domain, no adapter and no heavy dependency.
 * importing one domain package loads no other domain;
-* an ``ast`` sweep over every module: no domain imports another domain, and the core and
-  actor layers import no domain and no adapter.
+* an ``ast`` sweep over every module: no domain imports another domain, the core and
+  actor layers import no domain and no adapter, and adapters import no domain (cards reach
+  them as configuration, through the core's registry).
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def test_ast_sweep_over_every_module() -> None:
                 and name != "toolcards.pydantic_ai.toolset"
             ):
                 problems.append(f"{path.relative_to(SRC)} imports {name}")
+            if package in ADAPTERS and target in DOMAINS:
+                problems.append(f"{path.relative_to(SRC)}: an adapter imports domain {target}")
             if package == "actors" and target == "core":
                 problems.append(f"{path.relative_to(SRC)}: the actor runtime sits below core")
     assert not problems, problems
