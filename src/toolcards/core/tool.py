@@ -31,7 +31,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcards.core.channels import Channels
 from toolcards.core.events import ToolExecutionRecord
@@ -193,12 +193,8 @@ class Tool:
                 result = self._run_sync(kwargs)
             result = self._finish(result)
         except BaseException as exc:
-            error = self._failed(exc, channel, call_id, started)
-            if error is exc:
-                raise
-            raise error from exc
-        if self.record_sink is not None:
-            self._record(channel, call_id, started, None)
+            self._fail(exc, channel, call_id, started)
+        self._succeed(channel, call_id, started)
         return result
 
     async def call(
@@ -226,12 +222,8 @@ class Tool:
                 result = await self._run_async(kwargs)
             result = self._finish(result)
         except BaseException as exc:
-            error = self._failed(exc, channel, call_id, started)
-            if error is exc:
-                raise
-            raise error from exc
-        if self.record_sink is not None:
-            self._record(channel, call_id, started, None)
+            self._fail(exc, channel, call_id, started)
+        self._succeed(channel, call_id, started)
         return result
 
     def _prepare(self, arguments: Mapping[str, Any] | str | None, channel: Channels) -> dict[str, Any]:
@@ -282,11 +274,18 @@ class Tool:
             result = wrap_untrusted(result, self.name)
         return result
 
-    def _failed(self, exc: BaseException, channel: Channels, call_id: str | None, started: float) -> BaseException:
+    def _fail(self, exc: BaseException, channel: Channels, call_id: str | None, started: float) -> NoReturn:
+        """Record the failure and raise it, translated (see :func:`_translate`)."""
         error = _translate(self.name, exc)
         if self.record_sink is not None and isinstance(error, ToolcardsError):
             self._record(channel, call_id, started, f"{type(error).__name__}: {error}")
-        return error
+        if error is exc:
+            raise exc
+        raise error from exc
+
+    def _succeed(self, channel: Channels, call_id: str | None, started: float) -> None:
+        if self.record_sink is not None:
+            self._record(channel, call_id, started, None)
 
     def _record(self, channel: Channels, call_id: str | None, started: float, error: str | None) -> None:
         assert self.record_sink is not None
