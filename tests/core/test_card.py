@@ -118,3 +118,10 @@ def test_a_method_named_like_its_field_is_refused() -> None:
             def act(self) -> str:  # type: ignore[override]  # noqa: F811
                 """Act."""
                 return ""
+
+
+def test_equality_is_about_configuration_not_binding() -> None:
+    observer = Plain()
+    bound = GreeterCard(motd_text="x").observer(observer)
+    assert bound == GreeterCard(motd_text="x")
+    assert bound != GreeterCard(motd_text="y")

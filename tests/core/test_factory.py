@@ -140,3 +140,19 @@ def test_structured_arguments_through_an_agent() -> None:
     factory = ToolFactory([BasketCard()])
     model = scripted(ToolCallPart("add_items", {"items": '[{"name": "apple", "qty": "3"}]'}))
     assert Agent(model, toolsets=[factory.toolset()]).run_sync("go").output == "success:1 items"
+
+
+def test_one_card_object_configures_many_agents_without_mixing_them() -> None:
+    with FakeObserver("Alice") as alice, FakeObserver("Bob") as bob:
+        card = GreeterCard()
+        records: list[ToolExecutionRecord] = []
+        as_alice = ToolFactory([card], observer=alice)
+        as_bob = ToolFactory([card], observer=bob)
+        as_alice.subscribe(records.append)
+        as_bob.subscribe(records.append)
+        as_alice.get_commands()[GreetParam](name="Ann")
+        as_bob.get_commands()[GreetParam](name="Ann")
+        assert [r.agent for r in records] == ["@Alice", "@Bob"]
+        assert as_alice.cards[0] is card and as_bob.cards[0] is not card
+        assert as_bob.cards[0] == card  # the same configuration
+        assert card.get_observer() is alice

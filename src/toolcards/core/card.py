@@ -158,6 +158,15 @@ class ToolCard(BaseModel):
 
         register_card_class(cls)
 
+    def __eq__(self, other: object) -> bool:
+        """Cards are configuration: equal when of the same kind with the same fields, whatever
+        agent each is bound to (runtime handles are not compared)."""
+        if not isinstance(other, ToolCard):
+            return NotImplemented
+        return type(self) is type(other) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable configuration
+
     # -- binding ------------------------------------------------------------------------
 
     def observer(self, observer: Any) -> ToolCard:

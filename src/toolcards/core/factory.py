@@ -36,8 +36,9 @@ class ToolFactory:
     """Bind ``tool_cards`` to ``observer`` and expose what they produce, per channel.
 
     Args:
-        tool_cards: The cards. Each is bound to ``observer`` (cards are configuration:
-            give each agent its own factory, with copies if the same card objects are shared).
+        tool_cards: The cards, bound to ``observer``. A card already bound to another live
+            agent is copied for this one (``factory.cards`` holds what was bound), so one
+            card object can configure many agents without their identities mixing.
         observer: The agent the cards work for; required by cards with ``requires_observer``.
         retry_exception: The framework's retry signal (e.g. pydantic-ai's ``ModelRetry``):
             functions from :meth:`get_tools` raise it for a ``RetriableError``. Without it,
@@ -71,6 +72,11 @@ class ToolFactory:
             label = type(card).__name__
             try:
                 if self.observer is not None:
+                    if _bound_elsewhere(card, self.observer):
+                        # A card serves one agent: rebinding it would make the other agent's
+                        # tools act as this one. This agent gets its own copy of the config.
+                        card = type(card).model_validate(card.model_dump())
+                        self.cards[index] = card
                     card.observer(self.observer)
                 elif type(card).requires_observer is not None:
                     required = type(card).requires_observer
@@ -159,6 +165,16 @@ class ToolFactory:
         from toolcards.core.commands import CommandRegistry
 
         return CommandRegistry(self.tools(Channels.COMMAND))
+
+
+def _bound_elsewhere(card: ToolCard, observer: Any) -> bool:
+    if not card.is_bound:
+        return False
+    try:
+        current = card.get_observer()
+    except ToolcardsError:  # its agent is gone: rebinding takes nothing from anyone
+        return False
+    return current is not observer
 
 
 def tool_function(tool: Tool, retry_exception: type[Exception] | None = None) -> Callable[..., Any]:
