@@ -68,15 +68,17 @@ class ToolFactory:
         problems: list[str] = []
         tools: list[Tool] = []
         owners: dict[tuple[Channels, str], tuple[int, str]] = {}
+        if self.observer is not None:
+            # A card serves one agent: rebinding one bound to another agent would make that
+            # agent's tools act as this one. This agent gets its own copy of the config.
+            self.cards = [
+                type(card).model_validate(card.model_dump()) if _bound_elsewhere(card, self.observer) else card
+                for card in self.cards
+            ]
         for index, card in enumerate(self.cards):
             label = type(card).__name__
             try:
                 if self.observer is not None:
-                    if _bound_elsewhere(card, self.observer):
-                        # A card serves one agent: rebinding it would make the other agent's
-                        # tools act as this one. This agent gets its own copy of the config.
-                        card = type(card).model_validate(card.model_dump())
-                        self.cards[index] = card
                     card.observer(self.observer)
                 elif type(card).requires_observer is not None:
                     required = type(card).requires_observer
