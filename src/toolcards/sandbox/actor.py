@@ -105,6 +105,8 @@ class SandboxActor(pykka.ThreadingActor):
     isolation: ClassVar[str] = ""
     """What contains a command, in a few words a model or an operator can read."""
     options_class: ClassVar[type[SandboxOptions]] = SandboxOptions
+    scratch_prefix: ClassVar[str] = "toolcards-sandbox-"
+    """Name prefix of the private host directory :meth:`_scratch_dir` creates."""
 
     def __init__(
         self,
@@ -133,6 +135,7 @@ class SandboxActor(pykka.ThreadingActor):
         self.options = self._coerce_options(options)
         self._slots = threading.BoundedSemaphore(self.options.max_concurrent)
         self._lock = threading.Lock()
+        self._scratch: Path | None = None
         self._running: set[RunningProcess] = set()
         self._workers: set[threading.Thread] = set()
         self._closed = False
@@ -225,9 +228,24 @@ class SandboxActor(pykka.ThreadingActor):
             if worker is not current:
                 worker.join(timeout=5)
         self._close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
+            self._scratch = None
 
     def _close(self) -> None:
-        """Release backend resources (containers, temp dirs). Runs once, at stop."""
+        """Release backend resources (containers). Runs once, at stop, before the scratch
+        directory is removed."""
+
+    def _scratch_dir(self) -> Path:
+        """A private host directory for this sandbox, created on first use, removed at stop.
+
+        Thread-safe (workers call it); takes the actor's lock, so never call it while
+        holding that lock.
+        """
+        with self._lock:
+            if self._scratch is None:
+                self._scratch = Path(tempfile.mkdtemp(prefix=self.scratch_prefix))
+            return self._scratch
 
     # -- for subclasses --------------------------------------------------------------------
 
@@ -384,22 +402,14 @@ class BwrapSandboxActor(SandboxActor):
     mode = "bwrap"
     isolation = "Linux namespaces, only /workspace is writable, no network unless allowed"
     options_class = BwrapOptions
-
-    def __init__(
-        self,
-        workspace: Path,
-        limits: ExecLimits | None = None,
-        timeout_s: float = 60.0,
-        options: SandboxOptions | Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(workspace, limits, timeout_s, options)
-        self._etc: EtcSnapshot | None = None
-        self._etc_lock = threading.Lock()
+    scratch_prefix = "toolcards-etc-"
+    _etc: EtcSnapshot | None = None
 
     def _etc_snapshot(self) -> EtcSnapshot:
-        with self._etc_lock:
+        scratch = self._scratch_dir()
+        with self._lock:
             if self._etc is None:
-                self._etc = snapshot_etc(Path(tempfile.mkdtemp(prefix="toolcards-etc-")))
+                self._etc = snapshot_etc(scratch / "etc")
             return self._etc
 
     def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
@@ -421,12 +431,6 @@ class BwrapSandboxActor(SandboxActor):
         outcome, hits = self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s)
         return self._result(cmd, outcome, timeout_s, hits)
 
-    def _close(self) -> None:
-        with self._etc_lock:
-            if self._etc is not None:
-                shutil.rmtree(self._etc.path, ignore_errors=True)
-                self._etc = None
-
 
 class SeatbeltSandboxActor(SandboxActor):
     """Mode ``seatbelt``: each command under a generated macOS ``sandbox-exec`` profile."""
@@ -435,26 +439,9 @@ class SeatbeltSandboxActor(SandboxActor):
     isolation = "macOS sandbox profile, writes only to the workspace and a temp dir, no network unless allowed"
     options_class = SeatbeltOptions
 
-    def __init__(
-        self,
-        workspace: Path,
-        limits: ExecLimits | None = None,
-        timeout_s: float = 60.0,
-        options: SandboxOptions | Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(workspace, limits, timeout_s, options)
-        self._tmpdir: Path | None = None
-        self._tmp_lock = threading.Lock()
-
-    def _team_tmpdir(self) -> Path:
-        with self._tmp_lock:
-            if self._tmpdir is None:
-                self._tmpdir = Path(tempfile.mkdtemp(prefix="toolcards-sandbox-"))
-            return self._tmpdir
-
     def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
         assert isinstance(self.options, SeatbeltOptions)
-        tmpdir = self._team_tmpdir()
+        tmpdir = self._scratch_dir()
         argv = seatbelt_argv(
             workspace=self.workspace,
             tmpdir=tmpdir,
@@ -470,11 +457,6 @@ class SeatbeltSandboxActor(SandboxActor):
         )
         outcome, hits = self._spawn(cmd, argv, cwd=host_cwd, env=env, timeout_s=timeout_s)
         return self._result(cmd, outcome, timeout_s, hits)
-
-    def _close(self) -> None:
-        if self._tmpdir is not None:
-            shutil.rmtree(self._tmpdir, ignore_errors=True)
-            self._tmpdir = None
 
 
 class DockerSandboxActor(SandboxActor):
