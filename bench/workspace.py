@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from bench.workspace_edit import _source, _swap
+from bench.workspace_edit import _source, edit_cases
 from toolcards.core.factory import ToolFactory
 from toolcards.testing import FakeObserver
 from toolcards.workspace.actor import stop_workspace_actors
@@ -69,14 +69,7 @@ def _measure(root: Path, observer: FakeObserver) -> list[tuple[str, float, str]]
 
     small = "x" * 2047 + "\n"
     source = _source(LINES)
-    lines = source.split("\n")
-    exact_old = "\n".join(lines[1_000:1_003])
-    exact_new = exact_old.replace("value", "amount")
-    fuzzy_block = [line.strip() for line in lines[1_200:1_206]]
-    fuzzy_new = "\n".join(fuzzy_block) + "\n# reviewed"
-    fuzzy_block[1] = _swap(fuzzy_block[1], 5)
-    fuzzy_block[4] = _swap(fuzzy_block[4], 9)
-    fuzzy_old = "\n".join(fuzzy_block)
+    exact_old, exact_new, fuzzy_old, fuzzy_new = edit_cases(source)
 
     write(path="small.txt", content=small)
     write(path="long.py", content=source)

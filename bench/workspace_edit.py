@@ -19,9 +19,9 @@ __all__ = ["run"]
 _LINES = 2_000
 
 
-def run() -> list[tuple[str, float, str]]:
-    """Time both edits; takes about a second."""
-    text = _source(_LINES)
+def edit_cases(text: str) -> tuple[str, str, str, str]:
+    """(exact old, exact new, fuzzy old, fuzzy new) for a text made by :func:`_source`: a
+    unique 3-line block, and a 6-line block with two typos and its indentation stripped."""
     lines = text.split("\n")
     exact_old = "\n".join(lines[1_000:1_003])
     exact_new = exact_old.replace("value", "amount")
@@ -29,7 +29,13 @@ def run() -> list[tuple[str, float, str]]:
     fuzzy_new = "\n".join(fuzzy_block) + "\n# reviewed"
     fuzzy_block[1] = _swap(fuzzy_block[1], 5)
     fuzzy_block[4] = _swap(fuzzy_block[4], 9)
-    fuzzy_old = "\n".join(fuzzy_block)
+    return exact_old, exact_new, "\n".join(fuzzy_block), fuzzy_new
+
+
+def run() -> list[tuple[str, float, str]]:
+    """Time both edits; takes about a second."""
+    text = _source(_LINES)
+    exact_old, exact_new, fuzzy_old, fuzzy_new = edit_cases(text)
 
     exact = apply_edit(text, exact_old, exact_new)
     fuzzy = apply_edit(text, fuzzy_old, fuzzy_new)
