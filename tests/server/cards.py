@@ -81,8 +81,8 @@ class EchoTool(ToolCard):
     @capability("whoami", name="whoami", serves={TOOL_CALL, COMMAND})
     def who_am_i(self) -> str:
         """The caller's handle."""
-        handle: str = self.get_observer(ActorToolObserver).address.handle
-        return handle
+        observer: ActorToolObserver = self.get_observer()
+        return observer.address.handle
 
     @capability("pixel", name="pixel", serves={TOOL_CALL, COMMAND})
     def red_pixel(self, caption: str | None = None) -> Any:
@@ -113,7 +113,7 @@ class EchoTool(ToolCard):
     @capability("stats", name="stats", serves={TOOL_CALL, COMMAND})
     def caller_stats(self) -> dict[str, Any]:
         """Facts about the caller as an object."""
-        observer = self.get_observer(ActorToolObserver)
+        observer: ActorToolObserver = self.get_observer()
         return {"agent": observer.address.handle, "team": observer.team_id}
 
     @capability("wipe", name="wipe", serves={TOOL_CALL}, mutates=True)
@@ -124,7 +124,8 @@ class EchoTool(ToolCard):
     @capability("motd", name="motd", serves={SYSTEM_PROMPT})
     def message_of_the_day(self) -> str:
         """The message of the day."""
-        return f"{self.motd_text} You are {self.get_observer(ActorToolObserver).address.handle}."
+        observer: ActorToolObserver = self.get_observer()
+        return f"{self.motd_text} You are {observer.address.handle}."
 
 
 class NotesActor(pykka.ThreadingActor):
@@ -188,7 +189,8 @@ class NotesTool(ToolCard):
         Args:
             text: The note.
         """
-        number = ask(self._notes.add(text, self.get_observer(ActorToolObserver).address.handle), actor="#NotesTool")
+        observer: ActorToolObserver = self.get_observer()
+        number = ask(self._notes.add(text, observer.address.handle), actor="#NotesTool")
         return f"Added note {number}."
 
     @capability("list_notes", name="list_notes", serves={TOOL_CALL, COMMAND})
@@ -201,7 +203,8 @@ class NotesTool(ToolCard):
     def render_board(self) -> str:
         """The team's notes board."""
         notes: list[dict[str, str]] = ask(self._notes.all(), actor="#NotesTool")
-        me = self.get_observer(ActorToolObserver).address.handle
+        observer: ActorToolObserver = self.get_observer()
+        me = observer.address.handle
         lines = [f"{i}. {n['text']} ({n['author']})" for i, n in enumerate(notes, 1)]
         mine = sum(1 for n in notes if n["author"] == me)
         return "\n".join(["# Notes", *lines, f"You wrote {mine} of {len(notes)}."])

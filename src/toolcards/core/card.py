@@ -192,14 +192,9 @@ class ToolCard(BaseModel):
     def on_bind(self, observer: Any) -> None:
         """Hook: set up runtime handles (actor proxies, clients) for ``observer``."""
 
-    # `type[Any]` rather than `type[T]`: observer kinds are Protocols, which mypy refuses as
-    # `type[T]` arguments (type-abstract); callers annotate the variable they assign to.
-    @overload
-    def get_observer(self) -> Any: ...
-    @overload
-    def get_observer(self, kind: type[Any]) -> Any: ...
-    def get_observer(self, kind: type[Any] | None = None) -> Any:
-        """The bound observer.
+    def get_observer(self) -> Any:
+        """The bound observer; annotate the variable it is assigned to with the protocol the
+        card requires (the factory checked it at bind).
 
         Raises:
             WiringError: the card was never bound.

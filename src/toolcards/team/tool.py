@@ -22,7 +22,7 @@ tokens and one line per member and per hireable role); MessagingTool ~110 tokens
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, cast
+from typing import Annotated, ClassVar
 
 import pykka
 from pydantic import Field
@@ -88,8 +88,8 @@ class TeamTool(ToolCard):
     roles: RolesParam | bool = True
 
     def _manager(self) -> TeamManagementToolObserver:
-        # get_observer(Protocol) trips mypy's type-abstract check; the factory checked the type at bind.
-        return cast(TeamManagementToolObserver, self.get_observer())
+        manager: TeamManagementToolObserver = self.get_observer()  # checked by the factory at bind
+        return manager
 
     @capability("hire", name="hire_team_member", serves={TOOL_CALL, COMMAND}, mutates=True)
     def hire_team_member(
@@ -167,7 +167,8 @@ class MessagingTool(ToolCard):
     teammates: TeammatesParam | bool = True
 
     def _member(self) -> ActorToolObserver:
-        return cast(ActorToolObserver, self.get_observer())
+        member: ActorToolObserver = self.get_observer()  # checked by the factory at bind
+        return member
 
     @capability("send", name="send_message", serves={TOOL_CALL, COMMAND})
     def send_message(
