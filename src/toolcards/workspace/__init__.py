@@ -5,6 +5,9 @@
 * :class:`WorkspaceActor` — one per tree (:func:`workspace_actor` finds or starts it,
   :func:`stop_workspace_actors` stops them): serializes every change and keeps each agent's
   read records for the read-before-write gate (:class:`WriteGate`).
+* :class:`TreeLock` — the OS file lock that makes each change atomic across processes
+  and hosts; :func:`probe_tree_locks` checks at start that locks work on the workspaces
+  root.
 * :class:`FileEdit` — one edit of ``workspace_multi_edit``; :class:`ReadRecord` — what an
   agent last read of a file.
 
@@ -34,11 +37,13 @@ from toolcards.workspace.tool import (
     WorkspaceViewParam,
     WorkspaceWriteParam,
 )
+from toolcards.workspace.tree_lock import TreeLock, probe_tree_locks
 
 __all__ = [
     "FileEdit",
     "ReadRecord",
     "SnapshotCache",
+    "TreeLock",
     "WorkspaceActor",
     "WorkspaceDeleteParam",
     "WorkspaceEditParam",
@@ -57,6 +62,7 @@ __all__ = [
     "WorkspaceWriteParam",
     "WriteGate",
     "content_digest",
+    "probe_tree_locks",
     "stop_workspace_actors",
     "workspace_actor",
 ]

@@ -9,7 +9,11 @@ concurrent first uses get the same actor; an actor found stopped is replaced.
 multi-edit, patch, delete, mkdir, rmdir) runs alone: read the current bytes, check the
 read-before-write gate (:class:`~toolcards.workspace.gate.WriteGate`), compute the new
 content in memory, write it with :func:`~toolcards.workspace.files.atomic_write`, update
-the writer's read record. Reads run in the caller's thread and report what they read with
+the writer's read record. It does all of that holding the tree's
+:class:`~toolcards.workspace.tree_lock.TreeLock`, an OS file lock, so each mutation is
+atomic across processes too, on one host or on several sharing the workspaces root: an
+agent served by another process that read the same version is refused, never silently
+overwritten. Reads run in the caller's thread and report what they read with
 :meth:`WorkspaceActor.record_read`, a tell that costs a few microseconds; it is queued
 before any later ask from the same agent, so the gate always sees it in time.
 
@@ -21,12 +25,15 @@ already written are restored (rollback) and the error says so.
 ``#WorkspaceActor:<tree>``) to every team attached with :meth:`WorkspaceActor.attach`.
 
 **State and shutdown.** The read records and cached versions are in memory only: after a
-restart agents are asked to read files again, which is safe. The actor's thread is a
-daemon and holds no unsaved state (every write is on disk before its ask returns, and an
-interrupted ``atomic_write`` leaves the old file), so a process may exit without stopping
-it. For an orderly stop call :func:`stop_workspace_actors`; ``pykka.ActorRegistry.stop_all()``
-stops them too. ``ActorSystem.stop()`` does not, because a tree may outlive the teams of
-one system.
+restart agents are asked to read files again, which is safe. They are per process too, so
+a refusal caused by another process's change cannot name its writer. The tree lock is
+held for one mutation at a time; its file is opened on the first mutation and closed by
+``on_stop``, and a process that dies releases it with its descriptors. The actor's thread
+is a daemon and holds no unsaved state (every write is on disk before its ask returns,
+and an interrupted ``atomic_write`` leaves the old file), so a process may exit without
+stopping it. For an orderly stop call :func:`stop_workspace_actors`;
+``pykka.ActorRegistry.stop_all()`` stops them too. ``ActorSystem.stop()`` does not,
+because a tree may outlive the teams of one system.
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
 from toolcards.workspace.patch import apply_patch
 from toolcards.workspace.paths import relative, resolve_in_root
 from toolcards.workspace.text import detect_newline, to_newline, unified_diff
+from toolcards.workspace.tree_lock import TreeLock
 
 __all__ = [
     "CHANGE_DIFF_LINES",
@@ -95,7 +103,9 @@ class WorkspaceActor(pykka.ThreadingActor):
 
     Every public method runs on the actor's thread, one message at a time. Mutations block
     the actor for their disk I/O (an ``fsync`` per file written) and, for edits, the
-    engine's search (about a millisecond for a fuzzy edit in a 2,000-line file). They
+    engine's search (about a millisecond for a fuzzy edit in a 2,000-line file); each runs
+    holding :attr:`tree_lock`, so it also waits while another process changes the tree
+    (up to :data:`~toolcards.workspace.tree_lock.LOCK_TIMEOUT_S`, then ``ToolFailed``). They
     return a short text for the model, and raise :class:`~toolcards.errors.RetriableError`
     for anything the model can fix (a path outside the tree, a gate refusal, an edit that
     does not match) and :class:`~toolcards.errors.ToolFailed` for disk failures. Nothing
@@ -113,8 +123,17 @@ class WorkspaceActor(pykka.ThreadingActor):
         self.root = Path(os.path.realpath(root))
         self.name = f"#WorkspaceActor:{self.root.name}"
         self.gate = WriteGate()
+        self.tree_lock = TreeLock(self.root)
         self._publishers: dict[str, Callable[[Any], None]] = {}
         self._seq = 0
+
+    def on_stop(self) -> None:
+        """Close the tree's lock file (on the actor's thread, after the last message)."""
+        self.tree_lock.close()
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        """Close the tree's lock file when the actor dies of an unhandled error."""
+        self.tree_lock.close()
 
     # -- teams and reads ----------------------------------------------------------------------
 
@@ -143,23 +162,24 @@ class WorkspaceActor(pykka.ThreadingActor):
 
         Returns one line saying what was done.
         """
-        target, rel = self._resolve(path)
-        before = self._current(target, rel)
-        digest = content_digest(before) if before is not None else None
-        self.gate.check(agent, rel, before, "overwrite", digest=digest)
-        text = content
-        if before is not None:
-            old_text = _text_or_none(before)
-            if old_text is not None:
-                if "\n" in old_text:
-                    text = to_newline(text, detect_newline(old_text))
-                if old_text.startswith("\ufeff") and not text.startswith("\ufeff"):
-                    text = "\ufeff" + text
-        data = text.encode("utf-8")
-        self._commit(agent, [_Change(target=target, path=rel, before=before, after=data, mode=None, full=True)])
-        lines = _line_count(text)
-        verb = "Created" if before is None else "Wrote"
-        return f"{verb} {rel} ({lines} line{'' if lines == 1 else 's'})."
+        with self.tree_lock.held():
+            target, rel = self._resolve(path)
+            before = self._current(target, rel)
+            digest = content_digest(before) if before is not None else None
+            self.gate.check(agent, rel, before, "overwrite", digest=digest)
+            text = content
+            if before is not None:
+                old_text = _text_or_none(before)
+                if old_text is not None:
+                    if "\n" in old_text:
+                        text = to_newline(text, detect_newline(old_text))
+                    if old_text.startswith("\ufeff") and not text.startswith("\ufeff"):
+                        text = "\ufeff" + text
+            data = text.encode("utf-8")
+            self._commit(agent, [_Change(target=target, path=rel, before=before, after=data, mode=None, full=True)])
+            lines = _line_count(text)
+            verb = "Created" if before is None else "Wrote"
+            return f"{verb} {rel} ({lines} line{'' if lines == 1 else 's'})."
 
     def edit(self, agent: str, path: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
         """Replace ``old_string`` by ``new_string`` in ``path`` (see :func:`~toolcards.workspace.edit.apply_edit`).
@@ -167,16 +187,17 @@ class WorkspaceActor(pykka.ThreadingActor):
         Needs a current read of the file (a page read is enough). Returns a line saying how
         many places changed (and by which strategy, when not exactly), then a unified diff.
         """
-        target, rel = self._resolve(path)
-        before = self._existing(target, rel)
-        self.gate.check(agent, rel, before, "edit")
-        old_text = _decode(before, rel)
-        outcome = apply_edit(old_text, old_string, new_string, replace_all=replace_all, path=rel)
-        after = outcome.text.encode("utf-8")
-        self._commit(agent, [_Change(target=target, path=rel, before=before, after=after, mode=None, full=None)])
-        how = "" if outcome.strategy == "exact" else f", matched by {outcome.strategy}: check the diff"
-        places = f"{outcome.replacements} place{'' if outcome.replacements == 1 else 's'}"
-        return f"Edited {rel} ({places}{how}).\n{change_diff(old_text, outcome.text, rel).rstrip()}"
+        with self.tree_lock.held():
+            target, rel = self._resolve(path)
+            before = self._existing(target, rel)
+            self.gate.check(agent, rel, before, "edit")
+            old_text = _decode(before, rel)
+            outcome = apply_edit(old_text, old_string, new_string, replace_all=replace_all, path=rel)
+            after = outcome.text.encode("utf-8")
+            self._commit(agent, [_Change(target=target, path=rel, before=before, after=after, mode=None, full=None)])
+            how = "" if outcome.strategy == "exact" else f", matched by {outcome.strategy}: check the diff"
+            places = f"{outcome.replacements} place{'' if outcome.replacements == 1 else 's'}"
+            return f"Edited {rel} ({places}{how}).\n{change_diff(old_text, outcome.text, rel).rstrip()}"
 
     def multi_edit(self, agent: str, edits: Sequence[FileEdit]) -> str:
         """Apply ``edits`` in order, across files, all or nothing.
@@ -184,36 +205,37 @@ class WorkspaceActor(pykka.ThreadingActor):
         Each edit sees the text left by the earlier edits of its file. Every file needs a
         current read. Returns a summary line, then one diff per changed file.
         """
-        if not edits:
-            raise RetriableError("edits is empty: pass at least one edit with path, old_string and new_string.")
-        files: dict[str, tuple[Path, bytes, str]] = {}
-        texts: dict[str, str] = {}
-        for number, item in enumerate(edits, 1):
-            target, rel = self._resolve(item.path)
-            if rel not in files:
-                before = self._existing(target, rel)
-                self.gate.check(agent, rel, before, "edit")
-                files[rel] = (target, before, _decode(before, rel))
-                texts[rel] = files[rel][2]
-            try:
-                outcome = apply_edit(
-                    texts[rel], item.old_string, item.new_string, replace_all=item.replace_all, path=rel
-                )
-            except RetriableError as exc:
-                earlier = " (its line numbers count the text after the earlier edits)" if number > 1 else ""
-                raise RetriableError(
-                    f"Edit {number} of {len(edits)} ({rel}) failed, so no edit was applied{earlier}: {exc}"
-                ) from exc
-            texts[rel] = outcome.text
-        changes = [
-            _Change(target=target, path=rel, before=before, after=texts[rel].encode("utf-8"), mode=None, full=None)
-            for rel, (target, before, old_text) in files.items()
-            if texts[rel] != old_text
-        ]
-        self._commit(agent, changes)
-        diffs = [change_diff(files[c.path][2], texts[c.path], c.path).rstrip() for c in changes]
-        count = f"{len(edits)} edit{'' if len(edits) == 1 else 's'}"
-        return "\n".join([f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}.", *diffs])
+        with self.tree_lock.held():
+            if not edits:
+                raise RetriableError("edits is empty: pass at least one edit with path, old_string and new_string.")
+            files: dict[str, tuple[Path, bytes, str]] = {}
+            texts: dict[str, str] = {}
+            for number, item in enumerate(edits, 1):
+                target, rel = self._resolve(item.path)
+                if rel not in files:
+                    before = self._existing(target, rel)
+                    self.gate.check(agent, rel, before, "edit")
+                    files[rel] = (target, before, _decode(before, rel))
+                    texts[rel] = files[rel][2]
+                try:
+                    outcome = apply_edit(
+                        texts[rel], item.old_string, item.new_string, replace_all=item.replace_all, path=rel
+                    )
+                except RetriableError as exc:
+                    earlier = " (its line numbers count the text after the earlier edits)" if number > 1 else ""
+                    raise RetriableError(
+                        f"Edit {number} of {len(edits)} ({rel}) failed, so no edit was applied{earlier}: {exc}"
+                    ) from exc
+                texts[rel] = outcome.text
+            changes = [
+                _Change(target=target, path=rel, before=before, after=texts[rel].encode("utf-8"), mode=None, full=None)
+                for rel, (target, before, old_text) in files.items()
+                if texts[rel] != old_text
+            ]
+            self._commit(agent, changes)
+            diffs = [change_diff(files[c.path][2], texts[c.path], c.path).rstrip() for c in changes]
+            count = f"{len(edits)} edit{'' if len(edits) == 1 else 's'}"
+            return "\n".join([f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}.", *diffs])
 
     def patch(self, agent: str, patch_text: str) -> str:
         """Apply a GNU unified diff (see :mod:`toolcards.workspace.patch`), all or nothing.
@@ -221,66 +243,71 @@ class WorkspaceActor(pykka.ThreadingActor):
         Files it changes or deletes need a current read (a page read is enough); files it
         creates do not. Returns one ``A``/``M``/``D`` line per file.
         """
-        seen: dict[str, tuple[Path, str, bytes | None]] = {}
+        with self.tree_lock.held():
+            seen: dict[str, tuple[Path, str, bytes | None]] = {}
 
-        def read(path: str) -> str | None:
-            target, rel = self._resolve(path)
-            data = self._current(target, rel)
-            seen[path] = (target, rel, data)
-            return None if data is None else _decode(data, rel)
+            def read(path: str) -> str | None:
+                target, rel = self._resolve(path)
+                data = self._current(target, rel)
+                seen[path] = (target, rel, data)
+                return None if data is None else _decode(data, rel)
 
-        changed = apply_patch(patch_text, read)
-        changes: list[_Change] = []
-        by_rel: dict[str, str] = {}
-        for path, new_text in changed.items():
-            if path not in seen:
-                read(path)
-            target, rel, before = seen[path]
-            if by_rel.setdefault(rel, path) != path:
-                raise RetriableError(
-                    f"The patch names one file twice, as {by_rel[rel]!r} and {path!r}. Use one path per file."
-                )
-            self.gate.check(agent, rel, before, "edit")
-            after = None if new_text is None else new_text.encode("utf-8")
-            if after == before:
-                continue
-            mode = _mode_of(target) if before is not None and after is None else None
-            full = True if before is None else None
-            changes.append(_Change(target=target, path=rel, before=before, after=after, mode=mode, full=full))
-        self._commit(agent, changes)
-        if not changes:
-            return "The patch changes nothing."
-        lines = [f"{'A' if c.before is None else 'D' if c.after is None else 'M'} {c.path}" for c in changes]
-        return "Patched:\n" + "\n".join(lines)
+            changed = apply_patch(patch_text, read)
+            changes: list[_Change] = []
+            by_rel: dict[str, str] = {}
+            for path, new_text in changed.items():
+                if path not in seen:
+                    read(path)
+                target, rel, before = seen[path]
+                if by_rel.setdefault(rel, path) != path:
+                    raise RetriableError(
+                        f"The patch names one file twice, as {by_rel[rel]!r} and {path!r}. Use one path per file."
+                    )
+                self.gate.check(agent, rel, before, "edit")
+                after = None if new_text is None else new_text.encode("utf-8")
+                if after == before:
+                    continue
+                mode = _mode_of(target) if before is not None and after is None else None
+                full = True if before is None else None
+                changes.append(_Change(target=target, path=rel, before=before, after=after, mode=mode, full=full))
+            self._commit(agent, changes)
+            if not changes:
+                return "The patch changes nothing."
+            lines = [f"{'A' if c.before is None else 'D' if c.after is None else 'M'} {c.path}" for c in changes]
+            return "Patched:\n" + "\n".join(lines)
 
     def delete(self, agent: str, path: str) -> str:
         """Delete the file ``path``; returns one line. Needs no read."""
-        target, rel = self._resolve(path)
-        if target.is_dir():
-            raise RetriableError(f"{rel!r} is a directory; workspace_delete removes files only.")
-        try:
-            target.unlink()
-        except FileNotFoundError as exc:
-            raise RetriableError(f"File {rel!r} does not exist. Call workspace_glob to find the right path.") from exc
-        except OSError as exc:
-            raise ToolFailed(f"Cannot delete {rel!r}: {exc.strerror or exc}.") from exc
-        self.gate.forget(rel)
-        self._changed(agent, f"deleted {rel}")
-        return f"Deleted {rel}."
+        with self.tree_lock.held():
+            target, rel = self._resolve(path)
+            if target.is_dir():
+                raise RetriableError(f"{rel!r} is a directory; workspace_delete removes files only.")
+            try:
+                target.unlink()
+            except FileNotFoundError as exc:
+                raise RetriableError(
+                    f"File {rel!r} does not exist. Call workspace_glob to find the right path."
+                ) from exc
+            except OSError as exc:
+                raise ToolFailed(f"Cannot delete {rel!r}: {exc.strerror or exc}.") from exc
+            self.gate.forget(rel)
+            self._changed(agent, f"deleted {rel}")
+            return f"Deleted {rel}."
 
     def mkdir(self, agent: str, path: str) -> str:
         """Create the directory ``path`` and its missing parents; idempotent. Returns one line."""
-        target, rel = self._resolve(path)
-        if target.is_dir():
-            return f"Directory {rel}/ already exists."
-        try:
-            target.mkdir(parents=True)
-        except (FileExistsError, NotADirectoryError) as exc:
-            raise RetriableError(f"Cannot create directory {rel!r}: it or one of its parents is a file.") from exc
-        except OSError as exc:
-            raise ToolFailed(f"Cannot create directory {rel!r}: {exc.strerror or exc}.") from exc
-        self._changed(agent, f"created directory {rel}/")
-        return f"Created directory {rel}/."
+        with self.tree_lock.held():
+            target, rel = self._resolve(path)
+            if target.is_dir():
+                return f"Directory {rel}/ already exists."
+            try:
+                target.mkdir(parents=True)
+            except (FileExistsError, NotADirectoryError) as exc:
+                raise RetriableError(f"Cannot create directory {rel!r}: it or one of its parents is a file.") from exc
+            except OSError as exc:
+                raise ToolFailed(f"Cannot create directory {rel!r}: {exc.strerror or exc}.") from exc
+            self._changed(agent, f"created directory {rel}/")
+            return f"Created directory {rel}/."
 
     def rmdir(self, agent: str, path: str, recursive: bool = False) -> str:
         """Remove the directory ``path``: only an empty one unless ``recursive``.
@@ -288,40 +315,41 @@ class WorkspaceActor(pykka.ThreadingActor):
         Symlinks inside are removed, never followed. The workspace root cannot be removed.
         Returns one line.
         """
-        target, rel = self._resolve(path)
-        if rel == ".":
-            raise RetriableError("The workspace root cannot be removed. Remove the paths inside it instead.")
-        if not target.is_dir():
-            if target.exists():
-                raise RetriableError(f"{rel!r} is a file. Delete it with workspace_delete.")
-            raise RetriableError(f"Directory {rel!r} does not exist. Call workspace_list to see what does.")
-        if recursive:
-            failures: list[str] = []
+        with self.tree_lock.held():
+            target, rel = self._resolve(path)
+            if rel == ".":
+                raise RetriableError("The workspace root cannot be removed. Remove the paths inside it instead.")
+            if not target.is_dir():
+                if target.exists():
+                    raise RetriableError(f"{rel!r} is a file. Delete it with workspace_delete.")
+                raise RetriableError(f"Directory {rel!r} does not exist. Call workspace_list to see what does.")
+            if recursive:
+                failures: list[str] = []
 
-            def failed(function: Any, failed_path: str, exc: BaseException) -> None:
-                failures.append(f"{relative(self.root, Path(failed_path))}: {exc}")
+                def failed(function: Any, failed_path: str, exc: BaseException) -> None:
+                    failures.append(f"{relative(self.root, Path(failed_path))}: {exc}")
 
-            if sys.version_info >= (3, 12):
-                shutil.rmtree(target, onexc=failed)
+                if sys.version_info >= (3, 12):
+                    shutil.rmtree(target, onexc=failed)
+                else:
+                    shutil.rmtree(target, onerror=lambda function, where, info: failed(function, where, info[1]))
+                if failures:
+                    self.gate.forget(rel, below=True)
+                    raise ToolFailed(f"Could not remove all of {rel!r}: {'; '.join(failures[:5])}.")
             else:
-                shutil.rmtree(target, onerror=lambda function, where, info: failed(function, where, info[1]))
-            if failures:
-                self.gate.forget(rel, below=True)
-                raise ToolFailed(f"Could not remove all of {rel!r}: {'; '.join(failures[:5])}.")
-        else:
-            try:
-                target.rmdir()
-            except OSError as exc:
-                if not any(target.iterdir()):
-                    raise ToolFailed(f"Cannot remove {rel!r}: {exc.strerror or exc}.") from exc
-                count = sum(1 for _ in target.iterdir())
-                raise RetriableError(
-                    f"Directory {rel!r} is not empty ({count} entr{'y' if count == 1 else 'ies'}). Pass "
-                    "recursive=true to remove it with everything in it."
-                ) from exc
-        self.gate.forget(rel, below=True)
-        self._changed(agent, f"removed directory {rel}/")
-        return f"Removed directory {rel}/."
+                try:
+                    target.rmdir()
+                except OSError as exc:
+                    if not any(target.iterdir()):
+                        raise ToolFailed(f"Cannot remove {rel!r}: {exc.strerror or exc}.") from exc
+                    count = sum(1 for _ in target.iterdir())
+                    raise RetriableError(
+                        f"Directory {rel!r} is not empty ({count} entr{'y' if count == 1 else 'ies'}). Pass "
+                        "recursive=true to remove it with everything in it."
+                    ) from exc
+            self.gate.forget(rel, below=True)
+            self._changed(agent, f"removed directory {rel}/")
+            return f"Removed directory {rel}/."
 
     # -- internals --------------------------------------------------------------------------------
 

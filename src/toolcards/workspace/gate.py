@@ -16,8 +16,9 @@ agent last read (or wrote) and decides whether a change may go ahead. The rules:
 
 A refusal is a :class:`~toolcards.errors.RetriableError` whose message is ordered by
 usefulness: what to do next, who changed the file ("@Bob" when the current content is what
-another agent last wrote through the workspace tools, "outside the workspace tools"
-otherwise), then a unified diff from the version the agent read to the current one. The
+another agent of this process last wrote through the workspace tools; otherwise "outside
+the workspace tools ..., or through them by another process", as writers are known per
+process), then a unified diff from the version the agent read to the current one. The
 diff needs the old version's bytes: :class:`SnapshotCache` keeps recently read and written
 versions by digest, in a bounded LRU (:data:`SNAPSHOT_BUDGET_BYTES` in total, files over
 :data:`SNAPSHOT_MAX_FILE_BYTES` not kept); when the version is gone the message says so.
@@ -245,7 +246,7 @@ class WriteGate:
             return f" {who} wrote it last." if last else f"It was changed by {who} through the workspace tools."
         if last:
             return ""
-        return "It was changed outside the workspace tools (e.g. by a command)."
+        return "It was changed outside the workspace tools (e.g. by a command), or through them by another process."
 
 
 def _display(writer: str, reader: str) -> str:
