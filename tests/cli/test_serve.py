@@ -24,7 +24,7 @@ def serve_command(config: Path) -> list[str]:
 
 
 def stops_recorded() -> int:
-    return int(default_store().load("cli-team/#NotesTool").get("meta", {}).get("stops", 0))
+    return int(default_store().load("cli-team/#NotesTool").rows.get("meta", {}).get("stops", 0))
 
 
 @pytest.mark.slow
@@ -45,7 +45,7 @@ def test_a_stdio_client_uses_the_team_and_its_state_is_flushed_on_exit(team_yaml
     assert (who, added) == ("@Stdio-Agent", "Added note 1.")
     assert "1. over stdio (@Stdio-Agent)" in board
     assert stops_recorded() == 1
-    assert default_store().load("cli-team/#NotesTool")["notes"]["1"]["text"] == "over stdio"
+    assert default_store().load("cli-team/#NotesTool").rows["notes"]["1"]["text"] == "over stdio"
 
 
 @pytest.mark.slow

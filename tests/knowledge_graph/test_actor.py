@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterator
 from typing import cast
 
 import pytest
@@ -19,7 +20,8 @@ from toolcards.knowledge_graph import (
     RelationCreate,
     RelationDelete,
 )
-from toolcards.store import Change, MemoryStore
+from toolcards.store import Change, MemoryStore, Transaction
+from toolcards.store.transaction import StagedWrite
 
 
 def ent(name: str, entity_type: str = "thing", description: str = "", *obs: str, root: bool = False) -> EntityCreate:
@@ -185,7 +187,7 @@ def test_all_failures_come_together_after_the_valid_parts(kg: KnowledgeGraphProx
     rendered = report.render()
     assert rendered.startswith("Applied: created entities A; created 1 relation.")
     assert rendered.count("\n- ") == 4
-    stored = store.load("team-1/#KnowledgeGraphTool")
+    stored = store.load("team-1/#KnowledgeGraphTool").rows
     assert set(stored["entities"]) == {"A"}
     assert len(stored["relations"]) == 1
 
@@ -196,10 +198,13 @@ def test_one_store_transaction_per_batch(start_graph: StartGraph) -> None:
             super().__init__()
             self.applies: list[list[Change]] = []
 
-        def apply(self, namespace: str, changes: Iterable[Change]) -> None:
-            batch = list(changes)
-            self.applies.append(batch)
-            super().apply(namespace, batch)
+        @contextlib.contextmanager
+        def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:
+            with super().write(namespace, since) as txn:
+                yield txn
+            if txn.committed is not None:
+                assert isinstance(txn, StagedWrite)
+                self.applies.append([Change(collection=c, key=k, value=v) for (c, k), v in txn.staged.items()])
 
     counting = CountingStore()
     kg = start_graph(on=counting)
@@ -213,10 +218,12 @@ def test_a_failed_transaction_changes_nothing(start_graph: StartGraph, events: l
     class FailingStore(MemoryStore):
         failing = False
 
-        def apply(self, namespace: str, changes: Iterable[Change]) -> None:
-            if self.failing:
-                raise StoreError("disk full")
-            super().apply(namespace, changes)
+        @contextlib.contextmanager
+        def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:
+            with super().write(namespace, since) as txn:
+                yield txn
+                if self.failing and isinstance(txn, StagedWrite) and txn.staged:
+                    raise StoreError("disk full")
 
     failing = FailingStore()
     kg = start_graph(HASHING, on=failing)

@@ -117,7 +117,7 @@ def test_restart_restores_graph_seq_and_vectors_without_reembedding(
     fill(cast(KnowledgeGraphProxy, ref.proxy()))
     before_graph = ref.proxy().graph().get()
     before_search = ref.proxy().search("login tokens", include_edges=True).get()
-    before_vectors = store.load(NAMESPACE)["vectors"]
+    before_vectors = store.load(NAMESPACE).rows["vectors"]
     before_summary = ref.proxy().summary().get()
     ref.stop()
     store.close()
@@ -137,7 +137,7 @@ def test_restart_restores_graph_seq_and_vectors_without_reembedding(
         (h.entity, h.keyword_score) for h in before_search.hits
     ]
     assert [h.score for h in after_search.hits] == pytest.approx([h.score for h in before_search.hits], abs=1e-6)
-    assert store.load(NAMESPACE)["vectors"] == before_vectors
+    assert store.load(NAMESPACE).rows["vectors"] == before_vectors
     kg.update("c", delete_entities=["Alice"]).get()
     assert [e.seq for e in events] == [1, 2, 3]
     ref.stop()
@@ -151,11 +151,11 @@ def test_restart_with_another_model_reembeds_in_the_background(db_path: Path, sp
     ref = KnowledgeGraphActor.start("team-1", store, small)
     fill(cast(KnowledgeGraphProxy, ref.proxy()))
     ref.stop()
-    assert {row["model"] for row in store.load(NAMESPACE)["vectors"].values()} == {"hashing:64"}
+    assert {row["model"] for row in store.load(NAMESPACE).rows["vectors"].values()} == {"hashing:64"}
 
     kg = KnowledgeGraphActor.start("team-1", store, HASHING).proxy()
     wait_until(lambda: kg.pending_embeddings().get() == 0)
-    rows = store.load(NAMESPACE)["vectors"]
+    rows = store.load(NAMESPACE).rows["vectors"]
     assert set(rows) == {"Alice", "Platform", "Auth"}
     assert {row["model"] for row in rows.values()} == {"hashing:384"}
     assert kg.search("login tokens", mode="vector").get().hits[0].entity.name == "Auth"
@@ -166,10 +166,10 @@ def test_restart_with_another_model_reembeds_in_the_background(db_path: Path, sp
 def test_vectors_are_stored_with_the_batch_for_local_providers(start_graph: StartGraph, store: Any) -> None:
     kg = start_graph(HASHING)
     fill(kg)
-    rows = store.load(NAMESPACE)["vectors"]
+    rows = store.load(NAMESPACE).rows["vectors"]
     assert set(rows) == {"Alice", "Platform", "Auth"}
     kg.update("a", delete_entities=["Auth"]).get()
-    assert set(store.load(NAMESPACE)["vectors"]) == {"Alice", "Platform"}
+    assert set(store.load(NAMESPACE).rows["vectors"]) == {"Alice", "Platform"}
 
 
 def test_only_changed_text_is_reembedded(start_graph: StartGraph, spy: Callable[..., SpyService]) -> None:
@@ -191,14 +191,14 @@ def test_a_slow_remote_provider_does_not_hold_up_updates(
     kg = start_graph(HASHING)
     fill(kg)  # returns although the background embedding is blocked
     assert kg.pending_embeddings().get() == 3
-    assert "vectors" not in store.load(NAMESPACE)
+    assert "vectors" not in store.load(NAMESPACE).rows
     result = kg.search("login tokens").get()
     assert result.hits[0].entity.name == "Auth"
     assert result.note is not None and "embedded yet" in result.note
 
     service.background_gate.set()
     wait_until(lambda: kg.pending_embeddings().get() == 0)
-    assert set(store.load(NAMESPACE)["vectors"]) == {"Alice", "Platform", "Auth"}
+    assert set(store.load(NAMESPACE).rows["vectors"]) == {"Alice", "Platform", "Auth"}
     result = kg.search("login tokens", mode="vector").get()
     assert result.note is None and result.hits[0].entity.name == "Auth"
 
@@ -295,7 +295,7 @@ def test_an_unavailable_embedder_degrades_to_keyword_search(
     kg = start_graph(HASHING)
     fill(kg)
     assert len(kg.entities().get()) == 3
-    assert "vectors" not in store.load(NAMESPACE)
+    assert "vectors" not in store.load(NAMESPACE).rows
     assert kg.pending_embeddings().get() == 0
     result = kg.search("login tokens", mode="vector").get()
     assert result.mode == "keyword" and result.hits[0].entity.name == "Auth"
@@ -310,6 +310,6 @@ def test_a_large_batch_is_embedded_in_the_background(start_graph: StartGraph, st
     ).get()
     assert len(report.created_entities) == count
     wait_until(lambda: kg.pending_embeddings().get() == 0)
-    assert len(store.load(NAMESPACE)["vectors"]) == count
+    assert len(store.load(NAMESPACE).rows["vectors"]) == count
     result = kg.search("item 7", mode="vector").get()
     assert result.note is None and result.hits[0].entity.name == "item 7"

@@ -5,6 +5,7 @@ Actors are stopped after each test by the root conftest's ``stop_all``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from toolcards.core.events import StateChanged
 from toolcards.errors import StoreError
 from toolcards.planning import PlanActor, PlanActorProxy
-from toolcards.store import Change, MemoryStore, Store
+from toolcards.store import CatchUp, Change, MemoryStore, Snapshot, Store, Transaction
 from toolcards.vector import EmbeddingParam
 
 StartActor = Callable[..., PlanActorProxy]
@@ -52,24 +53,50 @@ def start(store: MemoryStore) -> StartActor:
     return start
 
 
+class SpyTransaction(Transaction):
+    """Records what the actor stages, passing it on to the real transaction."""
+
+    def __init__(self, inner: Transaction) -> None:
+        self.inner = inner
+        self.namespace = inner.namespace
+        self.version = inner.version
+        self.catch_up = inner.catch_up
+        self.staged: list[Change] = []
+
+    @property  # type: ignore[override]
+    def committed(self) -> int | None:
+        return self.inner.committed
+
+    def stage(self, changes: Iterable[Change]) -> int:
+        batch = list(changes)
+        self.staged.extend(batch)
+        return self.inner.stage(batch)
+
+
 class SpyStore(Store):
-    """Delegates to a real store, recording every change set; can be told to fail the next apply."""
+    """Delegates to a real store, recording every committed change set; can fail the next commit."""
 
     def __init__(self, inner: Store) -> None:
         self.inner = inner
         self.applied: list[list[Change]] = []
         self.fail_next = False
 
-    def load(self, namespace: str) -> dict[str, dict[str, Any]]:
+    def load(self, namespace: str) -> Snapshot:
         return self.inner.load(namespace)
 
-    def apply(self, namespace: str, changes: Iterable[Change]) -> None:
-        batch = list(changes)
-        if self.fail_next:
-            self.fail_next = False
-            raise StoreError("disk full (simulated)")
-        self.inner.apply(namespace, batch)
-        self.applied.append(batch)
+    def read(self, namespace: str, since: int) -> CatchUp:
+        return self.inner.read(namespace, since)
+
+    @contextlib.contextmanager
+    def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:
+        with self.inner.write(namespace, since) as txn:
+            spy = SpyTransaction(txn)
+            yield spy
+            if spy.staged and self.fail_next:
+                self.fail_next = False
+                raise StoreError("disk full (simulated)")
+        if spy.staged:
+            self.applied.append(spy.staged)
 
     def drop(self, namespace: str) -> None:
         self.inner.drop(namespace)

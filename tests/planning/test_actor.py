@@ -255,7 +255,7 @@ def test_an_update_that_changes_nothing_writes_nothing(store: MemoryStore, start
 def test_an_update_is_in_the_store_when_it_returns(store: MemoryStore, start: StartActor) -> None:
     proxy = start(team_id="t9")
     proxy.update("@A", create=create("persisted")).get(timeout=WAIT)
-    rows = store.load("t9/#PlanningTool")
+    rows = store.load("t9/#PlanningTool").rows
     assert rows["tasks"]["1"]["description"] == "persisted"
     assert rows["meta"]["board"] == {"seq": 1, "next_id": 2}
 
@@ -489,7 +489,7 @@ def test_restart_with_another_model_re_embeds(db_path: Path, start: StartActor, 
     indexed(second)
     assert sorted(recorder.texts) == sorted(t.description for t in second.tasks().get(timeout=WAIT))
     assert second.search("auth module").get(timeout=WAIT)[0].match == "both"
-    rows = second_store.load("team-1/#PlanningTool")["vectors"]
+    rows = second_store.load("team-1/#PlanningTool").rows["vectors"]
     assert {row["model"] for row in rows.values()} == {"hashing:128"}
     second_store.close()
 

@@ -140,7 +140,7 @@ class NotesActor(pykka.ThreadingActor):
         self.stops = 0
 
     def on_start(self) -> None:
-        rows = default_store().load(self.namespace)
+        rows = default_store().load(self.namespace).rows
         self.notes = [rows["notes"][key] for key in sorted(rows.get("notes", {}), key=int)]
         self.stops = int(rows.get("meta", {}).get("stops", 0))
 

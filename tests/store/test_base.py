@@ -16,7 +16,7 @@ def put(store: Store, namespace: str, collection: str, key: str, value: Any) -> 
 
 
 def test_load_of_unknown_namespace_is_empty(store: Store) -> None:
-    assert store.load("nobody") == {}
+    assert store.load("nobody").rows == {}
 
 
 def test_values_round_trip(store: Store) -> None:
@@ -34,13 +34,13 @@ def test_values_round_trip(store: Store) -> None:
     put(store, "team/#Planning", "meta", "seq", 7)
     put(store, "team/#Planning", "meta", "empty", "")
 
-    assert store.load("team/#Planning") == {"tasks": {"1": value}, "meta": {"seq": 7, "empty": ""}}
+    assert store.load("team/#Planning").rows == {"tasks": {"1": value}, "meta": {"seq": 7, "empty": ""}}
 
 
 def test_loaded_collections_and_keys_are_sorted(store: Store) -> None:
     store.apply("ns", [Change(collection=c, key=k, value=1) for c in "zab" for k in "31é2"])
 
-    state = store.load("ns")
+    state = store.load("ns").rows
 
     assert list(state) == ["a", "b", "z"]
     assert list(state["a"]) == ["1", "2", "3", "é"]
@@ -51,23 +51,23 @@ def test_namespaces_and_collections_are_isolated(store: Store) -> None:
     put(store, "team-2/#Planning", "tasks", "1", "other team")
     put(store, "team-1/#Planning", "notes", "1", "a note with the same key")
 
-    assert store.load("team-1/#Planning") == {"tasks": {"1": "one"}, "notes": {"1": "a note with the same key"}}
-    assert store.load("team-2/#Planning") == {"tasks": {"1": "other team"}}
-    assert store.load("team-1") == {}
+    assert store.load("team-1/#Planning").rows == {"tasks": {"1": "one"}, "notes": {"1": "a note with the same key"}}
+    assert store.load("team-2/#Planning").rows == {"tasks": {"1": "other team"}}
+    assert store.load("team-1").rows == {}
 
 
 def test_update_replaces_the_value(store: Store) -> None:
     put(store, "ns", "tasks", "1", {"status": "open", "title": "x"})
     put(store, "ns", "tasks", "1", {"status": "done"})
 
-    assert store.load("ns") == {"tasks": {"1": {"status": "done"}}}
+    assert store.load("ns").rows == {"tasks": {"1": {"status": "done"}}}
 
 
 def test_none_deletes_the_row(store: Store) -> None:
     store.put("ns", "tasks", {"1": "a", "2": "b"})
     store.put("ns", "tasks", {"1": None, "missing": None})
 
-    assert store.load("ns") == {"tasks": {"2": "b"}}
+    assert store.load("ns").rows == {"tasks": {"2": "b"}}
 
 
 def test_deleting_the_last_row_removes_the_collection(store: Store) -> None:
@@ -75,13 +75,13 @@ def test_deleting_the_last_row_removes_the_collection(store: Store) -> None:
     store.put("ns", "meta", {"seq": 1})
     store.put("ns", "tasks", {"1": None})
 
-    assert store.load("ns") == {"meta": {"seq": 1}}
+    assert store.load("ns").rows == {"meta": {"seq": 1}}
 
 
 def test_nested_none_is_a_value_not_a_delete(store: Store) -> None:
     store.put("ns", "tasks", {"1": [None], "2": {"owner": None}})
 
-    assert store.load("ns") == {"tasks": {"1": [None], "2": {"owner": None}}}
+    assert store.load("ns").rows == {"tasks": {"1": [None], "2": {"owner": None}}}
 
 
 def test_last_change_of_a_key_wins(store: Store) -> None:
@@ -98,20 +98,20 @@ def test_last_change_of_a_key_wins(store: Store) -> None:
         ],
     )
 
-    assert store.load("ns") == {"t": {"1": "second", "2": "revived"}}
+    assert store.load("ns").rows == {"t": {"1": "second", "2": "revived"}}
 
 
 def test_empty_change_set_writes_nothing(store: Store) -> None:
     store.apply("ns", [])
     store.put("ns", "tasks", {})
 
-    assert store.load("ns") == {}
+    assert store.load("ns").rows == {}
 
 
 def test_apply_accepts_a_generator(store: Store) -> None:
     store.apply("ns", (Change(collection="t", key=str(i), value=i) for i in range(3)))
 
-    assert store.load("ns") == {"t": {"0": 0, "1": 1, "2": 2}}
+    assert store.load("ns").rows == {"t": {"0": 0, "1": 1, "2": 2}}
 
 
 def test_drop_deletes_only_that_namespace(store: Store) -> None:
@@ -122,8 +122,8 @@ def test_drop_deletes_only_that_namespace(store: Store) -> None:
     store.drop("a")
     store.drop("never-written")
 
-    assert store.load("a") == {}
-    assert store.load("b") == {"tasks": {"1": 1}}
+    assert store.load("a").rows == {}
+    assert store.load("b").rows == {"tasks": {"1": 1}}
 
 
 @pytest.mark.parametrize("bad", [object(), {1, 2}, b"bytes", float("nan"), float("inf"), "\ud800"])
@@ -142,7 +142,7 @@ def test_change_set_with_a_non_json_value_writes_nothing(store: Store, bad: Any)
 
     assert "tasks/bad-key" in str(raised.value)
     assert "'ns'" in str(raised.value)
-    assert store.load("ns") == {"tasks": {"1": "before"}}
+    assert store.load("ns").rows == {"tasks": {"1": "before"}}
 
 
 def test_store_error_is_a_terminal_tool_failure(store: Store) -> None:
@@ -163,17 +163,17 @@ def test_caller_mutations_do_not_reach_stored_state(store: Store) -> None:
     store.put("ns", "t", {"k": value})
     value["items"].append(3)
 
-    loaded = store.load("ns")
+    loaded = store.load("ns").rows
     loaded["t"]["k"]["items"].append(4)
     loaded["t"]["other"] = "x"
 
-    assert store.load("ns") == {"t": {"k": {"items": [1, 2]}}}
+    assert store.load("ns").rows == {"t": {"k": {"items": [1, 2]}}}
 
 
 def test_values_are_normalised_as_json(store: Store) -> None:
     store.put("ns", "t", {"k": {"pair": (1, 2), 3: "int key"}})
 
-    assert store.load("ns") == {"t": {"k": {"pair": [1, 2], "3": "int key"}}}
+    assert store.load("ns").rows == {"t": {"k": {"pair": [1, 2], "3": "int key"}}}
 
 
 def test_close_is_idempotent_and_use_after_close_raises(store: Store) -> None:
@@ -182,7 +182,7 @@ def test_close_is_idempotent_and_use_after_close_raises(store: Store) -> None:
     store.close()
 
     with pytest.raises(StoreError, match="closed"):
-        store.load("ns")
+        store.load("ns").rows
     with pytest.raises(StoreError, match="closed"):
         store.put("ns", "t", {"k": 2})
     with pytest.raises(StoreError, match="closed"):
@@ -209,7 +209,7 @@ def test_concurrent_appliers_lose_nothing(store: Store) -> None:
                 )
                 store.put(f"own-{n}", "rows", {str(i): i})
                 if i % 10 == 0:
-                    assert len(store.load(f"own-{n}")["rows"]) == i + 1
+                    assert len(store.load(f"own-{n}").rows["rows"]) == i + 1
         except BaseException as exc:  # reported below: a thread's exception is otherwise lost
             failures.append(exc)
 
@@ -220,8 +220,8 @@ def test_concurrent_appliers_lose_nothing(store: Store) -> None:
         worker.join()
 
     assert failures == []
-    shared = store.load("shared")
+    shared = store.load("shared").rows
     assert len(shared["rows"]) == threads * rounds
     assert shared["counts"] == {str(n): rounds for n in range(threads)}
     for n in range(threads):
-        assert store.load(f"own-{n}") == {"rows": {str(i): i for i in range(rounds)}}
+        assert store.load(f"own-{n}").rows == {"rows": {str(i): i for i in range(rounds)}}

@@ -69,7 +69,7 @@ def test_default_store_is_shared_and_writes_to_the_configured_file(
 
     assert default_store() is store
     reader = open_store(tmp_path / "shared.db")
-    assert reader.load("ns") == {"t": {"k": 1}}
+    assert reader.load("ns").rows == {"t": {"k": 1}}
     reader.close()
 
 
@@ -92,7 +92,7 @@ def test_closed_default_store_is_replaced() -> None:
 
     assert second is not first
     second.put("ns", "t", {"k": 1})
-    assert second.load("ns") == {"t": {"k": 1}}
+    assert second.load("ns").rows == {"t": {"k": 1}}
 
 
 def test_close_default_stores_closes_them_and_starts_over() -> None:
@@ -102,7 +102,7 @@ def test_close_default_stores_closes_them_and_starts_over() -> None:
     close_default_stores()
 
     with pytest.raises(StoreError, match="closed"):
-        first.load("ns")
+        first.load("ns").rows
     assert default_store() is not first
 
 
@@ -142,7 +142,7 @@ def test_forked_child_gets_its_own_default_store() -> None:
         code = 1
         try:
             child_store = default_store()
-            if child_store is not parent_store and child_store.load("ns") == {"t": {"from": "parent"}}:
+            if child_store is not parent_store and child_store.load("ns").rows == {"t": {"from": "parent"}}:
                 child_store.put("ns", "t", {"from": "child"})
                 code = 0
         finally:
@@ -151,4 +151,4 @@ def test_forked_child_gets_its_own_default_store() -> None:
 
     assert os.waitstatus_to_exitcode(status) == 0
     assert default_store() is parent_store
-    assert parent_store.load("ns") == {"t": {"from": "child"}}
+    assert parent_store.load("ns").rows == {"t": {"from": "child"}}

@@ -9,7 +9,7 @@ def test_instances_do_not_share_state() -> None:
     first, second = MemoryStore(), MemoryStore()
     first.put("ns", "t", {"k": 1})
 
-    assert second.load("ns") == {}
+    assert second.load("ns").rows == {}
 
 
 def test_closed_reports_close() -> None:
@@ -26,7 +26,7 @@ def test_loaded_values_are_independent_between_loads() -> None:
     store = MemoryStore()
     store.apply("ns", [Change(collection="t", key="k", value={"list": [1]})])
 
-    first = store.load("ns")
+    first = store.load("ns").rows
     first["t"]["k"]["list"].clear()
 
-    assert store.load("ns")["t"]["k"] == {"list": [1]}
+    assert store.load("ns").rows["t"]["k"] == {"list": [1]}

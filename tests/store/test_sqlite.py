@@ -36,11 +36,11 @@ def test_restart_restores_state_exactly(db_path: Path) -> None:
     reopened = SQLiteStore(str(db_path))
 
     expected = {"meta": state["meta"], "tasks": {k: v for k, v in state["tasks"].items() if k != "0"}}
-    assert reopened.load("team/#Planning") == expected
+    assert reopened.load("team/#Planning").rows == expected
     reopened.close()
 
 
-def test_file_uses_wal_and_one_portable_records_table(db_path: Path) -> None:
+def test_file_uses_wal_and_a_portable_versioned_records_table(db_path: Path) -> None:
     SQLiteStore(db_path).close()
 
     with raw(db_path) as conn:
@@ -51,6 +51,7 @@ def test_file_uses_wal_and_one_portable_records_table(db_path: Path) -> None:
         ("collection", "TEXT", 2),
         ("key", "TEXT", 3),
         ("value", "TEXT", 0),
+        ("version", "INTEGER", 0),
     ]
 
 
@@ -69,7 +70,7 @@ def test_two_stores_on_one_file_see_each_others_commits(db_path: Path) -> None:
     first.put("ns", "t", {"from": "first"})
     second.put("ns", "t", {"also": "second"})
 
-    assert first.load("ns") == second.load("ns") == {"t": {"also": "second", "from": "first"}}
+    assert first.load("ns").rows == second.load("ns").rows == {"t": {"also": "second", "from": "first"}}
     first.close()
     second.close()
 
@@ -157,10 +158,10 @@ def test_default_directory_that_cannot_be_created_raises_store_error(
 def test_row_written_by_another_program_raises_store_error_naming_it(db_path: Path) -> None:
     store = SQLiteStore(db_path)
     with raw(db_path) as conn:
-        conn.execute("INSERT INTO records VALUES ('ns', 'tasks', '7', 'not json')")
+        conn.execute("INSERT INTO records VALUES ('ns', 'tasks', '7', 'not json', 0)")
 
     with pytest.raises(StoreError, match="tasks/7"):
-        store.load("ns")
+        store.load("ns").rows
     store.close()
 
 
@@ -175,11 +176,11 @@ def test_write_lock_held_past_busy_timeout_raises_and_writes_nothing(db_path: Pa
 
     assert str(db_path) in str(raised.value)
     assert isinstance(raised.value.__cause__, sqlite3.OperationalError)
-    assert store.load("ns") == {"t": {"k": "before"}}  # readers are not blocked by a writer
+    assert store.load("ns").rows == {"t": {"k": "before"}}  # readers are not blocked by a writer
     other.execute("ROLLBACK")
     other.close()
     store.put("ns", "t", {"k": "after"})
-    assert store.load("ns") == {"t": {"k": "after"}}
+    assert store.load("ns").rows == {"t": {"k": "after"}}
     store.close()
 
 
@@ -187,7 +188,7 @@ def test_writer_waits_for_a_lock_released_within_busy_timeout(db_path: Path) -> 
     store = SQLiteStore(db_path)
     other = raw(db_path)
     other.execute("BEGIN IMMEDIATE")
-    other.execute("INSERT INTO records VALUES ('ns', 't', 'other', '1')")
+    other.execute("INSERT INTO records VALUES ('ns', 't', 'other', '1', 0)")
     release = threading.Timer(0.2, lambda: other.execute("COMMIT"))
     release.start()
 
@@ -195,7 +196,7 @@ def test_writer_waits_for_a_lock_released_within_busy_timeout(db_path: Path) -> 
 
     release.join()
     other.close()
-    assert store.load("ns") == {"t": {"mine": 2, "other": 1}}
+    assert store.load("ns").rows == {"t": {"mine": 2, "other": 1}}
     store.close()
 
 
@@ -216,9 +217,9 @@ def test_failure_inside_the_transaction_rolls_back_every_change(db_path: Path) -
         )
 
     assert isinstance(raised.value.__cause__, sqlite3.Error)
-    assert store.load("ns") == {"t": {"a": "before"}}
+    assert store.load("ns").rows == {"t": {"a": "before"}}
     store.put("ns", "t", {"a": "usable afterwards"})
-    assert store.load("ns") == {"t": {"a": "usable afterwards"}}
+    assert store.load("ns").rows == {"t": {"a": "usable afterwards"}}
     store.close()
 
 
@@ -228,7 +229,7 @@ def test_key_a_database_cannot_hold_raises_store_error(db_path: Path) -> None:
     with pytest.raises(StoreError, match="lone surrogates"):
         store.put("ns", "t", {"\udcff": 1})
     with pytest.raises(StoreError, match="lone surrogates"):
-        store.load("\udcff")
+        store.load("\udcff").rows
     store.close()
 
 
@@ -241,7 +242,7 @@ def test_store_cannot_be_used_in_a_forked_child(db_path: Path) -> None:
     if pid == 0:  # pragma: no cover - the child reports through its exit code only
         code = 1
         try:
-            store.load("ns")
+            store.load("ns").rows
         except StoreError as exc:
             code = 0 if "forked child" in str(exc) else 2
         store.close()
@@ -249,7 +250,7 @@ def test_store_cannot_be_used_in_a_forked_child(db_path: Path) -> None:
     _, status = os.waitpid(pid, 0)
 
     assert os.waitstatus_to_exitcode(status) == 0
-    assert store.load("ns") == {"t": {"k": 1}}  # the parent's connection is untouched
+    assert store.load("ns").rows == {"t": {"k": 1}}  # the parent's connection is untouched
     store.close()
 
 
@@ -266,7 +267,7 @@ sys.stdin.readline()
 for i in range(int(sys.argv[3])):
     store.put("shared", "rows", {f"{name}-{i}": {"by": name, "i": i}})
     if i % 50 == 0:
-        store.load("shared")
+        store.load("shared").rows
 store.close()
 print("done", flush=True)
 """
@@ -300,7 +301,7 @@ def test_processes_writing_one_file_at_once_lose_nothing(db_path: Path) -> None:
     assert [(w.returncode, out) for w, (out, _) in zip(writers, results, strict=True)] == [(0, "done\n")] * 2, [
         err for _, err in results
     ]
-    rows = store.load("shared")["rows"]
+    rows = store.load("shared").rows["rows"]
     assert len(rows) == 3 * rounds
     assert all(rows[f"{name}-{i}"] == {"by": name, "i": i} for name in ("p1", "p2", "parent") for i in range(rounds))
     store.close()
@@ -344,7 +345,7 @@ def test_sigkill_loses_no_acknowledged_change(db_path: Path, synchronous: str) -
     assert child.returncode == -signal.SIGKILL, err
     assert len(acked) >= 200
     store = SQLiteStore(db_path)
-    rows = store.load("ns").get("rows", {})
+    rows = store.load("ns").rows.get("rows", {})
     store.close()
     written = {int(key.split("-")[0]) for key in rows}
     assert set(acked) <= written

@@ -21,6 +21,7 @@ from toolcards.errors import RetriableError
 __all__ = [
     "WORKSPACE_ID_PATTERN",
     "internal_dir",
+    "store_location",
     "store_path",
     "validate_workspace_id",
     "workspace_dir",
@@ -77,11 +78,21 @@ def internal_dir() -> Path:
     return path
 
 
+def store_location() -> str:
+    """Where the team's state lives: ``TOOLCARDS_STORE`` as given, else the default file.
+
+    A file path (SQLite), a ``postgresql://`` URL, or ``:memory:``; see
+    :func:`toolcards.store.open_store`.
+    """
+    return os.environ.get("TOOLCARDS_STORE") or str(store_path())
+
+
 def store_path() -> Path:
-    """The default state database: ``TOOLCARDS_STORE``, else ``<root>/.toolcards/state.db``."""
+    """The SQLite state database: ``TOOLCARDS_STORE`` when it names a file, else
+    ``<root>/.toolcards/state.db``. The file's directory is created."""
     override = os.environ.get("TOOLCARDS_STORE")
-    if override:
-        path = Path(override).expanduser().resolve()
+    if override and override != ":memory:" and ("://" not in override or override.startswith("sqlite://")):
+        path = Path(override.removeprefix("sqlite://")).expanduser().resolve()
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
     return internal_dir() / "state.db"

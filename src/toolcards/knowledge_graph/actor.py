@@ -38,6 +38,7 @@ Events
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import heapq
 import json
@@ -54,7 +55,7 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError
-from toolcards.knowledge_graph.batch import stage_update
+from toolcards.knowledge_graph.batch import UpdateBatch, stage_update
 from toolcards.knowledge_graph.models import (
     Entity,
     EntityCreate,
@@ -79,7 +80,7 @@ from toolcards.knowledge_graph.search import (
     shortest_paths,
 )
 from toolcards.knowledge_graph.search import top_k as best_scores
-from toolcards.store.base import Change, Store
+from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -118,6 +119,11 @@ _EMBED_CHUNK = 256
 
 def _relation_row_key(key: RelationKey) -> str:
     return json.dumps(list(key), ensure_ascii=False)
+
+
+def _relation_key(row_key: str) -> RelationKey:
+    from_entity, to_entity, relation_type = json.loads(row_key)
+    return (from_entity, to_entity, relation_type)
 
 
 def _embedding_text(entity: Entity) -> str:
@@ -201,17 +207,10 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         self._worker: threading.Thread | None = None
         self._stopping = threading.Event()
 
-        state = store.load(self.namespace)
-        for row in state.get(_ENTITIES, {}).values():
-            self._put_entity(Entity.model_validate(row))
-        for row in state.get(_RELATIONS, {}).values():
-            relation = Relation.model_validate(row)
-            if relation.from_entity in self._entities and relation.to_entity in self._entities:
-                self._put_relation(relation.key, relation)
-            else:
-                logger.warning("%s: dropping stored relation %s to a missing entity", self.namespace, relation.render())
-        self._seq = int(state.get(_META, {}).get("seq", 0))
-        self._stored_vectors: dict[str, Any] = state.get(_VECTORS, {})
+        self._version = 0
+        """The store version the graph in memory is the state of."""
+        self._stored_vectors: dict[str, Any] = {}
+        self._absorb(store.load(self.namespace))
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -220,21 +219,12 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         stored, self._stored_vectors = self._stored_vectors, {}
         if self._embedding is None:
             return
-        from toolcards.vector import VectorIndex, get_embedding_service
+        from toolcards.vector import get_embedding_service
 
-        service = self._service = get_embedding_service(self._embedding)
-        model_id = service.model_id
-        for name, entity in self._entities.items():
-            row = stored.get(name)
-            digest = _digest(_embedding_text(entity))
-            if not isinstance(row, dict) or row.get("model") != model_id or row.get("digest") != digest:
-                self._stale[name] = None
-                continue
-            try:
-                vector = VectorIndex.decode(row["vector"])
-                self._index_vector(name, digest, vector)
-            except (KeyError, TypeError, ValueError):
-                logger.warning("%s: stored vector of %r is unreadable; re-embedding it", self.namespace, name)
+        self._service = get_embedding_service(self._embedding)
+        self._restore_vectors(stored)
+        for name in self._entities:
+            if name not in self._vector_digests:
                 self._stale[name] = None
         self._submit_stale()
 
@@ -259,6 +249,7 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
 
     def graph(self) -> KnowledgeGraph:
         """A copy of the whole graph: entities sorted by name, relations by key."""
+        self._refresh()
         return KnowledgeGraph(
             entities=[self._entities[name].model_copy(deep=True) for name in sorted(self._entities)],
             relations=[self._relations[key].model_copy() for key in sorted(self._relations)],
@@ -266,14 +257,17 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
 
     def entities(self) -> list[Entity]:
         """Copies of every entity, sorted by name."""
+        self._refresh()
         return [self._entities[name].model_copy(deep=True) for name in sorted(self._entities)]
 
     def seq(self) -> int:
         """The sequence number of the last committed change (0 for a new graph)."""
+        self._refresh()
         return self._seq
 
     def pending_embeddings(self) -> int:
         """How many entities still wait for a vector (0 without embeddings)."""
+        self._refresh()
         if self._service is None or not self._service.available:
             return 0
         return len(self._stale)
@@ -286,6 +280,7 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         to call ``search_tool`` (omitted when ``None``). An empty graph gives one
         sentence. The text depends only on the graph, so it is the same after a restart.
         """
+        self._refresh()
         if not self._entities:
             return "The knowledge graph is empty."
         lines = [f"Knowledge graph: {len(self._entities)} entities, {len(self._relations)} relations."]
@@ -341,6 +336,7 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         Raises:
             RetriableError: the query has no words.
         """
+        self._refresh()
         text = query.strip()
         if not text:
             raise RetriableError("The search query is empty. Pass words to look for: a name, a type or a topic.")
@@ -419,21 +415,126 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         Raises:
             StoreError: the transaction failed; nothing of the batch was applied.
         """
-        batch = stage_update(
-            self._entities,
-            self._relations,
-            self._links,
+        self._refresh()
+        stage = functools.partial(
+            stage_update,
             create_entities=create_entities,
             update_entities=update_entities,
             delete_entities=delete_entities,
             create_relations=create_relations,
             delete_relations=delete_relations,
         )
-        report = batch.report
-        if not report.changed:
-            return report
+        # Embedding takes milliseconds a text: do it before taking the store's write lock, on
+        # the batch as staged over the graph as it is now, and use the vectors whose text is
+        # still the one committed (nearly always; another process may have changed it).
+        embedded = self._embed_ahead(stage(self._entities, self._relations, self._links))
+        with self._store.write(self.namespace, since=self._version) as txn:
+            self._absorb(txn.catch_up)
+            batch = stage(self._entities, self._relations, self._links)
+            report = batch.report
+            if not report.changed:
+                return report
+            seq = self._seq + 1
+            changes, to_embed, vectors = self._rows_of(batch, embedded)
+            changes.append(Change(collection=_META, key="seq", value=seq))
+            txn.stage(changes)
+        assert txn.committed is not None
 
-        seq = self._seq + 1
+        # Committed: mirror it in memory. Upserts first, so relations find their ends.
+        for entity in batch.entities.values():
+            if entity is not None:
+                self._put_entity(entity)
+        for key, relation in batch.relations.items():
+            self._put_relation(key, relation)
+        for name, entity in batch.entities.items():
+            if entity is None:
+                self._drop_entity(name)
+        self._seq, self._version = seq, txn.committed
+        report.seq = seq
+        for name in to_embed:
+            self._stale[name] = None
+        for name, (digest, vector) in vectors.items():
+            self._index_vector(name, digest, vector)
+        self._submit_stale()
+        self._emit(f"{agent}: {report.summary_line()}", seq)
+        return report
+
+    # -- the store -----------------------------------------------------------------
+
+    def _refresh(self) -> None:
+        """Catch up with what other processes committed; cheap when nothing was."""
+        catch_up = self._store.read(self.namespace, self._version)
+        if not (isinstance(catch_up, Delta) and catch_up.empty):
+            self._absorb(catch_up)
+
+    def _absorb(self, catch_up: CatchUp | None) -> None:
+        """Apply committed rows (a delta, or the whole graph) to memory."""
+        if catch_up is None:
+            return
+        if isinstance(catch_up, Snapshot):
+            self._reset()
+            changes = [
+                Change(collection=collection, key=key, value=value)
+                for collection, rows in catch_up.rows.items()
+                for key, value in rows.items()
+            ]
+        else:
+            changes = list(catch_up.changes)
+        entities: dict[str, Entity | None] = {}
+        relations: dict[RelationKey, Relation | None] = {}
+        vectors: dict[str, Any] = {}
+        for change in changes:
+            if change.collection == _ENTITIES:
+                entities[change.key] = None if change.value is None else Entity.model_validate(change.value)
+            elif change.collection == _RELATIONS:
+                key = _relation_key(change.key)
+                relations[key] = None if change.value is None else Relation.model_validate(change.value)
+            elif change.collection == _META and change.key == "seq":
+                self._seq = int(change.value or 0)
+            elif change.collection == _VECTORS:
+                vectors[change.key] = change.value
+        for entity in entities.values():
+            if entity is not None:
+                previous = self._entities.get(entity.name)
+                self._put_entity(entity)
+                if previous is not None and _embedding_text(previous) != _embedding_text(entity):
+                    # Its vector describes text that is gone; the writer embeds the new one.
+                    self._forget_vector(entity.name)
+        for key, relation in relations.items():
+            if relation is not None and not (
+                relation.from_entity in self._entities and relation.to_entity in self._entities
+            ):
+                logger.warning("%s: dropping stored relation %s to a missing entity", self.namespace, relation.render())
+                continue
+            self._put_relation(key, relation)
+        for name, entity in entities.items():
+            if entity is None:
+                self._drop_entity(name)
+        self._version = catch_up.version
+        if self._service is None:
+            # Before on_start (or without embeddings) stored vectors wait to be restored.
+            self._stored_vectors.update(vectors)
+        else:
+            self._restore_vectors(vectors)
+
+    def _reset(self) -> None:
+        self._entities.clear()
+        self._relations.clear()
+        self._links.clear()
+        self._entity_types.clear()
+        self._relation_types.clear()
+        self._roots.clear()
+        self._keywords = KeywordIndex()
+        self._seq = 0
+        self._vectors = None
+        self._vector_digests.clear()
+        self._stale.clear()
+        self._stored_vectors.clear()
+
+    def _rows_of(
+        self, batch: UpdateBatch, embedded: Mapping[str, tuple[str, npt.NDArray[np.float32]]]
+    ) -> tuple[list[Change], list[str], dict[str, tuple[str, npt.NDArray[np.float32]]]]:
+        """The batch's rows, the entities left to embed, and the vectors committed with it."""
         changes = [
             Change(collection=_ENTITIES, key=name, value=None if entity is None else entity.model_dump())
             for name, entity in batch.entities.items()
@@ -446,42 +547,24 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             )
             for key, relation in batch.relations.items()
         )
-        changes.extend(
-            Change(collection=_VECTORS, key=name, value=None)
-            for name, entity in batch.entities.items()
-            if entity is None
-        )
-        to_embed: dict[str, str] = {}
-        if self._service is not None:
-            for name, entity in batch.entities.items():
-                if entity is not None:
-                    digest = _digest(_embedding_text(entity))
-                    if self._vector_digests.get(name) != digest:
-                        to_embed[name] = digest
-        embedded = self._embed_in_update(batch.entities, to_embed)
-        if embedded is not None:
-            changes.extend(self._vector_change(name, digest, vec) for name, digest, vec in embedded)
-        changes.append(Change(collection=_META, key="seq", value=seq))
-        self._store.apply(self.namespace, changes)
-
-        # Committed: mirror it in memory. Upserts first, so relations find their ends.
-        for entity in batch.entities.values():
-            if entity is not None:
-                self._put_entity(entity)
-        for key, relation in batch.relations.items():
-            self._put_relation(key, relation)
+        to_embed: list[str] = []
+        vectors: dict[str, tuple[str, npt.NDArray[np.float32]]] = {}
         for name, entity in batch.entities.items():
             if entity is None:
-                self._drop_entity(name)
-        self._seq = seq
-        report.seq = seq
-        for name in to_embed:
-            self._stale[name] = None
-        for name, digest, vector in embedded or ():
-            self._index_vector(name, digest, vector)
-        self._submit_stale()
-        self._emit(f"{agent}: {report.summary_line()}", seq)
-        return report
+                changes.append(Change(collection=_VECTORS, key=name, value=None))
+                continue
+            if self._service is None:
+                continue
+            digest = _digest(_embedding_text(entity))
+            if self._vector_digests.get(name) == digest:
+                continue
+            ready = embedded.get(name)
+            if ready is not None and ready[0] == digest:
+                vectors[name] = ready
+                changes.append(self._vector_change(name, digest, ready[1]))
+            else:
+                to_embed.append(name)
+        return changes, to_embed, vectors
 
     # -- state ----------------------------------------------------------------------
 
@@ -608,29 +691,53 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
 
     # -- embeddings ------------------------------------------------------------------
 
-    def _embed_in_update(
-        self, staged: Mapping[str, Entity | None], to_embed: Mapping[str, str]
-    ) -> list[tuple[str, str, npt.NDArray[np.float32]]] | None:
-        """Vectors for ``to_embed`` computed now, for a fast provider and a small batch; else ``None``."""
+    def _embed_ahead(self, draft: UpdateBatch) -> dict[str, tuple[str, npt.NDArray[np.float32]]]:
+        """Vectors for the draft's new texts, computed now for a fast provider and a small batch."""
         service = self._service
         if (
-            not to_embed
-            or len(to_embed) > INLINE_EMBED_MAX
+            not draft.report.changed
             or service is None
             or not service.available
             or service.param.provider not in _SYNC_PROVIDERS
         ):
-            return None
-        names = list(to_embed)
-        texts = []
-        for name in names:
-            entity = staged[name]
-            assert entity is not None
-            texts.append(_embedding_text(entity))
-        vectors = service.embed(texts)
+            return {}
+        texts: dict[str, str] = {}
+        for name, entity in draft.entities.items():
+            if entity is not None:
+                text = _embedding_text(entity)
+                if self._vector_digests.get(name) != _digest(text):
+                    texts[name] = text
+        if not texts or len(texts) > INLINE_EMBED_MAX:
+            return {}
+        vectors = service.embed(list(texts.values()))
         if vectors is None:
-            return None
-        return [(name, to_embed[name], vectors[i]) for i, name in enumerate(names)]
+            return {}
+        return {name: (_digest(text), vectors[i]) for i, (name, text) in enumerate(texts.items())}
+
+    def _restore_vectors(self, rows: Mapping[str, Any]) -> None:
+        """Index stored vectors made by this model from an entity's current text."""
+        from toolcards.vector import VectorIndex
+
+        assert self._service is not None
+        model_id = self._service.model_id
+        for name, row in rows.items():
+            entity = self._entities.get(name)
+            if row is None or entity is None:
+                self._forget_vector(name)
+                continue
+            digest = _digest(_embedding_text(entity))
+            if not isinstance(row, dict) or row.get("model") != model_id or row.get("digest") != digest:
+                continue
+            try:
+                self._index_vector(name, digest, VectorIndex.decode(row["vector"]))
+            except (KeyError, TypeError, ValueError):
+                logger.warning("%s: stored vector of %r is unreadable; re-embedding it", self.namespace, name)
+                self._forget_vector(name)
+                self._stale[name] = None
+
+    def _forget_vector(self, name: str) -> None:
+        if self._vector_digests.pop(name, None) is not None and self._vectors is not None:
+            self._vectors.remove(name)
 
     def _vector_change(self, name: str, digest: str, vector: npt.NDArray[np.float32]) -> Change:
         from toolcards.vector import VectorIndex
@@ -680,23 +787,34 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         service = self._service
         if service is None or message.model_id != service.model_id:
             return
+        accepted: list[tuple[str, str, Any]] = []
+        if message.items:
+            try:
+                with self._store.write(self.namespace, since=self._version) as txn:
+                    # The texts may have changed in another process meanwhile.
+                    self._absorb(txn.catch_up)
+                    accepted = self._still_current(message)
+                    txn.stage(self._vector_change(name, digest, vector) for name, digest, vector in accepted)
+            except Exception:
+                # Vectors are derived data: without the rows they are recomputed on the next start.
+                logger.exception("%s: persisting %d vectors failed", self.namespace, len(message.items))
+                accepted = self._still_current(message)
+            else:
+                if txn.committed is not None:
+                    self._version = txn.committed
+        for name, digest, vector in accepted:
+            self._index_vector(name, digest, vector)
+        if message.items:
+            self._submit_stale()
+
+    def _still_current(self, message: _VectorsReady) -> list[tuple[str, str, Any]]:
+        """The vectors of ``message`` whose entity still has the text that was embedded."""
         accepted = []
         for name, digest, vector in message.items:
             entity = self._entities.get(name)
             if entity is not None and _digest(_embedding_text(entity)) == digest:
                 accepted.append((name, digest, vector))
-        if accepted:
-            try:
-                self._store.apply(
-                    self.namespace, [self._vector_change(name, digest, vec) for name, digest, vec in accepted]
-                )
-            except Exception:
-                # Vectors are derived data: without the rows they are recomputed on the next start.
-                logger.exception("%s: persisting %d vectors failed", self.namespace, len(accepted))
-            for name, digest, vector in accepted:
-                self._index_vector(name, digest, vector)
-        if message.items:
-            self._submit_stale()
+        return accepted
 
 
 def _embed_in_background(

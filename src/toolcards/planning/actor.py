@@ -54,20 +54,19 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError
+from toolcards.planning.batch import StagedBatch, stage_update, unknown_task
 from toolcards.planning.models import (
-    DESCRIPTION_MAX,
     MatchKind,
     SearchHit,
     Task,
     TaskCreate,
     TaskStatus,
     TaskUpdate,
-    UpdateFailure,
     UpdateReport,
     normalize_agent_name,
 )
 from toolcards.planning.render import render_plan
-from toolcards.store.base import Change, Store
+from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,10 +109,6 @@ _STOPWORDS = frozenset(
 )
 
 
-def _unknown_task(task_id: int) -> str:
-    return f"Task {task_id} does not exist. Call search_planning to list task ids, then retry."
-
-
 def _text_hash(text: str) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
@@ -126,10 +121,6 @@ def _query_terms(query: str) -> list[str]:
     words = list(dict.fromkeys(_WORD.findall(query.casefold())))
     terms = [word for word in words if word not in _STOPWORDS and (len(word) > 1 or word.isdigit())]
     return terms or words
-
-
-def _id_list(ids: Iterable[int]) -> str:
-    return ", ".join(str(i) for i in ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +170,8 @@ class PlanActor(pykka.ThreadingActor):
         self._texts: dict[int, str] = {}
         self._seq = 0
         self._next_id = 1
+        self._version = 0
+        """The store version the board in memory is the state of."""
         # Semantic search; all None/empty when no embedding is configured.
         self._service: EmbeddingService | None = None
         self._index: VectorIndex | None = None
@@ -201,14 +194,11 @@ class PlanActor(pykka.ThreadingActor):
         decoding the stored vectors; re-embedding of stale ones happens in the background.
         A :class:`~toolcards.errors.StoreError` here stops the actor.
         """
-        rows = self._store.load(self._namespace)
-        for value in rows.get(_TASKS, {}).values():
-            self._put(Task.model_validate(value))
-        board = rows.get(_META, {}).get(_BOARD_KEY) or {}
-        self._seq = int(board.get("seq", 0))
-        self._next_id = max(int(board.get("next_id", 1)), max(self._tasks, default=0) + 1)
         if self._embedding is not None:
-            self._start_semantic(self._embedding, rows.get(_VECTORS, {}))
+            self._start_semantic(self._embedding)
+        self._absorb(self._store.load(self._namespace))
+        if self._service is not None:
+            self._schedule_embedding(task_id for task_id in self._tasks if task_id not in self._indexed)
 
     def on_stop(self) -> None:
         """Stop the embedding threads without waiting for them; runs on the actor's thread.
@@ -244,17 +234,20 @@ class PlanActor(pykka.ThreadingActor):
 
         Reads memory only; never blocks the actor beyond a dict lookup.
         """
+        self._refresh()
         task = self._tasks.get(task_id)
         if task is None:
-            raise RetriableError(_unknown_task(task_id))
+            raise RetriableError(unknown_task(task_id))
         return task
 
     def tasks(self) -> list[Task]:
-        """Return every task, by id. Linear in the board size; reads memory only."""
+        """Return every task, by id. Linear in the board size, after catching up."""
+        self._refresh()
         return [self._tasks[task_id] for task_id in sorted(self._tasks)]
 
     def seq(self) -> int:
         """Return the number of the last committed change (0 for a board never changed)."""
+        self._refresh()
         return self._seq
 
     def render(self, agent: str, filter_by_agent: bool = True) -> str:
@@ -264,6 +257,7 @@ class PlanActor(pykka.ThreadingActor):
         all. At most 50 are listed, open ones first, with a line counting the rest. Linear
         in the board size (about a millisecond at 2,000 tasks); reads memory only.
         """
+        self._refresh()
         return render_plan(self._tasks.values(), agent, filter_by_agent=filter_by_agent)
 
     def search(
@@ -296,6 +290,7 @@ class PlanActor(pykka.ThreadingActor):
         Linear in the board size. With an embedding configured it can hold up the actor
         for at most :data:`QUERY_EMBEDDING_TIMEOUT_S` while the query is embedded.
         """
+        self._refresh()
         candidates = list(self._filtered(status, owner, creator))
         if query is None or not query.strip():
             candidates.sort(key=lambda task: task.id)
@@ -369,165 +364,103 @@ class PlanActor(pykka.ThreadingActor):
         creator = normalize_agent_name(agent)
         if not creator:
             raise ValueError(f"update() needs the calling agent's name, got {agent!r}.")
-        now = datetime.now(UTC)
-        undo: dict[int, Task | None] = {}
-        next_id = self._next_id
-        created: list[int] = []
-        updated: list[int] = []
-        unchanged: list[int] = []
-        deleted: list[int] = []
-        unlinked: list[int] = []
-        errors: list[UpdateFailure] = []
-        described: set[int] = set()
-
-        for index, item in enumerate(create):
-            task_id = next_id if item.id is None else item.id
-            problems = self._check_create(task_id, item)
-            if problems:
-                errors.append(UpdateFailure(operation="create", index=index, task_id=item.id, message=problems))
-                continue
-            task = Task(
-                id=task_id,
-                status=item.status,
-                description=item.description,
-                output=item.output,
-                owner=item.owner,
-                creator=creator,
-                dependencies=tuple(item.dependencies),
-                created_at=now,
-                updated_at=now,
+        with self._store.write(self._namespace, since=self._version) as txn:
+            # Validate against the board as every process left it, under the board's lock.
+            self._absorb(txn.catch_up)
+            batch = stage_update(
+                self._tasks,
+                self._dependents,
+                self._next_id,
+                creator,
+                create=create,
+                update=update,
+                delete=delete,
+                now=datetime.now(UTC),
             )
-            self._change(task_id, task, undo)
-            next_id = max(next_id, task_id + 1)
-            created.append(task_id)
-            described.add(task_id)
-
-        for index, change in enumerate(update):
-            problems, new = self._check_update(change, now)
-            if problems:
-                errors.append(UpdateFailure(operation="update", index=index, task_id=change.id, message=problems))
-            elif new is None:
-                unchanged.append(change.id)
+            report = batch.report()
+            if not report.changed:
+                return report
+            seq = self._seq + 1
+            txn.stage(self._rows_of(batch, seq))
+        # Committed: mirror it in memory.
+        assert txn.committed is not None
+        for task_id, task in batch.tasks.items():
+            if task is None:
+                self._remove(task_id)
             else:
-                if new.description != self._tasks[change.id].description:
-                    described.add(change.id)
-                self._change(change.id, new, undo)
-                updated.append(change.id)
-
-        for index, task_id in enumerate(delete):
-            if task_id not in self._tasks:
-                errors.append(
-                    UpdateFailure(operation="delete", index=index, task_id=task_id, message=_unknown_task(task_id))
-                )
-                continue
-            for dependent in sorted(self._dependents.get(task_id, ())):
-                if dependent == task_id:
-                    continue
-                waiting = self._tasks[dependent]
-                deps = tuple(d for d in waiting.dependencies if d != task_id)
-                self._change(dependent, waiting.model_copy(update={"dependencies": deps, "updated_at": now}), undo)
-                if dependent not in unlinked:
-                    unlinked.append(dependent)
-            self._change(task_id, None, undo)
-            deleted.append(task_id)
-
-        # A task both unlinked and deleted in this batch is reported as deleted only.
-        unlinked = [task_id for task_id in unlinked if task_id in self._tasks]
-        report = UpdateReport(
-            created=created,
-            updated=updated,
-            unchanged=unchanged,
-            deleted=deleted,
-            unlinked=unlinked,
-            errors=errors,
-        )
-        if not report.changed:
-            return report
-        self._commit(undo, next_id)
-        self._after_commit(described, deleted)
-        report = report.model_copy(update={"seq": self._seq})
+                self._put(task)
+        self._seq, self._next_id, self._version = seq, batch.next_id, txn.committed
+        self._after_commit(batch.described, batch.deleted)
+        report = report.model_copy(update={"seq": seq})
         self._emit(report)
         return report
 
-    # -- update internals --------------------------------------------------------------
+    # -- the store -------------------------------------------------------------------
 
-    def _check_create(self, task_id: int, item: TaskCreate) -> str:
-        problems = []
-        if task_id < 1:
-            problems.append(f"Task id {task_id} is not valid: ids are positive. Omit id to get the next free one.")
-        elif task_id in self._tasks:
-            problems.append(
-                f"Task {task_id} already exists. Omit id to get the next free one, or update task {task_id}."
-            )
-        problems.extend(_description_problems(item.description))
-        problems.extend(self._dependency_problems(task_id, item.dependencies))
-        return " ".join(problems)
+    def _refresh(self) -> None:
+        """Catch up with what other processes committed; cheap when nothing was."""
+        catch_up = self._store.read(self._namespace, self._version)
+        if not (isinstance(catch_up, Delta) and catch_up.empty):
+            self._absorb(catch_up)
 
-    def _check_update(self, change: TaskUpdate, now: datetime) -> tuple[str, Task | None]:
-        task = self._tasks.get(change.id)
-        if task is None:
-            return _unknown_task(change.id), None
-        problems = []
-        if change.description is not None:
-            problems.extend(_description_problems(change.description))
-        if change.dependencies is not None:
-            problems.extend(self._dependency_problems(change.id, change.dependencies))
-        if problems:
-            return " ".join(problems), None
-        fields: dict[str, Any] = {}
-        for name in ("description", "status", "output"):
-            value = getattr(change, name)
-            if value is not None and value != getattr(task, name):
-                fields[name] = value
-        if change.owner is not None and (change.owner or None) != task.owner:
-            fields["owner"] = change.owner or None
-        if change.dependencies is not None and tuple(change.dependencies) != task.dependencies:
-            fields["dependencies"] = tuple(change.dependencies)
-        if not fields:
-            return "", None
-        return "", task.model_copy(update={**fields, "updated_at": now})
-
-    def _dependency_problems(self, task_id: int, dependencies: Sequence[int]) -> list[str]:
-        problems = []
-        missing = [d for d in dependencies if d not in self._tasks and d != task_id]
-        if missing:
-            noun = "Dependencies" if len(missing) > 1 else "Dependency"
-            verb = "do" if len(missing) > 1 else "does"
-            problems.append(
-                f"{noun} {_id_list(missing)} {verb} not exist; "
-                "use ids of tasks on the board (search_planning lists them)."
-            )
-        if task_id in dependencies:
-            problems.append(f"Task {task_id} cannot depend on itself; remove {task_id} from its dependencies.")
-        looping = [d for d in dependencies if d != task_id and d in self._tasks and self._reaches(d, task_id)]
-        if looping:
-            problems.append(
-                f"Depending on {_id_list(looping)} would make a cycle: "
-                f"{'they depend' if len(looping) > 1 else 'it depends'} on task {task_id}, directly or "
-                "not. Remove them from the dependencies."
-            )
-        return problems
-
-    def _reaches(self, start: int, target: int) -> bool:
-        """Whether ``target`` is among ``start``'s dependencies, transitively."""
-        seen = {start}
-        stack = [start]
-        while stack:
-            for dep in self._tasks[stack.pop()].dependencies:
-                if dep == target:
-                    return True
-                if dep not in seen and dep in self._tasks:
-                    seen.add(dep)
-                    stack.append(dep)
-        return False
-
-    def _change(self, task_id: int, task: Task | None, undo: dict[int, Task | None]) -> None:
-        """Set (or, with ``None``, remove) one task in memory, remembering its first prior value."""
-        undo.setdefault(task_id, self._tasks.get(task_id))
-        if task is None:
-            self._remove(task_id)
+    def _absorb(self, catch_up: CatchUp | None) -> None:
+        """Apply committed rows (a delta, or the whole board) to memory."""
+        if catch_up is None:
+            return
+        if isinstance(catch_up, Snapshot):
+            self._tasks.clear()
+            self._dependents.clear()
+            self._texts.clear()
+            self._seq, self._next_id = 0, 1
+            changes = [
+                Change(collection=collection, key=key, value=value)
+                for collection, rows in catch_up.rows.items()
+                for key, value in rows.items()
+            ]
+            if self._service is not None:
+                self._reset_vectors()
         else:
-            self._put(task)
+            changes = list(catch_up.changes)
+        vectors: dict[str, Any] = {}
+        described: set[int] = set()
+        for change in changes:
+            if change.collection == _TASKS:
+                task_id = int(change.key)
+                before = self._tasks.get(task_id)
+                if change.value is None:
+                    if before is not None:
+                        self._remove(task_id)
+                        self._forget_vector(task_id)
+                        self._stored.discard(task_id)
+                else:
+                    task = Task.model_validate(change.value)
+                    self._put(task)
+                    if before is None or before.description != task.description:
+                        described.add(task_id)
+            elif change.collection == _META and change.key == _BOARD_KEY:
+                board = change.value or {}
+                self._seq = int(board.get("seq", self._seq))
+                self._next_id = int(board.get("next_id", self._next_id))
+            elif change.collection == _VECTORS:
+                vectors[change.key] = change.value
+        self._next_id = max(self._next_id, max(self._tasks, default=0) + 1)
+        self._version = catch_up.version
+        if self._service is not None:
+            # Another process wrote these tasks and embeds them itself: drop vectors made
+            # for an older description, and take the new ones it stored.
+            for task_id in described:
+                self._forget_vector(task_id)
+            self._restore_vectors(vectors)
+
+    def _rows_of(self, batch: StagedBatch, seq: int) -> list[Change]:
+        changes = []
+        for task_id, task in batch.tasks.items():
+            value = None if task is None else task.model_dump(mode="json")
+            changes.append(Change(collection=_TASKS, key=str(task_id), value=value))
+            if task is None and task_id in self._stored:
+                changes.append(Change(collection=_VECTORS, key=str(task_id), value=None))
+        changes.append(Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": batch.next_id}))
+        return changes
 
     def _put(self, task: Task) -> None:
         old = self._tasks.get(task.id)
@@ -544,32 +477,6 @@ class PlanActor(pykka.ThreadingActor):
         self._texts.pop(task_id, None)
         for dep in old.dependencies:
             self._dependents.get(dep, set()).discard(task_id)
-
-    def _commit(self, undo: dict[int, Task | None], next_id: int) -> None:
-        """Write the changed rows and the meta row in one transaction, or roll memory back and raise."""
-        changes = []
-        for task_id, before in undo.items():
-            after = self._tasks.get(task_id)
-            if after is before:
-                continue
-            value = None if after is None else after.model_dump(mode="json")
-            changes.append(Change(collection=_TASKS, key=str(task_id), value=value))
-            if after is None and task_id in self._stored:
-                changes.append(Change(collection=_VECTORS, key=str(task_id), value=None))
-        seq = self._seq + 1
-        changes.append(Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": next_id}))
-        try:
-            self._store.apply(self._namespace, changes)
-        except BaseException:
-            for task_id, before in undo.items():
-                if before is None:
-                    if task_id in self._tasks:
-                        self._remove(task_id)
-                else:
-                    self._put(before)
-            raise
-        self._seq = seq
-        self._next_id = next_id
 
     def _emit(self, report: UpdateReport) -> None:
         if self._publish is None:
@@ -645,16 +552,31 @@ class PlanActor(pykka.ThreadingActor):
 
     # -- embedding internals -----------------------------------------------------------
 
-    def _start_semantic(self, param: EmbeddingParam, rows: dict[str, Any]) -> None:
-        from toolcards.vector import VectorIndex, get_embedding_service
+    def _start_semantic(self, param: EmbeddingParam) -> None:
+        from toolcards.vector import get_embedding_service
 
-        self._service = service = get_embedding_service(param)
+        self._service = get_embedding_service(param)
         prefix = f"planning-embed-{self._team_id}"
         self._embed_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=prefix)
         self._query_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=prefix + "-query")
-        model_id = service.model_id
+
+    def _reset_vectors(self) -> None:
+        self._index = None
+        self._indexed.clear()
+        self._stored.clear()
+
+    def _restore_vectors(self, rows: dict[str, Any]) -> None:
+        """Index stored vectors made by this model from a task's current description."""
+        from toolcards.vector import VectorIndex
+
+        assert self._service is not None
+        model_id = self._service.model_id
         for key, row in rows.items():
             task_id = int(key)
+            if row is None:
+                self._stored.discard(task_id)
+                self._forget_vector(task_id)
+                continue
             self._stored.add(task_id)
             task = self._tasks.get(task_id)
             if (
@@ -666,14 +588,15 @@ class PlanActor(pykka.ThreadingActor):
                 continue
             try:
                 vector = VectorIndex.decode(row["vector"])
-                if self._index is None:
+                if self._index is None or self._index.dim != vector.shape[-1]:
                     self._index = VectorIndex(len(vector))
+                    self._indexed.clear()
                 self._index.upsert(key, vector)
             except (KeyError, TypeError, ValueError):
                 logger.warning("Stored vector of task %s in %s is unreadable; re-embedding.", key, self._namespace)
+                self._to_embed.add(task_id)
                 continue
             self._indexed[task_id] = row["hash"]
-        self._schedule_embedding(task_id for task_id in self._tasks if task_id not in self._indexed)
 
     def _after_commit(self, described: set[int], deleted: list[int]) -> None:
         if self._service is None:
@@ -730,26 +653,45 @@ class PlanActor(pykka.ThreadingActor):
             return
         assert self._service is not None
         model_id = self._service.model_id
-        changes = []
-        for (task_id, text_hash), vector in zip(message.items, message.vectors, strict=True):
-            task = self._tasks.get(task_id)
-            if task is None or _text_hash(task.description) != text_hash:
-                continue  # deleted or re-described since; a newer job covers it
+        accepted: list[tuple[int, str, npt.NDArray[np.float32]]] = []
+        try:
+            with self._store.write(self._namespace, since=self._version) as txn:
+                # The descriptions may have changed in another process meanwhile.
+                self._absorb(txn.catch_up)
+                accepted = self._still_current(message)
+                txn.stage(
+                    Change(
+                        collection=_VECTORS,
+                        key=str(task_id),
+                        value={"model": model_id, "hash": text_hash, "vector": VectorIndex.encode(vector)},
+                    )
+                    for task_id, text_hash, vector in accepted
+                )
+        except Exception:
+            # Vectors are derived data: search still uses them; a restart re-embeds them.
+            logger.exception("Persisting the vectors of %s failed.", self._namespace)
+            accepted = self._still_current(message)
+        else:
+            if txn.committed is not None:
+                self._version = txn.committed
+                self._stored.update(task_id for task_id, _, _ in accepted)
+        for task_id, text_hash, vector in accepted:
             if self._index is None or self._index.dim != vector.shape[-1]:
                 self._index = VectorIndex(int(vector.shape[-1]))
                 self._indexed.clear()
             self._index.upsert(str(task_id), vector)
             self._indexed[task_id] = text_hash
-            row = {"model": model_id, "hash": text_hash, "vector": VectorIndex.encode(vector)}
-            changes.append(Change(collection=_VECTORS, key=str(task_id), value=row))
-        if changes:
-            try:
-                self._store.apply(self._namespace, changes)
-                self._stored.update(int(change.key) for change in changes)
-            except Exception:
-                # Vectors are derived data: search still uses them; a restart re-embeds them.
-                logger.exception("Persisting %d vectors of %s failed.", len(changes), self._namespace)
         self._schedule_embedding(())
+
+    def _still_current(self, message: _Embedded) -> list[tuple[int, str, npt.NDArray[np.float32]]]:
+        """The vectors of ``message`` whose task still has the description that was embedded."""
+        assert message.vectors is not None
+        accepted = []
+        for (task_id, text_hash), vector in zip(message.items, message.vectors, strict=True):
+            task = self._tasks.get(task_id)
+            if task is not None and _text_hash(task.description) == text_hash:
+                accepted.append((task_id, text_hash, vector))
+        return accepted
 
     def _settle_waiters(self) -> None:
         if self._embedding_in_flight or self._to_embed:
@@ -765,14 +707,6 @@ class PlanActor(pykka.ThreadingActor):
         self._embedding_in_flight = False
         self._to_embed.clear()
         self._settle_waiters()
-
-
-def _description_problems(description: str) -> list[str]:
-    if not description.strip():
-        return ["The description is empty; say what the task is (max 300 chars)."]
-    if len(description) > DESCRIPTION_MAX:
-        return [f"The description is {len(description)} chars; the limit is {DESCRIPTION_MAX}. Shorten it."]
-    return []
 
 
 class PlanActorProxy(ActorMemberMixin, pykka.ActorProxy[PlanActor]):

@@ -1,28 +1,50 @@
-"""Persistence for actor state: load a namespace, apply change sets, each in one transaction.
+"""Persistence for actor state: the store is the team's truth, shared by its processes.
 
-An actor loads its namespace (``{collection: {key: JSON value}}``) when it starts and writes
-every update with :meth:`Store.apply` before acknowledging it; ``apply`` returns only once the
-transaction has committed. :class:`SQLiteStore` (one WAL-mode file, the default) survives the
-process being killed; :class:`MemoryStore` keeps the same contract in memory for tests.
-Every failure is a :class:`~toolcards.errors.StoreError`.
+An actor loads its namespace (``{collection: {key: JSON value}}`` at a version) when it
+starts, catches up with what other processes committed (:meth:`Store.read`) before it
+answers a read, and writes every update inside :meth:`Store.write`, which locks the
+namespace, hands it what changed since its version and commits before the actor answers.
+:class:`SQLiteStore` (one WAL-mode file, the default) serves the processes of one host;
+:class:`PostgresStore` serves several hosts; :class:`MemoryStore` keeps the same contract
+in one process for tests. Every failure is a :class:`~toolcards.errors.StoreError`.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from toolcards.errors import StoreError
-from toolcards.store.base import Change, Store
-from toolcards.store.default import MEMORY, close_default_stores, default_store, open_store
+from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store, Transaction
+from toolcards.store.default import MEMORY, close_default_stores, default_store, describe_location, open_store
 from toolcards.store.memory import MemoryStore
 from toolcards.store.sqlite import SQLiteStore
 
+if TYPE_CHECKING:
+    from toolcards.store.postgres import PostgresStore
+
 __all__ = [
     "MEMORY",
+    "CatchUp",
     "Change",
+    "Delta",
     "MemoryStore",
+    "PostgresStore",
     "SQLiteStore",
+    "Snapshot",
     "Store",
     "StoreError",
+    "Transaction",
     "close_default_stores",
     "default_store",
+    "describe_location",
     "open_store",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The PostgreSQL store loads psycopg only when it is asked for.
+    if name == "PostgresStore":
+        from toolcards.store.postgres import PostgresStore
+
+        return PostgresStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,80 +1,201 @@
-"""The persistence contract every stateful actor writes through.
+"""The persistence contract: the store is the team's truth, shared by every process.
 
 State is organised as ``namespace → collection → key → JSON value``. A namespace is one
 actor's state (for example ``"team-1/#PlanningTool"``); a collection is one kind of row
-(``"tasks"``, ``"meta"``); a key is the row's identity. An actor loads its namespace
-once when it starts, then applies small change sets: a change set costs what changed,
-never the size of the state.
+(``"tasks"``, ``"meta"``); a key is the row's identity.
+
+**Versions.** Every namespace has a version: 0 before its first write, then one more per
+committed write. Every row remembers the version that last wrote it, and a deleted row
+stays behind as a *tombstone* for a while, so "what changed after version ``v``" costs the
+rows changed since, never the size of the namespace. That is the change log. Old
+tombstones are purged (compaction); a reader that fell behind the purge gets the whole
+namespace again instead of a delta.
+
+**Many processes, one truth.** An actor's memory is a cache of its namespace at a version.
+Several processes (and, on a server database, several hosts) hold such caches of one
+namespace at once, so:
+
+* a **write** is :meth:`Store.write`: a transaction that takes the namespace's write lock,
+  hands the writer what others committed since its version (:attr:`Transaction.catch_up`),
+  lets it validate its request against that fresh state and stage rows, then commits them
+  as the next version. Only then may the actor answer. Two writers never commit from the
+  same version, so ids allocated from the state are never handed out twice and no
+  acknowledged row is overwritten by a writer that had not seen it;
+* a **read** first calls :meth:`Store.read` with the cache's version, which answers an
+  empty :class:`Delta` cheaply when nothing changed.
 
 Values are JSON: a value reads back as ``json.loads(json.dumps(value))`` (tuples as lists,
-non-string dict keys as strings), and a value JSON cannot hold is refused.
-
-The contract is deliberately small (load, apply, drop, close) so that a server database can
-implement it with portable SQL when a team spans machines. Implementations:
-:class:`~toolcards.store.SQLiteStore` (the default) and :class:`~toolcards.store.MemoryStore`.
+non-string dict keys as strings); a value JSON cannot hold is refused. Implementations:
+:class:`~toolcards.store.SQLiteStore` (the default, one file shared by the processes of one
+host), :class:`~toolcards.store.PostgresStore` (a server shared across hosts) and
+:class:`~toolcards.store.MemoryStore` (one process, for tests). One contract test suite runs
+against all three.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["Change", "Store"]
+__all__ = ["TOMBSTONE_RETENTION", "CatchUp", "Change", "Delta", "Snapshot", "Store", "Transaction"]
 
 JSONValue = Any
+
+TOMBSTONE_RETENTION = 1024
+"""Deleted rows are kept as tombstones for this many versions of their namespace (every
+store purges at multiples of it); a cache further behind reloads the namespace whole."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Change:
-    """One row to write or delete, part of a change set applied in one transaction."""
+    """One row to write or delete; also one row of a :class:`Delta`."""
 
     collection: str
     """The kind of row, e.g. ``"tasks"``."""
     key: str
     """The row's identity inside its collection."""
     value: JSONValue | None
-    """The new JSON-serialisable value, or ``None`` to delete the row."""
+    """The new JSON-serialisable value, or ``None`` to delete the row (in a delta: it was deleted)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Snapshot:
+    """Every row of a namespace at one version."""
+
+    namespace: str
+    version: int
+    """The namespace's version these rows are the state of."""
+    rows: dict[str, dict[str, JSONValue]]
+    """``{collection: {key: value}}``; collections and keys in sorted order; fresh objects."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Delta:
+    """The rows of a namespace written after version :attr:`since`, up to :attr:`version`.
+
+    Each changed row appears once, with its value at :attr:`version` (``None``: deleted), so
+    applying every change to the state at :attr:`since` gives the state at :attr:`version`.
+    """
+
+    namespace: str
+    since: int
+    version: int
+    changes: tuple[Change, ...]
+    """Ordered by the version that wrote them, then collection and key."""
+
+    @property
+    def empty(self) -> bool:
+        """Whether nothing was committed after :attr:`since`."""
+        return self.version == self.since
+
+
+CatchUp: TypeAlias = Snapshot | Delta
+"""What a cache at some version must apply to be current: a :class:`Delta`, or a whole
+:class:`Snapshot` when the change log no longer reaches back that far."""
+
+
+class Transaction(ABC):
+    """One write to one namespace, holding its write lock; made by :meth:`Store.write`.
+
+    Read :attr:`catch_up`, stage rows with :meth:`stage`, and leave the ``with`` block: the
+    staged rows then commit as version :attr:`version` ``+ 1`` (nothing staged: nothing is
+    committed and the version stays). An exception inside the block rolls back.
+    """
+
+    namespace: str
+    version: int
+    """The namespace's committed version when the lock was taken, before this write."""
+    catch_up: CatchUp | None
+    """What was committed after the writer's ``since`` (``None`` when ``since`` was ``None``)."""
+    committed: int | None = None
+    """After the block: the version this write committed as, or ``None`` if it staged nothing."""
+
+    @abstractmethod
+    def stage(self, changes: Iterable[Change]) -> int:
+        """Add ``changes`` to this write; returns the version they will commit as.
+
+        Values are encoded at once, so a non-JSON value raises here and nothing of the
+        transaction is written. May be called several times; when a key is staged twice,
+        the last change wins. Deleting a missing row is not an error.
+
+        Raises:
+            toolcards.store.StoreError: a value is not JSON, or the transaction is over.
+        """
 
 
 class Store(ABC):
-    """Durable storage for actor state. Implementations are thread-safe.
+    """Durable, shared storage for actor state. Implementations are thread-safe.
 
-    ``apply`` is the write: it commits every change in one transaction and returns only
-    once the transaction is durable, so an actor may acknowledge an update as soon as
-    ``apply`` returns. Every failure is a :class:`~toolcards.errors.StoreError`.
+    Every failure is a :class:`~toolcards.errors.StoreError` whose message names the store
+    and the fix.
     """
 
     @abstractmethod
-    def load(self, namespace: str) -> dict[str, dict[str, JSONValue]]:
-        """Return every row of ``namespace`` as ``{collection: {key: value}}`` (empty if none).
-
-        The values are fresh objects: changing them does not change the stored state.
+    def load(self, namespace: str) -> Snapshot:
+        """Return every row of ``namespace`` and the version they are the state of.
 
         Raises:
             toolcards.store.StoreError: the read failed or the store is closed.
         """
 
     @abstractmethod
-    def apply(self, namespace: str, changes: Iterable[Change]) -> None:
-        """Write every change in one transaction; durable when this returns.
+    def read(self, namespace: str, since: int) -> CatchUp:
+        """Return what was committed to ``namespace`` after version ``since``.
 
-        A ``None`` value deletes its row (deleting a missing row is not an error); when a
-        key appears twice, the last change wins.
+        An empty :class:`Delta` when nothing was (the common case, answered without reading
+        rows where the store can tell cheaply); a :class:`Delta` of the rows written since;
+        or a :class:`Snapshot` when the change log was compacted past ``since`` or ``since``
+        is ahead of the store (the namespace was dropped or the database replaced).
+
+        Raises:
+            toolcards.store.StoreError: the read failed or the store is closed.
+        """
+
+    @abstractmethod
+    def write(self, namespace: str, since: int | None) -> AbstractContextManager[Transaction]:
+        """Open a write to ``namespace``: ``with store.write(ns, since=v) as txn: ...``.
+
+        Entering takes the namespace's write lock (waiting for another process's write)
+        and computes :attr:`Transaction.catch_up` from ``since``, the version the writer's
+        cache is at (``None``: the writer keeps no cache and needs no catch-up). Leaving
+        the block commits what was staged; the commit is durable when the block exits.
+
+        Raises:
+            toolcards.store.StoreError: the lock was not granted in time, the read or the
+                commit failed (then nothing was written), or the store is closed.
+        """
+
+    def apply(self, namespace: str, changes: Iterable[Change]) -> int:
+        """Write ``changes`` in one transaction without catching up; returns the new version.
+
+        For writers that keep no cache of the namespace. An empty change set writes
+        nothing and returns the current version.
 
         Raises:
             toolcards.store.StoreError: a value is not JSON, the transaction failed, or the
                 store is closed; nothing was written.
         """
+        with self.write(namespace, since=None) as txn:
+            txn.stage(changes)
+        return txn.committed if txn.committed is not None else txn.version
 
-    def put(self, namespace: str, collection: str, rows: Mapping[str, JSONValue | None]) -> None:
-        """Apply ``rows`` (key → value, ``None`` deletes) of one collection in one transaction."""
-        self.apply(namespace, (Change(collection=collection, key=k, value=v) for k, v in rows.items()))
+    def put(self, namespace: str, collection: str, rows: Mapping[str, JSONValue | None]) -> int:
+        """Apply ``rows`` (key → value, ``None`` deletes) of one collection; returns the new version."""
+        return self.apply(namespace, (Change(collection=collection, key=k, value=v) for k, v in rows.items()))
+
+    def version(self, namespace: str) -> int:
+        """The namespace's committed version (0 if it was never written)."""
+        return self.read(namespace, since=0).version
 
     @abstractmethod
     def drop(self, namespace: str) -> None:
         """Delete every row of ``namespace`` in one transaction.
+
+        The version still increases (it never goes back), and every cache of the namespace
+        is handed an empty :class:`Snapshot` at its next read.
 
         Raises:
             toolcards.store.StoreError: the transaction failed (nothing was deleted) or the
@@ -84,3 +205,32 @@ class Store(ABC):
     @abstractmethod
     def close(self) -> None:
         """Release connections; calling it again does nothing. Further calls raise ``StoreError``."""
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes can reach this store (``False`` for a :class:`MemoryStore`)."""
+        return True
+
+
+def apply_rows(rows: dict[str, dict[str, JSONValue]], changes: Iterable[Change]) -> None:
+    """Apply ``changes`` to ``{collection: {key: value}}`` in place (``None`` deletes).
+
+    For stores and tests that keep a plain mirror of a namespace; actors apply deltas to
+    their own structures.
+    """
+    for change in changes:
+        if change.value is None:
+            collection = rows.get(change.collection)
+            if collection is not None:
+                collection.pop(change.key, None)
+                if not collection:
+                    del rows[change.collection]
+        else:
+            rows.setdefault(change.collection, {})[change.key] = change.value
+
+
+def changes_of(rows: Mapping[str, Mapping[str, JSONValue]]) -> Iterator[Change]:
+    """Every row of ``{collection: {key: value}}`` as a :class:`Change`."""
+    for collection, values in rows.items():
+        for key, value in values.items():
+            yield Change(collection=collection, key=key, value=value)

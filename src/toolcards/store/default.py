@@ -1,72 +1,126 @@
 """Choosing a store by location, and the store every actor of a process shares by default.
 
-``open_store(location)`` makes a new store for a location. ``default_store()`` returns the
-process-wide :class:`~toolcards.store.SQLiteStore` for ``toolcards.core.settings.store_path()``,
-so all actors of a process share one connection to one file; ``close_default_stores()`` closes
-those shared stores at shutdown.
+A location is one string, the value of ``TOOLCARDS_STORE`` or of ``--store``:
+
+* a file path (or ``sqlite:///path``): a :class:`~toolcards.store.SQLiteStore`, shared by
+  every process of the host that opens the same file;
+* ``postgresql://user@host:port/db`` (or ``postgres://``): a
+  :class:`~toolcards.store.PostgresStore`, shared by every host that reaches the server
+  (needs the ``postgres`` extra);
+* ``:memory:``: a :class:`~toolcards.store.MemoryStore`, private to one process.
+
+``open_store(location)`` makes a new store. ``default_store()`` returns the process-wide
+store for ``toolcards.core.settings.store_location()``, so all actors of a process share one
+connection (or pool); ``close_default_stores()`` closes those at shutdown.
+
+A ``:memory:`` default store cannot be shared, so two processes using one as the team's
+store would silently serve two different teams: the second process to try is refused (an
+exclusive lock on ``<workspaces root>/.toolcards/memory-store.lock``, held for the life of
+the first, names its pid).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import threading
 from pathlib import Path
+from typing import IO
 
+from toolcards.errors import StoreError
 from toolcards.store.base import Store
 from toolcards.store.memory import MemoryStore
 from toolcards.store.sqlite import SQLiteStore
 
-__all__ = ["MEMORY", "close_default_stores", "default_store", "open_store"]
+__all__ = ["MEMORY", "close_default_stores", "default_store", "describe_location", "open_store"]
 
 MEMORY = ":memory:"
 """The location that selects a :class:`~toolcards.store.MemoryStore`."""
 
+_URL = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
+_POSTGRES_SCHEMES = frozenset({"postgresql", "postgres"})
+
 _lock = threading.Lock()
-_shared: dict[Path, SQLiteStore] = {}
+_shared: dict[str, Store] = {}
+_memory_guard: IO[bytes] | None = None
 
 
 def open_store(location: str | Path | None = None) -> Store:
     """Open a new store for ``location``.
 
     Args:
-        location: ``None`` for the SQLite database at ``store_path()`` (``TOOLCARDS_STORE``,
-            else ``<workspaces root>/.toolcards/state.db``); ``":memory:"`` for a
-            :class:`~toolcards.store.MemoryStore`; any other value is a database file path.
+        location: ``None`` for ``store_location()`` (``TOOLCARDS_STORE``, else
+            ``<workspaces root>/.toolcards/state.db``); ``":memory:"``; a
+            ``postgresql://`` URL; or a database file path (``sqlite:///path`` too).
 
     Returns:
-        A new store the caller owns and should close. Opening blocks for the file's
-        creation and schema check.
+        A new store the caller owns and should close. Opening connects at once, so a bad
+        location fails here.
 
     Raises:
-        StoreError: the database cannot be opened; the message names the file and the fix.
+        StoreError: the store cannot be opened, the URL's scheme is unknown, or the
+            PostgreSQL driver is not installed; the message names the location and the fix.
     """
-    if isinstance(location, str) and location == MEMORY:
+    if location is None:
+        from toolcards.core.settings import store_location
+
+        try:
+            location = store_location()
+        except OSError:
+            # SQLiteStore reports the failed directory creation with what to do about it.
+            return SQLiteStore()
+    if isinstance(location, Path):
+        return SQLiteStore(location)
+    if location == MEMORY:
         return MemoryStore()
-    return SQLiteStore(location)
+    match = _URL.match(location)
+    if match is None:
+        return SQLiteStore(location)
+    scheme = match["scheme"].lower()
+    if scheme == "sqlite":
+        return SQLiteStore(location[match.end() :])
+    if scheme in _POSTGRES_SCHEMES:
+        from toolcards.store.postgres import PostgresStore
+
+        return PostgresStore(location)
+    raise StoreError(
+        f"Unknown store location scheme {scheme!r} in {describe_location(location)}. Use a file path "
+        "(SQLite), postgresql://user@host:port/database (PostgreSQL) or :memory:."
+    )
+
+
+def describe_location(location: str | Path) -> str:
+    """``location`` safe to print: a URL's password is replaced by ``***``."""
+    text = str(location)
+    return re.sub(r"(://[^:/@]+:)[^@/]*@", r"\1***@", text)
 
 
 def default_store() -> Store:
-    """Return this process's shared store for ``store_path()``, opening it on first use.
+    """Return this process's shared store for ``store_location()``, opening it on first use.
 
-    The path is read on every call, so a changed ``TOOLCARDS_STORE`` gets its own store; one
-    :class:`~toolcards.store.SQLiteStore` exists per path, and a closed one is replaced.
-    Thread-safe: concurrent first calls open the file once. After ``fork()`` the child starts
-    with no shared stores.
+    The location is read on every call, so a changed ``TOOLCARDS_STORE`` gets its own
+    store; one store exists per location, and a closed one is replaced. Thread-safe:
+    concurrent first calls open it once. After ``fork()`` the child starts with no shared
+    stores.
 
     Raises:
-        StoreError: the database cannot be opened; the message names the file and the fix.
+        StoreError: the store cannot be opened; or the location is ``:memory:`` and another
+            process already keeps this workspaces root's team state in its memory.
     """
-    from toolcards.core.settings import store_path
+    from toolcards.core.settings import store_location
 
     try:
-        path = store_path()
+        location = store_location()
     except OSError:
         # SQLiteStore reports the failed directory creation with what to do about it.
         return SQLiteStore()
     with _lock:
-        store = _shared.get(path)
-        if store is None or store.closed:
-            store = _shared[path] = SQLiteStore(path)
+        store = _shared.get(location)
+        if store is None or getattr(store, "closed", False):
+            if location == MEMORY:
+                _guard_memory_store()
+            store = _shared[location] = open_store(location)
         return store
 
 
@@ -75,19 +129,57 @@ def close_default_stores() -> None:
 
     Blocks until calls running on those stores finish. Committed data needs no flushing.
     """
+    global _memory_guard
     with _lock:
         stores = list(_shared.values())
         _shared.clear()
+        guard, _memory_guard = _memory_guard, None
     for store in stores:
         store.close()
+    if guard is not None:
+        guard.close()
+
+
+def _guard_memory_store() -> None:
+    """Refuse a ``:memory:`` default store when another process holds one for this root."""
+    global _memory_guard
+    import fcntl
+
+    from toolcards.core.settings import internal_dir
+
+    if _memory_guard is not None:
+        return
+    path = internal_dir() / "memory-store.lock"
+    handle = open(path, "a+b")  # noqa: SIM115 - held open for the life of the store
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        holder = handle.read().decode("ascii", "replace").strip() or "another process"
+        handle.close()
+        raise StoreError(
+            f"TOOLCARDS_STORE=:memory: keeps a team's state inside one process, and {holder} already keeps "
+            f"the state of workspaces root {path.parent.parent} that way: this process would serve a "
+            "different, empty team. Share the default SQLite store (unset TOOLCARDS_STORE) or a PostgreSQL "
+            "URL instead."
+        ) from None
+    handle.truncate(0)
+    handle.write(f"process {os.getpid()}".encode())
+    handle.flush()
+    _memory_guard = handle
 
 
 def _forget_after_fork() -> None:
     # The parent's connections must not be used in the child, and a lock held by another
-    # parent thread at fork time would never be released here.
-    global _lock, _shared
+    # parent thread at fork time would never be released here. The memory guard's lock
+    # belongs to the parent's open file, so the child must not claim it either.
+    global _lock, _shared, _memory_guard
     _lock = threading.Lock()
     _shared = {}
+    if _memory_guard is not None:
+        with contextlib.suppress(OSError):
+            _memory_guard.close()
+    _memory_guard = None
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)

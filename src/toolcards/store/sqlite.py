@@ -1,21 +1,34 @@
-"""The default store: one SQLite file in WAL mode, one row per value.
+"""The default store: one SQLite file in WAL mode, shared by every process of a host.
 
-All state lives in one table, in SQL that PostgreSQL also accepts, so a server database can
-implement the same contract::
+Three tables, in SQL that PostgreSQL also accepts (the server store uses the same layout)::
 
-    records(namespace TEXT, collection TEXT, key TEXT, value TEXT,
-            PRIMARY KEY (namespace, collection, key))
+    records(namespace, collection, key, value TEXT NULL, version INTEGER,
+            PRIMARY KEY (namespace, collection, key))        -- NULL value: a tombstone
+    namespaces(namespace PRIMARY KEY, version INTEGER, purged INTEGER)
+    INDEX records_by_version ON records (namespace, version)
 
-A change set is one ``BEGIN IMMEDIATE … COMMIT`` transaction of
-``INSERT … ON CONFLICT (namespace, collection, key) DO UPDATE`` and ``DELETE`` statements, so
-a write costs the rows it changes, never the size of the namespace. Loading a namespace is
-one range scan of the primary key.
+A row's ``version`` is the namespace version that last wrote it, so the rows changed after
+version ``v`` are one range scan of ``records_by_version``: the change log costs an index
+entry per row, not a second copy of every value. A deleted row stays as a tombstone until
+it is older than :data:`TOMBSTONE_RETENTION` versions; ``purged`` records how far tombstones
+were removed, and a reader behind it gets a whole snapshot instead of a delta.
 
-Durability: ``apply`` returns only after ``COMMIT`` returns. In WAL mode the commit has then
-been written to the ``-wal`` file; with ``synchronous="normal"`` it sits in the operating
-system's page cache, which survives the process being killed (even with SIGKILL) but not a
-power loss or kernel crash. ``synchronous="full"`` also fsyncs the WAL on every commit, so
-commits survive power loss, at the cost of one fsync per ``apply``.
+**Writes** are ``BEGIN IMMEDIATE`` (SQLite's one write lock for the file, so every process
+of the host waits its turn in the busy handler), read the namespace's version, hand the
+writer what changed since its cache's version, write the staged rows and the new version,
+``COMMIT``. A write costs the rows it changes plus one catch-up, never the namespace size.
+
+**Reads** first ask ``PRAGMA data_version``, which changes only when another connection
+committed: while it stays the same, the versions this connection last saw (or wrote) are
+still current and a read answers without touching a table.
+
+Durability: ``COMMIT`` returns once the transaction is in the ``-wal`` file. With
+``synchronous="normal"`` it sits in the operating system's page cache, which survives the
+process being killed (even with SIGKILL) but not a power loss or kernel crash;
+``synchronous="full"`` also fsyncs the WAL on every commit.
+
+The file must be on a local file system: SQLite's WAL needs shared memory between the
+processes, which network file systems do not give. Across hosts, use PostgreSQL.
 """
 
 from __future__ import annotations
@@ -24,36 +37,52 @@ import contextlib
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final, Literal
 
 from toolcards.errors import StoreError
-from toolcards.store.base import Change, JSONValue, Store
-from toolcards.store.codec import decode_value, encode_changes
+from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
+from toolcards.store.codec import decode_value
+from toolcards.store.transaction import StagedWrite
 
 __all__ = ["SQLiteStore"]
 
-SCHEMA_VERSION: Final = 1
-"""Stored in ``PRAGMA user_version``; a file with a higher version is refused."""
+SCHEMA_VERSION: Final = 2
+"""Stored in ``PRAGMA user_version``; 1 (no versions) is migrated, a higher one refused."""
 
-_CREATE_TABLE: Final = (
-    "CREATE TABLE IF NOT EXISTS records ("
-    "namespace TEXT NOT NULL, collection TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
-    "PRIMARY KEY (namespace, collection, key))"
-    # SQLite only: store rows in the primary-key b-tree instead of beside a rowid index.
-    " WITHOUT ROWID"
+_CREATE: Final = (
+    "CREATE TABLE records ("
+    "namespace TEXT NOT NULL, collection TEXT NOT NULL, key TEXT NOT NULL, value TEXT, "
+    "version INTEGER NOT NULL, PRIMARY KEY (namespace, collection, key)) WITHOUT ROWID",
+    "CREATE INDEX records_by_version ON records (namespace, version)",
+    "CREATE TABLE namespaces ("
+    "namespace TEXT NOT NULL PRIMARY KEY, version INTEGER NOT NULL, purged INTEGER NOT NULL) WITHOUT ROWID",
 )
-_SELECT_NAMESPACE: Final = "SELECT collection, key, value FROM records WHERE namespace = ? ORDER BY collection, key"
+_MIGRATE_FROM_1: Final = (
+    "ALTER TABLE records RENAME TO records_v1",
+    *_CREATE,
+    "INSERT INTO records (namespace, collection, key, value, version) "
+    "SELECT namespace, collection, key, value, 0 FROM records_v1",
+    "DROP TABLE records_v1",
+)
+_HEAD: Final = "SELECT version, purged FROM namespaces WHERE namespace = ?"
+_SELECT_NAMESPACE: Final = (
+    "SELECT collection, key, value FROM records WHERE namespace = ? AND value IS NOT NULL ORDER BY collection, key"
+)
+_SELECT_SINCE: Final = (
+    "SELECT collection, key, value FROM records WHERE namespace = ? AND version > ? ORDER BY version, collection, key"
+)
 _UPSERT: Final = (
-    "INSERT INTO records (namespace, collection, key, value) VALUES (?, ?, ?, ?) "
-    "ON CONFLICT (namespace, collection, key) DO UPDATE SET value = excluded.value"
+    "INSERT INTO records (namespace, collection, key, value, version) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (namespace, collection, key) DO UPDATE SET value = excluded.value, version = excluded.version"
 )
-_DELETE_ROW: Final = "DELETE FROM records WHERE namespace = ? AND collection = ? AND key = ?"
+_SET_HEAD: Final = (
+    "INSERT INTO namespaces (namespace, version, purged) VALUES (?, ?, ?) "
+    "ON CONFLICT (namespace) DO UPDATE SET version = excluded.version, purged = excluded.purged"
+)
+_PURGE: Final = "DELETE FROM records WHERE namespace = ? AND version <= ? AND value IS NULL"
 _DELETE_NAMESPACE: Final = "DELETE FROM records WHERE namespace = ?"
-
-_Statement = tuple[str, Sequence[tuple[str, ...]]]
-"""SQL and the parameter rows to run it with."""
 
 
 class SQLiteStore(Store):
@@ -64,21 +93,20 @@ class SQLiteStore(Store):
             (``TOOLCARDS_STORE``, else ``<workspaces root>/.toolcards/state.db``). The file
             is created if missing; its directory must exist.
         synchronous: ``"normal"`` (default) survives the process being killed;
-            ``"full"`` also survives power loss, with one fsync per ``apply``.
+            ``"full"`` also survives power loss, with one fsync per write.
         busy_timeout: seconds to wait for another process's write lock before failing.
 
-    Opening connects at once, switches the file to WAL mode and creates the table, so a bad
-    location fails here rather than at the first write.
+    Opening connects at once, switches the file to WAL mode and creates (or migrates) the
+    tables, so a bad location fails here rather than at the first write.
 
     Threads: the store holds **one connection behind a lock**; every method blocks until the
-    lock is free and then for its own statement(s). Measured on 2 cores with 8 threads, it
-    sustained ~25,000 one-row applies/s against ~35,000 with a connection per thread, but with
-    loads mixed in it did ~8,000 ops/s against ~4,700 (p99 11 ms against 30 ms), because
-    per-thread writers wait on each other in SQLite's sleeping busy handler. It also keeps
-    three file descriptors however many actor threads share it. Values are decoded outside
-    the lock.
+    lock is free, and a :meth:`write` holds it for its whole ``with`` block. Measured on 2
+    cores with 8 threads, one shared connection sustained more mixed reads and writes than a
+    connection per thread (per-thread writers wait on each other in SQLite's sleeping busy
+    handler), with three file descriptors however many actor threads share it.
 
-    Processes: several processes may open the same file; a writer waits up to
+    Processes: any number of processes may open the same file and share its namespaces;
+    writes are serialised by SQLite's write lock, and a writer waits up to
     ``busy_timeout`` for another's transaction. Do not carry a store across ``fork()``: the
     child must open its own (using the parent's raises :class:`StoreError`).
 
@@ -93,7 +121,7 @@ class SQLiteStore(Store):
         path: str | Path | None = None,
         *,
         synchronous: Literal["normal", "full"] = "normal",
-        busy_timeout: float = 5.0,
+        busy_timeout: float = 30.0,
     ) -> None:
         if synchronous not in ("normal", "full"):
             raise ValueError(f"synchronous must be 'normal' or 'full', not {synchronous!r}")
@@ -102,6 +130,10 @@ class SQLiteStore(Store):
         self._busy_timeout = busy_timeout
         self._pid = os.getpid()
         self._lock = threading.Lock()
+        # The versions this connection last read or wrote, valid while data_version (which
+        # moves only when another connection commits) is still _seen_data_version.
+        self._known: dict[str, int] = {}
+        self._seen_data_version = -1
         self._conn: sqlite3.Connection | None = self._connect()
 
     @property
@@ -117,12 +149,11 @@ class SQLiteStore(Store):
     def __repr__(self) -> str:
         return f"SQLiteStore({str(self._path)!r}, synchronous={self._synchronous!r})"
 
-    def load(self, namespace: str) -> dict[str, dict[str, JSONValue]]:
-        """Return every row of ``namespace`` as ``{collection: {key: value}}``.
+    def load(self, namespace: str) -> Snapshot:
+        """Return every row of ``namespace`` with its version, read in one snapshot.
 
         Collections and keys come in sorted order; values are fresh objects the caller owns.
-        Returns ``{}`` for a namespace with no rows. Blocks while another thread uses the
-        store.
+        Blocks while another thread uses the store.
 
         Raises:
             StoreError: the read failed, a stored value is not JSON, or the store is closed.
@@ -131,43 +162,101 @@ class SQLiteStore(Store):
         with self._lock:
             conn = self._connection()
             try:
-                rows: list[tuple[str, str, str]] = conn.execute(_SELECT_NAMESPACE, (namespace,)).fetchall()
+                with self._read_transaction(conn):
+                    version, _ = self._head(conn, namespace)
+                    rows = self._rows(conn, namespace)
             except (sqlite3.Error, ValueError) as exc:
                 raise self._error(f"loading namespace {namespace!r}", exc) from exc
-        state: dict[str, dict[str, JSONValue]] = {}
-        for collection, key, text in rows:
-            state.setdefault(collection, {})[key] = decode_value(namespace, collection, key, text)
-        return state
+            self._known[namespace] = version
+        return _snapshot(namespace, version, rows)
 
-    def apply(self, namespace: str, changes: Iterable[Change]) -> None:
-        """Write every change in one transaction; committed when this returns.
+    def read(self, namespace: str, since: int) -> CatchUp:
+        """Return what was committed to ``namespace`` after ``since`` (see :meth:`Store.read`).
 
-        Values are encoded first, so a change set with one non-JSON value writes nothing.
-        When a key appears twice, the last change wins. Deleting a missing row is not an
-        error. An empty change set writes nothing. Blocks while another thread uses the
-        store, and up to ``busy_timeout`` while another process writes.
+        When no other connection committed since this one last looked, and ``since`` is the
+        version this connection last saw, answers an empty delta after one ``PRAGMA``.
 
         Raises:
-            StoreError: a value is not JSON, the transaction failed (rolled back: nothing
-                was written), or the store is closed.
+            StoreError: the read failed, a stored value is not JSON, or the store is closed.
         """
-        encoded = encode_changes(namespace, changes)
-        upserts = [(namespace, c, k, text) for (c, k), text in encoded.items() if text is not None]
-        deletes = [(namespace, c, k) for (c, k), text in encoded.items() if text is None]
-        statements: list[_Statement] = []
-        if upserts:
-            statements.append((_UPSERT, upserts))
-        if deletes:
-            statements.append((_DELETE_ROW, deletes))
-        self._write(f"applying {len(encoded)} change(s) to namespace {namespace!r}", statements)
+        self._check_process()
+        with self._lock:
+            conn = self._connection()
+            try:
+                self._refresh_known(conn)
+                if self._known.get(namespace) == since:
+                    return Delta(namespace=namespace, since=since, version=since, changes=())
+                with self._read_transaction(conn):
+                    version, purged = self._head(conn, namespace)
+                    catch_up = self._catch_up(conn, namespace, since, version, purged)
+            except (sqlite3.Error, ValueError) as exc:
+                raise self._error(f"reading namespace {namespace!r}", exc) from exc
+            self._known[namespace] = version
+        return catch_up
+
+    @contextlib.contextmanager
+    def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:
+        """Write to ``namespace`` under SQLite's write lock (see :meth:`Store.write`).
+
+        Holds this store's thread lock for the whole block: keep the block short (no
+        network calls, no embedding).
+
+        Raises:
+            StoreError: the lock was not granted within ``busy_timeout``, a statement failed
+                (nothing was written), or the store is closed.
+        """
+        self._check_process()
+        with self._lock:
+            conn = self._connection()
+            try:
+                # IMMEDIATE takes the write lock up front, so waiting for another process
+                # happens in the busy handler instead of failing at the first write.
+                conn.execute("BEGIN IMMEDIATE")
+                version, purged = self._head(conn, namespace)
+                catch_up = None if since is None else self._catch_up(conn, namespace, since, version, purged)
+            except (sqlite3.Error, ValueError) as exc:
+                self._rollback(conn)
+                raise self._error(f"starting a write to namespace {namespace!r}", exc) from exc
+            txn = StagedWrite(namespace, version, catch_up)
+            try:
+                yield txn
+            except BaseException:
+                self._rollback(conn)
+                txn.finish(committed=False)
+                raise
+            try:
+                if txn.staged:
+                    self._commit_rows(conn, txn, purged)
+                conn.execute("COMMIT")
+            except (sqlite3.Error, ValueError) as exc:
+                self._rollback(conn)
+                txn.finish(committed=False)
+                raise self._error(f"committing {len(txn.staged)} change(s) to namespace {namespace!r}", exc) from exc
+            txn.finish(committed=True)
+            self._known[namespace] = txn.committed or version
 
     def drop(self, namespace: str) -> None:
         """Delete every row of ``namespace`` in one transaction; committed when this returns.
 
+        The version moves on by one and every older version is marked purged, so each
+        cache of the namespace reloads it (empty) at its next read.
+
         Raises:
             StoreError: the transaction failed (nothing was deleted) or the store is closed.
         """
-        self._write(f"dropping namespace {namespace!r}", [(_DELETE_NAMESPACE, [(namespace,)])])
+        self._check_process()
+        with self._lock:
+            conn = self._connection()
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                version, _ = self._head(conn, namespace)
+                conn.execute(_DELETE_NAMESPACE, (namespace,))
+                conn.execute(_SET_HEAD, (namespace, version + 1, version + 1))
+                conn.execute("COMMIT")
+            except (sqlite3.Error, ValueError) as exc:
+                self._rollback(conn)
+                raise self._error(f"dropping namespace {namespace!r}", exc) from exc
+            self._known[namespace] = version + 1
 
     def close(self) -> None:
         """Close the connection; calling it again does nothing.
@@ -189,29 +278,69 @@ class SQLiteStore(Store):
             except sqlite3.Error as exc:
                 raise self._error("closing", exc) from exc
 
-    def _write(self, action: str, statements: list[_Statement]) -> None:
-        self._check_process()
-        with self._lock:
-            conn = self._connection()
-            if not statements:
-                return
-            try:
-                # IMMEDIATE takes the write lock up front, so waiting for another process
-                # happens in the busy handler instead of failing at the first write.
-                conn.execute("BEGIN IMMEDIATE")
-                try:
-                    for sql, rows in statements:
-                        conn.executemany(sql, rows)
-                    conn.execute("COMMIT")
-                except BaseException:
-                    # The original error is the one to report; a failed rollback leaves
-                    # nothing committed either.
-                    with contextlib.suppress(sqlite3.Error):
-                        if conn.in_transaction:
-                            conn.execute("ROLLBACK")
-                    raise
-            except (sqlite3.Error, ValueError) as exc:
-                raise self._error(action, exc) from exc
+    # -- statements (the caller holds self._lock) ------------------------------------------
+
+    @staticmethod
+    def _head(conn: sqlite3.Connection, namespace: str) -> tuple[int, int]:
+        row: tuple[int, int] | None = conn.execute(_HEAD, (namespace,)).fetchone()
+        return row if row is not None else (0, 0)
+
+    @staticmethod
+    def _rows(conn: sqlite3.Connection, namespace: str) -> list[tuple[str, str, str]]:
+        rows: list[tuple[str, str, str]] = conn.execute(_SELECT_NAMESPACE, (namespace,)).fetchall()
+        return rows
+
+    def _catch_up(self, conn: sqlite3.Connection, namespace: str, since: int, version: int, purged: int) -> CatchUp:
+        if since == version:
+            return Delta(namespace=namespace, since=since, version=version, changes=())
+        if since < purged or since > version:
+            return _snapshot(namespace, version, self._rows(conn, namespace))
+        rows: list[tuple[str, str, str | None]] = conn.execute(_SELECT_SINCE, (namespace, since)).fetchall()
+        changes = tuple(
+            Change(
+                collection=collection,
+                key=key,
+                value=None if text is None else decode_value(namespace, collection, key, text),
+            )
+            for collection, key, text in rows
+        )
+        return Delta(namespace=namespace, since=since, version=version, changes=changes)
+
+    @staticmethod
+    def _commit_rows(conn: sqlite3.Connection, txn: StagedWrite, purged: int) -> None:
+        new = txn.version + 1
+        namespace = txn.namespace
+        conn.executemany(
+            _UPSERT, [(namespace, collection, key, text, new) for (collection, key), text in txn.staged.items()]
+        )
+        if new % TOMBSTONE_RETENTION == 0 and new > TOMBSTONE_RETENTION:
+            purged = new - TOMBSTONE_RETENTION
+            conn.execute(_PURGE, (namespace, purged))
+        conn.execute(_SET_HEAD, (namespace, new, purged))
+
+    def _refresh_known(self, conn: sqlite3.Connection) -> None:
+        (data_version,) = conn.execute("PRAGMA data_version").fetchone()
+        if data_version != self._seen_data_version:
+            self._seen_data_version = data_version
+            self._known.clear()
+
+    @contextlib.contextmanager
+    def _read_transaction(self, conn: sqlite3.Connection) -> Iterator[None]:
+        # One read transaction, so the version and the rows come from the same snapshot.
+        conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("COMMIT")
+
+    @staticmethod
+    def _rollback(conn: sqlite3.Connection) -> None:
+        # The original error is the one to report; a failed rollback leaves nothing
+        # committed either.
+        with contextlib.suppress(sqlite3.Error):
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -234,15 +363,27 @@ class SQLiteStore(Store):
             (version,) = conn.execute("PRAGMA user_version").fetchone()
             if version < SCHEMA_VERSION:
                 conn.execute("BEGIN IMMEDIATE")
-                conn.execute(_CREATE_TABLE)
-                conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                conn.execute("COMMIT")
+                try:
+                    # Another process may have created or migrated the file meanwhile.
+                    (version,) = conn.execute("PRAGMA user_version").fetchone()
+                    has_records = conn.execute(
+                        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'records'"
+                    ).fetchone()
+                    if version < SCHEMA_VERSION:
+                        for statement in _MIGRATE_FROM_1 if has_records else _CREATE:
+                            conn.execute(statement)
+                        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                    conn.execute("COMMIT")
+                except BaseException:
+                    self._rollback(conn)
+                    raise
         except sqlite3.Error as exc:
             raise self._error("opening", exc) from exc
         if mode != "wal":
             raise StoreError(
                 f"Store {self._path}: the file system refused WAL mode (journal mode is {mode!r}). "
-                "Put the database on a local file system, e.g. set TOOLCARDS_STORE to a path under /tmp."
+                "Put the database on a local file system, e.g. set TOOLCARDS_STORE to a path under /tmp; "
+                "to share a team across hosts use a PostgreSQL store (TOOLCARDS_STORE=postgresql://...)."
             )
         if version > SCHEMA_VERSION:
             raise StoreError(
@@ -312,3 +453,10 @@ def _resolve(path: str | Path | None) -> Path:
             "Set TOOLCARDS_STORE to a writable file path, "
             "or TOOLCARDS_WORKSPACES_ROOT to a writable directory."
         ) from exc
+
+
+def _snapshot(namespace: str, version: int, rows: list[tuple[str, str, str]]) -> Snapshot:
+    state: dict[str, dict[str, JSONValue]] = {}
+    for collection, key, text in rows:
+        state.setdefault(collection, {})[key] = decode_value(namespace, collection, key, text)
+    return Snapshot(namespace=namespace, version=version, rows=state)
