@@ -263,6 +263,7 @@ def run_demo(model: str | None = None, *, out: TextIO | None = None, timeout_s: 
     from pydantic_ai.models.function import FunctionModel
 
     from toolcards.actors import ActorSystem
+    from toolcards.store.journal import store_journals
     from toolcards.core.settings import workspace_dir
     from toolcards.team import RoleProfile, TeamRuntime
     from toolcards.workspace import stop_workspace_actors
@@ -280,7 +281,7 @@ def run_demo(model: str | None = None, *, out: TextIO | None = None, timeout_s: 
         "scripted-lead": lambda profile: FunctionModel(_script(_lead_steps)),
         "scripted-builder": lambda profile: FunctionModel(_script(_builder_steps)),
     }
-    with ActorSystem() as system:
+    with ActorSystem(journal=store_journals()) as system:
         team = TeamRuntime(system.team(TEAM_ID), models=models)
         team.register_profile(
             RoleProfile(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +25,8 @@ def test_without_a_command_it_lists_the_commands(team_yaml: Path, capsys: pytest
     assert main(["call", "--config", str(team_yaml)]) == 0
     out = capsys.readouterr().out
     assert "/echo <text> [times]\n    Repeat some text." in out
-    assert "/wipe" not in out  # exposed on the tool-call channel only
+    # A script may run the tools a model calls too, not only the COMMAND channel.
+    assert "/wipe" in out
 
 
 def test_a_failed_command_exits_1_with_its_error_on_stderr(team_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -63,3 +66,57 @@ def test_no_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> N
 )
 def test_command_text(words: list[str], text: str) -> None:
     assert command_text(words) == text
+
+
+def test_a_script_writes_the_board_a_server_is_serving(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`call` beside a live team: the server's next read sees the script's writes and vice versa."""
+    from toolcards.actors import ActorSystem
+    from toolcards.core.factory import ToolFactory
+    from toolcards.planning import PlanningTool
+    from toolcards.store import store_journals
+    from toolcards.testing import FakeObserver
+
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "team.db"))
+    with ActorSystem(journal=store_journals()) as system:
+        # The "server": a team whose board actor is already running with its cache.
+        server_agent = FakeObserver("Server", "default", system=system)
+        tools = {tool.name: tool for tool in ToolFactory([PlanningTool()], observer=server_agent).tools()}
+        assert tools["update_planning"].call_sync({"create_tasks": [{"description": "from the server"}]}) == (
+            "Created task 1."
+        )
+
+        # Another process writes through the CLI...
+        create = '[{"description": "from a script", "dependencies": [1]}]'
+        script = [sys.executable, "-m", "toolcards.cli", "call", "/update_planning", f"create_tasks={create}"]
+        done = subprocess.run(script, capture_output=True, text=True, timeout=120, check=False)
+        assert (done.returncode, done.stdout.strip()) == (0, "Created task 2."), done.stderr
+
+        # ...and the server's next call sees it, and allocates after it.
+        assert "from a script" in tools["search_planning"].call_sync({"query": "script"})
+        assert tools["update_planning"].call_sync({"create_tasks": [{"description": "again"}]}) == "Created task 3."
+
+    assert main(["call", "/search_planning"]) == 0
+    listed = capsys.readouterr().out
+    assert "ID 1" in listed and "ID 2" in listed and "ID 3" in listed
+
+
+def test_store_option_selects_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "ignored.db"))
+    chosen = tmp_path / "chosen.db"
+    create = '[{"description": "kept in the chosen store"}]'
+    assert main(["call", "--store", str(chosen), "/update_planning", f"create_tasks={create}"]) == 0
+    assert chosen.exists()
+    assert not (tmp_path / "ignored.db").exists()
+
+
+def test_an_unusable_store_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "x.db"))
+    assert main(["call", "--store", "mysql://db/team", "/get_planning"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("toolcards: error: Unknown store location scheme 'mysql'") and err.count("\n") == 1

@@ -152,3 +152,54 @@ def test_forked_child_gets_its_own_default_store() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     assert default_store() is parent_store
     assert parent_store.load("ns").rows == {"t": {"from": "child"}}
+
+
+def test_a_second_process_is_refused_a_memory_store_for_the_same_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two processes on `:memory:` would serve two different teams: the second is refused."""
+    import subprocess
+    import sys
+
+    monkeypatch.setenv("TOOLCARDS_STORE", MEMORY)
+    mine = default_store()
+    assert isinstance(mine, MemoryStore) and default_store() is mine
+
+    other = subprocess.run(
+        [sys.executable, "-m", "toolcards.cli", "call", "/get_planning"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert other.returncode == 1
+    assert other.stderr.count("\n") == 1
+    assert f"process {os.getpid()} already keeps the state" in other.stderr
+    close_default_stores()
+    # Once this process lets go, another may take it.
+    again = subprocess.run(
+        [sys.executable, "-m", "toolcards.cli", "call", "/get_planning"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert again.returncode == 0, again.stderr
+
+
+def test_postgres_locations_need_the_driver_or_say_how_to_get_it() -> None:
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        with pytest.raises(StoreError, match="postgres"):
+            open_store("postgresql://nobody@127.0.0.1:1/none")
+    else:
+        with pytest.raises(StoreError) as raised:
+            open_store("postgresql://nobody:secret@127.0.0.1:1/none")
+        assert "secret" not in str(raised.value)
+
+
+def test_describe_location_hides_passwords() -> None:
+    from toolcards.store import describe_location
+
+    assert describe_location("postgresql://ann:s3cret@db:5432/team") == "postgresql://ann:***@db:5432/team"
+    assert describe_location("/var/lib/state.db") == "/var/lib/state.db"

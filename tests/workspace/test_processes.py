@@ -374,3 +374,19 @@ def test_an_unlockable_file_system_fails_the_change(tree: Path, monkeypatch: pyt
     with pytest.raises(ToolFailed, match=rf"keeps its lock \({os.strerror(errno.ENOLCK)}\)"):
         workspace_actor(tree).write(AGENT, "a.md", "text\n").get()
     assert not (tree / "a.md").exists()
+
+
+def test_a_card_that_may_write_refuses_to_bind_where_locks_do_not_work(
+    alice: FakeObserver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolcards.errors import WiringError
+    from toolcards.workspace import WorkspaceTool
+    from toolcards.workspace import tool as workspace_tool
+
+    reason = "file locks do not work on /x (nfs: mounted with locks local to this host): put it elsewhere"
+    monkeypatch.setattr(workspace_tool, "probe_tree_locks", lambda: reason)
+
+    with pytest.raises(WiringError, match="locks local to this host"):
+        ToolFactory([WorkspaceTool()], observer=alice)
+    # A read-only card changes nothing, so it may still serve.
+    ToolFactory([WorkspaceTool(read_only=True)], observer=alice)

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from toolcards.actors.address import ActorAddress
+from toolcards.actors.journal import EventJournal, JournalFactory, MemoryJournal
 
 if TYPE_CHECKING:
     from toolcards.actors.asking import ask, ask_async
@@ -35,4 +36,15 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["ActorAddress", "ActorSystem", "EventSubscriber", "Orchestrator", "Team", "ask", "ask_async"]
+__all__ = [
+    "ActorAddress",
+    "ActorSystem",
+    "EventJournal",
+    "EventSubscriber",
+    "JournalFactory",
+    "MemoryJournal",
+    "Orchestrator",
+    "Team",
+    "ask",
+    "ask_async",
+]

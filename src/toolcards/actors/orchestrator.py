@@ -2,27 +2,35 @@
 
 Because an actor handles one message at a time, :meth:`Orchestrator.get_or_spawn` is
 race-free: two agents binding the same card at once get the same ``#PlanningTool``.
+
+Events go to the team's :class:`~toolcards.actors.journal.EventJournal`, which numbers them.
+When the journal is shared with other processes, the orchestrator also watches it while it
+has subscribers: every :data:`WATCH_INTERVAL_S` it hands them the events other processes
+appended (a board change made by another server, say), so a subscriber sees the whole
+team's events, its own process's at once and the others' within that interval.
 """
 
 from __future__ import annotations
 
 import logging
-from collections import deque
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import pykka
 
 from toolcards.actors.address import ActorAddress
+from toolcards.actors.journal import EventJournal, MemoryJournal
 
-__all__ = ["EventSubscriber", "Orchestrator", "Publish"]
+__all__ = ["WATCH_INTERVAL_S", "EventSubscriber", "Orchestrator", "Publish"]
 
 logger = logging.getLogger("toolcards.actors")
 
 EventSubscriber = Callable[[int, Any], None]
 """Called with ``(seq, event)`` for every event published to the team, on the orchestrator's thread."""
 
-EVENT_LOG_SIZE = 10_000
+WATCH_INTERVAL_S = 0.25
+"""How often a shared journal is checked for other processes' events while someone subscribes."""
 
 
 class Orchestrator(pykka.ThreadingActor):
@@ -33,16 +41,26 @@ class Orchestrator(pykka.ThreadingActor):
     there, not here), and subscribers are expected to return quickly.
     """
 
-    def __init__(self, team_id: str) -> None:
+    def __init__(self, team_id: str, journal: EventJournal | None = None) -> None:
         super().__init__()
         self.team_id = team_id
         self._members: dict[str, tuple[ActorAddress, pykka.ActorRef[Any] | None]] = {}
         self._tool_actors: dict[str, pykka.ActorRef[Any]] = {}
         self._profiles: dict[str, Any] = {}
-        self._events: deque[tuple[int, Any]] = deque(maxlen=EVENT_LOG_SIZE)
-        self._seq = 0
+        self._journal: EventJournal = journal if journal is not None else MemoryJournal()
+        self._local_seq = 0
         self._subscribers: dict[int, EventSubscriber] = {}
         self._next_token = 1
+        # Watching a shared journal: the last number handed to subscribers, the numbers
+        # this process appended since (already handed over), and the timer's stop flag.
+        self._watched = 0
+        self._own: set[int] = set()
+        self._watching: threading.Event | None = None
+
+    def on_stop(self) -> None:
+        """Stop watching the journal."""
+        if self._watching is not None:
+            self._watching.set()
 
     # -- tool actors --------------------------------------------------------------------
 
@@ -104,21 +122,32 @@ class Orchestrator(pykka.ThreadingActor):
     # -- events ---------------------------------------------------------------------------
 
     def publish(self, event: Any) -> int:
-        """Append ``event`` to the team's log, notify subscribers, return its sequence number."""
-        self._seq += 1
-        self._events.append((self._seq, event))
-        for token, subscriber in list(self._subscribers.items()):
-            try:
-                subscriber(self._seq, event)
-            except Exception:
-                logger.exception("event subscriber %s of team %s failed", token, self.team_id)
-        return self._seq
+        """Append ``event`` to the team's journal, notify subscribers, return its sequence number.
+
+        If the journal cannot take it (a store failure), the failure is logged and the
+        event still reaches this process's subscribers, numbered after the last one seen.
+        """
+        try:
+            seq = self._journal.append(event)
+        except Exception:
+            logger.exception("team %s: the event log could not take %s", self.team_id, type(event).__name__)
+            seq = max(self._local_seq, self._watched) + 1
+        else:
+            self._own.add(seq)
+        self._local_seq = max(self._local_seq, seq)
+        self._deliver(seq, event)
+        return seq
 
     def subscribe(self, subscriber: EventSubscriber) -> int:
-        """Register ``subscriber``; returns a token for :meth:`unsubscribe`."""
+        """Register ``subscriber``; returns a token for :meth:`unsubscribe`.
+
+        With a shared journal, this starts watching it for the events of other processes.
+        """
         token = self._next_token
         self._next_token += 1
         self._subscribers[token] = subscriber
+        if self._journal.shared and self._watching is None:
+            self._start_watching()
         return token
 
     def unsubscribe(self, token: int) -> None:
@@ -126,18 +155,70 @@ class Orchestrator(pykka.ThreadingActor):
         self._subscribers.pop(token, None)
 
     def events(self, since: int = 0) -> list[tuple[int, Any]]:
-        """Events with a sequence number above ``since`` still in the bounded log."""
-        return [(seq, event) for seq, event in self._events if seq > since]
+        """Events with a sequence number above ``since`` still in the journal (every process's)."""
+        return self._journal.since(since)
 
     def on_receive(self, message: Any) -> Any:
         """Handle fire-and-forget messages sent with ``tell``."""
         if isinstance(message, Publish):
             return self.publish(message.event)
+        if isinstance(message, _Watch):
+            self._watch()
         return None
+
+    def _deliver(self, seq: int, event: Any) -> None:
+        for token, subscriber in list(self._subscribers.items()):
+            try:
+                subscriber(seq, event)
+            except Exception:
+                logger.exception("event subscriber %s of team %s failed", token, self.team_id)
+
+    def _start_watching(self) -> None:
+        try:
+            self._watched = self._journal.head()
+        except Exception:
+            logger.exception(
+                "team %s: cannot read the event log; other processes' events are not watched", self.team_id
+            )
+            return
+        self._own = {seq for seq in self._own if seq > self._watched}
+        stop = self._watching = threading.Event()
+        ref = self.actor_ref
+
+        def tick() -> None:
+            while not stop.wait(WATCH_INTERVAL_S):
+                try:
+                    ref.tell(_Watch())
+                except pykka.ActorDeadError:
+                    return
+
+        threading.Thread(target=tick, name=f"{self.team_id} event watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        if not self._subscribers:
+            return
+        try:
+            events = self._journal.since(self._watched)
+        except Exception:
+            logger.exception("team %s: reading the event log failed", self.team_id)
+            return
+        for seq, event in events:
+            self._watched = max(self._watched, seq)
+            if seq in self._own:
+                self._own.discard(seq)
+                continue
+            self._deliver(seq, event)
+        self._own = {seq for seq in self._own if seq > self._watched}
 
     def member_refs(self) -> list[pykka.ActorRef[Any]]:
         """The actors hosting members, for an orderly shutdown."""
         return [ref for _, ref in self._members.values() if ref is not None]
+
+
+class _Watch:
+    """The watch timer's tick: look for other processes' events."""
+
+    __slots__ = ()
 
 
 class Publish:

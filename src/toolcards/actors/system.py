@@ -11,6 +11,7 @@ import pykka
 
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.asking import ask
+from toolcards.actors.journal import JournalFactory
 from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish
 
 __all__ = ["ActorSystem", "Team"]
@@ -101,9 +102,16 @@ class ActorSystem:
     """The actors of one process: one orchestrator per team, created on first use.
 
     Use it as a context manager, or call :meth:`stop`, so state is flushed on exit.
+
+    Args:
+        journal: makes each team's event log. The default keeps each team's last events in
+            this process; ``toolcards.store.store_journals()`` keeps them in the team's store,
+            shared by every process of the team (``toolcards serve`` and ``toolcards call``
+            use that).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, journal: JournalFactory | None = None) -> None:
+        self._journal = journal
         self._teams: dict[str, Team] = {}
         self._lock = threading.Lock()
         self._stopped = False
@@ -115,7 +123,8 @@ class ActorSystem:
                 raise RuntimeError("this ActorSystem is stopped; create a new one")
             team = self._teams.get(team_id)
             if team is None or not team.ref.is_alive():
-                team = Team(team_id, Orchestrator.start(team_id))
+                log = self._journal(team_id) if self._journal is not None else None
+                team = Team(team_id, Orchestrator.start(team_id, log))
                 self._teams[team_id] = team
             return team
 

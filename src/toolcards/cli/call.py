@@ -3,15 +3,22 @@
 ::
 
     toolcards call '/get_planning'
+    toolcards call /update_planning create_tasks='[{"description": "Ship the release"}]'
     toolcards call --config team.yaml --agent Alice /add_note "ship it"
     toolcards call --config team.yaml            # list the commands
 
-The team's actors load their state from the store (``./workspaces`` by default), the
-command runs through the COMMAND channel (``factory.command_registry().dispatch``), and the
-actors stop, flushing their state, before the process exits. The result goes to stdout.
-A failed command prints its ``Error: ...`` line to stderr and exits 1; an unknown command
-exits 2. Run it while no server holds the same team: each process keeps its own copy of
-the state in memory.
+Every tool of the team's cards is a command here, the ones a model calls included
+(``update_planning``, ``update_graph``); list and JSON arguments are given as JSON text.
+
+The team's actors read its state from the store (``--store``, ``TOOLCARDS_STORE``, else
+``./workspaces/.toolcards/state.db``), the command runs through the COMMAND channel
+(``factory.command_registry().dispatch``), and the actors stop before the process exits.
+The result goes to stdout. A failed command prints its ``Error: ...`` line to stderr and
+exits 1; an unknown command exits 2.
+
+It works on a live team: the store is the team's truth, so a server holding the same team
+sees what this command changes at its next call, and this command sees everything the
+servers committed. Writes (``/update_planning``, ``/update_graph``) are safe beside them.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ import argparse
 import shlex
 import sys
 from typing import Any
+
+from toolcards.cli.store_option import add_store_option, open_team_store
 
 __all__ = ["command_text", "register", "run"]
 
@@ -32,6 +41,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     parser.add_argument("--agent", default="cli", metavar="NAME", help="act as this agent (default: cli)")
+    add_store_option(parser)
     parser.add_argument("command", nargs="*", metavar="COMMAND", help="e.g. '/get_planning' (omit to list commands)")
     parser.set_defaults(handler=run)
 
@@ -47,19 +57,28 @@ def command_text(words: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the command (or list the commands); returns the exit code."""
     from toolcards.actors.system import ActorSystem
+    from toolcards.core.channels import Channels
+    from toolcards.core.commands import CommandRegistry
     from toolcards.core.factory import ToolFactory
     from toolcards.errors import CommandNotRecognized
     from toolcards.server.config import default_config, load_config
     from toolcards.server.session import SessionAgent, agent_name
+    from toolcards.store.journal import store_journals
 
     config = load_config(args.config) if args.config else default_config()
     if args.team:
         config = config.with_options(team_id=args.team)
-    with ActorSystem() as system:
+    open_team_store(args)
+    with ActorSystem(journal=store_journals()) as system:
         team = system.team(config.team_id)
         agent = SessionAgent(agent_name(args.agent, default="cli"), team, role="cli", user_id=config.user_id)
         team.register_member(agent.address)
-        registry = ToolFactory(config.build_cards(), observer=agent).command_registry()
+        factory = ToolFactory(config.build_cards(), observer=agent)
+        # A script is trusted code, as an orchestrator is: it may run the tools a model
+        # calls too, such as update_planning, not only the COMMAND channel.
+        registry = CommandRegistry(
+            tool for tool in factory.tools() if tool.channels & {Channels.COMMAND, Channels.TOOL_CALL}
+        )
         if not args.command:
             for descriptor in registry.descriptors():
                 print(f"{descriptor.usage}\n    {descriptor.description}")

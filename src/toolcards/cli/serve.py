@@ -7,7 +7,10 @@
     toolcards serve --transport http --host 0.0.0.0 --token "$TOKEN"
 
 Without ``--config`` the team is ``default``: workspace, planning, knowledge graph and exec
-cards with their defaults, state under ``./workspaces`` (``TOOLCARDS_WORKSPACES_ROOT``).
+cards with their defaults, files under ``./workspaces`` (``TOOLCARDS_WORKSPACES_ROOT``) and
+state in the store (``--store``: a SQLite file shared by every process of the host by
+default, or a ``postgresql://`` URL shared across hosts). Any number of ``serve`` and
+``call`` processes may hold one team at once.
 SIGINT/SIGTERM end the sessions and stop the actors, which flushes their state, before
 the process exits.
 """
@@ -21,6 +24,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from toolcards.cli.console import configure_logging, progress
+from toolcards.cli.store_option import add_store_option, open_team_store
 
 if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
@@ -72,6 +76,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     parser.add_argument("--agent", metavar="NAME", help="name every client's agent NAME (X-Agent-Name still wins)")
+    add_store_option(parser)
     parser.set_defaults(handler=run)
 
 
@@ -103,8 +108,9 @@ def run(args: argparse.Namespace) -> int:
     if args.transport == "http":
         check_bind(args.host, args.token)  # before anything starts
     config = build_config(args)
+    location = open_team_store(args)
     kinds = ", ".join(str(card["kind"]) for card in config.cards) or "no cards"
-    progress(f"starting team {config.team_id} ({kinds})")
+    progress(f"starting team {config.team_id} ({kinds}) on {location}")
     team_server = TeamServer(config, agent_name=args.agent)
     anyio.run(_serve, team_server, args)
     return 0

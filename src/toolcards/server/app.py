@@ -98,10 +98,11 @@ class TeamServer:
         cards: Callable[[], Sequence[ToolCard]] | Sequence[ToolCard] | None = None,
     ) -> None:
         from toolcards.actors.system import ActorSystem
+        from toolcards.store.journal import store_journals
 
         self.config = config
         self._owns_system = system is None
-        self.system = system or ActorSystem()
+        self.system = system or ActorSystem(journal=store_journals())
         self.team = self.system.team(config.team_id)
         self.agent_name = _checked_agent_name(agent_name)
         self.sessions = AgentSessions(

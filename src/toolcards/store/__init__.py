@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from toolcards.errors import StoreError
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store, Transaction
 from toolcards.store.default import MEMORY, close_default_stores, default_store, describe_location, open_store
+from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
 from toolcards.store.memory import MemoryStore
 from toolcards.store.sqlite import SQLiteStore
 
@@ -29,15 +30,18 @@ __all__ = [
     "Delta",
     "MemoryStore",
     "PostgresStore",
+    "RecordedEvent",
     "SQLiteStore",
     "Snapshot",
     "Store",
     "StoreError",
+    "StoreJournal",
     "Transaction",
     "close_default_stores",
     "default_store",
     "describe_location",
     "open_store",
+    "store_journals",
 ]
 
 

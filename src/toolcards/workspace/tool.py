@@ -75,6 +75,7 @@ from toolcards.workspace.grep import grep
 from toolcards.workspace.images import is_image, load_image
 from toolcards.workspace.models import FileEdit, content_digest
 from toolcards.workspace.paths import relative, resolve_in_root
+from toolcards.workspace.tree_lock import probe_tree_locks
 
 __all__ = [
     "READ_OUTPUT_BUDGET",
@@ -207,7 +208,9 @@ class WorkspaceTool(ToolCard):
         """Find the tree (creating it), its actor, and attach the team to its events.
 
         Raises:
-            WiringError: no ``workspace_id`` is set and the team id is not a valid one.
+            WiringError: no ``workspace_id`` is set and the team id is not a valid one; or,
+                for a card that may change files, file locks do not work on the workspaces
+                root (several processes could not share it safely).
         """
         team_id: str = observer.team_id
         workspace_id = self.workspace_id or team_id
@@ -218,6 +221,11 @@ class WorkspaceTool(ToolCard):
                 f"WorkspaceTool: the team id {team_id!r} cannot name a workspace ({exc}). Set "
                 "WorkspaceTool(workspace_id=...) to a valid id."
             ) from None
+        if not self.read_only:
+            # Refuse at bind (a server's start) rather than at the first write.
+            problem = probe_tree_locks()
+            if problem is not None:
+                raise WiringError(f"WorkspaceTool: {problem}.")
         self._root = root
         self._agent = str(observer.address)
         self._cache_dir = internal_dir() / "cache"
