@@ -3,12 +3,14 @@ and a teardown that stops every actor a test left running."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 
 import pykka
 import pytest
 
+from tests.postgres_server import PostgresServer, PostgresUnavailable, start_server
 from toolcards.actors.system import ActorSystem
 from toolcards.store import close_default_stores
 from toolcards.testing import FakeObserver
@@ -45,3 +47,33 @@ def alice(system: ActorSystem) -> FakeObserver:
 @pytest.fixture
 def bob(system: ActorSystem) -> FakeObserver:
     return FakeObserver("Bob", "team-1", system=system)
+
+
+_postgres_schemas = itertools.count(1)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server for the whole session (see ``tests/postgres_server.py``).
+
+    Skips the tests that use it, with the reason, when it cannot start (no binaries).
+    Offers ``.url(dbname)``, ``.create_schema()``, ``.create_database()``, ``.restart()``.
+    """
+    try:
+        server = start_server()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    yield server
+    server.destroy()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of an empty store of the test's own (a fresh schema), dropped after the test.
+
+    Every process given the URL (e.g. as ``TOOLCARDS_STORE``) shares that one store.
+    """
+    schema = f"test_{next(_postgres_schemas)}"
+    url = postgres_server.create_schema(schema)
+    yield url
+    postgres_server.drop_schema(schema)

@@ -117,12 +117,20 @@ class RecordingService:
         self.entered = threading.Event()
 
     @property
+    def param(self) -> EmbeddingParam:
+        return cast(EmbeddingParam, self.inner.param)
+
+    @property
     def model_id(self) -> str:
         return cast(str, self.inner.model_id)
 
     @property
     def available(self) -> bool:
         return cast(bool, self.inner.available)
+
+    @property
+    def failure(self) -> str | None:
+        return cast("str | None", self.inner.failure)
 
     def embed(self, texts: Sequence[str]) -> Any:
         self.entered.set()

@@ -10,10 +10,18 @@ import pytest
 from toolcards.store import MemoryStore, SQLiteStore, Store, close_default_stores
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    """Each implementation in turn, closed after the test."""
-    opened: Store = MemoryStore() if request.param == "memory" else SQLiteStore(tmp_path / "state.db")
+    """Each implementation in turn, closed after the test (PostgreSQL: a schema of its own)."""
+    opened: Store
+    if request.param == "memory":
+        opened = MemoryStore()
+    elif request.param == "sqlite":
+        opened = SQLiteStore(tmp_path / "state.db")
+    else:
+        from toolcards.store.postgres import PostgresStore
+
+        opened = PostgresStore(request.getfixturevalue("postgres_url"))
     yield opened
     opened.close()
 

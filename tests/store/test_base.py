@@ -182,7 +182,7 @@ def test_close_is_idempotent_and_use_after_close_raises(store: Store) -> None:
     store.close()
 
     with pytest.raises(StoreError, match="closed"):
-        store.load("ns").rows
+        store.load("ns")
     with pytest.raises(StoreError, match="closed"):
         store.put("ns", "t", {"k": 2})
     with pytest.raises(StoreError, match="closed"):

@@ -102,7 +102,7 @@ def test_close_default_stores_closes_them_and_starts_over() -> None:
     close_default_stores()
 
     with pytest.raises(StoreError, match="closed"):
-        first.load("ns").rows
+        first.load("ns")
     assert default_store() is not first
 
 

@@ -161,7 +161,7 @@ def test_row_written_by_another_program_raises_store_error_naming_it(db_path: Pa
         conn.execute("INSERT INTO records VALUES ('ns', 'tasks', '7', 'not json', 0)")
 
     with pytest.raises(StoreError, match="tasks/7"):
-        store.load("ns").rows
+        store.load("ns")
     store.close()
 
 
@@ -229,7 +229,7 @@ def test_key_a_database_cannot_hold_raises_store_error(db_path: Path) -> None:
     with pytest.raises(StoreError, match="lone surrogates"):
         store.put("ns", "t", {"\udcff": 1})
     with pytest.raises(StoreError, match="lone surrogates"):
-        store.load("\udcff").rows
+        store.load("\udcff")
     store.close()
 
 
@@ -242,7 +242,7 @@ def test_store_cannot_be_used_in_a_forked_child(db_path: Path) -> None:
     if pid == 0:  # pragma: no cover - the child reports through its exit code only
         code = 1
         try:
-            store.load("ns").rows
+            store.load("ns")
         except StoreError as exc:
             code = 0 if "forked child" in str(exc) else 2
         store.close()
@@ -267,7 +267,7 @@ sys.stdin.readline()
 for i in range(int(sys.argv[3])):
     store.put("shared", "rows", {f"{name}-{i}": {"by": name, "i": i}})
     if i % 50 == 0:
-        store.load("shared").rows
+        store.load("shared")
 store.close()
 print("done", flush=True)
 """

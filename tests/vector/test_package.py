@@ -15,8 +15,13 @@ def test_exports_are_sorted_and_complete() -> None:
         "EmbeddingParam",
         "EmbeddingService",
         "EmbeddingUnavailable",
+        "GraceElapsed",
+        "TextVector",
+        "TextVectors",
+        "TextsEmbedded",
         "VectorIndex",
         "get_embedding_service",
+        "text_digest",
     }
 
 

@@ -8,8 +8,9 @@ concurrent updates never interleave. The update rules are in
 Persistence
     State lives in the store namespace ``"{team_id}/#KnowledgeGraphTool"``: collection
     ``entities`` (key: name), ``relations`` (key: JSON ``[from, to, type]``), ``vectors``
-    (key: entity name; value: embedding model id, digest of the embedded text, base64
-    vector) and ``meta`` (``seq``). Every :meth:`~KnowledgeGraphActor.update` that changes
+    (key: entity name; value: the :class:`~toolcards.vector.TextVectors` row
+    ``{"model": model_id, "digest": digest of the embedded text, "vector": base64}``) and
+    ``meta`` (``seq``). Every :meth:`~KnowledgeGraphActor.update` that changes
     something is one :meth:`Store.apply` transaction (entities, relations, the new ``seq``
     and, for local providers, the vectors), applied before the ask returns: an
     acknowledged batch is committed, and a failed one (``StoreError``) changes nothing.
@@ -17,19 +18,29 @@ Persistence
     id and text digest match, so nothing is re-embedded.
 
 Embeddings
-    With ``embedding=None`` the graph is keyword-only and neither numpy nor an embedding
-    client is imported. The ``hashing`` and ``local`` providers are fast (~3 ms a text
-    locally), so an update that changes at most ``INLINE_EMBED_MAX`` (64) entities embeds
-    them inside the ask and persists the vectors in the same transaction. A remote provider
-    (``openai``) can take seconds or time out, and a large batch would hold the actor for
-    seconds even locally, so then the update commits without vectors and hands the texts to
-    a background thread; the vectors arrive later as a message to the actor, which indexes
-    and persists them in a separate transaction. Until then those entities are found by
-    keyword only (a search says so in its note), and ``pending_embeddings()`` counts them.
-    Entities with a missing or outdated vector when the actor starts (a new model, a
-    crash before a background write) are embedded in the background for every provider.
-    Queries are embedded inside the search ask; pass ``query_vector`` to embed a query
-    outside the actor with a remote provider.
+    With ``embedding=None`` the graph is keyword-only and neither numpy nor
+    :mod:`toolcards.vector` is imported. Otherwise one :class:`~toolcards.vector.TextVectors`
+    (keys: entity names; texts: name, type, description and observations), the module the
+    planning board uses too, keeps the vectors. The ``hashing`` and ``local`` providers are
+    fast (~3 ms a text locally), so an update that changes at most ``INLINE_EMBED_MAX`` (64)
+    entities embeds them before taking the store's lock and persists the vectors whose text
+    is still the one committed in the same transaction. A remote provider (``openai``) can
+    take seconds or time out, and a large batch would hold the actor for seconds even
+    locally, so then the update commits without vectors and hands the texts to the module's
+    background worker; the vectors arrive later as a message to the actor, which catches
+    up, persists and indexes them in a separate transaction. Until then those entities are
+    found by keyword only (a search says so in its note), and ``pending_embeddings()``
+    counts them. Entities another process changed are embedded by that process: its vector
+    rows arrive with a later catch-up; only when none has arrived after
+    :data:`~toolcards.vector.text_vectors.REMOTE_EMBED_GRACE_S` (the writer died or exited)
+    does this process catch up once more and embed what is still missing. Entities whose
+    stored vector is of another model or an older format when the actor starts are
+    embedded in the background for every provider; those with no vector of their text yet
+    (a crash before a background write, or another process embedding it right now) too on
+    a :class:`~toolcards.store.MemoryStore`, after the grace period on a shared store.
+    Queries are embedded on a thread of their own, waiting at most
+    ``QUERY_EMBEDDING_TIMEOUT_S`` (then keyword results, with a note); pass
+    ``query_vector`` to embed a query outside the actor.
 
 Events
     Each committed change emits :class:`StateChanged` with a ``seq`` that is persisted
@@ -39,15 +50,11 @@ Events
 from __future__ import annotations
 
 import functools
-import hashlib
 import heapq
 import json
 import logging
-import queue
-import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pykka
@@ -86,9 +93,9 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from toolcards.vector import EmbeddingParam, EmbeddingService, VectorIndex
+    from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVector, TextVectors
 
-__all__ = ["INLINE_EMBED_MAX", "SOURCE", "KnowledgeGraphActor", "KnowledgeGraphProxy"]
+__all__ = ["INLINE_EMBED_MAX", "QUERY_EMBEDDING_TIMEOUT_S", "SOURCE", "KnowledgeGraphActor", "KnowledgeGraphProxy"]
 
 logger = logging.getLogger(__name__)
 
@@ -100,10 +107,11 @@ _RELATIONS = "relations"
 _VECTORS = "vectors"
 _META = "meta"
 
-_SYNC_PROVIDERS = frozenset({"hashing", "local"})
-"""Providers fast enough to embed inside an update ask."""
 INLINE_EMBED_MAX = 64
-"""An update embeds at most this many entities inline (~0.2 s locally); a larger one goes to the background."""
+"""An update embeds at most this many entities inline (~0.2 s locally) with a fast provider
+(``hashing``, ``local``); a larger one goes to the background."""
+QUERY_EMBEDDING_TIMEOUT_S = 2.0
+"""Longest a search waits for its query's embedding before answering with keyword results."""
 
 MAX_TOP_K = 100
 MAX_NEIGHBOURS = 20
@@ -114,7 +122,6 @@ MAX_PATH_ENDPOINTS = 5
 """Paths are searched between each pair of this many top hits."""
 SUMMARY_TOP = 10
 """Entity types, relation types and root entities listed in the summary."""
-_EMBED_CHUNK = 256
 
 
 def _relation_row_key(key: RelationKey) -> str:
@@ -131,20 +138,6 @@ def _embedding_text(entity: Entity) -> str:
     if entity.description:
         head += f": {entity.description}"
     return "\n".join([head, *entity.observations])
-
-
-def _digest(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=12).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class _VectorsReady:
-    """Background embeddings for the actor: ``(name, digest, vector)`` items, or a failure."""
-
-    model_id: str
-    items: list[tuple[str, str, Any]]
-    names: list[str]
-    """Every name of the job, embedded or not, so the actor can clear its in-flight set."""
 
 
 class KnowledgeGraphActor(pykka.ThreadingActor):
@@ -196,37 +189,33 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         self._keywords = KeywordIndex()
         self._seq = 0
 
-        self._service: EmbeddingService | None = None
-        self._vectors: VectorIndex | None = None
-        self._vector_digests: dict[str, str] = {}
-        """Entity name → digest of the text its indexed vector was computed from."""
-        self._stale: dict[str, None] = {}
-        """Entities whose vector is missing or outdated."""
-        self._in_flight: set[str] = set()
-        self._jobs: queue.SimpleQueue[list[tuple[str, str, str]] | None] | None = None
-        self._worker: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._vectors: TextVectors | None = None
+        """The entities' embeddings; ``None`` without an embedding (and until ``on_start``)."""
 
         self._version = 0
         """The store version the graph in memory is the state of."""
-        self._stored_vectors: dict[str, Any] = {}
-        self._absorb(store.load(self.namespace))
+        snapshot = store.load(self.namespace)
+        self._absorb(snapshot)
+        self._stored_vectors: dict[str, Any] = snapshot.rows.get(_VECTORS, {})
+        """The vector rows loaded with the graph, until ``on_start`` restores them."""
 
     # -- lifecycle -------------------------------------------------------------------
 
     def on_start(self) -> None:
-        """Restore stored vectors that match the current model; embed the rest in the background."""
+        """Restore stored vectors that match the current model; embed the rest in the background
+        (see "Embeddings" above for those whose writer may still be embedding them)."""
         stored, self._stored_vectors = self._stored_vectors, {}
         if self._embedding is None:
             return
-        from toolcards.vector import get_embedding_service
+        from toolcards.vector import TextVectors, get_embedding_service
 
-        self._service = get_embedding_service(self._embedding)
-        self._restore_vectors(stored)
-        for name in self._entities:
-            if name not in self._vector_digests:
-                self._stale[name] = None
-        self._submit_stale()
+        self._vectors = TextVectors(
+            get_embedding_service(self._embedding),
+            text_of=self._embedding_text_of,
+            deliver=self.actor_ref.tell,
+            name=self.namespace,
+        )
+        self._vectors.load(list(self._entities), stored, shared=self._store.shared)
 
     def on_stop(self) -> None:
         """Stop the background embedding thread; waits up to 5 s for a call in progress.
@@ -234,15 +223,18 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         Queued jobs are dropped: their entities have no stored vector, so the next start
         embeds them.
         """
-        self._stopping.set()
-        if self._jobs is not None and self._worker is not None:
-            self._jobs.put(None)
-            self._worker.join(timeout=5)
+        if self._vectors is not None:
+            self._vectors.close()
 
     def on_receive(self, message: Any) -> Any:
-        """Handle background embedding results; other messages are ignored."""
-        if isinstance(message, _VectorsReady):
-            self._vectors_ready(message)
+        """Handle the embedding worker's and grace timer's messages; others are ignored."""
+        if self._vectors is not None:
+            from toolcards.vector import GraceElapsed, TextsEmbedded
+
+            if isinstance(message, TextsEmbedded):
+                self._store_vectors(message)
+            elif isinstance(message, GraceElapsed):
+                self._embed_overdue()
         return None
 
     # -- reads -----------------------------------------------------------------------
@@ -268,9 +260,7 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
     def pending_embeddings(self) -> int:
         """How many entities still wait for a vector (0 without embeddings)."""
         self._refresh()
-        if self._service is None or not self._service.available:
-            return 0
-        return len(self._stale)
+        return 0 if self._vectors is None else self._vectors.pending
 
     def summary(self, search_tool: str | None = "search_graph") -> str:
         """A few lines for a system prompt whose size does not grow with the graph.
@@ -331,7 +321,8 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
 
         Returns:
             The hits and, on request, edges and paths; ``render()`` gives the tool text.
-            Blocks the actor while the query is embedded (unless ``query_vector`` is given).
+            Holds up the actor for at most ``QUERY_EMBEDDING_TIMEOUT_S`` while the query is
+            embedded (not at all when ``query_vector`` is given).
 
         Raises:
             RetriableError: the query has no words.
@@ -355,14 +346,15 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             keyword = scores = self._keywords.scores(text)
         elif used == "vector":
             assert vector is not None and self._vectors is not None
-            cosines = scores = dict(self._vectors.search(vector, count, self._threshold))
+            cosines = scores = dict(self._vectors.search(vector, top_k=count, min_score=self._threshold))
         else:
             assert vector is not None and self._vectors is not None
             cosines = self._vectors.scores(vector)
             keyword = self._keywords.scores(text)
             scores = fuse(cosines, keyword, alpha=self._alpha, threshold=self._threshold)
-        if used != "keyword" and self._stale and note is None:
-            note = f"{len(self._stale)} entities are not embedded yet; they match by keyword only."
+        pending = 0 if self._vectors is None else self._vectors.pending
+        if used != "keyword" and pending and note is None:
+            note = f"{pending} entities are not embedded yet; they match by keyword only."
 
         hits = [
             SearchHit(
@@ -410,7 +402,8 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             The report; when it changed something, the batch is committed (one store
             transaction) and a ``StateChanged`` published before this returns. Blocks
             the actor while a local provider embeds the changed entities (at most
-            ``INLINE_EMBED_MAX``; more are embedded in the background).
+            ``INLINE_EMBED_MAX``, before the store's lock is taken; more are embedded in
+            the background).
 
         Raises:
             StoreError: the transaction failed; nothing of the batch was applied.
@@ -435,7 +428,7 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             if not report.changed:
                 return report
             seq = self._seq + 1
-            changes, to_embed, vectors = self._rows_of(batch, embedded)
+            changes = self._rows_of(batch, embedded)
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes)
         assert txn.committed is not None
@@ -451,11 +444,8 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
                 self._drop_entity(name)
         self._seq, self._version = seq, txn.committed
         report.seq = seq
-        for name in to_embed:
-            self._stale[name] = None
-        for name, (digest, vector) in vectors.items():
-            self._index_vector(name, digest, vector)
-        self._submit_stale()
+        if self._vectors is not None:
+            self._vectors.embed([name for name, entity in batch.entities.items() if entity is not None], ready=embedded)
         self._emit(f"{agent}: {report.summary_line()}", seq)
         return report
 
@@ -493,13 +483,13 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
                 self._seq = int(change.value or 0)
             elif change.collection == _VECTORS:
                 vectors[change.key] = change.value
+        retexted: list[str] = []
         for entity in entities.values():
             if entity is not None:
                 previous = self._entities.get(entity.name)
                 self._put_entity(entity)
-                if previous is not None and _embedding_text(previous) != _embedding_text(entity):
-                    # Its vector describes text that is gone; the writer embeds the new one.
-                    self._forget_vector(entity.name)
+                if previous is None or _embedding_text(previous) != _embedding_text(entity):
+                    retexted.append(entity.name)
         for key, relation in relations.items():
             if relation is not None and not (
                 relation.from_entity in self._entities and relation.to_entity in self._entities
@@ -511,11 +501,11 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             if entity is None:
                 self._drop_entity(name)
         self._version = catch_up.version
-        if self._service is None:
-            # Before on_start (or without embeddings) stored vectors wait to be restored.
-            self._stored_vectors.update(vectors)
-        else:
-            self._restore_vectors(vectors)
+        if self._vectors is not None:
+            # Another process wrote these entities and embeds them itself: drop vectors made
+            # from an older text, and take the new ones it stored.
+            self._vectors.expect(retexted)
+            self._vectors.restore(vectors)
 
     def _reset(self) -> None:
         self._entities.clear()
@@ -526,15 +516,11 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         self._roots.clear()
         self._keywords = KeywordIndex()
         self._seq = 0
-        self._vectors = None
-        self._vector_digests.clear()
-        self._stale.clear()
-        self._stored_vectors.clear()
+        if self._vectors is not None:
+            self._vectors.clear()
 
-    def _rows_of(
-        self, batch: UpdateBatch, embedded: Mapping[str, tuple[str, npt.NDArray[np.float32]]]
-    ) -> tuple[list[Change], list[str], dict[str, tuple[str, npt.NDArray[np.float32]]]]:
-        """The batch's rows, the entities left to embed, and the vectors committed with it."""
+    def _rows_of(self, batch: UpdateBatch, embedded: dict[str, TextVector]) -> list[Change]:
+        """The batch's rows, with the vectors of ``embedded`` made from the texts it commits."""
         changes = [
             Change(collection=_ENTITIES, key=name, value=None if entity is None else entity.model_dump())
             for name, entity in batch.entities.items()
@@ -547,24 +533,21 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             )
             for key, relation in batch.relations.items()
         )
-        to_embed: list[str] = []
-        vectors: dict[str, tuple[str, npt.NDArray[np.float32]]] = {}
-        for name, entity in batch.entities.items():
-            if entity is None:
-                changes.append(Change(collection=_VECTORS, key=name, value=None))
-                continue
-            if self._service is None:
-                continue
-            digest = _digest(_embedding_text(entity))
-            if self._vector_digests.get(name) == digest:
-                continue
-            ready = embedded.get(name)
-            if ready is not None and ready[0] == digest:
-                vectors[name] = ready
-                changes.append(self._vector_change(name, digest, ready[1]))
-            else:
-                to_embed.append(name)
-        return changes, to_embed, vectors
+        changes.extend(
+            Change(collection=_VECTORS, key=name, value=None)
+            for name, entity in batch.entities.items()
+            if entity is None
+        )
+        if embedded and self._vectors is not None:
+            from toolcards.vector import text_digest
+
+            # A vector made ahead is committed with its entity only if the text is still the one
+            # committed (a catch-up may have changed it); the others are embedded after the commit.
+            for name, vector in embedded.items():
+                entity = batch.entities.get(name)
+                if entity is not None and vector.digest == text_digest(_embedding_text(entity)):
+                    changes.append(Change(collection=_VECTORS, key=name, value=self._vectors.row(vector)))
+        return changes
 
     # -- state ----------------------------------------------------------------------
 
@@ -593,10 +576,8 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         self._roots.pop(name, None)
         self._links.pop(name, None)
         self._keywords.remove(name)
-        self._stale.pop(name, None)
-        self._vector_digests.pop(name, None)
         if self._vectors is not None:
-            self._vectors.remove(name)
+            self._vectors.forget(name)
 
     def _put_relation(self, key: RelationKey, relation: Relation | None) -> None:
         previous = self._relations.pop(key, None)
@@ -627,23 +608,26 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         self, text: str, given: npt.ArrayLike | None
     ) -> tuple[npt.NDArray[np.float32] | None, str | None]:
         """The query's vector, or ``None`` and the one-line reason for a keyword fallback."""
-        if self._service is None:
+        vectors = self._vectors
+        if vectors is None:
             return None, "vector search needs an embedding model, none is configured; keyword results."
-        if given is None and not self._service.available:
-            return None, f"embeddings are unavailable ({self._service.failure}); keyword results."
-        if self._vectors is None:
+        if given is None and not vectors.available:
+            return None, f"embeddings are unavailable ({vectors.failure}); keyword results."
+        if vectors.dim is None:
             return None, ("no entity is embedded yet; keyword results." if self._entities else None)
         if given is not None:
             import numpy as np
 
             vector = np.asarray(given, dtype=np.float32).reshape(-1)
-            if vector.shape != (self._vectors.dim,):
-                raise ValueError(f"query_vector has {vector.size} dimensions; the index holds {self._vectors.dim}.")
+            if vector.shape != (vectors.dim,):
+                raise ValueError(f"query_vector has {vector.size} dimensions; the index holds {vectors.dim}.")
             return vector, None
-        embedded = self._service.embed_one(text)
-        if embedded is None:
-            return None, f"embeddings are unavailable ({self._service.failure}); keyword results."
-        return embedded, None
+        embedded = vectors.embed_query(text, QUERY_EMBEDDING_TIMEOUT_S)
+        if embedded is not None:
+            return embedded, None
+        if not vectors.available:
+            return None, f"embeddings are unavailable ({vectors.failure}); keyword results."
+        return None, f"embedding the query took over {QUERY_EMBEDDING_TIMEOUT_S:g} s; keyword results."
 
     def _neighbours_of(self, name: str) -> tuple[list[Neighbour], int]:
         keys = sorted(self._links.get(name, {}))
@@ -691,146 +675,46 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
 
     # -- embeddings ------------------------------------------------------------------
 
-    def _embed_ahead(self, draft: UpdateBatch) -> dict[str, tuple[str, npt.NDArray[np.float32]]]:
+    def _embedding_text_of(self, name: str) -> str | None:
+        entity = self._entities.get(name)
+        return None if entity is None else _embedding_text(entity)
+
+    def _embed_ahead(self, draft: UpdateBatch) -> dict[str, TextVector]:
         """Vectors for the draft's new texts, computed now for a fast provider and a small batch."""
-        service = self._service
-        if (
-            not draft.report.changed
-            or service is None
-            or not service.available
-            or service.param.provider not in _SYNC_PROVIDERS
-        ):
+        if self._vectors is None or not draft.report.changed:
             return {}
-        texts: dict[str, str] = {}
-        for name, entity in draft.entities.items():
-            if entity is not None:
-                text = _embedding_text(entity)
-                if self._vector_digests.get(name) != _digest(text):
-                    texts[name] = text
-        if not texts or len(texts) > INLINE_EMBED_MAX:
-            return {}
-        vectors = service.embed(list(texts.values()))
-        if vectors is None:
-            return {}
-        return {name: (_digest(text), vectors[i]) for i, (name, text) in enumerate(texts.items())}
+        texts = {name: _embedding_text(entity) for name, entity in draft.entities.items() if entity is not None}
+        return self._vectors.embed_now(texts, max_texts=INLINE_EMBED_MAX)
 
-    def _restore_vectors(self, rows: Mapping[str, Any]) -> None:
-        """Index stored vectors made by this model from an entity's current text."""
-        from toolcards.vector import VectorIndex
-
-        assert self._service is not None
-        model_id = self._service.model_id
-        for name, row in rows.items():
-            entity = self._entities.get(name)
-            if row is None or entity is None:
-                self._forget_vector(name)
-                continue
-            digest = _digest(_embedding_text(entity))
-            if not isinstance(row, dict) or row.get("model") != model_id or row.get("digest") != digest:
-                continue
-            try:
-                self._index_vector(name, digest, VectorIndex.decode(row["vector"]))
-            except (KeyError, TypeError, ValueError):
-                logger.warning("%s: stored vector of %r is unreadable; re-embedding it", self.namespace, name)
-                self._forget_vector(name)
-                self._stale[name] = None
-
-    def _forget_vector(self, name: str) -> None:
-        if self._vector_digests.pop(name, None) is not None and self._vectors is not None:
-            self._vectors.remove(name)
-
-    def _vector_change(self, name: str, digest: str, vector: npt.NDArray[np.float32]) -> Change:
-        from toolcards.vector import VectorIndex
-
-        assert self._service is not None
-        value = {"model": self._service.model_id, "digest": digest, "vector": VectorIndex.encode(vector)}
-        return Change(collection=_VECTORS, key=name, value=value)
-
-    def _index_vector(self, name: str, digest: str, vector: npt.NDArray[np.float32]) -> None:
-        if self._vectors is None:
-            from toolcards.vector import VectorIndex
-
-            self._vectors = VectorIndex(int(vector.shape[0]))
-        self._vectors.upsert(name, vector)
-        self._vector_digests[name] = digest
-        self._stale.pop(name, None)
-
-    def _submit_stale(self) -> None:
-        """Hand entities that still lack a vector to the background thread."""
-        service = self._service
-        if service is None or not service.available or not self._stale:
-            return
-        job = [
-            (name, _digest(text), text)
-            for name in self._stale
-            if name not in self._in_flight
-            for text in (_embedding_text(self._entities[name]),)
-        ]
-        if not job:
-            return
-        if self._jobs is None:
-            self._jobs = queue.SimpleQueue()
-            self._worker = threading.Thread(
-                target=_embed_in_background,
-                args=(service, self._jobs, self.actor_ref, self._stopping),
-                name=f"{self.namespace} embeddings",
-                daemon=True,
-            )
-            self._worker.start()
-        for start in range(0, len(job), _EMBED_CHUNK):
-            chunk = job[start : start + _EMBED_CHUNK]
-            self._in_flight.update(name for name, _, _ in chunk)
-            self._jobs.put(chunk)
-
-    def _vectors_ready(self, message: _VectorsReady) -> None:
-        self._in_flight.difference_update(message.names)
-        service = self._service
-        if service is None or message.model_id != service.model_id:
-            return
-        accepted: list[tuple[str, str, Any]] = []
-        if message.items:
+    def _store_vectors(self, message: TextsEmbedded) -> None:
+        """Persist and index the vectors the worker computed, those still of their entity's text."""
+        vectors = self._vectors
+        assert vectors is not None
+        accepted: list[TextVector] = []
+        if message.vectors:
             try:
                 with self._store.write(self.namespace, since=self._version) as txn:
                     # The texts may have changed in another process meanwhile.
                     self._absorb(txn.catch_up)
-                    accepted = self._still_current(message)
-                    txn.stage(self._vector_change(name, digest, vector) for name, digest, vector in accepted)
+                    accepted = vectors.still_current(message.vectors)
+                    txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
             except Exception:
                 # Vectors are derived data: without the rows they are recomputed on the next start.
-                logger.exception("%s: persisting %d vectors failed", self.namespace, len(message.items))
-                accepted = self._still_current(message)
+                logger.exception("%s: persisting %d vectors failed", self.namespace, len(message.vectors))
+                accepted = vectors.still_current(message.vectors)
             else:
                 if txn.committed is not None:
                     self._version = txn.committed
-        for name, digest, vector in accepted:
-            self._index_vector(name, digest, vector)
-        if message.items:
-            self._submit_stale()
+        vectors.received(message, accepted)
 
-    def _still_current(self, message: _VectorsReady) -> list[tuple[str, str, Any]]:
-        """The vectors of ``message`` whose entity still has the text that was embedded."""
-        accepted = []
-        for name, digest, vector in message.items:
-            entity = self._entities.get(name)
-            if entity is not None and _digest(_embedding_text(entity)) == digest:
-                accepted.append((name, digest, vector))
-        return accepted
-
-
-def _embed_in_background(
-    service: EmbeddingService,
-    jobs: queue.SimpleQueue[list[tuple[str, str, str]] | None],
-    actor: pykka.ActorRef[KnowledgeGraphActor],
-    stopping: threading.Event,
-) -> None:
-    """Embed queued jobs one at a time and tell the actor; returns when the actor stops."""
-    while (job := jobs.get()) is not None and not stopping.is_set():
-        vectors = service.embed([text for _, _, text in job])
-        items = [] if vectors is None else [(name, digest, vectors[i]) for i, (name, digest, _) in enumerate(job)]
+    def _embed_overdue(self) -> None:
+        """Embed entities another process changed but stored no vector for in time."""
+        assert self._vectors is not None
         try:
-            actor.tell(_VectorsReady(model_id=service.model_id, items=items, names=[name for name, _, _ in job]))
-        except pykka.ActorDeadError:
-            return
+            self._refresh()  # a vector may have landed meanwhile
+        except Exception:
+            logger.exception("%s: catching up before embedding overdue entities failed", self.namespace)
+        self._vectors.embed_overdue()
 
 
 class KnowledgeGraphProxy(ActorMemberMixin, pykka.ActorProxy[KnowledgeGraphActor]):

@@ -6,8 +6,9 @@ One actor per team (the team orchestrator spawns it under the name
 
 * ``tasks`` — one row per task (key: the id), the JSON of :class:`Task`;
 * ``meta`` — one row, ``board``: ``{"seq": ..., "next_id": ...}``;
-* ``vectors`` — one row per embedded description (key: the task id):
-  ``{"model": model_id, "hash": description hash, "vector": base64 float32}``.
+* ``vectors`` — one row per embedded description (key: the task id), in the format of
+  :class:`~toolcards.vector.TextVectors`:
+  ``{"model": model_id, "digest": description digest, "vector": base64 float32}``.
 
 **Writes.** :meth:`PlanActor.update` applies a batch in memory, writes exactly the rows it
 changed plus the ``meta`` row in one :meth:`Store.apply` transaction, and returns only after
@@ -16,21 +17,31 @@ error raised, so nothing is half-applied. The cost is the rows changed, never th
 Every non-empty batch increments the persisted ``seq`` and publishes one
 :class:`StateChanged`.
 
-**Embeddings** (when an :class:`EmbeddingParam` is given) never hold up or fail an update:
+**Embeddings** (when an :class:`EmbeddingParam` is given) are kept by one
+:class:`~toolcards.vector.TextVectors` (keys: task ids as text; texts: descriptions), the
+module the knowledge graph uses too. They never hold up or fail an update:
 
-* Descriptions are embedded after the commit, on one helper thread. At most one embedding
-  call is in flight; descriptions committed meanwhile wait and go in the next call, so a
-  slow provider makes the backlog batch up rather than queue calls. The helper sends the
-  vectors back to the actor as a message; the actor indexes those whose description has
-  not changed since and persists them (one ``vectors`` row each, no ``seq``: vectors are
-  derived data, not a change to the board).
-* A search embeds its query on a second helper thread and waits at most
+* Descriptions this process committed are embedded after the commit, on the module's one
+  worker thread. At most one embedding call is in flight; descriptions committed meanwhile
+  wait and go in the next call, so a slow provider makes the backlog batch up rather than
+  queue calls. The worker sends the vectors back to the actor as a message; the actor
+  catches up with the store, persists those whose description has not changed since (one
+  ``vectors`` row each, no ``seq``: vectors are derived data, not a change to the board)
+  and indexes them.
+* Descriptions another process committed are embedded by that process: its ``vectors``
+  rows arrive with a later catch-up and are indexed as they are. Only when none has
+  arrived after :data:`~toolcards.vector.text_vectors.REMOTE_EMBED_GRACE_S` (the writer
+  died or exited) does this process catch up once more and embed what is still missing.
+* A search embeds its query on a thread of its own and waits at most
   :data:`QUERY_EMBEDDING_TIMEOUT_S`; past that, or when the provider is unavailable, the
   search is keyword-only. Keyword search always sees every committed task, so a search
   right after an update finds the new task by its words.
-* On start, stored vectors whose ``model`` equals the service's ``model_id`` and whose hash
-  matches the description are loaded as they are; the others (model changed, description
-  changed before its vector landed, never embedded) are embedded again in the background.
+* On start, stored vectors whose ``model`` equals the service's ``model_id`` and whose
+  digest matches the description are loaded as they are; the others (model changed, a
+  row of an older format) are embedded again in the background. A description with no
+  vector of its text yet may be being embedded by the process that wrote it: on a shared
+  store it waits for that vector as above, on a :class:`~toolcards.store.MemoryStore` it
+  is embedded at once.
 
 numpy and :mod:`toolcards.vector` are imported only when an embedding is configured.
 """
@@ -38,13 +49,10 @@ numpy and :mod:`toolcards.vector` are imported only when an embedding is configu
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
-import hashlib
 import logging
 import math
 import re
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -69,11 +77,7 @@ from toolcards.planning.render import render_plan
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    from toolcards.vector import EmbeddingParam, VectorIndex
-    from toolcards.vector.service import EmbeddingService
+    from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVectors
 
 __all__ = [
     "PLANNING_ACTOR_NAME",
@@ -109,10 +113,6 @@ _STOPWORDS = frozenset(
 )
 
 
-def _text_hash(text: str) -> str:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
-
-
 def _search_text(task: Task) -> str:
     return f"{task.description}\n{task.output}".casefold()
 
@@ -121,15 +121,6 @@ def _query_terms(query: str) -> list[str]:
     words = list(dict.fromkeys(_WORD.findall(query.casefold())))
     terms = [word for word in words if word not in _STOPWORDS and (len(word) > 1 or word.isdigit())]
     return terms or words
-
-
-@dataclass(frozen=True, slots=True)
-class _Embedded:
-    """Message from the embedding thread: vectors for ``items`` (``None``: provider unavailable)."""
-
-    items: tuple[tuple[int, str], ...]
-    """``(task id, hash of the description that was embedded)``, one per row of ``vectors``."""
-    vectors: npt.NDArray[np.float32] | None
 
 
 class PlanActor(pykka.ThreadingActor):
@@ -172,18 +163,8 @@ class PlanActor(pykka.ThreadingActor):
         self._next_id = 1
         self._version = 0
         """The store version the board in memory is the state of."""
-        # Semantic search; all None/empty when no embedding is configured.
-        self._service: EmbeddingService | None = None
-        self._index: VectorIndex | None = None
-        # Task id → hash of the description its vector in _index was made from.
-        self._indexed: dict[int, str] = {}
-        # Task ids with a row in the vectors collection.
-        self._stored: set[int] = set()
-        self._to_embed: set[int] = set()
-        self._embedding_in_flight = False
-        self._embed_thread: concurrent.futures.ThreadPoolExecutor | None = None
-        self._query_thread: concurrent.futures.ThreadPoolExecutor | None = None
-        self._waiters: list[concurrent.futures.Future[None]] = []
+        self._vectors: TextVectors | None = None
+        """Semantic search; ``None`` when no embedding is configured."""
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -194,19 +175,29 @@ class PlanActor(pykka.ThreadingActor):
         decoding the stored vectors; re-embedding of stale ones happens in the background.
         A :class:`~toolcards.errors.StoreError` here stops the actor.
         """
+        snapshot = self._store.load(self._namespace)
+        self._absorb(snapshot)
         if self._embedding is not None:
-            self._start_semantic(self._embedding)
-        self._absorb(self._store.load(self._namespace))
-        if self._service is not None:
-            self._schedule_embedding(task_id for task_id in self._tasks if task_id not in self._indexed)
+            from toolcards.vector import TextVectors, get_embedding_service
+
+            self._vectors = TextVectors(
+                get_embedding_service(self._embedding),
+                text_of=self._description_of,
+                deliver=self.actor_ref.tell,
+                name=self._namespace,
+            )
+            keys = [str(task_id) for task_id in self._tasks]
+            self._vectors.load(keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
 
     def on_stop(self) -> None:
-        """Stop the embedding threads without waiting for them; runs on the actor's thread.
+        """Stop the embedding threads; runs on the actor's thread.
 
-        Vectors still being computed are dropped (they are recomputed on the next start);
-        every committed update is already in the store.
+        Waits up to 5 s for an embedding call in progress; vectors not yet stored are
+        dropped (they are recomputed on the next start); every committed update is
+        already in the store.
         """
-        self._shutdown_threads()
+        if self._vectors is not None:
+            self._vectors.close()
 
     def on_failure(
         self,
@@ -215,13 +206,20 @@ class PlanActor(pykka.ThreadingActor):
         traceback: TracebackType | None,
     ) -> None:
         """Stop the embedding threads when the actor dies of an unexpected exception."""
-        self._shutdown_threads()
+        if self._vectors is not None:
+            self._vectors.close(wait_s=0)
 
     def on_receive(self, message: Any) -> Any:
-        """Handle vectors computed by the embedding thread; other messages go to pykka's default."""
-        if isinstance(message, _Embedded):
-            self._index_vectors(message)
-            return None
+        """Handle the embedding worker's and grace timer's messages; others go to pykka's default."""
+        if self._vectors is not None:
+            from toolcards.vector import GraceElapsed, TextsEmbedded
+
+            if isinstance(message, TextsEmbedded):
+                self._store_vectors(message)
+                return None
+            if isinstance(message, GraceElapsed):
+                self._embed_overdue()
+                return None
         return super().on_receive(message)
 
     # -- reads -------------------------------------------------------------------------
@@ -309,18 +307,20 @@ class PlanActor(pykka.ThreadingActor):
         return hits
 
     def when_indexed(self) -> concurrent.futures.Future[None]:
-        """Return a future that resolves once every committed description has been embedded.
+        """Return a future that resolves once every committed description has its vector.
+
+        The vector is embedded here, or, for a description another process wrote, stored
+        by that process (or embedded here after the grace period, if it never stores it).
 
         Resolves at once when no embedding is configured or nothing is pending; resolves
         too (without vectors) when the provider turns out to be unavailable or the actor
         stops. Wait on it outside the actor (``proxy.when_indexed().get().result(5)``):
         waiting inside would block the actor that must index the vectors.
         """
+        if self._vectors is not None:
+            return self._vectors.when_idle()
         future: concurrent.futures.Future[None] = concurrent.futures.Future()
-        if self._embedding_in_flight or self._to_embed:
-            self._waiters.append(future)
-        else:
-            future.set_result(None)
+        future.set_result(None)
         return future
 
     # -- the one write -----------------------------------------------------------------
@@ -405,7 +405,7 @@ class PlanActor(pykka.ThreadingActor):
 
     def _absorb(self, catch_up: CatchUp | None) -> None:
         """Apply committed rows (a delta, or the whole board) to memory."""
-        if catch_up is None:
+        if catch_up is None or (isinstance(catch_up, Delta) and catch_up.empty):
             return
         if isinstance(catch_up, Snapshot):
             self._tasks.clear()
@@ -417,12 +417,13 @@ class PlanActor(pykka.ThreadingActor):
                 for collection, rows in catch_up.rows.items()
                 for key, value in rows.items()
             ]
-            if self._service is not None:
-                self._reset_vectors()
+            if self._vectors is not None:
+                self._vectors.clear()
         else:
             changes = list(catch_up.changes)
         vectors: dict[str, Any] = {}
         described: set[int] = set()
+        deleted: list[int] = []
         for change in changes:
             if change.collection == _TASKS:
                 task_id = int(change.key)
@@ -430,34 +431,34 @@ class PlanActor(pykka.ThreadingActor):
                 if change.value is None:
                     if before is not None:
                         self._remove(task_id)
-                        self._forget_vector(task_id)
-                        self._stored.discard(task_id)
+                        deleted.append(task_id)
                 else:
                     task = Task.model_validate(change.value)
                     self._put(task)
+                    self._next_id = max(self._next_id, task_id + 1)
                     if before is None or before.description != task.description:
                         described.add(task_id)
             elif change.collection == _META and change.key == _BOARD_KEY:
                 board = change.value or {}
                 self._seq = int(board.get("seq", self._seq))
-                self._next_id = int(board.get("next_id", self._next_id))
+                self._next_id = max(self._next_id, int(board.get("next_id", 1)))
             elif change.collection == _VECTORS:
                 vectors[change.key] = change.value
-        self._next_id = max(self._next_id, max(self._tasks, default=0) + 1)
         self._version = catch_up.version
-        if self._service is not None:
+        if self._vectors is not None:
             # Another process wrote these tasks and embeds them itself: drop vectors made
             # for an older description, and take the new ones it stored.
-            for task_id in described:
-                self._forget_vector(task_id)
-            self._restore_vectors(vectors)
+            for task_id in deleted:
+                self._vectors.forget(str(task_id))
+            self._vectors.expect(str(task_id) for task_id in described)
+            self._vectors.restore(vectors)
 
     def _rows_of(self, batch: StagedBatch, seq: int) -> list[Change]:
         changes = []
         for task_id, task in batch.tasks.items():
             value = None if task is None else task.model_dump(mode="json")
             changes.append(Change(collection=_TASKS, key=str(task_id), value=value))
-            if task is None and task_id in self._stored:
+            if task is None and self._vectors is not None:
                 changes.append(Change(collection=_VECTORS, key=str(task_id), value=None))
         changes.append(Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": batch.next_id}))
         return changes
@@ -517,196 +518,58 @@ class PlanActor(pykka.ThreadingActor):
         return scores
 
     def _semantic_scores(self, query: str, candidates: Sequence[Task]) -> dict[int, float]:
-        service = self._service
-        if not self._index or self._query_thread is None or service is None or not service.available:
+        vectors = self._vectors
+        if vectors is None or not len(vectors) or not vectors.available:
             return {}
-        vector = self._embed_query(query)
-        if vector is None or vector.shape[-1] != self._index.dim:
+        vector = vectors.embed_query(query, QUERY_EMBEDDING_TIMEOUT_S)
+        if vector is None:
             return {}
-        allowed = {task.id for task in candidates}
-        filtered = len(allowed) < len(self._tasks)
-        # With filters, rank the whole index first so the top 20 are taken among allowed tasks.
-        top_k = len(self._index) if filtered else SEMANTIC_TOP_K
-        scores: dict[int, float] = {}
-        for key, score in self._index.search(vector, top_k=top_k, min_score=SEMANTIC_MIN_SCORE):
-            task_id = int(key)
-            if task_id in allowed:
-                scores[task_id] = score
-                if len(scores) == SEMANTIC_TOP_K:
-                    break
-        return scores
-
-    def _embed_query(self, query: str) -> npt.NDArray[np.float32] | None:
-        assert self._query_thread is not None and self._service is not None
-        future = self._query_thread.submit(self._service.embed, [query])
-        try:
-            vectors = future.result(timeout=QUERY_EMBEDDING_TIMEOUT_S)
-        except concurrent.futures.TimeoutError:
-            logger.warning(
-                "Embedding a search query took over %ss; %s answered keyword-only.",
-                QUERY_EMBEDDING_TIMEOUT_S,
-                self._namespace,
-            )
-            return None
-        return None if vectors is None else vectors[0]
+        # With filters, the best 20 are taken among the allowed tasks.
+        allowed = {str(task.id) for task in candidates} if len(candidates) < len(self._tasks) else None
+        hits = vectors.search(vector, top_k=SEMANTIC_TOP_K, min_score=SEMANTIC_MIN_SCORE, allowed=allowed)
+        return {int(key): score for key, score in hits}
 
     # -- embedding internals -----------------------------------------------------------
 
-    def _start_semantic(self, param: EmbeddingParam) -> None:
-        from toolcards.vector import get_embedding_service
-
-        self._service = get_embedding_service(param)
-        prefix = f"planning-embed-{self._team_id}"
-        self._embed_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=prefix)
-        self._query_thread = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=prefix + "-query")
-
-    def _reset_vectors(self) -> None:
-        self._index = None
-        self._indexed.clear()
-        self._stored.clear()
-
-    def _restore_vectors(self, rows: dict[str, Any]) -> None:
-        """Index stored vectors made by this model from a task's current description."""
-        from toolcards.vector import VectorIndex
-
-        assert self._service is not None
-        model_id = self._service.model_id
-        for key, row in rows.items():
-            task_id = int(key)
-            if row is None:
-                self._stored.discard(task_id)
-                self._forget_vector(task_id)
-                continue
-            self._stored.add(task_id)
-            task = self._tasks.get(task_id)
-            if (
-                task is None
-                or not isinstance(row, dict)
-                or row.get("model") != model_id
-                or row.get("hash") != _text_hash(task.description)
-            ):
-                continue
-            try:
-                vector = VectorIndex.decode(row["vector"])
-                if self._index is None or self._index.dim != vector.shape[-1]:
-                    self._index = VectorIndex(len(vector))
-                    self._indexed.clear()
-                self._index.upsert(key, vector)
-            except (KeyError, TypeError, ValueError):
-                logger.warning("Stored vector of task %s in %s is unreadable; re-embedding.", key, self._namespace)
-                self._to_embed.add(task_id)
-                continue
-            self._indexed[task_id] = row["hash"]
+    def _description_of(self, key: str) -> str | None:
+        task = self._tasks.get(int(key))
+        return None if task is None else task.description
 
     def _after_commit(self, described: set[int], deleted: list[int]) -> None:
-        if self._service is None:
+        if self._vectors is None:
             return
         for task_id in deleted:
-            self._forget_vector(task_id)
-            self._stored.discard(task_id)
-        for task_id in described:
-            # The old vector describes text that is gone; drop it until the new one lands.
-            self._forget_vector(task_id)
-        self._schedule_embedding(task_id for task_id in described if task_id in self._tasks)
+            self._vectors.forget(str(task_id))
+        self._vectors.embed(str(task_id) for task_id in described if task_id in self._tasks)
 
-    def _forget_vector(self, task_id: int) -> None:
-        if self._indexed.pop(task_id, None) is not None and self._index is not None:
-            self._index.remove(str(task_id))
-
-    def _schedule_embedding(self, task_ids: Iterable[int]) -> None:
-        self._to_embed.update(task_ids)
-        if self._service is None or not self._service.available:
-            # A service that failed stays degraded: nothing will be embedded, search by keyword.
-            self._to_embed.clear()
-        if self._embedding_in_flight or not self._to_embed or self._embed_thread is None:
-            self._settle_waiters()
-            return
-        items = tuple((task_id, self._tasks[task_id].description) for task_id in sorted(self._to_embed))
-        self._to_embed.clear()
-        self._embedding_in_flight = True
-        try:
-            self._embed_thread.submit(self._embed_descriptions, items)
-        except RuntimeError:  # the executor is shut down: the actor is stopping
-            self._embedding_in_flight = False
-
-    def _embed_descriptions(self, items: tuple[tuple[int, str], ...]) -> None:
-        """Runs on the embedding thread: embed, then hand the vectors to the actor."""
-        assert self._service is not None
-        try:
-            vectors = self._service.embed([text for _, text in items])
-        except Exception:
-            # Only a programming error gets here (the service reports provider failures as
-            # None); the actor must still hear back, or the next descriptions would wait forever.
-            logger.exception("Embedding %d task descriptions failed.", len(items))
-            vectors = None
-        message = _Embedded(items=tuple((task_id, _text_hash(text)) for task_id, text in items), vectors=vectors)
-        # A stopped actor no longer needs the vectors.
-        with contextlib.suppress(pykka.ActorDeadError):
-            self.actor_ref.tell(message)
-
-    def _index_vectors(self, message: _Embedded) -> None:
-        from toolcards.vector import VectorIndex
-
-        self._embedding_in_flight = False
-        if message.vectors is None:
-            self._schedule_embedding(())  # the service is now degraded: drops the backlog
-            return
-        assert self._service is not None
-        model_id = self._service.model_id
-        accepted: list[tuple[int, str, npt.NDArray[np.float32]]] = []
+    def _store_vectors(self, message: TextsEmbedded) -> None:
+        """Persist and index the vectors the worker computed, those still of their description."""
+        vectors = self._vectors
+        assert vectors is not None
+        accepted = []
         try:
             with self._store.write(self._namespace, since=self._version) as txn:
                 # The descriptions may have changed in another process meanwhile.
                 self._absorb(txn.catch_up)
-                accepted = self._still_current(message)
-                txn.stage(
-                    Change(
-                        collection=_VECTORS,
-                        key=str(task_id),
-                        value={"model": model_id, "hash": text_hash, "vector": VectorIndex.encode(vector)},
-                    )
-                    for task_id, text_hash, vector in accepted
-                )
+                accepted = vectors.still_current(message.vectors)
+                txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
         except Exception:
             # Vectors are derived data: search still uses them; a restart re-embeds them.
             logger.exception("Persisting the vectors of %s failed.", self._namespace)
-            accepted = self._still_current(message)
+            accepted = vectors.still_current(message.vectors)
         else:
             if txn.committed is not None:
                 self._version = txn.committed
-                self._stored.update(task_id for task_id, _, _ in accepted)
-        for task_id, text_hash, vector in accepted:
-            if self._index is None or self._index.dim != vector.shape[-1]:
-                self._index = VectorIndex(int(vector.shape[-1]))
-                self._indexed.clear()
-            self._index.upsert(str(task_id), vector)
-            self._indexed[task_id] = text_hash
-        self._schedule_embedding(())
+        vectors.received(message, accepted)
 
-    def _still_current(self, message: _Embedded) -> list[tuple[int, str, npt.NDArray[np.float32]]]:
-        """The vectors of ``message`` whose task still has the description that was embedded."""
-        assert message.vectors is not None
-        accepted = []
-        for (task_id, text_hash), vector in zip(message.items, message.vectors, strict=True):
-            task = self._tasks.get(task_id)
-            if task is not None and _text_hash(task.description) == text_hash:
-                accepted.append((task_id, text_hash, vector))
-        return accepted
-
-    def _settle_waiters(self) -> None:
-        if self._embedding_in_flight or self._to_embed:
-            return
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            waiter.set_result(None)
-
-    def _shutdown_threads(self) -> None:
-        for pool in (self._embed_thread, self._query_thread):
-            if pool is not None:
-                pool.shutdown(wait=False, cancel_futures=True)
-        self._embedding_in_flight = False
-        self._to_embed.clear()
-        self._settle_waiters()
+    def _embed_overdue(self) -> None:
+        """Embed descriptions another process wrote but stored no vector for in time."""
+        assert self._vectors is not None
+        try:
+            self._refresh()  # a vector may have landed meanwhile
+        except Exception:
+            logger.exception("Catching up %s before embedding overdue descriptions failed.", self._namespace)
+        self._vectors.embed_overdue()
 
 
 class PlanActorProxy(ActorMemberMixin, pykka.ActorProxy[PlanActor]):

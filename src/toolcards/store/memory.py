@@ -106,6 +106,16 @@ class MemoryStore(Store):
         )
         return Delta(namespace=namespace, since=since, version=version, changes=changes)
 
+    def version(self, namespace: str) -> int:
+        """The namespace's committed version.
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        with self._lock:
+            space = self._live().get(namespace)
+            return 0 if space is None else space.version
+
     @contextlib.contextmanager
     def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:
         """Write to ``namespace`` holding the store's lock (see :meth:`Store.write`).

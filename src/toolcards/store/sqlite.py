@@ -194,6 +194,21 @@ class SQLiteStore(Store):
             self._known[namespace] = version
         return catch_up
 
+    def version(self, namespace: str) -> int:
+        """The namespace's committed version, read without its rows.
+
+        Raises:
+            StoreError: the read failed or the store is closed.
+        """
+        self._check_process()
+        with self._lock:
+            conn = self._connection()
+            try:
+                version, _ = self._head(conn, namespace)
+            except (sqlite3.Error, ValueError) as exc:
+                raise self._error(f"reading the version of namespace {namespace!r}", exc) from exc
+        return version
+
     @contextlib.contextmanager
     def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:
         """Write to ``namespace`` under SQLite's write lock (see :meth:`Store.write`).

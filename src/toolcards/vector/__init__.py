@@ -5,6 +5,10 @@
 * :class:`EmbeddingService` / :func:`get_embedding_service` — text to L2-normalised
   float32 rows; ``None`` (and one logged warning) when the provider is unavailable.
 * :class:`VectorIndex` — keys to vectors, cosine top-k by brute force.
+* :class:`TextVectors` — the vectors of one actor's keyed texts: index, background
+  worker, stored rows, and the rule that a text one process embedded is never embedded
+  again by another; its worker and timer talk to the actor with :class:`TextsEmbedded`
+  and :class:`GraceElapsed` messages.
 
 Importing this package loads pydantic only; numpy, onnxruntime and openai are imported
 on first use. The local model's tokenizer is fetched once with
@@ -17,11 +21,17 @@ from toolcards.vector.index import VectorIndex
 from toolcards.vector.param import EmbeddingParam
 from toolcards.vector.providers.base import EmbeddingUnavailable
 from toolcards.vector.service import EmbeddingService, get_embedding_service
+from toolcards.vector.text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors, text_digest
 
 __all__ = [
     "EmbeddingParam",
     "EmbeddingService",
     "EmbeddingUnavailable",
+    "GraceElapsed",
+    "TextVector",
+    "TextVectors",
+    "TextsEmbedded",
     "VectorIndex",
     "get_embedding_service",
+    "text_digest",
 ]
