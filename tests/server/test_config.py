@@ -77,3 +77,22 @@ def test_options_override_validated() -> None:
     assert config.facade and config.hot_tools == ["a"]
     with pytest.raises(ValueError, match="team_id"):
         ServeConfig().with_options(team_id="")
+
+
+def test_the_compose_sketch_serves_a_team_config_that_loads() -> None:
+    """docker/compose.yaml cannot run here (no Docker engine); its parts can be checked."""
+    from pathlib import Path
+
+    import yaml
+
+    from toolcards.server.config import load_config
+
+    docker = Path(__file__).resolve().parents[2] / "docker"
+    compose = yaml.safe_load((docker / "compose.yaml").read_text())
+    replicas = [name for name, service in compose["services"].items() if "serve" in service.get("command", [])]
+    assert len(replicas) == 2
+    for name in replicas:
+        environment = compose["services"][name]["environment"]
+        assert environment["TOOLCARDS_STORE"].startswith("postgresql://")
+    config = load_config(docker / "team.yaml")
+    assert {card["kind"] for card in config.cards} == {"planning", "knowledge_graph", "workspace"}
