@@ -119,3 +119,33 @@ def test_http_serving_in_process_until_sigint(team_yaml: Path, monkeypatch: pyte
     assert answers == ["@Kim"]
     assert messages[-3:] == ["SIGINT: stopping", "ending sessions and flushing state", "stopped"]
     assert stops_recorded() == 1
+
+
+def test_a_workspaces_root_without_working_locks_is_refused_at_start_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolcards.workspace import tool as workspace_tool
+
+    reason = "file locks do not work on /mnt/x (nfs: mounted with locks local to this host): put it elsewhere"
+    monkeypatch.setattr(workspace_tool, "probe_tree_locks", lambda: reason)
+    config = tmp_path / "team.yaml"
+    config.write_text("team_id: locks\ncards:\n  - kind: workspace\n")
+
+    assert main(["serve", "--config", str(config), "--store", str(tmp_path / "state.db")]) == 1
+
+    errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
+    assert errors == [f"toolcards: error: Cannot bind cards: WorkspaceTool: {reason}."]
+
+
+def test_serve_says_which_store_it_uses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "elsewhere.db"))
+    config = tmp_path / "team.yaml"
+    config.write_text("team_id: which\ncards: []\nhot_tools: [missing]\n")
+
+    assert main(["serve", "--config", str(config), "--store", "postgresql://nobody:pw@127.0.0.1:1/none"]) == 1
+
+    err = capsys.readouterr().err
+    assert "pw" not in err
+    assert err.count("toolcards: error:") == 1

@@ -112,6 +112,13 @@ def run(args: argparse.Namespace) -> int:
     kinds = ", ".join(str(card["kind"]) for card in config.cards) or "no cards"
     progress(f"starting team {config.team_id} ({kinds}) on {location}")
     team_server = TeamServer(config, agent_name=args.agent)
+    try:
+        # Bind the cards before serving, so a wiring mistake (an unknown tool, a workspaces
+        # root whose file locks do not work) ends the command with one line.
+        team_server.start()
+    except BaseException:
+        team_server.close()
+        raise
     anyio.run(_serve, team_server, args)
     return 0
 
@@ -136,8 +143,9 @@ async def _serve(team_server: TeamServer, args: argparse.Namespace) -> None:
     try:
         async with anyio.create_task_group() as tasks:
 
-            async def on_signal() -> None:
+            async def on_signal(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
                 with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                    task_status.started()
                     async for signum in signals:
                         progress(f"{signal.Signals(signum).name}: stopping")
                         if args.transport == "http":
@@ -148,7 +156,8 @@ async def _serve(team_server: TeamServer, args: argparse.Namespace) -> None:
                         tasks.cancel_scope.cancel()
                         return
 
-            tasks.start_soon(on_signal)
+            # Handlers first: a signal after "serving" is announced must stop us cleanly.
+            await tasks.start(on_signal)
             if args.transport == "stdio":
                 await team_server.astart()
                 progress(f"serving team {team_server.config.team_id} over stdio")

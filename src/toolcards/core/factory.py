@@ -104,7 +104,7 @@ class ToolFactory:
                     seen_in_card[channel].add(tool.name)
                 tools.append(tool.replace(guards=guards + tool.guards, record_sink=self._record))
         if problems:
-            raise WiringError("Cannot bind cards: " + "; ".join(problems) + ".")
+            raise WiringError("Cannot bind cards: " + "; ".join(p.rstrip(".") for p in problems) + ".")
         return tools
 
     # -- events -----------------------------------------------------------------------------
