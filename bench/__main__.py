@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import pkgutil
 import sys
 import time
@@ -34,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'-' * width}  {'-' * 11}  ----")
     for group, label, median_ms, note in rows:
         value = f"{median_ms * 1000:.1f} µs" if median_ms < 1 else f"{median_ms:.2f} ms"
+        if math.isnan(median_ms):
+            value = "n/a"
         print(f"{f'{group}: {label}'.ljust(width)}  {value:>11}  {note}")
     return 0
 
