@@ -133,6 +133,41 @@ def test_sync_timeout() -> None:
     release.set()
 
 
+def test_work_abandoned_by_a_timeout_stops_at_its_next_deadline_check() -> None:
+    from toolcards.core.deadline import check_deadline, remaining
+
+    stopped = threading.Event()
+    seen: list[float | None] = []
+
+    def spin() -> str:
+        """Loop until stopped."""
+        seen.append(remaining())
+        try:
+            while True:
+                check_deadline()
+        finally:
+            stopped.set()
+
+    tool = Tool.from_function(spin, timeout_s=0.05)
+    with pytest.raises(ToolTimeout):
+        tool.call_sync({})
+    assert stopped.wait(30), "the abandoned handler kept running"
+    assert seen and seen[0] is not None and 0 < seen[0] <= 0.05
+    # Without a timeout there is no deadline, and checking costs nothing.
+    assert remaining() is None
+    check_deadline()
+
+
+def test_an_async_handler_sees_its_deadline() -> None:
+    from toolcards.core.deadline import remaining
+
+    async def left() -> str:
+        """How long is left."""
+        return f"{remaining():.1f}"
+
+    assert Tool.from_function(left, timeout_s=3).call_sync({}) in {"3.0", "2.9"}
+
+
 def test_async_timeout_and_result() -> None:
     async def slow(delay: float) -> str:
         """Wait."""

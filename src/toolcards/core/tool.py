@@ -6,7 +6,8 @@ command), a call runs the same steps, so the same input gives the same answer ev
 1. validate and coerce the arguments (:mod:`toolcards.core.schema`);
 2. guards, in order: allow, rewrite the arguments, or deny (``GuardError``);
 3. the per-tool concurrency limit, if any;
-4. the timeout, if any (``ToolTimeout``);
+4. the timeout, if any (``ToolTimeout``), also set as the handler's deadline
+   (:mod:`toolcards.core.deadline`) so long loops stop once the caller gave up;
 5. the handler, sync or async. On async channels a sync handler runs in a worker thread,
    because handlers may block on actor asks and must never block the event loop;
 6. the output budget;
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from toolcards.core.channels import Channels
+from toolcards.core.deadline import deadline_after
 from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard, GuardContext
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
@@ -73,6 +75,12 @@ def _pool() -> concurrent.futures.ThreadPoolExecutor:
         if _timeout_pool is None:
             _timeout_pool = concurrent.futures.ThreadPoolExecutor(thread_name_prefix="toolcards-timeout")
         return _timeout_pool
+
+
+def _run_until(timeout_s: float, handler: Callable[..., Any], kwargs: dict[str, Any]) -> Any:
+    """Run ``handler`` in a pool thread with the call's deadline set, so abandoned work stops."""
+    with deadline_after(timeout_s):
+        return handler(**kwargs)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -244,7 +252,7 @@ class Tool:
             return asyncio.run(self._run_async(kwargs))
         if self.timeout_s is None:
             return self.handler(**kwargs)
-        future = _pool().submit(self.handler, **kwargs)
+        future = _pool().submit(_run_until, self.timeout_s, self.handler, kwargs)
         try:
             return future.result(timeout=self.timeout_s)
         except concurrent.futures.TimeoutError:
@@ -254,13 +262,15 @@ class Tool:
     async def _run_async(self, kwargs: dict[str, Any]) -> Any:
         import asyncio
 
-        awaitable: Awaitable[Any] = self.handler(**kwargs)
         if self.timeout_s is None:
-            return await awaitable
-        try:
-            return await asyncio.wait_for(awaitable, self.timeout_s)
-        except TimeoutError:
-            raise self._timeout() from None
+            return await self.handler(**kwargs)
+        with deadline_after(self.timeout_s):
+            # The task created by wait_for copies this context, deadline included.
+            awaitable: Awaitable[Any] = self.handler(**kwargs)
+            try:
+                return await asyncio.wait_for(awaitable, self.timeout_s)
+            except TimeoutError:
+                raise self._timeout() from None
 
     def _timeout(self) -> ToolTimeout:
         return ToolTimeout(
