@@ -127,11 +127,11 @@ def test_directory_in_place_of_the_file_raises_store_error(tmp_path: Path) -> No
 def test_file_that_is_not_a_database_raises_store_error(db_path: Path) -> None:
     db_path.write_bytes(b"these are somebody's notes, not a database\n" * 200)
 
-    with pytest.raises(StoreError, match="not a valid toolcards database") as raised:
+    with pytest.raises(StoreError, match=r"is not a SQLite database .* nothing was written"):
         SQLiteStore(db_path)
 
-    assert isinstance(raised.value.__cause__, sqlite3.DatabaseError)
     assert db_path.read_bytes().startswith(b"these are")
+    assert not db_path.with_name(db_path.name + "-wal").exists()
 
 
 def test_newer_schema_is_refused(db_path: Path) -> None:

@@ -139,8 +139,9 @@ class PlanActor(pykka.ThreadingActor):
             change, on the actor's thread: it must not block. An exception it raises is
             logged and ignored (the change is committed either way).
 
-    The board is loaded in :meth:`on_start`; if the store cannot be read there, the actor
-    stops and every call to it raises ``pykka.ActorDeadError``.
+    The board is loaded by the constructor, in the thread that starts the actor, so a store
+    that cannot be read raises :class:`~toolcards.errors.StoreError` to whoever starts it
+    (the card's bind) instead of leaving a dead actor behind.
     """
 
     def __init__(
@@ -165,19 +166,19 @@ class PlanActor(pykka.ThreadingActor):
         """The store version the board in memory is the state of."""
         self._vectors: TextVectors | None = None
         """Semantic search; ``None`` when no embedding is configured."""
+        self._loaded: Snapshot | None = store.load(self._namespace)
+        self._absorb(self._loaded)
 
     # -- lifecycle ---------------------------------------------------------------------
 
     def on_start(self) -> None:
-        """Load the board (tasks, seq, next id, vectors) from the store; runs on the actor's thread.
+        """Restore the stored vectors (with an embedding configured); runs on the actor's thread.
 
-        Blocks the actor for one :meth:`Store.load` and, with an embedding configured, for
-        decoding the stored vectors; re-embedding of stale ones happens in the background.
-        A :class:`~toolcards.errors.StoreError` here stops the actor.
+        Blocks the actor while the vectors are decoded; re-embedding of stale ones happens
+        in the background.
         """
-        snapshot = self._store.load(self._namespace)
-        self._absorb(snapshot)
-        if self._embedding is not None:
+        snapshot, self._loaded = self._loaded, None
+        if self._embedding is not None and snapshot is not None:
             from toolcards.vector import TextVectors, get_embedding_service
 
             self._vectors = TextVectors(

@@ -358,6 +358,7 @@ class SQLiteStore(Store):
                 conn.execute("ROLLBACK")
 
     def _connect(self) -> sqlite3.Connection:
+        self._refuse_what_is_not_ours()
         try:
             conn = sqlite3.connect(
                 self._path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
@@ -370,6 +371,64 @@ class SQLiteStore(Store):
             conn.close()
             raise
         return conn
+
+    def _refuse_what_is_not_ours(self) -> None:
+        """Look at the file before anything is written to it (opening switches it to WAL).
+
+        A database file that is empty or missing while its write-ahead log holds data has
+        lost its committed changes: opening it would make SQLite discard the log. A file
+        that is not SQLite, or a SQLite database of another program, is not written to.
+        """
+        path = self._path
+        wal = path.with_name(path.name + "-wal")
+        if path.exists() and not path.is_file():
+            return  # connecting fails with the hint for a directory or a device
+        try:
+            size = path.stat().st_size if path.exists() else None
+            wal_size = wal.stat().st_size if wal.exists() else 0
+        except OSError as exc:
+            raise StoreError(f"Store {path}: cannot look at the file ({exc.strerror or exc}).") from exc
+        if not size:
+            if wal_size:
+                state = "is empty" if size == 0 else "is missing"
+                raise StoreError(
+                    f"Store {path}: the database file {state} but its write-ahead log {wal.name} holds "
+                    f"{wal_size:,} bytes of changes, which opening it would discard. Restore {path.name} from a "
+                    f"backup; to start an empty store instead, move {path.name} and {wal.name} aside."
+                )
+            return
+        try:
+            with path.open("rb") as handle:
+                header = handle.read(16)
+        except OSError as exc:
+            raise StoreError(f"Store {path}: cannot read the file ({exc.strerror or exc}).") from exc
+        if header != b"SQLite format 3\x00":
+            raise StoreError(
+                f"Store {path} is not a SQLite database (it holds {size:,} bytes of something else); nothing "
+                "was written to it. Set TOOLCARDS_STORE to another file, or move this one aside."
+            )
+        tables = self._tables_of(path)
+        ours = {"records", "namespaces"}
+        foreign = sorted(name for name in tables if name not in ours and not name.startswith("sqlite_"))
+        if foreign:
+            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+            raise StoreError(
+                f"Store {path} is a SQLite database of another program (tables: {shown}); toolcards writes "
+                "nothing to it. Set TOOLCARDS_STORE to a file of its own."
+            )
+
+    def _tables_of(self, path: Path) -> list[str]:
+        try:
+            probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=self._busy_timeout)
+        except sqlite3.Error as exc:
+            raise self._error("opening", exc) from exc
+        try:
+            rows = probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+        except sqlite3.Error as exc:
+            raise self._error("reading the list of tables", exc) from exc
+        finally:
+            probe.close()
+        return [name for (name,) in rows]
 
     def _prepare(self, conn: sqlite3.Connection) -> None:
         try:
