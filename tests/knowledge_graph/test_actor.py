@@ -482,3 +482,44 @@ def test_concurrent_updates_lose_nothing(kg: KnowledgeGraphProxy, events: list[S
 
 def test_searching_an_empty_graph_says_only_that_nothing_matches(start_graph: StartGraph) -> None:
     assert start_graph(HASHING).search("anything").get().render() == "No entities match 'anything'."
+
+
+# -- names first -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "vector"])
+def test_an_entity_named_by_a_stop_word_or_one_letter_is_found_first(start_graph: StartGraph, mode: str) -> None:
+    kg = start_graph(HASHING)
+    kg.update(
+        "a",
+        create_entities=[
+            ent("IT", "team", "runs the servers"),
+            ent("A", "grade", "the best grade"),
+            ent("The", "band", "a band"),
+            ent("The Team", "team", "it is the team that ships it"),
+            ent("Platform", "team", "it builds what IT runs; the team of the year"),
+        ],
+    ).get()
+
+    for query in ("IT", "it", "A", "The", "the team"):
+        hits = kg.search(query, mode).get().hits
+        assert hits, (query, mode)
+        assert hits[0].entity.name.casefold() == query.casefold(), (query, mode, [h.entity.name for h in hits])
+
+
+def test_names_starting_with_the_query_come_right_after_an_exact_one(start_graph: StartGraph) -> None:
+    kg = start_graph()
+    kg.update(
+        "a",
+        create_entities=[
+            ent("AuthServiceClient", "service"),
+            ent("Billing", "service", "calls auth and auth again; auth is everywhere"),
+            ent("AuthService", "service"),
+            ent("Auth", "concept"),
+        ],
+    ).get()
+
+    names = [hit.entity.name for hit in kg.search("auth", "keyword").get().hits]
+
+    assert names[:3] == ["Auth", "AuthService", "AuthServiceClient"]
+    assert "Billing" in names

@@ -363,7 +363,7 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
                 keyword_score=keyword.get(name) if used != "vector" else None,
                 cosine=cosines.get(name) if used != "keyword" else None,
             )
-            for name, score in best_scores(scores, count)
+            for name, score in self._ranked(text, scores, count)
         ]
         result = SearchResult(query=text, mode=used, hits=hits, note=note)
         if include_neighbors:
@@ -375,6 +375,16 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             result.paths = self._paths_between([hit.entity.name for hit in hits[:MAX_PATH_ENDPOINTS]])
             result.max_path_length = self._max_path_length
         return result
+
+    def _ranked(self, text: str, scores: dict[str, float], count: int) -> list[tuple[str, float]]:
+        """The best ``count`` hits: entities named ``text`` (or starting so) first, then by score."""
+        pinned = [name for name in self._keywords.name_matches(text, count) if name in self._entities]
+        if not pinned:
+            return best_scores(scores, count)
+        top = max(scores.values(), default=1.0)
+        first = [(name, max(scores.get(name, 0.0), top)) for name in pinned]
+        rest = [(name, score) for name, score in best_scores(scores, count + len(pinned)) if name not in pinned]
+        return (first + rest)[:count]
 
     # -- writes ----------------------------------------------------------------------
 

@@ -15,7 +15,13 @@ Keyword score, in [0, 1]
 
     So every term in the name scores 1.0, every term somewhere but not in the name 0.8,
     and half the terms in the description only 0.4. Only whole terms match (no prefixes
-    or typos).
+    or typos). A name's own words are indexed even when they are stop words or one letter
+    long, so an entity called "IT", "A" or "The Team" is found by its name.
+
+Names first
+    Whatever the mode, an entity whose name *is* the query (case and spacing aside) ranks
+    first, then those whose name starts with it, shortest name first
+    (:meth:`KeywordIndex.name_matches`); the other hits follow by score.
 
 Hybrid score, in [0, 1]
     The vector leg keeps the entities whose raw cosine with the query is at least the
@@ -35,6 +41,7 @@ Paths
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import re
 from collections import deque
@@ -90,6 +97,16 @@ def tokenize(text: str) -> list[str]:
     return [_fold(word) for word in _WORD.findall(text.lower()) if word not in _STOP_WORDS]
 
 
+def name_tokens(name: str) -> list[str]:
+    """The words of an entity's name, plurals folded; stop words kept (a name is an identity)."""
+    return [_fold(word) for word in _WORD.findall(name.lower())]
+
+
+def name_key(text: str) -> str:
+    """``text`` as names are compared: case-folded, whitespace collapsed."""
+    return " ".join(text.casefold().split())
+
+
 def query_terms(query: str) -> list[str]:
     """The distinct terms of ``query`` in order; stop words are kept only if nothing else is left."""
     terms = tokenize(query)
@@ -115,6 +132,10 @@ class KeywordIndex:
     def __init__(self) -> None:
         self._postings: dict[str, dict[str, int]] = {}
         self._documents: dict[str, dict[str, int]] = {}
+        self._names: dict[str, str] = {}
+        """Entity key → its name as compared (:func:`name_key`)."""
+        self._sorted_names: list[tuple[str, str]] = []
+        """``(name_key, entity key)`` in order, for prefix lookups."""
 
     def __len__(self) -> int:
         return len(self._documents)
@@ -123,7 +144,7 @@ class KeywordIndex:
         """Index (or re-index) entity ``key``: its ``name`` and its other ``texts``."""
         self.remove(key)
         fields: dict[str, int] = {}
-        for token in tokenize(name):
+        for token in name_tokens(name):
             fields[token] = fields.get(token, 0) | _NAME
         for text in texts:
             for token in tokenize(text):
@@ -131,12 +152,18 @@ class KeywordIndex:
         self._documents[key] = fields
         for token, mask in fields.items():
             self._postings.setdefault(token, {})[key] = mask
+        compared = name_key(name)
+        self._names[key] = compared
+        bisect.insort(self._sorted_names, (compared, key))
 
     def remove(self, key: str) -> None:
         """Forget entity ``key``; a no-op if it is not indexed."""
         fields = self._documents.pop(key, None)
         if fields is None:
             return
+        compared = self._names.pop(key)
+        index = bisect.bisect_left(self._sorted_names, (compared, key))
+        del self._sorted_names[index]
         for token in fields:
             posting = self._postings[token]
             del posting[key]
@@ -154,6 +181,24 @@ class KeywordIndex:
                 if mask & _NAME:
                     in_name[key] = in_name.get(key, 0) + 1
         return {key: keyword_score(count, in_name.get(key, 0), len(terms)) for key, count in matched.items()}
+
+    def name_matches(self, query: str, limit: int) -> list[str]:
+        """Keys of the entities named ``query``, then of those whose name starts with it.
+
+        Exact first, then prefixes by name length and name; at most ``limit``. Costs a
+        binary search plus the matches returned.
+        """
+        wanted = name_key(query)
+        if not wanted or limit <= 0:
+            return []
+        start = bisect.bisect_left(self._sorted_names, (wanted, ""))
+        found: list[tuple[int, str, str]] = []
+        for compared, key in self._sorted_names[start:]:
+            if not compared.startswith(wanted) or len(found) >= 4 * limit:
+                break
+            found.append((len(compared), compared, key))
+        found.sort()
+        return [key for _, _, key in found[:limit]]
 
 
 def normalised_cosine(cosine: float) -> float:
