@@ -17,6 +17,8 @@ from toolcards.core import (
     SYSTEM_PROMPT,
     TOOL_CALL,
     ActorToolObserver,
+    ApprovalRequest,
+    Approver,
     BaseToolParam,
     Capability,
     Channels,
@@ -40,6 +42,7 @@ from toolcards.core import (
 )
 from toolcards.errors import (
     ActorUnavailable,
+    ApprovalRequired,
     CommandNotRecognized,
     GuardError,
     ObserverGone,
@@ -103,6 +106,9 @@ __all__ = [
     "ActorSystem",
     "ActorToolObserver",
     "ActorUnavailable",
+    "ApprovalRequest",
+    "ApprovalRequired",
+    "Approver",
     "BaseToolParam",
     "Capability",
     "Channels",

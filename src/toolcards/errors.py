@@ -8,6 +8,7 @@ acts on the error::
     │   ├── GuardError          a policy guard denied the call
     │   └── ToolTimeout         the call ran past its time limit
     ├── ToolFailed              terminal: the model sees it and adapts, retrying will not help
+    │   ├── ApprovalRequired    the tool needs a human's approval and did not get it
     │   ├── ActorUnavailable    the actor behind a tool is stopped or did not answer
     │   └── StoreError          persistence failed; nothing was written
     ├── ObserverGone            a card's observer (its agent) no longer exists
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 __all__ = [
     "ActorUnavailable",
+    "ApprovalRequired",
     "CommandNotRecognized",
     "GuardError",
     "ObserverGone",
@@ -83,3 +85,21 @@ class CommandNotRecognized(ToolcardsError):
 
 class StoreError(ToolFailed):
     """A persistence transaction failed; nothing of it was written."""
+
+
+class ApprovalRequired(ToolFailed):
+    """A tool that requires a human's approval was called without it, so it did not run.
+
+    The message says so and what the model can do instead; retrying the same call will not
+    help until someone approves it. A ``ToolFailed``: for an error the model can fix by
+    changing its arguments, see :class:`RetriableError`.
+
+    Attributes:
+        deferrable: ``True`` when nobody was asked (the tool has no approver), so an
+            adapter able to ask a human later (pydantic-ai's deferred tools) may do so;
+            ``False`` when an approver refused the call.
+    """
+
+    def __init__(self, message: str, *, deferrable: bool = False) -> None:
+        super().__init__(message)
+        self.deferrable = deferrable

@@ -36,6 +36,32 @@ def test_a_failed_command_exits_1_with_its_error_on_stderr(team_yaml: Path, caps
     assert captured.err.strip() == "Error: That name must not be spoken. Greet someone else."
 
 
+def test_a_tool_needing_approval_runs_only_with_approve(team_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.server.cards import WIPES
+
+    WIPES.clear()
+    assert main(["call", "--config", str(team_yaml), "/wipe"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        "Error: /wipe requires a human's approval, so it did not run. "
+        "Run the command again with --approve to approve it.\n"
+    )
+    assert WIPES == []
+    assert main(["call", "--config", str(team_yaml), "--approve", "/wipe"]) == 0
+    assert capsys.readouterr().out == "wiped\n"
+    assert WIPES == ["wiped"]
+
+
+def test_an_oversized_command_is_refused_unread(team_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from toolcards.core.commands import MAX_COMMAND_CHARS
+
+    assert main(["call", "--config", str(team_yaml), "/add_note", "x" * MAX_COMMAND_CHARS]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("Error: The command '/add_note ") and "over the limit of 262,144" in err
+    assert err.count("\n") == 1 and len(err) < 400
+
+
 def test_an_unknown_command_exits_2(team_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["call", "--config", str(team_yaml), "/teleport"]) == 2
     assert "Unknown command /teleport. Known commands: /add_note" in capsys.readouterr().err

@@ -1,9 +1,15 @@
 from __future__ import annotations
 
+import json
+import shlex
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.core.cards import BasketCard, GreeterCard
-from toolcards import CommandNotRecognized, ToolFactory
+from toolcards import CommandNotRecognized, CommandRegistry, RetriableError, ToolFactory
+from toolcards.core.commands import MAX_COMMAND_CHARS, split_command
 
 
 @pytest.fixture
@@ -47,3 +53,66 @@ def test_descriptors_for_help_screens(registry) -> None:  # type: ignore[no-unty
     assert (tone.type, tone.default, tone.choices) == ("string", "warm", ("warm", "dry"))
     assert [d.name for d in registry.descriptors()] == ["greet_someone", "message_of_the_day"]
     assert registry.dispatch("/message_of_the_day") == "Be kind."
+
+
+# -- parsing is linear and bounded --------------------------------------------------------------
+
+QUOTING = st.text(alphabet=st.sampled_from(list("ab =\t\n'\"\\é\x0b\x00")), max_size=24)
+
+
+@settings(max_examples=3000, derandomize=True, deadline=None)
+@given(QUOTING)
+def test_split_command_agrees_with_shlex(text: str) -> None:
+    try:
+        expected: list[str] | None = shlex.split(text)
+    except ValueError:
+        expected = None
+    try:
+        got: list[str] | None = split_command(text)
+    except RetriableError:
+        got = None
+    assert got == expected
+
+
+def test_double_quoted_escapes_whatever_characters_the_text_holds() -> None:
+    for text in ['"a\\\\b\\"c\\d"', '"a\\\\b\\"c\\d" \x00\x01\x02\x03']:
+        assert split_command(text) == shlex.split(text)
+    assert split_command('"a\\\\b\\"c\\d"') == ['a\\b"c\\d']
+
+
+def test_unbalanced_quoting_says_what_to_fix(registry) -> None:  # type: ignore[no-untyped-def]
+    assert registry.dispatch("/greet_someone 'Ann") == (
+        'Error: Cannot parse "/greet_someone \'Ann": the quote "\'Ann" is never closed. Close it.'
+    )
+    assert registry.dispatch("/greet_someone Ann\\") == (
+        "Error: Cannot parse '/greet_someone Ann\\\\': it ends with a lone backslash. Remove it or double it."
+    )
+
+
+def test_a_command_past_the_limit_is_refused_unread(registry) -> None:  # type: ignore[no-untyped-def]
+    for text in ["/greet_someone " + "a" * MAX_COMMAND_CHARS, "/greet_someone " + "'a' \\b " * 400_000]:
+        out = registry.dispatch(text)
+        assert out.startswith("Error: The command ") and f"{len(text):,} characters" in out
+        assert "over the limit of 262,144" in out and len(out) < 400
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["a", "a ", "x=1 ", "'' ", "a'b' ", '"\\"" ', "\\a ", "\\a", '"a', "'a"],
+    ids=["word", "words", "pairs", "empty-quotes", "quoted", "dq-escapes", "escapes", "joined", "dq-run", "sq-run"],
+)
+def test_pathological_commands_under_the_limit_get_an_answer(registry, unit: str) -> None:  # type: ignore[no-untyped-def]
+    """Every shape the old tokenizer took seconds on; the answer is an ordinary one-line error."""
+    text = "/greet_someone " + unit * ((MAX_COMMAND_CHARS - 20) // len(unit))
+    out = registry.dispatch(text)
+    assert out.startswith("Error: ") and "\n" not in out
+    assert len(out) < 1000  # errors never echo the payload
+
+
+def test_a_large_quoted_argument_parses_exactly() -> None:
+    tools = ToolFactory([BasketCard()]).tools()
+    registry = CommandRegistry(tools)
+    items = json.dumps([{"name": f"item {i}", "qty": i} for i in range(3000)])
+    name, args = registry.parse(f'/add_items items={shlex.quote(items)} note="a \\"big\\" one"')
+    assert (name, args) == ("add_items", {"items": items, "note": 'a "big" one'})
+    assert registry.dispatch(f"/add_items items={shlex.quote(items)}") == "3000 items"

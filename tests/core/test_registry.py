@@ -38,7 +38,8 @@ def test_builtin_kinds_are_listed_without_importing_them() -> None:
 def test_entry_point_cards_load(monkeypatch: pytest.MonkeyPatch) -> None:
     ep = EntryPoint(name="third_party", value="tests.core.cards:BasketCard", group=registry.ENTRY_POINT_GROUP)
     monkeypatch.setattr(registry, "_entry_points", lambda: [ep])
-    monkeypatch.delitem(registry._registered, "third_party", raising=False)
+    # A copy of the registry: loading registers the kind, which must not outlive this test.
+    monkeypatch.setattr(registry, "_registered", dict(registry._registered))
     assert card_kinds()["third_party"] == "tests.core.cards:BasketCard"
     loaded: list[Any] = load_cards([{"kind": "third_party"}])
     assert isinstance(loaded[0], BasketCard)

@@ -124,3 +124,40 @@ def test_model_docstrings_stay_out_of_schemas() -> None:
     assert "description" not in props["plain"]
     assert props["described"]["description"] == "What to use."
     assert "Developer notes" not in schema_text(props)
+
+
+def test_a_million_bad_items_give_a_short_answer_with_the_count() -> None:
+    schema = build_args_schema(sample, name="sample")
+    with pytest.raises(RetriableError) as err:
+        schema.validate("sample", {"path": "p", "points": [{"x": "no", "y": 1}] * 1_000_000})
+    message = str(err.value)
+    assert message.startswith("Invalid arguments for sample: points.0.x: Input should be a valid integer")
+    assert "points.4.x" in message and "points.5.x" not in message  # examples from a sample
+    assert "1,000,000 problems in all" in message and len(message) < 1000
+
+
+def test_at_most_ten_problems_are_listed() -> None:
+    schema = build_args_schema(sample, name="sample")
+    with pytest.raises(RetriableError) as err:
+        schema.validate("sample", {"path": "p", "points": [{"x": "no", "y": 1}] * 30})
+    message = str(err.value)
+    assert "points.9.x" in message and "points.10.x" not in message and "30 problems in all" in message
+
+
+def test_values_in_messages_are_clipped_cheaply() -> None:
+    schema = build_args_schema(sample, name="sample")
+    with pytest.raises(RetriableError) as err:
+        schema.validate("sample", {"path": {"deep": [list(range(10**6))] * 3}, "limit": 10**10_000})
+    message = str(err.value)
+    assert (
+        "path: Input should be a valid string (got {'deep': [[0, 1, 2, 3, 4, 5, ...], [0, 1, 2, 3, 4, 5, ......)"
+        in message
+    )
+    assert "limit: Input should be less than or equal to 10 (got a very long number)" in message
+    assert len(message) < 500
+
+
+def test_json_text_nested_too_deeply_is_a_validation_error() -> None:
+    schema = build_args_schema(sample, name="sample")
+    with pytest.raises(RetriableError, match="points: Input should be a valid list"):
+        schema.validate("sample", {"path": "p", "points": "[" * 100_000 + "]" * 100_000})

@@ -244,3 +244,26 @@ def test_a_broken_record_sink_does_not_fail_the_call() -> None:
         raise RuntimeError("subscriber bug")
 
     assert Tool.from_function(echo, record_sink=sink).call_sync({"text": "a"}) == "a"
+
+
+def test_a_store_failure_reaches_the_model_short_and_without_host_paths(caplog: pytest.LogCaptureFixture) -> None:
+    from toolcards import StoreError
+
+    detail = (
+        "Store /srv/team/.toolcards/state.db: loading namespace 'acme/#PlanningTool' failed (database disk "
+        "image is malformed). /srv/team/.toolcards/state.db is not a valid toolcards database. Move it aside."
+    )
+
+    def board() -> str:
+        """Read the board."""
+        raise StoreError(detail)
+
+    with pytest.raises(StoreError) as raised:
+        Tool.from_function(board).call_sync({})
+
+    message = str(raised.value)
+    assert "/srv/team" not in message
+    assert "board could not use the team's shared state, so nothing was changed" in message
+    assert "state.db: loading namespace 'acme/#PlanningTool' failed (database disk image is malformed)" in message
+    assert str(raised.value.__cause__) == detail  # the full story, for code and the log
+    assert detail in caplog.text

@@ -27,6 +27,9 @@ from toolcards import (
 from toolcards.actors.asking import ask
 from toolcards.store import default_store
 
+WIPES: list[str] = []
+"""One entry per run of ``wipe``'s handler, so tests can tell that a refused call did not run."""
+
 # A 1x1 red PNG.
 PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC")
 
@@ -119,6 +122,7 @@ class EchoTool(ToolCard):
     @capability("wipe", name="wipe", serves={TOOL_CALL}, mutates=True)
     def wipe_everything(self) -> str:
         """Delete everything (needs a human's approval)."""
+        WIPES.append("wiped")
         return "wiped"
 
     @capability("motd", name="motd", serves={SYSTEM_PROMPT})

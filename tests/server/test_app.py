@@ -138,11 +138,40 @@ def test_tools_needing_approval_are_refused_unless_the_server_allows_them(system
         finally:
             await server.aclose()
 
+    from tests.server.cards import WIPES
+
+    WIPES.clear()
     refused = asyncio.run(call(make_config()))
     assert refused.is_error
     assert "approval" in text_of(refused) and "--approve-all" in text_of(refused)
+    assert WIPES == []  # the handler did not run
     allowed = asyncio.run(call(make_config(approve_all=True)))
     assert not allowed.is_error and text_of(allowed) == "wiped"
+    assert WIPES == ["wiped"]
+
+
+def test_the_facade_refuses_tools_needing_approval_too(system: ActorSystem) -> None:
+    from tests.server.cards import WIPES
+
+    async def call(config: ServeConfig) -> list[types.CallToolResult]:
+        server = TeamServer(config, system=system)
+        try:
+            async with client(server) as c:
+                return [
+                    await c.call_tool("call_tool", {"name": "wipe", "arguments": {}}),
+                    await c.call_tool("wipe", {"unexpected": 1}),
+                ]
+        finally:
+            await server.aclose()
+
+    WIPES.clear()
+    refused, invalid = asyncio.run(call(make_config(facade=True)))
+    assert refused.is_error and "--approve-all" in text_of(refused)
+    # The arguments are validated before approval is considered, as on every channel.
+    assert invalid.is_error and "Invalid arguments for wipe" in text_of(invalid)
+    assert WIPES == []
+    (allowed, _) = asyncio.run(call(make_config(facade=True, approve_all=True)))
+    assert text_of(allowed) == "wiped" and WIPES == ["wiped"]
 
 
 # -- identity ----------------------------------------------------------------------------

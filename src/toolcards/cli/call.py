@@ -6,6 +6,7 @@
     toolcards call /update_planning create_tasks='[{"description": "Ship the release"}]'
     toolcards call --config team.yaml --agent Alice /add_note "ship it"
     toolcards call --config team.yaml            # list the commands
+    toolcards call --approve /wipe               # a tool that requires approval
 
 Every tool of the team's cards is a command here, the ones a model calls included
 (``update_planning``, ``update_graph``); list and JSON arguments are given as JSON text.
@@ -15,6 +16,10 @@ The team's actors read its state from the store (``--store``, ``TOOLCARDS_STORE`
 (``factory.command_registry().dispatch``), and the actors stop before the process exits.
 The result goes to stdout. A failed command prints its ``Error: ...`` line to stderr and
 exits 1; an unknown command exits 2.
+
+A tool whose param sets ``requires_approval`` runs only with ``--approve``: the person
+running the command approves that one call. Without it the command does not run, and the
+error says to add ``--approve``.
 
 It works on a live team: the store is the team's truth, so a server holding the same team
 sees what this command changes at its next call, and this command sees everything the
@@ -41,6 +46,9 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     parser.add_argument("--agent", default="cli", metavar="NAME", help="act as this agent (default: cli)")
+    parser.add_argument(
+        "--approve", action="store_true", help="approve the command if its tool requires a human's approval"
+    )
     add_store_option(parser)
     parser.add_argument("command", nargs="*", metavar="COMMAND", help="e.g. '/get_planning' (omit to list commands)")
     parser.set_defaults(handler=run)
@@ -57,6 +65,7 @@ def command_text(words: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run the command (or list the commands); returns the exit code."""
     from toolcards.actors.system import ActorSystem
+    from toolcards.core.approval import ApprovalRequest, ApprovalRequired
     from toolcards.core.channels import Channels
     from toolcards.core.commands import CommandRegistry
     from toolcards.core.factory import ToolFactory
@@ -73,7 +82,16 @@ def run(args: argparse.Namespace) -> int:
         team = system.team(config.team_id)
         agent = SessionAgent(agent_name(args.agent, default="cli"), team, role="cli", user_id=config.user_id)
         team.register_member(agent.address)
-        factory = ToolFactory(config.build_cards(), observer=agent)
+
+        def approve(request: ApprovalRequest) -> bool:
+            if args.approve:
+                return True
+            raise ApprovalRequired(
+                f"/{request.tool.name} requires a human's approval, so it did not run. "
+                "Run the command again with --approve to approve it."
+            )
+
+        factory = ToolFactory(config.build_cards(), observer=agent, approve=approve)
         # A script is trusted code, as an orchestrator is: it may run the tools a model
         # calls too, such as update_planning, not only the COMMAND channel.
         registry = CommandRegistry(

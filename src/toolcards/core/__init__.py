@@ -1,5 +1,6 @@
 """Core contracts: channels, params, cards, the tool pipeline, the factory and commands."""
 
+from toolcards.core.approval import ApprovalRequest, ApprovalRequired, Approver
 from toolcards.core.card import Capability, ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.commands import CommandArg, CommandDescriptor, CommandRegistry
@@ -16,6 +17,9 @@ __all__ = [
     "SYSTEM_PROMPT",
     "TOOL_CALL",
     "ActorToolObserver",
+    "ApprovalRequest",
+    "ApprovalRequired",
+    "Approver",
     "BaseToolParam",
     "Capability",
     "Channels",

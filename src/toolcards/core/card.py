@@ -33,6 +33,7 @@ from typing import Any, ClassVar, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
+from toolcards.core.arguments import DEFAULT_MAX_ARGUMENT_CHARS
 from toolcards.core.channels import Channels
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET
 from toolcards.core.params import BaseToolParam
@@ -69,6 +70,8 @@ class Capability:
     """The card's default concurrency limit (a param's ``max_concurrency`` overrides it)."""
     output_budget: int = DEFAULT_OUTPUT_BUDGET
     """The card's default output budget (a param's ``output_budget`` overrides it)."""
+    max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
+    """The card's default cap on a call's arguments (a param's ``max_argument_chars`` overrides it)."""
 
 
 def capability(
@@ -81,6 +84,7 @@ def capability(
     timeout_s: float | None = None,
     max_concurrency: int | None = None,
     output_budget: int = DEFAULT_OUTPUT_BUDGET,
+    max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
 ) -> Callable[[F], F]:
     """Mark a card method as the handler of the capability configured by ``field``.
 
@@ -92,6 +96,7 @@ def capability(
         mutates: The capability changes state (dropped by read-only cards).
         timeout_s: Default timeout. max_concurrency: default concurrency limit.
         output_budget: Default characters of output kept.
+        max_argument_chars: Default cap on a call's arguments, in characters of JSON text.
     """
 
     def mark(func: F) -> F:
@@ -105,6 +110,7 @@ def capability(
             timeout_s=timeout_s,
             max_concurrency=max_concurrency,
             output_budget=output_budget,
+            max_argument_chars=max_argument_chars,
         )
         return func
 
@@ -270,6 +276,7 @@ class ToolCard(BaseModel):
                     timeout_s=param.timeout_s if param.timeout_s is not None else cap.timeout_s,
                     max_concurrency=param.max_concurrency or cap.max_concurrency,
                     output_budget=param.output_budget or cap.output_budget,
+                    max_argument_chars=param.max_argument_chars or cap.max_argument_chars,
                     untrusted_output=cap.untrusted_output,
                     mutates=cap.mutates,
                 )

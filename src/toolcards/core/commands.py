@@ -1,6 +1,6 @@
 """Slash commands: ``/name arg "quoted arg" key=value rest`` dispatched to COMMAND tools.
 
-The grammar, tokenised with :mod:`shlex`:
+The grammar, with the quoting of a POSIX shell (as :func:`shlex.split`, in linear time):
 
 * positional tokens fill the command's parameters in signature order;
 * ``key=value`` tokens set the parameter ``key`` (only when ``key`` is a parameter name,
@@ -9,12 +9,13 @@ The grammar, tokenised with :mod:`shlex`:
   takes a string, so ``/note buy milk and eggs`` needs no quotes.
 
 Values are strings; the pipeline coerces them (``"5"`` → ``5``, JSON text → a list).
+A command longer than :data:`MAX_COMMAND_CHARS` is refused before it is read.
 """
 
 from __future__ import annotations
 
 import json
-import shlex
+import re
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -24,7 +25,22 @@ from toolcards.core.channels import Channels
 from toolcards.core.tool import Tool
 from toolcards.errors import CommandNotRecognized, RetriableError, ToolFailed
 
-__all__ = ["CommandArg", "CommandDescriptor", "CommandRegistry"]
+__all__ = ["MAX_COMMAND_CHARS", "CommandArg", "CommandDescriptor", "CommandRegistry", "split_command"]
+
+MAX_COMMAND_CHARS = 256 * 1024
+"""Characters of one slash command accepted (256 KiB); longer ones are refused unread.
+
+Larger arguments belong in a tool call's JSON arguments, not in a command line."""
+
+# Whole text without quoting: split on whitespace in one C pass.
+_QUOTING = re.compile(r"""['"\\]""")
+_WORDS = re.compile(r"[^ \t\r\n]+")
+# The quoting is balanced: every quote closed, no backslash at the very end. Possessive
+# quantifiers, so a failing match never backtracks (no quadratic or exponential case).
+_BALANCED = re.compile(r"""(?:[^'"\\]++|\\.|'[^']*+'|"(?:[^"\\]++|\\.)*+")*+""", re.S)
+# One segment of a word, with the whitespace before it (which starts a new word): unquoted
+# text, an escaped character, "...", or '...'.
+_SEGMENT = re.compile(r"""([ \t\r\n]*+)(?:([^ \t\r\n'"\\]++)|\\(.)|"((?:[^"\\]++|\\.)*+)"|'([^']*+)')""", re.S)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,15 +90,19 @@ class CommandRegistry:
 
         Raises:
             CommandNotRecognized: ``text`` is not a known ``/command``.
-            RetriableError: the quoting is unbalanced.
+            RetriableError: the quoting is unbalanced, or ``text`` is longer than
+                :data:`MAX_COMMAND_CHARS`.
         """
+        if len(text) > MAX_COMMAND_CHARS:
+            raise RetriableError(
+                f"The command {text[:80]!r}… is {len(text):,} characters, over the limit of "
+                f"{MAX_COMMAND_CHARS:,}, so it was not read. Send large content as a tool call's "
+                "JSON arguments, or in several smaller commands."
+            )
         stripped = text.strip()
         if not stripped.startswith("/"):
-            raise CommandNotRecognized(f"Not a command: {text!r}. Commands start with '/': {self._known()}.")
-        try:
-            tokens = shlex.split(stripped[1:])
-        except ValueError as exc:
-            raise RetriableError(f"Cannot parse {text!r}: {exc}. Close every quote.") from None
+            raise CommandNotRecognized(f"Not a command: {_preview(text)}. Commands start with '/': {self._known()}.")
+        tokens = split_command(stripped[1:], label=_preview(text))
         if not tokens:
             raise CommandNotRecognized(f"Empty command. Known commands: {self._known()}.")
         name, rest = tokens[0], tokens[1:]
@@ -91,11 +111,16 @@ class CommandRegistry:
             raise CommandNotRecognized(f"Unknown command /{name}. Known commands: {self._known()}.")
         return name, _bind_tokens(tool, rest)
 
-    def dispatch(self, text: str) -> str:
+    def dispatch(self, text: str, *, approved: bool = False) -> str:
         """Run a slash command and return its result as text.
 
-        A known command's failure (bad arguments, a retriable or terminal error) returns a
-        one-line ``Error: ...`` string.
+        A known command's failure (bad arguments, a retriable or terminal error, a refused
+        approval) returns a one-line ``Error: ...`` string.
+
+        Args:
+            text: The command, e.g. ``/add_note "buy milk"``.
+            approved: The caller approved this call of a tool that ``requires_approval``
+                (otherwise the tool's approver decides, and without one it is refused).
 
         Raises:
             CommandNotRecognized: the command is unknown (so callers can fall through to
@@ -103,7 +128,7 @@ class CommandRegistry:
         """
         try:
             name, args = self.parse(text)
-            result = self._tools[name].call_sync(args, channel=Channels.COMMAND)
+            result = self._tools[name].call_sync(args, channel=Channels.COMMAND, approved=approved)
         except (RetriableError, ToolFailed) as exc:
             return "Error: " + " ".join(str(exc).split())
         if isinstance(result, str):
@@ -139,6 +164,55 @@ class CommandRegistry:
         return ", ".join(f"/{name}" for name in self.names) or "none"
 
 
+def split_command(text: str, *, label: str = "the command") -> list[str]:
+    """Split ``text`` into words as :func:`shlex.split` does (POSIX quoting), in linear time.
+
+    ``shlex`` builds each word a character at a time, which is quadratic: a 2 MB command
+    took over a minute. Here regular expressions without backtracking do the scanning.
+
+    Raises:
+        RetriableError: a quote is not closed, or ``text`` ends with a lone backslash.
+    """
+    if _QUOTING.search(text) is None:
+        return _WORDS.findall(text)
+    balanced = _BALANCED.match(text)
+    assert balanced is not None  # the pattern matches the empty string
+    if balanced.end() != len(text):
+        at = balanced.end()
+        if text[at] == "\\":
+            raise RetriableError(f"Cannot parse {label}: it ends with a lone backslash. Remove it or double it.")
+        raise RetriableError(f"Cannot parse {label}: the quote {_preview(text[at:], 20)} is never closed. Close it.")
+    words: list[str] = []
+    word: list[str] | None = None
+    for space, plain, escaped, double, single in _SEGMENT.findall(text):
+        piece = plain or escaped or double or single
+        if "\\" in double:
+            piece = _unescape_double_quoted(double)
+        if word is None:
+            word = [piece]
+        elif space:
+            words.append("".join(word))
+            word = [piece]
+        else:
+            word.append(piece)
+    if word is not None:
+        words.append("".join(word))
+    return words
+
+
+def _unescape_double_quoted(text: str) -> str:
+    """Inside double quotes a backslash escapes only a backslash or a double quote."""
+    parts = text.split("\\\\")
+    if len(parts) == 1:
+        return text.replace('\\"', '"')
+    return "\\".join([part.replace('\\"', '"') for part in parts])
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    """``text`` quoted for an error message, clipped: an error never echoes a whole payload."""
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
 def _bind_tokens(tool: Tool, tokens: list[str]) -> dict[str, Any]:
     params = list(tool.args.signature.parameters)
     args: dict[str, Any] = {}
@@ -157,7 +231,7 @@ def _bind_tokens(tool: Tool, tokens: list[str]) -> dict[str, Any]:
         if not text_params:
             raise RetriableError(
                 f"/{tool.name} takes {len(free)} positional argument(s), got {len(positional)}: "
-                f"{' '.join(positional)!r}. Quote values that contain spaces."
+                f"{_preview(' '.join(positional))}. Quote values that contain spaces."
             )
         last = text_params[-1]
         start = free.index(last)
@@ -165,7 +239,7 @@ def _bind_tokens(tool: Tool, tokens: list[str]) -> dict[str, Any]:
         for name in free[start + 1 :]:
             args.pop(name, None)
     elif len(positional) > len(free):
-        raise RetriableError(f"/{tool.name} takes no more arguments; got {' '.join(positional)!r}.")
+        raise RetriableError(f"/{tool.name} takes no more arguments; got {_preview(' '.join(positional))}.")
     return args
 
 

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolcards.core.approval import Approver
 from toolcards.core.card import ToolCard
 from toolcards.core.channels import Channels
 from toolcards.core.events import ToolExecutionRecord
@@ -44,6 +45,12 @@ class ToolFactory:
             functions from :meth:`get_tools` raise it for a ``RetriableError``. Without it,
             those functions return the error message as their result.
         guards: Policy checks run on every call of every tool, before the card's own.
+        approve: Asked to approve every call of a tool whose param sets
+            ``requires_approval`` (see :mod:`toolcards.core.approval`), on every channel:
+            ``get_tools()`` functions, ``get_commands()``, ``command_registry()`` and the
+            tools' own ``call``/``call_sync``. Without it such a call is refused with
+            ``ApprovalRequired`` unless its caller passes ``approved=True``; the pydantic-ai
+            toolset then defers it to the application (``DeferredToolRequests``).
 
     Raises:
         WiringError: listing every problem found while binding.
@@ -56,10 +63,12 @@ class ToolFactory:
         retry_exception: type[Exception] | None = None,
         *,
         guards: Sequence[Guard] = (),
+        approve: Approver | None = None,
     ) -> None:
         self.cards = list(tool_cards)
         self.observer = observer
         self.retry_exception = retry_exception
+        self.approve = approve
         self._subscribers: list[RecordSubscriber] = []
         self._lock = threading.Lock()
         self._tools = self._bind(tuple(guards))
@@ -102,7 +111,7 @@ class ToolFactory:
                             "disable one of them (set its field to False) or rename it"
                         )
                     seen_in_card[channel].add(tool.name)
-                tools.append(tool.replace(guards=guards + tool.guards, record_sink=self._record))
+                tools.append(tool.replace(guards=guards + tool.guards, record_sink=self._record, approver=self.approve))
         if problems:
             raise WiringError("Cannot bind cards: " + "; ".join(p.rstrip(".") for p in problems) + ".")
         return tools
@@ -137,7 +146,12 @@ class ToolFactory:
         return [tool for tool in self._tools if channel in tool.channels]
 
     def get_tools(self) -> list[Callable[..., Any]]:
-        """Functions for ``Agent(tools=...)``: one per TOOL_CALL capability, same signature."""
+        """Functions for ``Agent(tools=...)``: one per TOOL_CALL capability, same signature.
+
+        A tool that ``requires_approval`` runs only if the factory's ``approve`` hook
+        approves the call; otherwise the function returns the refusal as text (pydantic-ai
+        cannot defer a plain function's call: use :meth:`toolset` for that).
+        """
         return [tool_function(tool, self.retry_exception) for tool in self.tools(Channels.TOOL_CALL)]
 
     def get_system_prompts(self) -> list[Callable[[], str | None]]:
@@ -146,7 +160,8 @@ class ToolFactory:
 
     def get_commands(self) -> dict[type[BaseToolParam], Callable[..., Any]]:
         """Callables for orchestrator code, keyed by param type. They raise ``RetriableError``
-        or ``ToolFailed`` on failure."""
+        or ``ToolFailed`` on failure, and ``ApprovalRequired`` for a tool that
+        ``requires_approval`` unless the factory's ``approve`` hook approves the call."""
         return {type(tool.param): command_function(tool) for tool in self.tools(Channels.COMMAND)}
 
     def get_toolsets(self) -> list[Any]:
@@ -185,7 +200,8 @@ def tool_function(tool: Tool, retry_exception: type[Exception] | None = None) ->
     A sync handler gives a sync function (frameworks run those in a worker thread, so actor
     asks never block the event loop); an async handler gives an async function.
     A ``RetriableError`` is raised as ``retry_exception`` when given, otherwise returned as
-    text; a ``ToolFailed`` is returned as text, so no raw exception reaches the agent loop.
+    text; a ``ToolFailed`` (``ApprovalRequired`` included) is returned as text, so no raw
+    exception reaches the agent loop.
     """
 
     def failure(exc: ToolcardsError) -> str:

@@ -9,12 +9,19 @@ object we own.
 Validation is lax, as models write arguments loosely: ``"5"`` for an integer is accepted,
 and so is a JSON string where a list, dict or model is expected. Unknown keys are refused
 with a message naming the accepted parameters.
+
+A refusal stays short and cheap whatever the input: at most ten problems are listed, with
+the total count; values are shown clipped; and when there are thousands of problems (a
+list of a million wrong items), the examples come from a sample of the arguments (lists and
+maps cut to their first items), because reading every one of pydantic's errors would take
+seconds.
 """
 
 from __future__ import annotations
 
 import inspect
 import json
+import reprlib
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -30,6 +37,16 @@ from toolcards.errors import RetriableError, WiringError
 __all__ = ["ArgsSchema", "build_args_schema"]
 
 _CONTAINER_ORIGINS = (list, dict, set, frozenset, tuple)
+
+_PROBLEMS_SHOWN = 10
+_ERRORS_READ = 200
+"""At most this many of pydantic's errors are read (each costs a few µs to convert)."""
+_SAMPLE_ITEMS = (5, 1)
+"""Items kept per list and map when sampling arguments with too many problems, in turn."""
+# Clipped values for error messages: bounded work whatever the size of the value.
+_CLIPPED = reprlib.Repr()
+_CLIPPED.maxlevel, _CLIPPED.maxlist, _CLIPPED.maxdict, _CLIPPED.maxtuple, _CLIPPED.maxset = 3, 6, 4, 6, 6
+_CLIPPED.maxstring, _CLIPPED.maxother, _CLIPPED.maxlong = 60, 60, 60
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -54,7 +71,8 @@ class ArgsSchema:
         try:
             validated = self.model.model_validate(args)
         except ValidationError as exc:
-            raise RetriableError(_describe_errors(tool_name, exc, self.json_schema)) from None
+            errors, total = _read_errors(self.model, exc, args)
+            raise RetriableError(_describe_errors(tool_name, errors, total, self.json_schema)) from None
         return dict(validated.__dict__)
 
 
@@ -173,7 +191,7 @@ def _decode_json_strings(args: Mapping[str, Any], structured: frozenset[str]) ->
         if isinstance(value, str) and value[:1] in ("[", "{"):
             try:
                 parsed = json.loads(value)
-            except ValueError:
+            except (ValueError, RecursionError):  # left as text: validation says what is wrong
                 continue
             if decoded is None:
                 decoded = dict(args)
@@ -181,10 +199,50 @@ def _decode_json_strings(args: Mapping[str, Any], structured: frozenset[str]) ->
     return args if decoded is None else decoded
 
 
-def _describe_errors(tool_name: str, exc: ValidationError, schema: dict[str, Any]) -> str:
+def _read_errors(model: type[BaseModel], exc: ValidationError, args: Mapping[str, Any]) -> tuple[list[Any], int]:
+    """Up to ``_ERRORS_READ`` of the validation's errors, and how many there were."""
+    total = exc.error_count()
+    if total <= _ERRORS_READ:
+        return list(exc.errors(include_url=False)), total
+    known = set(model.model_fields)
+    for keep in _SAMPLE_ITEMS:
+        sample = {
+            key: _sample(value, keep)
+            for index, (key, value) in enumerate(args.items())
+            if key in known or index < keep + len(known)
+        }
+        try:
+            model.model_validate(sample)
+        except ValidationError as sampled:
+            if sampled.error_count() <= _ERRORS_READ:
+                # Cutting lists and maps can make a required key missing or a list too short.
+                return [e for e in sampled.errors(include_url=False) if not _made_by_sampling(e)], total
+        else:
+            break
+    return [], total
+
+
+def _sample(value: Any, keep: int) -> Any:
+    if isinstance(value, list | tuple):
+        return [_sample(item, keep) for item in value[:keep]]
+    if isinstance(value, Mapping):
+        return (
+            {k: _sample(v, keep) for k, v in list(value.items())[:keep]}
+            if len(value) > keep
+            else {k: _sample(v, keep) for k, v in value.items()}
+        )
+    return value
+
+
+def _made_by_sampling(error: Any) -> bool:
+    nested_missing = error["type"] == "missing" and len(error["loc"]) > 1
+    return nested_missing or (error["type"] in ("too_short", "too_long") and not isinstance(error.get("input"), str))
+
+
+def _describe_errors(tool_name: str, errors: list[Any], total: int, schema: dict[str, Any]) -> str:
     problems: list[str] = []
     unknown: list[str] = []
-    for error in exc.errors(include_url=False):
+    for error in errors:
         loc = ".".join(str(part) for part in error["loc"]) or "arguments"
         if error["type"] == "extra_forbidden" and len(error["loc"]) == 1:
             unknown.append(loc)
@@ -193,9 +251,12 @@ def _describe_errors(tool_name: str, exc: ValidationError, schema: dict[str, Any
         shown = "" if error["type"] == "missing" else f" (got {_clip(got)})"
         problems.append(f"{loc}: {error['msg']}{shown}")
     if unknown:
-        problems.append(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
+        problems.append(f"unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown[:_PROBLEMS_SHOWN])}")
+    listed = problems[:_PROBLEMS_SHOWN]
+    if len(errors) < total or len(problems) > _PROBLEMS_SHOWN or len(unknown) > _PROBLEMS_SHOWN:
+        listed.append(f"{total:,} problems in all")
     accepted = _describe_parameters(schema)
-    return f"Invalid arguments for {tool_name}: " + "; ".join(problems) + f". Accepted parameters: {accepted}."
+    return f"Invalid arguments for {tool_name}: " + "; ".join(listed) + f". Accepted parameters: {accepted}."
 
 
 def _describe_parameters(schema: dict[str, Any]) -> str:
@@ -211,7 +272,13 @@ def _describe_parameters(schema: dict[str, Any]) -> str:
 
 
 def _clip(value: Any, limit: int = 60) -> str:
-    text = repr(value)
+    if isinstance(value, str):
+        text = repr(value[: limit + 1])
+    else:
+        try:
+            text = _CLIPPED.repr(value)
+        except ValueError:  # an integer too long to convert
+            text = "a very long number"
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 

@@ -15,11 +15,15 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator
 
 from toolcards.errors import RetriableError
 
 __all__ = [
     "WORKSPACE_ID_PATTERN",
+    "WorkspaceId",
     "internal_dir",
     "store_location",
     "store_path",
@@ -56,6 +60,17 @@ def validate_workspace_id(workspace_id: str) -> str:
             "start it with a letter or digit."
         )
     return workspace_id
+
+
+def _checked_id(value: str) -> str:
+    try:
+        return validate_workspace_id(value)
+    except RetriableError as exc:
+        raise ValueError(str(exc)) from None
+
+
+WorkspaceId = Annotated[str, AfterValidator(_checked_id)]
+"""A workspace id on a card: checked when the card is built (see :func:`validate_workspace_id`)."""
 
 
 def workspace_dir(workspace_id: str) -> Path:

@@ -3,19 +3,25 @@
 Whatever the channel (a pydantic-ai tool call, an MCP ``tools/call``, an orchestrator
 command), a call runs the same steps, so the same input gives the same answer everywhere:
 
-1. validate and coerce the arguments (:mod:`toolcards.core.schema`);
+1. decode the arguments and refuse them past ``max_argument_chars``
+   (:mod:`toolcards.core.arguments`), then validate and coerce them
+   (:mod:`toolcards.core.schema`);
 2. guards, in order: allow, rewrite the arguments, or deny (``GuardError``);
-3. the per-tool concurrency limit, if any;
-4. the timeout, if any (``ToolTimeout``), also set as the handler's deadline
+3. approval, for a tool that ``requires_approval``: the caller approved the call
+   (``approved=True``) or the tool's ``approver`` does; otherwise ``ApprovalRequired``
+   (:mod:`toolcards.core.approval`). The time a human takes counts against no limit;
+4. the per-tool concurrency limit, if any;
+5. the timeout, if any (``ToolTimeout``), also set as the handler's deadline
    (:mod:`toolcards.core.deadline`) so long loops stop once the caller gave up;
-5. the handler, sync or async. On async channels a sync handler runs in a worker thread,
+6. the handler, sync or async. On async channels a sync handler runs in a worker thread,
    because handlers may block on actor asks and must never block the event loop;
-6. the output budget;
-7. the untrusted-output envelope, for tools that return outside data;
-8. a :class:`~toolcards.core.events.ToolExecutionRecord`, sent to the record sink.
+7. the output budget;
+8. the untrusted-output envelope, for tools that return outside data;
+9. a :class:`~toolcards.core.events.ToolExecutionRecord`, sent to the record sink (a
+   refused call is recorded as a failure, like a guard's denial).
 
-Errors: ``RetriableError`` (and its subclasses) and ``ToolFailed`` pass through for the
-adapter to translate. pykka's ``ActorDeadError``/``Timeout`` become ``ActorUnavailable``.
+Errors: ``RetriableError`` (and its subclasses) and ``ToolFailed`` (``ApprovalRequired``
+included) pass through for the adapter to translate. pykka's ``ActorDeadError``/``Timeout`` become ``ActorUnavailable``.
 Any other exception from a handler is logged with its traceback and raised as
 ``ToolFailed`` naming the exception type and message. ``ObserverGone`` and
 ``WiringError`` are programming errors and propagate unchanged.
@@ -26,14 +32,17 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import itertools
-import json
 import logging
+import re
 import threading
 import time
+import types
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from toolcards.core.approval import ApprovalRequest, Approver, declined, not_approved
+from toolcards.core.arguments import DEFAULT_MAX_ARGUMENT_CHARS, decode_arguments
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import deadline_after
 from toolcards.core.events import ToolExecutionRecord
@@ -45,6 +54,7 @@ from toolcards.errors import (
     GuardError,
     ObserverGone,
     RetriableError,
+    StoreError,
     ToolcardsError,
     ToolFailed,
     ToolTimeout,
@@ -109,13 +119,17 @@ class Tool:
     guards: tuple[Guard, ...] = ()
     """Policy checks run before the handler, in order."""
     requires_approval: bool = False
-    """Tool calls wait for a human approval before running (pydantic-ai deferred tools)."""
+    """A call runs only once approved: by its caller (``approved=True``) or the ``approver``."""
+    approver: Approver | None = None
+    """Asked to approve each call of a tool that ``requires_approval`` (``ToolFactory(approve=...)``)."""
     timeout_s: float | None = None
     """Stop waiting for the handler after this many seconds."""
     max_concurrency: int | None = None
     """At most this many calls run at once."""
     output_budget: int = DEFAULT_OUTPUT_BUDGET
     """Characters of output kept before cutting with a notice."""
+    max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
+    """Larger arguments (as JSON text) are refused before validation, with a ``RetriableError``."""
     untrusted_output: bool = False
     """The result carries outside data and is wrapped in the untrusted-output envelope."""
     mutates: bool = False
@@ -179,21 +193,37 @@ class Tool:
         *,
         channel: Channels = Channels.COMMAND,
         call_id: str | None = None,
+        approved: bool = False,
     ) -> Any:
         """Run the pipeline in the calling thread and return the (budgeted) result.
 
-        May block: on the handler, on actor asks, and on the concurrency limit. An async
-        handler is run to completion on a private event loop (call :meth:`call` from async
-        code instead).
+        May block: on the approver, on the handler, on actor asks, and on the concurrency
+        limit. An async handler is run to completion on a private event loop (call
+        :meth:`call` from async code instead).
+
+        Args:
+            arguments: Parameter names to values, or their JSON text.
+            channel: The channel the call comes through (stamped on the record).
+            call_id: The caller's id of this call (default: a generated one).
+            approved: The caller approved this call (a human did, or the caller is trusted
+                to run tools that ``requires_approval``); the approver is not asked.
 
         Raises:
-            RetriableError: invalid arguments, a guard's denial, a timeout, or the handler's
-                own retriable error.
+            RetriableError: invalid or too large arguments, a guard's denial, a timeout, or
+                the handler's own retriable error.
+            ApprovalRequired: the tool requires approval and the call was not approved;
+                the handler did not run.
             ToolFailed: the handler failed in a way retrying will not fix.
+
+        Changed in 0.2: a tool that ``requires_approval`` runs only once approved
+        (``approved``, or its ``approver``), and arguments past ``max_argument_chars`` are
+        refused.
         """
         started = time.perf_counter()
         try:
             kwargs = self._prepare(arguments, channel)
+            if self.requires_approval and not approved:
+                self._approve(kwargs, channel, call_id)
             if self._semaphore is not None:
                 with self._semaphore:
                     result = self._run_sync(kwargs)
@@ -211,15 +241,23 @@ class Tool:
         *,
         channel: Channels = Channels.TOOL_CALL,
         call_id: str | None = None,
+        approved: bool = False,
     ) -> Any:
-        """Run the pipeline without blocking the event loop; same contract as :meth:`call_sync`."""
+        """Run the pipeline without blocking the event loop; same contract as :meth:`call_sync`.
+
+        The approver and a sync handler run in a worker thread.
+        """
         import asyncio
 
         if not self._is_async:
-            return await asyncio.to_thread(self.call_sync, arguments, channel=channel, call_id=call_id)
+            return await asyncio.to_thread(
+                self.call_sync, arguments, channel=channel, call_id=call_id, approved=approved
+            )
         started = time.perf_counter()
         try:
             kwargs = self._prepare(arguments, channel)
+            if self.requires_approval and not approved:
+                await asyncio.to_thread(self._approve, kwargs, channel, call_id)
             if self._semaphore is not None:
                 await asyncio.to_thread(self._semaphore.acquire)
                 try:
@@ -235,13 +273,23 @@ class Tool:
         return result
 
     def _prepare(self, arguments: Mapping[str, Any] | str | None, channel: Channels) -> dict[str, Any]:
-        raw = _decode_arguments(self.name, arguments)
+        raw = decode_arguments(self.name, arguments, self.max_argument_chars)
         kwargs = self.args.validate(self.name, raw)
         for guard in self.guards:
             rewritten = guard(GuardContext(tool=self, args=kwargs, channel=channel, agent=self.agent))
             if rewritten is not None:
                 kwargs = self.args.validate(self.name, rewritten)
         return kwargs
+
+    def _approve(self, kwargs: dict[str, Any], channel: Channels, call_id: str | None) -> None:
+        """Ask the approver about this call; raise ``ApprovalRequired`` unless it approves."""
+        if self.approver is None:
+            raise not_approved(self.name)
+        # A read-only view: what was approved is what the handler gets.
+        view = types.MappingProxyType(kwargs)
+        request = ApprovalRequest(tool=self, args=view, channel=channel, agent=self.agent, call_id=call_id)
+        if self.approver(request) is not True:
+            raise declined(self.name)
 
     def _run_sync(self, kwargs: dict[str, Any]) -> Any:
         import concurrent.futures
@@ -315,28 +363,9 @@ class Tool:
             logger.exception("record sink failed for %s", self.name)
 
 
-def _decode_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None) -> Mapping[str, Any]:
-    if arguments is None:
-        return {}
-    if isinstance(arguments, str):
-        if not arguments.strip():
-            return {}
-        try:
-            decoded = json.loads(arguments)
-        except json.JSONDecodeError as exc:
-            raise RetriableError(
-                f"Arguments for {tool_name} are not valid JSON ({exc.msg} at position {exc.pos}). "
-                "Send a JSON object of parameter names to values."
-            ) from None
-        arguments = decoded
-    if not isinstance(arguments, Mapping):
-        raise RetriableError(
-            f"Arguments for {tool_name} must be an object of parameter names to values, not {type(arguments).__name__}."
-        )
-    return arguments
-
-
 def _translate(tool_name: str, exc: BaseException) -> BaseException:
+    if isinstance(exc, StoreError) and not getattr(exc, "for_model", False):
+        return _store_failure(tool_name, exc)
     if isinstance(exc, (RetriableError, ToolFailed, ObserverGone, WiringError, GuardError)):
         return exc
     if not isinstance(exc, Exception):  # KeyboardInterrupt, CancelledError, SystemExit
@@ -350,4 +379,24 @@ def _translate(tool_name: str, exc: BaseException) -> BaseException:
     else:
         logger.error("tool %s raised %s", tool_name, kind.__name__, exc_info=exc)
         failure = ToolFailed(f"{tool_name} failed: {kind.__name__}: {exc}")
+    return failure
+
+
+_HOST_PATH = re.compile(r"(?<![\w.])/(?:[^\s/:'\"()]+/)*([^\s/:'\"()]+)")
+
+
+def _store_failure(tool_name: str, exc: StoreError) -> StoreError:
+    """A short :class:`StoreError` for the model; the full one (file, cause, fix) goes to the log.
+
+    The original stays reachable as ``__cause__`` for code that wants the detail.
+    """
+    logger.error("tool %s: %s", tool_name, exc)
+    first = str(exc).split(". ", 1)[0].rstrip(".")
+    cause = _HOST_PATH.sub(r"\1", first)
+    failure = StoreError(
+        f"{tool_name} could not use the team's shared state, so nothing was changed ({cause}). "
+        "Tell the user: an operator must look at the store (the server's log has the details)."
+    )
+    failure.for_model = True  # type: ignore[attr-defined]
+    failure.__cause__ = exc
     return failure

@@ -6,7 +6,12 @@ message everywhere. Translation at this boundary:
 
 * ``RetriableError`` → ``ModelRetry`` (the model fixes its call; counts against retries);
 * ``ToolFailed`` → pydantic-ai ``ToolFailed`` (the model sees the failure and adapts);
-* a tool with ``requires_approval`` → ``ApprovalRequired`` until the call is approved.
+* the pipeline's ``ApprovalRequired`` (a tool that ``requires_approval``, called before
+  anyone approved it) → pydantic-ai's ``ApprovalRequired``: the run ends with
+  ``DeferredToolRequests`` and the application asks a human, then resumes the run with
+  the decision. A call the application approved runs with ``approved=True``. When the
+  factory has an ``approve`` hook, the hook decides at once instead, and a refusal is a
+  failed tool result the model reads.
 
 System prompts become the toolset's instructions, re-evaluated before every model request
 in a worker thread (they may ask actors).
@@ -25,6 +30,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import SchemaValidator, core_schema
 
+from toolcards.core.approval import ApprovalRequired as CallNotApproved
 from toolcards.core.channels import Channels
 from toolcards.errors import RetriableError, ToolFailed
 
@@ -79,10 +85,14 @@ class CardToolset(AbstractToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         target = self._tools[name]
-        if target.requires_approval and not ctx.tool_call_approved:
-            raise ApprovalRequired(metadata={"tool": name, "args": tool_args})
         try:
-            return await target.call(tool_args, channel=Channels.TOOL_CALL, call_id=ctx.tool_call_id)
+            return await target.call(
+                tool_args, channel=Channels.TOOL_CALL, call_id=ctx.tool_call_id, approved=ctx.tool_call_approved
+            )
+        except CallNotApproved as exc:
+            if exc.deferrable:
+                raise ApprovalRequired(metadata={"tool": name, "args": tool_args}) from exc
+            raise PydanticAIToolFailed(str(exc)) from exc
         except RetriableError as exc:
             raise ModelRetry(str(exc)) from exc
         except ToolFailed as exc:

@@ -21,9 +21,11 @@ stateless 2026-07-28 protocol), or ``mcp-client``. Clients declaring the same na
 the same agent.
 
 Approval: MCP has no way to ask a human to approve one call, so a tool marked
-``requires_approval`` is refused with an ``isError`` result saying so, unless the config
-sets ``approve_all`` (``--approve-all``), in which case the client's own confirmation (most
-MCP clients ask the user before each tool call) is the only gate.
+``requires_approval`` is refused by the pipeline's approval step
+(:mod:`toolcards.core.approval`), after its arguments were validated, with an ``isError``
+result saying so, unless the config sets ``approve_all`` (``--approve-all``): then every call
+is passed as approved, and the client's own confirmation (most MCP clients ask the user
+before each tool call) is the only gate.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolcards.core.approval import ApprovalRequired
 from toolcards.core.channels import Channels
 from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.server.config import ServeConfig
@@ -355,13 +358,17 @@ class TeamServer:
         return await self._run(tool, arguments, call_id)
 
     async def _run(self, tool: Tool, arguments: Any, call_id: str | None) -> mcp_types.CallToolResult:
-        if tool.requires_approval and not self.config.approve_all:
+        try:
+            value = await tool.call(
+                arguments, channel=Channels.TOOL_CALL, call_id=call_id, approved=self.config.approve_all
+            )
+        except ApprovalRequired as exc:
+            if not exc.deferrable:  # an approver of the session's factory refused it
+                return error_result(str(exc))
             return error_result(
                 f"{tool.name} needs a human's approval, which this MCP server cannot ask for, so it did not run. "
                 "Tell the user what you wanted to do; the operator can allow such tools with --approve-all."
             )
-        try:
-            value = await tool.call(arguments, channel=Channels.TOOL_CALL, call_id=call_id)
         except (RetriableError, ToolFailed) as exc:
             return error_result(str(exc))
         return to_call_result(value, uri_prefix=f"toolcards://{self.config.team_id}/{tool.name}")
