@@ -12,7 +12,6 @@ import pytest
 
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace import actor as actor_module
 from toolcards.workspace.actor import (
     WorkspaceActor,
     WorkspaceProxy,
@@ -20,10 +19,10 @@ from toolcards.workspace.actor import (
     stop_workspace_actors,
     workspace_actor,
 )
-from toolcards.workspace.files import atomic_write
 from toolcards.workspace.models import FileEdit, content_digest
 from toolcards.workspace.patch import apply_file_patch, parse_patch
 from toolcards.workspace.text import unified_diff
+from toolcards.workspace.tree import Tree
 
 AGENT = "team-1/@Alice"
 
@@ -168,15 +167,16 @@ def test_a_failed_multi_edit_write_is_rolled_back(
     for name in ("a.txt", "b.txt"):
         (root / name).write_text(f"{name} old\n")
         read(ws, root, name)
-    calls: list[Path] = []
+    calls: list[str] = []
+    write_bytes = Tree.write_bytes
 
-    def failing_second(path: Path, data: bytes, **kwargs: Any) -> None:
+    def failing_second(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
         calls.append(path)
         if len(calls) == 2:
-            raise ToolFailed("Cannot write 'b.txt': No space left on device.")
-        atomic_write(path, data, **kwargs)
+            raise ToolFailed("Cannot write 'b.txt': no space left on the device.")
+        return write_bytes(tree, path, data, **kwargs)
 
-    monkeypatch.setattr(actor_module, "atomic_write", failing_second)
+    monkeypatch.setattr(Tree, "write_bytes", failing_second)
     edits = [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
     with pytest.raises(ToolFailed, match="nothing was changed; the 1 file"):
         ws.multi_edit(AGENT, edits).get()
@@ -189,15 +189,16 @@ def test_a_rollback_that_fails_names_the_files_to_check(
     for name in ("a.txt", "b.txt"):
         (root / name).write_text(f"{name} old\n")
         read(ws, root, name)
-    calls: list[Path] = []
+    calls: list[str] = []
+    write_bytes = Tree.write_bytes
 
-    def failing_after_first(path: Path, data: bytes, **kwargs: Any) -> None:
+    def failing_after_first(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
         calls.append(path)
         if len(calls) > 1:
             raise ToolFailed("disk gone")
-        atomic_write(path, data, **kwargs)
+        return write_bytes(tree, path, data, **kwargs)
 
-    monkeypatch.setattr(actor_module, "atomic_write", failing_after_first)
+    monkeypatch.setattr(Tree, "write_bytes", failing_after_first)
     edits = [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
     with pytest.raises(ToolFailed, match=r"restoring a\.txt failed too"):
         ws.multi_edit(AGENT, edits).get()

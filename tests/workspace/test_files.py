@@ -62,7 +62,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
 
     monkeypatch.setattr(os, "fdatasync", broken_fsync)
     monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(ToolFailed, match="No space left"):
+    with pytest.raises(ToolFailed, match="no space left on the device"):
         atomic_write(target, b"half")
     assert target.read_bytes() == b"original"
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
@@ -71,14 +71,14 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, mon
 def test_writing_over_a_directory_is_retriable(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir()
     with pytest.raises(RetriableError, match="is a directory"):
-        atomic_write(tmp_path / "d", b"x", shown_as="d")
+        atomic_write(tmp_path / "d", b"x")
     assert list((tmp_path / "d").iterdir()) == []
 
 
 def test_writing_below_a_file_is_retriable(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     with pytest.raises(RetriableError, match=re.escape("'f/g.txt'")):
-        atomic_write(tmp_path / "f" / "g.txt", b"x", shown_as="f/g.txt")
+        atomic_write(tmp_path / "f" / "g.txt", b"x")
 
 
 # -- read_numbered ----------------------------------------------------------------------
@@ -123,7 +123,7 @@ def test_long_lines_are_clipped_with_a_marker(tmp_path: Path) -> None:
 def test_binary_content_is_retriable_with_hints(tmp_path: Path, content: bytes) -> None:
     (tmp_path / "x.bin").write_bytes(content)
     with pytest.raises(RetriableError) as info:
-        read_numbered(tmp_path / "x.bin", shown_as="x.bin")
+        read_numbered(tmp_path / "x.bin")
     message = str(info.value)
     assert "'x.bin' looks binary" in message
     assert "workspace_view" in message
@@ -132,12 +132,12 @@ def test_binary_content_is_retriable_with_hints(tmp_path: Path, content: bytes) 
 
 def test_a_directory_hints_at_listing(tmp_path: Path) -> None:
     with pytest.raises(RetriableError, match="workspace_list"):
-        read_numbered(tmp_path, shown_as=".")
+        read_numbered(tmp_path)
 
 
 def test_a_missing_file_hints_at_glob(tmp_path: Path) -> None:
     with pytest.raises(RetriableError) as info:
-        read_numbered(tmp_path / "nope.py", shown_as="nope.py")
+        read_numbered(tmp_path / "nope.py")
     assert "'nope.py' does not exist" in str(info.value)
     assert "workspace_glob" in str(info.value)
 
@@ -258,11 +258,15 @@ def test_listing_refuses_bad_paths(tree: Path) -> None:
 
 
 def test_atomic_write_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from toolcards.workspace import files
+    synced: list[int] = []
+    fsync = os.fsync
 
-    synced: list[Path] = []
-    monkeypatch.setattr(files, "_fsync_directory", synced.append)
-    files.atomic_write(tmp_path / "a.txt", b"one")
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    atomic_write(tmp_path / "a.txt", b"one")
     assert synced == []
-    files.atomic_write(tmp_path / "a.txt", b"two", sync_directory=True)
-    assert synced == [tmp_path] and (tmp_path / "a.txt").read_bytes() == b"two"
+    atomic_write(tmp_path / "a.txt", b"two", sync_directory=True)
+    assert synced == [tmp_path.stat().st_ino] and (tmp_path / "a.txt").read_bytes() == b"two"

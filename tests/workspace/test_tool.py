@@ -23,12 +23,11 @@ from toolcards.actors.system import ActorSystem
 from toolcards.core.registry import dump_cards, load_cards
 from toolcards.core.settings import internal_dir
 from toolcards.testing import FakeObserver
-from toolcards.workspace import actor as actor_module
 from toolcards.workspace import documents
 from toolcards.workspace.actor import WorkspaceActor
-from toolcards.workspace.files import atomic_write
 from toolcards.workspace.paths import ESCAPE_MESSAGE
 from toolcards.workspace.tool import WorkspaceReadParam, WorkspaceTool, WorkspaceViewParam
+from toolcards.workspace.tree import Tree
 
 WRITE_TOOLS = {
     "workspace_write",
@@ -415,15 +414,16 @@ def test_multi_edit_needs_a_current_read_of_every_file(a: Agent_, b: Agent_) -> 
 def test_multi_edit_rolls_back_when_a_write_fails(a: Agent_, monkeypatch: pytest.MonkeyPatch) -> None:
     a("workspace_write", path="a.py", content="x\n")
     a("workspace_write", path="b.py", content="y\n")
-    written: list[Path] = []
+    written: list[str] = []
+    write_bytes = Tree.write_bytes
 
-    def disk_full_on_b(path: Path, data: bytes, **kwargs: Any) -> None:
+    def disk_full_on_b(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
         written.append(path)
-        if path.name == "b.py" and len(written) == 2:
-            raise ToolFailed("Cannot write 'b.py': No space left on device.")
-        atomic_write(path, data, **kwargs)
+        if path == "b.py" and len(written) == 2:
+            raise ToolFailed("Cannot write 'b.py': no space left on the device.")
+        return write_bytes(tree, path, data, **kwargs)
 
-    monkeypatch.setattr(actor_module, "atomic_write", disk_full_on_b)
+    monkeypatch.setattr(Tree, "write_bytes", disk_full_on_b)
     edits = [
         {"path": "a.py", "old_string": "x", "new_string": "X"},
         {"path": "b.py", "old_string": "y", "new_string": "Y"},

@@ -11,8 +11,11 @@
 * :class:`FileEdit` — one edit of ``workspace_multi_edit``; :class:`ReadRecord` — what an
   agent last read of a file.
 
-The engines (paths, files, glob, grep, edit, patch, text, documents, images) are modules
-of this package, imported by their module path. Importing the package loads pydantic and
+The engines are modules of this package, imported by their module path: ``tree`` (a tree
+reached only through directory handles: every file is opened, written, renamed, deleted
+and listed there), ``os_errors`` (OS errors in words), ``paths``, ``files`` (streamed
+numbered pages, listings), ``glob``, ``grep``, ``edit``, ``patch``, ``text``, ``documents``,
+``images``. Importing the package loads pydantic and
 pykka; markitdown, Pillow, rapidfuzz and pydantic-ai load when a capability needs them.
 """
 

@@ -8,8 +8,13 @@ concurrent first uses get the same actor; an actor found stopped is replaced.
 **What it does.** It handles one message at a time, so every mutation (write, edit,
 multi-edit, patch, delete, mkdir, rmdir) runs alone: read the current bytes, check the
 read-before-write gate (:class:`~toolcards.workspace.gate.WriteGate`), compute the new
-content in memory, write it with :func:`~toolcards.workspace.files.atomic_write`, update
-the writer's read record. It does all of that holding the tree's
+content in memory, write it with :meth:`~toolcards.workspace.tree.Tree.write_bytes`
+(atomic, through directory handles: see :mod:`toolcards.workspace.tree`), update the
+writer's read record. Only regular files are changed; a named pipe, a socket or a device is
+refused without being opened for writing, so nothing can block the actor. A change loads
+the files it changes whole, so files over :data:`MAX_EDIT_BYTES` are refused (change them
+with a command, or delete them and write them anew), and one change loads at most
+:data:`MAX_CHANGE_BYTES` in all. It does all of that holding the tree's
 :class:`~toolcards.workspace.tree_lock.TreeLock`, an OS file lock, so each mutation is
 atomic across processes too, on one host or on several sharing the workspaces root: an
 agent served by another process that read the same version is refused, never silently
@@ -20,6 +25,10 @@ before any later ask from the same agent, so the gate always sees it in time.
 **All or nothing.** A multi-edit or patch computes every file's new content and passes
 the gate for every existing file before writing any; if a write then fails, the files
 already written are restored (rollback) and the error says so.
+
+**What the model reads.** Results and refusals name files by their workspace-relative
+paths; the diffs of edits and multi-edits are file text, so they are clipped and inside the
+untrusted-output envelope (:func:`~toolcards.workspace.text.quote_file_text`).
 
 **Events.** Each change publishes one :class:`~toolcards.core.events.StateChanged` (source
 ``#WorkspaceActor:<tree>``) to every team attached with :meth:`WorkspaceActor.attach`.
@@ -39,12 +48,11 @@ because a tree may outlive the teams of one system.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
-import shutil
-import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -52,19 +60,23 @@ from typing import Any, cast
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
+from toolcards.core.deadline import deadline_after
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.edit import apply_edit
-from toolcards.workspace.files import atomic_write
 from toolcards.workspace.gate import WriteGate
 from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
+from toolcards.workspace.os_errors import Doing, file_error
 from toolcards.workspace.patch import apply_patch
-from toolcards.workspace.paths import relative, resolve_in_root
-from toolcards.workspace.text import detect_newline, to_newline, unified_diff
+from toolcards.workspace.text import detect_newline, quote_file_text, to_newline, unified_diff
+from toolcards.workspace.tree import FileBytes, Tree, format_size
 from toolcards.workspace.tree_lock import TreeLock
 
 __all__ = [
+    "CHANGE_DIFF_CHARS",
     "CHANGE_DIFF_LINES",
+    "MAX_CHANGE_BYTES",
+    "MAX_EDIT_BYTES",
     "WorkspaceActor",
     "WorkspaceProxy",
     "stop_workspace_actors",
@@ -72,7 +84,18 @@ __all__ = [
 ]
 
 CHANGE_DIFF_LINES = 200
-"""Lines of diff an edit, multi-edit or patch result shows at most."""
+"""Lines of diff an edit or multi-edit result shows at most."""
+
+CHANGE_DIFF_CHARS = 12_000
+"""Characters of diff an edit or multi-edit result shows at most (lines are clipped too)."""
+
+MAX_EDIT_BYTES = 16 * 1024 * 1024
+"""Files larger than this are not changed by the workspace tools (they are loaded whole)."""
+
+MAX_CHANGE_BYTES = 64 * 1024 * 1024
+"""Bytes of files one change (a multi-edit, a patch) may load in all."""
+
+_TOO_LARGE_HINT = "Change it with a command, or delete it with workspace_delete and write it anew; nothing was changed."
 
 _CONTEXT = 3
 """Lines of context around each change in a diff (as ``unified_diff`` shows)."""
@@ -84,10 +107,8 @@ _HUNK_HEADER = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@", re.MUL
 class _Change:
     """One file's part of a commit."""
 
-    target: Path
-    """Where the file is (resolved)."""
     path: str
-    """Its root-relative path, as records and messages name it."""
+    """Its canonical root-relative path, as the tree resolved it and records name it."""
     before: bytes | None
     """Its bytes before the commit (``None``: it did not exist)."""
     after: bytes | None
@@ -122,10 +143,12 @@ class WorkspaceActor(pykka.ThreadingActor):
         super().__init__()
         self.root = Path(os.path.realpath(root))
         self.name = f"#WorkspaceActor:{self.root.name}"
+        self.tree = Tree(self.root)
         self.gate = WriteGate()
         self.tree_lock = TreeLock(self.root)
         self._publishers: dict[str, Callable[[Any], None]] = {}
         self._seq = 0
+        self._loaded = 0
 
     def on_stop(self) -> None:
         """Close the tree's lock file (on the actor's thread, after the last message)."""
@@ -141,9 +164,10 @@ class WorkspaceActor(pykka.ThreadingActor):
         """Publish this tree's changes to team ``team_id`` with ``publish(event)`` (idempotent)."""
         self._publishers[team_id] = publish
 
-    def record_read(self, agent: str, path: str, data: bytes, full: bool, digest: str | None = None) -> None:
+    def record_read(self, agent: str, path: str, data: bytes | None, full: bool, digest: str | None = None) -> None:
         """Remember that ``agent`` read ``data`` as the content of ``path`` (root-relative).
 
+        ``data`` may be ``None`` for a file too large to hold (then ``digest`` is required).
         Meant to be sent without waiting for the answer.
         """
         self.gate.record_read(agent, path, data, full=full, digest=digest)
@@ -162,9 +186,9 @@ class WorkspaceActor(pykka.ThreadingActor):
 
         Returns one line saying what was done.
         """
-        with self.tree_lock.held():
-            target, rel = self._resolve(path)
-            before = self._current(target, rel)
+        with self._changing():
+            current = self._current(path, "write")
+            rel, before = current.rel, current.data
             digest = content_digest(before) if before is not None else None
             self.gate.check(agent, rel, before, "overwrite", digest=digest)
             text = content
@@ -176,7 +200,7 @@ class WorkspaceActor(pykka.ThreadingActor):
                     if old_text.startswith("\ufeff") and not text.startswith("\ufeff"):
                         text = "\ufeff" + text
             data = text.encode("utf-8")
-            self._commit(agent, [_Change(target=target, path=rel, before=before, after=data, mode=None, full=True)])
+            self._commit(agent, [_Change(path=rel, before=before, after=data, mode=None, full=True)])
             lines = _line_count(text)
             verb = "Created" if before is None else "Wrote"
             return f"{verb} {rel} ({lines} line{'' if lines == 1 else 's'})."
@@ -185,38 +209,40 @@ class WorkspaceActor(pykka.ThreadingActor):
         """Replace ``old_string`` by ``new_string`` in ``path`` (see :func:`~toolcards.workspace.edit.apply_edit`).
 
         Needs a current read of the file (a page read is enough). Returns a line saying how
-        many places changed (and by which strategy, when not exactly), then a unified diff.
+        many places changed (and by which strategy, when not exactly), then a unified diff
+        inside the untrusted-output envelope.
         """
-        with self.tree_lock.held():
-            target, rel = self._resolve(path)
-            before = self._existing(target, rel)
+        with self._changing():
+            rel, before = self._existing(path)
             self.gate.check(agent, rel, before, "edit")
             old_text = _decode(before, rel)
             outcome = apply_edit(old_text, old_string, new_string, replace_all=replace_all, path=rel)
             after = outcome.text.encode("utf-8")
-            self._commit(agent, [_Change(target=target, path=rel, before=before, after=after, mode=None, full=None)])
+            self._commit(agent, [_Change(path=rel, before=before, after=after, mode=None, full=None)])
             how = "" if outcome.strategy == "exact" else f", matched by {outcome.strategy}: check the diff"
             places = f"{outcome.replacements} place{'' if outcome.replacements == 1 else 's'}"
-            return f"Edited {rel} ({places}{how}).\n{change_diff(old_text, outcome.text, rel).rstrip()}"
+            diff = change_diff(old_text, outcome.text, rel).rstrip()
+            return f"Edited {rel} ({places}{how}).\n{quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)}"
 
     def multi_edit(self, agent: str, edits: Sequence[FileEdit]) -> str:
         """Apply ``edits`` in order, across files, all or nothing.
 
         Each edit sees the text left by the earlier edits of its file. Every file needs a
-        current read. Returns a summary line, then one diff per changed file.
+        current read. Returns a summary line, then one diff per changed file (together inside
+        the untrusted-output envelope).
         """
-        with self.tree_lock.held():
+        with self._changing():
             if not edits:
                 raise RetriableError("edits is empty: pass at least one edit with path, old_string and new_string.")
-            files: dict[str, tuple[Path, bytes, str]] = {}
+            files: dict[str, tuple[bytes, str]] = {}
             texts: dict[str, str] = {}
             for number, item in enumerate(edits, 1):
-                target, rel = self._resolve(item.path)
+                rel = self.tree.resolve(item.path)
                 if rel not in files:
-                    before = self._existing(target, rel)
+                    rel, before = self._existing(item.path)
                     self.gate.check(agent, rel, before, "edit")
-                    files[rel] = (target, before, _decode(before, rel))
-                    texts[rel] = files[rel][2]
+                    files[rel] = (before, _decode(before, rel))
+                    texts[rel] = files[rel][1]
                 try:
                     outcome = apply_edit(
                         texts[rel], item.old_string, item.new_string, replace_all=item.replace_all, path=rel
@@ -228,14 +254,15 @@ class WorkspaceActor(pykka.ThreadingActor):
                     ) from exc
                 texts[rel] = outcome.text
             changes = [
-                _Change(target=target, path=rel, before=before, after=texts[rel].encode("utf-8"), mode=None, full=None)
-                for rel, (target, before, old_text) in files.items()
+                _Change(path=rel, before=before, after=texts[rel].encode("utf-8"), mode=None, full=None)
+                for rel, (before, old_text) in files.items()
                 if texts[rel] != old_text
             ]
             self._commit(agent, changes)
-            diffs = [change_diff(files[c.path][2], texts[c.path], c.path).rstrip() for c in changes]
+            diffs = "\n".join(change_diff(files[c.path][1], texts[c.path], c.path).rstrip() for c in changes)
             count = f"{len(edits)} edit{'' if len(edits) == 1 else 's'}"
-            return "\n".join([f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}.", *diffs])
+            summary = f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}."
+            return f"{summary}\n{quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)}" if diffs else summary
 
     def patch(self, agent: str, patch_text: str) -> str:
         """Apply a GNU unified diff (see :mod:`toolcards.workspace.patch`), all or nothing.
@@ -243,14 +270,13 @@ class WorkspaceActor(pykka.ThreadingActor):
         Files it changes or deletes need a current read (a page read is enough); files it
         creates do not. Returns one ``A``/``M``/``D`` line per file.
         """
-        with self.tree_lock.held():
-            seen: dict[str, tuple[Path, str, bytes | None]] = {}
+        with self._changing():
+            seen: dict[str, FileBytes] = {}
 
             def read(path: str) -> str | None:
-                target, rel = self._resolve(path)
-                data = self._current(target, rel)
-                seen[path] = (target, rel, data)
-                return None if data is None else _decode(data, rel)
+                current = self._current(path, "edit")
+                seen[path] = current
+                return None if current.data is None else _decode(current.data, current.rel)
 
             changed = apply_patch(patch_text, read)
             changes: list[_Change] = []
@@ -258,7 +284,7 @@ class WorkspaceActor(pykka.ThreadingActor):
             for path, new_text in changed.items():
                 if path not in seen:
                     read(path)
-                target, rel, before = seen[path]
+                rel, before = seen[path].rel, seen[path].data
                 if by_rel.setdefault(rel, path) != path:
                     raise RetriableError(
                         f"The patch names one file twice, as {by_rel[rel]!r} and {path!r}. Use one path per file."
@@ -267,9 +293,9 @@ class WorkspaceActor(pykka.ThreadingActor):
                 after = None if new_text is None else new_text.encode("utf-8")
                 if after == before:
                     continue
-                mode = _mode_of(target) if before is not None and after is None else None
+                mode = seen[path].mode if before is not None and after is None else None
                 full = True if before is None else None
-                changes.append(_Change(target=target, path=rel, before=before, after=after, mode=mode, full=full))
+                changes.append(_Change(path=rel, before=before, after=after, mode=mode, full=full))
             self._commit(agent, changes)
             if not changes:
                 return "The patch changes nothing."
@@ -277,104 +303,74 @@ class WorkspaceActor(pykka.ThreadingActor):
             return "Patched:\n" + "\n".join(lines)
 
     def delete(self, agent: str, path: str) -> str:
-        """Delete the file ``path``; returns one line. Needs no read."""
-        with self.tree_lock.held():
-            target, rel = self._resolve(path)
-            if target.is_dir():
-                raise RetriableError(f"{rel!r} is a directory; workspace_delete removes files only.")
-            try:
-                target.unlink()
-            except FileNotFoundError as exc:
-                raise RetriableError(
-                    f"File {rel!r} does not exist. Call workspace_glob to find the right path."
-                ) from exc
-            except OSError as exc:
-                raise ToolFailed(f"Cannot delete {rel!r}: {exc.strerror or exc}.") from exc
+        """Delete the regular file ``path`` (a symbolic link: the link itself); returns one line.
+
+        Needs no read. A directory, a named pipe, a socket or a device is refused.
+        """
+        with self._changing():
+            rel = self.tree.unlink(path)
             self.gate.forget(rel)
             self._changed(agent, f"deleted {rel}")
             return f"Deleted {rel}."
 
     def mkdir(self, agent: str, path: str) -> str:
         """Create the directory ``path`` and its missing parents; idempotent. Returns one line."""
-        with self.tree_lock.held():
-            target, rel = self._resolve(path)
-            if target.is_dir():
+        with self._changing():
+            rel, created = self.tree.make_directory(path)
+            if not created:
                 return f"Directory {rel}/ already exists."
-            try:
-                target.mkdir(parents=True)
-            except (FileExistsError, NotADirectoryError) as exc:
-                raise RetriableError(f"Cannot create directory {rel!r}: it or one of its parents is a file.") from exc
-            except OSError as exc:
-                raise ToolFailed(f"Cannot create directory {rel!r}: {exc.strerror or exc}.") from exc
             self._changed(agent, f"created directory {rel}/")
             return f"Created directory {rel}/."
 
-    def rmdir(self, agent: str, path: str, recursive: bool = False) -> str:
+    def rmdir(self, agent: str, path: str, recursive: bool = False, deadline_s: float | None = None) -> str:
         """Remove the directory ``path``: only an empty one unless ``recursive``.
 
-        Symlinks inside are removed, never followed. The workspace root cannot be removed.
+        Symlinks inside are removed, never followed; a symlink at ``path`` is refused. The
+        workspace root cannot be removed. A recursive removal stops when ``deadline_s``
+        seconds have passed (the caller's remaining time), leaving what it did not reach.
         Returns one line.
         """
-        with self.tree_lock.held():
-            target, rel = self._resolve(path)
-            if rel == ".":
-                raise RetriableError("The workspace root cannot be removed. Remove the paths inside it instead.")
-            if not target.is_dir():
-                if target.exists():
-                    raise RetriableError(f"{rel!r} is a file. Delete it with workspace_delete.")
-                raise RetriableError(f"Directory {rel!r} does not exist. Call workspace_list to see what does.")
-            if recursive:
-                failures: list[str] = []
-
-                def failed(function: Any, failed_path: str, exc: BaseException) -> None:
-                    failures.append(f"{relative(self.root, Path(failed_path))}: {exc}")
-
-                if sys.version_info >= (3, 12):
-                    shutil.rmtree(target, onexc=failed)
-                else:
-                    shutil.rmtree(target, onerror=lambda function, where, info: failed(function, where, info[1]))
-                if failures:
-                    self.gate.forget(rel, below=True)
-                    raise ToolFailed(f"Could not remove all of {rel!r}: {'; '.join(failures[:5])}.")
-            else:
-                try:
-                    target.rmdir()
-                except OSError as exc:
-                    if not any(target.iterdir()):
-                        raise ToolFailed(f"Cannot remove {rel!r}: {exc.strerror or exc}.") from exc
-                    count = sum(1 for _ in target.iterdir())
-                    raise RetriableError(
-                        f"Directory {rel!r} is not empty ({count} entr{'y' if count == 1 else 'ies'}). Pass "
-                        "recursive=true to remove it with everything in it."
-                    ) from exc
+        with self._changing(), deadline_after(deadline_s):
+            try:
+                rel = self.tree.remove_directory(path, recursive=recursive)
+            except (ToolFailed, RetriableError):
+                if recursive:  # part of it may be gone
+                    with contextlib.suppress(RetriableError, ToolFailed):
+                        self.gate.forget(self.tree.resolve(path), below=True)
+                raise
             self.gate.forget(rel, below=True)
             self._changed(agent, f"removed directory {rel}/")
             return f"Removed directory {rel}/."
 
     # -- internals --------------------------------------------------------------------------------
 
-    def _resolve(self, path: str) -> tuple[Path, str]:
-        target = resolve_in_root(self.root, path)
-        return target, relative(self.root, target)
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[None]:
+        """Hold the tree's lock for one mutation, which starts with nothing loaded."""
+        with self.tree_lock.held():
+            self._loaded = 0
+            yield
 
-    def _current(self, target: Path, rel: str) -> bytes | None:
-        """The file's bytes, ``None`` if it does not exist (or a parent is not a directory)."""
-        try:
-            return target.read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except IsADirectoryError as exc:
-            raise RetriableError(f"{rel!r} is a directory, not a file. Choose a file path.") from exc
-        except OSError as exc:
-            raise ToolFailed(f"Cannot read {rel!r}: {exc.strerror or exc}.") from exc
+    def _current(self, path: str, doing: Doing) -> FileBytes:
+        """The regular file at ``path`` (``data`` is ``None`` where nothing is), counted
+        against :data:`MAX_CHANGE_BYTES` for this change."""
+        current = self.tree.read_bytes(
+            path, max_bytes=MAX_EDIT_BYTES, too_large=_TOO_LARGE_HINT, doing=doing, missing_ok=True
+        )
+        if current.data is not None:
+            self._loaded += len(current.data)
+            if self._loaded > MAX_CHANGE_BYTES:
+                raise RetriableError(
+                    f"This change needs more than {format_size(MAX_CHANGE_BYTES)} of files loaded at once; "
+                    "split it into smaller changes. Nothing was changed."
+                )
+        return current
 
-    def _existing(self, target: Path, rel: str) -> bytes:
-        data = self._current(target, rel)
-        if data is None:
-            raise RetriableError(
-                f"File {rel!r} does not exist. To create it use workspace_write; to find a path call workspace_glob."
-            )
-        return data
+    def _existing(self, path: str) -> tuple[str, bytes]:
+        current = self._current(path, "edit")
+        if current.data is None:
+            raise file_error(OSError(errno.ENOENT, "missing"), "edit", current.rel)
+        return current.rel, current.data
 
     def _commit(self, agent: str, changes: list[_Change]) -> None:
         """Write every change, restoring the written ones if one fails; then record and publish."""
@@ -382,9 +378,9 @@ class WorkspaceActor(pykka.ThreadingActor):
         for change in changes:
             try:
                 if change.after is None:
-                    change.target.unlink()
+                    self.tree.unlink(change.path)
                 else:
-                    atomic_write(change.target, change.after, shown_as=change.path)
+                    self.tree.write_bytes(change.path, change.after)
             except (OSError, RetriableError, ToolFailed) as exc:
                 if not done and isinstance(exc, RetriableError | ToolFailed):
                     raise  # nothing to undo, and its message already names the file
@@ -409,9 +405,10 @@ class WorkspaceActor(pykka.ThreadingActor):
         for change in reversed(done):
             try:
                 if change.before is None:
-                    change.target.unlink(missing_ok=True)
+                    if self.tree.kind(change.path) is not None:
+                        self.tree.unlink(change.path)
                 else:
-                    atomic_write(change.target, change.before, mode=change.mode, shown_as=change.path)
+                    self.tree.write_bytes(change.path, change.before, mode=change.mode)
             except (OSError, RetriableError, ToolFailed):
                 unrestored.append(change.path)
         if unrestored:
@@ -595,10 +592,3 @@ def _line_count(text: str) -> int:
     if not text:
         return 0
     return text.count("\n") + (0 if text.endswith("\n") else 1)
-
-
-def _mode_of(target: Path) -> int | None:
-    try:
-        return target.stat().st_mode & 0o7777
-    except OSError:
-        return None

@@ -1,6 +1,9 @@
 """Office documents and PDFs as Markdown: :func:`convert_document`.
 
-PDF, DOCX, XLSX and PPTX files are converted with markitdown (the ``docs`` extra),
+:func:`document_markdown` converts the bytes of a document (the workspace card reads them
+through its :class:`~toolcards.workspace.tree.Tree`, at most :data:`MAX_DOCUMENT_BYTES`,
+and markitdown gets them as a stream, never a path); :func:`convert_document` reads a file
+of the host first. PDF, DOCX, XLSX and PPTX files are converted with markitdown (the ``docs`` extra),
 imported on first use because the import alone takes about 0.8 s. The Markdown is cached
 under ``cache_dir/documents/``, keyed by a hash of the file's bytes and its suffix, so
 reading an unchanged document again costs a hash and a file read, and a changed document
@@ -16,16 +19,33 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import threading
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
+from toolcards.core.output import wrap_untrusted
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.files import atomic_write, read_bytes
+from toolcards.workspace.tree import format_size
 
-__all__ = ["DOCUMENT_SUFFIXES", "convert_document", "is_document"]
+__all__ = [
+    "DOCUMENT_SUFFIXES",
+    "MAX_DOCUMENT_BYTES",
+    "TOO_LARGE_HINT",
+    "convert_document",
+    "document_markdown",
+    "is_document",
+]
 
 DOCUMENT_SUFFIXES = frozenset({".pdf", ".docx", ".xlsx", ".pptx"})
 """File suffixes (lower case) that :func:`convert_document` accepts."""
+
+MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
+"""Larger documents are not converted (the conversion holds all of it in memory)."""
+
+TOO_LARGE_HINT = (
+    f"Documents up to {format_size(MAX_DOCUMENT_BYTES)} are converted; split it or convert it with a command."
+)
+"""What a refusal of a larger document suggests."""
 
 # Bump when the conversion changes, so cached Markdown from an older one is not reused.
 _CACHE_VERSION = "1"
@@ -34,30 +54,41 @@ _converter: Any = None
 _converter_lock = threading.Lock()
 
 
-def is_document(path: Path) -> bool:
+def is_document(path: PurePath) -> bool:
     """Whether ``path`` has a suffix of a convertible document (case-insensitive)."""
     return path.suffix.lower() in DOCUMENT_SUFFIXES
 
 
 def convert_document(path: Path, cache_dir: Path, *, shown_as: str | None = None) -> str:
-    """The content of the document at ``path`` as Markdown.
+    """:func:`document_markdown` of the document file at ``path`` (a file of the host).
+
+    Raises:
+        RetriableError: the file is missing, a directory or not a regular file, larger
+            than :data:`MAX_DOCUMENT_BYTES`, or as :func:`document_markdown`.
+        ToolFailed: as :func:`document_markdown`.
+    """
+    name = shown_as or path.name
+    _check_suffix(path.suffix, name)
+    data = read_bytes(path, max_bytes=MAX_DOCUMENT_BYTES, too_large=TOO_LARGE_HINT)
+    return document_markdown(data, path.suffix, cache_dir, shown_as=name)
+
+
+def document_markdown(data: bytes, suffix: str, cache_dir: Path, *, shown_as: str) -> str:
+    """The document ``data`` (of a file with ``suffix``, named ``shown_as`` in messages) as
+    Markdown.
 
     Returns:
         The Markdown text; ``"(the document contains no extractable text)"`` when the
         conversion finds none (a scanned PDF, for instance).
 
     Raises:
-        RetriableError: the file is missing or a directory, or its suffix is not in
-            :data:`DOCUMENT_SUFFIXES`.
+        RetriableError: ``suffix`` is not in :data:`DOCUMENT_SUFFIXES`.
         ToolFailed: markitdown is not installed (the message gives the install command),
             or the file could not be converted (damaged, encrypted, mislabelled).
     """
-    name = shown_as or str(path)
-    suffix = path.suffix.lower()
-    if suffix not in DOCUMENT_SUFFIXES:
-        kinds = ", ".join(sorted(DOCUMENT_SUFFIXES))
-        raise RetriableError(f"{name!r} is not a document that can be converted (supported: {kinds}).")
-    data = read_bytes(path, shown_as=name)
+    name = shown_as
+    suffix = suffix.lower()
+    _check_suffix(suffix, name)
     digest = hashlib.sha256(f"{_CACHE_VERSION}:{suffix}:".encode() + data).hexdigest()
     cached = cache_dir / "documents" / f"{digest}.md"
     try:
@@ -71,6 +102,12 @@ def convert_document(path: Path, cache_dir: Path, *, shown_as: str | None = None
     with contextlib.suppress(RetriableError, ToolFailed):
         atomic_write(cached, markdown.encode("utf-8"))
     return markdown
+
+
+def _check_suffix(suffix: str, shown_as: str) -> None:
+    if suffix.lower() not in DOCUMENT_SUFFIXES:
+        kinds = ", ".join(sorted(DOCUMENT_SUFFIXES))
+        raise RetriableError(f"{shown_as!r} is not a document that can be converted (supported: {kinds}).")
 
 
 def _convert(data: bytes, suffix: str, name: str) -> str:
@@ -91,10 +128,12 @@ def _convert(data: bytes, suffix: str, name: str) -> str:
     try:
         result = converter.convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=suffix))
     except Exception as exc:
-        # markitdown wraps each format's parser, whose errors have no common base class.
+        # markitdown wraps each format's parser, whose errors have no common base class; their
+        # messages may quote the document, so they are shown as its data.
+        said = str(exc).strip()[:300] or "no reason given"
         raise ToolFailed(
-            f"Could not convert {name!r} to text ({type(exc).__name__}: {exc}). "
-            "The file may be damaged, encrypted or not really a " + suffix.lstrip(".").upper() + " file."
+            f"Could not convert {name!r} to text. The file may be damaged, encrypted or not really a "
+            f"{suffix.lstrip('.').upper()} file. The converter said:\n{wrap_untrusted(said, 'the document converter')}"
         ) from exc
     return str(result.text_content or "")
 

@@ -37,8 +37,9 @@ so a CRLF file stays CRLF.
 
 Errors are :class:`~toolcards.errors.RetriableError` with a message for the model: empty
 ``old``; ``old == new``; no match (the message quotes the closest region with line
-numbers); several matches without ``replace_all`` (the message gives the count and line
-numbers); an edit that would change nothing. Nothing here blocks or does I/O.
+numbers, inside the untrusted-output envelope as it is the file's text); several matches
+without ``replace_all`` (the message gives the count and line numbers); an edit that would
+change nothing. Nothing here blocks or does I/O.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ from itertools import accumulate
 from operator import add
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.text import detect_newline, quote_lines, to_newline
+from toolcards.workspace.text import detect_newline, quote_file_text, quote_lines, to_newline
 
 __all__ = [
     "FUZZY_THRESHOLD",
@@ -275,6 +276,10 @@ def closest_block(lines: Sequence[str], block: Sequence[str]) -> tuple[int, int,
     query = "\n".join(line.strip() for line in block)
     stripped = [line.strip() for line in lines]
     joined = "\n".join(stripped)
+    if _best_possible_ratio(len(query), len(joined)) < _CLOSEST_FLOOR:
+        # Far longer than the whole text (or far shorter): nothing can be close, and scoring
+        # every window of a huge query would cost a quarter of a second per megabyte.
+        return None
     offsets = list(accumulate((len(s) + 1 for s in stripped), initial=0))
     best_start, best_score = 0, -1.0
     for start in range(len(lines) - count + 1):
@@ -284,6 +289,18 @@ def closest_block(lines: Sequence[str], block: Sequence[str]) -> tuple[int, int,
         if score > best_score:
             best_start, best_score = start, score
     return best_start, count, max(best_score, 0.0)
+
+
+_CLOSEST_FLOOR = 30.0
+"""Below this similarity (percent) no region is worth quoting as the closest one."""
+
+
+def _best_possible_ratio(query_chars: int, text_chars: int) -> float:
+    """rapidfuzz ``ratio``'s ceiling for a query against any window of a text, from lengths alone."""
+    if not query_chars or not text_chars:
+        return 0.0
+    shorter = min(query_chars, text_chars)
+    return 200.0 * shorter / (query_chars + shorter)
 
 
 def _search(doc: _Doc, old: str, new: str) -> tuple[str, list[_Match]] | None:
@@ -695,6 +712,6 @@ def _not_found_message(doc: _Doc, old: str, where: str) -> str:
     span = f"line {start + 1}" if count == 1 else f"lines {start + 1}-{start + count}"
     return (
         f"{head} The closest text is {span} ({score:.0f}% similar):\n"
-        f"{quote_lines(lines[start : start + count], start + 1)}\n"
+        f"{quote_file_text(quote_lines(lines[start : start + count], start + 1))}\n"
         "Copy the current text of those lines into old_string exactly and retry."
     )

@@ -1,203 +1,372 @@
-"""Reading, writing and listing files in a workspace.
+"""Files shown to a model: numbered pages of text and directory listings.
 
-* :func:`atomic_write` replaces a file so that readers see either the old or the new
-  content, never a half-written file, even if the process dies mid-write.
-* :func:`read_numbered` shows a text file a page at a time with line numbers, in the
-  style of ``cat -n``: the number right-aligned in six columns, a tab, then the line
-  (``"     1\\tfirst line"``). Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is
-  not shown; a leading UTF-8 byte-order mark is dropped. Lines longer than
-  :data:`MAX_LINE_CHARS` are clipped with a marker giving the number of characters cut.
-  :func:`number_lines` does the same for text that did not come from a file (a
-  converted document).
-* :func:`list_dir` lists a directory flat (``depth=1``) or as an ASCII tree.
-* :func:`read_bytes` reads a whole file with the same model-facing errors.
+* :func:`read_page` shows one page of a text file in the style of ``cat -n``: the number
+  right-aligned in six columns, a tab, then the line (``"     1\\tfirst line"``). It
+  streams the file (:data:`~toolcards.workspace.tree.READ_CHUNK_BYTES` at a time), so the
+  memory a page costs does not grow with the file: only the lines of the page are kept,
+  each clipped past :data:`MAX_LINE_CHARS` characters (with a marker giving the number of
+  characters cut), and collecting stops once the page is longer than the caller's budget.
+  The whole file is still hashed on the way, so the read-before-write gate records what
+  was read. Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
+  UTF-8 byte-order mark is dropped. A file that is not valid UTF-8 or contains a NUL byte is
+  refused as binary.
+* :func:`number_lines` numbers a page of text that did not come from a file (a converted
+  document) the same way, and :func:`render_page` turns a :class:`Page` into that text.
+* :func:`list_directory` lists a directory of a :class:`~toolcards.workspace.tree.Tree`
+  flat (``depth=1``) or as an ASCII tree, by handles.
 
-A file that is not valid UTF-8 or contains a NUL byte is treated as binary. Functions
-taking ``shown_as`` name the file that way in their messages (callers pass the
-root-relative path, so a model never sees host paths); it defaults to the path given.
-All of these block on disk I/O.
+:func:`atomic_write`, :func:`read_bytes`, :func:`read_numbered` and :func:`list_dir` do the
+same for a path of the host (a cache file, a benchmark's fixture): they open a
+:class:`~toolcards.workspace.tree.Tree` on its directory, so they too refuse named pipes and
+never follow a link out of that directory, and their messages name the file relative to it.
+Everything here that takes a file blocks on disk I/O.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import secrets
+import codecs
+import hashlib
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
+from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace.paths import SKIPPED_DIRS, display_name, relative, resolve_in_root
+from toolcards.workspace.os_errors import kind_of
+from toolcards.workspace.paths import SKIPPED_DIRS, display_name
+from toolcards.workspace.tree import Directory, Entry, OpenFile, Tree
 
 __all__ = [
     "MAX_LINE_CHARS",
     "MAX_LIST_ENTRIES",
+    "Page",
+    "PageBuilder",
+    "PageRead",
     "atomic_write",
+    "binary_error",
     "list_dir",
+    "list_directory",
     "number_lines",
+    "page_of_text",
     "read_bytes",
     "read_numbered",
+    "read_page",
+    "render_page",
 ]
 
 MAX_LINE_CHARS = 2000
-"""Longer lines are clipped by :func:`read_numbered`."""
+"""Longer lines are clipped when shown."""
 
 MAX_LIST_ENTRIES = 500
-"""How many entries :func:`list_dir` shows at most."""
+"""How many entries :func:`list_directory` shows at most."""
+
+_KEEP_BYTES = 2 * 1024 * 1024
+"""A file read by :func:`read_page` is kept whole (for the gate's diffs) up to this size."""
 
 
-def atomic_write(
-    path: Path, data: bytes, *, mode: int | None = None, shown_as: str | None = None, sync_directory: bool = False
-) -> None:
-    """Replace ``path`` with ``data`` atomically, creating missing parent directories.
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    """A numbered page of a text: what :func:`render_page` shows."""
 
-    The data goes to a temporary file in the same directory, is flushed to disk
-    (``fdatasync``) and renamed over ``path`` with ``os.replace``, so a reader or a crash
-    sees the old file or the new one, never a torn one. On any failure the temporary file
-    is removed and ``path`` is untouched. ``path`` should be resolved (a symlink at
-    ``path`` would be replaced by a regular file).
+    lines: list[str]
+    """The numbered lines collected (``"     4\\ttext"``), long ones clipped."""
+    offset: int
+    """The first line asked for (from 1)."""
+    limit: int
+    """How many lines were asked for."""
+    end: int
+    """The last line of the page: ``min(total, offset + limit - 1)``."""
+    total: int
+    """How many lines the text has."""
+    clipped: bool
+    """A collected line was longer than :data:`MAX_LINE_CHARS` and was clipped."""
+    stopped: bool
+    """Collecting stopped early, at the caller's ``max_chars``: ``lines`` ends before ``end``."""
 
-    Durability matches the state store's default (``synchronous=normal``): a killed
-    process loses nothing written; after a power loss the last rename may be undone (the
-    old content is back, whole). ``sync_directory=True`` also syncs the directory so the
-    rename itself survives a power loss, at ~0.25 ms per write.
+    @property
+    def whole(self) -> bool:
+        """The page shows the whole text, unabridged."""
+        return self.offset == 1 and self.end == self.total and not self.clipped and not self.stopped
 
-    Args:
-        mode: permission bits for the file. Default: those of the file being replaced,
-            or ``0o666`` less the umask for a new file.
-        shown_as: how messages name the file (default: ``path``).
-        sync_directory: also fsync the directory after the rename.
+
+@dataclass(frozen=True, kw_only=True)
+class PageRead:
+    """A page of a file, and what the read-before-write gate needs to know of the file."""
+
+    page: Page
+    """The page."""
+    digest: str
+    """``content_digest`` of the whole file as it was read."""
+    data: bytes | None
+    """The whole file when it is small (up to 2 MB), for the gate's diffs; else ``None``."""
+
+
+class PageBuilder:
+    """Collects one page of a text fed piece by piece (:meth:`feed`), keeping only that page.
+
+    ``offset`` and ``limit`` choose the lines; with ``max_chars`` collecting stops once the
+    numbered lines hold more characters (lines are still counted). :meth:`finish` returns
+    the :class:`Page`. Memory: the page's lines, each at most :data:`MAX_LINE_CHARS` + 1
+    characters before numbering, whatever the pieces.
+    """
+
+    def __init__(self, offset: int, limit: int, max_chars: int | None) -> None:
+        self.offset = offset
+        self.last = offset - 1 + limit
+        self.limit = limit
+        self.max_chars = max_chars
+        self.number = 1  # the line being read
+        self.lines: list[str] = []
+        self.chars = 0
+        self.clipped = False
+        self.stopped = False
+        self.started = False  # a character other than a leading byte-order mark was seen
+        self._bom_checked = False
+        self.ends_with_newline = False
+        self._parts: list[str] = []  # the start of the current line, at most MAX_LINE_CHARS + 1
+        self._kept = 0
+        self._length = 0  # characters of the current line so far
+        self._last_char = ""
+
+    def feed(self, text: str) -> None:
+        if not self._bom_checked and text:
+            self._bom_checked = True
+            text = text.removeprefix("\ufeff")
+        if not text:
+            return
+        self.started = True
+        position, size = 0, len(text)
+        while position < size:
+            if self.number < self.offset:
+                needed = self.offset - self.number
+                newlines = text.count("\n", position)
+                if newlines < needed:
+                    self.number += newlines
+                    break
+                for _ in range(needed):
+                    position = text.index("\n", position) + 1
+                self.number += needed
+            elif self.number > self.last or self.stopped:
+                self.number += text.count("\n", position)
+                break
+            elif self._length:  # the rest of a line begun in an earlier piece
+                newline = text.find("\n", position)
+                end = size if newline < 0 else newline
+                self._take(text, position, end)
+                if newline < 0:
+                    break
+                self._close_line()
+                self.number += 1
+                position = newline + 1
+            else:
+                self._add_lines(text, position)
+                break
+        self.ends_with_newline = text.endswith("\n")
+
+    def _add_lines(self, text: str, position: int) -> None:
+        """Collect the whole lines of ``text`` from ``position`` on, as many as the page
+        still wants, then count the rest; a last line without its newline is begun."""
+        wanted = self.last - self.number + 1
+        lines = (text[position:] if position else text).split("\n", wanted)
+        rest = lines.pop()
+        if len(lines) > 8 and self._add_plain_lines(text, position, lines):
+            done = len(lines)
+            lines_left: list[str] = []
+        else:
+            done = 0
+            lines_left = lines
+        for line in lines_left:
+            done += 1
+            body = line[:-1] if line.endswith("\r") else line
+            if len(body) > MAX_LINE_CHARS:
+                body = f"{body[:MAX_LINE_CHARS]}… [line clipped: {len(body) - MAX_LINE_CHARS} more characters]"
+                self.clipped = True
+            numbered = f"{self.number:>6}\t{body}"
+            self.lines.append(numbered)
+            self.number += 1
+            self.chars += len(numbered) + 1
+            if self.max_chars is not None and self.chars - 1 > self.max_chars:
+                self.stopped = True
+                break
+        if self.stopped or len(lines) == wanted:
+            self.number += len(lines) - done + rest.count("\n")
+        else:
+            self._take(rest, 0, len(rest))
+
+    def finish(self) -> Page:
+        if not self.started:
+            total = 0
+        elif self.ends_with_newline:
+            total = self.number - 1
+        else:
+            total = self.number
+            if self.offset <= self.number <= self.last and not self.stopped:
+                self._close_line()
+        return Page(
+            lines=self.lines,
+            offset=self.offset,
+            limit=self.limit,
+            end=min(total, self.last),
+            total=total,
+            clipped=self.clipped,
+            stopped=self.stopped,
+        )
+
+    def _add_plain_lines(self, text: str, position: int, lines: list[str]) -> bool:
+        """Collect ``lines`` at once when none needs care (no ``\\r``, none too long, all
+        within the budget); return whether it did. The common case, in C loops."""
+        size = sum(map(len, lines))
+        last = self.number + len(lines) - 1
+        width = max(6, len(str(last)))
+        if (
+            (self.max_chars is not None and self.chars + size + len(lines) * (width + 2) > self.max_chars)
+            or max(map(len, lines)) > MAX_LINE_CHARS
+            or text.find("\r", position, position + size + len(lines)) >= 0
+        ):
+            return False
+        numbered = [f"{number:>6}\t{line}" for number, line in zip(range(self.number, last + 1), lines, strict=True)]
+        self.lines.extend(numbered)
+        self.chars += sum(map(len, numbered)) + len(numbered)
+        self.number = last + 1
+        return True
+
+    def _take(self, text: str, start: int, end: int) -> None:
+        if end <= start:
+            return
+        self._length += end - start
+        self._last_char = text[end - 1]
+        room = MAX_LINE_CHARS + 1 - self._kept
+        if room > 0:
+            piece = text[start : min(end, start + room)]
+            self._parts.append(piece)
+            self._kept += len(piece)
+
+    def _close_line(self) -> None:
+        content = "".join(self._parts)
+        length = self._length - (1 if self._last_char == "\r" else 0)
+        if length > MAX_LINE_CHARS:
+            shown = f"{content[:MAX_LINE_CHARS]}… [line clipped: {length - MAX_LINE_CHARS} more characters]"
+            self.clipped = True
+        else:
+            shown = content[:length]
+        numbered = f"{self.number:>6}\t{shown}"
+        self.lines.append(numbered)
+        self.chars += len(numbered) + 1
+        if self.max_chars is not None and self.chars - 1 > self.max_chars:
+            self.stopped = True
+        self._parts, self._kept, self._length, self._last_char = [], 0, 0, ""
+
+
+def _check_range(offset: int, limit: int) -> None:
+    if offset < 1 or limit < 1:
+        raise RetriableError(f"offset and limit must be at least 1 (got offset={offset}, limit={limit}).")
+
+
+def render_page(page: Page, *, shown_as: str = "the file") -> str:
+    """The numbered lines of ``page``, followed, when lines remain after it, by a notice with
+    the total and the ``offset`` that reads on. An empty text gives ``"(empty file)"``.
 
     Raises:
-        RetriableError: ``path`` is a directory, or a parent is a file.
-        ToolFailed: any other OS error (disk full, permission denied).
+        RetriableError: ``offset`` is past the last line (the message gives the count).
     """
-    name = shown_as or str(path)
-    directory = path.parent
-    tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        if mode is None:
-            with contextlib.suppress(FileNotFoundError):
-                mode = path.stat().st_mode & 0o7777
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            if mode is not None:
-                os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            # fdatasync flushes the data and the size, all a reader after a crash needs.
-            os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        if isinstance(exc, IsADirectoryError):
-            raise RetriableError(f"Cannot write {name!r}: it is a directory. Choose a file path.") from exc
-        if isinstance(exc, NotADirectoryError | FileExistsError):
-            raise RetriableError(
-                f"Cannot write {name!r}: a parent of it is a file, not a directory. Choose another path."
-            ) from exc
-        if isinstance(exc, OSError):
-            raise ToolFailed(f"Cannot write {name!r}: {exc.strerror or exc}.") from exc
-        raise
-    if sync_directory:
-        _fsync_directory(directory)
-
-
-def read_bytes(path: Path, *, shown_as: str | None = None) -> bytes:
-    """The whole content of the file at ``path``.
-
-    Raises:
-        RetriableError: it does not exist (the message suggests workspace_glob), is a
-            directory (suggests workspace_list), or cannot be read.
-    """
-    name = shown_as or str(path)
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as exc:
+    if page.total == 0:
+        if page.offset > 1:
+            raise RetriableError(f"offset {page.offset} is past the end: {shown_as!r} is empty.")
+        return "(empty file)"
+    if page.offset > page.total:
         raise RetriableError(
-            f"File {name!r} does not exist. Call workspace_glob to find the right path, then retry."
-        ) from exc
-    except IsADirectoryError as exc:
-        raise RetriableError(f"{name!r} is a directory, not a file. Call workspace_list to see its contents.") from exc
-    except OSError as exc:
-        raise RetriableError(f"Cannot read {name!r}: {exc.strerror or exc}.") from exc
+            f"offset {page.offset} is past the end: {shown_as!r} has {page.total} lines. "
+            f"Use an offset from 1 to {page.total}."
+        )
+    out = list(page.lines)
+    if page.end < page.total:
+        out.append(
+            f"(showing lines {page.offset}-{page.end} of {page.total}; read again with offset={page.end + 1} "
+            "to continue)"
+        )
+    return "\n".join(out)
 
 
-def read_numbered(path: Path, offset: int = 1, limit: int = 2000, *, shown_as: str | None = None) -> str:
-    """Lines ``offset`` .. ``offset + limit - 1`` of a UTF-8 text file, numbered from 1.
-
-    Returns:
-        The numbered lines (see the module docstring), followed, when lines remain after
-        the page, by a notice with the total and the ``offset`` that reads on. An empty
-        file gives ``"(empty file)"``.
+def page_of_text(text: str, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None) -> Page:
+    """The :class:`Page` of ``text`` from line ``offset``, ``limit`` lines long.
 
     Raises:
-        RetriableError: the file is missing (suggests workspace_glob), is a directory
-            (suggests workspace_list), looks binary (suggests workspace_view for images;
-            documents are converted automatically), or ``offset``/``limit`` are out of
-            range (the message gives the line count).
+        RetriableError: ``offset`` < 1 or ``limit`` < 1.
     """
-    name = shown_as or str(path)
-    data = read_bytes(path, shown_as=name)
-    try:
-        if b"\x00" in data:
-            raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), len(data), "NUL byte")
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RetriableError(
-            f"{name!r} looks binary (it is not UTF-8 text), so it cannot be shown as lines. "
-            "For an image call workspace_view; PDF, DOCX, XLSX and PPTX documents are converted "
-            "to text when read."
-        ) from exc
-    return number_lines(text, offset, limit, shown_as=name)
+    _check_range(offset, limit)
+    builder = PageBuilder(offset, limit, max_chars)
+    builder.feed(text)
+    return builder.finish()
 
 
 def number_lines(text: str, offset: int = 1, limit: int = 2000, *, shown_as: str = "the file") -> str:
-    """Number a page of ``text`` the way :func:`read_numbered` numbers a file.
+    """Number a page of ``text`` the way :func:`read_page` numbers a file.
 
     Raises:
         RetriableError: ``offset`` < 1, ``limit`` < 1, or ``offset`` past the last line.
     """
-    if offset < 1 or limit < 1:
-        raise RetriableError(f"offset and limit must be at least 1 (got offset={offset}, limit={limit}).")
-    text = text.removeprefix("\ufeff")
-    if not text:
-        if offset > 1:
-            raise RetriableError(f"offset {offset} is past the end: {shown_as!r} is empty.")
-        return "(empty file)"
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    total = len(lines)
-    if offset > total:
-        raise RetriableError(
-            f"offset {offset} is past the end: {shown_as!r} has {total} lines. Use an offset from 1 to {total}."
-        )
-    end = min(total, offset - 1 + limit)
-    out = []
-    for number in range(offset, end + 1):
-        line = lines[number - 1].removesuffix("\r")
-        if len(line) > MAX_LINE_CHARS:
-            line = f"{line[:MAX_LINE_CHARS]}… [line clipped: {len(line) - MAX_LINE_CHARS} more characters]"
-        out.append(f"{number:>6}\t{line}")
-    if end < total:
-        out.append(f"(showing lines {offset}-{end} of {total}; read again with offset={end + 1} to continue)")
-    return "\n".join(out)
+    return render_page(page_of_text(text, offset, limit), shown_as=shown_as)
 
 
-def list_dir(root: Path, path: str = "", depth: int = 1) -> str:
-    """List the directory ``root/path``: flat for ``depth=1``, else an ASCII tree.
+def binary_error(shown_as: str) -> RetriableError:
+    """The refusal of a file that is not UTF-8 text."""
+    return RetriableError(
+        f"{shown_as!r} looks binary (it is not UTF-8 text), so it cannot be shown as lines. "
+        "For an image call workspace_view; PDF, DOCX, XLSX and PPTX documents are converted "
+        "to text when read."
+    )
+
+
+def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None) -> PageRead:
+    """Lines ``offset`` .. ``offset + limit - 1`` of the open text file ``file``, streamed.
+
+    Only the page's lines are kept (each clipped at :data:`MAX_LINE_CHARS`); once they
+    hold more than ``max_chars`` characters collecting stops (``Page.stopped``), while the
+    rest of the file is still read to count its lines and hash it.
+
+    Raises:
+        RetriableError: ``offset``/``limit`` below 1; the file is not UTF-8 text (see
+            :func:`binary_error`) or changed while it was read.
+    """
+    _check_range(offset, limit)
+    builder = PageBuilder(offset, limit, max_chars)
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    hasher = hashlib.sha256()
+    kept: list[bytes] | None = [] if file.size <= _KEEP_BYTES else None
+    kept_size = 0
+    try:
+        for block in file.chunks():
+            hasher.update(block)
+            if b"\x00" in block:
+                raise binary_error(file.rel)
+            if kept is not None:
+                kept_size += len(block)
+                if kept_size <= _KEEP_BYTES:
+                    kept.append(block)
+                else:
+                    kept = None
+            builder.feed(decoder.decode(block))
+        builder.feed(decoder.decode(b"", final=True))
+    except UnicodeDecodeError as exc:
+        raise binary_error(file.rel) from exc
+    data = None if kept is None else kept[0] if len(kept) == 1 else b"".join(kept)
+    return PageRead(page=builder.finish(), digest=hasher.hexdigest(), data=data)
+
+
+# -- listings ------------------------------------------------------------------------------------------
+
+
+def list_directory(tree: Tree, path: str = "", depth: int = 1) -> str:
+    """List the directory ``path`` of ``tree``: flat for ``depth=1``, else an ASCII tree.
 
     Directories come first, then files, each sorted case-insensitively; a directory ends
-    with ``/``, a symlink with ``@`` (listed among the files, never followed). ``depth``
-    is how many levels to show (0 = all). The contents of :data:`SKIPPED_DIRS` are not
-    listed: such a directory shows as ``.git/ (skipped)``. At most
-    :data:`MAX_LIST_ENTRIES` entries are shown, then a notice says the listing was cut.
+    with ``/``, a symlink with ``@`` (listed among the files, never followed), and a named
+    pipe, socket or device says what it is (``"fifo (named pipe)"``). ``depth`` is how many
+    levels to show (0 = all). The contents of :data:`SKIPPED_DIRS` are not listed: such a
+    directory shows as ``.git/ (skipped)``. At most :data:`MAX_LIST_ENTRIES` entries are
+    shown, then a notice says the listing was cut; a directory with more than
+    :data:`~toolcards.workspace.tree.MAX_SCAN_ENTRIES` entries is listed from the first
+    ones read, with a notice.
 
     A flat listing is one name per line. A tree starts with the listed directory
     (``./`` for the root) and draws each level with ``├── ``, ``└── `` and ``│   ``.
@@ -208,85 +377,135 @@ def list_dir(root: Path, path: str = "", depth: int = 1) -> str:
     """
     if depth < 0:
         raise RetriableError(f"depth must be 0 (all levels) or more (got {depth}).")
-    real_root = resolve_in_root(root, "")
-    target = resolve_in_root(root, path)
-    shown = path or "."
-    if not target.is_dir():
-        if target.exists():
-            raise RetriableError(f"{shown!r} is a file, not a directory. Read it instead of listing it.")
-        raise RetriableError(f"Directory {shown!r} does not exist. Call workspace_glob to find paths.")
     lines: list[str] = []
     budget = [MAX_LIST_ENTRIES]
-    if depth == 1:
-        _list_level(str(target), "", 1, depth=1, lines=lines, budget=budget, flat=True)
-    else:
-        rel = relative(real_root, target)
-        lines.append("./" if rel == "." else rel + "/")
-        _list_level(str(target), "", 1, depth=depth, lines=lines, budget=budget, flat=False)
+    notes: list[str] = []
+    with tree.directory(path) as directory:
+        if depth == 1:
+            _list_level(directory, "", 1, depth=1, lines=lines, budget=budget, notes=notes, flat=True)
+        else:
+            lines.append("./" if directory.rel == "." else display_name(directory.rel) + "/")
+            _list_level(directory, "", 1, depth=depth, lines=lines, budget=budget, notes=notes, flat=False)
     if budget[0] < 0:
         lines.append(f"(listing cut at {MAX_LIST_ENTRIES} entries; list a subdirectory or use a smaller depth)")
     elif not lines or (depth != 1 and len(lines) == 1):
         lines.append("(empty directory)")
+    lines.extend(notes[:3])
     return "\n".join(lines)
 
 
 def _list_level(
-    directory: str,
+    directory: Directory,
     indent: str,
     level: int,
     *,
     depth: int,
     lines: list[str],
     budget: list[int],
+    notes: list[str],
     flat: bool,
 ) -> None:
     try:
-        entries = list(os.scandir(directory))
-    except OSError as exc:
-        lines.append(f"{indent}(cannot list: {exc.strerror or exc})")
+        entries, more = directory.entries()
+    except (RetriableError, ToolFailed) as exc:  # shown in place: the rest is still listed
+        lines.append(f"{indent}({exc})")
         return
-    dirs: list[os.DirEntry[str]] = []
-    files: list[os.DirEntry[str]] = []
-    for entry in entries:
-        try:
-            (dirs if entry.is_dir(follow_symlinks=False) else files).append(entry)
-        except OSError:
-            files.append(entry)
-    dirs.sort(key=lambda e: (e.name.casefold(), e.name))
-    files.sort(key=lambda e: (e.name.casefold(), e.name))
-    ordered = [(e, True) for e in dirs] + [(e, False) for e in files]
-    for index, (entry, is_dir) in enumerate(ordered):
+    if more:
+        notes.append(
+            f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
+            "use workspace_glob to find files in it)"
+        )
+    dirs = sorted((e for e in entries if e.is_directory), key=_sort_key)
+    files = sorted((e for e in entries if not e.is_directory), key=_sort_key)
+    ordered = [*dirs, *files]
+    for index, entry in enumerate(ordered):
+        check_deadline()
         if budget[0] <= 0:
             budget[0] = -1
             return
         budget[0] -= 1
         last = index == len(ordered) - 1
-        if is_dir:
-            label = display_name(entry.name) + "/"
-            if entry.name in SKIPPED_DIRS:
-                label += " (skipped)"
-        else:
-            label = display_name(entry.name) + ("@" if entry.is_symlink() else "")
+        label = _label(entry)
         if flat:
             lines.append(label)
             continue
         lines.append(f"{indent}{'└── ' if last else '├── '}{label}")
-        if is_dir and entry.name not in SKIPPED_DIRS and (depth == 0 or level < depth):
+        if entry.is_directory and entry.name not in SKIPPED_DIRS and (depth == 0 or level < depth):
             child_indent = indent + ("    " if last else "│   ")
-            _list_level(entry.path, child_indent, level + 1, depth=depth, lines=lines, budget=budget, flat=False)
+            try:
+                child = directory.child(entry.name)
+            except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
+                lines.append(f"{child_indent}({exc})")
+                continue
+            with child:
+                _list_level(
+                    child, child_indent, level + 1, depth=depth, lines=lines, budget=budget, notes=notes, flat=False
+                )
             if budget[0] < 0:
                 return
 
 
-def _fsync_directory(directory: Path) -> None:
-    # Some file systems refuse to open or sync a directory; the rename is done anyway.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+def _sort_key(entry: Entry) -> tuple[str, str]:
+    return entry.name.casefold(), entry.name
+
+
+def _label(entry: Entry) -> str:
+    name = display_name(entry.name)
+    if entry.is_directory:
+        return name + "/" + (" (skipped)" if entry.name in SKIPPED_DIRS else "")
+    if entry.kind in (0, stat.S_IFREG):
+        return name
+    if entry.kind == stat.S_IFLNK:
+        return name + "@"
+    return f"{name} ({kind_of(entry.kind).removeprefix('a ')})"
+
+
+# -- the same for a path of the host ----------------------------------------------------------------------
+
+
+def atomic_write(path: Path, data: bytes, *, mode: int | None = None, sync_directory: bool = False) -> None:
+    """Replace ``path`` with ``data`` atomically, creating missing parent directories.
+
+    For files outside workspace trees (caches): see
+    :meth:`~toolcards.workspace.tree.Tree.write_bytes` for the guarantees, which apply
+    relative to the nearest existing directory above ``path``; messages name the file
+    relative to that directory.
+
+    Raises:
+        RetriableError: ``path`` is a directory or not a regular file, or a parent is a file.
+        ToolFailed: any other OS error (no space left on the device, permission denied).
+    """
+    base = path.parent
+    while not base.is_dir() and base != base.parent:
+        base = base.parent
+    Tree(base).write_bytes(path.relative_to(base).as_posix(), data, mode=mode, sync_directory=sync_directory)
+
+
+def read_bytes(path: Path, *, max_bytes: int = 64 * 1024 * 1024, too_large: str = "Read a smaller file.") -> bytes:
+    """The whole regular file at ``path`` (at most ``max_bytes``; messages name it by its name).
+
+    Raises:
+        RetriableError: it does not exist (the message suggests workspace_glob), is a
+            directory (suggests workspace_list) or not a regular file, or is too large (the
+            message ends with ``too_large``).
+        ToolFailed: it cannot be read (permission denied...).
+    """
+    read = Tree(path.parent).read_bytes(path.name, max_bytes=max_bytes, too_large=too_large)
+    assert read.data is not None
+    return read.data
+
+
+def read_numbered(path: Path, offset: int = 1, limit: int = 2000) -> str:
+    """:func:`read_page` of the file at ``path``, rendered (messages name it by its name).
+
+    Raises:
+        RetriableError: as :func:`read_page`, and for a missing file, a directory or a
+            file that is not a regular file.
+    """
+    with Tree(path.parent).open_file(path.name) as file:
+        return render_page(read_page(file, offset, limit).page, shown_as=file.rel)
+
+
+def list_dir(root: Path, path: str = "", depth: int = 1) -> str:
+    """:func:`list_directory` of ``path`` in the tree at ``root``."""
+    return list_directory(Tree(root), path, depth)

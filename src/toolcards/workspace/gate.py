@@ -18,8 +18,9 @@ A refusal is a :class:`~toolcards.errors.RetriableError` whose message is ordere
 usefulness: what to do next, who changed the file ("@Bob" when the current content is what
 another agent of this process last wrote through the workspace tools; otherwise "outside
 the workspace tools ..., or through them by another process", as writers are known per
-process), then a unified diff from the version the agent read to the current one. The
-diff needs the old version's bytes: :class:`SnapshotCache` keeps recently read and written
+process), then a unified diff from the version the agent read to the current one, inside
+the untrusted-output envelope (it is the file's text). The diff needs the old version's
+bytes: :class:`SnapshotCache` keeps recently read and written
 versions by digest, in a bounded LRU (:data:`SNAPSHOT_BUDGET_BYTES` in total, files over
 :data:`SNAPSHOT_MAX_FILE_BYTES` not kept); when the version is gone the message says so.
 
@@ -36,7 +37,7 @@ from typing import Literal
 
 from toolcards.errors import RetriableError
 from toolcards.workspace.models import ReadRecord, content_digest
-from toolcards.workspace.text import unified_diff
+from toolcards.workspace.text import quote_file_text, unified_diff
 
 __all__ = [
     "MAX_RECORDS_PER_AGENT",
@@ -123,14 +124,21 @@ class WriteGate:
 
     # -- recording --------------------------------------------------------------------------
 
-    def record_read(self, agent: str, path: str, data: bytes, *, full: bool, digest: str | None = None) -> ReadRecord:
+    def record_read(
+        self, agent: str, path: str, data: bytes | None, *, full: bool, digest: str | None = None
+    ) -> ReadRecord:
         """Remember that ``agent`` read ``data`` as the content of ``path`` (all of it if ``full``).
 
-        ``digest`` may be passed when the caller already computed it. Returns the record.
+        ``digest`` may be passed when the caller already computed it; it is required when
+        ``data`` is ``None`` (a file streamed rather than held: no snapshot is kept, so a
+        later refusal cannot show what changed). Returns the record.
         """
-        record = ReadRecord(digest=digest or content_digest(data), full=full)
+        if data is None and digest is None:
+            raise ValueError("record_read needs the data or its digest")
+        record = ReadRecord(digest=digest or content_digest(data or b""), full=full)
         self._store(agent, path, record)
-        self.snapshots.add(record.digest, data)
+        if data is not None:
+            self.snapshots.add(record.digest, data)
         return record
 
     def record_write(
@@ -236,7 +244,7 @@ class WriteGate:
                 path,
                 max_lines=REFUSAL_DIFF_LINES,
             )
-            parts.append(f"What changed since your read:\n{diff.rstrip()}")
+            parts.append(f"What changed since your read:\n{quote_file_text(diff.rstrip())}")
         return "\n".join(part for part in parts if part)
 
     def _writer_note(self, agent: str, path: str, current_digest: str, *, last: bool) -> str:

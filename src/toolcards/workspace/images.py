@@ -1,6 +1,9 @@
 """Images sized for a model: :func:`load_image`.
 
-PNG, JPEG, GIF, WebP and BMP files are read with Pillow (the ``vision`` extra, imported
+:func:`image_for_model` takes the bytes of an image (the workspace card reads them
+through its :class:`~toolcards.workspace.tree.Tree`, at most :data:`MAX_IMAGE_BYTES`);
+:func:`load_image` reads a file of the host first. PNG, JPEG, GIF, WebP and BMP files are
+read with Pillow (the ``vision`` extra, imported
 on first use). An image whose longest side is at most ``max_dimension`` is returned as
 it is, with its media type; a larger one is scaled down (LANCZOS; JPEG input is decoded
 at a reduced scale first with ``draft()``, which is much faster), turned upright from its
@@ -24,16 +27,25 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.files import atomic_write, read_bytes
+from toolcards.workspace.tree import format_size
 
 if TYPE_CHECKING:
     from PIL import Image as PILImage
 
-__all__ = ["IMAGE_SUFFIXES", "MEDIA_TYPES", "is_image", "load_image"]
+__all__ = [
+    "IMAGE_SUFFIXES",
+    "MAX_IMAGE_BYTES",
+    "MEDIA_TYPES",
+    "image_for_model",
+    "is_image",
+    "load_image",
+    "require_image",
+]
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp"})
 """File suffixes (lower case) that :func:`load_image` accepts."""
@@ -47,38 +59,68 @@ MEDIA_TYPES = {
 }
 """Pillow format name → media type, for every format :func:`load_image` reads."""
 
+MAX_IMAGE_BYTES = 32 * 1024 * 1024
+"""Larger image files are not read (a model API would refuse them anyway)."""
+
+TOO_LARGE_HINT = f"Images up to {format_size(MAX_IMAGE_BYTES)} can be viewed; scale it down with a command first."
+"""What a refusal of a larger image suggests."""
+
 _JPEG_QUALITY = 85
 _CACHE_VERSION = "1"
 
 
-def is_image(path: Path) -> bool:
+def is_image(path: PurePath) -> bool:
     """Whether ``path`` has the suffix of an image :func:`load_image` reads (case-insensitive)."""
     return path.suffix.lower() in IMAGE_SUFFIXES
+
+
+def require_image(path: PurePath, *, shown_as: str) -> None:
+    """Refuse ``path`` unless its suffix is one of :data:`IMAGE_SUFFIXES`.
+
+    Raises:
+        RetriableError: naming ``shown_as`` and the supported suffixes.
+    """
+    if not is_image(path):
+        kinds = ", ".join(sorted(IMAGE_SUFFIXES))
+        raise RetriableError(f"{shown_as!r} is not an image this tool can show (supported: {kinds}).")
 
 
 def load_image(
     path: Path, cache_dir: Path, max_dimension: int = 1568, *, shown_as: str | None = None
 ) -> tuple[bytes, str]:
-    """The image at ``path``, no larger than ``max_dimension`` on its longest side.
+    """:func:`image_for_model` of the image file at ``path`` (a file of the host).
+
+    Raises:
+        RetriableError: the file is missing, a directory or not a regular file, larger than
+            :data:`MAX_IMAGE_BYTES`, or as :func:`image_for_model`.
+        ToolFailed: as :func:`image_for_model`.
+    """
+    if max_dimension < 1:
+        raise ValueError(f"max_dimension must be at least 1, got {max_dimension}")
+    name = shown_as or path.name
+    require_image(path, shown_as=name)
+    return image_for_model(
+        read_bytes(path, max_bytes=MAX_IMAGE_BYTES, too_large=TOO_LARGE_HINT), cache_dir, max_dimension, shown_as=name
+    )
+
+
+def image_for_model(data: bytes, cache_dir: Path, max_dimension: int = 1568, *, shown_as: str) -> tuple[bytes, str]:
+    """The image ``data`` (of the file ``shown_as``), no larger than ``max_dimension`` on its
+    longest side.
 
     Returns:
         ``(data, media_type)``: the original bytes when the image is small enough (and
         not BMP), else the scaled copy as PNG or JPEG (see the module docstring).
 
     Raises:
-        RetriableError: the file is missing or a directory, its suffix is not in
-            :data:`IMAGE_SUFFIXES`, or its content is not a readable image of these
-            formats (or is too large to decode safely).
+        RetriableError: the content is not a readable image of the supported formats (or is
+            too large to decode safely).
         ToolFailed: Pillow is not installed (the message gives the install command).
         ValueError: ``max_dimension`` < 1 (a configuration mistake).
     """
     if max_dimension < 1:
         raise ValueError(f"max_dimension must be at least 1, got {max_dimension}")
-    name = shown_as or str(path)
-    if path.suffix.lower() not in IMAGE_SUFFIXES:
-        kinds = ", ".join(sorted(IMAGE_SUFFIXES))
-        raise RetriableError(f"{name!r} is not an image this tool can show (supported: {kinds}).")
-    data = read_bytes(path, shown_as=name)
+    name = shown_as
     key = hashlib.sha256(f"{_CACHE_VERSION}:{max_dimension}:".encode() + data).hexdigest()
     for suffix, media_type in ((".png", "image/png"), (".jpg", "image/jpeg")):
         try:

@@ -5,6 +5,8 @@ remembers about each agent's reads.
 * :class:`ReadRecord` — what one agent last read of one file: the hash of the bytes it
   read and whether it saw the whole file.
 * :func:`content_digest` — the hash both are compared with.
+* The argument bounds of the workspace tools (:data:`MAX_PATH_CHARS`...) and the annotated
+  string types that enforce them (:data:`WorkspacePath`...).
 
 Plain pydantic data and one hash function: nothing here imports pykka or touches the disk.
 """
@@ -12,11 +14,72 @@ Plain pydantic data and one hash function: nothing here imports pykka or touches
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["FileEdit", "ReadRecord", "content_digest"]
+__all__ = [
+    "MAX_CONTENT_CHARS",
+    "MAX_EDITS",
+    "MAX_EDIT_STRING_CHARS",
+    "MAX_PATCH_CHARS",
+    "MAX_PATH_CHARS",
+    "MAX_PATTERN_CHARS",
+    "EditString",
+    "FileContent",
+    "FileEdit",
+    "PatchText",
+    "Pattern",
+    "ReadRecord",
+    "WorkspacePath",
+    "content_digest",
+    "unlisted_bound",
+]
+
+MAX_PATH_CHARS = 4096
+"""Characters of a path argument at most (Linux's ``PATH_MAX``)."""
+
+MAX_CONTENT_CHARS = 4 * 1024 * 1024
+"""Characters of ``workspace_write``'s content at most."""
+
+MAX_EDIT_STRING_CHARS = 1024 * 1024
+"""Characters of an edit's ``old_string`` or ``new_string`` at most."""
+
+MAX_PATCH_CHARS = 4 * 1024 * 1024
+"""Characters of a patch at most; also the total of a multi-edit's strings."""
+
+MAX_PATTERN_CHARS = 1000
+"""Characters of a glob or grep pattern, or of grep's ``include``, at most."""
+
+MAX_EDITS = 200
+"""Edits one ``workspace_multi_edit`` call may carry."""
+
+
+def unlisted_bound(schema: dict[str, Any]) -> None:
+    """Drop the bound from the JSON schema of a field; validation still enforces it.
+
+    Every model request pays for every word of a schema, and no honest call comes near these
+    bounds: they are there for hostile or runaway arguments, which get pydantic's own error
+    ("String should have at most 4096 characters").
+    """
+    schema.pop("maxLength", None)
+    schema.pop("maxItems", None)
+
+
+WorkspacePath = Annotated[str, Field(max_length=MAX_PATH_CHARS, json_schema_extra=unlisted_bound)]
+"""A path argument: at most :data:`MAX_PATH_CHARS` characters."""
+
+FileContent = Annotated[str, Field(max_length=MAX_CONTENT_CHARS, json_schema_extra=unlisted_bound)]
+"""A file's whole new content: at most :data:`MAX_CONTENT_CHARS` characters."""
+
+EditString = Annotated[str, Field(max_length=MAX_EDIT_STRING_CHARS, json_schema_extra=unlisted_bound)]
+"""An edit's ``old_string`` or ``new_string``: at most :data:`MAX_EDIT_STRING_CHARS` characters."""
+
+PatchText = Annotated[str, Field(max_length=MAX_PATCH_CHARS, json_schema_extra=unlisted_bound)]
+"""A unified diff: at most :data:`MAX_PATCH_CHARS` characters."""
+
+Pattern = Annotated[str, Field(max_length=MAX_PATTERN_CHARS, json_schema_extra=unlisted_bound)]
+"""A glob or regex pattern (or grep's ``include``): at most :data:`MAX_PATTERN_CHARS` characters."""
 
 
 def content_digest(data: bytes) -> str:
@@ -36,9 +99,9 @@ class FileEdit(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, json_schema_extra=_without_description)
 
-    path: str
-    old_string: str = Field(description="Unique unless replace_all.")
-    new_string: str
+    path: WorkspacePath
+    old_string: EditString = Field(description="Unique unless replace_all.")
+    new_string: EditString
     replace_all: bool = False
 
 

@@ -32,7 +32,7 @@ a final newline keeps that state unless the patch changes it with the marker.
 
 Every error is a :class:`~toolcards.errors.RetriableError` naming the file, the hunk and
 its header, and what did not match (the expected lines next to the closest text in the
-file). Nothing here blocks or does I/O.
+file, which is inside the untrusted-output envelope). Nothing here blocks or does I/O.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from toolcards.errors import RetriableError
 from toolcards.workspace.edit import closest_block
-from toolcards.workspace.text import detect_newline, quote_lines, split_lines
+from toolcards.workspace.text import detect_newline, quote_file_text, quote_lines, split_lines
 
 __all__ = ["FilePatch", "Hunk", "apply_file_patch", "apply_patch", "parse_patch"]
 
@@ -133,7 +133,9 @@ def parse_patch(text: str) -> list[FilePatch]:
     ``'-'``, ``'+'``, ``'\\'``, or a file with no hunks that neither creates nor deletes it.
     Pure and non-blocking.
     """
-    lines = [line.removesuffix("\r") for line in text.split("\n")]
+    lines = text.split("\n")
+    if "\r" in text:  # only then: the comprehension is most of the cost of a large patch
+        lines = [line.removesuffix("\r") for line in lines]
     if lines and lines[-1] == "":
         lines.pop()
     files: list[FilePatch] = []
@@ -578,16 +580,20 @@ def _mismatch_message(bodies: list[str], old: list[str], floor: int, where: str)
     start += offset
     actual = bodies[start : start + count]
     first_diff = next((j for j, (a, b) in enumerate(zip(old, actual, strict=False)) if a != b), None)
+    quoted = quote_lines(actual, start + 1)
     detail = ""
     if first_diff is not None:
+        file_line = start + first_diff + 1
+        # The file's side of the difference is file text: it goes inside the envelope.
+        quoted += f"\nline {file_line} exactly: {actual[first_diff][:500]!r}"
         detail = (
-            f"\nThe first difference: the hunk's line {first_diff + 1} is {old[first_diff]!r}, the file's "
-            f"line {start + first_diff + 1} is {actual[first_diff]!r}."
+            f"\nThe first difference: the hunk's line {first_diff + 1} is {old[first_diff]!r}; the file's "
+            f"line {file_line} is quoted above."
         )
     span = f"line {start + 1}" if count == 1 else f"lines {start + 1}-{start + count}"
     return (
         f"{head}\nThe closest text in the file is {span} ({score:.0f}% similar):\n"
-        f"{quote_lines(actual, start + 1)}{detail}\n"
+        f"{quote_file_text(quoted)}{detail}\n"
         "Copy the file's current lines into the hunk's context (' ') and removed ('-') lines and send "
         "the whole patch again."
     )

@@ -1,12 +1,16 @@
 """Confining paths to a workspace root, and naming workspaces.
 
-Every path a model gives (a file to read, a glob's base directory, a grep ``include``)
-goes through :func:`resolve_in_root` before anything touches the disk. It is resolved
-against the root with symlinks followed, and refused with one :class:`RetriableError`
-message, :data:`ESCAPE_MESSAGE`, when it names anything outside the root: ``../x``, an
-absolute path, a NUL byte, a symlink inside the tree that points outside, or a sibling
-of the root whose name merely starts with the root's name (``team-11`` next to
-``team-1``; containment is decided on path components, never on string prefixes).
+:data:`ESCAPE_MESSAGE` is the one message every path that leaves a tree gets: ``../x``, an
+absolute path, a NUL byte, a symlink inside the tree that points outside, or a sibling of
+the root whose name merely starts with the root's name (``team-11`` next to ``team-1``;
+containment is decided on path components, never on string prefixes).
+
+Files are opened through :class:`~toolcards.workspace.tree.Tree`, which walks a path from a
+handle of the root one component at a time, so a directory swapped for a symlink while a
+tool runs cannot lead it out. :func:`resolve_in_root` checks a path by name instead
+(``realpath``): it says where a path leads at the moment it is called, and nothing opened
+later by the name it returns is protected against such a swap; use it only to name or
+display paths, never to open them.
 
 The walks of the workspace (listing, glob, grep) never descend into
 :data:`SKIPPED_DIRS`, the internals of version-control systems, and never follow a

@@ -9,6 +9,8 @@ function over ``str``: nothing reads or writes files, nothing blocks.
 * :func:`split_lines` — split into lines, each keeping its ending.
 * :func:`unified_diff` — a GNU unified diff of two versions, capped for a model to read.
 * :func:`quote_lines` — a few numbered lines, for error messages that show a model the text.
+* :func:`quote_file_text` — text taken from a file, clipped and inside the untrusted-output
+  envelope, for any message that shows a model what a file holds (a diff, a mismatch).
 """
 
 from __future__ import annotations
@@ -16,7 +18,27 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-__all__ = ["detect_newline", "quote_lines", "split_lines", "to_newline", "unified_diff"]
+from toolcards.core.output import wrap_untrusted
+
+__all__ = [
+    "FILE_TEXT_SOURCE",
+    "QUOTE_CHARS",
+    "detect_newline",
+    "quote_file_text",
+    "quote_lines",
+    "split_lines",
+    "to_newline",
+    "unified_diff",
+]
+
+QUOTE_CHARS = 8_000
+"""Characters of file text :func:`quote_file_text` shows at most by default."""
+
+QUOTE_LINE_CHARS = 500
+"""Longer lines are clipped by :func:`quote_file_text`."""
+
+FILE_TEXT_SOURCE = "workspace file"
+"""How the envelope of :func:`quote_file_text` names where its text came from."""
 
 _NO_NEWLINE_MARKER = "\\ No newline at end of file\n"
 
@@ -73,6 +95,33 @@ def quote_lines(lines: Sequence[str], first_line: int, *, limit: int = 8, width:
     if len(lines) > limit:
         out.append(f"  ... {len(lines) - limit} more lines")
     return "\n".join(out)
+
+
+def quote_file_text(text: str, *, max_chars: int = QUOTE_CHARS, max_line_chars: int = QUOTE_LINE_CHARS) -> str:
+    """``text`` taken from a file, ready for a message a model reads.
+
+    Each line longer than ``max_line_chars`` is clipped (with the number of characters
+    cut), the whole is cut at a line once it passes ``max_chars`` (with a note), and the
+    result is wrapped in the untrusted-output envelope
+    (:func:`~toolcards.core.output.wrap_untrusted`), so text in the file can neither pass
+    itself off as instructions nor close the envelope. The envelope names its source
+    :data:`FILE_TEXT_SOURCE`: the message around it names the file.
+    """
+    out: list[str] = []
+    size = 0
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        shown = (
+            line
+            if len(line) <= max_line_chars
+            else f"{line[:max_line_chars]}… [{len(line) - max_line_chars} more characters]"
+        )
+        if size + len(shown) > max_chars and out:
+            out.append(f"… [{len(lines) - index} more lines cut]")
+            break
+        out.append(shown)
+        size += len(shown) + 1
+    return wrap_untrusted("\n".join(out), FILE_TEXT_SOURCE)
 
 
 def unified_diff(

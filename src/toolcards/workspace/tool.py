@@ -27,9 +27,14 @@ tool                       what it does                                      mut
 which defaults to the team id: ``<TOOLCARDS_WORKSPACES_ROOT>/<team_id>``. Give several
 teams the same ``workspace_id`` (``"shared"``) to share one tree. What the card keeps for
 itself (converted documents, scaled images) is under ``internal_dir()/"cache"``, outside
-every tree. Every path a model gives is resolved inside the tree with symlinks followed;
+every tree. Every path a model gives is resolved inside the tree, one component at a time, with symlinks
+followed while they stay inside it;
 one that leaves it is refused with
 :data:`~toolcards.workspace.paths.ESCAPE_MESSAGE`. Models only ever see root-relative paths.
+Files are reached through the tree's directory handles
+(:class:`~toolcards.workspace.tree.Tree`), so a command that swaps a directory for a
+symlink while a tool runs cannot lead it outside; only regular files are read and
+written (a named pipe, socket or device is refused, and nothing blocks on one).
 
 **No lost updates.** Every change goes through the tree's
 :class:`~toolcards.workspace.actor.WorkspaceActor`, one at a time, and through the
@@ -48,14 +53,20 @@ agent is ``observer.address`` (its handle appears in refusals another agent rece
 about 910 tokens (names, descriptions and schemas, at 4 characters a token), all twelve
 about 1,030. ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
 needed; ``multi_edit`` and ``patch`` are alternatives to repeated ``workspace_edit`` calls.
-Reads, listings, globs, greps and views are wrapped as untrusted output. Handlers block
-(disk I/O, actor asks), as every sync handler may.
+Arguments are bounded (paths 4,096 characters, contents 4 MiB, edit strings 1 MiB, patches
+4 MiB, patterns 1,000: :mod:`toolcards.workspace.models`), enforced by validation but left
+out of the schemas, which every request pays for. ``workspace_read`` streams the file and
+keeps only the page it shows; files over 16 MiB are not changed (they would be loaded
+whole), images over 32 MiB are not viewed and documents over 64 MiB are not converted.
+Reads, listings, globs, greps and views are wrapped as untrusted output; so is every file
+text inside another result or error (an edit's diff, a mismatch hint, a gate refusal).
+Handlers block (disk I/O, actor asks), as every sync handler may.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PrivateAttr, field_validator
@@ -63,18 +74,32 @@ from pydantic import Field, PrivateAttr, field_validator
 from toolcards.actors.asking import ask
 from toolcards.core.card import Capability, ToolCard, capability
 from toolcards.core.channels import Channels
+from toolcards.core.deadline import remaining
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.settings import internal_dir, validate_workspace_id, workspace_dir
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
-from toolcards.workspace.documents import convert_document, is_document
-from toolcards.workspace.files import MAX_LINE_CHARS, list_dir, number_lines, read_bytes
+from toolcards.workspace.documents import MAX_DOCUMENT_BYTES, document_markdown, is_document
+from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
+from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import grep
-from toolcards.workspace.images import is_image, load_image
-from toolcards.workspace.models import FileEdit, content_digest
-from toolcards.workspace.paths import relative, resolve_in_root
+from toolcards.workspace.images import MAX_IMAGE_BYTES, image_for_model, is_image, require_image
+from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
+from toolcards.workspace.models import (
+    MAX_EDITS,
+    MAX_PATCH_CHARS,
+    EditString,
+    FileContent,
+    FileEdit,
+    PatchText,
+    Pattern,
+    WorkspacePath,
+    content_digest,
+    unlisted_bound,
+)
+from toolcards.workspace.tree import Tree
 from toolcards.workspace.tree_lock import probe_tree_locks
 
 __all__ = [
@@ -188,6 +213,7 @@ class WorkspaceTool(ToolCard):
     workspace_rmdir: WorkspaceRmdirParam | bool = False
 
     _root: Path | None = PrivateAttr(default=None)
+    _tree: Tree | None = PrivateAttr(default=None)
     _actor: WorkspaceProxy | None = PrivateAttr(default=None)
     _agent: str = PrivateAttr(default="")
     _cache_dir: Path | None = PrivateAttr(default=None)
@@ -227,6 +253,7 @@ class WorkspaceTool(ToolCard):
             if problem is not None:
                 raise WiringError(f"WorkspaceTool: {problem}.")
         self._root = root
+        self._tree = Tree(root)
         self._agent = str(observer.address)
         self._cache_dir = internal_dir() / "cache"
         self._actor = workspace_actor(root)
@@ -237,6 +264,17 @@ class WorkspaceTool(ToolCard):
         for cap in super().capabilities():
             if not (self.read_only and cap.mutates):
                 yield cap
+
+    @property
+    def tree(self) -> Tree:
+        """The tree this card works on, reached through directory handles (after binding).
+
+        Raises:
+            WiringError: the card is not bound.
+        """
+        if self._tree is None:
+            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+        return self._tree
 
     @property
     def root(self) -> Path:
@@ -260,7 +298,7 @@ class WorkspaceTool(ToolCard):
     )
     def read_file(
         self,
-        path: str,
+        path: WorkspacePath,
         offset: Annotated[int, Field(ge=1)] = 1,
         limit: Annotated[int, Field(ge=1)] = 2000,
     ) -> str:
@@ -270,31 +308,37 @@ class WorkspaceTool(ToolCard):
             path: Relative to the workspace root.
             offset: First line, from 1.
         """
-        root = self.root
-        target = resolve_in_root(root, path)
-        rel = relative(root, target)
-        data = read_bytes(target, shown_as=rel)
-        if is_document(target):
-            assert self._cache_dir is not None
-            text = convert_document(target, self._cache_dir, shown_as=rel)
-        else:
-            text = _decode_for_reading(data, rel, image=is_image(target))
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
-        page, full = _page(text, offset, limit, rel, budget)
-        self._actor_proxy().record_read(self._agent, rel, data, full, content_digest(data))
-        return page
+        with self.tree.open_file(path) as file:
+            rel = file.rel
+            name = PurePosixPath(rel)
+            data: bytes | None
+            if is_document(name):
+                assert self._cache_dir is not None
+                source = file.read_all(MAX_DOCUMENT_BYTES, too_large=DOCUMENT_TOO_LARGE)
+                text = document_markdown(source, name.suffix, self._cache_dir, shown_as=rel)
+                page = page_of_text(text, offset, limit, max_chars=budget)
+                digest, data = content_digest(source), source
+            elif is_image(name):
+                raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
+            else:
+                read = read_page(file, offset, limit, max_chars=budget)
+                page, digest, data = read.page, read.digest, read.data
+        shown, full = _page_text(page, rel, budget)
+        self._actor_proxy().record_read(self._agent, rel, data, full, digest)
+        return shown
 
     @capability("workspace_list", name="workspace_list", serves=_SERVES, untrusted_output=True)
-    def list_directory(self, path: str = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
+    def list_directory(self, path: WorkspacePath = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
         """List a directory.
 
         Args:
             depth: Levels; 0 = all.
         """
-        return list_dir(self.root, path, depth)
+        return list_directory(self.tree, path, depth)
 
     @capability("workspace_glob", name="workspace_glob", serves=_SERVES, untrusted_output=True)
-    def glob_files(self, pattern: str, path: str = "") -> str:
+    def glob_files(self, pattern: Pattern, path: WorkspacePath = "") -> str:
         """Find files by glob, e.g. '**/*.py'; newest first.
 
         Args:
@@ -303,7 +347,7 @@ class WorkspaceTool(ToolCard):
         return glob(self.root, pattern, path)
 
     @capability("workspace_grep", name="workspace_grep", serves=_SERVES, untrusted_output=True)
-    def grep_files(self, pattern: str, path: str = "", include: str = "") -> str:
+    def grep_files(self, pattern: Pattern, path: WorkspacePath = "", include: Pattern = "") -> str:
         """Search file contents by regex; gives path:line: text.
 
         Args:
@@ -313,22 +357,23 @@ class WorkspaceTool(ToolCard):
         return grep(self.root, pattern, path, include)
 
     @capability("workspace_view", name="workspace_view", serves=_SERVES, untrusted_output=True)
-    def view_image(self, path: str) -> Any:
+    def view_image(self, path: WorkspacePath) -> Any:
         """View an image file."""
         from pydantic_ai.messages import BinaryContent
 
-        root = self.root
-        target = resolve_in_root(root, path)
-        rel = relative(root, target)
+        require_image(PurePosixPath(path), shown_as=path)
+        with self.tree.open_file(path) as file:
+            source = file.read_all(MAX_IMAGE_BYTES, too_large=IMAGE_TOO_LARGE)
+            rel = file.rel
         max_dimension = self.param("workspace_view", WorkspaceViewParam).max_dimension
         assert self._cache_dir is not None
-        data, media_type = load_image(target, self._cache_dir, max_dimension, shown_as=rel)
+        data, media_type = image_for_model(source, self._cache_dir, max_dimension, shown_as=rel)
         return BinaryContent(data=data, media_type=media_type)
 
     # -- changing ---------------------------------------------------------------------------------
 
     @capability("workspace_write", name="workspace_write", serves=_SERVES, mutates=True)
-    def write_file(self, path: str, content: str) -> str:
+    def write_file(self, path: WorkspacePath, content: FileContent) -> str:
         """Create or overwrite a file; overwriting needs a full read first.
 
         Args:
@@ -337,7 +382,9 @@ class WorkspaceTool(ToolCard):
         return self._ask(self._actor_proxy().write(self._agent, path, content))
 
     @capability("workspace_edit", name="workspace_edit", serves=_SERVES, mutates=True)
-    def edit_file(self, path: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
+    def edit_file(
+        self, path: WorkspacePath, old_string: EditString, new_string: EditString, replace_all: bool = False
+    ) -> str:
         """Replace old_string with new_string in a file read before; returns the diff.
 
         Args:
@@ -346,16 +393,25 @@ class WorkspaceTool(ToolCard):
         return self._ask(self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all))
 
     @capability("workspace_multi_edit", name="workspace_multi_edit", serves=_SERVES, mutates=True)
-    def multi_edit_files(self, edits: Annotated[list[FileEdit], Field(min_length=1)]) -> str:
+    def multi_edit_files(
+        self,
+        edits: Annotated[list[FileEdit], Field(min_length=1, max_length=MAX_EDITS, json_schema_extra=unlisted_bound)],
+    ) -> str:
         """Apply several replacements, across files, all or nothing; each file read before.
 
         Args:
             edits: Applied in order.
         """
+        size = sum(len(edit.old_string) + len(edit.new_string) for edit in edits)
+        if size > MAX_PATCH_CHARS:
+            raise RetriableError(
+                f"The edits hold {size:,} characters in all, more than {MAX_PATCH_CHARS:,}. Split them into "
+                "several calls, or write the file whole."
+            )
         return self._ask(self._actor_proxy().multi_edit(self._agent, edits))
 
     @capability("workspace_patch", name="workspace_patch", serves=_SERVES, mutates=True)
-    def patch_files(self, patch_text: str) -> str:
+    def patch_files(self, patch_text: PatchText) -> str:
         """Apply a unified diff, all or nothing; changed files read before.
 
         Args:
@@ -364,23 +420,23 @@ class WorkspaceTool(ToolCard):
         return self._ask(self._actor_proxy().patch(self._agent, patch_text))
 
     @capability("workspace_delete", name="workspace_delete", serves=_SERVES, mutates=True)
-    def delete_file(self, path: str) -> str:
+    def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
         return self._ask(self._actor_proxy().delete(self._agent, path))
 
     @capability("workspace_mkdir", name="workspace_mkdir", serves=_SERVES, mutates=True)
-    def make_directory(self, path: str) -> str:
+    def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
         return self._ask(self._actor_proxy().mkdir(self._agent, path))
 
     @capability("workspace_rmdir", name="workspace_rmdir", serves=_SERVES, mutates=True)
-    def remove_directory(self, path: str, recursive: bool = False) -> str:
+    def remove_directory(self, path: WorkspacePath, recursive: bool = False) -> str:
         """Remove a directory.
 
         Args:
             recursive: Also remove everything in it.
         """
-        return self._ask(self._actor_proxy().rmdir(self._agent, path, recursive))
+        return self._ask(self._actor_proxy().rmdir(self._agent, path, recursive, remaining()))
 
     # -- internals ----------------------------------------------------------------------------------
 
@@ -395,39 +451,15 @@ class WorkspaceTool(ToolCard):
         return result
 
 
-def _decode_for_reading(data: bytes, rel: str, *, image: bool) -> str:
-    if image:
-        raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
-    try:
-        if b"\x00" in data:
-            raise UnicodeDecodeError("utf-8", data, data.index(b"\x00"), len(data), "NUL byte")
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RetriableError(
-            f"{rel!r} is not UTF-8 text, so it cannot be shown as lines. PDF, DOCX, XLSX and PPTX are "
-            "converted when read; images can be viewed with workspace_view."
-        ) from exc
-
-
-def _page(text: str, offset: int, limit: int, rel: str, budget: int) -> tuple[str, bool]:
-    """Number a page of ``text``; return it and whether it shows the whole file unabridged.
+def _page_text(page: Page, rel: str, budget: int) -> tuple[str, bool]:
+    """``page`` as the model reads it, and whether that shows the whole file unabridged.
 
     A page longer than ``budget`` characters ends early at a line, with a notice giving the
     offset to read on.
     """
-    numbered = number_lines(text, offset, limit, shown_as=rel)
-    lines = text.removeprefix("\ufeff").split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    total = len(lines)
-    end = min(total, offset - 1 + limit)
-    shown = lines[offset - 1 : end]
-    clipped = bool(shown) and max(map(len, shown)) > MAX_LINE_CHARS
-    if clipped:
-        clipped = any(len(line.removesuffix("\r")) > MAX_LINE_CHARS for line in shown)
-    full = offset == 1 and end == total and not clipped
+    numbered = render_page(page, shown_as=rel)
     if len(numbered) <= budget:
-        return numbered, full
+        return numbered, page.whole
     room = max(budget - _NOTICE_ROOM, budget // 2)
     cut = numbered.rfind("\n", 0, room)
     kept = numbered[:cut] if cut > 0 else numbered[:room]
@@ -435,7 +467,7 @@ def _page(text: str, offset: int, limit: int, rel: str, budget: int) -> tuple[st
     if cut > 0 and last_line.isdigit():
         last = int(last_line)
         notice = (
-            f"(showing lines {offset}-{last} of {total}: output limit reached; read again with "
+            f"(showing lines {page.offset}-{last} of {page.total}: output limit reached; read again with "
             f"offset={last + 1} to continue)"
         )
     else:

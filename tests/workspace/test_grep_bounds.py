@@ -1,0 +1,381 @@
+"""grep stays bounded in memory and time whatever the files and arguments hold.
+
+Long lines are shown as a window around their match, identically by both engines; the
+output read from ripgrep is capped and the answer says so; FIFOs and sockets in the tree
+are skipped without blocking; a passed deadline stops the work; the worst arguments get an
+answer (a result or a clear error) at once. Peak memory is measured in child processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolcards.core.deadline import deadline_after
+from toolcards.errors import RetriableError, ToolTimeout
+from toolcards.workspace import grep as grep_module
+from toolcards.workspace.glob import MAX_WALK_DEPTH
+from toolcards.workspace.grep import MAX_GREP_LINE_CHARS, find_rg, grep
+
+HAVE_RG = find_rg() is not None
+needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
+ENGINES = [pytest.param(True, id="rg", marks=needs_rg), pytest.param(False, id="python")]
+
+
+def answer_within(seconds: float, call: Callable[[], str]) -> str:
+    """``call()``'s result, or ``"error: ..."`` for a RetriableError; fails if it takes longer."""
+    outcome: list[str] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except RetriableError as exc:
+            outcome.append(f"error: {exc}")
+        except BaseException as exc:  # reported below, as the test's failure
+            outcome.append(f"raised {type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"no answer within {seconds} s"
+    assert not outcome[0].startswith("raised"), outcome[0]
+    return outcome[0]
+
+
+def shown_text(out: str) -> str:
+    """The text of a one-line answer, after ``path:line: ``."""
+    return out.split(": ", 1)[1]
+
+
+# -- long lines -------------------------------------------------------------------------
+
+
+def line_with(needle_at: int, length: int, fill: str = "x") -> str:
+    return fill * needle_at + "needle" + fill * (length - needle_at - 6)
+
+
+LONG_LINES: dict[str, bytes] = {
+    # Shown whole by ripgrep, windowed from its text.
+    "middle.txt": line_with(700, 1000).encode() + b"\n",
+    # Longer than ripgrep's 4,096-byte preview: the match inside it, then past it.
+    "in_preview.txt": line_with(2000, 9000).encode() + b"\nafter\n",
+    "past_preview.txt": b"first line\n" + line_with(50_000, 80_000).encode() + b"\n",
+    # Longer than the Python engine's 64 K window, match far in.
+    "huge.txt": line_with(1_000_000, 1_500_000).encode() + b"\n",
+    "multibyte.txt": line_with(6000, 20_000, fill="é").encode() + b"\n",
+    "emoji.txt": line_with(5000, 12_000, fill="\U0001f600").encode() + b"\n",
+    "crlf.txt": b"short\r\n" + ("y" * 10_000 + "needle").encode() + b"\r\nlast\r\n",
+    "at_end.txt": ("z" * 10_000 + "needle").encode(),
+    "utf16.txt": b"\xff\xfe" + ("one\n" + line_with(7000, 10_000) + "\n").encode("utf-16-le"),
+    "invalid.txt": b"\x80\xfe\xfd" * 3000 + b"needle" + b"\xe9" * 3000 + b"\n",
+    "bom.txt": b"\xef\xbb\xbf" + line_with(5000, 9000).encode() + b"\n",
+}
+
+
+@pytest.fixture(scope="module")
+def long_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("long")
+    for name, content in LONG_LINES.items():
+        (root / name).write_bytes(content)
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(LONG_LINES))
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_a_long_line_shows_a_window_around_its_match(long_tree: Path, name: str, use_rg: bool) -> None:
+    out = grep(long_tree, "needle", name, use_rg=use_rg)
+    assert "\n" not in out
+    text = shown_text(out)
+    assert "needle" in text
+    assert len(text.strip("…")) <= MAX_GREP_LINE_CHARS
+    # The window starts 100 characters before the match, unless the line starts nearer.
+    assert text.startswith("…")
+    assert text.index("needle") == 101
+
+
+@needs_rg
+@pytest.mark.parametrize("name", sorted(LONG_LINES))
+@pytest.mark.parametrize("pattern", ["needle", "needle$", r"\w{3}$", "^", "x|é|y|z|\\x{1F600}", r"\bneedle"])
+def test_both_engines_show_the_same_window(long_tree: Path, name: str, pattern: str) -> None:
+    pattern = pattern.replace("\\x{1F600}", "\U0001f600")
+    assert grep(long_tree, pattern, name, use_rg=True) == grep(long_tree, pattern, name, use_rg=False)
+
+
+@needs_rg
+def test_in_a_line_past_64k_characters_the_python_engine_finds_matches_up_to_4k_long(long_tree: Path) -> None:
+    # The documented difference: ripgrep sees "needle" then 500,000 x up to the end.
+    assert grep(long_tree, r"e\w*$", "huge.txt", use_rg=False) == "No matches for 'e\\\\w*$' under 'huge.txt'."
+    assert "needle" in grep(long_tree, r"e\w*$", "huge.txt", use_rg=True)
+    assert "needle" in grep(long_tree, r"e\w{4000}", "huge.txt", use_rg=False)
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_a_match_at_the_start_of_a_long_line_shows_its_start(long_tree: Path, use_rg: bool) -> None:
+    text = shown_text(grep(long_tree, "^x", "past_preview.txt", use_rg=use_rg))
+    assert text == "x" * MAX_GREP_LINE_CHARS + "…"
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_a_match_at_the_end_of_a_long_line_shows_no_trailing_mark(long_tree: Path, use_rg: bool) -> None:
+    text = shown_text(grep(long_tree, "needle$", "crlf.txt", use_rg=use_rg))
+    assert text == "…" + "y" * 100 + "needle"
+
+
+# -- the output cap ---------------------------------------------------------------------
+
+
+@needs_rg
+def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(grep_module, "MAX_GREP_OUTPUT_BYTES", 4096)
+    for index in range(40):
+        (tmp_path / f"f{index:02}.txt").write_text("hit " + "." * 200 + "\n" * 3 + "hit again\n")
+    lines = grep(tmp_path, "hit", use_rg=True).splitlines()
+    note = lines[-1]
+    assert note.startswith("(results cut: the search stopped after 0 MB of matching lines; showing ")
+    assert "narrow the pattern, path or include" in note
+    shown = lines[:-1]
+    assert 0 < len(shown) < 80
+    assert all(":1: hit" in line or ":4: hit again" in line for line in shown)
+
+
+@needs_rg
+def test_matches_in_a_binary_file_are_dropped_whatever_comes_between(tmp_path: Path) -> None:
+    # Names with line breaks and with the text of ripgrep's binary note cannot confuse the parser.
+    (tmp_path / "a.bin").write_bytes(b"hit\n" * 5 + b"\x00")
+    (tmp_path / "b\nc.txt").write_text("hit\n")
+    (tmp_path / 'd: binary file matches (found "\\0" byte around offset 1)\ne.txt').write_text("hit\n")
+    (tmp_path / "f.bin").write_bytes(b"hit\n" + b"\x00" + b"hit\n")
+    assert grep(tmp_path, "hit", use_rg=True) == grep(tmp_path, "hit", use_rg=False)
+    assert ".bin" not in grep(tmp_path, "hit", use_rg=True)
+
+
+def test_a_line_the_tree_does_not_hold_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As ripgrep reports a file it read through a directory swapped for a symlink meanwhile.
+    (tmp_path / "a.txt").write_text("hit inside\n")
+    (tmp_path / "b.txt").write_text("hit b\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = "printf './a.txt\\0001:1:0:hit outside\\n./b.txt\\0001:1:0:hit b\\n./c.txt\\0001:1:0:hit c\\n'"
+    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(bin_dir, script))
+    assert grep(tmp_path, "hit") == (
+        "b.txt:1: hit b\n(2 matching lines were left out: their files changed while being searched, "
+        "or they lie too far into a very large file to be read again)"
+    )
+
+
+# -- memory and time, measured in child processes ---------------------------------------
+
+_CHILD = textwrap.dedent(
+    """
+    import json, sys, time
+    from pathlib import Path
+    from toolcards.workspace.grep import grep
+    root, pattern, engine = sys.argv[1:4]
+    started = time.perf_counter()
+    out = grep(Path(root), pattern, use_rg=engine == "rg") if pattern else ""
+    print(json.dumps([time.perf_counter() - started, out]))
+    """
+)
+
+_DRIVER = textwrap.dedent(
+    """
+    import json, resource, subprocess, sys
+    # A fresh process whose only child is the measured one: its RUSAGE_CHILDREN peak is
+    # that child's, or ripgrep's if ripgrep (waited for by the child) used more.
+    done = subprocess.run([sys.executable, "-c", *sys.argv[1:]], capture_output=True, text=True, check=True)
+    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(json.dumps([peak_kb, *json.loads(done.stdout)]))
+    """
+)
+
+
+def measured(root: Path, pattern: str, engine: str) -> tuple[float, float, str]:
+    """(peak RSS in MB, seconds, output) of one grep in a child process."""
+    done = subprocess.run(
+        [sys.executable, "-c", _DRIVER, _CHILD, str(root), pattern, engine],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    peak_kb, seconds, out = json.loads(done.stdout)
+    return peak_kb / 1024, seconds, out
+
+
+@pytest.fixture(scope="module")
+def ten_mb_line(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("ten-mb")
+    with open(root / "long.txt", "w") as handle:
+        handle.write("x" * 5_000_000 + "needle" + "y" * 5_000_000 + "\n")
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("pattern", ["needle", "x", "y$"])
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_a_ten_mb_line_costs_little_memory(ten_mb_line: Path, pattern: str, use_rg: bool) -> None:
+    engine = "rg" if use_rg else "python"
+    baseline, _, _ = measured(ten_mb_line, "", engine)
+    peak, seconds, out = measured(ten_mb_line, pattern, engine)
+    print(f"{engine} {pattern!r}: +{peak - baseline:.1f} MB over {baseline:.1f} MB, {seconds * 1000:.0f} ms")
+    assert peak - baseline <= 64
+    assert seconds < 30
+    assert out.startswith("long.txt:1: ")
+    assert len(shown_text(out)) <= MAX_GREP_LINE_CHARS + 2
+
+
+# -- files that are not regular ---------------------------------------------------------
+
+
+@pytest.fixture
+def special_tree(tmp_path: Path) -> Iterator[Path]:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "real.txt").write_text("hit\n")
+    os.mkfifo(tmp_path / "pipe")
+    os.mkfifo(tmp_path / "sub" / "pipe.txt")
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        server.bind("sock.txt")
+    finally:
+        os.chdir(here)
+    yield tmp_path
+    server.close()
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_fifos_and_sockets_in_the_tree_are_skipped_without_blocking(special_tree: Path, use_rg: bool) -> None:
+    assert answer_within(30, lambda: grep(special_tree, "hit", use_rg=use_rg)) == "sub/real.txt:1: hit"
+    assert answer_within(30, lambda: grep(special_tree, "hit", include="*.txt", use_rg=use_rg)) == (
+        "sub/real.txt:1: hit"
+    )
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+@pytest.mark.parametrize("path", ["pipe", "sub/pipe.txt", "sock.txt"])
+def test_a_fifo_or_socket_as_the_base_path_is_refused(special_tree: Path, use_rg: bool, path: str) -> None:
+    out = answer_within(30, lambda: grep(special_tree, "hit", path, use_rg=use_rg))
+    assert out == (
+        f"error: Path {path!r} is not a regular file or a directory (a FIFO, socket or device): "
+        "grep searches files only."
+    )
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_the_walk_stops_at_its_depth_limit(tmp_path: Path, use_rg: bool) -> None:
+    deep = tmp_path
+    for level in range(MAX_WALK_DEPTH + 5):
+        deep = deep / "d"
+        deep.mkdir()
+        (deep / f"level{level + 2}.txt").write_text("hit\n")
+    out = grep(tmp_path, "hit", use_rg=use_rg)
+    levels = sorted(int(line.split("/level")[1].split(".")[0]) for line in out.splitlines())
+    assert levels == list(range(2, MAX_WALK_DEPTH + 1))
+
+
+# -- deadlines ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def many_files(tmp_path: Path) -> Path:
+    for index in range(300):
+        directory = tmp_path / f"d{index % 10}"
+        directory.mkdir(exist_ok=True)
+        (directory / f"f{index}.txt").write_text("hit\n" * 20)
+    return tmp_path
+
+
+@pytest.mark.parametrize("use_rg", ENGINES)
+def test_a_passed_deadline_stops_the_search(many_files: Path, use_rg: bool) -> None:
+    with deadline_after(0.0), pytest.raises(ToolTimeout):
+        time.sleep(0.01)
+        grep(many_files, "hit", use_rg=use_rg)
+
+
+def fake_rg(tmp_path: Path, script: str) -> str:
+    executable = tmp_path / "fake-rg"
+    executable.write_text(f"#!/bin/sh\n{script}\n")
+    executable.chmod(0o755)
+    return str(executable)
+
+
+def test_ripgrep_is_killed_when_the_deadline_passes(
+    many_files: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bin_dir = tmp_path_factory.mktemp("bin")
+    marker = bin_dir / "pid"
+    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(bin_dir, f"echo $$ > {marker}; exec sleep 30"))
+    started = time.monotonic()
+    with deadline_after(0.5), pytest.raises(ToolTimeout):
+        grep(many_files, "hit")
+    assert time.monotonic() - started < 5
+    pid = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+# -- hostile arguments -------------------------------------------------------------------
+
+HOSTILE: list[tuple[str, dict[str, Any]]] = [
+    ("pattern of 100,000 '('", {"pattern": "(" * 100_000}),
+    ("pattern of 1,001 chars", {"pattern": "a" * 1001}),
+    ("300 nested groups", {"pattern": "(" * 300 + "a" + ")" * 300}),
+    ("500 nested groups", {"pattern": "(" * 500 + ")" * 500}),
+    ("huge repetition", {"pattern": "(a{1000}){1000}"}),
+    ("unicode repetition", {"pattern": r"\w{200}x"}),
+    ("1,000 chars of *?[", {"pattern": "a", "include": ("*?[" * 334)[:1000]}),
+    ("include of 100,000 '{'", {"pattern": "a", "include": "{" * 100_000}),
+    ("include '{a,b}' x 1000", {"pattern": "a", "include": "{a,b}" * 1000}),
+    ("include '{a,b}' x 200", {"pattern": "a", "include": "{a,b}" * 200}),
+    ("include '**/' x 5000", {"pattern": "a", "include": "**/" * 5000}),
+    ("include '**/' x 333", {"pattern": "a", "include": "**/" * 333}),
+    ("include nested braces", {"pattern": "a", "include": "{a," * 200 + "b" + "}" * 200}),
+    ("include stars on a long name", {"pattern": "a", "include": "*a" * 60 + "*b"}),
+]
+
+
+@pytest.fixture(scope="module")
+def small_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("small")
+    (root / ("a" * 200)).write_text("a" * 1000 + "\n")
+    deep = root.joinpath(*"abcdefghijkl")
+    deep.mkdir(parents=True)
+    (deep / "y.txt").write_text("a\n")
+    return root
+
+
+# Python's re backtracks, and holds the GIL while it does: on the Python engine this pattern
+# would run for ages on the 1,000-character line (documented in the grep module).
+RG_ONLY_HOSTILE: list[tuple[str, dict[str, Any]]] = [("300 \\w*", {"pattern": r"\w*" * 300 + "!"})]
+
+
+def hostile_cases() -> list[Any]:
+    cases = []
+    for label, arguments in [*HOSTILE, *RG_ONLY_HOSTILE]:
+        cases.append(pytest.param(label, arguments, True, id=f"{label}-rg", marks=needs_rg))
+        if (label, arguments) not in RG_ONLY_HOSTILE:
+            cases.append(pytest.param(label, arguments, False, id=f"{label}-python"))
+    return cases
+
+
+@pytest.mark.parametrize(("label", "arguments", "use_rg"), hostile_cases())
+def test_hostile_arguments_get_an_answer_at_once(
+    small_tree: Path, label: str, arguments: dict[str, Any], use_rg: bool
+) -> None:
+    started = time.perf_counter()
+    out = answer_within(30, lambda: grep(small_tree, use_rg=use_rg, **arguments))
+    elapsed = (time.perf_counter() - started) * 1000
+    print(f"{label}: {elapsed:.1f} ms: {out[:100]!r}")
+    assert out.startswith(("error: ", "No matches")) or ":1: " in out
