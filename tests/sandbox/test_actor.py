@@ -12,6 +12,8 @@ from toolcards.errors import WiringError
 from toolcards.sandbox import (
     SANDBOX_ACTOR_CLASSES,
     BwrapOptions,
+    CommandPolicy,
+    ExecLimits,
     ExecResult,
     LocalOptions,
     LocalSandboxActor,
@@ -57,6 +59,37 @@ def test_refused_command_is_a_result_not_an_exception(workspace: Path) -> None:
     result = run_via_proxy(ref, "psql -c 'select 1'")
     assert result.exit_code is None and not result.ok
     assert result.render().startswith("CommandNotAllowedError: Command 'psql' is not in the allowed commands list.")
+
+
+def test_refusals_are_marked_as_fixable_and_failures_are_not(workspace: Path) -> None:
+    ref = LocalSandboxActor.start(workspace)
+    assert run_via_proxy(ref, "psql").refused
+    assert run_via_proxy(ref, "ls", cwd="..").refused
+    assert run_via_proxy(ref, "ls", timeout_s=-1).refused
+
+
+def test_each_call_runs_under_the_policy_it_carries(workspace: Path) -> None:
+    actor = LocalSandboxActor(workspace, options={"allowed_commands": ("echo",)}, timeout_s=5)
+    narrow = LocalSandboxActor.policy_for(ExecLimits(cpu_s=1), 1.0, {"allowed_commands": ("ls",)})
+    assert actor.execute("echo hi").stdout == "hi\n"
+    assert actor.execute("echo hi", policy=narrow).error is not None
+    spin = actor.execute(
+        "bash -c 'while :; do :; done'", policy=LocalSandboxActor.policy_for(ExecLimits(cpu_s=1), 5.0, {})
+    )
+    assert any("CPU time limit of 1 s" in note for note in spin.notes)
+    assert actor.execute("echo still", cwd="").stdout == "still\n"
+
+
+def test_conflicts_list_what_one_actor_cannot_vary(workspace: Path, tmp_path: Path) -> None:
+    actor = LocalSandboxActor(workspace, options={"max_concurrent": 4})
+    same = LocalSandboxActor.policy_for(ExecLimits(memory_mb=64), 3.0, {"allowed_commands": ("ls",)})
+    assert actor.conflicts("local", workspace, same) == []
+    other = LocalSandboxActor.policy_for(ExecLimits(), 3.0, {"max_concurrent": 1})
+    assert actor.conflicts("bwrap", tmp_path / "elsewhere", other) == [
+        "mode 'bwrap' vs 'local'",
+        f"workspace {str(tmp_path / 'elsewhere')!r} vs {str(workspace.resolve())!r}",
+        "options.max_concurrent 1 vs 4",
+    ]
 
 
 def test_symlink_cwd_escape_is_refused(workspace: Path, tmp_path: Path) -> None:
@@ -119,7 +152,9 @@ class EchoBackend(SandboxActor):
 
     mode = "echo-test"
 
-    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+    def _execute(
+        self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
+    ) -> ExecResult:
         if cmd.startswith("fail"):
             raise SpawnFailed("remote sandbox unreachable")
         if cmd.startswith("bug"):
@@ -132,7 +167,8 @@ def test_another_package_can_register_a_backend(workspace: Path, monkeypatch: py
     cls = sandbox_actor_class("echo-test")
     ref = cls.start(workspace, options={"allowed_commands": ("echo", "fail", "bug")})
     assert run_via_proxy(ref, "echo hi").stdout == ".: echo hi"
-    assert run_via_proxy(ref, "fail now").error == "SandboxError: remote sandbox unreachable"
+    failed = run_via_proxy(ref, "fail now")
+    assert failed.error == "SandboxError: remote sandbox unreachable" and not failed.refused
     with pytest.raises(RuntimeError, match="programming error"):
         run_via_proxy(ref, "bug")
 

@@ -6,13 +6,14 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import SandboxRef, live_processes_with, marker, run_via_proxy
+from tests.sandbox.conftest import SandboxRef, live_processes_with, marker, run_via_proxy, wait_until
 from toolcards.sandbox import DockerSandboxActor, ExecLimits
-from toolcards.sandbox.docker import GROUP_WRAPPER, docker_available
+from toolcards.sandbox.docker import GROUP_WRAPPER, KILL_SCRIPT, docker_available
 
 FAKE_DOCKER = """#!/bin/sh
 # Records its argv (one argument per line, a blank line after each call) and prints canned output.
@@ -91,7 +92,8 @@ def test_exec_argv_has_cwd_deadline_and_only_allowlisted_env(
     run_via_proxy(start(workspace), "pytest -q", cwd="sub", timeout_s=3)
     argv = calls(fake_docker)[2]
     assert argv[argv.index("-w") + 1] == "/workspace/sub"
-    assert argv[-6:] == ["sh", "-c", GROUP_WRAPPER, "sandbox", "3", "pytest -q"]
+    assert argv[-7:-1] == ["sh", "-c", GROUP_WRAPPER, "sandbox", "3", "pytest -q"]
+    assert argv[-1].isalnum()  # the command's id, for kill_command
     env = [argv[i + 1] for i, arg in enumerate(argv) if arg == "-e"]
     assert "HOME=/workspace" in env
     assert not any("do-not-leak" in item for item in env)
@@ -121,6 +123,26 @@ def test_in_container_wrapper_stops_the_command_at_its_deadline(tmp_path: Path) 
     )
     assert done.returncode == 124
     assert live_processes_with(f"sleep {tag}") == []
+
+
+def test_a_running_command_can_be_stopped_by_its_id(tmp_path: Path) -> None:
+    # What the disk quota's watchdog runs through docker exec, here with the host's sh.
+    tag, command_id = marker(), uuid.uuid4().hex[:12]
+    wrapper = subprocess.Popen(["sh", "-c", GROUP_WRAPPER, "sandbox", "30", f"sleep {tag} & sleep {tag}", command_id])
+    pid_file = Path(f"/tmp/.toolcards-cmd-{command_id}")
+    assert wait_until(pid_file.exists)
+    subprocess.run(["sh", "-c", KILL_SCRIPT, "sandbox", command_id], check=True, timeout=10)
+    assert wrapper.wait(timeout=10) == 128 + 9
+    assert live_processes_with(f"sleep {tag}") == []
+    assert not pid_file.exists()
+
+
+def test_kill_command_runs_the_kill_script_in_the_container(fake_docker: Path, workspace: Path) -> None:
+    ref = start(workspace)
+    run_via_proxy(ref, "true")
+    container = ref.proxy().container.get(timeout=5)
+    container.kill_command("abc123")
+    assert calls(fake_docker)[-1] == ["exec", container.name, "sh", "-c", KILL_SCRIPT, "sandbox", "abc123"]
 
 
 def test_network_and_image_are_configurable(fake_docker: Path, workspace: Path) -> None:

@@ -124,7 +124,7 @@ def test_kill_from_another_thread_marks_the_outcome(tmp_path: Path) -> None:
         output_chars=100,
         on_start=kill_at_once,
     )
-    assert outcome.killed and not outcome.timed_out
+    assert outcome.stopped_by == "shutdown" and not outcome.timed_out
     assert outcome.exit_code == 128 + signal.SIGKILL
 
 

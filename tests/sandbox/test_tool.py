@@ -1,13 +1,19 @@
-"""ExecTool through the factory: one sandbox per team, strings not exceptions, real runs."""
+"""ExecTool through the factory: one sandbox per team, per-card settings, errors for
+refused and stopped commands, real runs."""
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
+from tests.sandbox.conftest import backend_class
 from toolcards import ToolFactory, WiringError, dump_cards, load_cards
+from toolcards.actors import ActorSystem
 from toolcards.core.settings import workspace_dir
+from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
+from toolcards.sandbox import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import ExecLimits
 from toolcards.sandbox.tool import ExecCommand, ExecTool
 from toolcards.testing import FakeObserver
@@ -32,18 +38,48 @@ def test_one_sandbox_per_team(alice: FakeObserver, bob: FakeObserver) -> None:
     assert list(alice.team.tool_actors()) == ["#SandboxActor"]
 
 
-def test_refusals_are_strings(alice: FakeObserver) -> None:
+def test_refusals_are_retriable_errors(alice: FakeObserver) -> None:
     run = command(ExecTool(mode="local", allowed_commands=["echo"]), alice)
-    refused = run(cmd="psql -c 'select 1'")
-    assert "CommandNotAllowedError: Command 'psql' is not in the allowed commands list. Allowed: [echo]" in refused
-    escaped = run(cmd="echo hi", cwd="../..")
-    assert "path escapes the workspace root" in escaped
+    with pytest.raises(RetriableError, match=r"CommandNotAllowedError: Command 'psql' is not in the allowed"):
+        run(cmd="psql -c 'select 1'")
+    with pytest.raises(RetriableError, match="path escapes the workspace root"):
+        run(cmd="echo hi", cwd="../..")
 
 
-def test_timeout_kills_and_reports_124(alice: FakeObserver) -> None:
+def test_a_failing_command_is_still_a_result(alice: FakeObserver) -> None:
+    out = command(ExecTool(mode="local"), alice)(cmd="sh -c 'echo broken >&2; exit 3'")
+    assert "exit code: 3" in out and "broken" in out
+
+
+def test_timeout_is_a_tool_timeout_with_the_output_in_the_envelope(alice: FakeObserver) -> None:
     run = command(ExecTool(mode="local", timeout_s=5), alice)
-    out = run(cmd="sh -c 'sleep 30'", timeout_s=0.5)
-    assert "exit code: 124" in out
+    with pytest.raises(ToolTimeout) as caught:
+        run(cmd="sh -c 'echo begun; sleep 30'", timeout_s=0.5)
+    message = str(caught.value)
+    assert "did not finish in time" in message
+    assert "[BEGIN UNTRUSTED OUTPUT" in message and "exit code: 124" in message and "begun" in message
+
+
+def test_refusals_and_timeouts_are_errors_on_the_command_channel(alice: FakeObserver) -> None:
+    registry = ToolFactory([ExecTool(mode="local", allowed_commands=["echo", "sh"])], observer=alice).command_registry()
+    assert registry.dispatch("/exec_command 'psql -l'").startswith("Error: CommandNotAllowedError: Command 'psql'")
+    assert registry.dispatch("/exec_command \"sh -c 'sleep 5'\" timeout_s=0.3").startswith("Error: exec_command:")
+
+
+def test_a_sandbox_failure_is_tool_failed(alice: FakeObserver) -> None:
+    run = command(ExecTool(mode="bwrap", options={"bwrap_path": "/nonexistent/bwrap"}, allowed_commands=[]), alice)
+    with pytest.raises(ToolFailed, match="could not start"):
+        run(cmd="true")
+
+
+def test_a_command_over_the_length_limit_is_refused_by_the_schema(alice: FakeObserver) -> None:
+    tool = ToolFactory([ExecTool(mode="local")], observer=alice).tools()[0]
+    assert tool.parameters_schema["properties"]["cmd"]["maxLength"] == MAX_COMMAND_CHARS
+    started = time.perf_counter()
+    with pytest.raises(RetriableError, match=f"cmd: String should have at most {MAX_COMMAND_CHARS} characters"):
+        tool.call_sync({"cmd": "echo " + "a" * 2_000_000})
+    # Not asserted (machines differ), measured here: about a millisecond.
+    _ = time.perf_counter() - started
 
 
 def test_secrets_do_not_pass(alice: FakeObserver, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,6 +95,57 @@ def test_unknown_mode_and_unbound_use() -> None:
         ToolFactory([ExecTool(mode="local")])
 
 
+# -- two cards, one team ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["local", "bwrap"])
+def test_each_card_keeps_its_own_allowlist_and_memory_cap(mode: str) -> None:
+    backend_class(mode)  # skips where bwrap cannot run
+    hog = "python3 -c 'b = bytearray(200 * 1024 * 1024); print(len(b))'"
+    with ActorSystem() as system:
+        builder = FakeObserver("Builder", "pair", system=system)
+        reviewer = FakeObserver("Reviewer", "pair", system=system)
+        as_builder = command(ExecTool(mode=mode), builder)
+        as_reviewer = command(
+            ExecTool(mode=mode, allowed_commands=["ls", "python3"], limits=ExecLimits(memory_mb=64)), reviewer
+        )
+        with pytest.raises(RetriableError, match="Command 'bash' is not in the allowed commands list"):
+            as_reviewer(cmd="bash -c 'echo should not run'")
+        capped = as_reviewer(cmd=hog)
+        assert "209715200" not in capped and "MemoryError" in capped
+        # The builder's card still has its own (default) allowlist and 512 MB.
+        assert "209715200" in as_builder(cmd=f"bash -c {json.dumps(hog)}")
+        assert list(builder.team.tool_actors()) == ["#SandboxActor"]
+
+
+def test_cards_in_different_modes_are_a_wiring_error_naming_both(alice: FakeObserver, bob: FakeObserver) -> None:
+    backend_class("bwrap")
+    command(ExecTool(mode="bwrap"), alice)
+    with pytest.raises(WiringError) as caught:
+        command(ExecTool(mode="local"), bob)
+    message = str(caught.value)
+    assert "ExecTool of @Bob cannot share team team-1's sandbox with ExecTool of @Alice" in message
+    assert "mode 'local' vs 'bwrap' (ExecTool of @Bob vs ExecTool of @Alice)" in message
+
+
+def test_cards_on_different_workspaces_or_concurrency_are_a_wiring_error(
+    alice: FakeObserver, bob: FakeObserver
+) -> None:
+    command(ExecTool(mode="local"), alice)
+    with pytest.raises(WiringError, match=r"workspace '.*other' vs '.*team-1'.*options.max_concurrent 2 vs 4"):
+        command(ExecTool(mode="local", workspace_id="other", options={"max_concurrent": 2}), bob)
+
+
+def test_docker_container_settings_must_agree(alice: FakeObserver, bob: FakeObserver) -> None:
+    # Nothing is started at bind: no docker needed.
+    command(ExecTool(mode="docker"), alice)
+    command(ExecTool(mode="docker", allowed_commands=["ls"], timeout_s=5), bob)  # per call: fine
+    with FakeObserver("Carol", "team-1", system=alice.system) as carol, pytest.raises(WiringError) as caught:
+        command(ExecTool(mode="docker", limits=ExecLimits(memory_mb=64), options={"image": "x:1"}), carol)
+    assert "limits.memory_mb 64 vs 512" in str(caught.value)
+    assert "options.image 'x:1' vs 'toolcards-sandbox:latest'" in str(caught.value)
+
+
 def test_round_trip() -> None:
     card = ExecTool(mode="bwrap", limits=ExecLimits(cpu_s=5), options={"allow_network": True}, timeout_s=10)
     assert load_cards(json.loads(json.dumps(dump_cards([card])))) == [card]
@@ -69,16 +156,26 @@ def test_other_packages_add_backends_by_registering_a_class(
 ) -> None:
     from pathlib import Path, PurePosixPath
 
-    from toolcards.sandbox import SANDBOX_ACTOR_CLASSES, ExecResult, SandboxActor
+    from toolcards.sandbox import SANDBOX_ACTOR_CLASSES, CommandPolicy, ExecResult, SandboxActor
 
     class RemoteSandboxActor(SandboxActor):
         mode = "e2b"
         isolation = "a remote micro-VM"
 
-        def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+        def _execute(
+            self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
+        ) -> ExecResult:
             return ExecResult(command=cmd, exit_code=0, stdout=f"remote ran {cmd} in {rel_cwd}\n", backend="e2b")
 
     monkeypatch.setitem(SANDBOX_ACTOR_CLASSES, "e2b", RemoteSandboxActor)
     (workspace_dir("team-1") / "src").mkdir()
     out = command(ExecTool(mode="e2b"), alice)(cmd="ls -la", cwd="src")
     assert "remote ran ls -la in src" in out
+
+
+@pytest.mark.parametrize("bad", ["../x", ".hidden", "a/b", "", "x" * 200])
+def test_a_bad_workspace_id_is_refused_when_the_card_is_built(bad: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="Invalid workspace id"):
+        ExecTool(workspace_id=bad)

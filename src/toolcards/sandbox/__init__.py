@@ -2,8 +2,10 @@
 
 One :class:`SandboxActor` per team runs every agent's commands concurrently; the backend
 (``local``, ``bwrap``, ``docker``, ``seatbelt``, or ``auto`` to probe for the strongest)
-decides what a command can see and touch. A misbehaving command is stopped and reported
-in its :class:`ExecResult`, never raised.
+decides what a command can see and touch. Each call carries its card's
+:class:`CommandPolicy` (allowlist, limits, disk quota, deadline), applied to that command
+alone. A misbehaving command is stopped and reported in its :class:`ExecResult`, never
+raised; ``ExecTool`` turns refusals and stopped commands into errors for the model.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from toolcards.sandbox.actor import (
     SeatbeltSandboxActor,
     sandbox_actor_class,
 )
-from toolcards.sandbox.guards import CWD_ESCAPE_MESSAGE, check_allowed, command_name
+from toolcards.sandbox.guards import CWD_ESCAPE_MESSAGE, MAX_COMMAND_CHARS, check_allowed, command_name
 from toolcards.sandbox.models import (
     DEFAULT_ALLOWED_COMMANDS,
     BwrapOptions,
+    CommandPolicy,
     DockerOptions,
     ExecLimits,
     ExecResult,
@@ -35,9 +38,11 @@ from toolcards.sandbox.tool import ExecCommand, ExecTool
 __all__ = [
     "CWD_ESCAPE_MESSAGE",
     "DEFAULT_ALLOWED_COMMANDS",
+    "MAX_COMMAND_CHARS",
     "SANDBOX_ACTOR_CLASSES",
     "BwrapOptions",
     "BwrapSandboxActor",
+    "CommandPolicy",
     "DockerOptions",
     "DockerSandboxActor",
     "ExecCommand",

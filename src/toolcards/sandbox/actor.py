@@ -15,12 +15,21 @@ Why not run commands on the actor thread: pykka handles one message at a time, s
 would serialise every command. Why not a plain thread-safe function: the container and
 the running set need one owner that starts them lazily and tears them down at stop.
 
+Per-call settings. The actor is the team's, but its settings are not: every call may
+carry a :class:`CommandPolicy` (the limits, allowlist, deadline and backend options of the
+card that sent it), and that command alone runs under it; a call without one runs under
+the policy the actor was started with. What a backend cannot apply per command (the
+workspace, the number of concurrent commands, a docker container's limits) is listed by
+:meth:`SandboxActor.conflicts`, which a card calls when it binds so that two cards that
+disagree fail loudly instead of one silently taking the other's settings.
+
 Every refusal or failure is a result, never an exception: ``error`` holds
 ``CommandNotAllowedError: ...`` or ``SandboxError: ...`` and ``exit_code`` is ``None``.
 
 Backends register in :data:`SANDBOX_ACTOR_CLASSES` under their mode name; another package
 adds one (say ``"e2b"``) by subclassing :class:`SandboxActor`, implementing
-``_execute`` and inserting the class before a team starts.
+``_execute`` (which must apply the policy it is given) and inserting the class before a
+team starts.
 """
 
 from __future__ import annotations
@@ -28,9 +37,11 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar
 
@@ -44,9 +55,10 @@ from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
 from toolcards.sandbox.docker import CONTAINER_PATH, CONTAINER_WORKSPACE, DockerContainer
 from toolcards.sandbox.environment import python_bin_dirs, sandbox_env
 from toolcards.sandbox.guards import CommandRefused, check_allowed, resolve_cwd
-from toolcards.sandbox.local import local_path_env, shell_argv
+from toolcards.sandbox.local import hide_host_process, launcher_argv, local_path_env, shell_argv
 from toolcards.sandbox.models import (
     BwrapOptions,
+    CommandPolicy,
     DockerOptions,
     ExecLimits,
     ExecResult,
@@ -65,9 +77,11 @@ from toolcards.sandbox.process import (
     signal_note,
     user_process_count,
 )
+from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart, WorkspaceUsage
 from toolcards.sandbox.seatbelt import seatbelt_argv
 
 __all__ = [
+    "QUOTA_STOP",
     "SANDBOX_ACTOR_CLASSES",
     "BwrapSandboxActor",
     "DockerSandboxActor",
@@ -97,7 +111,8 @@ class SandboxActor(pykka.ThreadingActor):
 
     Subclasses set :attr:`mode` and :attr:`options_class` and implement :meth:`_execute`;
     host-process backends build an argv and call :meth:`_spawn`. Override :meth:`_close`
-    to release backend resources at stop.
+    to release backend resources at stop, and extend :attr:`shared_options` /
+    :attr:`shared_limits` with what the backend cannot apply per command.
     """
 
     mode: ClassVar[str] = ""
@@ -107,6 +122,11 @@ class SandboxActor(pykka.ThreadingActor):
     options_class: ClassVar[type[SandboxOptions]] = SandboxOptions
     scratch_prefix: ClassVar[str] = "toolcards-sandbox-"
     """Name prefix of the private host directory :meth:`_scratch_dir` creates."""
+    shared_options: ClassVar[tuple[str, ...]] = ("max_concurrent",)
+    """Option fields that hold for the whole actor, not per command: every card of a team
+    must agree on them (see :meth:`conflicts`)."""
+    shared_limits: ClassVar[tuple[str, ...]] = ()
+    """``ExecLimits`` fields the backend cannot apply per command (docker's container)."""
 
     def __init__(
         self,
@@ -114,32 +134,51 @@ class SandboxActor(pykka.ThreadingActor):
         limits: ExecLimits | None = None,
         timeout_s: float = 60.0,
         options: SandboxOptions | Mapping[str, Any] | None = None,
+        *,
+        owner: str = "",
     ) -> None:
         """Configure the sandbox; nothing is spawned until the first command.
 
-        ``timeout_s`` is the default and the longest deadline of a command. ``options`` may
-        be this backend's options, a mapping validated into them, or another backend's
-        options (their common fields carry over, which is what mode ``auto`` needs).
-        The workspace directory is created if missing.
+        ``limits``, ``timeout_s`` and ``options`` form the default :class:`CommandPolicy`
+        (:attr:`policy`), used by calls that carry none; ``timeout_s`` is the longest
+        deadline of such a command. ``options`` may be this backend's options, a mapping
+        validated into them, or another backend's options (their common fields carry over,
+        which is what mode ``auto`` needs). ``owner`` names who started the actor (the card
+        and agent), for the message of a card that cannot share it. The workspace
+        directory is created if missing.
 
         Raises:
             WiringError: ``timeout_s`` is not positive or ``options`` does not validate.
         """
         super().__init__()
-        if timeout_s <= 0:
-            raise WiringError(f"{type(self).__name__}: timeout_s must be positive, got {timeout_s!r}.")
+        self.policy = self.policy_for(limits or ExecLimits(), timeout_s, options)
         self.workspace = Path(workspace).expanduser().resolve()
         self.workspace.mkdir(parents=True, exist_ok=True)
-        self.limits = limits or ExecLimits()
-        self.timeout_s = float(timeout_s)
-        self.options = self._coerce_options(options)
+        self.limits = self.policy.limits
+        self.timeout_s = self.policy.timeout_s
+        self.options = self.policy.options
+        self.owner = owner or f"the {self.mode or type(self).__name__} sandbox"
         self._slots = threading.BoundedSemaphore(self.options.max_concurrent)
         self._lock = threading.Lock()
         self._scratch: Path | None = None
         self._running: set[RunningProcess] = set()
         self._workers: set[threading.Thread] = set()
         self._closed = False
-        self._rlimits: list[tuple[int, int]] | None = None
+        self._nproc: dict[bool, int | None] = {}
+        self._usage = WorkspaceUsage(self.workspace)
+
+    @classmethod
+    def policy_for(
+        cls, limits: ExecLimits, timeout_s: float, options: SandboxOptions | Mapping[str, Any] | None
+    ) -> CommandPolicy:
+        """A :class:`CommandPolicy` with ``options`` validated into :attr:`options_class`.
+
+        Raises:
+            WiringError: ``timeout_s`` is not positive or ``options`` does not validate.
+        """
+        if timeout_s <= 0:
+            raise WiringError(f"{cls.__name__}: timeout_s must be positive, got {timeout_s!r}.")
+        return CommandPolicy(limits=limits, timeout_s=float(timeout_s), options=cls._coerce_options(options))
 
     @classmethod
     def _coerce_options(cls, options: SandboxOptions | Mapping[str, Any] | None) -> SandboxOptions:
@@ -155,32 +194,46 @@ class SandboxActor(pykka.ThreadingActor):
 
     # -- public API --------------------------------------------------------------------
 
-    def run(self, cmd: str, cwd: str = "", timeout_s: float | None = None) -> pykka.Future[ExecResult]:
+    def run(
+        self, cmd: str, cwd: str = "", timeout_s: float | None = None, policy: CommandPolicy | None = None
+    ) -> pykka.Future[ExecResult]:
         """Start ``cmd`` in a worker thread; return a future of its :class:`ExecResult`.
 
         Returns at once (the actor thread never waits for a command). ``cwd`` is relative
-        to the workspace; ``timeout_s`` may shorten the sandbox's deadline, never extend it.
-        The future always resolves with a result, refusals and failures included; only a
-        programming error inside the sandbox reaches ``get()`` as an exception.
+        to the workspace; ``timeout_s`` may shorten the policy's deadline, never extend it.
+        ``policy`` (default: :attr:`policy`) is what this command is allowed; see
+        :meth:`execute`. The future always resolves with a result, refusals and failures
+        included; only a programming error inside the sandbox reaches ``get()`` as an
+        exception.
         """
         future: pykka.Future[ExecResult] = pykka.ThreadingFuture()
         worker = threading.Thread(
-            target=self._work, args=(future, cmd, cwd, timeout_s), name=f"sandbox-{self.mode}", daemon=True
+            target=self._work,
+            args=(future, cmd, cwd, timeout_s, policy),
+            name=f"sandbox-{self.mode}",
+            daemon=True,
         )
         with self._lock:
             self._workers.add(worker)
         worker.start()
         return future
 
-    def execute(self, cmd: str, cwd: str = "", timeout_s: float | None = None) -> ExecResult:
-        """Run ``cmd`` and wait for it, in the calling thread (blocks until it ends).
+    def execute(
+        self, cmd: str, cwd: str = "", timeout_s: float | None = None, policy: CommandPolicy | None = None
+    ) -> ExecResult:
+        """Run ``cmd`` under ``policy`` and wait for it, in the calling thread (blocks until it ends).
+
+        The policy's allowlist, limits, deadline, disk quota and backend options apply to
+        this command only; the actor's shared settings (the workspace, the number of
+        concurrent commands, :attr:`shared_options`) stay the actor's.
 
         Thread-safe; this is what :meth:`run`'s worker calls. Call it on the actor object
         from your own thread, never through a proxy: there it would run on the actor thread
         and hold up every other command. Never raises for a refused, failed or
         misbehaving command: the result says what happened.
         """
-        refusal = check_allowed(cmd, self.options.allowed_commands)
+        policy = policy or self.policy
+        refusal = check_allowed(cmd, policy.options.allowed_commands)
         if refusal is not None:
             return self._refused(cmd, refusal)
         try:
@@ -189,20 +242,42 @@ class SandboxActor(pykka.ThreadingActor):
             return self._refused(cmd, str(exc))
         if timeout_s is not None and timeout_s <= 0:
             return self._refused(cmd, f"SandboxError: timeout_s must be positive, got {timeout_s!r}.")
-        deadline = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
+        deadline = policy.timeout_s if timeout_s is None else min(timeout_s, policy.timeout_s)
         with self._slots:
             if self._closed:
-                return self._refused(cmd, "SandboxError: the sandbox is shutting down; nothing was run.")
+                return self._failed(cmd, "SandboxError: the sandbox is shutting down; nothing was run.")
             try:
-                result = self._execute(cmd, host_cwd, rel_cwd, deadline)
+                result = self._execute(cmd, host_cwd, rel_cwd, deadline, policy)
             except SpawnFailed as exc:
-                return self._refused(cmd, f"SandboxError: {exc}")
+                return self._failed(cmd, f"SandboxError: {exc}")
             except OSError as exc:
-                return self._refused(cmd, f"SandboxError: {type(exc).__name__}: {exc}")
-        if timeout_s is not None and timeout_s > self.timeout_s:
-            notes = (*result.notes, f"timeout capped at {self.timeout_s:g} s, the sandbox's limit")
+                return self._failed(cmd, f"SandboxError: {type(exc).__name__}: {exc}")
+        if timeout_s is not None and timeout_s > policy.timeout_s:
+            notes = (*result.notes, f"timeout capped at {policy.timeout_s:g} s, the sandbox's limit")
             result = result.model_copy(update={"notes": notes})
         return result
+
+    def conflicts(self, mode: str, workspace: Path, policy: CommandPolicy) -> list[str]:
+        """What a card with ``mode``, ``workspace`` and ``policy`` cannot share with this actor.
+
+        Each entry names a setting and both values (the card's first, then this actor's).
+        Empty when the card can use this actor: everything else in ``policy`` is applied
+        per command. Runs on the actor thread; cheap.
+        """
+        differences: list[str] = []
+        if mode != self.mode:
+            differences.append(f"mode {mode!r} vs {self.mode!r}")
+        if Path(workspace).expanduser().resolve() != self.workspace:
+            differences.append(f"workspace {str(workspace)!r} vs {str(self.workspace)!r}")
+        for name in self.shared_options:
+            theirs, ours = getattr(policy.options, name, None), getattr(self.options, name, None)
+            if theirs != ours:
+                differences.append(f"options.{name} {theirs!r} vs {ours!r}")
+        for name in self.shared_limits:
+            theirs, ours = getattr(policy.limits, name), getattr(self.limits, name)
+            if theirs != ours:
+                differences.append(f"limits.{name} {theirs!r} vs {ours!r}")
+        return differences
 
     def describe(self) -> str:
         """One line saying what contains the commands (for a system prompt or a status)."""
@@ -249,10 +324,14 @@ class SandboxActor(pykka.ThreadingActor):
 
     # -- for subclasses --------------------------------------------------------------------
 
-    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+    def _execute(
+        self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
+    ) -> ExecResult:
         """Run one allowed command in ``rel_cwd`` (``host_cwd`` on the host) and wait for it.
 
-        Called in a worker thread, possibly several at once: must be thread-safe.
+        Apply ``policy`` (limits, backend options, disk quota) to this command; ``timeout_s``
+        is its deadline, already capped by the policy. Called in a worker thread, possibly
+        several at once: must be thread-safe.
 
         Raises:
             SpawnFailed: the command could not be started (becomes ``SandboxError``).
@@ -267,16 +346,24 @@ class SandboxActor(pykka.ThreadingActor):
         cwd: Path,
         env: Mapping[str, str],
         timeout_s: float,
+        policy: CommandPolicy,
         contained: bool = True,
-    ) -> tuple[ProcessOutcome, list[str]]:
-        """Run a host process; return its outcome and the cgroup limits it hit.
+        stop_inside: Callable[[], None] | None = None,
+    ) -> ExecResult:
+        """Run a host process under ``policy`` and return its result, limits hit noted.
 
-        With ``contained``, the process gets the rlimits and its own cgroup; the docker
-        client does not need them (its container has its own).
+        With ``contained``, the process gets the policy's rlimits (its file size capped by
+        what remains of the disk quota) and its own cgroup; the docker client does not need
+        them (its container has its own). The workspace's disk quota is watched either
+        way; ``stop_inside`` is called besides killing the host process when the quota
+        stops the command (docker: the command runs in the container, not under the client).
         """
-        cgroup = self._new_cgroup() if contained else None
-        rlimits = self._child_rlimits() if contained else []
+        limits = policy.limits
+        quota = self._usage.at_start(limits.disk_mb)
+        cgroup = self._new_cgroup(policy) if contained else None
+        rlimits = self._child_rlimits(policy, quota) if contained else []
         handles: list[RunningProcess] = []
+        watch = DiskWatch(self._usage, quota)
 
         def track(handle: RunningProcess) -> None:
             handles.append(handle)
@@ -286,35 +373,74 @@ class SandboxActor(pykka.ThreadingActor):
             if closed:
                 handle.kill()
 
+            def stop_for_quota() -> None:
+                handle.stop(QUOTA_STOP)
+                if stop_inside is not None:
+                    stop_inside()
+
+            watch.start(stop_for_quota)
+
         try:
             outcome = run_process(
                 argv,
                 cwd=cwd,
                 env=env,
                 timeout_s=timeout_s,
-                output_chars=self.limits.output_chars,
+                output_chars=limits.output_chars,
                 rlimits=rlimits,
                 cgroup=cgroup,
                 on_start=track,
             )
-            hits = cgroup.limit_hits(self.limits.max_processes, self.limits.memory_mb) if cgroup else []
+            hits = cgroup.limit_hits(limits.max_processes, limits.memory_mb) if cgroup else []
         finally:
+            watch.close()
             with self._lock:
                 self._running.difference_update(handles)
             if cgroup is not None:
                 cgroup.kill_all()
                 cgroup.remove()
-        return outcome, hits
+        return self._result(cmd, outcome, timeout_s, policy, hits=hits, watch=watch, contained=contained)
 
-    def _result(self, cmd: str, outcome: ProcessOutcome, timeout_s: float, hits: Sequence[str] = ()) -> ExecResult:
+    def _result(
+        self,
+        cmd: str,
+        outcome: ProcessOutcome,
+        timeout_s: float,
+        policy: CommandPolicy,
+        *,
+        hits: Sequence[str] = (),
+        watch: DiskWatch | None = None,
+        contained: bool = True,
+    ) -> ExecResult:
         """The :class:`ExecResult` for a finished host process, with notes on the limits hit."""
+        limits = policy.limits
         notes: list[str] = []
+        stopped: str | None = None
+        quota = watch.quota if watch is not None else None
         if outcome.timed_out:
+            stopped = "timeout"
             notes.append(f"timed out after {timeout_s:g} s: the command and every process it started were killed")
-        elif outcome.killed:
+        elif outcome.stopped_by == QUOTA_STOP or (watch is not None and watch.exceeded):
+            assert watch is not None
+            stopped = QUOTA_STOP
+            notes.append(_quota_note(limits, watch, ended=outcome.stopped_by != QUOTA_STOP))
+        elif outcome.stopped_by is not None:
+            stopped = outcome.stopped_by
             notes.append("stopped: the sandbox shut down while the command ran")
+        elif (
+            contained
+            and quota is not None
+            and outcome.exit_code == 128 + signal.SIGXFSZ
+            and quota.remaining_bytes < limits.file_size_mb * MIB
+        ):
+            stopped = QUOTA_STOP
+            notes.append(
+                f"killed by SIGXFSZ: a file reached {_mb(quota.remaining_bytes)} MB, what remained of the "
+                f"workspace's {limits.disk_mb:,} MB disk quota ({_mb(quota.start_bytes)} MB were in use); "
+                f"{QUOTA_ADVICE}"
+            )
         else:
-            note = signal_note(outcome.exit_code, self.limits)
+            note = signal_note(outcome.exit_code, limits)
             if note is not None:
                 notes.append(note)
         notes += hits
@@ -325,6 +451,7 @@ class SandboxActor(pykka.ThreadingActor):
             stdout=outcome.stdout,
             stderr=outcome.stderr,
             timed_out=outcome.timed_out,
+            stopped=stopped,
             notes=tuple(notes),
             stdout_cut=outcome.stdout_cut,
             stderr_cut=outcome.stderr_cut,
@@ -333,46 +460,66 @@ class SandboxActor(pykka.ThreadingActor):
         )
 
     def _refused(self, cmd: str, message: str) -> ExecResult:
+        """A command refused before it ran, for a reason the caller can fix."""
+        return ExecResult(command=cmd, exit_code=None, error=message, refused=True, backend=self.mode)
+
+    def _failed(self, cmd: str, message: str) -> ExecResult:
+        """A command the sandbox itself could not run."""
         return ExecResult(command=cmd, exit_code=None, error=message, backend=self.mode)
 
-    def _new_cgroup(self) -> CommandCgroup | None:
-        if not self.options.use_cgroup:
+    def _new_cgroup(self, policy: CommandPolicy) -> CommandCgroup | None:
+        if not policy.options.use_cgroup:
             return None
+        limits = policy.limits
         try:
-            return CommandCgroup.create(self.limits.max_processes, self.limits.memory_mb * 1024 * 1024)
+            return CommandCgroup.create(limits.max_processes, limits.memory_mb * MIB)
         except OSError as exc:
             _warn_once("cgroup-create", f"sandbox: could not create a cgroup ({exc}); process limits only")
             return None
 
-    def _child_rlimits(self) -> list[tuple[int, int]]:
-        """Rlimits for every command; decides once how the process count is capped.
+    def _child_rlimits(self, policy: CommandPolicy, quota: QuotaStart) -> list[tuple[int, int]]:
+        """Rlimits for one command: the policy's, the file size capped by the disk quota.
 
-        A cgroup caps it when available. Otherwise ``RLIMIT_NPROC`` does for an ordinary
-        user (set to the user's current count plus the allowance, since it counts all of the
-        user's processes); for root nothing can, and a warning says so once.
+        How the process count is capped is decided once per ``use_cgroup`` value: a cgroup
+        when available; otherwise ``RLIMIT_NPROC`` for an ordinary user (set to the user's
+        current count plus the allowance, since it counts all of the user's processes); for
+        root nothing can, and a warning says so once.
         """
-        if self._rlimits is None:
+        use_cgroup = policy.options.use_cgroup
+        with self._lock:
+            known = use_cgroup in self._nproc
+            base = self._nproc.get(use_cgroup)
+        if not known:
             support = cgroup_support()
-            nproc: int | None = None
-            if self.options.use_cgroup and support.version is not None:
-                nproc = None
+            base = None
+            if use_cgroup and support.version is not None:
+                base = None
             elif os.geteuid() == 0:
-                reason = support.reason if self.options.use_cgroup else "cgroups are disabled by the options"
+                reason = support.reason if use_cgroup else "cgroups are disabled by the options"
                 _warn_once(
                     "root-nproc",
                     f"sandbox: the process count of commands is not limited: running as root and {reason} "
                     "(RLIMIT_NPROC does not bind root)",
                 )
             else:
-                nproc = user_process_count() + self.limits.max_processes
-            self._rlimits = rlimits_for(self.limits, nproc=nproc)
-        return self._rlimits
+                base = user_process_count()
+            with self._lock:
+                self._nproc[use_cgroup] = base
+        nproc = None if base is None else base + policy.limits.max_processes
+        return rlimits_for(policy.limits, nproc=nproc, file_size_bytes=quota.remaining_bytes)
 
     # -- worker ----------------------------------------------------------------------------
 
-    def _work(self, future: pykka.Future[ExecResult], cmd: str, cwd: str, timeout_s: float | None) -> None:
+    def _work(
+        self,
+        future: pykka.Future[ExecResult],
+        cmd: str,
+        cwd: str,
+        timeout_s: float | None,
+        policy: CommandPolicy | None,
+    ) -> None:
         try:
-            future.set(self.execute(cmd, cwd, timeout_s))
+            future.set(self.execute(cmd, cwd, timeout_s, policy))
         except BaseException:
             future.set_exception()
         finally:
@@ -380,20 +527,63 @@ class SandboxActor(pykka.ThreadingActor):
                 self._workers.discard(threading.current_thread())
 
 
+QUOTA_STOP = "disk quota"
+"""``ExecResult.stopped`` of a command stopped because the workspace passed its disk quota."""
+
+QUOTA_ADVICE = "delete files you no longer need (rm), or write less, then run the command again"
+
+
+def _mb(size: int) -> str:
+    return f"{size / MIB:,.0f}"
+
+
+def _quota_note(limits: ExecLimits, watch: DiskWatch, *, ended: bool) -> str:
+    written = f"{_mb(watch.written_bytes)} MB were written"
+    if ended:
+        return (
+            f"the workspace grew past its {limits.disk_mb:,} MB disk quota (now {_mb(watch.usage_bytes)} MB) "
+            f"before the command ended; {written}; {QUOTA_ADVICE}"
+        )
+    return f"exceeded the workspace's {limits.disk_mb:,} MB disk quota; it was stopped; {written}; {QUOTA_ADVICE}"
+
+
 class LocalSandboxActor(SandboxActor):
     """Mode ``local``: host processes with rlimits, a cgroup when available, a clean env.
 
-    No filesystem or network isolation: a command reads what the host user reads.
+    No filesystem or network isolation: a command reads what the host user reads. Each
+    command is the child of a clean-environment launcher shell (see :mod:`.local` for what
+    that does and does not hide of the host process).
     """
 
     mode = "local"
     isolation = "process limits only, the host's files and network are reachable"
     options_class = LocalOptions
+    shared_options = (*SandboxActor.shared_options, "hide_host_process")
 
-    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
-        env = sandbox_env(home=str(self.workspace), path=local_path_env(self.workspace), options=self.options)
-        outcome, hits = self._spawn(cmd, shell_argv(cmd), cwd=host_cwd, env=env, timeout_s=timeout_s)
-        return self._result(cmd, outcome, timeout_s, hits)
+    def __init__(
+        self,
+        workspace: Path,
+        limits: ExecLimits | None = None,
+        timeout_s: float = 60.0,
+        options: SandboxOptions | Mapping[str, Any] | None = None,
+        *,
+        owner: str = "",
+    ) -> None:
+        """See :class:`SandboxActor`; with ``hide_host_process`` this process becomes non-dumpable.
+
+        Raises:
+            WiringError: as :class:`SandboxActor`, or ``hide_host_process`` off Linux.
+        """
+        super().__init__(workspace, limits, timeout_s, options, owner=owner)
+        assert isinstance(self.options, LocalOptions)
+        if self.options.hide_host_process:
+            hide_host_process()
+
+    def _execute(
+        self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
+    ) -> ExecResult:
+        env = sandbox_env(home=str(self.workspace), path=local_path_env(self.workspace), options=policy.options)
+        return self._spawn(cmd, launcher_argv(cmd), cwd=host_cwd, env=env, timeout_s=timeout_s, policy=policy)
 
 
 class BwrapSandboxActor(SandboxActor):
@@ -412,24 +602,26 @@ class BwrapSandboxActor(SandboxActor):
                 self._etc = snapshot_etc(scratch / "etc")
             return self._etc
 
-    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
-        assert isinstance(self.options, BwrapOptions)
+    def _execute(
+        self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
+    ) -> ExecResult:
+        options = policy.options
+        assert isinstance(options, BwrapOptions)
         shell = "bash" if Path("/usr/bin/bash").exists() else "sh"
         argv = bwrap_argv(
             workspace=self.workspace,
             rel_cwd=rel_cwd,
             command=[shell, "-c", cmd],
-            options=self.options,
+            options=options,
             etc=self._etc_snapshot(),
         )
         env = sandbox_env(
             home=WORKSPACE_MOUNT,
-            path=bwrap_path_env(self.workspace, self.options),
+            path=bwrap_path_env(self.workspace, options),
             tmpdir="/tmp",
-            options=self.options,
+            options=options,
         )
-        outcome, hits = self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s)
-        return self._result(cmd, outcome, timeout_s, hits)
+        return self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s, policy=policy)
 
 
 class SeatbeltSandboxActor(SandboxActor):
@@ -439,32 +631,49 @@ class SeatbeltSandboxActor(SandboxActor):
     isolation = "macOS sandbox profile, writes only to the workspace and a temp dir, no network unless allowed"
     options_class = SeatbeltOptions
 
-    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
-        assert isinstance(self.options, SeatbeltOptions)
+    def _execute(
+        self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
+    ) -> ExecResult:
+        options = policy.options
+        assert isinstance(options, SeatbeltOptions)
         tmpdir = self._scratch_dir()
         argv = seatbelt_argv(
             workspace=self.workspace,
             tmpdir=tmpdir,
             command=shell_argv(cmd),
-            options=self.options,
+            options=options,
             python_prefixes=python_bin_dirs(),
         )
         env = sandbox_env(
             home=str(self.workspace),
             path=local_path_env(self.workspace),
             tmpdir=str(tmpdir),
-            options=self.options,
+            options=options,
         )
-        outcome, hits = self._spawn(cmd, argv, cwd=host_cwd, env=env, timeout_s=timeout_s)
-        return self._result(cmd, outcome, timeout_s, hits)
+        return self._spawn(cmd, argv, cwd=host_cwd, env=env, timeout_s=timeout_s, policy=policy)
 
 
 class DockerSandboxActor(SandboxActor):
-    """Mode ``docker``: one container per team, started lazily, removed at stop."""
+    """Mode ``docker``: one container per team, started lazily, removed at stop.
+
+    The container's limits are the actor's: memory, CPU, pids and the rlimits are set when
+    it starts, so they and the container's options are shared settings (a card that
+    differs cannot bind); the allowlist, deadline, environment and disk quota are per call.
+    """
 
     mode = "docker"
     isolation = "a container per team, only /workspace and /tmp writable, no network unless allowed"
     options_class = DockerOptions
+    shared_options = (
+        *SandboxActor.shared_options,
+        "image",
+        "docker_path",
+        "allow_network",
+        "cpus",
+        "tmp_size_mb",
+        "container_prefix",
+    )
+    shared_limits = ("cpu_s", "memory_mb", "file_size_mb", "max_processes", "open_files")
 
     _CLIENT_GRACE_S = 10.0
     """Extra seconds the host waits for ``docker exec`` after the in-container deadline."""
@@ -475,31 +684,39 @@ class DockerSandboxActor(SandboxActor):
         limits: ExecLimits | None = None,
         timeout_s: float = 60.0,
         options: SandboxOptions | Mapping[str, Any] | None = None,
+        *,
+        owner: str = "",
     ) -> None:
-        super().__init__(workspace, limits, timeout_s, options)
+        super().__init__(workspace, limits, timeout_s, options, owner=owner)
         assert isinstance(self.options, DockerOptions)
         self.container = DockerContainer(workspace=self.workspace, limits=self.limits, options=self.options)
 
-    def _execute(self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float) -> ExecResult:
+    def _execute(
+        self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
+    ) -> ExecResult:
         self.container.ensure_started()
         path = CONTAINER_PATH
         if (self.workspace / ".venv" / "bin").is_dir():
             path = f"{CONTAINER_WORKSPACE}/.venv/bin:{path}"
-        env = sandbox_env(home=CONTAINER_WORKSPACE, path=path, tmpdir="/tmp", options=self.options)
-        argv = self.container.exec_argv(cmd, rel_cwd, timeout_s, env)
+        env = sandbox_env(home=CONTAINER_WORKSPACE, path=path, tmpdir="/tmp", options=policy.options)
+        command_id = uuid.uuid4().hex[:12]
+        argv = self.container.exec_argv(cmd, rel_cwd, timeout_s, env, command_id=command_id)
         # The docker client itself needs the host's DOCKER_* settings; the command does not
         # see them (its environment is the -e list above).
-        outcome, hits = self._spawn(
+        result = self._spawn(
             cmd,
             argv,
             cwd=self.workspace,
             env=dict(os.environ),
             timeout_s=timeout_s + self._CLIENT_GRACE_S,
+            policy=policy,
             contained=False,
+            stop_inside=lambda: self.container.kill_command(command_id),
         )
-        if outcome.exit_code == TIMEOUT_EXIT_CODE and outcome.duration_ms >= timeout_s * 1000:
-            outcome.timed_out = True
-        return self._result(cmd, outcome, timeout_s, hits)
+        if result.exit_code == TIMEOUT_EXIT_CODE and result.stopped is None and result.duration_ms >= timeout_s * 1000:
+            note = f"timed out after {timeout_s:g} s: the command and every process it started were killed"
+            result = result.model_copy(update={"timed_out": True, "stopped": "timeout", "notes": (note, *result.notes)})
+        return result
 
     def _close(self) -> None:
         self.container.remove()
@@ -509,6 +726,7 @@ class SandboxProxy(ActorMemberMixin, pykka.ActorProxy[SandboxActor]):
     """Typed proxy: ``proxy.run(...)`` is a future of the future of an :class:`ExecResult`."""
 
     run = proxy_method(SandboxActor.run)
+    conflicts = proxy_method(SandboxActor.conflicts)
     describe = proxy_method(SandboxActor.describe)
 
 

@@ -8,7 +8,9 @@ CMD`` and then kills ``timeout``'s process group. Killing the host's ``docker ex
 would not stop anything inside, so the deadline is enforced in the container: ``timeout``
 leads a process group of its own, signals all of it at the deadline and exits 124; the
 wrapper's final kill ends background processes of a command that finished, as on the other
-backends.
+backends. The wrapper writes that group's id to ``/tmp/.toolcards-cmd-ID`` while the
+command runs, so :meth:`DockerContainer.kill_command` can stop it early from another
+``docker exec`` (the disk quota's watchdog does).
 
 Memory, CPU and pids limits are per container, so a team's concurrent commands share them;
 ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` and ``RLIMIT_NOFILE`` are per process (``--ulimit``).
@@ -17,6 +19,7 @@ The image is ``docker/Dockerfile`` of the project; nothing is pulled or built on
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -30,7 +33,14 @@ from pathlib import Path, PurePosixPath
 from toolcards.sandbox.models import DockerOptions, ExecLimits
 from toolcards.sandbox.process import SpawnFailed
 
-__all__ = ["CONTAINER_PATH", "CONTAINER_WORKSPACE", "GROUP_WRAPPER", "DockerContainer", "docker_available"]
+__all__ = [
+    "CONTAINER_PATH",
+    "CONTAINER_WORKSPACE",
+    "GROUP_WRAPPER",
+    "KILL_SCRIPT",
+    "DockerContainer",
+    "docker_available",
+]
 
 CONTAINER_WORKSPACE = "/workspace"
 CONTAINER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -39,12 +49,17 @@ _CLIENT_TIMEOUT_S = 60.0
 """Longest a ``docker image inspect``/``run``/``rm`` may take before it counts as failed."""
 
 GROUP_WRAPPER = (
-    'timeout -k 2 "$1" bash -c "$2" & pid=$!; wait "$pid"; rc=$?; kill -KILL "-$pid" 2>/dev/null; exit "$rc"'
+    'timeout -k 2 "$1" bash -c "$2" & pid=$!; echo "$pid" > "/tmp/.toolcards-cmd-$3" 2>/dev/null; '
+    'wait "$pid"; rc=$?; kill -KILL "-$pid" 2>/dev/null; rm -f "/tmp/.toolcards-cmd-$3"; exit "$rc"'
 )
-"""``sh -c`` script run by ``docker exec`` with ``$1`` = deadline in seconds, ``$2`` = command.
+"""``sh -c`` script run by ``docker exec`` with ``$1`` = deadline in seconds, ``$2`` = command,
+``$3`` = the command's id (names the file holding its process group id).
 
 ``timeout`` sends SIGTERM to its group at the deadline and SIGKILL 2 s later. Written for
 any POSIX ``sh`` (dash's ``kill`` takes ``-PGID`` but not ``--``)."""
+
+KILL_SCRIPT = 'pgid=$(cat "/tmp/.toolcards-cmd-$1" 2>/dev/null) && kill -KILL "-$pgid"'
+"""``sh -c`` script that stops the command whose id is ``$1`` (see :data:`GROUP_WRAPPER`)."""
 
 
 class DockerContainer:
@@ -95,14 +110,29 @@ class DockerContainer:
             "sleep", "infinity",
         ]  # fmt: skip
 
-    def exec_argv(self, cmd: str, rel_cwd: PurePosixPath, timeout_s: float, env: Mapping[str, str]) -> list[str]:
-        """``docker exec ... sh -c GROUP_WRAPPER sandbox T CMD`` in ``rel_cwd`` of the workspace."""
+    def exec_argv(
+        self, cmd: str, rel_cwd: PurePosixPath, timeout_s: float, env: Mapping[str, str], *, command_id: str = "0"
+    ) -> list[str]:
+        """``docker exec ... sh -c GROUP_WRAPPER sandbox T CMD ID`` in ``rel_cwd`` of the workspace.
+
+        ``command_id`` (letters and digits) is what :meth:`kill_command` takes to stop it.
+        """
         workdir = CONTAINER_WORKSPACE if str(rel_cwd) == "." else f"{CONTAINER_WORKSPACE}/{rel_cwd}"
         argv = [self.options.docker_path, "exec", "-w", workdir]
         for key, value in env.items():
             argv += ["-e", f"{key}={value}"]
-        argv += [self.name, "sh", "-c", GROUP_WRAPPER, "sandbox", f"{timeout_s:g}", cmd]
+        argv += [self.name, "sh", "-c", GROUP_WRAPPER, "sandbox", f"{timeout_s:g}", cmd, command_id]
         return argv
+
+    def kill_command(self, command_id: str) -> None:
+        """SIGKILL the process group of the running command ``command_id`` inside the container.
+
+        Blocks for one ``docker exec``; never raises (a command that already ended is fine).
+        """
+        if not self._started:
+            return
+        with contextlib.suppress(SpawnFailed):
+            self._client([self.options.docker_path, "exec", self.name, "sh", "-c", KILL_SCRIPT, "sandbox", command_id])
 
     def ensure_started(self) -> None:
         """Start the container unless it runs already. Blocks while ``docker run`` works.

@@ -2,7 +2,9 @@
 
 Only locale and terminal variables are copied from the host (plus names the options list
 in ``pass_env``); ``HOME`` is the workspace, ``PATH`` is built by the backend. API keys,
-tokens and every other host variable stay out, so a command cannot print or send them.
+tokens and every other host variable stay out of the command's environment. (That alone
+does not hide them: a ``local`` command may read another process's ``/proc/<pid>/environ``;
+see :mod:`toolcards.sandbox.local`.)
 """
 
 from __future__ import annotations

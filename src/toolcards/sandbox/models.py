@@ -6,11 +6,16 @@ its configuration and a result can cross any channel.
 ``ExecResult.render`` is what a model reads: the exit code, then stdout and stderr, each
 cut to a share of the budget keeping its head and tail, with a line saying what was cut.
 Errors are results too (``error`` set, ``exit_code`` ``None``): a refused or failed
-command never raises.
+command never raises here; ``ExecTool`` turns them into the errors a model reads.
+
+:class:`CommandPolicy` is what one card allows its commands (limits, allowlist, deadline,
+backend options). Every call carries its card's policy and the team's one sandbox applies
+it to that command alone, so agents with different cards never share settings.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +24,7 @@ __all__ = [
     "CAPTURE_MARKER",
     "DEFAULT_ALLOWED_COMMANDS",
     "BwrapOptions",
+    "CommandPolicy",
     "DockerOptions",
     "ExecLimits",
     "ExecResult",
@@ -86,6 +92,12 @@ class ExecLimits(BaseModel):
     """File descriptors per process (``RLIMIT_NOFILE``)."""
     output_chars: int = Field(default=20_000, ge=200)
     """Characters of stdout and of stderr kept while capturing (head and tail)."""
+    disk_mb: int = Field(default=1_024, ge=1)
+    """Disk space the workspace tree may use when a command writes to it, in MiB (as ``du``
+    counts it: allocated blocks, hard links once, other filesystems left out). Each file is
+    capped at what remains (``RLIMIT_FSIZE``) and a watchdog stops the command when the tree
+    grows past it. Files a command writes outside the workspace (its private ``/tmp``) are
+    not counted."""
 
 
 class SandboxOptions(BaseModel):
@@ -109,6 +121,12 @@ class LocalOptions(SandboxOptions):
     """The ``local`` backend: process limits only, no filesystem or network isolation."""
 
     backend: Literal["local"] = "local"
+    hide_host_process: bool = False
+    """Mark the process running toolcards non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``)
+    when the sandbox starts, so commands of the same non-root user can no longer read its
+    ``/proc/<pid>/environ`` or memory. Process-wide and kept until the process exits: it
+    also stops core dumps, debugger and profiler attach (gdb, py-spy) and the process's own
+    reads of ``/proc/self/environ``. It does nothing against commands running as root."""
 
 
 class BwrapOptions(SandboxOptions):
@@ -151,6 +169,25 @@ class SeatbeltOptions(SandboxOptions):
     sandbox_exec_path: str = "/usr/bin/sandbox-exec"
 
 
+@dataclass(frozen=True, kw_only=True)
+class CommandPolicy:
+    """What one card allows its commands; carried by every call to the team's sandbox.
+
+    The sandbox actor is shared by a team, but each command runs under the policy of the
+    card that sent it: a reviewer restricted to ``ls`` with 64 MB and a builder with the
+    defaults use one actor without either seeing the other's settings. Settings a backend
+    cannot apply per command (a docker container's limits) must agree across a team's
+    cards; the card refuses to bind otherwise (see ``SandboxActor.conflicts``).
+    """
+
+    limits: ExecLimits
+    """Resource limits of each command, its disk quota included."""
+    timeout_s: float
+    """The longest deadline of a command; a call may ask for less, never more."""
+    options: SandboxOptions
+    """The backend's options, the allowlist (``options.allowed_commands``) included."""
+
+
 _CUT_NOTE = "[... {n:,} characters cut from the middle of {name} ...]"
 
 CAPTURE_MARKER = "[... {cut:,} bytes of {name} dropped while capturing ...]"
@@ -170,8 +207,14 @@ class ExecResult(BaseModel):
     stdout: str = ""
     stderr: str = ""
     timed_out: bool = False
+    stopped: str | None = None
+    """Why the sandbox stopped the command before it ended: ``"timeout"``, ``"disk quota"``
+    (the workspace grew past ``ExecLimits.disk_mb``) or ``"shutdown"``; ``None`` otherwise."""
     error: str | None = None
     """``CommandNotAllowedError: ...`` or ``SandboxError: ...``: the command did not run."""
+    refused: bool = False
+    """The command was refused before it ran for a reason the caller can fix (not allowed,
+    a bad ``cwd`` or timeout, too long); ``False`` when ``error`` is the sandbox's own failure."""
     notes: tuple[str, ...] = ()
     """Limits that were hit and other facts the reader needs ("CPU time limit reached")."""
     stdout_cut: int = 0

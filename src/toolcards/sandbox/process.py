@@ -58,18 +58,25 @@ class SpawnFailed(Exception):
     """The process could not be started; ``str(exc)`` says why."""
 
 
-def rlimits_for(limits: ExecLimits, *, nproc: int | None = None) -> list[tuple[int, int]]:
+def rlimits_for(
+    limits: ExecLimits, *, nproc: int | None = None, file_size_bytes: int | None = None
+) -> list[tuple[int, int]]:
     """``(resource, value)`` pairs to set in the child, soft = hard, never above the current hard.
 
     ``RLIMIT_CPU`` gets a hard limit one second above the soft one: SIGXCPU first (a
     catchable warning the note can name), SIGKILL after. ``nproc`` is set only when given:
     the caller passes it when no cgroup caps processes and the user is not root.
+    ``file_size_bytes`` lowers ``RLIMIT_FSIZE`` below ``limits.file_size_mb`` (what remains of
+    the workspace's disk quota); it never raises it.
     """
     mib = 1024 * 1024
+    file_size = limits.file_size_mb * mib
+    if file_size_bytes is not None:
+        file_size = min(file_size, max(file_size_bytes, 0))
     pairs = [
         (resource.RLIMIT_CPU, limits.cpu_s),
         (resource.RLIMIT_DATA, limits.memory_mb * mib),
-        (resource.RLIMIT_FSIZE, limits.file_size_mb * mib),
+        (resource.RLIMIT_FSIZE, file_size),
         (resource.RLIMIT_NOFILE, limits.open_files),
         (resource.RLIMIT_CORE, 0),
     ]
@@ -179,8 +186,9 @@ class ProcessOutcome:
     stdout_cut: int = 0
     stderr_cut: int = 0
     timed_out: bool = False
-    killed: bool = False
-    """Stopped from outside (the sandbox shutting down) rather than by its deadline."""
+    stopped_by: str | None = None
+    """Why it was stopped from outside rather than by its deadline (``"shutdown"``,
+    ``"disk quota"``), as given to :meth:`RunningProcess.stop`; ``None`` otherwise."""
     signal: int | None = None
     """The signal that ended the process itself, if any."""
     duration_ms: float = 0.0
@@ -193,12 +201,20 @@ class RunningProcess:
     def __init__(self, proc: subprocess.Popen[bytes], cgroup: CommandCgroup | None) -> None:
         self.proc = proc
         self.cgroup = cgroup
-        self.killed = False
+        self.stop_reason: str | None = None
+
+    def stop(self, reason: str) -> None:
+        """Stop the command from outside: SIGKILL its group and cgroup. Never raises.
+
+        ``reason`` becomes :attr:`ProcessOutcome.stopped_by`; the first reason given wins.
+        """
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        self.terminate()
 
     def kill(self) -> None:
-        """Stop the command from outside (shutdown): SIGKILL its group and cgroup. Never raises."""
-        self.killed = True
-        self.terminate()
+        """Stop the command because the sandbox shuts down (``stop("shutdown")``)."""
+        self.stop("shutdown")
 
     def terminate(self) -> None:
         """SIGKILL the process group and empty the cgroup (blocks up to a second)."""
@@ -304,7 +320,7 @@ def run_process(
         stdout_cut=out.cut,
         stderr_cut=err.cut,
         timed_out=timed_out,
-        killed=handle.killed and not timed_out,
+        stopped_by=None if timed_out else handle.stop_reason,
         duration_ms=(time.monotonic() - started) * 1000,
     )
     if timed_out:

@@ -4,10 +4,21 @@ Channels: ``exec_command`` is a TOOL_CALL and a COMMAND. One sandbox actor per t
 (``#SandboxActor``, race-free ``get_or_spawn``) serves every agent's calls; commands run
 in worker threads, so one agent's long build does not hold up another's ``ls``.
 
-What the model reads is always a string, never an exception: the exit code, stdout and
-stderr (each capped, saying what was cut) inside the untrusted-output envelope, or a
-``CommandNotAllowedError: ...`` / ``SandboxError: ...`` line. A command over its timeout
-is killed with its whole process group and reported with exit code 124.
+Each card's settings are its own. Every call carries the card's :class:`CommandPolicy`
+(allowlist, limits, disk quota, deadline, backend options) and the shared actor applies it
+to that command alone, so a reviewer restricted to ``ls`` and a builder with the defaults
+can be in one team. What cannot differ inside one team (the mode, the workspace, the
+number of concurrent commands, a docker container's settings) is checked when the card
+binds: a card that disagrees with the team's sandbox is a ``WiringError`` naming both
+cards and every difference, never a silent merge.
+
+What the model reads: a command that ran (whatever its exit code) returns the exit code,
+stdout and stderr (each capped, saying what was cut) inside the untrusted-output envelope.
+A command that did not run or was stopped is an error, so adapters report it as one
+(pydantic-ai retry, MCP ``isError``): a refusal (not allowed, bad ``cwd``, too long) and a
+command stopped at the disk quota are ``RetriableError``; one stopped at its deadline is
+``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
+Output of a stopped command is included, inside the envelope.
 
 The workspace is the same tree ``WorkspaceTool`` edits (``core.settings.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
@@ -16,7 +27,7 @@ changed are seen by every agent's next write.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PrivateAttr
 
@@ -24,10 +35,13 @@ from toolcards.actors.asking import ask
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
+from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
-from toolcards.core.settings import workspace_dir
-from toolcards.sandbox.actor import SandboxActor, sandbox_actor_class
-from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, ExecLimits, ExecResult
+from toolcards.core.settings import WorkspaceId, workspace_dir
+from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
+from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, sandbox_actor_class
+from toolcards.sandbox.guards import MAX_COMMAND_CHARS
+from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
 
 __all__ = ["ExecCommand", "ExecTool"]
 
@@ -47,13 +61,18 @@ class ExecTool(ToolCard):
     back to local), ``local``, ``bwrap``, ``docker``, ``seatbelt``, or any mode registered
     in ``toolcards.sandbox.SANDBOX_ACTOR_CLASSES``. ``options`` are the backend's own
     settings (e.g. ``{"allow_network": true}`` for bwrap, ``{"image": ...}`` for docker).
+    ``timeout_s``, ``limits``, ``allowed_commands`` and ``options`` apply to this card's
+    commands only, even when other agents of the team use other values.
+
+    Raises ``WiringError`` at bind when the team's sandbox runs in another mode, on another
+    workspace, or with other shared settings (``SandboxActor.conflicts``).
     """
 
     kind: ClassVar[str] = "exec"
     requires_observer: ClassVar[type | None] = ActorToolObserver
 
     mode: str = "auto"
-    workspace_id: str | None = None
+    workspace_id: WorkspaceId | None = None
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
     limits: ExecLimits = Field(default_factory=ExecLimits)
     allowed_commands: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_COMMANDS))
@@ -61,34 +80,92 @@ class ExecTool(ToolCard):
     options: dict[str, Any] = Field(default_factory=dict)
     exec_command: ExecCommand | bool = True
     _sandbox: Any = PrivateAttr(default=None)
+    _policy: CommandPolicy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
         actor_class: type[SandboxActor] = sandbox_actor_class(self.mode)
+        workspace = workspace_dir(self.workspace_id or agent.team_id)
         options = {**self.options, "allowed_commands": tuple(self.allowed_commands)}
-        self._sandbox = agent.team.get_or_spawn(
-            ACTOR_NAME,
-            actor_class,
-            workspace_dir(self.workspace_id or agent.team_id),
-            self.limits,
-            self.timeout_s,
-            options,
-        )
+        policy = actor_class.policy_for(self.limits, self.timeout_s, options)
+        label = f"ExecTool of {agent.address.handle}"
+        try:
+            sandbox = agent.team.get_or_spawn(
+                ACTOR_NAME, actor_class, workspace, policy.limits, policy.timeout_s, policy.options, owner=label
+            )
+        except TypeError:
+            # The team's sandbox is of another class (another mode): report it below.
+            ref = agent.team.tool_actors().get(ACTOR_NAME)
+            if ref is None or not ref.is_alive() or issubclass(ref.actor_class, actor_class):
+                raise
+            sandbox = ref.proxy()
+        differences: list[str] = ask(sandbox.conflicts(actor_class.mode, workspace, policy), actor=ACTOR_NAME)
+        if differences:
+            owner: str = ask(sandbox.owner, actor=ACTOR_NAME)
+            raise WiringError(
+                f"{label} cannot share team {agent.team_id}'s sandbox with {owner}: "
+                + "; ".join(f"{difference} ({label} vs {owner})" for difference in differences)
+                + ". A team has one sandbox: give these settings the same value in both cards "
+                "(allowed_commands, limits other than a docker container's, timeout_s and other "
+                "options may differ)."
+            )
+        self._sandbox = sandbox
+        self._policy = policy
 
     # The result renders within limits.output_chars (head and tail of each stream kept); the
     # pipeline budget only has to leave room for the header lines.
     @capability(
         "exec_command", name="exec_command", serves={TOOL_CALL, COMMAND}, untrusted_output=True, output_budget=21_000
     )
-    def run(self, cmd: str, cwd: str = "", timeout_s: float | None = None) -> str:
+    def run(
+        self,
+        cmd: Annotated[str, Field(max_length=MAX_COMMAND_CHARS)],
+        cwd: str = "",
+        timeout_s: float | None = None,
+    ) -> str:
         """Run a shell command in the team workspace; returns exit code, stdout and stderr.
 
         Args:
             cmd: The command line, e.g. "pytest -q tests".
             cwd: Directory relative to the workspace root.
-            timeout_s: Seconds before it is killed (at most the team's limit).
+            timeout_s: Seconds before it is killed (at most the configured limit).
         """
         if self._sandbox is None:
             self.get_observer()  # raises the right error for an unbound or lost card
-        result: ExecResult = ask(ask(self._sandbox.run(cmd, cwd, timeout_s), actor=ACTOR_NAME), actor=ACTOR_NAME)
-        return result.render(self.limits.output_chars)
+        result: ExecResult = ask(
+            ask(self._sandbox.run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME), actor=ACTOR_NAME
+        )
+        return _answer(result, self.limits.output_chars)
+
+
+def _answer(result: ExecResult, output_chars: int) -> str:
+    """What the model reads for ``result``: the rendered result, or the error it amounts to.
+
+    Raises:
+        RetriableError: the command was refused (the message says why and what to do), or
+            stopped at the disk quota (with its output, in the untrusted envelope).
+        ToolTimeout: the command was stopped at its deadline (with its output).
+        ToolFailed: the sandbox could not run it, or shut down while it ran.
+    """
+    if result.error is not None:
+        if result.refused:
+            raise RetriableError(result.error)
+        raise ToolFailed(f"{result.error} Tell the user; retrying will not help until the sandbox is fixed.")
+    text = result.render(output_chars)
+    if result.stopped == "timeout":
+        raise ToolTimeout(
+            "exec_command: the command did not finish in time and was killed. Make it faster, run it in "
+            "smaller parts, or pass a longer timeout_s (up to the card's limit). What it printed:\n"
+            + wrap_untrusted(text, "exec_command")
+        )
+    if result.stopped == QUOTA_STOP:
+        raise RetriableError(
+            "exec_command: the command was stopped at the workspace's disk quota. What it printed:\n"
+            + wrap_untrusted(text, "exec_command")
+        )
+    if result.stopped is not None:
+        raise ToolFailed(
+            "exec_command: the command was stopped because the sandbox shut down. Tell the user. What it printed:\n"
+            + wrap_untrusted(text, "exec_command")
+        )
+    return text
