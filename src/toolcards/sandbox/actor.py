@@ -49,6 +49,7 @@ import pykka
 from pydantic import ValidationError
 from pykka.typing import ActorMemberMixin, proxy_method
 
+from toolcards.core.tree_usage import workspace_usage
 from toolcards.errors import WiringError
 from toolcards.sandbox.bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
 from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
@@ -77,7 +78,7 @@ from toolcards.sandbox.process import (
     signal_note,
     user_process_count,
 )
-from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart, WorkspaceUsage
+from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart
 from toolcards.sandbox.seatbelt import seatbelt_argv
 
 __all__ = [
@@ -165,7 +166,7 @@ class SandboxActor(pykka.ThreadingActor):
         self._workers: set[threading.Thread] = set()
         self._closed = False
         self._nproc: dict[bool, int | None] = {}
-        self._usage = WorkspaceUsage(self.workspace)
+        self._usage = workspace_usage(self.workspace)
 
     @classmethod
     def policy_for(

@@ -32,13 +32,21 @@ until the next periodic walk.
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+
+from toolcards.core.tree_usage import (
+    ESTIMATE_SLACK,
+    MAX_AGE_S,
+    MAX_ENTRIES,
+    MIB,
+    QuotaStart,
+    TreeUsage,
+    WorkspaceUsage,
+    filesystem_used,
+    tree_usage,
+)
 
 __all__ = [
     "ESTIMATE_SLACK",
@@ -56,164 +64,12 @@ __all__ = [
     "tree_usage",
 ]
 
-MIB = 1024 * 1024
-"""Bytes in a MiB, the unit of every size in ``ExecLimits``."""
-
-MAX_ENTRIES = 250_000
-"""Entries one walk visits at most (~1 s); a larger tree's usage is a lower bound."""
 TICK_S = 0.02
 """How often the watchdog reads the filesystem's used space."""
 PERIOD_S = 2.0
 """Longest time between two walks while a command runs (catches growth the estimate hides)."""
 WALK_SPACING = 20.0
 """A walk starts at least this many times its last duration after the previous one ended."""
-ESTIMATE_SLACK = 4 * MIB
-"""Filesystem growth since the last walk below which a command starts without walking."""
-MAX_AGE_S = 30.0
-"""A remembered usage older than this is measured again before a command starts."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TreeUsage:
-    """What a walk of the tree found."""
-
-    bytes: int
-    """Allocated bytes of every entry below the root (not the root itself)."""
-    entries: int
-    """Entries visited."""
-    complete: bool
-    """``False`` when the walk stopped at its entry cap (``bytes`` is then a lower bound)."""
-
-
-def tree_usage(root: Path, *, max_entries: int = MAX_ENTRIES) -> TreeUsage:
-    """Walk ``root`` and add up the space its entries use. Blocks for the walk (bounded).
-
-    Entries that vanish or cannot be read while walking are skipped. Never raises for
-    anything found inside the tree; a missing root counts as empty.
-    """
-    try:
-        root_dev = os.lstat(root).st_dev
-    except OSError:
-        return TreeUsage(bytes=0, entries=0, complete=True)
-    total = 0
-    entries = 0
-    linked: set[int] = set()
-    pending = [os.fspath(root)]
-    while pending:
-        directory = pending.pop()
-        try:
-            scan = os.scandir(directory)
-        except OSError:
-            continue
-        with scan:
-            for entry in scan:
-                entries += 1
-                if entries > max_entries:
-                    return TreeUsage(bytes=total, entries=entries - 1, complete=False)
-                try:
-                    info = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if info.st_dev != root_dev:
-                    continue
-                if stat.S_ISDIR(info.st_mode):
-                    pending.append(entry.path)
-                elif info.st_nlink > 1:
-                    if info.st_ino in linked:
-                        continue
-                    linked.add(info.st_ino)
-                total += _allocated(info)
-    return TreeUsage(bytes=total, entries=entries, complete=True)
-
-
-def _allocated(info: os.stat_result) -> int:
-    blocks = getattr(info, "st_blocks", None)
-    return info.st_size if blocks is None else blocks * 512
-
-
-def filesystem_used(path: Path) -> int:
-    """Bytes used on the filesystem holding ``path`` (one ``statvfs``); 0 if unknown."""
-    try:
-        fs = os.statvfs(path)
-    except OSError:
-        return 0
-    return (fs.f_blocks - fs.f_bfree) * fs.f_frsize
-
-
-@dataclass(frozen=True, kw_only=True)
-class _Measurement:
-    bytes: int
-    filesystem_used: int
-    at: float
-    duration_s: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class QuotaStart:
-    """The quota as a command starts: what the tree held and what it may grow to."""
-
-    start_bytes: int
-    """The tree's usage when the command started."""
-    quota_bytes: int
-    """The card's quota (``ExecLimits.disk_mb``) in bytes."""
-
-    @property
-    def limit_bytes(self) -> int:
-        """Usage past which the command is stopped: the quota, or the starting usage when the
-        tree was already over it (then the command may delete, not grow)."""
-        return max(self.quota_bytes, self.start_bytes)
-
-    @property
-    def remaining_bytes(self) -> int:
-        """What the command may still add (0 when the tree is at or over its quota)."""
-        return max(self.quota_bytes - self.start_bytes, 0)
-
-
-class WorkspaceUsage:
-    """The last measured usage of one workspace tree, shared by its commands. Thread-safe."""
-
-    def __init__(self, root: Path, *, max_entries: int = MAX_ENTRIES) -> None:
-        self.root = root
-        self.max_entries = max_entries
-        self._lock = threading.Lock()
-        self._last: _Measurement | None = None
-
-    def measure(self) -> int:
-        """Walk the tree now, remember the result, return its bytes. Blocks for the walk."""
-        started = time.monotonic()
-        used = filesystem_used(self.root)
-        usage = tree_usage(self.root, max_entries=self.max_entries)
-        ended = time.monotonic()
-        measurement = _Measurement(bytes=usage.bytes, filesystem_used=used, at=ended, duration_s=ended - started)
-        with self._lock:
-            self._last = measurement
-        return usage.bytes
-
-    def estimate(self) -> int:
-        """An upper bound of the tree's usage from the last walk plus the filesystem's growth.
-
-        Walks when nothing is remembered yet.
-        """
-        last = self._last
-        if last is None:
-            return self.measure()
-        return last.bytes + max(filesystem_used(self.root) - last.filesystem_used, 0)
-
-    def at_start(self, quota_mb: int) -> QuotaStart:
-        """The quota for a command about to start; walks unless a recent walk still holds."""
-        last = self._last
-        fresh = (
-            last is not None
-            and time.monotonic() - last.at < MAX_AGE_S
-            and filesystem_used(self.root) - last.filesystem_used < ESTIMATE_SLACK
-        )
-        start = self.estimate() if fresh else self.measure()
-        return QuotaStart(start_bytes=start, quota_bytes=quota_mb * MIB)
-
-    def last_walk_duration(self) -> float:
-        """Seconds the last walk took (0 before the first)."""
-        last = self._last
-        return 0.0 if last is None else last.duration_s
 
 
 class DiskWatch:

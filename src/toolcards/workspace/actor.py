@@ -62,6 +62,7 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.core.deadline import deadline_after
 from toolcards.core.events import StateChanged
+from toolcards.core.tree_usage import MIB, workspace_usage
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.edit import apply_edit
 from toolcards.workspace.gate import WriteGate
@@ -147,6 +148,7 @@ class WorkspaceActor(pykka.ThreadingActor):
         self.gate = WriteGate()
         self.tree_lock = TreeLock(self.root)
         self._publishers: dict[str, Callable[[Any], None]] = {}
+        self._quota_mb: int | None = None
         self._seq = 0
         self._loaded = 0
 
@@ -160,9 +162,14 @@ class WorkspaceActor(pykka.ThreadingActor):
 
     # -- teams and reads ----------------------------------------------------------------------
 
-    def attach(self, team_id: str, publish: Callable[[Any], None]) -> None:
-        """Publish this tree's changes to team ``team_id`` with ``publish(event)`` (idempotent)."""
+    def attach(self, team_id: str, publish: Callable[[Any], None], disk_mb: int | None = None) -> None:
+        """Publish this tree's changes to team ``team_id`` with ``publish(event)`` (idempotent).
+
+        ``disk_mb`` is the attaching card's quota for the tree; the smallest one attached applies.
+        """
         self._publishers[team_id] = publish
+        if disk_mb is not None:
+            self._quota_mb = disk_mb if self._quota_mb is None else min(self._quota_mb, disk_mb)
 
     def record_read(self, agent: str, path: str, data: bytes | None, full: bool, digest: str | None = None) -> None:
         """Remember that ``agent`` read ``data`` as the content of ``path`` (root-relative).
@@ -374,6 +381,7 @@ class WorkspaceActor(pykka.ThreadingActor):
 
     def _commit(self, agent: str, changes: list[_Change]) -> None:
         """Write every change, restoring the written ones if one fails; then record and publish."""
+        self._check_quota(changes)
         done: list[_Change] = []
         for change in changes:
             try:
@@ -398,6 +406,25 @@ class WorkspaceActor(pykka.ThreadingActor):
             )
             more = f" and {len(changes) - 10} more" if len(changes) > 10 else ""
             self._changed(agent, what + more)
+
+    def _check_quota(self, changes: list[_Change]) -> None:
+        """Refuse changes that would take the tree past its disk quota (a shrinking change passes)."""
+        if self._quota_mb is None:
+            return
+        growth = sum(len(c.after or b"") - len(c.before or b"") for c in changes)
+        if growth <= 0:
+            return
+        quota = self._quota_mb * MIB
+        usage = workspace_usage(self.root)
+        # The estimate is an upper bound: walk the tree only when it says the quota may pass.
+        if usage.estimate() + growth <= quota or usage.measure() + growth <= quota:
+            return
+        used_mb = usage.estimate() / MIB
+        raise RetriableError(
+            f"Nothing was written: this change adds {growth / MIB:.1f} MB and the workspace already uses "
+            f"{used_mb:.0f} MB of its {self._quota_mb:,} MB disk quota. Delete files you no longer need "
+            "(workspace_delete), or write less, then retry."
+        )
 
     def _rolled_back(self, failed: _Change, done: list[_Change], exc: BaseException) -> Exception:
         reason = str(exc) if isinstance(exc, RetriableError | ToolFailed) else (getattr(exc, "strerror", None) or exc)

@@ -69,7 +69,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, PrivateAttr, field_validator
+from pydantic import Field, PrivateAttr
 
 from toolcards.actors.asking import ask
 from toolcards.core.card import Capability, ToolCard, capability
@@ -77,7 +77,7 @@ from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
-from toolcards.core.settings import internal_dir, validate_workspace_id, workspace_dir
+from toolcards.core.settings import WorkspaceId, internal_dir, workspace_dir
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
 from toolcards.workspace.documents import MAX_DOCUMENT_BYTES, document_markdown, is_document
@@ -192,13 +192,18 @@ class WorkspaceTool(ToolCard):
         read_only: Offer only the tools that change nothing.
         workspace_id: The tree to use (default: the team id); the same id in several
             teams shares one tree.
+        disk_mb: The tree's disk quota for what these tools write: a change that would take
+            the tree past it is refused (deleting stays possible). The sandbox enforces its
+            own ``ExecLimits.disk_mb`` on commands; give both the same value. When cards on
+            one tree disagree, the smallest applies.
     """
 
     kind: ClassVar[str] = "workspace"
     requires_observer: ClassVar[type | None] = ActorToolObserver
 
     read_only: bool = False
-    workspace_id: str | None = None
+    workspace_id: WorkspaceId | None = None
+    disk_mb: int = Field(default=1024, ge=1)
     workspace_read: WorkspaceReadParam | bool = True
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
@@ -217,16 +222,6 @@ class WorkspaceTool(ToolCard):
     _actor: WorkspaceProxy | None = PrivateAttr(default=None)
     _agent: str = PrivateAttr(default="")
     _cache_dir: Path | None = PrivateAttr(default=None)
-
-    @field_validator("workspace_id")
-    @classmethod
-    def _valid_id(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        try:
-            return validate_workspace_id(value)
-        except RetriableError as exc:
-            raise ValueError(str(exc)) from None
 
     # -- binding ------------------------------------------------------------------------------
 
@@ -257,7 +252,7 @@ class WorkspaceTool(ToolCard):
         self._agent = str(observer.address)
         self._cache_dir = internal_dir() / "cache"
         self._actor = workspace_actor(root)
-        ask(self._actor.attach(team_id, observer.team.publish), actor=f"#WorkspaceActor:{root.name}")
+        ask(self._actor.attach(team_id, observer.team.publish, self.disk_mb), actor=f"#WorkspaceActor:{root.name}")
 
     def capabilities(self) -> Iterator[Capability]:
         """Every enabled capability; without the mutating ones when ``read_only``."""
