@@ -122,7 +122,7 @@ def _as_graph_update(create: dict[str, Any]) -> dict[str, Any]:
 
 
 def _task_id(plan: str, words: str) -> int:
-    ids = [int(m) for m in re.findall(rf"ID (\d+) \[\w+\] {re.escape(words)}", plan)]
+    ids = [int(m) for m in re.findall(rf"#(\d+) \[\w+\] {re.escape(words)}", plan)]
     return max(ids) if ids else 0
 
 
@@ -316,6 +316,7 @@ def run_demo(model: str | None = None, *, out: TextIO | None = None, timeout_s: 
             unsubscribe()
         lead = team.commands("Lead")
         print("\n" + lead.dispatch("/get_planning"), file=stream)
+        print("\nWhat the finished tasks report:\n" + lead.dispatch("/search_planning status=completed"), file=stream)
         print("\n" + lead.dispatch("/get_graph"), file=stream)
         tree = workspace_dir(TEAM_ID)
         files: Sequence[Path] = sorted(p for p in tree.rglob("*") if p.is_file() and "__pycache__" not in p.parts)

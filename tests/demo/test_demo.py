@@ -17,7 +17,7 @@ def test_the_demo_ships_slugify_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     text = first.getvalue()
     assert "scripted models (pydantic-ai FunctionModel)" in text
     assert "@Builder-1  workspace_write   ok" in text
-    assert "ID 2 [completed] Test slugify() in test_slugify.py — Output: 3 tests pass" in text
+    assert "#2 [completed] Test slugify() in test_slugify.py — Output: 3 tests pass" in text
     assert "Root entities: slugify.py [module]." in text
     tree = workspace_dir(TEAM_ID)
     assert "def slugify" in (tree / "slugify.py").read_text()
@@ -25,8 +25,8 @@ def test_the_demo_ships_slugify_twice(monkeypatch: pytest.MonkeyPatch) -> None:
     second = io.StringIO()
     assert run_demo(out=second) == 0
     again = second.getvalue()
-    assert "**Team planning:** 4 tasks total" in again
-    assert "ID 4 [completed] Test slugify() in test_slugify.py — Output: 3 tests pass" in again
+    assert "**Team planning:** 4 tasks (4 completed)" in again
+    assert "#4 [completed] Test slugify() in test_slugify.py — Output: 3 tests pass" in again
     # The second run read the files before overwriting them: no gate refusal for writes.
     assert "workspace_write   refused" not in again
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from toolcards.planning.models import SearchHit, Task, TaskStatus
 from toolcards.planning.render import (
     EMPTY_PLAN,
-    PLAN_FOOTER,
+    plan_footer,
     render_plan,
     render_search,
     render_task,
@@ -52,14 +52,24 @@ BOARD = [
 def test_plan_for_an_agent_lists_its_tasks_in_the_documented_format() -> None:
     assert render_plan(BOARD, "@Alice") == "\n".join(
         [
-            "**Team planning:** 5 tasks total",
-            "Owners: @Bob: 2 | @Alice: 1 | @Carol: 1 | unassigned: 1",
-            "**Your tasks** (owner or creator: @Alice):",
-            "- ID 3 [started] Implement auth module (Owner: @Alice, Creator: @Alice)",
-            "- ID 7 [pending] Review PR #42 — Output: pending (Owner: @Bob, Creator: @Alice)",
-            "Use get_planning_task(id) for exact ID lookup or search_planning(...) to filter tasks.",
+            "**Team planning:** 5 tasks (3 pending, 1 started, 1 completed)",
+            "Owners: @Bob 2, @Alice 1, @Carol 1, unassigned 1",
+            "**Your tasks** (you own or created them):",
+            "- #3 [started] Implement auth module",
+            "- #7 [pending] Review PR #42 — Output: pending (owner @Bob)",
+            "get_planning_task(id) shows a task in full; search_planning(...) filters the board.",
         ]
     )
+
+
+def test_the_reader_is_left_out_of_its_own_rows_and_others_are_named() -> None:
+    plan = render_plan(BOARD, "@Bob").splitlines()
+    assert "- #7 [pending] Review PR #42 — Output: pending (creator @Alice)" in plan
+    assert "Completed: 6 (outputs: get_planning_task(id))." in plan
+    everything = render_plan(BOARD, "@Carol", filter_by_agent=False).splitlines()
+    assert "- #4 [pending] Write release notes" in everything
+    assert "- #5 [pending] Tidy CI cache (unassigned)" in everything
+    assert "- #3 [started] Implement auth module (owner @Alice, creator @Alice)" in everything
 
 
 def test_plan_normalises_the_agent_name() -> None:
@@ -75,47 +85,53 @@ def test_empty_board_is_one_line() -> None:
 
 def test_agent_with_no_tasks_is_told_so() -> None:
     plan = render_plan(BOARD, "@Zed")
-    assert "**Your tasks** (owner or creator: @Zed): none" in plan.splitlines()
-    assert "- ID" not in plan
+    assert "**Your tasks** (you own or created them): none" in plan.splitlines()
+    assert "- #" not in plan
 
 
-def test_unfiltered_plan_shows_every_task_open_ones_first() -> None:
+def test_unfiltered_plan_lists_open_tasks_by_id_and_folds_closed_ones() -> None:
     lines = render_plan(BOARD, "@Alice", filter_by_agent=False).splitlines()
     assert "**All tasks:**" in lines
-    listed = [line.split()[2] for line in lines if line.startswith("- ID")]
-    assert listed == ["3", "4", "5", "7", "6"]  # completed task 6 after the open ones
+    listed = [line.split()[1] for line in lines if line.startswith("- #")]
+    assert listed == ["#3", "#4", "#5", "#7"]
+    assert "Completed: 6 (outputs: get_planning_task(id))." in lines
 
 
-def test_unassigned_tasks_and_dependencies_are_shown() -> None:
+def test_dependencies_are_shown() -> None:
     line = render_task_line(task(9, "Ship", dependencies=(3, 5)))
-    assert line == "ID 9 [pending] Ship (Owner: unassigned, Creator: @Alice, Depends on: 3, 5)"
+    assert line == "#9 [pending] Ship (unassigned, creator @Alice, needs 3, 5)"
 
 
-def test_huge_board_is_capped_with_a_count_of_the_rest() -> None:
+def test_huge_board_is_capped_with_a_count_of_the_rest_and_closed_ids_folded() -> None:
     board = [
         task(i, f"Task number {i}", owner="@Alice", status="completed" if i <= 100 else "pending")
         for i in range(1, 2001)
     ]
     plan = render_plan(board, "@Alice", filter_by_agent=False)
     lines = plan.splitlines()
-    listed = [line for line in lines if line.startswith("- ID")]
+    listed = [line for line in lines if line.startswith("- #")]
     assert len(listed) == 50
-    assert listed[0].startswith("- ID 101 [pending]")  # open tasks first
-    assert "... 1950 more not shown; use search_planning(...) to filter them." in lines
-    assert lines[-1] == PLAN_FOOTER
+    assert listed[0] == "- #101 [pending] Task number 101"
+    assert "... 1850 more open tasks not shown; search_planning(...) filters them." in lines
+    assert "Completed: 1-100 (outputs: get_planning_task(id))." in lines
+    assert lines[-1] == plan_footer("get_planning_task", "search_planning")
     assert len(plan) < 5000
+
+
+def test_no_tool_is_named_that_the_reader_cannot_call() -> None:
+    board = [task(i, f"Task {i}", owner="@Alice", status="completed" if i % 3 == 0 else "pending") for i in range(90)]
+    plan = render_plan(board, "@Alice", get_tool=None, search_tool=None)
+    assert "get_planning_task" not in plan and "search_planning" not in plan
+    assert "... 10 more open tasks not shown." in plan.splitlines()
+    only_search = render_plan(board, "@Alice", get_tool=None)
+    assert "get_planning_task" not in only_search and "search_planning(...) filters" in only_search
 
 
 def test_owner_line_summarises_beyond_ten_owners() -> None:
     board = [task(i, "x", owner=f"@Agent{i:02d}") for i in range(1, 13)]
     owners = render_plan(board, "@Nobody").splitlines()[1]
-    assert owners.count("|") == 10
-    assert owners.endswith("2 others: 2")
-
-
-def test_footer_can_be_replaced_or_left_out() -> None:
-    assert render_plan(BOARD, "@Alice", footer=None).splitlines()[-1].startswith("- ID 7")
-    assert render_plan(BOARD, "@Alice", footer="Ask @Bob.").splitlines()[-1] == "Ask @Bob."
+    assert owners.count(",") == 10
+    assert owners.endswith("2 others 2")
 
 
 def test_task_detail_shows_every_field() -> None:
@@ -139,8 +155,8 @@ def test_search_results_say_how_each_hit_matched() -> None:
     ]
     assert render_search(hits).splitlines() == [
         "2 tasks match:",
-        "- ID 3 [started] Implement auth module (Owner: @Alice, Creator: @Alice) [both match]",
-        "- ID 7 [pending] Review PR #42 — Output: pending (Owner: @Bob, Creator: @Alice) [keyword match]",
+        "- #3 [started] Implement auth module (owner @Alice, creator @Alice) [both match]",
+        "- #7 [pending] Review PR #42 — Output: pending (owner @Bob, creator @Alice) [keyword match]",
     ]
 
 

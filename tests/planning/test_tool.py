@@ -29,7 +29,7 @@ def update(observer: FakeObserver, **kwargs: Any) -> str:
 
 def test_agents_of_one_team_share_a_board_and_teams_do_not(alice: FakeObserver, bob: FakeObserver) -> None:
     update(alice, create_tasks=[{"description": "Implement auth module", "owner": "@Bob"}])
-    assert "ID 1 [pending] Implement auth module (Owner: @Bob, Creator: @Alice)" in commands(bob)[GetPlanning]()
+    assert "- #1 [pending] Implement auth module (creator @Alice)" in commands(bob)[GetPlanning]()
     with FakeObserver("Carol", "team-2", system=alice.system) as carol:
         assert commands(carol)[GetPlanning]() == "**Team planning:** no tasks yet."
 
@@ -75,7 +75,7 @@ def test_footer_names_only_exposed_tools(alice: FakeObserver) -> None:
     plan = commands(alice, card)[GetPlanning]()
     assert "get_planning_task" not in plan and "search_planning" not in plan
     assert commands(alice)[GetPlanning]().endswith(
-        "Use get_planning_task(id) for exact ID lookup or search_planning(...) to filter tasks."
+        "get_planning_task(id) shows a task in full; search_planning(...) filters the board."
     )
 
 
@@ -92,7 +92,30 @@ def test_an_agent_plans_and_sees_the_plan_in_its_context(alice: FakeObserver) ->
     factory = ToolFactory([PlanningTool()], observer=alice)
     assert Agent(FunctionModel(model), toolsets=[factory.toolset()]).run_sync("plan").output == "planned"
     assert seen[0] == "**Team planning:** no tasks yet."
-    assert "ID 1 [started] Implement auth module (Owner: @Alice, Creator: @Alice)" in (seen[1] or "")
+    assert "- #1 [started] Implement auth module\n" in (seen[1] or "")
+
+
+def test_a_worker_finds_a_finished_task_s_output_from_its_compact_plan(alice: FakeObserver, bob: FakeObserver) -> None:
+    """Closed tasks are one line of ids in the plan; the way to their outputs is on that line."""
+    update(alice, create_tasks=[{"description": "Design the schema", "owner": "@Bob"}])
+    update(bob, update_tasks=[{"id": 1, "status": "completed", "output": "schema.sql, 4 tables"}])
+    update(alice, create_tasks=[{"description": "Write the migrations", "owner": "@Bob", "dependencies": [1]}])
+    read: list[str] = []
+
+    def worker(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1].parts[-1]
+        if isinstance(last, ToolReturnPart):
+            read.append(str(last.content))
+            return ModelResponse(parts=[TextPart("ready")])
+        plan = info.instructions or ""
+        # What the plan says: the open task waits on 1, and 1 is done, its output a call away.
+        assert "- #2 [pending] Write the migrations (creator @Alice, needs 1)" in plan
+        assert "Completed: 1 (outputs: get_planning_task(id))." in plan
+        return ModelResponse(parts=[ToolCallPart("get_planning_task", {"task_id": 1})])
+
+    factory = ToolFactory([PlanningTool()], observer=bob)
+    assert Agent(FunctionModel(worker), toolsets=[factory.toolset()]).run_sync("start task 2").output == "ready"
+    assert "Output: schema.sql, 4 tables" in read[0]
 
 
 def test_the_board_survives_a_restart() -> None:

@@ -40,7 +40,8 @@ def lead(turn: Turn) -> list[ToolCallPart] | str:
 
 def builder(turn: Turn) -> list[ToolCallPart] | str:
     # The plan in the builder's context lists its own task: read the id from there.
-    mine = re.search(r"ID (\d+) \[pending\] Write the \w+ \(Owner: @" + turn.me, turn.info.instructions or "")
+    # Its own rows leave out the owner (itself): the lead created them.
+    mine = re.search(r"#(\d+) \[pending\] Write the \w+ \(creator @Lead\)", turn.info.instructions or "")
     if turn.step == 0 and mine:
         return [
             call("update_planning", update_tasks=[{"id": int(mine.group(1)), "status": "completed", "output": "done"}])
@@ -70,8 +71,10 @@ def test_a_team_plans_on_a_shared_board_and_fires_a_member(system: ActorSystem) 
         team.wait_idle(60)
 
         plan = team.commands("Lead").dispatch("/get_planning")
-        assert "ID 1 [completed] Write the parser — Output: done (Owner: @Builder-1, Creator: @Lead)" in plan
-        assert "ID 2 [completed] Write the tests — Output: done (Owner: @Builder-2, Creator: @Lead)" in plan
+        assert "Completed: 1-2 (outputs: get_planning_task(id))." in plan
+        done = team.commands("Lead").dispatch("/search_planning status=completed")
+        assert "#1 [completed] Write the parser — Output: done (owner @Builder-1, creator @Lead)" in done
+        assert "#2 [completed] Write the tests — Output: done (owner @Builder-2, creator @Lead)" in done
         assert list(team.team.tool_actors()) == ["#PlanningTool"]  # one board for the whole team
 
         assert team.commands("Lead").dispatch("/fire_team_member Builder-2").startswith("Fired @Builder-2")

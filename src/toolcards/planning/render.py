@@ -2,17 +2,23 @@
 
 Pure functions of :class:`~toolcards.planning.models.Task` values, so the actor, the card
 and tests render the same way. Every output is bounded: a plan lists at most
-:data:`PLAN_LIMIT` tasks (open ones first) and says how many it left out, so a board of
+:data:`PLAN_LIMIT` open tasks (oldest first) and says how many it left out, so a board of
 thousands of tasks still costs a few hundred tokens per request.
 
-The plan looks like this for ``@Alice`` (``filter_by_agent=True``)::
+The plan is written for its reader, because it is paid for on every request: a task shows
+its owner and creator only when they are someone else, closed tasks are one line of ids
+(their outputs are a ``get_planning_task`` away), and the order is stable (status group,
+then id), so the text changes only where the board did. For ``@Alice``::
 
-    **Team planning:** 5 tasks total
-    Owners: @Alice: 3 | @Bob: 1 | unassigned: 1
-    **Your tasks** (owner or creator: @Alice):
-    - ID 3 [started] Implement auth module (Owner: @Alice, Creator: @Alice)
-    - ID 7 [pending] Review PR #42 — Output: pending (Owner: @Bob, Creator: @Alice)
-    Use get_planning_task(id) for exact ID lookup or search_planning(...) to filter tasks.
+    **Team planning:** 5 tasks (3 pending, 1 started, 1 completed)
+    Owners: @Bob 2, @Alice 1, @Carol 1, unassigned 1
+    **Your tasks** (you own or created them):
+    - #3 [started] Implement auth module
+    - #7 [pending] Review PR #42 — Output: pending (owner @Bob)
+    get_planning_task(id) shows a task in full; search_planning(...) filters the board.
+
+A tool is named only when the reader can call it: the card passes the names of the lookup
+and search tools it exposes (``None`` when it does not).
 """
 
 from __future__ import annotations
@@ -20,13 +26,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from toolcards.planning.models import SearchHit, Task, normalize_agent_name
+from toolcards.planning.models import SearchHit, Task, TaskStatus, normalize_agent_name
 
 __all__ = [
     "EMPTY_PLAN",
     "OWNERS_LIMIT",
-    "PLAN_FOOTER",
     "PLAN_LIMIT",
+    "plan_footer",
     "render_plan",
     "render_search",
     "render_task",
@@ -34,30 +40,48 @@ __all__ = [
 ]
 
 PLAN_LIMIT = 50
-"""Most tasks a rendered plan (or search result) lists."""
+"""Most open tasks a rendered plan (or search result) lists."""
 OWNERS_LIMIT = 10
 """Most owners named on the plan's ``Owners:`` line; the rest are summed up."""
-PLAN_FOOTER = "Use get_planning_task(id) for exact ID lookup or search_planning(...) to filter tasks."
-"""The plan's last line, pointing at the tools that read the board."""
 EMPTY_PLAN = "**Team planning:** no tasks yet."
 """The whole plan when the board is empty."""
 
-_CLOSED = frozenset({"completed", "abort"})
+_CLOSED: tuple[TaskStatus, ...] = ("completed", "abort")
+_STATUS_ORDER: tuple[TaskStatus, ...] = ("pending", "started", "completed", "abort")
+_STATUS_WORD = {"pending": "pending", "started": "started", "completed": "completed", "abort": "aborted"}
+_CLOSED_LABEL = {"completed": "Completed", "abort": "Aborted"}
 
 
-def render_task_line(task: Task) -> str:
+def plan_footer(get_tool: str | None, search_tool: str | None) -> str | None:
+    """The plan's last line, naming only the tools the reader can call (``None``: no line)."""
+    parts = []
+    if get_tool:
+        parts.append(f"{get_tool}(id) shows a task in full")
+    if search_tool:
+        parts.append(f"{search_tool}(...) filters the board")
+    return "; ".join(parts) + "." if parts else None
+
+
+def render_task_line(task: Task, reader: str | None = None) -> str:
     """One task on one line, without a list marker.
 
-    ``ID 7 [pending] Review PR #42 — Output: pending (Owner: @Bob, Creator: @Alice)``;
-    dependencies, when there are any, follow the creator as ``Depends on: 3, 5``.
+    ``#7 [pending] Review PR #42 — Output: pending (owner @Bob, creator @Alice, needs 3, 5)``.
+    With a ``reader`` (normalised), the owner and creator are left out where they are the
+    reader, and an unassigned task says so.
     """
-    line = f"ID {task.id} [{task.status}] {task.description}"
+    line = f"#{task.id} [{task.status}] {task.description}"
     if task.output:
         line += f" — Output: {task.output}"
-    details = f"Owner: {task.owner or 'unassigned'}, Creator: {task.creator}"
+    details = []
+    if task.owner is None:
+        details.append("unassigned")
+    elif task.owner != reader:
+        details.append(f"owner {task.owner}")
+    if task.creator != reader:
+        details.append(f"creator {task.creator}")
     if task.dependencies:
-        details += ", Depends on: " + ", ".join(str(i) for i in task.dependencies)
-    return f"{line} ({details})"
+        details.append("needs " + ", ".join(str(i) for i in task.dependencies))
+    return f"{line} ({', '.join(details)})" if details else line
 
 
 def render_task(task: Task) -> str:
@@ -81,18 +105,19 @@ def render_plan(
     *,
     filter_by_agent: bool = True,
     limit: int = PLAN_LIMIT,
-    footer: str | None = PLAN_FOOTER,
+    get_tool: str | None = "get_planning_task",
+    search_tool: str | None = "search_planning",
 ) -> str:
     """The plan injected into ``agent``'s context before each model request.
 
     Args:
         tasks: every task on the board, in any order.
         agent: the reader, e.g. ``"@Alice"`` (normalised here).
-        filter_by_agent: list only tasks ``agent`` owns or created; otherwise list all.
-        limit: most tasks listed; open tasks (pending, started) come first, each group by
-            id, and a line says how many more there are.
-        footer: the last line (``None`` omits it), so a card that exposes other tools
-            can point at them.
+        filter_by_agent: list only tasks ``agent`` owns or created; otherwise all.
+        limit: most open tasks listed (pending and started, by id); a line says how many
+            more there are. Closed tasks (completed, aborted) are one line of ids each.
+        get_tool: the name of the tool that shows one task, if the reader has it.
+        search_tool: the name of the tool that searches the board, if the reader has it.
 
     Returns:
         The plan text; :data:`EMPTY_PLAN` (one line) when the board is empty. Linear in
@@ -102,28 +127,51 @@ def render_plan(
     if not board:
         return EMPTY_PLAN
     me = normalize_agent_name(agent)
+    statuses = Counter(task.status for task in board)
+    counts = ", ".join(f"{statuses[status]} {_STATUS_WORD[status]}" for status in _STATUS_ORDER if statuses[status])
     lines = [
-        f"**Team planning:** {len(board)} task{'s' if len(board) != 1 else ''} total",
+        f"**Team planning:** {len(board)} task{'s' if len(board) != 1 else ''} ({counts})",
         _owners_line(board),
     ]
     if filter_by_agent:
         listed = [task for task in board if task.involves(me)]
-        header = f"**Your tasks** (owner or creator: {me}):"
+        header = "**Your tasks** (you own or created them):"
     else:
         listed = board
         header = "**All tasks:**"
     if not listed:
         lines.append(f"{header} none")
     else:
-        listed.sort(key=lambda task: (task.status in _CLOSED, task.id))
         lines.append(header)
-        lines.extend(f"- {render_task_line(task)}" for task in listed[:limit])
-        hidden = len(listed) - limit
+        open_tasks = sorted((task for task in listed if task.status not in _CLOSED), key=lambda task: task.id)
+        lines.extend(f"- {render_task_line(task, me)}" for task in open_tasks[:limit])
+        hidden = len(open_tasks) - limit
         if hidden > 0:
-            lines.append(f"... {hidden} more not shown; use search_planning(...) to filter them.")
+            more = f"... {hidden} more open tasks not shown"
+            lines.append(f"{more}; {search_tool}(...) filters them." if search_tool else f"{more}.")
+        for status in _CLOSED:
+            ids = sorted(task.id for task in listed if task.status == status)
+            if ids:
+                how = f" (outputs: {get_tool}(id))" if get_tool and status == "completed" else ""
+                lines.append(f"{_CLOSED_LABEL[status]}: {_id_run(ids)}{how}.")
+    footer = plan_footer(get_tool, search_tool)
     if footer:
         lines.append(footer)
     return "\n".join(lines)
+
+
+def _id_run(ids: Sequence[int]) -> str:
+    """Sorted ids with consecutive runs folded: ``1-4, 7, 9-10``."""
+    parts = []
+    start = previous = ids[0]
+    for task_id in ids[1:]:
+        if task_id == previous + 1:
+            previous = task_id
+            continue
+        parts.append(str(start) if start == previous else f"{start}-{previous}")
+        start = previous = task_id
+    parts.append(str(start) if start == previous else f"{start}-{previous}")
+    return ", ".join(parts)
 
 
 def render_search(hits: Sequence[SearchHit], *, limit: int = PLAN_LIMIT) -> str:
@@ -149,10 +197,10 @@ def _owners_line(board: Sequence[Task]) -> str:
     counts = Counter(task.owner for task in board)
     unassigned = counts.pop(None, 0)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0] or ""))
-    parts = [f"{owner}: {count}" for owner, count in ranked[:OWNERS_LIMIT]]
+    parts = [f"{owner} {count}" for owner, count in ranked[:OWNERS_LIMIT]]
     rest = ranked[OWNERS_LIMIT:]
     if rest:
-        parts.append(f"{len(rest)} others: {sum(count for _, count in rest)}")
+        parts.append(f"{len(rest)} others {sum(count for _, count in rest)}")
     if unassigned:
-        parts.append(f"unassigned: {unassigned}")
-    return "Owners: " + " | ".join(parts)
+        parts.append(f"unassigned {unassigned}")
+    return "Owners: " + ", ".join(parts)

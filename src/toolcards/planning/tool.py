@@ -91,14 +91,6 @@ class PlanningTool(ToolCard):
             self.get_observer()  # raises the right error for an unbound or lost card
         return ask(future, actor=PLANNING_ACTOR_NAME)
 
-    def _footer(self) -> str | None:
-        hints = []
-        if self._on_tool_call("get_planning_task"):
-            hints.append("get_planning_task(id) for exact ID lookup")
-        if self._on_tool_call("search_planning"):
-            hints.append("search_planning(...) to filter tasks")
-        return f"Use {' or '.join(hints)}." if hints else None
-
     def _on_tool_call(self, field: str) -> bool:
         param = self.param(field)
         return param is not None and TOOL_CALL in param.expose
@@ -108,7 +100,13 @@ class PlanningTool(ToolCard):
         """The team plan: task counts, owners and your tasks."""
         param = self.param("get_planning", GetPlanning)
         tasks = self._ask(self._board.tasks())
-        return render_plan(tasks, self._agent, filter_by_agent=param.filter_by_agent, footer=self._footer())
+        return render_plan(
+            tasks,
+            self._agent,
+            filter_by_agent=param.filter_by_agent,
+            get_tool="get_planning_task" if self._on_tool_call("get_planning_task") else None,
+            search_tool="search_planning" if self._on_tool_call("search_planning") else None,
+        )
 
     @capability("get_planning_task", name="get_planning_task", serves={TOOL_CALL, COMMAND})
     def get_task(self, task_id: int) -> str:
