@@ -109,3 +109,16 @@ def test_round_trip_and_no_numpy_without_embedding() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_without_an_embedding_the_description_says_keyword_once_and_results_carry_no_note(
+    alice: FakeObserver,
+) -> None:
+    tools = {t.name: t for t in ToolFactory([KnowledgeGraphTool()], observer=alice).tools()}
+    tools["update_graph"].call_sync({"create_entities": [{"name": "Auth", "entity_type": "service"}]})
+    search = tools["search_graph"]
+
+    assert "by meaning when the team has an embedding model" in search.description
+    for mode in ("hybrid", "vector", "keyword"):
+        answer = str(search.call_sync({"query": "auth", "mode": mode}))
+        assert "Note:" not in answer and "Auth" in answer

@@ -151,13 +151,17 @@ class KnowledgeGraphTool(ToolCard):
         include_edges: bool = False,
         find_paths: bool = False,
     ) -> str:
-        """Search entities by keyword and meaning.
+        """Search entities by keyword, and by meaning when the team has an embedding model.
 
         Args:
+            mode: hybrid and vector are keyword-only without an embedding model.
             include_neighbors: Also list entities linked to each hit.
             include_edges: Also list each hit's relations.
             find_paths: Shortest paths between the top hits.
         """
+        if self.embedding is None:
+            # Said once in the description; a note on every result would cost tokens each time.
+            mode = "keyword"
         query_vector = None
         if mode != "keyword" and self.embedding is not None:
             # Embed here, in the caller's thread: a remote provider must not hold up the actor.
