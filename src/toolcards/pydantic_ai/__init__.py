@@ -1,5 +1,12 @@
-"""pydantic-ai adapter: attach a factory's cards to an ``Agent`` with one toolset."""
+"""pydantic-ai adapter: attach a factory's cards to an ``Agent``.
 
-from toolcards.pydantic_ai.toolset import CardToolset
+* ``Agent(model, toolsets=[CardToolset(factory)])`` (or ``factory.toolset()``): the tools,
+  and the system-prompt sections as instructions rendered before every request.
+* ``Agent(model, capabilities=[TeamContext(factory)])``: the same tools, with the context
+  kept out of the prompt's prefix, so provider prompt caches keep hitting while it changes.
+"""
 
-__all__ = ["CardToolset"]
+from toolcards.pydantic_ai.context import TeamContext
+from toolcards.pydantic_ai.toolset import CardToolset, ContextMode
+
+__all__ = ["CardToolset", "ContextMode", "TeamContext"]

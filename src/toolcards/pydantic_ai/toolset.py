@@ -14,17 +14,29 @@ message everywhere. Translation at this boundary:
   failed tool result the model reads.
 
 System prompts become the toolset's instructions, re-evaluated before every model request
-in a worker thread (they may ask actors).
+in a worker thread (they may ask actors), one named instruction part per section (the plan,
+the graph summary). ``context`` says how a section that changed reaches the model:
+
+* ``"append"`` (the default): the first version stays in the instruction prefix and each
+  change is appended to the conversation as pydantic-ai's instruction delta — a unified diff
+  against the version the model last saw when that is shorter than the whole section. The
+  start of every request stays byte-identical, so provider prompt caches (OpenAI, Anthropic,
+  Gemini) keep hitting; ``python -m bench tokens`` measures it (a 30-turn run whose board
+  changes every 3 turns: see the README for the figures that chose this default).
+* ``"rewrite"``: the instructions are rendered afresh before every request, so the model
+  always reads the whole current context in one place, and any change rewrites the start of
+  the prompt (every cached prefix is lost).
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai import RunContext
 from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
 from pydantic_ai.exceptions import ToolFailed as PydanticAIToolFailed
+from pydantic_ai.messages import InstructionPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -37,7 +49,11 @@ from toolcards.errors import RetriableError, ToolFailed
 if TYPE_CHECKING:
     from toolcards.core.factory import ToolFactory
 
-__all__ = ["CardToolset"]
+__all__ = ["CardToolset", "ContextMode"]
+
+ContextMode = Literal["append", "rewrite", "off"]
+"""How a changed system-prompt section reaches the model (see the module docstring); ``"off"``:
+the toolset gives no instructions (``TeamContext`` gives them instead)."""
 
 # The pipeline validates; pydantic-ai only passes the raw arguments through.
 _PASS_THROUGH = SchemaValidator(core_schema.dict_schema())
@@ -47,12 +63,23 @@ class CardToolset(AbstractToolset[Any]):
     """Every TOOL_CALL tool of a :class:`~toolcards.core.factory.ToolFactory`, plus its
     SYSTEM_PROMPT sections as instructions."""
 
-    def __init__(self, factory: ToolFactory, *, max_retries: int = 2, id: str | None = "toolcards") -> None:
+    def __init__(
+        self,
+        factory: ToolFactory,
+        *,
+        max_retries: int = 2,
+        id: str | None = "toolcards",
+        context: ContextMode = "rewrite",
+    ) -> None:
+        if context not in ("append", "rewrite", "off"):
+            raise ValueError(f"context must be 'append', 'rewrite' or 'off', not {context!r}")
         self.factory = factory
         self.max_retries = max_retries
+        self.context: ContextMode = context
         self._id = id
         self._tools = {tool.name: tool for tool in factory.tools(Channels.TOOL_CALL)}
         self._prompts = factory.get_system_prompts()
+        self._prompt_names = [tool.name for tool in factory.tools(Channels.SYSTEM_PROMPT)]
         self._definitions: dict[str, ToolsetTool[Any]] | None = None
 
     @property
@@ -98,9 +125,17 @@ class CardToolset(AbstractToolset[Any]):
         except ToolFailed as exc:
             raise PydanticAIToolFailed(str(exc)) from exc
 
-    async def get_instructions(self, ctx: RunContext[Any]) -> str | None:
-        if not self._prompts:
+    async def get_instructions(self, ctx: RunContext[Any]) -> list[InstructionPart] | None:
+        if not self._prompts or self.context == "off":
             return None
         sections = await asyncio.to_thread(lambda: [prompt() for prompt in self._prompts])
-        text = "\n\n".join(section for section in sections if section)
-        return text or None
+        # Named parts of an addressable toolset: pydantic-ai appends a changed one as a delta
+        # (append), or re-renders the prefix (rewrite). An empty section is kept in append mode,
+        # so its withdrawal is recorded rather than silently dropped.
+        mode = self.context if self._id is not None else "rewrite"
+        parts = [
+            InstructionPart(content=section or "", dynamic=True, name=name, on_change=mode)
+            for name, section in zip(self._prompt_names, sections, strict=True)
+            if section or mode == "append"
+        ]
+        return parts or None

@@ -1,0 +1,382 @@
+"""Token benchmark: what the model reads on every request, counted in o200k tokens offline.
+
+``run()`` returns rows ``(name, tokens, note)``: the "median" column holds a token count
+(printed as ms by the table; read it as a count), the note says what was counted. Tokens are
+counted with tiktoken's ``o200k_base`` built from the encoding file shipped in the pinned
+``bpe-openai`` wheel (verified against tiktoken's published hash), so nothing is downloaded.
+
+Cases:
+
+* **tool definitions**, the default card set (workspace, planning, knowledge graph, exec,
+  web search), as pydantic-ai sends them, through both attachment styles:
+  ``Agent(toolsets=[factory.toolset()])`` and ``Agent(tools=factory.get_tools())``. What is
+  counted is the JSON of ``{"name", "description", "parameters"}`` per tool, the part of an
+  OpenAI request that carries the tools.
+* **context**: the text of every system-prompt capability (the plan and the graph summary)
+  for one agent, on a board of 200 tasks: 5 agents (a planner who created everything and 4
+  workers owning 40 tasks each; the last 40 are the planner's own), 50 dependencies,
+  80-character descriptions, statuses cycling pending / started / completed / completed.
+  A worker's context, the planner's, and the team's average (1 planner, 4 workers).
+* **facade**: ``toolcards serve --facade``'s ``tools/list`` against the full list, same team.
+* **prompt caching**: a worker runs 30 model requests (29 tool calls, then an answer) against
+  a local stand-in for the OpenAI Chat Completions API, which records each request body as
+  pydantic-ai's ``OpenAIChatModel`` sends it; every third request another agent changes the
+  worker's part of the board. For each request, the share of its tokens that is an unchanged
+  prefix of the previous request (what a provider's prompt cache can reuse), averaged, and
+  the tokens of all 30 requests; for both context modes of ``CardToolset``
+  (``"rewrite"``: the plan re-rendered into the instructions; ``"append"``: pydantic-ai's
+  appended instruction changes, unified diffs) and for the ``TeamContext`` capability
+  (stable instructions, compact ``[context update]`` lines). Goal: >= 90 % unchanged prefix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gzip
+import itertools
+import json
+import os
+import statistics
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["count_tokens", "run"]
+
+Row = tuple[str, float, str]
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+"""tiktoken's published hash of ``o200k_base.tiktoken``."""
+WORKERS = ("@Worker1", "@Worker2", "@Worker3", "@Worker4")
+PLANNER = "@Planner"
+
+
+@functools.cache
+def _encoding() -> Any:
+    import bpe_openai.data
+    import tiktoken
+    import tiktoken.load
+    from tiktoken_ext import openai_public
+
+    packed = Path(bpe_openai.data.__file__).parent / "o200k_base.tiktoken.gz"
+    with tempfile.NamedTemporaryFile(suffix=".tiktoken", delete=False) as plain:
+        plain.write(gzip.decompress(packed.read_bytes()))
+    real_load = tiktoken.load.load_tiktoken_bpe
+
+    def load_local(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        ranks: dict[bytes, int] = real_load(plain.name, expected_hash=O200K_SHA256)
+        return ranks
+
+    # The encoding's definition (pattern, special tokens) is tiktoken's; only the file is local.
+    openai_public.load_tiktoken_bpe = load_local  # type: ignore[attr-defined]
+    try:
+        spec = openai_public.o200k_base()
+    finally:
+        openai_public.load_tiktoken_bpe = real_load  # type: ignore[attr-defined]
+        os.unlink(plain.name)
+    return tiktoken.Encoding(**spec)
+
+
+def count_tokens(text: str) -> int:
+    """``text``'s length in o200k tokens."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def _definitions_tokens(definitions: Sequence[Any]) -> int:
+    payload = [
+        {"name": d.name, "description": d.description, "parameters": d.parameters_json_schema} for d in definitions
+    ]
+    return count_tokens(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+
+
+def _cards(search: bool = True) -> list[Any]:
+    from toolcards.knowledge_graph import KnowledgeGraphTool
+    from toolcards.planning import PlanningTool
+    from toolcards.sandbox import ExecTool
+    from toolcards.workspace import WorkspaceTool
+
+    cards: list[Any] = [WorkspaceTool(), PlanningTool(), KnowledgeGraphTool(), ExecTool(mode="local")]
+    if search:
+        from toolcards.search import SearchTool
+
+        cards.append(SearchTool())
+    return cards
+
+
+def _tool_definition_rows() -> list[Row]:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import ModelResponse, TextPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from toolcards import ToolFactory
+    from toolcards.testing import FakeObserver
+
+    seen: dict[str, list[Any]] = {}
+
+    def capture(style: str) -> FunctionModel:
+        def model(_messages: list[Any], info: AgentInfo) -> ModelResponse:
+            seen[style] = list(info.function_tools)
+            return ModelResponse(parts=[TextPart("ok")])
+
+        return FunctionModel(model)
+
+    with FakeObserver("Worker1", "tokens") as agent:
+        factory = ToolFactory(_cards(), observer=agent)
+        Agent(capture("toolset"), toolsets=[factory.toolset()]).run_sync("hi")
+        Agent(capture("tools"), tools=factory.get_tools()).run_sync("hi")
+    toolset, tools = seen["toolset"], seen["tools"]
+    return [
+        (
+            "tool definitions, Agent(toolsets=[factory.toolset()])",
+            float(_definitions_tokens(toolset)),
+            f"o200k tokens (not ms); {len(toolset)} tools; goal <= 2,300 (akgentic-tool: 5,075)",
+        ),
+        (
+            "tool definitions, Agent(tools=factory.get_tools())",
+            float(_definitions_tokens(tools)),
+            f"o200k tokens; {len(tools)} tools; goal: the same compact schema as the toolset",
+        ),
+    ]
+
+
+def _board() -> tuple[list[Any], list[Any]]:
+    from toolcards.planning import TaskCreate
+
+    statuses = ("pending", "started", "completed", "completed")
+    creates = []
+    for index in range(200):
+        owner = WORKERS[index // 40] if index < 160 else PLANNER
+        words = f"Task {index + 1}: implement the {('parser', 'cache', 'report', 'api', 'store')[index % 5]} step"
+        description = (words + " for the quarterly release, with tests and docs updated")[:80].ljust(80, ".")
+        creates.append(TaskCreate(description=description, owner=owner))
+    updates = []
+    from toolcards.planning import TaskUpdate
+
+    for index in range(200):
+        dependencies = [index - 3] if index % 4 == 0 and index >= 3 and len(updates) < 200 else None
+        status = statuses[index % 4]
+        output = "done: merged in the release branch" if status == "completed" else None
+        updates.append(TaskUpdate(id=index + 1, status=status, output=output, dependencies=dependencies))  # type: ignore[arg-type]
+    return creates, updates
+
+
+def _context_rows() -> list[Row]:
+    from toolcards import ToolFactory
+    from toolcards.actors import ActorSystem
+    from toolcards.knowledge_graph import KnowledgeGraphTool
+    from toolcards.planning import PlanningTool
+    from toolcards.testing import FakeObserver
+
+    creates, updates = _board()
+    dependencies = sum(1 for update in updates if update.dependencies)
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory() as temp, ActorSystem() as system:
+        os.environ["TOOLCARDS_WORKSPACES_ROOT"] = temp
+        planner = FakeObserver("Planner", "tokens-board", system=system)
+        board = next(t for t in ToolFactory([PlanningTool()], observer=planner).tools() if t.name == "update_planning")
+        board.handler(create_tasks=creates)
+        board.handler(update_tasks=updates)
+
+        def context(name: str) -> int:
+            agent = FakeObserver(name.lstrip("@"), "tokens-board", system=system)
+            cards = [PlanningTool(), KnowledgeGraphTool()]
+            prompts = ToolFactory(cards, observer=agent).get_system_prompts()
+            return count_tokens("\n\n".join(text for prompt in prompts if (text := prompt())))
+
+        worker = context(WORKERS[0])
+        planner_tokens = context(PLANNER)
+        team = [planner_tokens, *(context(name) for name in WORKERS)]
+    note = f"200 tasks, {dependencies} dependencies, 80-char descriptions"
+    rows.append(("context of a worker with 40 of 200 tasks", float(worker), f"o200k tokens; {note}; goal <= 1,000"))
+    rows.append(("context of the planner (creator of all 200)", float(planner_tokens), f"o200k tokens; {note}"))
+    rows.append(
+        (
+            "context, team average (1 planner, 4 workers)",
+            float(statistics.mean(team)),
+            "o200k tokens; goal <= 1,600 (akgentic-tool: 3,347)",
+        )
+    )
+    return rows
+
+
+def _facade_rows() -> list[Row]:
+    from mcp import Client
+
+    from toolcards.core.registry import dump_cards
+    from toolcards.server import TeamServer
+    from toolcards.server.config import ServeConfig
+
+    async def listed(facade: bool) -> int:
+        config = ServeConfig(team_id="tokens-facade", cards=dump_cards(_cards(search=False)), facade=facade)
+        server = TeamServer(config)
+        try:
+            async with Client(server.server) as client:
+                tools = (await client.list_tools()).tools
+        finally:
+            server.close()
+        payload = [{"name": t.name, "description": t.description, "parameters": t.input_schema} for t in tools]
+        return count_tokens(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+
+    with tempfile.TemporaryDirectory() as temp:
+        os.environ["TOOLCARDS_WORKSPACES_ROOT"] = temp
+        full = asyncio.run(listed(False))
+        facade = asyncio.run(listed(True))
+    return [
+        ("MCP tools/list, full", float(full), "o200k tokens; default team without web search"),
+        (
+            "MCP tools/list, facade",
+            float(facade),
+            f"o200k tokens; {100 * facade / full:.1f} % of the full list; goal <= 10 %",
+        ),
+    ]
+
+
+class _FakeOpenAI:
+    """A local Chat Completions endpoint: records request bodies, answers from a script."""
+
+    def __init__(self, turns: int, on_request: Any) -> None:
+        import http.server
+        import threading
+
+        self.bodies: list[dict[str, Any]] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *_args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.bodies.append(body)
+                number = len(outer.bodies)
+                on_request(number)
+                if number < turns:
+                    call = {"name": "get_planning_task", "arguments": json.dumps({"task_id": 1 + number % 40})}
+                    message = {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [{"id": f"call_{number}", "type": "function", "function": call}],
+                    }
+                    finish = "tool_calls"
+                else:
+                    message, finish = {"role": "assistant", "content": "done"}, "stop"
+                answer = {
+                    "id": f"r{number}",
+                    "object": "chat.completion",
+                    "created": 0,
+                    "model": "gpt-4o",
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }
+                data = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _prefix_shares(bodies: list[dict[str, Any]]) -> tuple[float, int]:
+    """Mean share of each request's tokens that repeat the previous request's start; total tokens."""
+    # Providers cache the request's start: the tool definitions, then the messages in order.
+    texts = [json.dumps(b.get("tools"), sort_keys=True) + json.dumps(b["messages"], sort_keys=True) for b in bodies]
+    shares = []
+    for previous, current in itertools.pairwise(texts):
+        common = os.path.commonprefix([previous, current])  # noqa: RUF071 - character by character is the point
+        shares.append(count_tokens(common) / count_tokens(current))
+    return statistics.mean(shares), sum(count_tokens(text) for text in texts)
+
+
+def _cache_rows(turns: int = 30) -> list[Row]:
+    from pydantic_ai import Agent
+    from pydantic_ai.models.openai import OpenAIChatModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+    from pydantic_ai.usage import UsageLimits
+
+    from toolcards import ToolFactory
+    from toolcards.actors import ActorSystem
+    from toolcards.knowledge_graph import KnowledgeGraphTool
+    from toolcards.planning import PlanningTool
+    from toolcards.pydantic_ai import CardToolset, TeamContext
+    from toolcards.testing import FakeObserver
+
+    creates, updates = _board()
+    results: dict[str, tuple[float, int]] = {}
+    for mode in ("rewrite", "append", "updates"):
+        with tempfile.TemporaryDirectory() as temp, ActorSystem() as system:
+            os.environ["TOOLCARDS_WORKSPACES_ROOT"] = temp
+            planner = FakeObserver("Planner", f"tokens-cache-{mode}", system=system)
+            board = next(
+                t for t in ToolFactory([PlanningTool()], observer=planner).tools() if t.name == "update_planning"
+            )
+            board.handler(create_tasks=creates)
+            board.handler(update_tasks=updates)
+            worker = FakeObserver(WORKERS[0].lstrip("@"), f"tokens-cache-{mode}", system=system)
+            factory = ToolFactory([PlanningTool(), KnowledgeGraphTool()], observer=worker)
+
+            def change(number: int, board: Any = board) -> None:
+                if number % 3 == 0:  # the board changes every third request
+                    task_id = 1 + (number // 3) % 40
+                    change_one = {"id": task_id, "status": "started", "output": f"step {number}"}
+                    board.call_sync({"update_tasks": [change_one]})
+
+            fake = _FakeOpenAI(turns, change)
+            try:
+                model = OpenAIChatModel("gpt-4o", provider=OpenAIProvider(base_url=fake.url, api_key="not-used"))
+                if mode == "updates":
+                    agent = Agent(model, capabilities=[TeamContext(factory)])
+                else:
+                    agent = Agent(model, toolsets=[CardToolset(factory, context=mode)])  # type: ignore[arg-type]
+                agent.run_sync("Work through your tasks.", usage_limits=UsageLimits(request_limit=None))
+            finally:
+                fake.close()
+            results[mode] = _prefix_shares(fake.bodies)
+    rows: list[Row] = []
+    for mode, (share, total) in results.items():
+        how = "TeamContext capability" if mode == "updates" else f"CardToolset(context={mode!r})"
+        rows.append(
+            (
+                f"30 requests, board changing every 3, {how}: unchanged prefix",
+                100.0 * share,
+                f"percent of each request's tokens repeating the previous request's start (not ms); "
+                f"{total:,} o200k tokens sent in all; goal >= 90 %",
+            )
+        )
+    return rows
+
+
+def run() -> list[Row]:
+    """Count every case; takes a few seconds."""
+    previous = os.environ.get("TOOLCARDS_WORKSPACES_ROOT")
+    try:
+        with tempfile.TemporaryDirectory() as temp:
+            os.environ["TOOLCARDS_WORKSPACES_ROOT"] = temp
+            rows = _tool_definition_rows()
+        rows += _context_rows()
+        rows += _facade_rows()
+        rows += _cache_rows()
+    finally:
+        import pykka
+
+        pykka.ActorRegistry.stop_all()
+        from toolcards.store import close_default_stores
+
+        close_default_stores()
+        if previous is None:
+            os.environ.pop("TOOLCARDS_WORKSPACES_ROOT", None)
+        else:
+            os.environ["TOOLCARDS_WORKSPACES_ROOT"] = previous
+    return rows
