@@ -3,6 +3,7 @@ model still learns every change, in compact updates kept in the conversation."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from pydantic_ai import Agent
@@ -87,7 +88,7 @@ def test_an_agent_keeps_its_instructions_while_the_board_changes(alice: FakeObse
     assert len(updates) == 3
     assert all("now: - #" in str(update) and "Follow-up" in str(update) for update in updates)
     # Each request starts with the whole previous one: the history is only ever extended.
-    for (_, before), (_, after) in zip(seen, seen[1:], strict=False):
+    for (_, before), (_, after) in itertools.pairwise(seen):
         assert after[: len(before)] == before
 
 

@@ -2,8 +2,10 @@
 
 Instead of every tool definition on every request, ``tools/list`` shows:
 
-* ``search_tools(query)`` — tools ranked by BM25 over their names, descriptions and
-  parameter names, with a one-line summary and a score each;
+* ``search_tools(query)`` — tools ranked by BM25 over their names (weighted 3), descriptions
+  (2) and parameter names (1), with a one-line summary and a score each. A query may be a
+  sentence: stop words are dropped and a few everyday words are read as the words tools use
+  (:data:`SYNONYMS`: "look at a screenshot" searches for view and image too);
 * ``describe_tool(name)`` — one tool's full description and input schema;
 * ``call_tool(name, arguments)`` — run it, through the same pipeline as a direct call;
 
@@ -35,6 +37,7 @@ __all__ = [
     "ToolCatalog",
     "did_you_mean",
     "meta_tools",
+    "query_terms",
     "summary",
     "tokenize",
     "unknown_tool_message",
@@ -45,27 +48,93 @@ DESCRIBE_TOOL = "describe_tool"
 CALL_TOOL = "call_tool"
 META_TOOLS = (SEARCH_TOOLS, DESCRIBE_TOOL, CALL_TOOL)
 
-_WORD = re.compile(r"[A-Za-z][a-z]*|[A-Z]+(?![a-z])|\d+")
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _SUFFIXES = ("ing", "ies", "es", "ed", "s")
 NAME_WEIGHT = 3
 """A tool's name tokens count this many times: a name match beats a passing mention."""
+NAME_BONUS = 2.0
+"""Added to a tool's score when its name is made of query words (in proportion to how much of it)."""
+_GENERIC_NAME_WORDS = frozenset({"workspace", "web", "get"})
+"""Name parts shared by whole families of tools: they do not pick one."""
+DESCRIPTION_WEIGHT = 3
+"""A tool's description tokens count this many times, above its parameter names (once)."""
+
+STOP_WORDS = frozenset(
+    (  # noqa: SIM905 - a paragraph of words reads better than seventy lines of them
+        "a about after all an and any are as at be been but by can could do does for from give has have "
+        "how i in into is it its let me my need of on or our please some tell that the their them then there "
+        "these this those to up us use using want we what when where which who why will with would you your"
+    ).split()
+)
+"""Words a query in a sentence carries that say nothing about which tool is meant."""
+
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "look": ("view",),
+    "see": ("view",),
+    "screenshot": ("image",),
+    "picture": ("image",),
+    "photo": ("image",),
+    "diagram": ("image",),
+    "content": ("read",),
+    "open": ("read",),
+    "remember": ("record", "knowledge"),
+    "fact": ("knowledge",),
+    "learn": ("knowledge", "record"),
+    "assign": ("owner", "task"),
+    "todo": ("task",),
+    "execute": ("run", "command"),
+    "test": ("run", "command"),
+    "build": ("run", "command"),
+    "install": ("run", "command"),
+    "shell": ("command",),
+    "defin": ("content",),
+    "definition": ("content",),
+    "usage": ("content",),
+    "function": ("content",),
+    "class": ("content",),
+    "method": ("content",),
+    "symbol": ("content",),
+    "undo": ("edit", "replace"),
+    "revert": ("edit", "replace"),
+    "modify": ("edit",),
+    "change": ("edit",),
+    "internet": ("web",),
+    "online": ("web",),
+    "latest": ("web",),
+    "url": ("fetch",),
+    "download": ("fetch",),
+}
+"""Everyday words (as stems) and the words tool descriptions use for the same thing."""
 
 
 def _stem(word: str) -> str:
-    # Just enough to match "tasks" with "task" and "reading" with "read".
+    # Just enough to match "tasks" with "task", "reading" with "read" and "replacing" with
+    # "replace" (a final "e" goes, so both become "replac").
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             if suffix == "ies":
                 return word[:-3] + "y"
             if suffix == "es" and not word.endswith(("ses", "xes", "zes", "ches", "shes")):
-                return word[:-1]
+                return word[:-1].removesuffix("e") if len(word) > 5 else word[:-1]
             return word[: -len(suffix)]
-    return word
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
 
 
 def tokenize(text: str) -> list[str]:
-    """Lower-case word stems of ``text``, splitting snake_case and camelCase."""
-    return [_stem(match.group(0).lower()) for match in _WORD.finditer(text)]
+    """Lower-case word stems of ``text``, splitting snake_case and camelCase; stop words dropped."""
+    words = [match.group(0).lower() for match in _WORD.finditer(text)]
+    return [_stem(word) for word in words if len(word) > 1 and word not in STOP_WORDS]
+
+
+_GENERIC_NAME_STEMS = frozenset(_stem(word) for word in _GENERIC_NAME_WORDS)
+_SYNONYM_STEMS = {_stem(word): tuple(_stem(other) for other in others) for word, others in SYNONYMS.items()}
+
+
+def query_terms(query: str) -> list[str]:
+    """The search terms of ``query``: its stems, then the tool words its everyday words stand for."""
+    terms = tokenize(query)
+    expanded = [synonym for term in terms for synonym in _SYNONYM_STEMS.get(term, ())]
+    return terms + [term for term in expanded if term not in terms]
 
 
 class BM25Index:
@@ -99,7 +168,7 @@ class BM25Index:
 
         Documents sharing no term with the query are left out; ties keep insertion order.
         """
-        terms = tokenize(query) if isinstance(query, str) else list(query)
+        terms = query_terms(query) if isinstance(query, str) else list(query)
         scores: list[tuple[float, int]] = []
         for index, counts in enumerate(self._counts):
             score = 0.0
@@ -140,6 +209,7 @@ class ToolCatalog:
     def __init__(self, tools: Mapping[str, Tool]) -> None:
         self.tools = dict(tools)
         self._index = BM25Index((name, _document(tool)) for name, tool in self.tools.items())
+        self._name_terms = {name: set(tokenize(name)) for name in self.tools}
 
     def search(self, query: str, limit: int = 8) -> list[dict[str, Any]]:
         """Ranked matches for ``query``: ``{"name", "summary", "score"}`` each, best first.
@@ -151,7 +221,18 @@ class ToolCatalog:
             raise RetriableError(
                 f"The query {query!r} has no words to search for. Describe the task in a few words, e.g. 'read a file'."
             )
-        hits = self._index.search(query, limit=limit)
+        terms = query_terms(query)
+        scored = dict(self._index.search(terms, limit=len(self.tools)))
+        # A word the user wrote that names the tool ("read file") says more than any
+        # description: the bonus grows with how much of the name the query covers. Words
+        # added as synonyms do not count: they widen the search, they do not pick a tool.
+        written = set(tokenize(query))
+        for name, words in self._name_terms.items():
+            specific = words - _GENERIC_NAME_STEMS
+            named = len(specific & written)
+            if named:
+                scored[name] = scored.get(name, 0.0) + NAME_BONUS * named / len(specific)
+        hits = sorted(scored.items(), key=lambda item: -item[1])[:limit]
         if not hits:
             raise RetriableError(
                 f"No tool matches {query!r}. Try other words for the task; there are {len(self.tools)} tools."
@@ -194,7 +275,7 @@ def _document(tool: Tool) -> list[str]:
     properties = tool.parameters_schema.get("properties", {})
     return [
         *tokenize(tool.name) * NAME_WEIGHT,
-        *tokenize(tool.description),
+        *tokenize(tool.description) * DESCRIPTION_WEIGHT,
         *(token for parameter in properties for token in tokenize(parameter)),
     ]
 
