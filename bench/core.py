@@ -1,14 +1,11 @@
-"""The pipeline's overhead per call, and the cost of ``import toolcards``.
+"""The pipeline's overhead per call.
 
-Targets on the reference machine: pipeline overhead <= 30 µs median for a sync tool
-without guards; ``import toolcards`` <= 150 ms.
+Target on the reference machine: pipeline overhead <= 30 µs median for a sync tool
+without guards. The cost of ``import toolcards`` is ``bench/import.py``.
 """
 
 from __future__ import annotations
 
-import statistics
-import subprocess
-import sys
 from typing import ClassVar
 
 import pykka
@@ -41,15 +38,6 @@ def ping(x: int) -> int:
     return x + 1
 
 
-def import_time_ms(runs: int = 15) -> float:
-    code = "import time; t = time.perf_counter(); import toolcards; print((time.perf_counter() - t) * 1000)"
-    samples = [
-        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-        for _ in range(runs)
-    ]
-    return statistics.median(samples)
-
-
 def run() -> list[tuple[str, float, str]]:
     direct = median_ms(lambda: ping(1), repeat=20000)
     bare = Tool.from_function(ping)
@@ -73,5 +61,4 @@ def run() -> list[tuple[str, float, str]]:
         ("factory command (records on)", via_factory, "records built only with a sink: here the factory's"),
         ("factory command + subscriber", with_record, "one ToolExecutionRecord per call"),
         ("bare pykka ask (proxy.ping().get())", actor, "for scale: an actor round trip"),
-        ("import toolcards (fresh interpreter)", import_time_ms(), "target <= 150 ms"),
     ]

@@ -1,6 +1,10 @@
 """Layering, tested: prose does not go red when someone adds an import.
 
-* ``import toolcards`` loads no domain, no adapter and no heavy dependency.
+* ``import toolcards`` loads no domain, no adapter and no heavy dependency; not even
+  pydantic or pykka, which load when a name that needs them is first used (``python -m
+  bench import`` measures the cost);
+* ``from toolcards import ToolCard, ToolFactory`` loads pydantic and the core, but no pykka,
+  no domain and no adapter;
 * importing one domain package loads no other domain;
 * an ``ast`` sweep over every module: no domain imports another domain, the core and
   actor layers import no domain and no adapter, and adapters import no domain (cards reach
@@ -40,6 +44,33 @@ def test_import_toolcards_is_light() -> None:
     loaded = imported_modules("import toolcards")
     assert not {m for m in loaded if m.split(".")[0] in HEAVY}
     assert not {m for m in loaded if m.startswith("toolcards.") and m.split(".")[1] in set(DOMAINS) | ADAPTERS}
+
+
+def test_import_toolcards_defers_every_dependency() -> None:
+    loaded = imported_modules("import toolcards") - imported_modules("pass")
+    assert not {m for m in loaded if m.split(".")[0] in {"pydantic", "pydantic_core", "pykka", "annotated_types"}}
+    assert "importlib.metadata" not in loaded  # __version__ is read when asked
+    assert {m for m in loaded if m.startswith("toolcards.")} == {"toolcards.errors"}
+
+
+def test_the_first_card_loads_the_core_only() -> None:
+    loaded = imported_modules("from toolcards import ToolCard, ToolFactory")
+    assert {"pydantic", "toolcards.core.card", "toolcards.core.factory"} <= loaded
+    assert not {m for m in loaded if m.split(".")[0] in HEAVY | {"pykka"}}
+    assert not {m for m in loaded if m.startswith("toolcards.") and m.split(".")[1] not in {"core", "errors"}}
+
+
+def test_lazy_names_resolve_in_a_fresh_interpreter() -> None:
+    code = (
+        "import toolcards, toolcards.core, toolcards.actors\n"
+        "for module in (toolcards, toolcards.core, toolcards.actors):\n"
+        "    assert set(module.__all__) <= set(dir(module)), module\n"
+        "    for name in module.__all__:\n"
+        "        getattr(module, name)\n"
+        "assert toolcards.__version__\n"
+        "assert toolcards.ToolCard is toolcards.core.card.ToolCard"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
 
 
 @pytest.mark.parametrize("domain", DOMAINS)

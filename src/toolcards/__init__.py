@@ -1,8 +1,11 @@
 """toolcards: serializable capability cards for teams of LLM agents.
 
-The core (cards, channels, the tool pipeline, the factory) and the error tree are
-imported eagerly; domain cards (``WorkspaceTool``, ``PlanningTool``, ...) are imported on
-first use, so ``import toolcards`` loads no domain and no heavy dependency.
+Only the error tree (plain Python) and the library logger are set up at import. Every
+other public name is imported on first use: the core (cards, channels, the pipeline, the
+factory) when it is first named, a domain card (``WorkspaceTool``, ``PlanningTool``, ...)
+when it is, so ``import toolcards`` loads no pydantic, no pykka and no domain
+(``python -m bench import`` measures it). ``from toolcards import ToolCard`` loads what
+the card needs and nothing more.
 """
 
 from __future__ import annotations
@@ -11,35 +14,6 @@ import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from toolcards.actors.address import ActorAddress
-from toolcards.core import (
-    COMMAND,
-    SYSTEM_PROMPT,
-    TOOL_CALL,
-    ActorToolObserver,
-    ApprovalRequest,
-    Approver,
-    BaseToolParam,
-    Capability,
-    Channels,
-    CommandArg,
-    CommandDescriptor,
-    CommandRegistry,
-    Guard,
-    GuardContext,
-    StateChanged,
-    TeamAgent,
-    TeamManagementToolObserver,
-    Tool,
-    ToolCard,
-    ToolExecutionRecord,
-    ToolFactory,
-    ToolObserver,
-    capability,
-    card_kinds,
-    dump_cards,
-    load_cards,
-)
 from toolcards.errors import (
     ActorUnavailable,
     ApprovalRequired,
@@ -55,7 +29,19 @@ from toolcards.errors import (
 )
 
 if TYPE_CHECKING:
+    from toolcards.actors.address import ActorAddress
     from toolcards.actors.system import ActorSystem, Team
+    from toolcards.core.approval import ApprovalRequest, Approver
+    from toolcards.core.card import Capability, ToolCard, capability
+    from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+    from toolcards.core.commands import CommandArg, CommandDescriptor, CommandRegistry
+    from toolcards.core.events import StateChanged, ToolExecutionRecord
+    from toolcards.core.factory import ToolFactory
+    from toolcards.core.guards import Guard, GuardContext
+    from toolcards.core.observer import ActorToolObserver, TeamAgent, TeamManagementToolObserver, ToolObserver
+    from toolcards.core.params import BaseToolParam
+    from toolcards.core.registry import card_kinds, dump_cards, load_cards
+    from toolcards.core.tool import Tool
     from toolcards.knowledge_graph.tool import KnowledgeGraphTool
     from toolcards.mcp.tool import MCPTool
     from toolcards.planning.tool import PlanningTool
@@ -67,16 +53,44 @@ if TYPE_CHECKING:
 logging.getLogger("toolcards").addHandler(logging.NullHandler())
 
 _LAZY = {
+    "COMMAND": "toolcards.core.channels",
+    "SYSTEM_PROMPT": "toolcards.core.channels",
+    "TOOL_CALL": "toolcards.core.channels",
+    "ActorAddress": "toolcards.actors.address",
     "ActorSystem": "toolcards.actors.system",
-    "Team": "toolcards.actors.system",
+    "ActorToolObserver": "toolcards.core.observer",
+    "ApprovalRequest": "toolcards.core.approval",
+    "Approver": "toolcards.core.approval",
+    "BaseToolParam": "toolcards.core.params",
+    "Capability": "toolcards.core.card",
+    "Channels": "toolcards.core.channels",
+    "CommandArg": "toolcards.core.commands",
+    "CommandDescriptor": "toolcards.core.commands",
+    "CommandRegistry": "toolcards.core.commands",
     "ExecTool": "toolcards.sandbox.tool",
+    "Guard": "toolcards.core.guards",
+    "GuardContext": "toolcards.core.guards",
     "KnowledgeGraphTool": "toolcards.knowledge_graph.tool",
     "MCPTool": "toolcards.mcp.tool",
     "PlanningTool": "toolcards.planning.tool",
     "SearchTool": "toolcards.search.tool",
+    "StateChanged": "toolcards.core.events",
+    "Team": "toolcards.actors.system",
+    "TeamAgent": "toolcards.core.observer",
+    "TeamManagementToolObserver": "toolcards.core.observer",
     "TeamTool": "toolcards.team.tool",
+    "Tool": "toolcards.core.tool",
+    "ToolCard": "toolcards.core.card",
+    "ToolExecutionRecord": "toolcards.core.events",
+    "ToolFactory": "toolcards.core.factory",
+    "ToolObserver": "toolcards.core.observer",
     "WorkspaceTool": "toolcards.workspace.tool",
+    "capability": "toolcards.core.card",
+    "card_kinds": "toolcards.core.registry",
+    "dump_cards": "toolcards.core.registry",
+    "load_cards": "toolcards.core.registry",
 }
+"""Public name → the module that defines it, imported when the name is first used."""
 
 
 def __getattr__(name: str) -> Any:
@@ -96,6 +110,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [

@@ -1,7 +1,8 @@
 """The actor runtime on pykka: teams, their orchestrators, addresses and asks.
 
-``ActorAddress`` is plain data and imported eagerly; the rest loads pykka, so it is
-imported on first use and ``import toolcards`` stays light.
+The journal protocol is plain Python and imported eagerly. ``ActorAddress`` (a pydantic
+model) and the rest (which load pykka) are imported on first use, so
+``import toolcards`` stays light.
 """
 
 from __future__ import annotations
@@ -9,15 +10,16 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from toolcards.actors.address import ActorAddress
 from toolcards.actors.journal import EventJournal, JournalFactory, MemoryJournal
 
 if TYPE_CHECKING:
+    from toolcards.actors.address import ActorAddress
     from toolcards.actors.asking import ask, ask_async
     from toolcards.actors.orchestrator import EventSubscriber, Orchestrator
     from toolcards.actors.system import ActorSystem, Team
 
 _LAZY = {
+    "ActorAddress": "toolcards.actors.address",
     "ActorSystem": "toolcards.actors.system",
     "EventSubscriber": "toolcards.actors.orchestrator",
     "Orchestrator": "toolcards.actors.orchestrator",
@@ -34,6 +36,10 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
 
 
 __all__ = [
