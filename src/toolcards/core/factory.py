@@ -8,10 +8,11 @@ a card bound to an observer of the wrong kind. Nothing is dropped silently.
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from toolcards.core.approval import Approver
 from toolcards.core.card import ToolCard
@@ -260,23 +261,42 @@ def command_function(tool: Tool) -> Callable[..., Any]:
 
 
 def _dress(function: Callable[..., Any], tool: Tool) -> Callable[..., Any]:
+    """Give ``function`` the tool's name, description and a signature that yields its exact schema.
+
+    A framework that builds a tool's schema from the function's signature (pydantic-ai's
+    ``Agent(tools=...)``) would rebuild it from the handler's types: titles, ``$defs``, model
+    docstrings and ``anyOf``-null unions would come back. Each parameter is therefore
+    annotated with the tool's own JSON schema for it (``WithJsonSchema``), so both ways of
+    attaching a card send the same compact schema. Validation stays the pipeline's: the
+    annotation's type is ``Any``.
+    """
+    from pydantic import Field, WithJsonSchema
+
+    properties = tool.parameters_schema.get("properties", {})
+    parameters = []
+    for name, parameter in tool.args.signature.parameters.items():
+        schema = properties.get(name, {})
+        annotation = Annotated[Any, WithJsonSchema(schema), Field(json_schema_extra=_keep_only(schema))]
+        parameters.append(parameter.replace(annotation=annotation))
+    signature = inspect.Signature(parameters, return_annotation=tool.args.signature.return_annotation)
     functools.update_wrapper(function, tool.handler, assigned=(), updated=())
     function.__name__ = tool.name
     function.__qualname__ = tool.name
-    function.__doc__ = _docstring(tool)
-    function.__signature__ = tool.args.signature  # type: ignore[attr-defined]
+    function.__doc__ = tool.description
+    function.__signature__ = signature  # type: ignore[attr-defined]
     function.__annotations__ = {
-        **{name: p.annotation for name, p in tool.args.signature.parameters.items()},
-        "return": tool.args.signature.return_annotation,
+        **{parameter.name: parameter.annotation for parameter in parameters},
+        "return": signature.return_annotation,
     }
     function.__toolcards_tool__ = tool  # type: ignore[attr-defined]
     return function
 
 
-def _docstring(tool: Tool) -> str:
-    lines = [tool.description]
-    props = tool.parameters_schema.get("properties", {})
-    described = [(name, prop["description"]) for name, prop in props.items() if prop.get("description")]
-    if described:
-        lines += ["", "Args:"] + [f"    {name}: {text}" for name, text in described]
-    return "\n".join(lines)
+def _keep_only(schema: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """A ``json_schema_extra`` that drops the ``default`` pydantic adds when ``schema`` has none."""
+
+    def adjust(generated: dict[str, Any]) -> None:
+        if "default" not in schema:
+            generated.pop("default", None)
+
+    return adjust
