@@ -12,6 +12,12 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
+def no_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve`` reads ``TOOLCARDS_TOKEN``; the tests decide whether there is one."""
+    monkeypatch.delenv("TOOLCARDS_TOKEN", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def restore_logging() -> Iterator[None]:
     """``main`` configures logging for a process; put the test process's back."""
     root = logging.getLogger()

@@ -56,7 +56,8 @@ def test_a_tool_needing_approval_runs_only_with_approve(team_yaml: Path, capsys:
 def test_an_oversized_command_is_refused_unread(team_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from toolcards.core.commands import MAX_COMMAND_CHARS
 
-    assert main(["call", "--config", str(team_yaml), "/add_note", "x" * MAX_COMMAND_CHARS]) == 1
+    # A command the team cannot take is a usage error (exit code 2), like an unknown one.
+    assert main(["call", "--config", str(team_yaml), "/add_note", "x" * MAX_COMMAND_CHARS]) == 2
     err = capsys.readouterr().err
     assert err.startswith("Error: The command '/add_note ") and "over the limit of 262,144" in err
     assert err.count("\n") == 1 and len(err) < 400
@@ -68,12 +69,24 @@ def test_an_unknown_command_exits_2(team_yaml: Path, capsys: pytest.CaptureFixtu
 
 
 def test_setup_errors_are_one_line_unless_debugging(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    missing = str(tmp_path / "missing.yaml")
-    assert main(["call", "--config", missing, "/x"]) == 1
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("cards: [\n")
+    assert main(["call", "--config", str(broken), "/x"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("toolcards: error: Cannot read config") and err.count("\n") == 1
-    with pytest.raises(Exception, match="Cannot read config"):
-        main(["--debug", "call", "--config", missing, "/x"])
+    assert err.startswith(f"toolcards: error: Config {broken} is not valid YAML") and err.count("\n") == 1
+    with pytest.raises(Exception, match="is not valid YAML"):
+        main(["--debug", "call", "--config", str(broken), "/x"])
+    # A config file that does not exist is a mistake on the command line itself.
+    assert main(["call", "--config", str(tmp_path / "missing.yaml"), "/x"]) == 2
+    assert "missing.yaml: no such file" in capsys.readouterr().err
+
+
+def test_arguments_a_tool_refuses_are_a_usage_error_and_nothing_runs(
+    team_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["call", "--config", str(team_yaml), "/echo", "hi", "times=many"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("Error: Invalid arguments for echo: times")
 
 
 def test_no_subcommand_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,7 +138,7 @@ def test_a_script_writes_the_board_a_server_is_serving(
 
     assert main(["call", "/search_planning"]) == 0
     listed = capsys.readouterr().out
-    assert "ID 1" in listed and "ID 2" in listed and "ID 3" in listed
+    assert all(task in listed for task in ("from the server", "from a script", "again"))
 
 
 def test_store_option_selects_the_store(

@@ -1,4 +1,4 @@
-"""``toolcards serve``: a real stdio subprocess, shutdown on SIGTERM, and refused binds."""
+"""``toolcards serve``: real stdio and HTTP subprocesses, the HTTP token, shutdown on SIGTERM, refused binds."""
 
 from __future__ import annotations
 
@@ -72,8 +72,8 @@ def test_sigterm_flushes_every_actor_before_exit(team_yaml: Path) -> None:
 
 
 def test_a_public_bind_without_a_token_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["serve", "--transport", "http", "--host", "0.0.0.0"]) == 1
-    assert "Refusing to serve on 0.0.0.0 without a token" in capsys.readouterr().err
+    assert main(["serve", "--transport", "http", "--host", "0.0.0.0", "--no-token"]) == 2
+    assert "--no-token is refused on --host 0.0.0.0" in capsys.readouterr().err
 
 
 def test_command_line_options_override_the_config(team_yaml: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,3 +149,124 @@ def test_serve_says_which_store_it_uses(
     err = capsys.readouterr().err
     assert "pw" not in err
     assert err.count("toolcards: error:") == 1
+
+
+def start_http_server(team_yaml: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*serve_command(team_yaml), "--transport", "http", "--port", "0", *extra],
+        cwd=REPO,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def serving_line(process: subprocess.Popen[str]) -> str:
+    assert process.stderr is not None
+    seen: list[str] = []
+    for line in process.stderr:
+        seen.append(line)
+        if "serving team" in line:
+            return line.strip()
+    raise AssertionError(f"the server exited ({process.wait()}): {''.join(seen)}")
+
+
+def stop(process: subprocess.Popen[str]) -> str:
+    process.send_signal(signal.SIGTERM)
+    _, rest = process.communicate(timeout=60)
+    return rest
+
+
+def status_of(url: str, headers: dict[str, str] | None = None) -> int:
+    import urllib.error
+    import urllib.request
+
+    body = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    body += b'"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
+    request = urllib.request.Request(
+        url,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **(headers or {}),
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+@pytest.mark.slow
+def test_http_serve_generates_a_token_and_prints_it_once(team_yaml: Path) -> None:
+    import re
+
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCARDS_TOKEN"}
+    process = start_http_server(team_yaml, env=env)
+    try:
+        line = serving_line(process)
+        found = re.fullmatch(r"toolcards: serving team cli-team at (http://127\.0\.0\.1:\d+/mcp)\?token=(\S+)", line)
+        assert found, line
+        endpoint, token = found[1], found[2]
+        assert status_of(endpoint) == 401
+        assert status_of(endpoint, {"Authorization": f"Bearer {token}"}) == 200
+        assert status_of(f"{endpoint}?token={token}") == 200
+
+        async def whoami() -> str:
+            async with Client(
+                f"{endpoint}?token={token}", client_info=types.Implementation(name="Lu", version="1")
+            ) as c:
+                part = (await c.call_tool("whoami", {})).content[0]
+            assert isinstance(part, types.TextContent)
+            return part.text
+
+        assert asyncio.run(whoami()) == "@Lu"
+    finally:
+        rest = stop(process)
+    assert token not in rest  # printed once, in the serving line
+
+
+@pytest.mark.slow
+def test_http_serve_does_not_print_a_token_it_was_given(team_yaml: Path) -> None:
+    process = start_http_server(team_yaml, env={**os.environ, "TOOLCARDS_TOKEN": "given-token-123"})
+    try:
+        line = serving_line(process)
+        assert "given-token-123" not in line and "?token=" not in line
+        endpoint = line.split(" at ", 1)[1].split(" ", 1)[0]
+        assert status_of(endpoint) == 401
+        assert status_of(endpoint, {"Authorization": "Bearer given-token-123"}) == 200
+    finally:
+        rest = stop(process)
+    assert "given-token-123" not in rest
+
+
+@pytest.mark.slow
+def test_http_serve_without_a_token_on_loopback_says_so(team_yaml: Path) -> None:
+    process = start_http_server(team_yaml, "--no-token")
+    try:
+        line = serving_line(process)
+        assert "without a token (--no-token)" in line
+        assert status_of(line.split(" at ", 1)[1].split(" ", 1)[0]) == 200
+    finally:
+        stop(process)
+
+
+def test_a_failure_while_serving_is_reported_itself_not_as_a_task_group(
+    team_yaml: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from toolcards.server import http
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise OSError("the network went away")
+
+    monkeypatch.setattr(http, "serve_http", broken)
+    assert main(["serve", "--config", str(team_yaml), "--transport", "http", "--port", "0"]) == 1
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "toolcards: error: the network went away"
+    assert "TaskGroup" not in err and "Traceback" not in err
+    assert stops_recorded() == 1  # the team was still closed and flushed

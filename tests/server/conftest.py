@@ -12,6 +12,12 @@ from toolcards.server import ServeConfig, TeamServer
 CARDS = [{"kind": "test_echo"}, {"kind": "test_notes"}]
 
 
+@pytest.fixture(autouse=True)
+def no_token_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Servers started as subprocesses read ``TOOLCARDS_TOKEN``; the tests decide whether there is one."""
+    monkeypatch.delenv("TOOLCARDS_TOKEN", raising=False)
+
+
 def make_config(**options: object) -> ServeConfig:
     return ServeConfig.model_validate(
         {"team_id": "team-1", "imports": ["tests.server.cards"], "cards": CARDS, **options}

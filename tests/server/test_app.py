@@ -411,3 +411,13 @@ def test_a_pydantic_ai_agent_uses_the_served_tools(team_server: TeamServer) -> N
 
     assert run(main) == "hi hi / BinaryImage"
     assert seen["schemas"]["echo"]["required"] == ["text"]
+
+
+def test_an_unusable_agent_name_is_refused_before_any_actor_starts(config: ServeConfig) -> None:
+    import pykka
+
+    from toolcards import WiringError
+
+    with pytest.raises(WiringError, match="'@@@' has no usable characters"):
+        TeamServer(config, agent_name="@@@")
+    assert pykka.ActorRegistry.get_all() == []  # nothing left to keep the process alive

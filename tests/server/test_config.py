@@ -75,7 +75,7 @@ def test_the_default_team_has_the_four_standard_cards() -> None:
 def test_options_override_validated() -> None:
     config = ServeConfig().with_options(facade=True, hot_tools=["a"])
     assert config.facade and config.hot_tools == ["a"]
-    with pytest.raises(ValueError, match="team_id"):
+    with pytest.raises(WiringError, match="team_id: String should have at least 1 character"):
         ServeConfig().with_options(team_id="")
 
 

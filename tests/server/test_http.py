@@ -1,16 +1,23 @@
-"""Streamable HTTP on 127.0.0.1: round trips, agent names from a header, bearer auth, host checks."""
+"""Streamable HTTP on 127.0.0.1: round trips, agent names from a header, the token, host checks.
+
+Every test talks to a real uvicorn server over real sockets: urllib/http.client for the raw
+HTTP behaviour (status codes, cookies), the MCP SDK's client and pydantic-ai's
+``MCPToolset`` for what clients do.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import http.client
+import json
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import anyio
 import mcp_types as types
@@ -18,8 +25,8 @@ import pytest
 from mcp import Client
 
 from toolcards import WiringError
-from toolcards.server import TeamServer, check_bind, is_loopback
-from toolcards.server.http import serve_http
+from toolcards.server import TeamServer, check_bind, is_loopback, listen
+from toolcards.server.http import http_app, serve_http
 
 pytestmark = pytest.mark.slow
 
@@ -70,9 +77,91 @@ def test_loopback_and_bind_checks() -> None:
         check_bind("0.0.0.0", None)
 
 
-def test_serving_a_public_address_without_a_token_is_refused(team_server: TeamServer) -> None:
-    with pytest.raises(WiringError, match="without a token"), serving(team_server, host="0.0.0.0"):
+def bare(url: str) -> str:
+    """``url`` without its query (the ``?token=...`` a generated token adds)."""
+    return urlunsplit(urlsplit(url)._replace(query=""))
+
+
+def token_of(url: str) -> str:
+    return parse_qs(urlsplit(url).query)["token"][0]
+
+
+def test_no_token_is_refused_off_loopback_and_with_a_token(team_server: TeamServer) -> None:
+    with pytest.raises(WiringError, match="without a token"), serving(team_server, host="0.0.0.0", no_token=True):
         pass
+    with pytest.raises(WiringError, match="not both"), serving(team_server, token="s3cret", no_token=True):
+        pass
+    with pytest.raises(WiringError, match="needs a token"):
+        http_app(team_server)
+    assert not team_server._started  # refused before the team started
+
+
+def test_a_generated_token_is_in_the_url_and_guards_every_request(team_server: TeamServer) -> None:
+    with serving(team_server) as url:
+        token = token_of(url)
+        assert len(token) >= 40  # secrets.token_urlsafe(32)
+        status, _, body = post(bare(url), {})
+        assert status == 401
+        assert json.loads(body)["error"] == "unauthorized" and b"\n" not in body.strip()
+        assert post(bare(url), {"Authorization": f"Bearer {token}"})[0] == 200
+        assert post(url, {})[0] == 200  # the printed URL works as it is
+
+        async def main() -> str:
+            async with http_client(url, **{"X-Agent-Name": "Gus"}) as c:
+                part = (await c.call_tool("whoami", {})).content[0]
+            assert isinstance(part, types.TextContent)
+            return part.text
+
+        assert asyncio.run(main()) == "@Gus"
+
+
+def test_each_server_generates_its_own_token(team_server: TeamServer, config: Any, system: Any) -> None:
+    other = TeamServer(config, system=system)
+    try:
+        with serving(team_server) as first, serving(other) as second:
+            assert token_of(first) != token_of(second)
+            assert post(bare(second), {"Authorization": f"Bearer {token_of(first)}"})[0] == 401
+    finally:
+        other.close()
+
+
+def test_the_query_token_sets_a_strict_http_only_cookie_that_later_requests_use(team_server: TeamServer) -> None:
+    with serving(team_server) as url:
+        status, headers, _ = post(url, {})
+        assert status == 200
+        cookie = headers["set-cookie"]
+        name_value, *attributes = [part.strip() for part in cookie.split(";")]
+        assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attributes)
+        name, _, value = name_value.partition("=")
+        assert name == f"toolcards-{urlsplit(url).port}"
+        assert token_of(url) not in cookie  # a digest of the token, not the token
+        status, headers, _ = post(bare(url), {"Cookie": f"other=1; {name_value}"})
+        assert status == 200 and "set-cookie" not in headers  # already has it
+        assert post(bare(url), {"Cookie": f"{name}={value[:-1]}x"})[0] == 401
+        assert post(f"{bare(url)}?token=wrong", {})[0] == 401
+
+
+def test_no_token_on_loopback_serves_everyone(team_server: TeamServer) -> None:
+    with serving(team_server, no_token=True) as url:
+        assert urlsplit(url).query == ""
+        assert post(url, {})[0] == 200
+
+
+def test_a_port_in_use_fails_before_the_team_starts(team_server: TeamServer) -> None:
+    (held,) = listen("127.0.0.1", 0)
+    port = held.getsockname()[1]
+    try:
+        with pytest.raises(OSError, match=rf"Cannot serve on 127\.0\.0\.1:{port}: the port is in use") as caught:
+            asyncio.run(serve_http(team_server, port=port))
+        assert caught.value.errno == errno.EADDRINUSE
+        assert not team_server._started
+    finally:
+        held.close()
+
+
+def test_an_unresolvable_host_is_one_message() -> None:
+    with pytest.raises(OSError, match=r"Cannot serve on nosuch\.invalid:8765: the host name does not resolve"):
+        listen("nosuch.invalid", 8765)
 
 
 def test_tools_over_http_with_the_agent_named_by_header(team_server: TeamServer) -> None:
@@ -106,25 +195,50 @@ def test_a_pydantic_ai_agent_over_http(team_server: TeamServer) -> None:
         return ModelResponse(parts=[ToolCallPart("whoami", {})])
 
     with serving(team_server) as url:
-        agent = Agent(FunctionModel(respond), toolsets=[MCPToolset(url, headers={"X-Agent-Name": "Ivy"})])
+        # As the README shows: the bare endpoint, the token as a bearer header.
+        headers = {"Authorization": f"Bearer {token_of(url)}", "X-Agent-Name": "Ivy"}
+        agent = Agent(FunctionModel(respond), toolsets=[MCPToolset(bare(url), headers=headers)])
         assert agent.run_sync("who am I?").output == "@Ivy"
+        # The printed URL, token included, works as well.
+        agent = Agent(FunctionModel(respond), toolsets=[MCPToolset(url, headers={"X-Agent-Name": "Ike"})])
+        assert agent.run_sync("who am I?").output == "@Ike"
+        # Without the token the toolset cannot even list the tools.
+        agent = Agent(FunctionModel(respond), toolsets=[MCPToolset(bare(url))])
+        with pytest.raises(Exception, match="error response"):  # the SDK's word for the 401
+            agent.run_sync("who am I?")
 
 
-def post(url: str, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
-    body = b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
+def post(url: str, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
+    """An MCP ``initialize`` as a raw POST: status, headers (lower-case names), body."""
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        }
+    ).encode()
     request = urllib.request.Request(
-        url, data=body, method="POST", headers={"Content-Type": "application/json", **headers}
+        url,
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
     )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
-            return response.status, dict(response.headers)
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
     except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers)
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
 
 
 def test_a_token_is_required_on_every_request(team_server: TeamServer) -> None:
     with serving(team_server, token="s3cret") as url:
-        status, headers = post(url, {})
+        assert urlsplit(url).query == ""  # a token the caller chose is not repeated
+        status, headers, _ = post(url, {})
         assert status == 401 and headers["www-authenticate"].startswith("Bearer")
         assert post(url, {"Authorization": "Bearer wrong"})[0] == 401
         assert post(url, {"Authorization": "Basic s3cret"})[0] == 401
@@ -147,7 +261,12 @@ def raw_status(url: str, host: str) -> int:
         "POST",
         parts.path,
         body=body,
-        headers={"Host": host, "Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+        headers={
+            "Host": host,
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {token_of(url)}",
+        },
     )
     status = connection.getresponse().status
     connection.close()

@@ -64,7 +64,8 @@ def replicas(postgres_url: str, tmp_path: Path) -> Iterator[list[Replica]]:
     config = tmp_path / "team.yaml"
     config.write_text("team_id: scale\ncards:\n  - kind: planning\n")
     env = {
-        **os.environ,
+        # Without TOOLCARDS_TOKEN each replica generates a token and prints it in its URL.
+        **{name: value for name, value in os.environ.items() if name != "TOOLCARDS_TOKEN"},
         "PYTHONPATH": str(REPO),
         "TOOLCARDS_WORKSPACES_ROOT": str(tmp_path / "workspaces"),
         "TOOLCARDS_STORE": postgres_url,

@@ -8,9 +8,10 @@
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
 
 Each command is a module here with ``register(subparsers, parents)`` and is listed in
-:data:`COMMANDS`. Results go to stdout; progress and errors go to stderr, errors as one
-line (``--debug`` shows the traceback). Exit codes: 0 success, 1 failure, 2 usage error or
-unknown command, 130 interrupted.
+:data:`COMMANDS`. Results go to stdout; progress and errors go to stderr. An error is one
+line, ``toolcards: error: ...``, naming the bad value and the fix; ``--debug`` shows the
+traceback instead. Exit codes: 0 success, 1 failure, 2 usage error (an option value, an
+unknown command or kind: see :mod:`toolcards.cli.console`), 130 interrupted.
 """
 
 from __future__ import annotations
@@ -20,22 +21,41 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-from toolcards.cli.console import configure_logging, one_line
+from toolcards.cli.console import configure_logging, exit_code, one_line, root_error
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "CommandLineParser", "build_parser", "main"]
 
-COMMANDS: tuple[str, ...] = ("toolcards.cli.serve", "toolcards.cli.cards", "toolcards.cli.call", "toolcards.cli.demo")
+COMMANDS: tuple[str, ...] = (
+    "toolcards.cli.serve",
+    "toolcards.cli.cards",
+    "toolcards.cli.call",
+    "toolcards.cli.demo",
+    "toolcards.cli.fetch_models",
+)
 """The modules defining the subcommands, in the order ``--help`` lists them."""
+
+
+class CommandLineParser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors are one line on stderr and exit code 2.
+
+    The usage summary argparse prints first is left out: the line names the bad value and
+    points to ``--help``. Subcommand parsers are of this class too.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``toolcards: error: <message>. See '<prog> --help'.`` and exit with 2."""
+        self.exit(2, f"toolcards: error: {message.rstrip('.')}. See '{self.prog} --help'.\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = CommandLineParser(
         prog="toolcards", description="Serve, inspect and drive toolcards teams.", allow_abbrev=False
     )
     parser.add_argument("--debug", action="store_true", default=False, help="log everything and show tracebacks")
-    common = argparse.ArgumentParser(add_help=False)
+    common = CommandLineParser(add_help=False)
     # SUPPRESS: a subcommand's default must not overwrite a --debug given before it.
     common.add_argument(
         "--debug", action="store_true", default=argparse.SUPPRESS, help="log everything and show tracebacks"
@@ -56,16 +76,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(debug=args.debug)
     try:
         code: int = args.handler(args)
-    except BrokenPipeError:
-        # The reader left (`toolcards cards | head`): not worth a message.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    except KeyboardInterrupt:
-        print("toolcards: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if args.debug:
+    except BaseException as exc:
+        # A failure inside a task group arrives wrapped in an exception group: report the
+        # error itself, not "unhandled errors in a TaskGroup".
+        error = root_error(exc)
+        if isinstance(error, BrokenPipeError):
+            # The reader left (`toolcards cards | head`): not worth a message.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 1
+        if isinstance(error, KeyboardInterrupt):
+            print("toolcards: interrupted", file=sys.stderr)
+            return 130
+        if args.debug or not isinstance(error, Exception):
             raise
-        print(f"toolcards: error: {one_line(exc)}", file=sys.stderr)
-        return 1
+        print(f"toolcards: error: {one_line(error)}", file=sys.stderr)
+        return exit_code(error)
     return code

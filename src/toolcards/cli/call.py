@@ -14,8 +14,9 @@ Every tool of the team's cards is a command here, the ones a model calls include
 The team's actors read its state from the store (``--store``, ``TOOLCARDS_STORE``, else
 ``./workspaces/.toolcards/state.db``), the command runs through the COMMAND channel
 (``factory.command_registry().dispatch``), and the actors stop before the process exits.
-The result goes to stdout. A failed command prints its ``Error: ...`` line to stderr and
-exits 1; an unknown command exits 2.
+The result goes to stdout. A command the team cannot take (unknown, badly quoted, too long,
+or with arguments its tool refuses) prints its ``Error: ...`` line to stderr and exits 2
+without running; a command that ran and failed prints its ``Error: ...`` line and exits 1.
 
 A tool whose param sets ``requires_approval`` runs only with ``--approve``: the person
 running the command approves that one call. Without it the command does not run, and the
@@ -29,10 +30,13 @@ servers committed. Writes (``/update_planning``, ``/update_graph``) are safe bes
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from typing import Any
 
+from toolcards.cli.agent_option import add_agent_option
+from toolcards.cli.console import UsageError
 from toolcards.cli.store_option import add_store_option, open_team_store
 
 __all__ = ["command_text", "register", "run"]
@@ -45,7 +49,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
-    parser.add_argument("--agent", default="cli", metavar="NAME", help="act as this agent (default: cli)")
+    add_agent_option(parser, default="cli", help="act as this agent (default: cli)")
     parser.add_argument(
         "--approve", action="store_true", help="approve the command if its tool requires a human's approval"
     )
@@ -66,21 +70,27 @@ def run(args: argparse.Namespace) -> int:
     """Run the command (or list the commands); returns the exit code."""
     from toolcards.actors.system import ActorSystem
     from toolcards.core.approval import ApprovalRequest, ApprovalRequired
+    from toolcards.core.arguments import decode_arguments
     from toolcards.core.channels import Channels
     from toolcards.core.commands import CommandRegistry
     from toolcards.core.factory import ToolFactory
-    from toolcards.errors import CommandNotRecognized
+    from toolcards.errors import CommandNotRecognized, RetriableError, WiringError
     from toolcards.server.config import default_config, load_config
-    from toolcards.server.session import SessionAgent, agent_name
+    from toolcards.server.session import SessionAgent
     from toolcards.store.journal import store_journals
 
+    if args.config and not os.path.isfile(args.config):
+        raise UsageError(f"--config {args.config}: no such file. Pass a team config (YAML), or leave --config out.")
     config = load_config(args.config) if args.config else default_config()
-    if args.team:
-        config = config.with_options(team_id=args.team)
+    if args.team is not None:
+        try:
+            config = config.with_options(team_id=args.team)
+        except WiringError as exc:
+            raise UsageError(f"--team {args.team!r}: {exc}") from exc
     open_team_store(args)
     with ActorSystem(journal=store_journals()) as system:
         team = system.team(config.team_id)
-        agent = SessionAgent(agent_name(args.agent, default="cli"), team, role="cli", user_id=config.user_id)
+        agent = SessionAgent(args.agent, team, role="cli", user_id=config.user_id)
         team.register_member(agent.address)
 
         def approve(request: ApprovalRequest) -> bool:
@@ -94,18 +104,22 @@ def run(args: argparse.Namespace) -> int:
         factory = ToolFactory(config.build_cards(), observer=agent, approve=approve)
         # A script is trusted code, as an orchestrator is: it may run the tools a model
         # calls too, such as update_planning, not only the COMMAND channel.
-        registry = CommandRegistry(
-            tool for tool in factory.tools() if tool.channels & {Channels.COMMAND, Channels.TOOL_CALL}
-        )
+        tools = {tool.name: tool for tool in factory.tools() if tool.channels & {Channels.COMMAND, Channels.TOOL_CALL}}
+        registry = CommandRegistry(tools.values())
         if not args.command:
             for descriptor in registry.descriptors():
                 print(f"{descriptor.usage}\n    {descriptor.description}")
             return 0
+        text = command_text(args.command)
         try:
-            result = registry.dispatch(command_text(args.command))
-        except CommandNotRecognized as exc:
-            print(f"Error: {exc}", file=sys.stderr)
+            # A command the tool cannot take is a usage error: found before anything runs.
+            name, arguments = registry.parse(text)
+            tool = tools[name]
+            tool.args.validate(name, decode_arguments(name, arguments, tool.max_argument_chars))
+        except (CommandNotRecognized, RetriableError) as exc:
+            print(f"Error: {' '.join(str(exc).split())}", file=sys.stderr)
             return 2
+        result = registry.dispatch(text)
         if result.startswith("Error: "):
             print(result, file=sys.stderr)
             return 1

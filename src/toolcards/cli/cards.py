@@ -2,8 +2,8 @@
 
 Kinds come from :func:`toolcards.core.registry.card_kinds` (built-in cards and the
 ``toolcards.cards`` entry points). Each is imported to describe it; a kind whose import
-fails is listed with the error instead of stopping the listing. ``--json`` prints one JSON
-list for machines.
+fails is listed with the error instead of stopping the listing. A kind asked for that is
+not known is a usage error (exit code 2). ``--json`` prints one JSON list for machines.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from toolcards.cli.console import one_line, progress
+from toolcards.cli.console import UsageError, one_line, progress
 
 if TYPE_CHECKING:
     from toolcards.core.card import ToolCard
@@ -95,7 +95,21 @@ def describe_kinds(kinds: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the card kinds; returns 0 (a kind that fails to import is reported, not fatal)."""
+    """Print the card kinds; returns 0 (a kind that fails to import is reported, not fatal).
+
+    Raises:
+        UsageError: a kind asked for is not known (none is described then).
+    """
+    from toolcards.core.registry import card_kinds
+
+    known = card_kinds()
+    unknown = [kind for kind in args.kinds if kind not in known]
+    if unknown:
+        names = ", ".join(repr(kind) for kind in unknown)
+        raise UsageError(
+            f"unknown card kind{'s' if len(unknown) > 1 else ''} {names}. Known kinds: {', '.join(sorted(known))} "
+            "(a kind of your own is known once its module is imported or it has a toolcards.cards entry point)."
+        )
     if not args.json:
         progress("loading card kinds")
     described = describe_kinds(args.kinds or None)

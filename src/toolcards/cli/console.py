@@ -2,6 +2,12 @@
 
 stdout is for results (and, for ``toolcards serve`` over stdio, for the protocol only), so
 everything here writes to stderr.
+
+Exit codes (see :func:`exit_code`): 0 success; 1 a failure of something the command line
+names but cannot check by itself (a config file's content, a store, a port in use, a
+package not installed); 2 a usage error, the command line itself is wrong (an option
+value, options that contradict each other, an unknown kind, tool or command); 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -9,7 +15,11 @@ from __future__ import annotations
 import logging
 import sys
 
-__all__ = ["configure_logging", "one_line", "progress"]
+__all__ = ["UsageError", "configure_logging", "exit_code", "one_line", "progress", "root_error"]
+
+
+class UsageError(Exception):
+    """The command line is wrong (exit code 2); the message names the value and the fix."""
 
 
 def progress(message: str) -> None:
@@ -21,6 +31,26 @@ def one_line(exc: BaseException) -> str:
     """``exc`` as one line: its message with whitespace collapsed (its type if it has none)."""
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
+
+
+def root_error(exc: BaseException) -> BaseException:
+    """The error an exception group (a task group's, say) stands for: its first leaf that is
+    not a cancellation, else its first leaf; ``exc`` itself when it is not a group."""
+    while isinstance(exc, BaseExceptionGroup):
+        leaves = [error for error in exc.exceptions if not _is_cancellation(error)]
+        exc = (leaves or list(exc.exceptions))[0]
+    return exc
+
+
+def exit_code(exc: BaseException) -> int:
+    """The exit code for a command that failed with ``exc``: 2 for a :class:`UsageError`, else 1."""
+    return 2 if isinstance(root_error(exc), UsageError) else 1
+
+
+def _is_cancellation(exc: BaseException) -> bool:
+    import asyncio
+
+    return isinstance(exc, asyncio.CancelledError)
 
 
 def configure_logging(*, debug: bool = False, info: bool = False) -> None:

@@ -11,30 +11,44 @@ cards with their defaults, files under ``./workspaces`` (``TOOLCARDS_WORKSPACES_
 state in the store (``--store``: a SQLite file shared by every process of the host by
 default, or a ``postgresql://`` URL shared across hosts). Any number of ``serve`` and
 ``call`` processes may hold one team at once.
-SIGINT/SIGTERM end the sessions and stop the actors, which flushes their state, before
-the process exits.
+
+Over HTTP every request must carry a token: ``--token`` (or ``TOOLCARDS_TOKEN``), else one
+generated at start and printed once, in the URL (``.../mcp?token=...``). ``--no-token``
+serves without one, on loopback only.
+
+Everything that can be checked before serving is, in this order, so a mistake ends the
+command with one line and no actor left running: the options (exit code 2), the ``mcp``
+extra, the config and its cards, the port, the store, then the cards are bound (an unknown
+``--hot-tool`` is exit code 2). SIGINT/SIGTERM end the sessions and stop the actors, which
+flushes their state, before the process exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import signal
+import socket
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from toolcards.cli.console import configure_logging, progress
+from toolcards.cli.agent_option import add_agent_option
+from toolcards.cli.console import UsageError, configure_logging, one_line, progress
 from toolcards.cli.store_option import add_store_option, open_team_store
 
 if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
     from toolcards.server.config import ServeConfig
 
-__all__ = ["register", "run"]
+__all__ = ["build_config", "endpoint_path", "port_number", "register", "run", "token_option"]
 
 # When stdin stays open after a signal, the SDK's stdin reader thread cannot be interrupted:
 # once the state is flushed, give the transport this long to end before exiting anyway.
 STUCK_TRANSPORT_GRACE_S = 3.0
+
+MCP_EXTRA_HINT = "pip install 'toolcards[mcp]'"
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -50,12 +64,22 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"HTTP bind address (default {DEFAULT_HOST})")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
-    parser.add_argument("--path", default=DEFAULT_PATH, help=f"HTTP endpoint path (default {DEFAULT_PATH})")
+    parser.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT}; 0: a free one)"
+    )
+    parser.add_argument(
+        "--path", type=endpoint_path, default=DEFAULT_PATH, help=f"HTTP endpoint path (default {DEFAULT_PATH})"
+    )
     parser.add_argument(
         "--token",
+        type=token_option,
         default=os.environ.get("TOOLCARDS_TOKEN") or None,
-        help="bearer token every HTTP request must carry (default: $TOOLCARDS_TOKEN); required off loopback",
+        help="the token every HTTP request must carry (default: $TOOLCARDS_TOKEN, else one generated and printed)",
+    )
+    parser.add_argument(
+        "--no-token",
+        action="store_true",
+        help="serve HTTP without a token: every local user can call the team's tools (loopback only)",
     )
     parser.add_argument(
         "--allow-host",
@@ -75,18 +99,98 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="run tools that need a human's approval without asking (MCP cannot ask)",
     )
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
-    parser.add_argument("--agent", metavar="NAME", help="name every client's agent NAME (X-Agent-Name still wins)")
+    add_agent_option(parser, default=None, help="name every client's agent NAME (X-Agent-Name still wins)")
     add_store_option(parser)
     parser.set_defaults(handler=run)
 
 
+# -- option values (argparse types: a bad value is a usage error, exit code 2) -------------
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: the system picks a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: use 0 to 65535 (0 picks a free one)")
+    return port
+
+
+def endpoint_path(text: str) -> str:
+    """A URL path for the MCP endpoint: starts with ``/``, no query, fragment or space."""
+    if not text.startswith("/") or any(ch in text for ch in "?#") or any(ch.isspace() for ch in text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not an endpoint path: use one like /mcp")
+    return text
+
+
+def token_option(text: str) -> str:
+    """A token as HTTP carries it: printable ASCII without spaces. Never echoed in errors."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "the token (from --token or TOOLCARDS_TOKEN) is empty: give one, or leave it out to get a generated one"
+        )
+    if not all(33 <= ord(ch) <= 126 for ch in text):
+        raise argparse.ArgumentTypeError(
+            "the token (from --token or TOOLCARDS_TOKEN) must be printable ASCII without spaces, "
+            "e.g. from: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    return text
+
+
+def _check_access(args: argparse.Namespace) -> None:
+    from toolcards.server.http import is_loopback
+
+    if not args.no_token:
+        return
+    if args.token:
+        raise UsageError("--no-token contradicts the token given (by --token or TOOLCARDS_TOKEN): drop one of them.")
+    if not is_loopback(args.host):
+        raise UsageError(
+            f"--no-token is refused on --host {args.host}: anyone who can reach it could act as an agent of "
+            "the team. Drop --no-token (a token is then generated and printed), or bind 127.0.0.1."
+        )
+
+
+# -- checks before anything starts ----------------------------------------------------------
+
+
+def _require_mcp_extra(http: bool) -> None:
+    modules = ["mcp.server", "mcp_types", *(["uvicorn", "starlette"] if http else [])]
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(
+                f"toolcards serve needs the mcp extra, which is missing or broken ({one_line(exc)}): {MCP_EXTRA_HINT}"
+            ) from exc
+
+
 def build_config(args: argparse.Namespace) -> ServeConfig:
-    """The config file (or the default team) with the command-line overrides applied."""
+    """The config file (or the default team) with the command-line overrides applied.
+
+    Raises:
+        UsageError: ``--config`` names no file, or ``--team`` is not a valid team id.
+        WiringError: the config file does not describe a team.
+    """
+    from toolcards.errors import WiringError
     from toolcards.server.config import default_config, load_config
 
-    config = load_config(args.config) if args.config else default_config()
+    if args.config:
+        path = Path(args.config)
+        if not path.exists():
+            raise UsageError(
+                f"--config {args.config}: no such file. Pass a team config (YAML), or leave --config out "
+                "to serve the default team."
+            )
+        if path.is_dir():
+            raise UsageError(f"--config {args.config} is a directory: pass the team config file (YAML).")
+        config = load_config(path)
+    else:
+        config = default_config()
     changes: dict[str, Any] = {}
-    if args.team:
+    if args.team is not None:
         changes["team_id"] = args.team
     if args.facade:
         changes["facade"] = True
@@ -94,36 +198,88 @@ def build_config(args: argparse.Namespace) -> ServeConfig:
         changes["hot_tools"] = [*config.hot_tools, *args.hot_tool]
     if args.approve_all:
         changes["approve_all"] = True
-    return config.with_options(**changes) if changes else config
+    if not changes:
+        return config
+    try:
+        return config.with_options(**changes)
+    except WiringError as exc:
+        raise UsageError(f"--team {args.team!r}: {exc}") from exc
+
+
+def _check_cards(config: ServeConfig, args: argparse.Namespace) -> None:
+    from toolcards.errors import WiringError
+
+    try:
+        config.build_cards()
+    except WiringError as exc:
+        where = f"Config {args.config}" if args.config else "The default team"
+        raise WiringError(f"{where}: {one_line(exc)} ('toolcards cards' lists every kind and its fields.)") from exc
+
+
+def _check_hot_tools(team_server: TeamServer, names: list[str]) -> None:
+    # Tools named on the command line are a usage error; the config's are checked by start().
+    if not names:
+        return
+    from toolcards.core.channels import Channels
+
+    tools = sorted(tool.name for tool in team_server.sessions.catalog().tools(Channels.TOOL_CALL))
+    unknown = [name for name in names if name not in tools]
+    if unknown:
+        raise UsageError(
+            f"--hot-tool {', '.join(unknown)}: no such tool in team {team_server.config.team_id}. "
+            f"Its tools are: {', '.join(tools) or 'none'}."
+        )
+
+
+# -- serving --------------------------------------------------------------------------------
 
 
 def run(args: argparse.Namespace) -> int:
     """Serve until stdin closes (stdio) or a signal arrives; returns the exit code."""
+    configure_logging(debug=getattr(args, "debug", False), info=True)
+    http = args.transport == "http"
+    if http:
+        _check_access(args)
+    _require_mcp_extra(http)
+    config = build_config(args)
+    _check_cards(config, args)
+
     import anyio
 
     from toolcards.server.app import TeamServer
-    from toolcards.server.http import check_bind
+    from toolcards.server.http import listen
 
-    configure_logging(debug=getattr(args, "debug", False), info=True)
-    if args.transport == "http":
-        check_bind(args.host, args.token)  # before anything starts
-    config = build_config(args)
-    location = open_team_store(args)
-    kinds = ", ".join(str(card["kind"]) for card in config.cards) or "no cards"
-    progress(f"starting team {config.team_id} ({kinds}) on {location}")
-    team_server = TeamServer(config, agent_name=args.agent)
+    sockets = listen(args.host, args.port) if http else []
     try:
-        # Bind the cards before serving, so a wiring mistake (an unknown tool, a workspaces
-        # root whose file locks do not work) ends the command with one line.
-        team_server.start()
-    except BaseException:
-        team_server.close()
-        raise
-    anyio.run(_serve, team_server, args)
+        location = open_team_store(args)
+        kinds = ", ".join(str(card["kind"]) for card in config.cards) or "no cards"
+        progress(f"starting team {config.team_id} ({kinds}) on {location}")
+        team_server = TeamServer(config, agent_name=args.agent)
+        try:
+            # Bind the cards before serving, so a wiring mistake (an unknown tool, a workspaces
+            # root whose file locks do not work) ends the command with one line.
+            _check_hot_tools(team_server, args.hot_tool)
+            team_server.start()
+        except BaseException:
+            team_server.close()
+            raise
+        anyio.run(_serve, team_server, args, sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
     return 0
 
 
-async def _serve(team_server: TeamServer, args: argparse.Namespace) -> None:
+def _serving_message(team_id: str, url: str, args: argparse.Namespace) -> str:
+    if args.no_token:
+        return f"serving team {team_id} at {url} without a token (--no-token): every local user can use its tools"
+    if args.token:
+        return f"serving team {team_id} at {url} (clients send the token you set: 'Authorization: Bearer <token>')"
+    # A generated token: this line is the only place it is shown.
+    return f"serving team {team_id} at {url}"
+
+
+async def _serve(team_server: TeamServer, args: argparse.Namespace, sockets: list[socket.socket]) -> None:
     import anyio
 
     from toolcards.server.http import serve_http
@@ -168,10 +324,12 @@ async def _serve(team_server: TeamServer, args: argparse.Namespace) -> None:
                     host=args.host,
                     port=args.port,
                     token=args.token,
+                    no_token=args.no_token,
                     path=args.path,
                     allowed_hosts=args.allow_host,
+                    sockets=sockets,
                     stop=stop,
-                    on_ready=lambda url: progress(f"serving team {team_server.config.team_id} at {url}"),
+                    on_ready=lambda url: progress(_serving_message(team_server.config.team_id, url, args)),
                 )
             tasks.cancel_scope.cancel()
     finally:

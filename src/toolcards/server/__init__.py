@@ -5,7 +5,7 @@
     from toolcards.server import TeamServer, load_config, serve_stdio
 
     team = TeamServer(load_config("team.yaml"))
-    await serve_stdio(team)          # or serve_http(team, port=8765, token=...)
+    await serve_stdio(team)          # or serve_http(team, port=8765): a token is generated
     await team.aclose()              # agents leave, actors flush their state
 
 * :mod:`~toolcards.server.config` — the team config file (``team_id``, ``cards``, facade options);
@@ -16,8 +16,8 @@
 * :mod:`~toolcards.server.resources` — system prompts as resources and prompts, with
   change notifications;
 * :mod:`~toolcards.server.results` — return values as MCP content;
-* :mod:`~toolcards.server.stdio`, :mod:`~toolcards.server.http` — transports, bearer auth,
-  host checks.
+* :mod:`~toolcards.server.stdio`, :mod:`~toolcards.server.http` — transports; over HTTP a
+  token on every request (generated unless given), host checks.
 
 This package is an adapter: it imports the core and the actor runtime, never a domain
 package (cards come from the config). ``mcp`` and ``uvicorn`` load when a server is built.
@@ -28,7 +28,7 @@ from __future__ import annotations
 from toolcards.server.app import AGENT_HEADER, TeamServer
 from toolcards.server.config import DEFAULT_TEAM_CARDS, ServeConfig, default_config, load_config
 from toolcards.server.facade import BM25Index, ToolCatalog
-from toolcards.server.http import BearerAuth, check_bind, http_app, is_loopback, serve_http
+from toolcards.server.http import TokenAuth, check_bind, endpoint_url, http_app, is_loopback, listen, serve_http
 from toolcards.server.resources import ResourceNotifier, prompt_uri
 from toolcards.server.results import error_result, to_call_result
 from toolcards.server.session import AgentSession, AgentSessions, SessionAgent
@@ -40,17 +40,19 @@ __all__ = [
     "AgentSession",
     "AgentSessions",
     "BM25Index",
-    "BearerAuth",
     "ResourceNotifier",
     "ServeConfig",
     "SessionAgent",
     "TeamServer",
+    "TokenAuth",
     "ToolCatalog",
     "check_bind",
     "default_config",
+    "endpoint_url",
     "error_result",
     "http_app",
     "is_loopback",
+    "listen",
     "load_config",
     "prompt_uri",
     "serve_http",

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
 import time
 import weakref
@@ -89,6 +90,9 @@ class TeamServer:
     tests). The team starts on the first request (or :meth:`start`); :meth:`close` ends
     every session and, if this object created the actor system, stops it, which flushes
     every actor's state.
+
+    Raises:
+        WiringError: ``agent_name`` has no usable character (checked before any actor starts).
     """
 
     def __init__(
@@ -104,16 +108,22 @@ class TeamServer:
         from toolcards.store.journal import store_journals
 
         self.config = config
+        # Checked before any actor starts: a refused name must not leave threads behind.
+        self.agent_name = _checked_agent_name(agent_name)
         self._owns_system = system is None
         self.system = system or ActorSystem(journal=store_journals())
-        self.team = self.system.team(config.team_id)
-        self.agent_name = _checked_agent_name(agent_name)
-        self.sessions = AgentSessions(
-            self.team,
-            cards if cards is not None else config.build_cards,
-            user_id=config.user_id,
-            idle_timeout_s=idle_timeout_s,
-        )
+        try:
+            self.team = self.system.team(config.team_id)
+            self.sessions = AgentSessions(
+                self.team,
+                cards if cards is not None else config.build_cards,
+                user_id=config.user_id,
+                idle_timeout_s=idle_timeout_s,
+            )
+        except BaseException:
+            if self._owns_system:
+                self.system.stop()
+            raise
         self._lock = threading.Lock()
         self._start_lock = threading.Lock()
         self._started = False
@@ -403,6 +413,17 @@ class TeamServer:
             raise MCPError(code=code, message=f"Unknown {what} {name!r}. Known: {known}.")
         return tool
 
+    def _as_served(self, session: AgentSession, text: str) -> str:
+        """``text`` as this server's clients read it: in facade mode, a context that names tools
+        ``tools/list`` does not show says how to reach them."""
+        if not self.config.facade:
+            return text
+        listed = {*META_TOOLS, *self.config.hot_tools}
+        named = [name for name in session.tools if name not in listed and re.search(rf"\b{re.escape(name)}\b", text)]
+        if not named:
+            return text
+        return f"{text}\nThe tools named above are reached through {CALL_TOOL}(name, arguments)."
+
     async def _read_resource(
         self, ctx: ServerRequestContext[Any, Any], params: mcp_types.ReadResourceRequestParams
     ) -> mcp_types.ReadResourceResult:
@@ -411,7 +432,7 @@ class TeamServer:
         session = await self.session_for(ctx)
         uri = str(params.uri)
         tool = self._prompt_tool(session, prompt_name(self.config.team_id, uri) or uri, "resource")
-        text = await render_prompt(tool)
+        text = self._as_served(session, await render_prompt(tool))
         return mcp_types.ReadResourceResult(
             contents=[mcp_types.TextResourceContents(uri=uri, text=text, mime_type=PROMPT_MIME_TYPE)]
         )
@@ -436,7 +457,7 @@ class TeamServer:
 
         session = await self.session_for(ctx)
         tool = self._prompt_tool(session, params.name, "prompt")
-        text = await render_prompt(tool)
+        text = self._as_served(session, await render_prompt(tool))
         return mcp_types.GetPromptResult(
             description=summary(tool.description),
             messages=[mcp_types.PromptMessage(role="user", content=mcp_types.TextContent(text=text))],

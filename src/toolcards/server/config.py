@@ -105,8 +105,15 @@ class ServeConfig(BaseModel):
         return load_cards(self.cards)
 
     def with_options(self, **changes: Any) -> ServeConfig:
-        """A copy with ``changes`` applied and validated (command-line overrides)."""
-        return ServeConfig.model_validate({**self.model_dump(), **changes})
+        """A copy with ``changes`` applied and validated (command-line overrides).
+
+        Raises:
+            WiringError: a change is invalid; the message names each field and its problem.
+        """
+        try:
+            return ServeConfig.model_validate({**self.model_dump(), **changes})
+        except ValidationError as exc:
+            raise WiringError(f"Invalid team options: {_problems(exc)}.") from None
 
 
 def default_config(team_id: str = "default") -> ServeConfig:
@@ -133,7 +140,7 @@ def load_config(path: str | Path) -> ServeConfig:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise WiringError(f"Config {source} is not valid YAML: {exc}".replace("\n", " ")) from exc
+        raise WiringError(f"Config {source} is not valid YAML: {_yaml_problem(exc)}.") from exc
     if data is None:
         data = {}
     if isinstance(data, list):
@@ -144,7 +151,18 @@ def load_config(path: str | Path) -> ServeConfig:
     try:
         return ServeConfig.model_validate(dict(data))
     except ValidationError as exc:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors(include_url=False)
-        )
-        raise WiringError(f"Config {source} is invalid: {details}.") from None
+        raise WiringError(f"Config {source} is invalid: {_problems(exc)}.") from None
+
+
+def _yaml_problem(exc: Exception) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or not problem:
+        return " ".join(str(exc).split())
+    return f"{problem} at line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or 'config'}: {err['msg']}" for err in exc.errors(include_url=False)
+    )

@@ -289,31 +289,19 @@ def meta_tools(catalog: ToolCatalog) -> dict[str, Tool]:
     from toolcards.core.tool import Tool
 
     def search_tools(query: str, limit: Annotated[int, Field(ge=1, le=50)] = 8) -> list[dict[str, Any]]:
-        """Find tools for a task: names, one-line summaries and relevance scores, best first.
-
-        Then call describe_tool for a tool's arguments.
+        """Find tools for a task, best first; then describe_tool gives a tool's arguments.
 
         Args:
-            query: The task in a few words, e.g. 'edit a file'.
-            limit: How many tools to return.
+            query: The task, e.g. 'edit a file'.
         """
         return catalog.search(query, limit)
 
     def describe_tool(name: str) -> dict[str, Any]:
-        """The full description and input schema of one tool.
-
-        Args:
-            name: The tool name, from search_tools.
-        """
+        """One tool's description and input schema."""
         return catalog.describe(name)
 
     def call_tool(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Run a tool by name (describe_tool shows its arguments).
-
-        Args:
-            name: The tool name.
-            arguments: The tool's arguments.
-        """
+        """Run a tool by name with its arguments."""
         return {"name": name, "arguments": arguments or {}}
 
     functions: dict[str, Callable[..., Any]] = {

@@ -1,14 +1,23 @@
 """Serving a :class:`~toolcards.server.app.TeamServer` over streamable HTTP, safely.
 
-* The server binds ``127.0.0.1`` by default. Binding any other address needs a bearer
-  token (:func:`check_bind` refuses otherwise): anyone who can reach the port could
-  otherwise act as an agent of the team, run commands in its sandbox and edit its files.
-* With a token, every request must carry ``Authorization: Bearer <token>``; anything else
-  gets ``401`` (:class:`BearerAuth`, compared in constant time).
+* The server binds ``127.0.0.1`` by default.
+* Every request must carry the server's token (:class:`TokenAuth`), as on a notebook
+  server: anyone else who can reach the port, a local user or a web page in a browser,
+  could otherwise act as an agent of the team, run commands in its sandbox and edit its
+  files. :func:`serve_http` uses the token it is given, or generates one at start
+  (``secrets.token_urlsafe(32)``) and hands it out once, in the URL given to ``on_ready``
+  (``http://127.0.0.1:8765/mcp?token=...``). ``no_token=True`` serves without one, and
+  only on loopback (:func:`check_bind` refuses any other address).
+* The token is accepted as ``Authorization: Bearer <token>``, or as ``?token=<token>`` in
+  the URL, which also sets an HttpOnly, SameSite=Strict cookie so a browser's later
+  requests need no query. Anything else gets ``401`` with a one-line JSON error.
+  Comparisons take constant time.
 * DNS-rebinding protection stays on: requests must name an allowed ``Host`` (and
   ``Origin``, when a browser sends one). On loopback the SDK allows ``127.0.0.1``,
   ``localhost`` and ``[::1]`` on any port; on another address the bound host, this
   machine's names and addresses, and the hosts given in ``allowed_hosts``.
+* The port is bound (:func:`listen`) before the team starts, so a port in use fails at
+  once, with one message, and nothing has to be stopped.
 * ``X-Agent-Name: <name>`` picks the agent a request acts as (see
   :mod:`toolcards.server.app`).
 
@@ -19,19 +28,23 @@ per request for 2026-07-28 clients.
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import hmac
 import ipaddress
 import json
 import logging
+import secrets
 import socket
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
 
 from toolcards.errors import WiringError
 
 if TYPE_CHECKING:
     import anyio
-    from starlette.types import ASGIApp, Receive, Scope, Send
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
     from toolcards.server.app import TeamServer
 
@@ -39,10 +52,13 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PATH",
     "DEFAULT_PORT",
-    "BearerAuth",
+    "TOKEN_QUERY",
+    "TokenAuth",
     "check_bind",
+    "endpoint_url",
     "http_app",
     "is_loopback",
+    "listen",
     "serve_http",
 ]
 
@@ -51,6 +67,9 @@ logger = logging.getLogger("toolcards.server")
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_PATH = "/mcp"
+TOKEN_QUERY = "token"
+"""The query parameter that carries the token in a URL (``/mcp?token=...``)."""
+LISTEN_BACKLOG = 2048
 
 
 def is_loopback(host: str) -> bool:
@@ -73,55 +92,178 @@ def check_bind(host: str, token: str | None) -> None:
     if not is_loopback(host) and not token:
         raise WiringError(
             f"Refusing to serve on {host} without a token: anyone who can reach it could act as an agent of "
-            "the team. Pass --token (or set TOOLCARDS_TOKEN), or bind 127.0.0.1."
+            "the team. Drop --no-token (a token is then generated), pass --token (or set TOOLCARDS_TOKEN), "
+            "or bind 127.0.0.1."
         )
 
 
-class BearerAuth:
-    """ASGI middleware: every HTTP request needs ``Authorization: Bearer <token>``, else 401.
+def endpoint_url(host: str, port: int, path: str = DEFAULT_PATH, token: str | None = None) -> str:
+    """The URL a client connects to, with ``?token=`` when ``token`` is given."""
+    bare = host.strip("[]")
+    shown = f"[{bare}]" if ":" in bare else bare
+    url = f"http://{shown}:{port}{path}"
+    return f"{url}?{TOKEN_QUERY}={token}" if token else url
 
-    Lifespan and other non-HTTP scopes pass through. The comparison takes constant time.
+
+class TokenAuth:
+    """ASGI middleware: an HTTP request is passed on only if it carries the token, else 401.
+
+    Accepted, each compared in constant time:
+
+    * ``Authorization: Bearer <token>`` (what API clients send);
+    * ``?token=<token>`` in the URL; the response then sets a cookie (HttpOnly,
+      SameSite=Strict, named after the port, holding a digest of the token, not the token),
+      so a browser that opened the link once needs no query on later requests;
+    * that cookie.
+
+    A wrong credential is not an error of its own: the request is refused unless another one
+    it carries is right. Lifespan scopes pass through; a websocket without the token is
+    closed.
     """
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         if not token:
-            raise ValueError("BearerAuth needs a non-empty token")
+            raise ValueError("TokenAuth needs a non-empty token")
         self.app = app
-        self._expected = token.encode("utf-8")
+        self._token = token.encode("utf-8")
+        self._cookie_value = hmac.new(self._token, b"toolcards cookie", hashlib.sha256).hexdigest().encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        if self._authorized(scope):
+        cookie_name = self._cookie_name(scope)
+        headers = self._headers(scope)
+        if self._bearer_ok(headers) or self._cookie_ok(headers, cookie_name):
             await self.app(scope, receive, send)
-            return
-        body = json.dumps(
-            {"error": "unauthorized", "error_description": "Send 'Authorization: Bearer <token>'."}
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", b'Bearer realm="toolcards"'),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        elif self._query_ok(scope):
+            await self.app(scope, receive, self._setting_cookie(send, cookie_name))
+        elif scope["type"] == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await _unauthorized(send)
 
-    def _authorized(self, scope: Scope) -> bool:
-        provided = b""
+    # -- credentials --------------------------------------------------------------------
+
+    @staticmethod
+    def _headers(scope: Scope) -> dict[bytes, bytes]:
+        headers: dict[bytes, bytes] = {}
         for key, value in scope.get("headers", ()):
-            if key.lower() == b"authorization":
-                scheme, _, credential = bytes(value).partition(b" ")
-                if scheme.lower() == b"bearer":
-                    provided = credential.strip()
-                break
-        # compare_digest on bytes of any length: no early exit, no length leak beyond the length itself.
-        return hmac.compare_digest(provided, self._expected)
+            name = bytes(key).lower()
+            # Several Cookie headers (HTTP/2 splits them) are one list of pairs.
+            headers[name] = (
+                headers[name] + b"; " + bytes(value) if name == b"cookie" and name in headers else bytes(value)
+            )
+        return headers
+
+    @staticmethod
+    def _cookie_name(scope: Scope) -> str:
+        # Browsers share cookies between the ports of a host: one name per port keeps two
+        # servers on one machine from overwriting each other's cookie.
+        server = scope.get("server")
+        return f"toolcards-{server[1]}" if server and server[1] is not None else "toolcards"
+
+    def _bearer_ok(self, headers: dict[bytes, bytes]) -> bool:
+        scheme, _, credential = headers.get(b"authorization", b"").partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token)
+
+    def _cookie_ok(self, headers: dict[bytes, bytes], name: str) -> bool:
+        wanted = name.encode()
+        for pair in headers.get(b"cookie", b"").split(b";"):
+            key, _, value = pair.strip().partition(b"=")
+            if key == wanted and hmac.compare_digest(value, self._cookie_value):
+                return True
+        return False
+
+    def _query_ok(self, scope: Scope) -> bool:
+        query = bytes(scope.get("query_string", b"")).decode("latin-1")
+        provided = [value for key, value in parse_qsl(query) if key == TOKEN_QUERY]
+        return bool(provided) and hmac.compare_digest(provided[0].encode("utf-8"), self._token)
+
+    def _setting_cookie(self, send: Send, name: str) -> Send:
+        cookie = f"{name}={self._cookie_value.decode()}; Path=/; HttpOnly; SameSite=Strict".encode()
+
+        async def send_with_cookie(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), (b"set-cookie", cookie)]}
+            await send(message)
+
+        return send_with_cookie
+
+
+async def _unauthorized(send: Send) -> None:
+    body = json.dumps(
+        {
+            "error": "unauthorized",
+            "error_description": "This server needs its token: send 'Authorization: Bearer <token>', "
+            "or use the URL toolcards serve printed (it ends in ?token=...).",
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="toolcards"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def listen(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[socket.socket]:
+    """Listening sockets on ``host:port``, one per address ``host`` resolves to.
+
+    With ``port`` 0 the first address gets a free port and the others the same one. Call it
+    before starting anything, and pass the sockets to :func:`serve_http` (which closes them).
+
+    Raises:
+        OSError: the address cannot be served (in use, not this machine's, a port that needs
+            privileges, a name that does not resolve); the message names it and the fix.
+    """
+    where = endpoint_url(host, port, path="").removeprefix("http://")
+    try:
+        addresses = socket.getaddrinfo(host.strip("[]") or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = getattr(exc, "strerror", None) or exc
+        raise OSError(
+            f"Cannot serve on {where}: the host name does not resolve ({reason}). "
+            "Pass an address of this machine, such as 127.0.0.1."
+        ) from None
+    unique = list(dict.fromkeys(addresses))
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in unique:
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6 and len(unique) > 1:
+                # The IPv4 address has its own socket.
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            bound_port = sockets[0].getsockname()[1] if port == 0 and len(sockets) > 1 else address[1]
+            sock.bind((address[0], bound_port, *address[2:]))
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+    except OSError as exc:
+        for sock in sockets:
+            sock.close()
+        error = OSError(f"Cannot serve on {where}: {_bind_problem(exc, port)}")
+        error.errno = exc.errno  # callers may still tell "in use" from other failures
+        raise error from None
+    return sockets
+
+
+def _bind_problem(exc: OSError, port: int) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return "the port is in use. Stop the process holding it, or pick another port (0 picks a free one)."
+    if exc.errno == errno.EADDRNOTAVAIL:
+        return "that address is not one of this machine's. Bind 127.0.0.1 or an address of this machine."
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        hint = "ports below 1024 need privileges: pick a higher port" if 0 < port < 1024 else "pick another port"
+        return f"permission denied; {hint}."
+    return f"{exc.strerror or exc}."
 
 
 def _host_patterns(host: str) -> list[str]:
@@ -160,6 +302,7 @@ def http_app(
     *,
     host: str = DEFAULT_HOST,
     token: str | None = None,
+    no_token: bool = False,
     path: str = DEFAULT_PATH,
     allowed_hosts: Sequence[str] = (),
 ) -> ASGIApp:
@@ -168,16 +311,26 @@ def http_app(
     Its lifespan runs the MCP session manager: serve it with a server that runs lifespans
     (uvicorn does).
 
+    Args:
+        token: Every request must carry it (:class:`TokenAuth`).
+        no_token: Serve without a token instead (loopback only): any local user or web page
+            that reaches the port can call the team's tools.
+
     Raises:
-        WiringError: ``host`` is not loopback and there is no ``token``.
+        WiringError: neither ``token`` nor ``no_token`` (or both) is given, or ``no_token``
+            on an address other machines can reach.
     """
+    if no_token and token:
+        raise WiringError("Pass a token or no_token=True, not both.")
+    if not no_token and not token:
+        raise WiringError("http_app needs a token (or no_token=True, on loopback only); serve_http generates one.")
     check_bind(host, token)
     app: ASGIApp = team_server.server.streamable_http_app(
         streamable_http_path=path,
         host=host,
         transport_security=_security_settings(host, allowed_hosts),
     )
-    return BearerAuth(app, token) if token else app
+    return TokenAuth(app, token) if token else app
 
 
 async def serve_http(
@@ -186,24 +339,32 @@ async def serve_http(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     token: str | None = None,
+    no_token: bool = False,
     path: str = DEFAULT_PATH,
     allowed_hosts: Sequence[str] = (),
+    sockets: Sequence[socket.socket] | None = None,
     stop: anyio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve ``team_server`` with uvicorn until ``stop`` is set (or the task is cancelled).
 
-    Starts the team first. Does not close it: the caller does
-    (``await team_server.aclose()``). uvicorn's own signal handling is off, so the caller
-    decides what SIGINT/SIGTERM do.
+    Binds the port (unless ``sockets`` are given), then starts the team. Does not close the
+    team: the caller does (``await team_server.aclose()``). uvicorn's own signal handling is
+    off, so the caller decides what SIGINT/SIGTERM do.
 
     Args:
-        on_ready: Called with the endpoint URL once the socket listens.
+        token: The token every request must carry. Without one (and without ``no_token``) a
+            token is generated, and the URL given to ``on_ready`` carries it.
+        no_token: Serve without a token (loopback only).
+        sockets: Listening sockets from :func:`listen` on ``host``; closed when serving ends.
+        on_ready: Called with the endpoint URL once the server accepts connections; the URL
+            ends in ``?token=...`` when the token was generated here (a token the caller
+            passed is not repeated).
 
     Raises:
-        WiringError: ``host`` is not loopback and there is no ``token``, or the cards
-            cannot be bound.
-        OSError: the port cannot be bound.
+        WiringError: ``no_token`` on an address other machines can reach (or with a
+            ``token``), or the cards cannot be bound.
+        OSError: the port cannot be bound (see :func:`listen`).
     """
     import contextlib
 
@@ -215,30 +376,41 @@ async def serve_http(
         def capture_signals(self) -> Any:
             yield  # the caller owns SIGINT/SIGTERM
 
-    app = http_app(team_server, host=host, token=token, path=path, allowed_hosts=allowed_hosts)
-    await team_server.astart()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
-    server = Server(config)
+    generated = None if token or no_token else secrets.token_urlsafe(32)
+    listening = list(sockets) if sockets is not None else None
+    try:
+        app = http_app(
+            team_server, host=host, token=token or generated, no_token=no_token, path=path, allowed_hosts=allowed_hosts
+        )
+        if listening is None:
+            listening = listen(host, port)
+        await team_server.astart()
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+        server = Server(config)
 
-    async def watch() -> None:
-        while not server.started:
-            if server.should_exit:
-                return
-            await anyio.sleep(0.02)
-        if on_ready is not None:
-            shown = f"[{host}]" if ":" in host else host
-            bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
-            on_ready(f"http://{shown}:{bound}{path}")
-        if stop is not None:
-            await stop.wait()
-            server.should_exit = True
+        async def watch() -> None:
+            while not server.started:
+                if server.should_exit:
+                    return
+                await anyio.sleep(0.02)
+            if on_ready is not None:
+                assert listening is not None
+                on_ready(endpoint_url(host, listening[0].getsockname()[1], path, generated))
+            if stop is not None:
+                await stop.wait()
+                server.should_exit = True
 
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(watch)
-        try:
-            await server.serve()
-        except SystemExit:
-            # uvicorn exits the process when it cannot bind; report it as the error it is.
-            raise OSError(f"Cannot serve on {host}:{port}: the address is in use or not available.") from None
-        finally:
-            tasks.cancel_scope.cancel()
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            try:
+                await server.serve(sockets=listening)
+            except SystemExit:
+                # uvicorn exits the process when its startup fails; report it as the error it is.
+                raise RuntimeError(
+                    f"The HTTP server on {endpoint_url(host, port, path)} failed to start; uvicorn logged why."
+                ) from None
+            finally:
+                tasks.cancel_scope.cancel()
+    finally:
+        for sock in listening or ():
+            sock.close()
