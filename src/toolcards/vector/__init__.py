@@ -11,8 +11,8 @@
   and :class:`GraceElapsed` messages.
 
 Importing this package loads pydantic only; numpy, onnxruntime and openai are imported
-on first use. The local model's tokenizer is fetched once with
-``python -m toolcards.vector.assets``.
+on first use. The local model's files are pinned by sha256 (:mod:`toolcards.vector.assets`);
+``toolcards fetch-models`` puts any that are missing in the cache, once.
 """
 
 from __future__ import annotations

