@@ -96,3 +96,112 @@ def default_set_chars() -> int:
 def test_default_card_set_stays_within_its_token_budget() -> None:
     # ~4 characters per token for English and JSON; half of akgentic-tool's ~5,000 tokens.
     assert default_set_chars() / 4 <= 2_500
+
+
+# -- what tools answer, not only how they describe themselves ------------------------------
+
+DISABLED = [
+    {"kind": "planning", "get_planning_task": False, "search_planning": False},
+    {"kind": "knowledge_graph", "search_graph": False},
+    {
+        "kind": "workspace",
+        "workspace_list": False,
+        "workspace_glob": False,
+        "workspace_view": False,
+        "workspace_read": False,
+        "workspace_grep": False,
+    },
+    {"kind": "exec", "mode": "local", "allowed_commands": ["echo"]},
+]
+
+BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("update_planning", {"update_tasks": [{"id": 404, "status": "started"}]}),
+    ("update_planning", {"delete_tasks": [404]}),
+    ("update_planning", {"create_tasks": [{"description": "x", "dependencies": [404]}]}),
+    ("update_planning", {}),
+    ("update_graph", {"update_entities": [{"name": "Nobody", "add_observations": ["x"]}]}),
+    ("update_graph", {"create_relations": [{"from_entity": "A", "to_entity": "B", "relation_type": "uses"}]}),
+    ("update_graph", {}),
+    ("workspace_write", {"path": "../outside.txt", "content": "x"}),
+    ("workspace_write", {"path": "notes.txt", "content": "overwrite without a read"}),
+    ("workspace_edit", {"path": "missing.txt", "old_string": "a", "new_string": "b"}),
+    ("workspace_edit", {"path": "notes.txt", "old_string": "a", "new_string": "b"}),
+    ("workspace_delete", {"path": "missing.txt"}),
+    ("workspace_delete", {"path": "notes.txt"}),
+    ("workspace_patch", {"patch_text": "not a patch"}),
+    ("workspace_multi_edit", {"edits": [{"path": "missing.txt", "old_string": "a", "new_string": "b"}]}),
+    ("exec_command", {"cmd": "rm -rf /"}),
+    ("exec_command", {"cmd": "echo hi", "cwd": "../.."}),
+]
+
+
+def bound_tools(config: list[dict[str, Any]], agent: FakeObserver) -> ToolFactory:
+    from toolcards import load_cards
+
+    return ToolFactory(load_cards(config), observer=agent)
+
+
+def mentioned(text: str) -> set[str]:
+    universe = all_capability_names()
+    pattern = re.compile(r"\b(" + "|".join(sorted(universe, key=len, reverse=True)) + r")\b")
+    return set(pattern.findall(text))
+
+
+@pytest.mark.parametrize("config", [[entry] for entry in DISABLED] + [DISABLED])
+def test_errors_name_only_tools_the_model_can_call(config: list[dict[str, Any]], isolated_root: Any) -> None:
+    from toolcards import RetriableError, ToolFailed
+    from toolcards.core.settings import workspace_dir
+
+    (workspace_dir("team-1") / "notes.txt").write_text("hello\n")
+    with FakeObserver("Alice", "team-1") as alice:
+        factory = bound_tools(config, alice)
+        tools = {tool.name: tool for tool in factory.tools(Channels.TOOL_CALL)}
+        problems = []
+        for name, arguments in BAD_CALLS:
+            if name not in tools:
+                continue
+            try:
+                answer = str(tools[name].call_sync(arguments, channel=Channels.TOOL_CALL))
+            except (RetriableError, ToolFailed) as exc:
+                answer = str(exc)
+            problems += [f"{name}({arguments}) names {other}" for other in mentioned(answer) - set(tools)]
+    assert not problems, problems
+
+
+def test_a_populated_board_names_only_tools_the_model_can_call() -> None:
+    with FakeObserver("Alice", "team-1") as alice:
+        board = bound_tools([{"kind": "planning"}], alice)
+        update = next(tool for tool in board.tools() if tool.name == "update_planning")
+        update.call_sync({"create_tasks": [{"description": f"Task {i}", "owner": "@Alice"} for i in range(80)]})
+        bare = bound_tools([DISABLED[0]], alice)
+        callable_names = {tool.name for tool in bare.tools(Channels.TOOL_CALL)}
+        texts = [prompt() or "" for prompt in bare.get_system_prompts()]
+        assert any("more open tasks not shown" in text for text in texts)
+        assert not {name for text in texts for name in mentioned(text)} - callable_names
+
+
+def test_in_facade_mode_the_served_context_says_how_to_reach_the_tools_it_names() -> None:
+    import asyncio
+
+    from mcp import Client
+
+    from toolcards.server import TeamServer
+    from toolcards.server.config import ServeConfig
+
+    async def read(facade: bool) -> tuple[set[str], str]:
+        server = TeamServer(ServeConfig(team_id="facade-names", cards=[{"kind": "planning"}], facade=facade))
+        try:
+            async with Client(server.server) as client:
+                listed = {tool.name for tool in (await client.list_tools()).tools}
+                await client.call_tool("update_planning", {"create_tasks": [{"description": "x"}]})
+                resource = await client.read_resource("toolcards://facade-names/get_planning")
+                text = resource.contents[0].text  # type: ignore[union-attr]
+        finally:
+            server.close()
+        return listed, text
+
+    listed, text = asyncio.run(read(True))
+    assert "search_planning" in text and "search_planning" not in listed
+    assert text.endswith("The tools named above are reached through call_tool(name, arguments).")
+    _, plain = asyncio.run(read(False))
+    assert "call_tool" not in plain

@@ -74,7 +74,7 @@ def test_a_sandbox_failure_is_tool_failed(alice: FakeObserver) -> None:
 
 def test_a_command_over_the_length_limit_is_refused_by_the_schema(alice: FakeObserver) -> None:
     tool = ToolFactory([ExecTool(mode="local")], observer=alice).tools()[0]
-    assert tool.parameters_schema["properties"]["cmd"]["maxLength"] == MAX_COMMAND_CHARS
+    assert "maxLength" not in tool.parameters_schema["properties"]["cmd"]  # enforced, not listed
     started = time.perf_counter()
     with pytest.raises(RetriableError, match=f"cmd: String should have at most {MAX_COMMAND_CHARS} characters"):
         tool.call_sync({"cmd": "echo " + "a" * 2_000_000})
@@ -179,3 +179,15 @@ def test_a_bad_workspace_id_is_refused_when_the_card_is_built(bad: str) -> None:
 
     with pytest.raises(ValidationError, match="Invalid workspace id"):
         ExecTool(workspace_id=bad)
+
+
+def test_the_description_says_what_this_card_allows(alice: FakeObserver, bob: FakeObserver) -> None:
+    local = ToolFactory([ExecTool(mode="local", allowed_commands=["ls", "python3"])], observer=alice).tools()[0]
+    assert local.description.endswith("Allowed commands: ls, python3.")
+    assert "network" not in local.description  # local mode cannot promise there is none
+    from toolcards.sandbox.bwrap import bwrap_available
+
+    if bwrap_available():
+        with FakeObserver("Ann", "isolated") as ann:
+            isolated = ToolFactory([ExecTool(mode="bwrap")], observer=ann).tools()[0]
+        assert isolated.description.endswith("No network.")

@@ -236,6 +236,15 @@ class ToolCard(BaseModel):
             return _param_type(type(self), field)()
         return value
 
+    def describe(self, field: str) -> str | None:
+        """Words about capability ``field`` that depend on this card's configuration.
+
+        Appended to the tool's description (before the param's own ``instructions``), so the
+        model reads what this configuration allows (``ExecTool``: the commands and whether
+        there is a network). ``None`` (the default) adds nothing.
+        """
+        return None
+
     def capabilities(self) -> Iterator[Capability]:
         """The capabilities this card offers, bound to this card (override for dynamic ones)."""
         for cap in type(self)._capabilities:
@@ -267,7 +276,8 @@ class ToolCard(BaseModel):
                 Tool.from_function(
                     cap.handler,
                     name=cap.name,
-                    instructions=param.instructions,
+                    instructions="\n\n".join(text for text in (self.describe(cap.field), param.instructions) if text)
+                    or None,
                     channels=channels,
                     param=param,
                     card=type(self).__name__,

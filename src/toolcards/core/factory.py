@@ -115,7 +115,11 @@ class ToolFactory:
                 tools.append(tool.replace(guards=guards + tool.guards, record_sink=self._record, approver=self.approve))
         if problems:
             raise WiringError("Cannot bind cards: " + "; ".join(p.rstrip(".") for p in problems) + ".")
-        return tools
+        from toolcards.core.mentions import known_tool_names
+
+        callable_names = {tool.name for tool in tools if Channels.TOOL_CALL in tool.channels}
+        unreachable = (known_tool_names() | {tool.name for tool in tools}) - callable_names
+        return [tool.replace(unreachable=unreachable) for tool in tools]
 
     # -- events -----------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ Any other exception from a handler is logged with its traceback and raised as
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import inspect
 import itertools
@@ -136,6 +137,9 @@ class Tool:
     """The tool changes state (read-only filters drop it)."""
     record_sink: RecordSink | None = None
     """Receives a record of every call."""
+    unreachable: frozenset[str] = frozenset()
+    """Tool names the model cannot call: no error this tool returns to a model names one
+    (:mod:`toolcards.core.mentions`)."""
     _semaphore: threading.BoundedSemaphore | None = field(default=None, repr=False, compare=False)
     _is_async: bool = field(default=False, repr=False, compare=False)
 
@@ -335,6 +339,8 @@ class Tool:
     def _fail(self, exc: BaseException, channel: Channels, call_id: str | None, started: float) -> NoReturn:
         """Record the failure and raise it, translated (see :func:`_translate`)."""
         error = _translate(self.name, exc)
+        if channel is Channels.TOOL_CALL and self.unreachable and isinstance(error, RetriableError | ToolFailed):
+            error = _without_dangling_names(error, self.unreachable - {self.name})
         if self.record_sink is not None and isinstance(error, ToolcardsError):
             self._record(channel, call_id, started, f"{type(error).__name__}: {error}")
         if error is exc:
@@ -400,3 +406,16 @@ def _store_failure(tool_name: str, exc: StoreError) -> StoreError:
     failure.for_model = True  # type: ignore[attr-defined]
     failure.__cause__ = exc
     return failure
+
+
+def _without_dangling_names(error: ToolcardsError, unreachable: frozenset[str]) -> ToolcardsError:
+    """``error`` with the sentences naming a tool the model cannot call taken out."""
+    from toolcards.core.mentions import without_unreachable
+
+    text = str(error)
+    kept = without_unreachable(text, unreachable)
+    if kept == text or not kept:
+        return error
+    trimmed = copy.copy(error)
+    trimmed.args = (kept,)
+    return trimmed

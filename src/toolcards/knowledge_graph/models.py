@@ -18,6 +18,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.json_schema import SkipJsonSchema
 
+from toolcards.core.bounds import unlisted_bound
+
 __all__ = [
     "Entity",
     "EntityCreate",
@@ -46,10 +48,14 @@ RelationKey = tuple[str, str, str]
 
 SearchMode = Literal["keyword", "vector", "hybrid"]
 
-_Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX)]
-_Type = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TYPE_MAX)]
-_Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX)]
-_Observation = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=OBSERVATION_MAX)]
+# The bounds are enforced, not listed in the schema: a model pays for every word it reads.
+_Unlisted = Field(json_schema_extra=unlisted_bound)
+_Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX), _Unlisted]
+_Type = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TYPE_MAX), _Unlisted]
+_Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX), _Unlisted]
+_Observation = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=OBSERVATION_MAX), _Unlisted
+]
 # A reference to an entity or relation type that already exists: its bounds were checked when it
 # was created, and stating them again would cost tokens on every request for nothing.
 _Ref = Annotated[str, StringConstraints(strip_whitespace=True)]
@@ -118,7 +124,7 @@ class EntityCreate(_ToolInput):
     entity_type: _Type = Field(description="e.g. person, service, decision")
     description: _Description = ""
     observations: list[_Observation] = Field(
-        default_factory=list, max_length=OBSERVATIONS_MAX, description="Atomic facts"
+        default_factory=list, max_length=OBSERVATIONS_MAX, description="Atomic facts", json_schema_extra=unlisted_bound
     )
     is_root: bool = Field(default=False, description="Entry point, listed in the summary")
 
@@ -134,9 +140,11 @@ class EntityUpdate(_ToolInput):
     entity_type: _Type | SkipJsonSchema[None] = None
     description: _Description | SkipJsonSchema[None] = None
     is_root: bool | SkipJsonSchema[None] = None
-    add_observations: list[_Observation] = Field(default_factory=list, max_length=OBSERVATIONS_MAX)
+    add_observations: list[_Observation] = Field(
+        default_factory=list, max_length=OBSERVATIONS_MAX, json_schema_extra=unlisted_bound
+    )
     remove_observations: list[_Observation] = Field(
-        default_factory=list, max_length=OBSERVATIONS_MAX, description="Exact text"
+        default_factory=list, max_length=OBSERVATIONS_MAX, description="Exact text", json_schema_extra=unlisted_bound
     )
 
 

@@ -32,6 +32,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, PrivateAttr
 
 from toolcards.actors.asking import ask
+from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
@@ -112,6 +113,18 @@ class ExecTool(ToolCard):
         self._sandbox = sandbox
         self._policy = policy
 
+    def describe(self, field: str) -> str | None:
+        """What this card's commands may do: the allowed first words and the network."""
+        if field != "exec_command" or self._policy is None:
+            return None
+        options = self._policy.options
+        allowed = options.allowed_commands
+        words = f"Allowed commands: {', '.join(allowed)}." if allowed else ""
+        # Only a backend that isolates the network can promise there is none.
+        if hasattr(options, "allow_network") and not options.allow_network:
+            words = f"{words} No network.".strip()
+        return words or None
+
     # The result renders within limits.output_chars (head and tail of each stream kept); the
     # pipeline budget only has to leave room for the header lines.
     @capability(
@@ -119,7 +132,7 @@ class ExecTool(ToolCard):
     )
     def run(
         self,
-        cmd: Annotated[str, Field(max_length=MAX_COMMAND_CHARS)],
+        cmd: Annotated[str, Field(max_length=MAX_COMMAND_CHARS, json_schema_extra=unlisted_bound)],
         cwd: str = "",
         timeout_s: float | None = None,
     ) -> str:

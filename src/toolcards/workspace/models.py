@@ -18,6 +18,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from toolcards.core.bounds import unlisted_bound
+
 __all__ = [
     "MAX_CONTENT_CHARS",
     "MAX_EDITS",
@@ -33,7 +35,6 @@ __all__ = [
     "ReadRecord",
     "WorkspacePath",
     "content_digest",
-    "unlisted_bound",
 ]
 
 MAX_PATH_CHARS = 4096
@@ -53,17 +54,6 @@ MAX_PATTERN_CHARS = 1000
 
 MAX_EDITS = 200
 """Edits one ``workspace_multi_edit`` call may carry."""
-
-
-def unlisted_bound(schema: dict[str, Any]) -> None:
-    """Drop the bound from the JSON schema of a field; validation still enforces it.
-
-    Every model request pays for every word of a schema, and no honest call comes near these
-    bounds: they are there for hostile or runaway arguments, which get pydantic's own error
-    ("String should have at most 4096 characters").
-    """
-    schema.pop("maxLength", None)
-    schema.pop("maxItems", None)
 
 
 WorkspacePath = Annotated[str, Field(max_length=MAX_PATH_CHARS, json_schema_extra=unlisted_bound)]

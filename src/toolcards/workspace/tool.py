@@ -72,6 +72,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, PrivateAttr
 
 from toolcards.actors.asking import ask
+from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import Capability, ToolCard, capability
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
@@ -97,7 +98,6 @@ from toolcards.workspace.models import (
     Pattern,
     WorkspacePath,
     content_digest,
-    unlisted_bound,
 )
 from toolcards.workspace.tree import Tree
 from toolcards.workspace.tree_lock import probe_tree_locks
@@ -302,6 +302,7 @@ class WorkspaceTool(ToolCard):
         Args:
             path: Relative to the workspace root.
             offset: First line, from 1.
+            limit: Lines.
         """
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
         with self.tree.open_file(path) as file:

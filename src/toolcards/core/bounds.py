@@ -1,0 +1,22 @@
+"""Bounds a field enforces without the model reading them on every request.
+
+Every word of a schema is paid for on every request, and no honest call comes near the
+bounds that stop hostile or runaway arguments (a 4 MB file content, a 120-character entity
+name). :func:`unlisted_bound`, as a field's ``json_schema_extra``, drops them from the JSON
+schema a model reads; validation still enforces them, with pydantic's own message ("String
+should have at most 120 characters"), which the model can act on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["unlisted_bound"]
+
+_BOUNDS = ("maxLength", "minLength", "maxItems", "minItems")
+
+
+def unlisted_bound(schema: dict[str, Any]) -> None:
+    """Drop a field's length and size bounds from its JSON schema (validation keeps them)."""
+    for key in _BOUNDS:
+        schema.pop(key, None)

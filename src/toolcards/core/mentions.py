@@ -1,0 +1,67 @@
+"""No tool is named to a model that cannot call it.
+
+A message a tool returns may point at another tool ("Call search_planning to list task
+ids"). When that tool is switched off for this agent (or not exposed to the model), the hint
+is a dangling name: the model would try to call something that does not exist. The factory
+gives each tool the set of tool names the model cannot call, and the pipeline drops every
+sentence of a model-facing error that names one (:func:`without_unreachable`). What is left
+still says what went wrong; only the pointer goes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+__all__ = ["known_tool_names", "without_unreachable"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=\S)")
+
+
+def known_tool_names() -> frozenset[str]:
+    """The name of every capability of every card kind registered in this process."""
+    from toolcards.core.registry import card_class, card_kinds
+
+    names: set[str] = set()
+    for kind in card_kinds():
+        try:
+            names.update(capability.name for capability in card_class(kind)._capabilities)
+        except Exception:  # a kind whose entry point cannot load names nothing
+            continue
+    return frozenset(names)
+
+
+def without_unreachable(text: str, unreachable: Iterable[str]) -> str:
+    """``text`` without the sentences that name a tool in ``unreachable`` (whole words only).
+
+    Lines are kept as lines; a line left empty is dropped. ``text`` comes back unchanged
+    when it names none of them.
+    """
+    names = sorted(set(unreachable), key=len, reverse=True)
+    if not names:
+        return text
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in names) + r")\b")
+    if not pattern.search(text):
+        return text
+    kept_lines = []
+    for line in text.split("\n"):
+        if not pattern.search(line):
+            kept_lines.append(line)
+            continue
+        parts = _SENTENCE_END.split(line)
+        sentences = [sentence for sentence in parts if not pattern.search(sentence)]
+        if sentences:
+            kept_lines.append(_tidy(" ".join(sentences), capitalise=sentences[0] is not parts[0]))
+    return "\n".join(kept_lines).strip()
+
+
+def _tidy(line: str, *, capitalise: bool) -> str:
+    """A line left by dropping sentences ends with a full stop, and starts with a capital
+    when its first sentence went."""
+    text = line.rstrip()
+    if text and text[-1] in ";:,":
+        text = text[:-1] + "."
+    if capitalise:
+        start = len(text) - len(text.lstrip())
+        text = text[:start] + text[start : start + 1].upper() + text[start + 1 :]
+    return text

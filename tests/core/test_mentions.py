@@ -1,0 +1,61 @@
+"""No error names a tool the model cannot call; what is left still reads as sentences."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolcards import Channels, RetriableError, Tool
+from toolcards.core.mentions import known_tool_names, without_unreachable
+
+
+@pytest.mark.parametrize(
+    ("text", "gone", "kept"),
+    [
+        (
+            "Task 4 does not exist. Call search_planning to list task ids, then retry.",
+            {"search_planning"},
+            "Task 4 does not exist.",
+        ),
+        (
+            "Call workspace_read on 'a' first, then retry: it exists and you have not read it.",
+            {"workspace_read"},
+            "It exists and you have not read it.",
+        ),
+        (
+            "Missing. To create it use workspace_write; to find one use workspace_glob.",
+            {"workspace_glob"},
+            "Missing. To create it use workspace_write.",
+        ),
+        (
+            "Nothing was applied:\n- update task 9: gone. See search_planning.",
+            {"search_planning"},
+            "Nothing was applied:\n- update task 9: gone.",
+        ),
+        (
+            "workspace_globbing is a word, not the tool.",
+            {"workspace_glob"},
+            "workspace_globbing is a word, not the tool.",
+        ),
+        ("Untouched.", set(), "Untouched."),
+    ],
+)
+def test_sentences_naming_unreachable_tools_are_dropped(text: str, gone: set[str], kept: str) -> None:
+    assert without_unreachable(text, gone) == kept
+
+
+def test_the_built_in_capabilities_are_known() -> None:
+    assert {"workspace_read", "search_planning", "exec_command", "update_graph"} <= known_tool_names()
+
+
+def test_the_pipeline_drops_them_on_the_model_channel_only() -> None:
+    def fail() -> str:
+        """Always fails."""
+        raise RetriableError("It failed. Call search_planning to list ids.")
+
+    tool = Tool.from_function(fail).replace(unreachable=frozenset({"search_planning"}))
+    with pytest.raises(RetriableError) as for_model:
+        tool.call_sync({}, channel=Channels.TOOL_CALL)
+    assert str(for_model.value) == "It failed."
+    with pytest.raises(RetriableError) as for_code:
+        tool.call_sync({}, channel=Channels.COMMAND)
+    assert "search_planning" in str(for_code.value)
