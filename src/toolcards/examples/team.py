@@ -1,6 +1,6 @@
 """A team of agents: a lead hires two builders, delegates by message, hears back, fires one.
 
-Run it with ``python examples/team.py``. Scripted pydantic-ai models stand in for LLMs
+Run it with ``python -m toolcards.examples.team``. Scripted pydantic-ai models stand in for LLMs
 (no network, no API key); give a profile ``model="openai:gpt-4o"`` for a real one. The
 team's event log is printed as a transcript at the end.
 """

@@ -1,6 +1,6 @@
 """Quickstart: a card with one tool, one system prompt and one command, driven offline.
 
-Run it with ``python examples/quickstart.py``: a scripted pydantic-ai model (no network,
+Run it with ``python -m toolcards.examples.quickstart``: a scripted pydantic-ai model (no network,
 no API key) calls the card's tool through the same pipeline every channel uses.
 """
 

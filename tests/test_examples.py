@@ -1,0 +1,24 @@
+"""The examples shipped in the package run offline and print what their docstrings promise."""
+
+from __future__ import annotations
+
+import pytest
+
+from toolcards.examples import quickstart, team
+
+
+def test_quickstart_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    quickstart.main()
+    assert capsys.readouterr().out.splitlines() == [
+        "Done. My context said: Notes: the build is green",
+        "Noted (2 notes).",
+        "Notes: the build is green; deploy on Friday",
+    ]
+
+
+def test_team_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    team.main()
+    out = capsys.readouterr().out
+    assert out.startswith("Delegated to @Builder-1 and @Builder-2.\n")
+    assert "Fired @Builder-2 (builder)" in out
+    assert "@Builder-2 fired by @Lead" in out
