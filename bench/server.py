@@ -97,6 +97,8 @@ def _free_port() -> int:
 async def _http_server(config: Path, env: dict[str, str]) -> AsyncIterator[str]:
     port = _free_port()
     command = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config), "--transport", "http"]
+    # Without TOOLCARDS_TOKEN the server generates a token and prints it in its URL.
+    env = {name: value for name, value in env.items() if name != "TOOLCARDS_TOKEN"}
     process = subprocess.Popen(
         [*command, "--port", str(port)], cwd=REPO, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
@@ -110,7 +112,8 @@ async def _http_server(config: Path, env: dict[str, str]) -> AsyncIterator[str]:
                 raise RuntimeError("the HTTP server exited before serving")
             if b"serving team" in line:
                 break
-        yield f"http://127.0.0.1:{port}/mcp"
+        # The URL the server printed carries the token it generated (`.../mcp?token=...`).
+        yield line.decode().split(" at ", 1)[1].split()[0]
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -359,6 +359,8 @@ class _Server:
 
     def __init__(self, config: Path, env: dict[str, str]) -> None:
         command = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
+        # Without TOOLCARDS_TOKEN each server generates a token and prints it in its URL (_SERVING).
+        env = {name: value for name, value in env.items() if name != "TOOLCARDS_TOKEN"}
         self.process = subprocess.Popen(
             [*command, "--transport", "http", "--port", "0"],
             cwd=REPO,
