@@ -108,6 +108,26 @@ def test_system_prompts_are_re_evaluated_before_every_request() -> None:
     assert [info.instructions for info in seen] == ["first", "second"]
 
 
+def test_in_append_mode_a_changed_prompt_is_appended_and_the_start_of_the_request_stays() -> None:
+    card = GreeterCard(motd_text="first")
+    factory = ToolFactory([card])
+    seen: list[tuple[str | None, list[ModelMessage]]] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append((info.instructions, list(messages)))
+        if len(seen) == 1:
+            card.motd_text = "second"
+            return ModelResponse(parts=[ToolCallPart("greet_someone", {"name": "A"})])
+        return ModelResponse(parts=[TextPart("done")])
+
+    Agent(FunctionModel(respond), toolsets=[factory.toolset(context="append")]).run_sync("go")
+    # The instructions (the start of every request, which provider caches keep) never change...
+    first, second = (instructions for instructions, _ in seen)
+    assert first == second and first is not None and "first" in first and "second" not in first
+    # ...and the model still reads the new text, at the end of the conversation.
+    assert "second" in repr(seen[1][1][-1].parts)
+
+
 def test_requires_approval_defers_the_call() -> None:
     factory = ToolFactory([GreeterCard(greet=GreetParam(requires_approval=True), motd=False)])
     agent = Agent(

@@ -25,7 +25,7 @@ from toolcards.errors import RetriableError, ToolcardsError, ToolFailed, WiringE
 
 if TYPE_CHECKING:
     from toolcards.core.commands import CommandRegistry
-    from toolcards.pydantic_ai.toolset import CardToolset
+    from toolcards.pydantic_ai.toolset import CardToolset, ContextMode
 
 __all__ = ["ToolFactory", "command_function", "prompt_function", "tool_function"]
 
@@ -173,14 +173,18 @@ class ToolFactory:
         """Ready-made toolsets from cards that wrap external servers (MCP)."""
         return [toolset for card in self.cards for toolset in card.get_toolsets()]
 
-    def toolset(self, *, max_retries: int = 2) -> CardToolset:
+    def toolset(self, *, max_retries: int = 2, context: ContextMode = "rewrite") -> CardToolset:
         """One pydantic-ai toolset with every tool and the system prompts as its instructions.
 
-        ``Agent(model, toolsets=[factory.toolset()])`` attaches everything.
+        ``Agent(model, toolsets=[factory.toolset()])`` attaches everything. ``context`` says how
+        a changed system prompt reaches the model (:class:`~toolcards.pydantic_ai.CardToolset`):
+        rendered afresh into the instructions (the default), or ``"append"``ed as a change so the
+        start of every request stays cacheable. With a provider that caches prompts,
+        ``Agent(model, capabilities=[TeamContext(factory)])`` costs least (README, "Tokens").
         """
         from toolcards.pydantic_ai.toolset import CardToolset
 
-        return CardToolset(self, max_retries=max_retries)
+        return CardToolset(self, max_retries=max_retries, context=context)
 
     def command_registry(self) -> CommandRegistry:
         """Slash-command dispatch (``/name arg key=value``) and descriptors for help screens."""

@@ -17,15 +17,19 @@ System prompts become the toolset's instructions, re-evaluated before every mode
 in a worker thread (they may ask actors), one named instruction part per section (the plan,
 the graph summary). ``context`` says how a section that changed reaches the model:
 
-* ``"append"`` (the default): the first version stays in the instruction prefix and each
-  change is appended to the conversation as pydantic-ai's instruction delta — a unified diff
-  against the version the model last saw when that is shorter than the whole section. The
-  start of every request stays byte-identical, so provider prompt caches (OpenAI, Anthropic,
-  Gemini) keep hitting; ``python -m bench tokens`` measures it (a 30-turn run whose board
-  changes every 3 turns: see the README for the figures that chose this default).
-* ``"rewrite"``: the instructions are rendered afresh before every request, so the model
-  always reads the whole current context in one place, and any change rewrites the start of
-  the prompt (every cached prefix is lost).
+* ``"rewrite"`` (the default): the instructions are rendered afresh before every request, so
+  the model always reads the whole current context in one place and the conversation stays a
+  plain sequence of requests and responses; any change rewrites the start of the prompt, so
+  provider prompt caches miss from there on. It sends the fewest tokens when nothing is cached.
+* ``"append"``: the first version stays in the instruction prefix and each change is appended
+  to the conversation as pydantic-ai's instruction delta (a unified diff against the version
+  the model last saw, when that is shorter than the whole section). The start of every request
+  stays byte-identical, so provider prompt caches keep hitting.
+* ``"off"``: no instructions (:class:`~toolcards.pydantic_ai.TeamContext` gives them instead,
+  as compact updates: the cheapest mode wherever the provider caches prompts).
+
+``python -m bench tokens`` measures the three on a 30-request run whose board changes every
+3 requests; the README's "Tokens" section gives the figures and which to choose.
 """
 
 from __future__ import annotations
