@@ -34,6 +34,7 @@ from typing import Any, ClassVar, TypeVar, cast, overload
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from toolcards.core.arguments import DEFAULT_MAX_ARGUMENT_CHARS
+from toolcards.core.callables import command_function, prompt_function, tool_function
 from toolcards.core.channels import Channels
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET
 from toolcards.core.params import BaseToolParam
@@ -299,20 +300,14 @@ class ToolCard(BaseModel):
 
     def get_tools(self) -> list[Callable[..., Any]]:
         """Functions for the TOOL_CALL channel, ready for ``Agent(tools=...)``."""
-        from toolcards.core.factory import tool_function
-
         return [tool_function(t) for t in self.build_tools() if Channels.TOOL_CALL in t.channels]
 
     def get_system_prompts(self) -> list[Callable[[], str | None]]:
         """Zero-argument callables for the SYSTEM_PROMPT channel, re-run before each request."""
-        from toolcards.core.factory import prompt_function
-
         return [prompt_function(t) for t in self.build_tools() if Channels.SYSTEM_PROMPT in t.channels]
 
     def get_commands(self) -> dict[type[BaseToolParam], Callable[..., Any]]:
         """Callables for the COMMAND channel, keyed by their param type."""
-        from toolcards.core.factory import command_function
-
         return {type(t.param): command_function(t) for t in self.build_tools() if Channels.COMMAND in t.channels}
 
     def get_toolsets(self) -> list[Any]:
