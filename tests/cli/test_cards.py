@@ -17,7 +17,7 @@ def test_json_describes_capabilities_with_channels_and_schemas(capsys: pytest.Ca
     assert card["kind"] == "test_echo"
     assert card["class"] == "tests.server.cards:EchoTool"
     assert card["requires_observer"] == "ActorToolObserver"
-    assert card["fields"] == {"motd_text": "Be kind."}
+    assert card["fields"] == {"read_only": False, "motd_text": "Be kind."}
     capabilities = {c["name"]: c for c in card["capabilities"]}
     assert capabilities["echo"]["channels"] == ["command", "tool_call"]
     assert capabilities["echo"]["parameters"]["required"] == ["text"]

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 import pytest
 from pydantic import ConfigDict
 
-from tests.core.cards import GreeterCard, GreetParam, MotdParam
+from tests.core.cards import BasketCard, GreeterCard, GreetParam, MotdParam
 from toolcards import COMMAND, TOOL_CALL, ActorToolObserver, Channels, ObserverGone, ToolCard, WiringError, capability
 from toolcards.core.params import BaseToolParam
 from toolcards.testing import FakeObserver
@@ -125,3 +125,11 @@ def test_equality_is_about_configuration_not_binding() -> None:
     bound = GreeterCard(motd_text="x").observer(observer)
     assert bound == GreeterCard(motd_text="x")
     assert bound != GreeterCard(motd_text="y")
+
+
+def test_read_only_drops_what_mutates_on_every_channel_of_any_card() -> None:
+    assert [tool.name for tool in BasketCard().build_tools()] == ["add_items"]
+    assert BasketCard(read_only=True).build_tools() == []
+    # What changes nothing stays.
+    assert {tool.name for tool in GreeterCard(read_only=True).build_tools()} == {"greet_someone", "message_of_the_day"}
+    assert BasketCard.model_validate({"read_only": True}).read_only

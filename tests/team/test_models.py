@@ -28,7 +28,7 @@ def test_profile_round_trips_through_json_with_cards_as_config() -> None:
         instructions="Test first.",
         cards=[*dump_cards([BoardTool(show=False)]), {"kind": "messaging", "teammates": False}],
     )
-    assert profile.cards[0] == {"kind": "team_test_board", "post": True, "show": False}
+    assert profile.cards[0] == {"kind": "team_test_board", "read_only": False, "post": True, "show": False}
     again = RoleProfile.model_validate(json.loads(profile.model_dump_json()))
     assert again == profile
     assert again.hireable is True

@@ -130,6 +130,9 @@ class ToolCard(BaseModel):
     _capabilities: ClassVar[tuple[Capability, ...]] = ()
     _observer_ref: Callable[[], Any] | None = PrivateAttr(default=None)
 
+    read_only: bool = False
+    """Offer only the capabilities that change nothing (``mutates=False``), on every channel."""
+
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
@@ -247,9 +250,11 @@ class ToolCard(BaseModel):
         return None
 
     def capabilities(self) -> Iterator[Capability]:
-        """The capabilities this card offers, bound to this card (override for dynamic ones)."""
+        """The capabilities this card offers, bound to this card (override for dynamic ones);
+        without those that mutate when :attr:`read_only`."""
         for cap in type(self)._capabilities:
-            yield dataclasses.replace(cap, handler=cap.handler.__get__(self, type(self)))
+            if not (self.read_only and cap.mutates):
+                yield dataclasses.replace(cap, handler=cap.handler.__get__(self, type(self)))
 
     def build_tools(self) -> list[Tool]:
         """One :class:`Tool` per enabled capability, its channels taken from the param.

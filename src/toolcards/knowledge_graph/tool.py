@@ -67,7 +67,6 @@ class KnowledgeGraphTool(ToolCard):
     get_graph: GetGraph | bool = True
     update_graph: UpdateGraph | bool = True
     search_graph: SearchGraph | bool = True
-    read_only: bool = False
     embedding: EmbeddingParam | None = None
     _graph: Any = PrivateAttr(default=None)
 
@@ -85,10 +84,6 @@ class KnowledgeGraphTool(ToolCard):
             alpha=search.alpha,
             threshold=search.threshold,
         )
-
-    def capabilities(self) -> Any:
-        caps = super().capabilities()
-        return (cap for cap in caps if not (self.read_only and cap.mutates))
 
     def _ask(self, future: Any) -> Any:
         if self._graph is None:

@@ -128,7 +128,12 @@ class ExecTool(ToolCard):
     # The result renders within limits.output_chars (head and tail of each stream kept); the
     # pipeline budget only has to leave room for the header lines.
     @capability(
-        "exec_command", name="exec_command", serves={TOOL_CALL, COMMAND}, untrusted_output=True, output_budget=21_000
+        "exec_command",
+        name="exec_command",
+        serves={TOOL_CALL, COMMAND},
+        untrusted_output=True,
+        output_budget=21_000,
+        mutates=True,  # a command may change any file of the workspace
     )
     def run(
         self,

@@ -170,7 +170,7 @@ class MessagingTool(ToolCard):
         member: ActorToolObserver = self.get_observer()  # checked by the factory at bind
         return member
 
-    @capability("send", name="send_message", serves={TOOL_CALL, COMMAND})
+    @capability("send", name="send_message", serves={TOOL_CALL, COMMAND}, mutates=True)
     def send_message(
         self,
         to: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)],

@@ -65,7 +65,6 @@ Handlers block (disk I/O, actor asks), as every sync handler may.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
 
@@ -73,7 +72,7 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.actors.asking import ask
 from toolcards.core.bounds import unlisted_bound
-from toolcards.core.card import Capability, ToolCard, capability
+from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
 from toolcards.core.observer import ActorToolObserver
@@ -201,7 +200,6 @@ class WorkspaceTool(ToolCard):
     kind: ClassVar[str] = "workspace"
     requires_observer: ClassVar[type | None] = ActorToolObserver
 
-    read_only: bool = False
     workspace_id: WorkspaceId | None = None
     disk_mb: int = Field(default=1024, ge=1)
     workspace_read: WorkspaceReadParam | bool = True
@@ -253,12 +251,6 @@ class WorkspaceTool(ToolCard):
         self._cache_dir = internal_dir() / "cache"
         self._actor = workspace_actor(root)
         ask(self._actor.attach(team_id, observer.team.publish, self.disk_mb), actor=f"#WorkspaceActor:{root.name}")
-
-    def capabilities(self) -> Iterator[Capability]:
-        """Every enabled capability; without the mutating ones when ``read_only``."""
-        for cap in super().capabilities():
-            if not (self.read_only and cap.mutates):
-                yield cap
 
     @property
     def tree(self) -> Tree:
