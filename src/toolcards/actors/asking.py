@@ -13,7 +13,7 @@ import pykka
 
 from toolcards.errors import ActorUnavailable
 
-__all__ = ["ask", "ask_async"]
+__all__ = ["actor_error", "ask", "ask_async"]
 
 T = TypeVar("T")
 
@@ -27,10 +27,21 @@ def ask(future: pykka.Future[T], *, actor: str, timeout: float | None = None) ->
     """
     try:
         return future.get(timeout=timeout)
-    except pykka.ActorDeadError as exc:
-        raise ActorUnavailable(f"{actor} is stopped; its team may be shutting down.") from exc
-    except pykka.Timeout as exc:
-        raise ActorUnavailable(f"{actor} did not answer within {timeout} s.") from exc
+    except (pykka.ActorDeadError, pykka.Timeout) as exc:
+        error = actor_error(exc, actor=actor, timeout=timeout)
+        assert error is not None
+        raise error from exc
+
+
+def actor_error(exc: BaseException, *, actor: str, timeout: float | None = None) -> ActorUnavailable | None:
+    """``exc`` as :class:`ActorUnavailable` if it is pykka's (a stopped actor, no answer in
+    time), else ``None``. The one place that knows pykka's errors; the tool pipeline asks it
+    about whatever a handler let escape without :func:`ask`."""
+    if isinstance(exc, pykka.ActorDeadError):
+        return ActorUnavailable(f"{actor} is stopped; its team may be shutting down.")
+    if isinstance(exc, pykka.Timeout):
+        return ActorUnavailable(f"{actor} did not answer within {timeout} s.")
+    return None
 
 
 async def ask_async(future: pykka.Future[T], *, actor: str, timeout: float | None = None) -> T:

@@ -21,7 +21,8 @@ command), a call runs the same steps, so the same input gives the same answer ev
    refused call is recorded as a failure, like a guard's denial).
 
 Errors: ``RetriableError`` (and its subclasses) and ``ToolFailed`` (``ApprovalRequired``
-included) pass through for the adapter to translate. pykka's ``ActorDeadError``/``Timeout`` become ``ActorUnavailable``.
+included) pass through for the adapter to translate. An actor's errors a handler let escape
+(a stopped actor, no answer in time) become ``ActorUnavailable`` (:mod:`toolcards.actors.asking`).
 Any other exception from a handler is logged with its traceback and raised as
 ``ToolFailed`` naming the exception type and message. ``ObserverGone`` and
 ``WiringError`` are programming errors and propagate unchanged.
@@ -35,6 +36,7 @@ import inspect
 import itertools
 import logging
 import re
+import sys
 import threading
 import time
 import types
@@ -51,7 +53,6 @@ from toolcards.core.guards import Guard, GuardContext
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
 from toolcards.core.schema import ArgsSchema, build_args_schema
 from toolcards.errors import (
-    ActorUnavailable,
     GuardError,
     ObserverGone,
     RetriableError,
@@ -376,16 +377,23 @@ def _translate(tool_name: str, exc: BaseException) -> BaseException:
         return exc
     if not isinstance(exc, Exception):  # KeyboardInterrupt, CancelledError, SystemExit
         return exc
-    kind = type(exc)
-    if kind.__module__.startswith("pykka"):
-        failure: ToolFailed = ActorUnavailable(
-            f"{tool_name} could not reach the actor that owns its state ({kind.__name__}: {exc}). "
-            "The team may be shutting down; tell the user instead of retrying."
-        )
-    else:
-        logger.error("tool %s raised %s", tool_name, kind.__name__, exc_info=exc)
-        failure = ToolFailed(f"{tool_name} failed: {kind.__name__}: {exc}")
-    return failure
+    unreachable = _actor_error(tool_name, exc)
+    if unreachable is not None:
+        return unreachable
+    logger.error("tool %s raised %s", tool_name, type(exc).__name__, exc_info=exc)
+    return ToolFailed(f"{tool_name} failed: {type(exc).__name__}: {exc}")
+
+
+def _actor_error(tool_name: str, exc: Exception) -> ToolFailed | None:
+    # Only an actor system that is loaded can have raised its errors; asking.py knows them.
+    if "pykka" not in sys.modules:
+        return None
+    from toolcards.actors.asking import actor_error
+
+    error = actor_error(exc, actor=f"The actor that owns {tool_name}'s state")
+    if error is not None:
+        error.args = (f"{error} Tell the user instead of retrying.",)
+    return error
 
 
 _HOST_PATH = re.compile(r"(?<![\w.])/(?:[^\s/:'\"()]+/)*([^\s/:'\"()]+)")
