@@ -133,3 +133,14 @@ def test_read_only_drops_what_mutates_on_every_channel_of_any_card() -> None:
     # What changes nothing stays.
     assert {tool.name for tool in GreeterCard(read_only=True).build_tools()} == {"greet_someone", "message_of_the_day"}
     assert BasketCard.model_validate({"read_only": True}).read_only
+
+
+def test_bound_names_why_a_runtime_handle_is_missing() -> None:
+    card = GreeterCard()
+    with pytest.raises(WiringError, match="GreeterCard is not bound"):
+        card.bound(None)
+    assert card.bound("proxy") == "proxy"
+    with FakeObserver("Alice") as alice:
+        card.observer(alice)
+        with pytest.raises(WiringError, match="its on_bind did not finish"):
+            card.bound(None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import pykka
 
@@ -17,6 +17,7 @@ from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish
 __all__ = ["ActorSystem", "Team"]
 
 A = TypeVar("A", bound=pykka.Actor)
+P = TypeVar("P", bound=pykka.ActorProxy[Any])
 
 
 class Team:
@@ -32,13 +33,21 @@ class Team:
         self._proxy = ref.proxy()
         self._label = f"orchestrator of team {team_id}"
 
-    def get_or_spawn(self, name: str, actor_class: type[A], *args: Any, **kwargs: Any) -> pykka.ActorProxy[A]:
+    @overload
+    def get_or_spawn(self, name: str, actor_class: type[A], *args: Any, proxy: type[P], **kwargs: Any) -> P: ...
+    @overload
+    def get_or_spawn(self, name: str, actor_class: type[A], *args: Any, **kwargs: Any) -> pykka.ActorProxy[A]: ...
+    def get_or_spawn(
+        self, name: str, actor_class: type[A], *args: Any, proxy: type[Any] | None = None, **kwargs: Any
+    ) -> Any:
         """The team's actor called ``name``, started as ``actor_class(*args, **kwargs)`` if needed.
 
-        Race-free: concurrent callers get the same actor. Returns a proxy.
+        Race-free: concurrent callers get the same actor. Returns a proxy, typed as ``proxy``
+        when given (a ``pykka.ActorProxy`` subclass declaring the actor's methods with
+        ``proxy_method``), so readers and type checkers can follow a call to the actor.
         """
         ref: pykka.ActorRef[A] = ask(self._proxy.get_or_spawn(name, actor_class, *args, **kwargs), actor=self._label)
-        return ref.proxy()
+        return ref.proxy()  # the same object either way: ``proxy`` only types it
 
     def publish(self, event: Any) -> None:
         """Publish ``event`` to the team's log and subscribers without waiting."""

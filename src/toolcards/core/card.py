@@ -29,7 +29,7 @@ import re
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
@@ -41,10 +41,15 @@ from toolcards.core.params import BaseToolParam
 from toolcards.core.tool import Tool
 from toolcards.errors import ObserverGone, WiringError
 
+if TYPE_CHECKING:
+    import pykka
+
 __all__ = ["Capability", "ToolCard", "capability"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = TypeVar("P", bound=BaseToolParam)
+H = TypeVar("H")
+T = TypeVar("T")
 
 _ALL_CHANNELS = frozenset(Channels)
 
@@ -223,6 +228,30 @@ class ToolCard(BaseModel):
     def is_bound(self) -> bool:
         """Whether :meth:`observer` was called."""
         return self._observer_ref is not None
+
+    def bound(self, handle: H | None) -> H:
+        """``handle`` (a runtime handle :meth:`on_bind` set up), or the error that says why it
+        is missing: the card was never bound, or its agent is gone.
+
+        Raises:
+            WiringError: the card was never bound.
+            ObserverGone: the observer was garbage-collected.
+        """
+        if handle is None:
+            self.get_observer()
+            raise WiringError(f"{type(self).__name__} is not set up: its on_bind did not finish.")
+        return handle
+
+    def ask(self, future: pykka.Future[T], *, actor: str) -> T:
+        """Wait for an actor's answer (``future``, from a proxy call) in this thread.
+
+        Raises:
+            ActorUnavailable: the actor is stopped (its team is shutting down).
+            Exception: whatever the actor's method raised, unchanged.
+        """
+        from toolcards.actors.asking import ask
+
+        return ask(future, actor=actor)
 
     # -- capabilities -----------------------------------------------------------------------
 

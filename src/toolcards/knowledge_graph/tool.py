@@ -20,13 +20,12 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
-from toolcards.actors.asking import ask
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError
-from toolcards.knowledge_graph.actor import KnowledgeGraphActor
+from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
@@ -68,7 +67,7 @@ class KnowledgeGraphTool(ToolCard):
     update_graph: UpdateGraph | bool = True
     search_graph: SearchGraph | bool = True
     embedding: EmbeddingParam | None = None
-    _graph: Any = PrivateAttr(default=None)
+    _graph: KnowledgeGraphProxy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
@@ -83,12 +82,13 @@ class KnowledgeGraphTool(ToolCard):
             team.publish,
             alpha=search.alpha,
             threshold=search.threshold,
+            proxy=KnowledgeGraphProxy,
         )
 
-    def _ask(self, future: Any) -> Any:
-        if self._graph is None:
-            self.get_observer()  # raises the right error for an unbound or lost card
-        return ask(future, actor=ACTOR_NAME)
+    @property
+    def graph(self) -> KnowledgeGraphProxy:
+        """The team's graph actor (after binding)."""
+        return self.bound(self._graph)
 
     @property
     def _agent(self) -> str:
@@ -100,7 +100,7 @@ class KnowledgeGraphTool(ToolCard):
         """A summary of the team knowledge graph."""
         search = self.param("search_graph")
         hint = "search_graph" if search is not None and TOOL_CALL in search.expose else None
-        return str(self._ask(self._graph.summary(search_tool=hint)))
+        return self.ask(self.graph.summary(search_tool=hint), actor=ACTOR_NAME)
 
     @capability("update_graph", name="update_graph", serves={TOOL_CALL, COMMAND}, mutates=True)
     def update(
@@ -122,15 +122,16 @@ class KnowledgeGraphTool(ToolCard):
                 "Nothing to do: give at least one of create_entities, update_entities, "
                 "delete_entities, create_relations, delete_relations."
             )
-        report = self._ask(
-            self._graph.update(
+        report = self.ask(
+            self.graph.update(
                 self._agent,
                 create_entities=create_entities or (),
                 update_entities=update_entities or (),
                 delete_entities=delete_entities or (),
                 create_relations=create_relations or (),
                 delete_relations=delete_relations or (),
-            )
+            ),
+            actor=ACTOR_NAME,
         )
         if report.errors:
             raise RetriableError(report.render())
@@ -163,8 +164,8 @@ class KnowledgeGraphTool(ToolCard):
             from toolcards.vector.service import get_embedding_service
 
             query_vector = get_embedding_service(self.embedding).embed_one(query)
-        result = self._ask(
-            self._graph.search(
+        result = self.ask(
+            self.graph.search(
                 query,
                 mode,
                 top_k=top_k,
@@ -172,6 +173,7 @@ class KnowledgeGraphTool(ToolCard):
                 include_edges=include_edges,
                 find_paths=find_paths,
                 query_vector=query_vector,
-            )
+            ),
+            actor=ACTOR_NAME,
         )
         return str(result.render())

@@ -20,13 +20,12 @@ from typing import Any, ClassVar
 
 from pydantic import PrivateAttr
 
-from toolcards.actors.asking import ask
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError
-from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanActor
+from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanActor, PlanActorProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
 from toolcards.planning.render import render_plan, render_search, render_task
 from toolcards.store.default import default_store
@@ -72,24 +71,30 @@ class PlanningTool(ToolCard):
     update_planning: UpdatePlanning | bool = True
     search_planning: SearchPlanning | bool = True
     embedding: EmbeddingParam | None = None
-    _board: Any = PrivateAttr(default=None)
+    _board: PlanActorProxy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
         team = agent.team
         self._board = team.get_or_spawn(
-            PLANNING_ACTOR_NAME, PlanActor, agent.team_id, default_store(), self.embedding, team.publish
+            PLANNING_ACTOR_NAME,
+            PlanActor,
+            agent.team_id,
+            default_store(),
+            self.embedding,
+            team.publish,
+            proxy=PlanActorProxy,
         )
+
+    @property
+    def board(self) -> PlanActorProxy:
+        """The team's board actor (after binding)."""
+        return self.bound(self._board)
 
     @property
     def _agent(self) -> str:
         observer: ActorToolObserver = self.get_observer()
         return observer.address.handle
-
-    def _ask(self, future: Any) -> Any:
-        if self._board is None:
-            self.get_observer()  # raises the right error for an unbound or lost card
-        return ask(future, actor=PLANNING_ACTOR_NAME)
 
     def _on_tool_call(self, field: str) -> bool:
         param = self.param(field)
@@ -99,7 +104,7 @@ class PlanningTool(ToolCard):
     def show_plan(self) -> str:
         """The team plan: task counts, owners and your tasks."""
         param = self.param("get_planning", GetPlanning)
-        tasks = self._ask(self._board.tasks())
+        tasks = self.ask(self.board.tasks(), actor=PLANNING_ACTOR_NAME)
         return render_plan(
             tasks,
             self._agent,
@@ -115,7 +120,7 @@ class PlanningTool(ToolCard):
         Args:
             task_id: The task id.
         """
-        return render_task(self._ask(self._board.get_task(task_id)))
+        return render_task(self.ask(self.board.get_task(task_id), actor=PLANNING_ACTOR_NAME))
 
     @capability("update_planning", name="update_planning", serves={TOOL_CALL, COMMAND}, mutates=True)
     def update(
@@ -134,7 +139,10 @@ class PlanningTool(ToolCard):
         """
         if not (create_tasks or update_tasks or delete_tasks):
             raise RetriableError("Nothing to do: give create_tasks, update_tasks or delete_tasks.")
-        report = self._ask(self._board.update(self._agent, create_tasks or (), update_tasks or (), delete_tasks or ()))
+        report = self.ask(
+            self.board.update(self._agent, create_tasks or (), update_tasks or (), delete_tasks or ()),
+            actor=PLANNING_ACTOR_NAME,
+        )
         if report.errors:
             raise RetriableError(report.render())
         return str(report.render())
@@ -154,4 +162,5 @@ class PlanningTool(ToolCard):
             owner: e.g. @Bob; "" for unassigned.
             creator: e.g. @Alice.
         """
-        return render_search(self._ask(self._board.search(query, status, owner, creator)))
+        hits = self.ask(self.board.search(query, status, owner, creator), actor=PLANNING_ACTOR_NAME)
+        return render_search(hits)

@@ -729,6 +729,8 @@ class SandboxProxy(ActorMemberMixin, pykka.ActorProxy[SandboxActor]):
     run = proxy_method(SandboxActor.run)
     conflicts = proxy_method(SandboxActor.conflicts)
     describe = proxy_method(SandboxActor.describe)
+    owner: pykka.Future[str]
+    """Which card started the team's sandbox (for messages naming both)."""
 
 
 SANDBOX_ACTOR_CLASSES: dict[str, type[SandboxActor]] = {

@@ -27,11 +27,10 @@ changed are seen by every agent's next write.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar
+from typing import Annotated, Any, ClassVar, cast
 
 from pydantic import Field, PrivateAttr
 
-from toolcards.actors.asking import ask
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
@@ -40,7 +39,7 @@ from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
 from toolcards.core.settings import WorkspaceId, workspace_dir
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
-from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, sandbox_actor_class
+from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
 
@@ -80,7 +79,7 @@ class ExecTool(ToolCard):
     """First words a command may start with (a usability filter; the backend is the security)."""
     options: dict[str, Any] = Field(default_factory=dict)
     exec_command: ExecCommand | bool = True
-    _sandbox: Any = PrivateAttr(default=None)
+    _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
@@ -92,17 +91,24 @@ class ExecTool(ToolCard):
         label = f"ExecTool of {agent.address.handle}"
         try:
             sandbox = agent.team.get_or_spawn(
-                ACTOR_NAME, actor_class, workspace, policy.limits, policy.timeout_s, policy.options, owner=label
+                ACTOR_NAME,
+                actor_class,
+                workspace,
+                policy.limits,
+                policy.timeout_s,
+                policy.options,
+                owner=label,
+                proxy=SandboxProxy,
             )
         except TypeError:
             # The team's sandbox is of another class (another mode): report it below.
             ref = agent.team.tool_actors().get(ACTOR_NAME)
             if ref is None or not ref.is_alive() or issubclass(ref.actor_class, actor_class):
                 raise
-            sandbox = ref.proxy()
-        differences: list[str] = ask(sandbox.conflicts(actor_class.mode, workspace, policy), actor=ACTOR_NAME)
+            sandbox = cast(SandboxProxy, ref.proxy())
+        differences = self.ask(sandbox.conflicts(actor_class.mode, workspace, policy), actor=ACTOR_NAME)
         if differences:
-            owner: str = ask(sandbox.owner, actor=ACTOR_NAME)
+            owner: str = self.ask(sandbox.owner, actor=ACTOR_NAME)
             raise WiringError(
                 f"{label} cannot share team {agent.team_id}'s sandbox with {owner}: "
                 + "; ".join(f"{difference} ({label} vs {owner})" for difference in differences)
@@ -148,11 +154,8 @@ class ExecTool(ToolCard):
             cwd: Directory relative to the workspace root.
             timeout_s: Seconds before it is killed (at most the configured limit).
         """
-        if self._sandbox is None:
-            self.get_observer()  # raises the right error for an unbound or lost card
-        result: ExecResult = ask(
-            ask(self._sandbox.run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME), actor=ACTOR_NAME
-        )
+        running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
+        result: ExecResult = self.ask(running, actor=ACTOR_NAME)
         return _answer(result, self.limits.output_chars)
 
 

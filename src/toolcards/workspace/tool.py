@@ -70,7 +70,6 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PrivateAttr
 
-from toolcards.actors.asking import ask
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import Channels
@@ -250,7 +249,7 @@ class WorkspaceTool(ToolCard):
         self._agent = str(observer.address)
         self._cache_dir = internal_dir() / "cache"
         self._actor = workspace_actor(root)
-        ask(self._actor.attach(team_id, observer.team.publish, self.disk_mb), actor=f"#WorkspaceActor:{root.name}")
+        self.ask(self._actor.attach(team_id, observer.team.publish, self.disk_mb), actor=self._actor_name)
 
     @property
     def tree(self) -> Tree:
@@ -367,7 +366,7 @@ class WorkspaceTool(ToolCard):
         Args:
             path: Relative to the workspace root.
         """
-        return self._ask(self._actor_proxy().write(self._agent, path, content))
+        return self.ask(self._actor_proxy().write(self._agent, path, content), actor=self._actor_name)
 
     @capability("workspace_edit", name="workspace_edit", serves=_SERVES, mutates=True)
     def edit_file(
@@ -378,7 +377,9 @@ class WorkspaceTool(ToolCard):
         Args:
             old_string: Must be unique unless replace_all.
         """
-        return self._ask(self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all))
+        return self.ask(
+            self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all), actor=self._actor_name
+        )
 
     @capability("workspace_multi_edit", name="workspace_multi_edit", serves=_SERVES, mutates=True)
     def multi_edit_files(
@@ -396,7 +397,7 @@ class WorkspaceTool(ToolCard):
                 f"The edits hold {size:,} characters in all, more than {MAX_PATCH_CHARS:,}. Split them into "
                 "several calls, or write the file whole."
             )
-        return self._ask(self._actor_proxy().multi_edit(self._agent, edits))
+        return self.ask(self._actor_proxy().multi_edit(self._agent, edits), actor=self._actor_name)
 
     @capability("workspace_patch", name="workspace_patch", serves=_SERVES, mutates=True)
     def patch_files(self, patch_text: PatchText) -> str:
@@ -405,17 +406,17 @@ class WorkspaceTool(ToolCard):
         Args:
             patch_text: '--- a/path' '+++ b/path' then '@@' hunks; /dev/null to add or delete a file.
         """
-        return self._ask(self._actor_proxy().patch(self._agent, patch_text))
+        return self.ask(self._actor_proxy().patch(self._agent, patch_text), actor=self._actor_name)
 
     @capability("workspace_delete", name="workspace_delete", serves=_SERVES, mutates=True)
     def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
-        return self._ask(self._actor_proxy().delete(self._agent, path))
+        return self.ask(self._actor_proxy().delete(self._agent, path), actor=self._actor_name)
 
     @capability("workspace_mkdir", name="workspace_mkdir", serves=_SERVES, mutates=True)
     def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
-        return self._ask(self._actor_proxy().mkdir(self._agent, path))
+        return self.ask(self._actor_proxy().mkdir(self._agent, path), actor=self._actor_name)
 
     @capability("workspace_rmdir", name="workspace_rmdir", serves=_SERVES, mutates=True)
     def remove_directory(self, path: WorkspacePath, recursive: bool = False) -> str:
@@ -424,7 +425,7 @@ class WorkspaceTool(ToolCard):
         Args:
             recursive: Also remove everything in it.
         """
-        return self._ask(self._actor_proxy().rmdir(self._agent, path, recursive, remaining()))
+        return self.ask(self._actor_proxy().rmdir(self._agent, path, recursive, remaining()), actor=self._actor_name)
 
     # -- internals ----------------------------------------------------------------------------------
 
@@ -434,9 +435,9 @@ class WorkspaceTool(ToolCard):
             self._actor = workspace_actor(self.root)
         return self._actor
 
-    def _ask(self, future: Any) -> str:
-        result: str = ask(future, actor=f"#WorkspaceActor:{self.root.name}")
-        return result
+    @property
+    def _actor_name(self) -> str:
+        return f"#WorkspaceActor:{self.root.name}"
 
 
 def _page_text(page: Page, rel: str, budget: int) -> tuple[str, bool]:
