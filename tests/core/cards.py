@@ -30,7 +30,7 @@ class GreeterCard(ToolCard):
     motd: MotdParam | bool = True
     motd_text: str = "Be kind."
 
-    @capability("greet", serves={TOOL_CALL, COMMAND})
+    @capability("greet", name="greet_someone", serves={TOOL_CALL, COMMAND})
     def greet_someone(
         self,
         name: Annotated[str, Field(min_length=1, max_length=40)],
@@ -51,7 +51,7 @@ class GreeterCard(ToolCard):
         suffix = "!" if tone == "warm" else "."
         return " ".join([f"{greeting}, {name}{suffix}"] * times)
 
-    @capability("motd", serves={SYSTEM_PROMPT, COMMAND})
+    @capability("motd", name="message_of_the_day", serves={SYSTEM_PROMPT, COMMAND})
     def message_of_the_day(self) -> str:
         """The message of the day."""
         return self.motd_text

@@ -144,3 +144,35 @@ def test_bound_names_why_a_runtime_handle_is_missing() -> None:
         card.observer(alice)
         with pytest.raises(WiringError, match="its on_bind did not finish"):
             card.bound(None)
+
+
+def test_a_capability_is_named_after_its_field_and_serves_what_its_signature_allows() -> None:
+    class NoteParam(BaseToolParam):
+        expose: set[Channels] = {TOOL_CALL, COMMAND, Channels.SYSTEM_PROMPT}
+
+    class Notes(ToolCard):
+        add_note: BaseToolParam | bool = True
+        notes: NoteParam | bool = True
+
+        @capability("add_note")
+        def add(self, text: str) -> str:
+            """Add a note."""
+            return text
+
+        @capability("notes")
+        def show(self) -> str:
+            """The notes."""
+            return "none"
+
+    add, show = (cap for cap in Notes().capabilities())
+    assert (add.name, show.name) == ("add_note", "notes")
+    # A method with arguments cannot render a system prompt; one without can serve anything.
+    assert add.serves == {TOOL_CALL, COMMAND}
+    assert show.serves == set(Channels)
+    assert {tool.name: tool.channels for tool in Notes().build_tools()}["notes"] == {
+        TOOL_CALL,
+        COMMAND,
+        Channels.SYSTEM_PROMPT,
+    }
+    with pytest.raises(WiringError, match="cannot serve"):
+        Notes(add_note=NoteParam()).build_tools()

@@ -204,7 +204,10 @@ def test_every_member_gets_messaging_unless_its_profile_configures_it(runtime: T
     runtime.hire("builder")
     runtime.register_profile(
         RoleProfile(
-            role="mute", description="Cannot send.", model="builder", cards=[{"kind": "messaging", "send": False}]
+            role="mute",
+            description="Cannot send.",
+            model="builder",
+            cards=[{"kind": "messaging", "send_message": False}],
         )
     )
     runtime.hire("mute", "Mute")

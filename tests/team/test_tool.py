@@ -39,7 +39,7 @@ def lead(runtime: TeamRuntime) -> str:
 
 
 def test_cards_round_trip_as_config() -> None:
-    cards = [TeamTool(fire=False), MessagingTool(teammates=TeammatesParam(expose={COMMAND}))]
+    cards = [TeamTool(fire_team_member=False), MessagingTool(teammates=TeammatesParam(expose={COMMAND}))]
     data = dump_cards(cards)
     assert [entry["kind"] for entry in data] == ["team", "messaging"]
     assert load_cards(json.loads(json.dumps(data))) == cards
@@ -80,7 +80,9 @@ def test_roles_prompt_mentions_hiring_only_when_the_model_can_hire(runtime: Team
             role="watcher",
             description="Watches.",
             model="lead",
-            cards=dump_cards([TeamTool(hire=HireParam(expose={COMMAND}), roles=RolesParam(expose={COMMAND}))]),
+            cards=dump_cards(
+                [TeamTool(hire_team_member=HireParam(expose={COMMAND}), hireable_roles=RolesParam(expose={COMMAND}))]
+            ),
         )
     )
     runtime.hire("watcher", "Watcher")
@@ -166,6 +168,6 @@ def test_teammates_prompt_lists_others_and_mentions_send_only_if_offered(
     text = prompt() or ""
     assert text.startswith("Your teammates: @Bob (agent). Their messages arrive as")
     assert "send_message" in text
-    quiet = MessagingTool(send=SendMessageParam(expose={COMMAND}))
+    quiet = MessagingTool(send_message=SendMessageParam(expose={COMMAND}))
     (prompt,) = ToolFactory([quiet], observer=alice).get_system_prompts()
     assert prompt() == "Your teammates: @Bob (agent)."

@@ -12,10 +12,15 @@ method marked with :func:`capability`, whose signature is what the model sees::
         kind: ClassVar[str] = "greeter"
         greet: GreetParam | bool = True
 
-        @capability("greet")
+        @capability("greet")  # the tool is named after its field: "greet"
         def greet_someone(self, name: str) -> str:
             \"\"\"Greet someone by name.\"\"\"
             return f"{self.param('greet').greeting}, {name}!"
+
+One rule names things: a capability's tool (and command) is named after its field, and the
+channels it can serve follow from its signature (no arguments: every channel, a system
+prompt included; arguments: tool calls and commands). ``name=`` and ``serves=`` exist for
+the exceptions.
 
 Runtime handles (actor proxies, clients) are ``PrivateAttr``s; every field serialises,
 and ``arbitrary_types_allowed`` is refused. A card holds its observer weakly: using a tool
@@ -25,6 +30,7 @@ after its agent is gone raises :class:`~toolcards.errors.ObserverGone`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 import weakref
 from collections.abc import Callable, Iterator
@@ -52,6 +58,7 @@ H = TypeVar("H")
 T = TypeVar("T")
 
 _ALL_CHANNELS = frozenset(Channels)
+_CALLED_CHANNELS = frozenset({Channels.TOOL_CALL, Channels.COMMAND})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -84,7 +91,7 @@ def capability(
     field: str,
     *,
     name: str | None = None,
-    serves: set[Channels] | frozenset[Channels] = _ALL_CHANNELS,
+    serves: set[Channels] | frozenset[Channels] | None = None,
     untrusted_output: bool = False,
     mutates: bool = False,
     timeout_s: float | None = None,
@@ -96,8 +103,10 @@ def capability(
 
     Args:
         field: The card field (``Param | bool``) that switches and configures it.
-        name: The tool/command name (default: the method name).
+        name: The tool/command name (default: ``field``).
         serves: The channels the method can serve; exposing it elsewhere is a ``WiringError``.
+            Default: every channel for a method without arguments, else tool calls and
+            commands (a system prompt is rendered without arguments).
         untrusted_output: Wrap results in the untrusted-output envelope.
         mutates: The capability changes state (dropped by read-only cards).
         timeout_s: Default timeout. max_concurrency: default concurrency limit.
@@ -109,8 +118,8 @@ def capability(
         func.__toolcards_capability__ = Capability(  # type: ignore[attr-defined]
             field=field,
             handler=func,
-            name=name or func.__name__,
-            serves=frozenset(serves),
+            name=name or field,
+            serves=frozenset(serves) if serves is not None else _channels_for(func),
             untrusted_output=untrusted_output,
             mutates=mutates,
             timeout_s=timeout_s,
@@ -121,6 +130,12 @@ def capability(
         return func
 
     return mark
+
+
+def _channels_for(func: Callable[..., Any]) -> frozenset[Channels]:
+    """Every channel for a handler that takes no arguments (besides the card), else the called ones."""
+    parameters = list(inspect.signature(func).parameters.values())[1:]
+    return _ALL_CHANNELS if not parameters else _CALLED_CHANNELS
 
 
 class ToolCard(BaseModel):

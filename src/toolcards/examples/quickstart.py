@@ -45,7 +45,7 @@ class NotesCard(ToolCard):
         self.notes.append(text)
         return f"Noted ({len(self.notes)} notes)."
 
-    @capability_of("show_notes", name="show_notes", serves={SYSTEM_PROMPT, COMMAND})
+    @capability_of("show_notes", name="show_notes")
     def show(self) -> str:
         """The scratchpad."""
         return "Notes: " + ("; ".join(self.notes) if self.notes else "none yet")

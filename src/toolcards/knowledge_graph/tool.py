@@ -95,14 +95,14 @@ class KnowledgeGraphTool(ToolCard):
         observer: ActorToolObserver = self.get_observer()
         return observer.address.handle
 
-    @capability("get_graph", name="get_graph", serves={SYSTEM_PROMPT, COMMAND, TOOL_CALL})
+    @capability("get_graph")
     def summary(self) -> str:
         """A summary of the team knowledge graph."""
         search = self.param("search_graph")
         hint = "search_graph" if search is not None and TOOL_CALL in search.expose else None
         return self.ask(self.graph.summary(search_tool=hint), actor=ACTOR_NAME)
 
-    @capability("update_graph", name="update_graph", serves={TOOL_CALL, COMMAND}, mutates=True)
+    @capability("update_graph", mutates=True)
     def update(
         self,
         create_entities: list[EntityCreate] | None = None,
@@ -137,7 +137,7 @@ class KnowledgeGraphTool(ToolCard):
             raise RetriableError(report.render())
         return str(report.render())
 
-    @capability("search_graph", name="search_graph", serves={TOOL_CALL, COMMAND})
+    @capability("search_graph")
     def search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=500)],

@@ -100,7 +100,7 @@ class PlanningTool(ToolCard):
         param = self.param(field)
         return param is not None and TOOL_CALL in param.expose
 
-    @capability("get_planning", name="get_planning", serves={SYSTEM_PROMPT, COMMAND, TOOL_CALL})
+    @capability("get_planning")
     def show_plan(self) -> str:
         """The team plan: task counts, owners and your tasks."""
         param = self.param("get_planning", GetPlanning)
@@ -113,7 +113,7 @@ class PlanningTool(ToolCard):
             search_tool="search_planning" if self._on_tool_call("search_planning") else None,
         )
 
-    @capability("get_planning_task", name="get_planning_task", serves={TOOL_CALL, COMMAND})
+    @capability("get_planning_task")
     def get_task(self, task_id: int) -> str:
         """Get one task by id.
 
@@ -122,7 +122,7 @@ class PlanningTool(ToolCard):
         """
         return render_task(self.ask(self.board.get_task(task_id), actor=PLANNING_ACTOR_NAME))
 
-    @capability("update_planning", name="update_planning", serves={TOOL_CALL, COMMAND}, mutates=True)
+    @capability("update_planning", mutates=True)
     def update(
         self,
         create_tasks: list[TaskCreate] | None = None,
@@ -147,7 +147,7 @@ class PlanningTool(ToolCard):
             raise RetriableError(report.render())
         return str(report.render())
 
-    @capability("search_planning", name="search_planning", serves={TOOL_CALL, COMMAND})
+    @capability("search_planning")
     def search(
         self,
         query: str | None = None,

@@ -135,8 +135,6 @@ class ExecTool(ToolCard):
     # pipeline budget only has to leave room for the header lines.
     @capability(
         "exec_command",
-        name="exec_command",
-        serves={TOOL_CALL, COMMAND},
         untrusted_output=True,
         output_budget=21_000,
         mutates=True,  # a command may change any file of the workspace

@@ -59,7 +59,7 @@ class SearchTool(ToolCard):
             self._client = WebSearch(self.settings)
         return self._client
 
-    @capability("web_search", name="web_search", untrusted_output=True, serves={TOOL_CALL, COMMAND})
+    @capability("web_search", untrusted_output=True)
     def search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=400)],
@@ -78,7 +78,7 @@ class SearchTool(ToolCard):
             query, max_results=max_results or param.max_results, search_depth=search_depth or param.search_depth
         )
 
-    @capability("web_fetch", name="web_fetch", untrusted_output=True, serves={TOOL_CALL, COMMAND})
+    @capability("web_fetch", untrusted_output=True)
     def fetch(self, urls: list[str], query: str | None = None) -> str:
         """Fetch pages and return their clean text.
 
@@ -88,7 +88,7 @@ class SearchTool(ToolCard):
         """
         return self.client.fetch(urls, query)
 
-    @capability("web_crawl", name="web_crawl", untrusted_output=True, serves={TOOL_CALL, COMMAND}, timeout_s=180)
+    @capability("web_crawl", untrusted_output=True, timeout_s=180)
     def crawl(self, url: str, instructions: str | None = None) -> str:
         """Crawl one site from a URL and return its pages' text.
 

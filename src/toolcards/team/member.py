@@ -298,7 +298,9 @@ def _member_cards(profile: RoleProfile) -> list[ToolCard]:
     cards = load_cards(profile.cards)
     if not any(isinstance(card, MessagingTool) for card in cards):
         shows_roster = any(
-            isinstance(card, TeamTool) and (param := card.param("roster")) is not None and SYSTEM_PROMPT in param.expose
+            isinstance(card, TeamTool)
+            and (param := card.param("team_roster")) is not None
+            and SYSTEM_PROMPT in param.expose
             for card in cards
         )
         cards.append(MessagingTool(teammates=TeammatesParam(expose={COMMAND}) if shows_roster else True))

@@ -1,4 +1,4 @@
-"""The team cards: :class:`TeamTool` (hire, fire, roster, roles) and :class:`MessagingTool`.
+"""The team cards: :class:`TeamTool` (hire and fire members, the roster, the hireable roles) and :class:`MessagingTool`.
 
 ``TeamTool`` (kind ``"team"``) needs a
 :class:`~toolcards.core.observer.TeamManagementToolObserver` — a member allowed to change
@@ -82,17 +82,17 @@ class TeamTool(ToolCard):
     kind: ClassVar[str] = "team"
     requires_observer: ClassVar[type | None] = TeamManagementToolObserver
 
-    hire: HireParam | bool = True
-    fire: FireParam | bool = True
-    roster: RosterParam | bool = True
-    roles: RolesParam | bool = True
+    hire_team_member: HireParam | bool = True
+    fire_team_member: FireParam | bool = True
+    team_roster: RosterParam | bool = True
+    hireable_roles: RolesParam | bool = True
 
     def _manager(self) -> TeamManagementToolObserver:
         manager: TeamManagementToolObserver = self.get_observer()  # checked by the factory at bind
         return manager
 
-    @capability("hire", name="hire_team_member", serves={TOOL_CALL, COMMAND}, mutates=True)
-    def hire_team_member(
+    @capability("hire_team_member", mutates=True)
+    def hire(
         self,
         role: Annotated[str, Field(min_length=1, max_length=NAME_MAX)],
         name: Annotated[str | None, Field(max_length=NAME_MAX + 1)] = None,
@@ -111,8 +111,8 @@ class TeamTool(ToolCard):
             raise ToolFailed(f"Role {role!r} cannot be hired: {exc}. Tell the user.") from exc
         return f"Hired {member.handle} ({member.role})."
 
-    @capability("fire", name="fire_team_member", serves={TOOL_CALL, COMMAND}, mutates=True)
-    def fire_team_member(self, name: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)]) -> str:
+    @capability("fire_team_member", mutates=True)
+    def fire(self, name: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)]) -> str:
         """Fire a team member: they stop working and leave the team.
 
         Args:
@@ -121,7 +121,7 @@ class TeamTool(ToolCard):
         member = self._manager().fire_member(name)
         return f"Fired {member.handle} ({member.role}); they stop after their current turn."
 
-    @capability("roster", name="team_roster", serves={SYSTEM_PROMPT, COMMAND})
+    @capability("team_roster")
     def render_roster(self) -> str:
         """The team's members and their roles; you are marked."""
         observer = self._manager()
@@ -131,13 +131,13 @@ class TeamTool(ToolCard):
             return "Team roster: nobody yet."
         return "\n".join([f"Team roster ({len(lines)}):", *lines])
 
-    @capability("roles", name="hireable_roles", serves={SYSTEM_PROMPT, COMMAND})
+    @capability("hireable_roles")
     def render_roles(self) -> str:
         """The roles you can hire, with what each does."""
         roles = self._manager().hireable_roles()
         if not roles:
             return "No role can be hired."
-        how = " with hire_team_member" if _offered(self, "hire") else ""
+        how = " with hire_team_member" if _offered(self, "hire_team_member") else ""
         return "\n".join([f"Roles you can hire{how}:", *(f"- {role}: {text}" for role, text in sorted(roles.items()))])
 
 
@@ -163,15 +163,15 @@ class MessagingTool(ToolCard):
     kind: ClassVar[str] = "messaging"
     requires_observer: ClassVar[type | None] = ActorToolObserver
 
-    send: SendMessageParam | bool = True
+    send_message: SendMessageParam | bool = True
     teammates: TeammatesParam | bool = True
 
     def _member(self) -> ActorToolObserver:
         member: ActorToolObserver = self.get_observer()  # checked by the factory at bind
         return member
 
-    @capability("send", name="send_message", serves={TOOL_CALL, COMMAND}, mutates=True)
-    def send_message(
+    @capability("send_message", mutates=True)
+    def send(
         self,
         to: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)],
         text: Annotated[str, Field(min_length=1, max_length=MESSAGE_MAX)],
@@ -202,14 +202,14 @@ class MessagingTool(ToolCard):
         observer.team.publish(message)
         return f"Sent to {target.handle}."
 
-    @capability("teammates", name="teammates", serves={SYSTEM_PROMPT, COMMAND})
+    @capability("teammates")
     def render_teammates(self) -> str:
         """Who you can message, and how replies reach you."""
         observer = self._member()
         me = observer.address.name
         others = [f"{m.handle} ({m.role})" for m in observer.team.members() if m.name != me]
         listing = ", ".join(others) if others else "nobody yet"
-        if not _offered(self, "send"):
+        if not _offered(self, "send_message"):
             return f"Your teammates: {listing}."
         return (
             f"Your teammates: {listing}. Their messages arrive as 'Message from @Name'. "

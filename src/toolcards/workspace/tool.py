@@ -277,8 +277,6 @@ class WorkspaceTool(ToolCard):
 
     @capability(
         "workspace_read",
-        name="workspace_read",
-        serves=_SERVES,
         untrusted_output=True,
         output_budget=READ_OUTPUT_BUDGET,
     )
@@ -315,7 +313,7 @@ class WorkspaceTool(ToolCard):
         self._actor_proxy().record_read(self._agent, rel, data, full, digest)
         return shown
 
-    @capability("workspace_list", name="workspace_list", serves=_SERVES, untrusted_output=True)
+    @capability("workspace_list", untrusted_output=True)
     def list_directory(self, path: WorkspacePath = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
         """List a directory.
 
@@ -324,7 +322,7 @@ class WorkspaceTool(ToolCard):
         """
         return list_directory(self.tree, path, depth)
 
-    @capability("workspace_glob", name="workspace_glob", serves=_SERVES, untrusted_output=True)
+    @capability("workspace_glob", untrusted_output=True)
     def glob_files(self, pattern: Pattern, path: WorkspacePath = "") -> str:
         """Find files by glob, e.g. '**/*.py'; newest first.
 
@@ -333,7 +331,7 @@ class WorkspaceTool(ToolCard):
         """
         return glob(self.root, pattern, path)
 
-    @capability("workspace_grep", name="workspace_grep", serves=_SERVES, untrusted_output=True)
+    @capability("workspace_grep", untrusted_output=True)
     def grep_files(self, pattern: Pattern, path: WorkspacePath = "", include: Pattern = "") -> str:
         """Search file contents by regex; gives path:line: text.
 
@@ -343,7 +341,7 @@ class WorkspaceTool(ToolCard):
         """
         return grep(self.root, pattern, path, include)
 
-    @capability("workspace_view", name="workspace_view", serves=_SERVES, untrusted_output=True)
+    @capability("workspace_view", untrusted_output=True)
     def view_image(self, path: WorkspacePath) -> Any:
         """View an image file."""
         from pydantic_ai.messages import BinaryContent
@@ -359,7 +357,7 @@ class WorkspaceTool(ToolCard):
 
     # -- changing ---------------------------------------------------------------------------------
 
-    @capability("workspace_write", name="workspace_write", serves=_SERVES, mutates=True)
+    @capability("workspace_write", mutates=True)
     def write_file(self, path: WorkspacePath, content: FileContent) -> str:
         """Create or overwrite a file; overwriting needs a full read first.
 
@@ -368,7 +366,7 @@ class WorkspaceTool(ToolCard):
         """
         return self.ask(self._actor_proxy().write(self._agent, path, content), actor=self._actor_name)
 
-    @capability("workspace_edit", name="workspace_edit", serves=_SERVES, mutates=True)
+    @capability("workspace_edit", mutates=True)
     def edit_file(
         self, path: WorkspacePath, old_string: EditString, new_string: EditString, replace_all: bool = False
     ) -> str:
@@ -381,7 +379,7 @@ class WorkspaceTool(ToolCard):
             self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all), actor=self._actor_name
         )
 
-    @capability("workspace_multi_edit", name="workspace_multi_edit", serves=_SERVES, mutates=True)
+    @capability("workspace_multi_edit", mutates=True)
     def multi_edit_files(
         self,
         edits: Annotated[list[FileEdit], Field(min_length=1, max_length=MAX_EDITS, json_schema_extra=unlisted_bound)],
@@ -399,7 +397,7 @@ class WorkspaceTool(ToolCard):
             )
         return self.ask(self._actor_proxy().multi_edit(self._agent, edits), actor=self._actor_name)
 
-    @capability("workspace_patch", name="workspace_patch", serves=_SERVES, mutates=True)
+    @capability("workspace_patch", mutates=True)
     def patch_files(self, patch_text: PatchText) -> str:
         """Apply a unified diff, all or nothing; changed files read before.
 
@@ -408,17 +406,17 @@ class WorkspaceTool(ToolCard):
         """
         return self.ask(self._actor_proxy().patch(self._agent, patch_text), actor=self._actor_name)
 
-    @capability("workspace_delete", name="workspace_delete", serves=_SERVES, mutates=True)
+    @capability("workspace_delete", mutates=True)
     def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
         return self.ask(self._actor_proxy().delete(self._agent, path), actor=self._actor_name)
 
-    @capability("workspace_mkdir", name="workspace_mkdir", serves=_SERVES, mutates=True)
+    @capability("workspace_mkdir", mutates=True)
     def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
         return self.ask(self._actor_proxy().mkdir(self._agent, path), actor=self._actor_name)
 
-    @capability("workspace_rmdir", name="workspace_rmdir", serves=_SERVES, mutates=True)
+    @capability("workspace_rmdir", mutates=True)
     def remove_directory(self, path: WorkspacePath, recursive: bool = False) -> str:
         """Remove a directory.
 
