@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import RetriableError, ToolFactory, dump_cards, load_cards
 from toolcards.actors import ActorSystem
-from toolcards.knowledge_graph.tool import GetGraph, KnowledgeGraphTool, SearchGraph
+from toolcards.knowledge_graph.tool import GetGraphParam, KnowledgeGraphTool, SearchGraphParam
 from toolcards.testing import FakeObserver
 from toolcards.vector import EmbeddingParam
 
@@ -96,7 +96,9 @@ def test_the_graph_survives_a_restart() -> None:
 
 
 def test_round_trip_and_no_numpy_without_embedding() -> None:
-    card = KnowledgeGraphTool(get_graph=GetGraph(instructions="x"), search_graph=SearchGraph(alpha=0.5), read_only=True)
+    card = KnowledgeGraphTool(
+        get_graph=GetGraphParam(instructions="x"), search_graph=SearchGraphParam(alpha=0.5), read_only=True
+    )
     assert load_cards(json.loads(json.dumps(dump_cards([card])))) == [card]
     code = (
         "from toolcards.testing import FakeObserver; from toolcards import ToolFactory;"

@@ -13,7 +13,13 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import RetriableError, ToolFactory, dump_cards, load_cards
 from toolcards.actors import ActorSystem
-from toolcards.planning.tool import GetPlanning, GetPlanningTask, PlanningTool, SearchPlanning, UpdatePlanning
+from toolcards.planning.tool import (
+    GetPlanningParam,
+    GetPlanningTaskParam,
+    PlanningTool,
+    SearchPlanningParam,
+    UpdatePlanningParam,
+)
 from toolcards.testing import FakeObserver
 from toolcards.vector import EmbeddingParam
 
@@ -29,16 +35,16 @@ def update(observer: FakeObserver, **kwargs: Any) -> str:
 
 def test_agents_of_one_team_share_a_board_and_teams_do_not(alice: FakeObserver, bob: FakeObserver) -> None:
     update(alice, create_tasks=[{"description": "Implement auth module", "owner": "@Bob"}])
-    assert "- #1 [pending] Implement auth module (creator @Alice)" in commands(bob)[GetPlanning]()
+    assert "- #1 [pending] Implement auth module (creator @Alice)" in commands(bob)[GetPlanningParam]()
     with FakeObserver("Carol", "team-2", system=alice.system) as carol:
-        assert commands(carol)[GetPlanning]() == "**Team planning:** no tasks yet."
+        assert commands(carol)[GetPlanningParam]() == "**Team planning:** no tasks yet."
 
 
 def test_creator_is_stamped_never_taken_from_the_model(alice: FakeObserver) -> None:
     with pytest.raises(RetriableError, match="creator"):
         update(alice, create_tasks=[{"description": "x", "creator": "@Mallory"}])
     update(alice, create_tasks=[{"description": "x"}])
-    assert "Creator: @Alice" in commands(alice)[GetPlanningTask](task_id=1)
+    assert "Creator: @Alice" in commands(alice)[GetPlanningTaskParam](task_id=1)
 
 
 def test_valid_parts_apply_and_every_failure_is_reported(alice: FakeObserver) -> None:
@@ -51,17 +57,17 @@ def test_valid_parts_apply_and_every_failure_is_reported(alice: FakeObserver) ->
         )
     message = str(err.value)
     assert "1" in message and "99" in message and "300" in message
-    plan = commands(alice)[GetPlanning]()
+    plan = commands(alice)[GetPlanningParam]()
     assert "second" in plan and "dup" not in plan
 
 
 def test_search_and_lookup(alice: FakeObserver) -> None:
     update(alice, create_tasks=[{"description": "Review PR #42", "owner": "@Bob"}, {"description": "Write docs"}])
-    found = commands(alice)[SearchPlanning](query="review")
+    found = commands(alice)[SearchPlanningParam](query="review")
     assert "Review PR #42" in found and "Write docs" not in found
-    assert "Write docs" in commands(alice)[SearchPlanning](owner="")
+    assert "Write docs" in commands(alice)[SearchPlanningParam](owner="")
     with pytest.raises(RetriableError, match="Task 7 does not exist"):
-        commands(alice)[GetPlanningTask](task_id=7)
+        commands(alice)[GetPlanningTaskParam](task_id=7)
 
 
 def test_empty_update_is_refused(alice: FakeObserver) -> None:
@@ -71,10 +77,10 @@ def test_empty_update_is_refused(alice: FakeObserver) -> None:
 
 def test_footer_names_only_exposed_tools(alice: FakeObserver) -> None:
     update(alice, create_tasks=[{"description": "x"}])
-    card = PlanningTool(get_planning_task=False, search_planning=SearchPlanning(expose={"command"}))  # type: ignore[arg-type]
-    plan = commands(alice, card)[GetPlanning]()
+    card = PlanningTool(get_planning_task=False, search_planning=SearchPlanningParam(expose={"command"}))  # type: ignore[arg-type]
+    plan = commands(alice, card)[GetPlanningParam]()
     assert "get_planning_task" not in plan and "search_planning" not in plan
-    assert commands(alice)[GetPlanning]().endswith(
+    assert commands(alice)[GetPlanningParam]().endswith(
         "get_planning_task(id) shows a task in full; search_planning(...) filters the board."
     )
 
@@ -122,7 +128,7 @@ def test_the_board_survives_a_restart() -> None:
     with ActorSystem() as system:
         update(FakeObserver("Alice", "t", system=system), create_tasks=[{"description": "persist me"}])
     with ActorSystem() as system:
-        assert "persist me" in commands(FakeObserver("Bob", "t", system=system))[SearchPlanning]()
+        assert "persist me" in commands(FakeObserver("Bob", "t", system=system))[SearchPlanningParam]()
 
 
 def test_semantic_search_with_an_embedding(alice: FakeObserver) -> None:
@@ -137,7 +143,7 @@ def test_semantic_search_with_an_embedding(alice: FakeObserver) -> None:
 
 def test_round_trip_and_channels() -> None:
     card = PlanningTool(
-        get_planning=GetPlanning(filter_by_agent=False), update_planning=UpdatePlanning(instructions="x")
+        get_planning=GetPlanningParam(filter_by_agent=False), update_planning=UpdatePlanningParam(instructions="x")
     )
     assert load_cards(json.loads(json.dumps(dump_cards([card])))) == [card]
     with FakeObserver("Ann") as ann:

@@ -13,7 +13,7 @@ from toolcards import ToolFactory
 from toolcards.errors import RetriableError
 from toolcards.sandbox import ExecLimits
 from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart, WorkspaceUsage, tree_usage
-from toolcards.sandbox.tool import ExecCommand, ExecTool
+from toolcards.sandbox.tool import ExecCommandParam, ExecTool
 from toolcards.testing import FakeObserver
 
 
@@ -116,7 +116,7 @@ def test_one_file_stops_exactly_at_what_remains(sandbox: StartSandbox, workspace
 def test_the_model_reads_a_retriable_error_saying_what_to_do(alice: FakeObserver) -> None:
     run = ToolFactory(
         [ExecTool(mode="local", limits=ExecLimits(disk_mb=20), allowed_commands=[])], observer=alice
-    ).get_commands()[ExecCommand]
+    ).get_commands()[ExecCommandParam]
     with pytest.raises(RetriableError) as caught:
         run(cmd="for i in 1 2 3 4 5 6; do head -c 10M /dev/zero > f$i; done")
     message = str(caught.value)

@@ -15,12 +15,12 @@ from toolcards.core.settings import workspace_dir
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
 from toolcards.sandbox import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import ExecLimits
-from toolcards.sandbox.tool import ExecCommand, ExecTool
+from toolcards.sandbox.tool import ExecCommandParam, ExecTool
 from toolcards.testing import FakeObserver
 
 
 def command(card: ExecTool, observer: FakeObserver):  # type: ignore[no-untyped-def]
-    return ToolFactory([card], observer=observer).get_commands()[ExecCommand]
+    return ToolFactory([card], observer=observer).get_commands()[ExecCommandParam]
 
 
 def test_runs_in_the_team_workspace(alice: FakeObserver) -> None:

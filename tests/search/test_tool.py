@@ -11,7 +11,7 @@ import responses
 from tests.search.test_client import SEARCH_BODY
 from toolcards import RetriableError, ToolFactory, dump_cards, load_cards
 from toolcards.search.client import TavilySettings
-from toolcards.search.tool import SearchTool, WebFetch, WebSearchParam
+from toolcards.search.tool import SearchTool, WebFetchParam, WebSearchParam
 
 API = "https://api.tavily.com"
 
@@ -47,9 +47,9 @@ def test_without_a_key_every_call_says_why(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_bad_input_is_retriable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TAVILY_API_KEY", "tvly-test")
-    commands = ToolFactory([SearchTool(web_fetch=WebFetch(expose={"command"}))]).get_commands()  # type: ignore[arg-type]
+    commands = ToolFactory([SearchTool(web_fetch=WebFetchParam(expose={"command"}))]).get_commands()  # type: ignore[arg-type]
     with pytest.raises(RetriableError):
-        commands[WebFetch](urls=["ftp://nope"])
+        commands[WebFetchParam](urls=["ftp://nope"])
 
 
 def test_round_trip_and_default_channels() -> None:

@@ -16,12 +16,12 @@ from toolcards import COMMAND, SYSTEM_PROMPT, TOOL_CALL, BaseToolParam, Channels
 from toolcards import capability as capability_of
 
 
-class AddNote(BaseToolParam):
+class AddNoteParam(BaseToolParam):
     expose: set[Channels] = {TOOL_CALL, COMMAND}
     max_notes: int = 100
 
 
-class ShowNotes(BaseToolParam):
+class ShowNotesParam(BaseToolParam):
     expose: set[Channels] = {SYSTEM_PROMPT, COMMAND}
 
 
@@ -29,8 +29,8 @@ class NotesCard(ToolCard):
     """A scratchpad the agent writes to and sees before every model request."""
 
     kind: ClassVar[str] = "notes"
-    add_note: AddNote | bool = True
-    show_notes: ShowNotes | bool = True
+    add_note: AddNoteParam | bool = True
+    show_notes: ShowNotesParam | bool = True
     notes: list[str] = []
 
     @capability_of("add_note", name="add_note", mutates=True)
@@ -40,7 +40,7 @@ class NotesCard(ToolCard):
         Args:
             text: The note, one sentence.
         """
-        if len(self.notes) >= self.param("add_note", AddNote).max_notes:
+        if len(self.notes) >= self.param("add_note", AddNoteParam).max_notes:
             raise RetriableError("The scratchpad is full. Summarise what you know instead of adding notes.")
         self.notes.append(text)
         return f"Noted ({len(self.notes)} notes)."
@@ -64,7 +64,7 @@ def main() -> None:
     agent = Agent(FunctionModel(scripted_model), toolsets=[factory.toolset()])
     print(agent.run_sync("Record that the build is green.").output)
     # The same capability from orchestrator code, and as a slash command:
-    print(factory.get_commands()[AddNote](text="deploy on Friday"))
+    print(factory.get_commands()[AddNoteParam](text="deploy on Friday"))
     print(factory.command_registry().dispatch("/show_notes"))
 
 

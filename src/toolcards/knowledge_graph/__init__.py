@@ -30,13 +30,13 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
-from toolcards.knowledge_graph.tool import GetGraph, KnowledgeGraphTool, SearchGraph, UpdateGraph
+from toolcards.knowledge_graph.tool import GetGraphParam, KnowledgeGraphTool, SearchGraphParam, UpdateGraphParam
 
 __all__ = [
     "Entity",
     "EntityCreate",
     "EntityUpdate",
-    "GetGraph",
+    "GetGraphParam",
     "GraphPath",
     "KnowledgeGraph",
     "KnowledgeGraphActor",
@@ -46,9 +46,9 @@ __all__ = [
     "Relation",
     "RelationCreate",
     "RelationDelete",
-    "SearchGraph",
+    "SearchGraphParam",
     "SearchHit",
     "SearchResult",
-    "UpdateGraph",
+    "UpdateGraphParam",
     "UpdateReport",
 ]

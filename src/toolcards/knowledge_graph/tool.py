@@ -30,24 +30,24 @@ from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, Relatio
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
-__all__ = ["GetGraph", "KnowledgeGraphTool", "SearchGraph", "UpdateGraph"]
+__all__ = ["GetGraphParam", "KnowledgeGraphTool", "SearchGraphParam", "UpdateGraphParam"]
 
 ACTOR_NAME = "#KnowledgeGraphTool"
 
 
-class GetGraph(BaseToolParam):
+class GetGraphParam(BaseToolParam):
     """The graph summary in the agent's context."""
 
     expose: set[Channels] = {SYSTEM_PROMPT, COMMAND}
 
 
-class UpdateGraph(BaseToolParam):
+class UpdateGraphParam(BaseToolParam):
     """Create, update and delete entities and relations in one batch."""
 
     expose: set[Channels] = {TOOL_CALL}
 
 
-class SearchGraph(BaseToolParam):
+class SearchGraphParam(BaseToolParam):
     """Search the graph."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
@@ -63,15 +63,15 @@ class KnowledgeGraphTool(ToolCard):
     kind: ClassVar[str] = "knowledge_graph"
     requires_observer: ClassVar[type | None] = ActorToolObserver
 
-    get_graph: GetGraph | bool = True
-    update_graph: UpdateGraph | bool = True
-    search_graph: SearchGraph | bool = True
+    get_graph: GetGraphParam | bool = True
+    update_graph: UpdateGraphParam | bool = True
+    search_graph: SearchGraphParam | bool = True
     embedding: EmbeddingParam | None = None
     _graph: KnowledgeGraphProxy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
-        search = self.param("search_graph", SearchGraph) or SearchGraph()
+        search = self.param("search_graph", SearchGraphParam) or SearchGraphParam()
         team = agent.team
         self._graph = team.get_or_spawn(
             ACTOR_NAME,

@@ -42,7 +42,13 @@ from toolcards.planning.render import (
     render_task,
     render_task_line,
 )
-from toolcards.planning.tool import GetPlanning, GetPlanningTask, PlanningTool, SearchPlanning, UpdatePlanning
+from toolcards.planning.tool import (
+    GetPlanningParam,
+    GetPlanningTaskParam,
+    PlanningTool,
+    SearchPlanningParam,
+    UpdatePlanningParam,
+)
 
 __all__ = [
     "DESCRIPTION_MAX",
@@ -52,20 +58,20 @@ __all__ = [
     "QUERY_EMBEDDING_TIMEOUT_S",
     "SEMANTIC_MIN_SCORE",
     "SEMANTIC_TOP_K",
-    "GetPlanning",
-    "GetPlanningTask",
+    "GetPlanningParam",
+    "GetPlanningTaskParam",
     "MatchKind",
     "PlanActor",
     "PlanActorProxy",
     "PlanningTool",
     "SearchHit",
-    "SearchPlanning",
+    "SearchPlanningParam",
     "Task",
     "TaskCreate",
     "TaskStatus",
     "TaskUpdate",
     "UpdateFailure",
-    "UpdatePlanning",
+    "UpdatePlanningParam",
     "UpdateReport",
     "normalize_agent_name",
     "render_plan",

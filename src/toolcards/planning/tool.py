@@ -31,10 +31,10 @@ from toolcards.planning.render import render_plan, render_search, render_task
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
-__all__ = ["GetPlanning", "GetPlanningTask", "PlanningTool", "SearchPlanning", "UpdatePlanning"]
+__all__ = ["GetPlanningParam", "GetPlanningTaskParam", "PlanningTool", "SearchPlanningParam", "UpdatePlanningParam"]
 
 
-class GetPlanning(BaseToolParam):
+class GetPlanningParam(BaseToolParam):
     """The plan in the agent's context."""
 
     expose: set[Channels] = {SYSTEM_PROMPT, COMMAND}
@@ -42,19 +42,19 @@ class GetPlanning(BaseToolParam):
     """List only the tasks the agent owns or created (the counts always cover the board)."""
 
 
-class GetPlanningTask(BaseToolParam):
+class GetPlanningTaskParam(BaseToolParam):
     """One task by id."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
 
 
-class UpdatePlanning(BaseToolParam):
+class UpdatePlanningParam(BaseToolParam):
     """Create, update and delete tasks in one batch."""
 
     expose: set[Channels] = {TOOL_CALL}
 
 
-class SearchPlanning(BaseToolParam):
+class SearchPlanningParam(BaseToolParam):
     """Filter and search tasks."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
@@ -66,10 +66,10 @@ class PlanningTool(ToolCard):
     kind: ClassVar[str] = "planning"
     requires_observer: ClassVar[type | None] = ActorToolObserver
 
-    get_planning: GetPlanning | bool = True
-    get_planning_task: GetPlanningTask | bool = True
-    update_planning: UpdatePlanning | bool = True
-    search_planning: SearchPlanning | bool = True
+    get_planning: GetPlanningParam | bool = True
+    get_planning_task: GetPlanningTaskParam | bool = True
+    update_planning: UpdatePlanningParam | bool = True
+    search_planning: SearchPlanningParam | bool = True
     embedding: EmbeddingParam | None = None
     _board: PlanActorProxy | None = PrivateAttr(default=None)
 
@@ -103,7 +103,7 @@ class PlanningTool(ToolCard):
     @capability("get_planning")
     def show_plan(self) -> str:
         """The team plan: task counts, owners and your tasks."""
-        param = self.param("get_planning", GetPlanning)
+        param = self.param("get_planning", GetPlanningParam)
         tasks = self.ask(self.board.tasks(), actor=PLANNING_ACTOR_NAME)
         return render_plan(
             tasks,

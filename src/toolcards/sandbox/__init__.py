@@ -33,7 +33,7 @@ from toolcards.sandbox.models import (
     SeatbeltOptions,
 )
 from toolcards.sandbox.probe import choose_mode
-from toolcards.sandbox.tool import ExecCommand, ExecTool
+from toolcards.sandbox.tool import ExecCommandParam, ExecTool
 
 __all__ = [
     "CWD_ESCAPE_MESSAGE",
@@ -45,7 +45,7 @@ __all__ = [
     "CommandPolicy",
     "DockerOptions",
     "DockerSandboxActor",
-    "ExecCommand",
+    "ExecCommandParam",
     "ExecLimits",
     "ExecResult",
     "ExecTool",

@@ -43,12 +43,12 @@ from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sand
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
 
-__all__ = ["ExecCommand", "ExecTool"]
+__all__ = ["ExecCommandParam", "ExecTool"]
 
 ACTOR_NAME = "#SandboxActor"
 
 
-class ExecCommand(BaseToolParam):
+class ExecCommandParam(BaseToolParam):
     """``exec_command``: run one shell command in the workspace."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
@@ -78,7 +78,7 @@ class ExecTool(ToolCard):
     allowed_commands: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_COMMANDS))
     """First words a command may start with (a usability filter; the backend is the security)."""
     options: dict[str, Any] = Field(default_factory=dict)
-    exec_command: ExecCommand | bool = True
+    exec_command: ExecCommandParam | bool = True
     _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)
 

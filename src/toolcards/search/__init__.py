@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from toolcards.search.client import SearchDepth, TavilySettings, WebSearch
 from toolcards.search.render import FetchFailure, WebPage, clip
-from toolcards.search.tool import SearchTool, WebCrawl, WebFetch, WebSearchParam
+from toolcards.search.tool import SearchTool, WebCrawlParam, WebFetchParam, WebSearchParam
 
 __all__ = [
     "FetchFailure",
     "SearchDepth",
     "SearchTool",
     "TavilySettings",
-    "WebCrawl",
-    "WebFetch",
+    "WebCrawlParam",
+    "WebFetchParam",
     "WebPage",
     "WebSearch",
     "WebSearchParam",

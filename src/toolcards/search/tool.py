@@ -17,7 +17,7 @@ from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
 from toolcards.core.params import BaseToolParam
 from toolcards.search.client import TavilySettings, WebSearch
 
-__all__ = ["SearchTool", "WebCrawl", "WebFetch", "WebSearchParam"]
+__all__ = ["SearchTool", "WebCrawlParam", "WebFetchParam", "WebSearchParam"]
 
 
 class WebSearchParam(BaseToolParam):
@@ -28,13 +28,13 @@ class WebSearchParam(BaseToolParam):
     search_depth: Literal["basic", "advanced"] = "basic"
 
 
-class WebFetch(BaseToolParam):
+class WebFetchParam(BaseToolParam):
     """``web_fetch``: extract the clean text of pages."""
 
     expose: set[Channels] = {TOOL_CALL}
 
 
-class WebCrawl(BaseToolParam):
+class WebCrawlParam(BaseToolParam):
     """``web_crawl``: read several pages of one site."""
 
     expose: set[Channels] = {TOOL_CALL}
@@ -48,8 +48,8 @@ class SearchTool(ToolCard):
 
     settings: TavilySettings = Field(default_factory=TavilySettings)
     web_search: WebSearchParam | bool = True
-    web_fetch: WebFetch | bool = True
-    web_crawl: WebCrawl | bool = False
+    web_fetch: WebFetchParam | bool = True
+    web_crawl: WebCrawlParam | bool = False
     _client: WebSearch | None = PrivateAttr(default=None)
 
     @property
