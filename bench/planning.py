@@ -1,6 +1,6 @@
 """Planning board benchmark: one write, one plan, one search, and that a write does not grow with the board.
 
-``run()`` returns rows ``(name, median_ms, note)``. Every call goes through a ``PlanActor``
+``run()`` returns rows ``(name, median_ms, note)``. Every call goes through a ``PlanningActor``
 proxy (``proxy.method(...).get()``), the way a card calls it, on a SQLite store in a temporary
 directory (WAL, ``synchronous="normal"``). Boards are filled with one batch, then measured; ten
 agents own the tasks. Nothing is asserted: the machine is noisy. Target: an update costs at
@@ -18,7 +18,7 @@ from typing import cast
 
 import pykka
 
-from toolcards.planning import PlanActor, PlanActorProxy, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam
 
@@ -47,8 +47,8 @@ def _broad_query(i: int) -> str:
     return f"{_WORDS[i % len(_WORDS)]} component"
 
 
-def _start(store: SQLiteStore, size: int, embedding: EmbeddingParam | None = None) -> PlanActorProxy:
-    proxy = cast(PlanActorProxy, PlanActor.start(f"bench-{size}", store, embedding).proxy())
+def _start(store: SQLiteStore, size: int, embedding: EmbeddingParam | None = None) -> PlanningProxy:
+    proxy = cast(PlanningProxy, PlanningActor.start(f"bench-{size}", store, embedding).proxy())
     statuses = ("pending", "started", "completed", "abort")
     tasks = [
         TaskCreate(

@@ -5,7 +5,7 @@ noisy). Measured on the machine the bench runs on (2 cores here), where the writ
 readers, the servers, the clients and PostgreSQL all compete for the CPU. SQLite: WAL,
 ``synchronous="normal"``, a file in a temporary directory. PostgreSQL: the throwaway
 server of ``tests/postgres_server.py`` on 127.0.0.1 (``fsync=off``), one schema for the
-whole run. Every board call goes through a ``PlanActor`` proxy (``proxy.method(...).get()``),
+whole run. Every board call goes through a ``PlanningActor`` proxy (``proxy.method(...).get()``),
 the way a card calls it; boards are filled with one batch first.
 
 Rows and targets (median of the stated number of calls):
@@ -14,13 +14,13 @@ Rows and targets (median of the stated number of calls):
   size. The same at 5,000 (and 500) on PostgreSQL: target <= 2 ms.
 * **catch-up after one change by another process**: actor A holds the board; a writer in
   a second, real OS process (``multiprocessing`` spawn, driven over a pipe; its own store
-  and its own ``PlanActor``) updates one task; then A's next ``get_task`` of that task is
+  and its own ``PlanningActor``) updates one task; then A's next ``get_task`` of that task is
   timed, catch-up included (nothing subtracted). Each such read is paired with a read when
   nothing changed, timed right after it; the note gives the difference, the catch-up's own
   cost. Target: catch-up <= 0.5 ms, flat in board size (500 vs 5,000). SQLite and
   PostgreSQL.
 * **4 processes writing at once, SQLite**: 4 spawned processes, each with its own store
-  and ``PlanActor`` on one file and one team, released together by a barrier, each doing
+  and ``PlanningActor`` on one file and one team, released together by a barrier, each doing
   500 single-task updates through its proxy (alternately a create and an update of the
   task it just created). Wall time from the barrier to the last finish; the note gives the
   acknowledged updates per second, the median column is ``1000 / throughput`` (aggregate
@@ -62,7 +62,7 @@ from typing import Any, NamedTuple, cast
 
 import pykka
 
-from toolcards.planning import PlanActor, PlanActorProxy, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore, Store, open_store
 
 __all__ = ["run"]
@@ -96,10 +96,10 @@ def _cpus() -> str:
 # -- helpers -------------------------------------------------------------------------------
 
 
-def _board(store: Store, team: str, size: int) -> tuple[pykka.ActorRef[PlanActor], PlanActorProxy]:
-    """Start a ``PlanActor`` for ``team`` and fill its board with ``size`` tasks in one batch."""
-    ref = PlanActor.start(team, store)
-    proxy = cast(PlanActorProxy, ref.proxy())
+def _board(store: Store, team: str, size: int) -> tuple[pykka.ActorRef[PlanningActor], PlanningProxy]:
+    """Start a ``PlanningActor`` for ``team`` and fill its board with ``size`` tasks in one batch."""
+    ref = PlanningActor.start(team, store)
+    proxy = cast(PlanningProxy, ref.proxy())
     if size:
         tasks = [
             TaskCreate(description=f"Task {i} of the shared board", owner=_AGENTS[i % len(_AGENTS)])
@@ -168,7 +168,7 @@ def _updates(store: Store, kind: str, target_ms: float, conditions: str) -> list
         ref, proxy = _board(store, f"update-{size}", size)
         task_id = size // 2
 
-        def update(i: int, proxy: PlanActorProxy = proxy, task_id: int = task_id) -> object:
+        def update(i: int, proxy: PlanningProxy = proxy, task_id: int = task_id) -> object:
             change = TaskUpdate(id=task_id, status="started" if i % 2 else "pending", output=f"run {i}")
             return proxy.update("@Agent1", update=[change]).get()
 
@@ -187,7 +187,7 @@ def _updates(store: Store, kind: str, target_ms: float, conditions: str) -> list
 def _writer_main(conn: Connection, location: str) -> None:
     """Child: one store on ``location``; ``join team`` starts a board actor, ``update`` changes one task."""
     store: Store | None = None
-    proxies: dict[str, PlanActorProxy] = {}
+    proxies: dict[str, PlanningProxy] = {}
     try:
         store = open_store(location)
         conn.send(("ok",))
@@ -197,7 +197,7 @@ def _writer_main(conn: Connection, location: str) -> None:
                 if message[0] == "stop":
                     break
                 if message[0] == "join":
-                    proxies[message[1]] = cast(PlanActorProxy, PlanActor.start(message[1], store).proxy())
+                    proxies[message[1]] = cast(PlanningProxy, PlanningActor.start(message[1], store).proxy())
                 elif message[0] == "update":
                     _, team, task_id, i = message
                     change = TaskUpdate(id=task_id, output=f"other {i}")
@@ -265,7 +265,7 @@ def _burst_main(conn: Connection, location: str, team: str, number: int, count: 
     store: Store | None = None
     try:
         store = open_store(location)
-        proxy = cast(PlanActorProxy, PlanActor.start(team, store).proxy())
+        proxy = cast(PlanningProxy, PlanningActor.start(team, store).proxy())
         agent = f"@Writer{number}"
         for i in range(WARMUP):  # the actor's first writes pay for imports and caches
             proxy.update(agent, update=[TaskUpdate(id=number + 1, output=f"warm-up {i}")]).get()

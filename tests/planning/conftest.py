@@ -15,11 +15,11 @@ import pytest
 
 from toolcards.core.events import StateChanged
 from toolcards.errors import StoreError
-from toolcards.planning import PlanActor, PlanActorProxy
+from toolcards.planning import PlanningActor, PlanningProxy
 from toolcards.store import CatchUp, Change, MemoryStore, Snapshot, Store, Transaction
 from toolcards.vector import EmbeddingParam
 
-StartActor = Callable[..., PlanActorProxy]
+StartActor = Callable[..., PlanningProxy]
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def start(store: MemoryStore) -> StartActor:
-    """Start a PlanActor (on the in-memory store unless given one) and return its typed proxy."""
+    """Start a PlanningActor (on the in-memory store unless given one) and return its typed proxy."""
 
     def start(
         *,
@@ -46,9 +46,9 @@ def start(store: MemoryStore) -> StartActor:
         on: Store | None = None,
         embedding: EmbeddingParam | None = None,
         publish: Callable[[StateChanged], None] | None = None,
-    ) -> PlanActorProxy:
-        ref = PlanActor.start(team_id, on if on is not None else store, embedding, publish)
-        return cast(PlanActorProxy, ref.proxy())
+    ) -> PlanningProxy:
+        ref = PlanningActor.start(team_id, on if on is not None else store, embedding, publish)
+        return cast(PlanningProxy, ref.proxy())
 
     return start
 

@@ -1,4 +1,4 @@
-"""PlanActor: the board's rules, persistence, events, search, restarts, crashes and concurrency."""
+"""PlanningActor: the board's rules, persistence, events, search, restarts, crashes and concurrency."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import pytest
 from tests.planning.conftest import HASHING, RecordingService, SpyStore, StartActor
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError, StoreError
-from toolcards.planning import PlanActor, PlanActorProxy, SearchHit, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningActor, PlanningProxy, SearchHit, TaskCreate, TaskUpdate
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
 
@@ -30,7 +30,7 @@ def create(*descriptions: str, **fields: object) -> list[TaskCreate]:
     return [TaskCreate.model_validate({"description": d, **fields}) for d in descriptions]
 
 
-def indexed(proxy: PlanActorProxy) -> None:
+def indexed(proxy: PlanningProxy) -> None:
     proxy.when_indexed().get(timeout=WAIT).result(WAIT)
 
 
@@ -333,7 +333,7 @@ def test_render_and_tasks_read_the_board(start: StartActor) -> None:
 # -- search ------------------------------------------------------------------------------
 
 
-def seed(proxy: PlanActorProxy) -> None:
+def seed(proxy: PlanningProxy) -> None:
     proxy.update(
         "@Alice",
         create=[
@@ -497,10 +497,10 @@ def test_restart_with_another_model_re_embeds(db_path: Path, start: StartActor, 
 KILL_CHILD = textwrap.dedent(
     """
     import sys
-    from toolcards.planning import PlanActor, TaskCreate, TaskUpdate
+    from toolcards.planning import PlanningActor, TaskCreate, TaskUpdate
     from toolcards.store import SQLiteStore
 
-    proxy = PlanActor.start("team-kill", SQLiteStore(sys.argv[1])).proxy()
+    proxy = PlanningActor.start("team-kill", SQLiteStore(sys.argv[1])).proxy()
     for i in range(1, 1_000_000):
         update = [TaskUpdate(id=i - 1, status="completed", output=f"done {i - 1}")] if i > 1 else []
         report = proxy.update("@Worker", create=[TaskCreate(description=f"step {i}")], update=update).get()
@@ -605,11 +605,11 @@ def test_twenty_agents_updating_at_once_lose_nothing(db_path: Path, start: Start
 def test_typed_proxy_matches_the_actor_methods() -> None:
     public = {
         name
-        for name in vars(PlanActor)
-        if not name.startswith("_") and callable(getattr(PlanActor, name)) and not name.startswith("on_")
+        for name in vars(PlanningActor)
+        if not name.startswith("_") and callable(getattr(PlanningActor, name)) and not name.startswith("on_")
     }
-    assert public <= set(vars(PlanActorProxy))
-    proxy = cast(PlanActorProxy, PlanActor.start("t", MemoryStore()).proxy())
+    assert public <= set(vars(PlanningProxy))
+    proxy = cast(PlanningProxy, PlanningActor.start("t", MemoryStore()).proxy())
     assert proxy.seq().get(timeout=WAIT) == 0
 
 
@@ -617,10 +617,10 @@ def test_without_an_embedding_no_embedding_machinery_is_loaded() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from toolcards.planning import PlanActor, TaskCreate
+        from toolcards.planning import PlanningActor, TaskCreate
         from toolcards.store import MemoryStore
 
-        proxy = PlanActor.start("t", MemoryStore()).proxy()
+        proxy = PlanningActor.start("t", MemoryStore()).proxy()
         proxy.update("@A", create=[TaskCreate(description="x")]).get()
         proxy.search("x").get()
         proxy.render("@A").get()

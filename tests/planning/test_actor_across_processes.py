@@ -1,4 +1,4 @@
-"""Two PlanActors on one SQLite file, as two processes serve one team: a description one of
+"""Two PlanningActors on one SQLite file, as two processes serve one team: a description one of
 them embedded is never embedded again by the other, yet both search it by meaning.
 
 Each actor has its own ``SQLiteStore`` object (its own connection), so each learns what the
@@ -14,7 +14,7 @@ import pytest
 
 import toolcards.vector.text_vectors
 from tests.planning.conftest import HASHING, RecordingService, StartActor
-from toolcards.planning import PlanActorProxy, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam, text_digest
 
@@ -36,11 +36,11 @@ def stores(db_path: Path) -> Iterator[tuple[SQLiteStore, SQLiteStore]]:
     second.close()
 
 
-def indexed(proxy: PlanActorProxy) -> None:
+def indexed(proxy: PlanningProxy) -> None:
     proxy.when_indexed().get(timeout=WAIT).result(WAIT)
 
 
-def started(proxy: PlanActorProxy) -> PlanActorProxy:
+def started(proxy: PlanningProxy) -> PlanningProxy:
     """``proxy`` once its actor has loaded the board (``start`` returns before ``on_start`` ran)."""
     proxy.seq().get(timeout=WAIT)
     return proxy

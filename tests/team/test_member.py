@@ -1,4 +1,4 @@
-"""AgentMember: one run per message, history kept, prompts fresh per request, no deadlocks."""
+"""MemberActor: one run per message, history kept, prompts fresh per request, no deadlocks."""
 
 from __future__ import annotations
 
@@ -115,7 +115,7 @@ def test_tools_run_off_the_member_thread_and_ask_the_orchestrator_not_the_member
     runtime.hire("prober", "Prober")
     answer = runtime.ask("Prober", "probe yourself", timeout=30)
     assert "roster=Prober " in answer and "roles=builder,prober" in answer
-    assert "AgentMember" not in answer.split("roster=")[0]  # a worker thread, not the actor's
+    assert "MemberActor" not in answer.split("roster=")[0]  # a worker thread, not the actor's
 
 
 def test_commands_answer_while_the_member_is_mid_run(runtime: TeamRuntime) -> None:
@@ -247,7 +247,7 @@ def test_members_stop_with_the_actor_system(system: ActorSystem, runtime: TeamRu
     runtime.send("Builder-1", "write docs")
     system.stop()
     assert all(ref is not None and not ref.is_alive() for ref in refs)
-    threads = [t for t in threading.enumerate() if t.name.startswith("AgentMember")]
+    threads = [t for t in threading.enumerate() if t.name.startswith("MemberActor")]
     for thread in threads:
         thread.join(20)
     assert not [t for t in threads if t.is_alive()]

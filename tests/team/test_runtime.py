@@ -11,7 +11,7 @@ from pydantic_ai.models.test import TestModel
 
 from toolcards import RetriableError, WiringError
 from toolcards.actors import ActorSystem
-from toolcards.team import AgentMember, MemberFired, MemberHired, RoleProfile, TeamRuntime
+from toolcards.team import MemberActor, MemberFired, MemberHired, RoleProfile, TeamRuntime
 
 
 def test_register_profile_checks_the_cards(runtime: TeamRuntime) -> None:
@@ -162,4 +162,4 @@ def test_hiring_concurrently_gives_distinct_names(runtime: TeamRuntime) -> None:
         thread.join()
     assert sorted(names) == [f"Builder-{n}" for n in range(1, 7)]
     assert all(isinstance(runtime.team.member_ref(n), object) for n in names)
-    assert {ref.actor_class for ref in (runtime.team.member_ref(n) for n in names) if ref} == {AgentMember}
+    assert {ref.actor_class for ref in (runtime.team.member_ref(n) for n in names) if ref} == {MemberActor}

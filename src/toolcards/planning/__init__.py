@@ -3,7 +3,7 @@
 * :mod:`~toolcards.planning.models` — the data: :class:`Task`, the model-facing inputs
   :class:`TaskCreate` / :class:`TaskUpdate`, and the results :class:`UpdateReport` and
   :class:`SearchHit`.
-* :mod:`~toolcards.planning.actor` — :class:`PlanActor`, one per team, which owns the board
+* :mod:`~toolcards.planning.actor` — :class:`PlanningActor`, one per team, which owns the board
   and persists every change through :mod:`toolcards.store` before acknowledging it.
 * :mod:`~toolcards.planning.render` — the board as text a model reads.
 
@@ -18,8 +18,8 @@ from toolcards.planning.actor import (
     QUERY_EMBEDDING_TIMEOUT_S,
     SEMANTIC_MIN_SCORE,
     SEMANTIC_TOP_K,
-    PlanActor,
-    PlanActorProxy,
+    PlanningActor,
+    PlanningProxy,
 )
 from toolcards.planning.models import (
     DESCRIPTION_MAX,
@@ -61,8 +61,8 @@ __all__ = [
     "GetPlanningParam",
     "GetPlanningTaskParam",
     "MatchKind",
-    "PlanActor",
-    "PlanActorProxy",
+    "PlanningActor",
+    "PlanningProxy",
     "PlanningTool",
     "SearchHit",
     "SearchPlanningParam",

@@ -1,4 +1,4 @@
-"""The planning board of one team: :class:`PlanActor`, which owns the tasks and persists them.
+"""The planning board of one team: :class:`PlanningActor`, which owns the tasks and persists them.
 
 One actor per team (the team orchestrator spawns it under the name
 :data:`PLANNING_ACTOR_NAME`). Its state lives in the store namespace
@@ -10,7 +10,7 @@ One actor per team (the team orchestrator spawns it under the name
   :class:`~toolcards.vector.TextVectors`:
   ``{"model": model_id, "digest": description digest, "vector": base64 float32}``.
 
-**Writes.** :meth:`PlanActor.update` applies a batch in memory, writes exactly the rows it
+**Writes.** :meth:`PlanningActor.update` applies a batch in memory, writes exactly the rows it
 changed plus the ``meta`` row in one :meth:`Store.apply` transaction, and returns only after
 that transaction committed; if the store fails, the in-memory board is rolled back and the
 error raised, so nothing is half-applied. The cost is the rows changed, never the board size.
@@ -84,8 +84,8 @@ __all__ = [
     "QUERY_EMBEDDING_TIMEOUT_S",
     "SEMANTIC_MIN_SCORE",
     "SEMANTIC_TOP_K",
-    "PlanActor",
-    "PlanActorProxy",
+    "PlanningActor",
+    "PlanningProxy",
 ]
 
 logger = logging.getLogger(__name__)
@@ -123,11 +123,11 @@ def _query_terms(query: str) -> list[str]:
     return terms or words
 
 
-class PlanActor(pykka.ThreadingActor):
+class PlanningActor(pykka.ThreadingActor):
     """The planning board of one team; every method runs on the actor's thread, one at a time.
 
-    Call it through a proxy: ``proxy = PlanActor.start(team_id, store).proxy()``, then
-    ``proxy.update(...).get()``; cast the proxy to :class:`PlanActorProxy` for type checking.
+    Call it through a proxy: ``proxy = PlanningActor.start(team_id, store).proxy()``, then
+    ``proxy.update(...).get()``; cast the proxy to :class:`PlanningProxy` for type checking.
     Methods that return board data return frozen models, safe to keep after the call.
 
     Args:
@@ -573,17 +573,17 @@ class PlanActor(pykka.ThreadingActor):
         self._vectors.embed_overdue()
 
 
-class PlanActorProxy(ActorMemberMixin, pykka.ActorProxy[PlanActor]):
-    """A typed proxy of :class:`PlanActor`: each method returns a ``pykka.Future`` of its result.
+class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
+    """A typed proxy of :class:`PlanningActor`: each method returns a ``pykka.Future`` of its result.
 
-    ``proxy = cast(PlanActorProxy, PlanActor.start(...).proxy())``. ``future.get()``
+    ``proxy = cast(PlanningProxy, PlanningActor.start(...).proxy())``. ``future.get()``
     raises what the method raised, or ``pykka.ActorDeadError`` if the actor is gone.
     """
 
-    get_task = proxy_method(PlanActor.get_task)
-    render = proxy_method(PlanActor.render)
-    search = proxy_method(PlanActor.search)
-    seq = proxy_method(PlanActor.seq)
-    tasks = proxy_method(PlanActor.tasks)
-    update = proxy_method(PlanActor.update)
-    when_indexed = proxy_method(PlanActor.when_indexed)
+    get_task = proxy_method(PlanningActor.get_task)
+    render = proxy_method(PlanningActor.render)
+    search = proxy_method(PlanningActor.search)
+    seq = proxy_method(PlanningActor.seq)
+    tasks = proxy_method(PlanningActor.tasks)
+    update = proxy_method(PlanningActor.update)
+    when_indexed = proxy_method(PlanningActor.when_indexed)

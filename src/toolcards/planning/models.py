@@ -16,7 +16,7 @@ Agent names are normalised to ``@Name`` everywhere (:func:`normalize_agent_name`
 
 Rules the schema cannot enforce without failing a whole batch (description length,
 unique ids, existing dependencies, cycles) are checked by
-:class:`toolcards.planning.actor.PlanActor`, which applies every valid part of a batch and
+:class:`toolcards.planning.actor.PlanningActor`, which applies every valid part of a batch and
 reports the others. Output longer than :data:`OUTPUT_MAX` is cut here, on validation,
 never refused. This module imports pydantic only.
 """
@@ -169,7 +169,7 @@ def _ids(ids: list[int]) -> str:
 
 
 class UpdateReport(BaseModel):
-    """What one :meth:`~toolcards.planning.actor.PlanActor.update` batch did.
+    """What one :meth:`~toolcards.planning.actor.PlanningActor.update` batch did.
 
     Everything listed in ``created``/``updated``/``deleted`` is committed; every entry of
     ``errors`` is a part that was refused and not applied.
@@ -237,7 +237,7 @@ class UpdateReport(BaseModel):
 
 
 class SearchHit(BaseModel):
-    """One task found by :meth:`~toolcards.planning.actor.PlanActor.search`."""
+    """One task found by :meth:`~toolcards.planning.actor.PlanningActor.search`."""
 
     model_config = ConfigDict(frozen=True)
 

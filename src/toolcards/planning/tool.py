@@ -25,7 +25,7 @@ from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError
-from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanActor, PlanActorProxy
+from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
 from toolcards.planning.render import render_plan, render_search, render_task
 from toolcards.store.default import default_store
@@ -71,23 +71,23 @@ class PlanningTool(ToolCard):
     update_planning: UpdatePlanningParam | bool = True
     search_planning: SearchPlanningParam | bool = True
     embedding: EmbeddingParam | None = None
-    _board: PlanActorProxy | None = PrivateAttr(default=None)
+    _board: PlanningProxy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
         team = agent.team
         self._board = team.get_or_spawn(
             PLANNING_ACTOR_NAME,
-            PlanActor,
+            PlanningActor,
             agent.team_id,
             default_store(),
             self.embedding,
             team.publish,
-            proxy=PlanActorProxy,
+            proxy=PlanningProxy,
         )
 
     @property
-    def board(self) -> PlanActorProxy:
+    def board(self) -> PlanningProxy:
         """The team's board actor (after binding)."""
         return self.bound(self._board)
 

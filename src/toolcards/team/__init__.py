@@ -2,7 +2,7 @@
 
 * :mod:`~toolcards.team.models` — :class:`RoleProfile`, :class:`TeamMessage` and the team
   events, and the rules for member names.
-* :mod:`~toolcards.team.member` — :class:`AgentMember`, a Pykka actor hosting one
+* :mod:`~toolcards.team.member` — :class:`MemberActor`, a Pykka actor hosting one
   pydantic-ai agent, the observer its cards are bound to.
 * :mod:`~toolcards.team.runtime` — :class:`TeamRuntime`: hire, fire, message, wait.
 * :mod:`~toolcards.team.tool` — :class:`TeamTool` (kind ``"team"``: hire, fire, roster,
@@ -14,7 +14,7 @@ first member is hired.
 
 from __future__ import annotations
 
-from toolcards.team.member import AgentMember, AgentMemberProxy, running_member
+from toolcards.team.member import MemberActor, MemberProxy, running_member
 from toolcards.team.models import (
     MESSAGE_MAX,
     NAME_MAX,
@@ -45,12 +45,12 @@ __all__ = [
     "MESSAGE_MAX",
     "NAME_MAX",
     "NAME_PATTERN",
-    "AgentMember",
-    "AgentMemberProxy",
     "FireParam",
     "HireParam",
+    "MemberActor",
     "MemberFired",
     "MemberHired",
+    "MemberProxy",
     "MessagingTool",
     "ModelFactory",
     "RoleProfile",

@@ -1,4 +1,4 @@
-"""``AgentMember``: a team member as a Pykka actor hosting a pydantic-ai agent.
+"""``MemberActor``: a team member as a Pykka actor hosting a pydantic-ai agent.
 
 A member handles one message at a time on its own thread: each
 :class:`~toolcards.team.models.TeamMessage` in its mailbox becomes one agent run, on a
@@ -12,7 +12,7 @@ Threads, and why nothing deadlocks:
 
 * The run occupies the member's actor thread. pydantic-ai runs the (sync) tools in worker
   threads; they may ask other actors (the orchestrator, a planning board) and wait briefly.
-* The observer methods (:meth:`AgentMember.roster`, :meth:`~AgentMember.hire_member`, ...)
+* The observer methods (:meth:`MemberActor.roster`, :meth:`~MemberActor.hire_member`, ...)
   are called directly on the instance by the member's own tools, from those worker
   threads. They only ask the orchestrator, never the member's own mailbox, which is busy
   with the run.
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from toolcards.core.commands import CommandRegistry
     from toolcards.team.runtime import TeamRuntime
 
-__all__ = ["AgentMember", "AgentMemberProxy", "running_member"]
+__all__ = ["MemberActor", "MemberProxy", "running_member"]
 
 logger = logging.getLogger("toolcards.team")
 
@@ -66,7 +66,7 @@ def running_member() -> ActorAddress | None:
     return _running.get()
 
 
-class AgentMember(pykka.ThreadingActor):
+class MemberActor(pykka.ThreadingActor):
     """One team member: a pydantic-ai agent with its cards, history and mailbox.
 
     Started by :meth:`TeamRuntime.hire <toolcards.team.runtime.TeamRuntime.hire>`; the
@@ -276,17 +276,17 @@ class AgentMember(pykka.ThreadingActor):
             loop.close()
 
 
-class AgentMemberProxy(ActorMemberMixin, pykka.ActorProxy[AgentMember]):
-    """A typed proxy of :class:`AgentMember`: each method returns a ``pykka.Future``.
+class MemberProxy(ActorMemberMixin, pykka.ActorProxy[MemberActor]):
+    """A typed proxy of :class:`MemberActor`: each method returns a ``pykka.Future``.
 
-    ``cast(AgentMemberProxy, ref.proxy())``. Never call it from the member's own run
+    ``cast(MemberProxy, ref.proxy())``. Never call it from the member's own run
     (its tools): the member's mailbox waits for that run, so an ask would deadlock.
     """
 
-    commands = proxy_method(AgentMember.commands)
-    handle = proxy_method(AgentMember.handle)
-    history = proxy_method(AgentMember.history)
-    ping = proxy_method(AgentMember.ping)
+    commands = proxy_method(MemberActor.commands)
+    handle = proxy_method(MemberActor.handle)
+    history = proxy_method(MemberActor.history)
+    ping = proxy_method(MemberActor.ping)
 
 
 def _member_cards(profile: RoleProfile) -> list[ToolCard]:

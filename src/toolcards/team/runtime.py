@@ -2,7 +2,7 @@
 
 The runtime sits on a team's orchestrator (:class:`~toolcards.actors.system.Team`): role
 profiles go in its catalog, members in its roster. Each member is an
-:class:`~toolcards.team.member.AgentMember` actor::
+:class:`~toolcards.team.member.MemberActor` actor::
 
     runtime = TeamRuntime(system.team("t1"), models={"scripted": lambda profile: FunctionModel(...)})
     runtime.register_profile(RoleProfile(role="builder", description="Builds.", model="scripted"))
@@ -38,7 +38,7 @@ from toolcards.actors.asking import ask
 from toolcards.actors.system import Team
 from toolcards.core.registry import load_cards
 from toolcards.errors import ActorUnavailable, RetriableError, WiringError
-from toolcards.team.member import AgentMember, AgentMemberProxy, running_member
+from toolcards.team.member import MemberActor, MemberProxy, running_member
 from toolcards.team.models import (
     MemberFired,
     MemberHired,
@@ -63,8 +63,8 @@ ModelFactory = Callable[[RoleProfile], Any]
 @dataclass(kw_only=True)
 class _Membership:
     address: ActorAddress
-    ref: pykka.ActorRef[AgentMember]
-    proxy: AgentMemberProxy
+    ref: pykka.ActorRef[MemberActor]
+    proxy: MemberProxy
     leaving: threading.Event
     commands: CommandRegistry
 
@@ -171,13 +171,13 @@ class TeamRuntime:
             model = self._model_for(profile)
             address = ActorAddress(name=name, role=profile.role, team_id=self.team_id, agent_id=uuid.uuid4().hex)
             leaving = threading.Event()
-            ref = AgentMember.start(self, address, profile, model, leaving=leaving)
+            ref = MemberActor.start(self, address, profile, model, leaving=leaving)
             try:
                 self.team.register_member(address, ref)
             except ValueError:
                 ref.stop(block=False)
                 raise RetriableError(f"The name {name!r} is taken. Choose another name.") from None
-            proxy = cast(AgentMemberProxy, ref.proxy())
+            proxy = cast(MemberProxy, ref.proxy())
             # The new member's mailbox holds nothing else yet: this answers at once.
             commands = ask(proxy.commands(), actor=address.handle)
             self._members[ref.actor_urn] = _Membership(
@@ -377,10 +377,10 @@ class TeamRuntime:
             raise RetriableError(f"No member called {name!r} reads messages. {_member_choices(agents)}")
         return target, ref
 
-    def _proxy(self, ref: pykka.ActorRef[Any]) -> AgentMemberProxy:
+    def _proxy(self, ref: pykka.ActorRef[Any]) -> MemberProxy:
         with self._staffing:
             record = self._members.get(ref.actor_urn)
-        return record.proxy if record is not None else cast(AgentMemberProxy, ref.proxy())
+        return record.proxy if record is not None else cast(MemberProxy, ref.proxy())
 
 
 def _refuse_inside_run(what: str) -> None:

@@ -2,7 +2,7 @@
 
 ``TeamTool`` (kind ``"team"``) needs a
 :class:`~toolcards.core.observer.TeamManagementToolObserver` — a member allowed to change
-its team, such as an :class:`~toolcards.team.member.AgentMember`. What the model sees:
+its team, such as an :class:`~toolcards.team.member.MemberActor`. What the model sees:
 
 * ``hire_team_member(role, name=None)`` and ``fire_team_member(name)`` as tool calls;
 * the roster (every member with its role, the agent itself marked "you") and the roles it
@@ -156,7 +156,7 @@ class TeammatesParam(BaseToolParam):
 class MessagingTool(ToolCard):
     """Messages between team members (see the module docstring).
 
-    Every :class:`~toolcards.team.member.AgentMember` gets one unless its role's cards
+    Every :class:`~toolcards.team.member.MemberActor` gets one unless its role's cards
     configure their own.
     """
 
