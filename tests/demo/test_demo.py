@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from toolcards.core.settings import workspace_dir
+from toolcards.core.locations import workspace_dir
 from toolcards.demo import TEAM_ID, run_demo
 
 

@@ -44,7 +44,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel
 
-from toolcards.core.settings import internal_dir
+from toolcards.core.locations import internal_dir
 from toolcards.errors import ToolFailed
 
 if TYPE_CHECKING:

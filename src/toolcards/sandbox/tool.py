@@ -37,7 +37,7 @@ from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
-from toolcards.core.settings import WorkspaceId, workspace_dir
+from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS

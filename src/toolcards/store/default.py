@@ -10,7 +10,7 @@ A location is one string, the value of ``TOOLCARDS_STORE`` or of ``--store``:
 * ``:memory:``: a :class:`~toolcards.store.MemoryStore`, private to one process.
 
 ``open_store(location)`` makes a new store. ``default_store()`` returns the process-wide
-store for ``toolcards.core.settings.store_location()``, so all actors of a process share one
+store for ``toolcards.core.locations.store_location()``, so all actors of a process share one
 connection (or pool); ``close_default_stores()`` closes those at shutdown.
 
 A ``:memory:`` default store cannot be shared, so two processes using one as the team's
@@ -63,7 +63,7 @@ def open_store(location: str | Path | None = None) -> Store:
             PostgreSQL driver is not installed; the message names the location and the fix.
     """
     if location is None:
-        from toolcards.core.settings import store_location
+        from toolcards.core.locations import store_location
 
         try:
             location = store_location()
@@ -108,7 +108,7 @@ def default_store() -> Store:
         StoreError: the store cannot be opened; or the location is ``:memory:`` and another
             process already keeps this workspaces root's team state in its memory.
     """
-    from toolcards.core.settings import store_location
+    from toolcards.core.locations import store_location
 
     try:
         location = store_location()
@@ -145,7 +145,7 @@ def _guard_memory_store() -> None:
     global _memory_guard
     import fcntl
 
-    from toolcards.core.settings import internal_dir
+    from toolcards.core.locations import internal_dir
 
     if _memory_guard is not None:
         return

@@ -89,7 +89,7 @@ class SQLiteStore(Store):
     """A :class:`~toolcards.store.Store` in one SQLite database file.
 
     Args:
-        path: the database file; ``None`` means ``toolcards.core.settings.store_path()``
+        path: the database file; ``None`` means ``toolcards.core.locations.store_path()``
             (``TOOLCARDS_STORE``, else ``<workspaces root>/.toolcards/state.db``). The file
             is created if missing; its directory must exist.
         synchronous: ``"normal"`` (default) survives the process being killed;
@@ -517,7 +517,7 @@ class SQLiteStore(Store):
 def _resolve(path: str | Path | None) -> Path:
     if path is not None:
         return Path(os.path.abspath(os.path.expanduser(path)))
-    from toolcards.core.settings import store_path
+    from toolcards.core.locations import store_path
 
     try:
         return store_path()

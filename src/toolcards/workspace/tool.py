@@ -23,7 +23,7 @@ tool                       what it does                                      mut
 ``workspace_rmdir``        remove a directory (recursively on request)       yes      off
 =========================  ================================================  =======  =======
 
-**Where.** The tree is :func:`toolcards.core.settings.workspace_dir` of ``workspace_id``,
+**Where.** The tree is :func:`toolcards.core.locations.workspace_dir` of ``workspace_id``,
 which defaults to the team id: ``<TOOLCARDS_WORKSPACES_ROOT>/<team_id>``. Give several
 teams the same ``workspace_id`` (``"shared"``) to share one tree. What the card keeps for
 itself (converted documents, scaled images) is under ``internal_dir()/"cache"``, outside
@@ -76,7 +76,7 @@ from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
-from toolcards.core.settings import WorkspaceId, internal_dir, workspace_dir
+from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
 from toolcards.workspace.documents import MAX_DOCUMENT_BYTES, document_markdown, is_document

@@ -60,7 +60,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from toolcards.core.settings import internal_dir, workspaces_root
+from toolcards.core.locations import internal_dir, workspaces_root
 from toolcards.errors import ToolFailed
 
 __all__ = ["LOCK_TIMEOUT_S", "OFD_LOCKS", "TreeLock", "probe_tree_locks", "tree_lock_path"]
