@@ -48,3 +48,13 @@ def test_star_import_of_the_root_loads_every_card() -> None:
         "TeamTool",
     ):
         assert card in namespace
+
+
+def test_every_built_in_card_is_a_public_name_of_the_root() -> None:
+    import toolcards
+    from toolcards.core.registry import BUILTIN_CARDS
+
+    for path in BUILTIN_CARDS.values():
+        module, _, class_name = path.partition(":")
+        assert class_name in toolcards.__all__, f"{class_name} is a built-in card but not exported"
+        assert getattr(toolcards, class_name) is getattr(importlib.import_module(module), class_name)

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
-    from toolcards.team.tool import TeamTool
+    from toolcards.team.tool import MessagingTool, TeamTool
     from toolcards.workspace.tool import WorkspaceTool
 
 logging.getLogger("toolcards").addHandler(logging.NullHandler())
@@ -67,30 +67,24 @@ _LAZY = {
     "CommandArg": "toolcards.core.commands",
     "CommandDescriptor": "toolcards.core.commands",
     "CommandRegistry": "toolcards.core.commands",
-    "ExecTool": "toolcards.sandbox.tool",
     "Guard": "toolcards.core.guards",
     "GuardContext": "toolcards.core.guards",
-    "KnowledgeGraphTool": "toolcards.knowledge_graph.tool",
-    "MCPTool": "toolcards.mcp.tool",
-    "PlanningTool": "toolcards.planning.tool",
-    "SearchTool": "toolcards.search.tool",
     "StateChanged": "toolcards.core.events",
     "Team": "toolcards.actors.system",
     "TeamAgent": "toolcards.core.observer",
     "TeamManagementToolObserver": "toolcards.core.observer",
-    "TeamTool": "toolcards.team.tool",
     "Tool": "toolcards.core.tool",
     "ToolCard": "toolcards.core.card",
     "ToolExecutionRecord": "toolcards.core.events",
     "ToolFactory": "toolcards.core.factory",
     "ToolObserver": "toolcards.core.observer",
-    "WorkspaceTool": "toolcards.workspace.tool",
     "capability": "toolcards.core.card",
     "card_kinds": "toolcards.core.registry",
     "dump_cards": "toolcards.core.registry",
     "load_cards": "toolcards.core.registry",
 }
-"""Public name → the module that defines it, imported when the name is first used."""
+"""Public name → the module that defines it, imported when the name is first used. The
+built-in cards are found through the card registry (:data:`toolcards.core.registry.BUILTIN_CARDS`)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -104,12 +98,22 @@ def __getattr__(name: str) -> Any:
             value = "0.0.0"
         globals()[name] = value
         return value
-    module = _LAZY.get(name)
+    module = _LAZY.get(name) or _builtin_card_module(name)
     if module is None:
         raise AttributeError(f"module 'toolcards' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def _builtin_card_module(name: str) -> str | None:
+    from toolcards.core.registry import BUILTIN_CARDS
+
+    for path in BUILTIN_CARDS.values():
+        module, _, class_name = path.partition(":")
+        if class_name == name:
+            return module
+    return None
 
 
 def __dir__() -> list[str]:
@@ -140,6 +144,7 @@ __all__ = [
     "GuardError",
     "KnowledgeGraphTool",
     "MCPTool",
+    "MessagingTool",
     "ObserverGone",
     "PlanningTool",
     "RetriableError",
