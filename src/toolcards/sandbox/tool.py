@@ -34,10 +34,10 @@ from pydantic import Field, PrivateAttr
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
+from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
-from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS

@@ -74,9 +74,9 @@ from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
+from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
-from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
 from toolcards.workspace.documents import MAX_DOCUMENT_BYTES, document_markdown, is_document
