@@ -20,6 +20,7 @@ from toolcards.knowledge_graph import (
     RelationCreate,
     RelationDelete,
 )
+from toolcards.knowledge_graph.render import path_text, render_search_result, render_update_report
 from toolcards.store import Change, MemoryStore, Transaction
 from toolcards.store.transaction import StagedWrite
 
@@ -87,7 +88,7 @@ def test_duplicate_relation_triple_is_skipped_not_duplicated(kg: KnowledgeGraphP
     assert [r.key for r in report.created_relations] == [("A", "B", "owns")]
     assert [r.key for r in report.skipped_relations] == [("A", "B", "uses"), ("A", "B", "owns")]
     assert relations_of(kg) == {("A", "B", "uses"), ("A", "B", "owns")}
-    assert "Skipped existing relations" in report.render()
+    assert "Skipped existing relations" in render_update_report(report)
 
 
 def test_deleting_an_entity_deletes_its_relations(kg: KnowledgeGraphProxy) -> None:
@@ -184,7 +185,7 @@ def test_all_failures_come_together_after_the_valid_parts(kg: KnowledgeGraphProx
     assert len(report.errors) == 4
     assert report.created_entities == ["A"]
     assert [r.key for r in report.created_relations] == [("A", "A", "uses")]
-    rendered = report.render()
+    rendered = render_update_report(report)
     assert rendered.startswith("Applied: created entities A; created 1 relation.")
     assert rendered.count("\n- ") == 4
     stored = store.load("team-1/#KnowledgeGraphTool").rows
@@ -355,7 +356,7 @@ def test_vector_and_hybrid_fall_back_to_keyword_without_embeddings(kg: Knowledge
         assert result.mode == "keyword"
         assert [h.entity.name for h in result.hits] == ["Alice"]
         assert result.note is not None and "\n" not in result.note
-        assert result.render().startswith("Note: vector search needs an embedding model")
+        assert render_search_result(result).startswith("Note: vector search needs an embedding model")
 
 
 def test_neighbours_and_edges_on_request(team: KnowledgeGraphProxy) -> None:
@@ -369,7 +370,7 @@ def test_neighbours_and_edges_on_request(team: KnowledgeGraphProxy) -> None:
     }
     assert result.edges is not None
     assert {r.key for r in result.edges} == {("Alice", "Platform", "leads"), ("Platform", "Auth Service", "owns")}
-    text = result.render()
+    text = render_search_result(result)
     assert "<-[leads]- Alice [person]" in text and "- Platform -[owns]-> Auth Service" in text
 
 
@@ -387,7 +388,7 @@ def test_paths_between_top_hits(team: KnowledgeGraphProxy) -> None:
     result = team.search("alice bob", mode="keyword", top_k=2, find_paths=True).get()
     assert [h.entity.name for h in result.hits] == ["Alice", "Bob"]
     assert result.paths is not None
-    assert [p.render() for p in result.paths] == [
+    assert [path_text(p) for p in result.paths] == [
         "Alice -[leads]-> Platform -[owns]-> Auth Service <-[depends_on]- Billing <-[maintains]- Bob"
     ]
 
@@ -401,7 +402,7 @@ def test_paths_are_bounded_in_length(start_graph: StartGraph) -> None:
     ).get()
     result = kg.search("start finish", mode="keyword", find_paths=True).get()
     assert result.paths == []
-    assert "Paths: none within 3 hops" in result.render()
+    assert "Paths: none within 3 hops" in render_search_result(result)
 
 
 def test_empty_query_is_a_retriable_error(kg: KnowledgeGraphProxy) -> None:
@@ -481,7 +482,7 @@ def test_concurrent_updates_lose_nothing(kg: KnowledgeGraphProxy, events: list[S
 
 
 def test_searching_an_empty_graph_says_only_that_nothing_matches(start_graph: StartGraph) -> None:
-    assert start_graph(HASHING).search("anything").get().render() == "No entities match 'anything'."
+    assert render_search_result(start_graph(HASHING).search("anything").get()) == "No entities match 'anything'."
 
 
 # -- names first -----------------------------------------------------------------------

@@ -9,10 +9,10 @@ import textwrap
 import pytest
 
 import toolcards.knowledge_graph as package
-from toolcards.knowledge_graph import actor, batch, models, search
+from toolcards.knowledge_graph import actor, batch, models, render, search
 
 
-@pytest.mark.parametrize("module", [package, actor, batch, models, search])
+@pytest.mark.parametrize("module", [package, actor, batch, models, render, search])
 def test_all_is_sorted_and_every_name_exists(module: object) -> None:
     names = module.__all__  # type: ignore[attr-defined]
     # isort style, as ruff's RUF022 checks it: CONSTANTS, then Classes, then functions.

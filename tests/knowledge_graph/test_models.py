@@ -20,6 +20,7 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
+from toolcards.knowledge_graph.render import path_text, render_search_result, render_update_report
 
 INPUTS: list[type[BaseModel]] = [EntityCreate, EntityUpdate, RelationCreate, RelationDelete]
 
@@ -103,7 +104,7 @@ def test_update_report_renders_applied_skipped_and_errors() -> None:
         errors=["Entity 'C' does not exist."],
     )
     assert report.changed
-    assert report.render() == (
+    assert render_update_report(report) == (
         "Applied: created entities A, B; created 1 relation.\n"
         "Skipped existing relations: A -[uses]-> B.\n"
         "Not applied; fix these and resend only them:\n"
@@ -115,7 +116,7 @@ def test_update_report_without_changes() -> None:
     report = UpdateReport(errors=["bad"])
     assert not report.changed
     assert report.summary_line() == "no changes"
-    assert report.render().startswith("No changes applied.")
+    assert render_update_report(report).startswith("No changes applied.")
 
 
 def test_update_report_caps_listed_names() -> None:
@@ -131,7 +132,7 @@ def test_path_render_keeps_each_relation_direction() -> None:
             Relation(from_entity="C", to_entity="B", relation_type="owns"),
         ],
     )
-    assert path.render() == "A -[works_at]-> B <-[owns]- C"
+    assert path_text(path) == "A -[works_at]-> B <-[owns]- C"
 
 
 def test_search_result_render() -> None:
@@ -144,7 +145,7 @@ def test_search_result_render() -> None:
     result = SearchResult(
         query="a", mode="keyword", hits=[hit], edges=[], paths=[], max_path_length=4, note="fell back"
     )
-    assert result.render() == (
+    assert render_search_result(result) == (
         "Note: fell back\n"
         "1 hit for 'a' (keyword):\n"
         "1. A [person root] 0.81\n"
@@ -157,4 +158,4 @@ def test_search_result_render() -> None:
 
 
 def test_search_result_without_hits_says_so() -> None:
-    assert SearchResult(query="zzz", mode="hybrid").render() == "No entities match 'zzz'."
+    assert render_search_result(SearchResult(query="zzz", mode="hybrid")) == "No entities match 'zzz'."

@@ -7,7 +7,8 @@
 * LLM-facing inputs: :class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
   :class:`RelationDelete`.
 * Results: :class:`UpdateReport`, :class:`SearchResult` (with :class:`SearchHit`,
-  :class:`Neighbour`, :class:`GraphPath`), each with ``render()`` for the tool's text.
+  :class:`Neighbour`, :class:`GraphPath`); :mod:`toolcards.knowledge_graph.render` writes
+  the text a model reads from them.
 
 Importing this package loads pydantic and pykka; numpy and embedding clients load only
 when an actor is given an embedding param.

@@ -79,6 +79,7 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
+from toolcards.knowledge_graph.render import SUMMARY_TOP, relation_text, render_graph_summary
 from toolcards.knowledge_graph.search import (
     DEFAULT_ALPHA,
     DEFAULT_THRESHOLD,
@@ -120,8 +121,6 @@ MAX_EDGES = 50
 """Edges listed per search; the rest are counted."""
 MAX_PATH_ENDPOINTS = 5
 """Paths are searched between each pair of this many top hits."""
-SUMMARY_TOP = 10
-"""Entity types, relation types and root entities listed in the summary."""
 
 
 def _relation_row_key(key: RelationKey) -> str:
@@ -265,34 +264,21 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
     def summary(self, search_tool: str | None = "search_graph") -> str:
         """A few lines for a system prompt whose size does not grow with the graph.
 
-        Counts, the ``SUMMARY_TOP`` most common entity and relation types with their
-        counts (ties by name), the first ``SUMMARY_TOP`` root entities by name, and a hint
-        to call ``search_tool`` (omitted when ``None``). An empty graph gives one
-        sentence. The text depends only on the graph, so it is the same after a restart.
+        See :func:`~toolcards.knowledge_graph.render.render_graph_summary`. The text depends
+        only on the graph, so it is the same after a restart.
         """
         self._refresh()
-        if not self._entities:
-            return "The knowledge graph is empty."
-        lines = [f"Knowledge graph: {len(self._entities)} entities, {len(self._relations)} relations."]
-        lines.append(f"Entity types: {self._top_counts(self._entity_types)}.")
-        if self._relation_types:
-            lines.append(f"Relation types: {self._top_counts(self._relation_types)}.")
-        if self._roots:
-            first = heapq.nsmallest(SUMMARY_TOP, self._roots)
-            roots = [f"{name} [{self._entities[name].entity_type}]" for name in first]
-            more = f" (+{len(self._roots) - SUMMARY_TOP} more)" if len(self._roots) > SUMMARY_TOP else ""
-            lines.append(f"Root entities: {', '.join(roots)}{more}.")
-        if search_tool:
-            lines.append(f"Use {search_tool} to find entities, their observations and relations.")
-        return "\n".join(lines)
-
-    @staticmethod
-    def _top_counts(counts: Counter[str]) -> str:
-        top = heapq.nsmallest(SUMMARY_TOP, counts.items(), key=lambda item: (-item[1], item[0]))
-        text = ", ".join(f"{name} {count}" for name, count in top)
-        if len(counts) > SUMMARY_TOP:
-            text += f" (+{len(counts) - SUMMARY_TOP} more types)"
-        return text
+        return render_graph_summary(
+            entity_count=len(self._entities),
+            relation_count=len(self._relations),
+            entity_types=self._entity_types,
+            relation_types=self._relation_types,
+            first_roots=[
+                (name, self._entities[name].entity_type) for name in heapq.nsmallest(SUMMARY_TOP, self._roots)
+            ],
+            root_count=len(self._roots),
+            search_tool=search_tool,
+        )
 
     def search(
         self,
@@ -504,7 +490,9 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             if relation is not None and not (
                 relation.from_entity in self._entities and relation.to_entity in self._entities
             ):
-                logger.warning("%s: dropping stored relation %s to a missing entity", self.namespace, relation.render())
+                logger.warning(
+                    "%s: dropping stored relation %s to a missing entity", self.namespace, relation_text(relation)
+                )
                 continue
             self._put_relation(key, relation)
         for name, entity in entities.items():

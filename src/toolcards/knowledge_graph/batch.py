@@ -28,6 +28,7 @@ from toolcards.knowledge_graph.models import (
     RelationKey,
     UpdateReport,
 )
+from toolcards.knowledge_graph.render import relation_text
 
 __all__ = ["UpdateBatch", "stage_update"]
 
@@ -108,7 +109,7 @@ class UpdateBatch:
             names = " and ".join(f"{name!r}{self.suggestion(name)}" for name in missing)
             verb = "do" if len(missing) > 1 else "does"
             self.report.errors.append(
-                f"Relation {relation.render()}: entity {names} {verb} not exist. "
+                f"Relation {relation_text(relation)}: entity {names} {verb} not exist. "
                 "Create it in create_entities (the same call works) or fix the name."
             )
             return

@@ -6,7 +6,8 @@ Inputs (:class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
 every request, so it carries terse field descriptions and its limits (name <= 120
 characters, types <= 60, descriptions <= 500, observations <= 300 each and <= 50 per
 call) and no model titles or class docstrings. Results (:class:`UpdateReport`,
-:class:`SearchResult`) render to the short text a tool returns.
+:class:`SearchResult`) are data; :mod:`toolcards.knowledge_graph.render` writes the text a
+tool returns.
 
 Importing this module loads pydantic only.
 """
@@ -105,10 +106,6 @@ class Relation(BaseModel):
         """The relation's identity triple."""
         return (self.from_entity, self.to_entity, self.relation_type)
 
-    def render(self) -> str:
-        """``from -[type]-> to``."""
-        return f"{self.from_entity} -[{self.relation_type}]-> {self.to_entity}"
-
 
 class KnowledgeGraph(BaseModel):
     """A whole graph, for export and tests: entities sorted by name, relations by key."""
@@ -179,12 +176,14 @@ _LISTED = 10
 """At most this many names are spelled out per kind of change; the rest are counted."""
 
 
-def _names(names: list[str]) -> str:
+def listed_names(names: list[str]) -> str:
+    """``names`` joined, the first ten spelled out and the rest counted."""
     shown = ", ".join(names[:_LISTED])
     return shown if len(names) <= _LISTED else f"{shown} (+{len(names) - _LISTED} more)"
 
 
-def _plural(count: int, word: str) -> str:
+def plural(count: int, word: str) -> str:
+    """``1 hit``, ``2 hits``."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
@@ -225,27 +224,16 @@ class UpdateReport(BaseModel):
         """
         parts: list[str] = []
         if self.created_entities:
-            parts.append(f"created entities {_names(self.created_entities)}")
+            parts.append(f"created entities {listed_names(self.created_entities)}")
         if self.created_relations:
-            parts.append(f"created {_plural(len(self.created_relations), 'relation')}")
+            parts.append(f"created {plural(len(self.created_relations), 'relation')}")
         if self.updated_entities:
-            parts.append(f"updated {_names(self.updated_entities)}")
+            parts.append(f"updated {listed_names(self.updated_entities)}")
         if self.deleted_relations:
-            parts.append(f"deleted {_plural(len(self.deleted_relations), 'relation')}")
+            parts.append(f"deleted {plural(len(self.deleted_relations), 'relation')}")
         if self.deleted_entities:
-            parts.append(f"deleted entities {_names(self.deleted_entities)}")
+            parts.append(f"deleted entities {listed_names(self.deleted_entities)}")
         return "; ".join(parts) or "no changes"
-
-    def render(self) -> str:
-        """The text a tool returns: what was applied, skipped, and what failed and why."""
-        lines = [f"Applied: {self.summary_line()}." if self.changed else "No changes applied."]
-        if self.skipped_relations:
-            skipped = [r.render() for r in self.skipped_relations]
-            lines.append(f"Skipped existing relations: {_names(skipped)}.")
-        if self.errors:
-            lines.append("Not applied; fix these and resend only them:")
-            lines.extend(f"- {error}" for error in self.errors)
-        return "\n".join(lines)
 
 
 class Neighbour(BaseModel):
@@ -256,11 +244,6 @@ class Neighbour(BaseModel):
     relation_type: str
     outgoing: bool
     """``True`` for hit -[type]-> neighbour, ``False`` for neighbour -[type]-> hit."""
-
-    def render(self) -> str:
-        """``-[type]-> name [entity_type]`` or ``<-[type]- name [entity_type]``."""
-        arrow = f"-[{self.relation_type}]->" if self.outgoing else f"<-[{self.relation_type}]-"
-        return f"{arrow} {self.name} [{self.entity_type}]"
 
 
 class SearchHit(BaseModel):
@@ -275,35 +258,12 @@ class SearchHit(BaseModel):
     more_neighbours: int = 0
     """Neighbours left out of ``neighbours`` to keep the result short."""
 
-    def render(self, rank: int) -> str:
-        """The hit as a few indented lines: header, description, observations, neighbours."""
-        entity = self.entity
-        root = " root" if entity.is_root else ""
-        lines = [f"{rank}. {entity.name} [{entity.entity_type}{root}] {self.score:.2f}"]
-        if entity.description:
-            lines.append(f"   {entity.description}")
-        lines.extend(f"   - {observation}" for observation in entity.observations)
-        if self.neighbours:
-            lines.append("   neighbours: " + "; ".join(n.render() for n in self.neighbours))
-            if self.more_neighbours:
-                lines[-1] += f" (+{self.more_neighbours} more)"
-        return "\n".join(lines)
-
 
 class GraphPath(BaseModel):
     """A shortest undirected path: ``nodes[i]`` and ``nodes[i + 1]`` joined by ``relations[i]``."""
 
     nodes: list[str]
     relations: list[Relation]
-
-    def render(self) -> str:
-        """``A -[works_at]-> B <-[owns]- C``: arrows keep each relation's direction."""
-        out = [self.nodes[0]]
-        for previous, node, relation in zip(self.nodes, self.nodes[1:], self.relations, strict=False):
-            forward = relation.from_entity == previous and relation.to_entity == node
-            arrow = f"-[{relation.relation_type}]->" if forward else f"<-[{relation.relation_type}]-"
-            out.append(f"{arrow} {node}")
-        return " ".join(out)
 
 
 class SearchResult(BaseModel):
@@ -321,29 +281,3 @@ class SearchResult(BaseModel):
     max_path_length: int = 0
     note: str | None = None
     """One line about how the search ran, e.g. a fallback to keyword search."""
-
-    def render(self) -> str:
-        """The text a tool returns: note, hits, then edges and paths if they were requested."""
-        lines: list[str] = []
-        if self.note:
-            lines.append(f"Note: {self.note}")
-        if not self.hits:
-            lines.append(f"No entities match {self.query!r}.")
-            return "\n".join(lines)
-        lines.append(f"{_plural(len(self.hits), 'hit')} for {self.query!r} ({self.mode}):")
-        lines.extend(hit.render(rank) for rank, hit in enumerate(self.hits, start=1))
-        if self.edges is not None:
-            if self.edges:
-                lines.append("Edges:")
-                lines.extend(f"- {r.render()}" + (f": {r.description}" if r.description else "") for r in self.edges)
-                if self.more_edges:
-                    lines.append(f"(+{self.more_edges} more edges)")
-            else:
-                lines.append("Edges: none.")
-        if self.paths is not None:
-            if self.paths:
-                lines.append("Paths:")
-                lines.extend(f"- {path.render()}" for path in self.paths)
-            else:
-                lines.append(f"Paths: none within {self.max_path_length} hops between the top hits.")
-        return "\n".join(lines)

@@ -27,6 +27,7 @@ from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete
+from toolcards.knowledge_graph.render import render_search_result, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
@@ -134,8 +135,8 @@ class KnowledgeGraphTool(ToolCard):
             actor=ACTOR_NAME,
         )
         if report.errors:
-            raise RetriableError(report.render())
-        return str(report.render())
+            raise RetriableError(render_update_report(report))
+        return render_update_report(report)
 
     @capability("search_graph")
     def search(
@@ -176,4 +177,4 @@ class KnowledgeGraphTool(ToolCard):
             ),
             actor=ACTOR_NAME,
         )
-        return str(result.render())
+        return render_search_result(result)
