@@ -282,7 +282,9 @@ def _burst_main(conn: Connection, location: str, team: str, number: int, count: 
                 report = proxy.update(agent, update=[change]).get()
             latencies.append(time.perf_counter() - started)
             if report.errors:
-                raise RuntimeError(f"update {i} was refused: {report.render()}")
+                from toolcards.planning.render import render_update_report
+
+                raise RuntimeError(f"update {i} was refused: {render_update_report(report)}")
         conn.send(("ok", time.perf_counter(), created, latencies))
     except Exception as exc:
         with contextlib.suppress(OSError):

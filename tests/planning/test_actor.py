@@ -19,6 +19,7 @@ from tests.planning.conftest import HASHING, RecordingService, SpyStore, StartAc
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError, StoreError
 from toolcards.planning import PlanningActor, PlanningProxy, SearchHit, TaskCreate, TaskUpdate
+from toolcards.planning.render import render_update_report
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
 
@@ -229,7 +230,7 @@ def test_every_valid_part_is_applied_and_every_failure_reported_together(start: 
         ("update", 1, 99),
         ("delete", 1, 42),
     ]
-    text = report.render()
+    text = render_update_report(report)
     assert text.startswith("Created task 3. Updated task 1. Deleted task 2.")
     assert "4 changes failed" in text
     assert "- update task 99: Task 99 does not exist." in text
@@ -573,7 +574,7 @@ def test_twenty_agents_updating_at_once_lose_nothing(db_path: Path, start: Start
                     create=[TaskCreate(description=f"{name} step {j}", owner=name)],
                     update=[*update, TaskUpdate(id=1, output=f"{name} {j}")],
                 ).get(timeout=WAIT)
-                assert not report.errors, report.render()
+                assert not report.errors, render_update_report(report)
                 mine.extend(report.created)
             created[name] = mine
         except BaseException as exc:

@@ -20,6 +20,7 @@ from toolcards.planning.models import (
     normalize_agent_name,
     truncate_output,
 )
+from toolcards.planning.render import render_update_report
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -130,7 +131,7 @@ def test_involves_owner_or_creator() -> None:
 def test_report_render_lists_what_was_applied() -> None:
     report = UpdateReport(created=[8, 9], updated=[3], deleted=[4], unlinked=[5], seq=7)
     assert report.changed
-    assert report.render() == (
+    assert render_update_report(report) == (
         "Created tasks 8, 9. Updated task 3. Deleted task 4. Removed deleted ids from the dependencies of task 5."
     )
     assert report.summary() == "created tasks 8, 9; updated task 3; deleted task 4; unlinked task 5"
@@ -144,7 +145,7 @@ def test_report_render_lists_every_failure_after_the_applied_parts() -> None:
             UpdateFailure(operation="create", index=1, task_id=None, message="The description is 301 chars."),
         ],
     )
-    text = report.render()
+    text = render_update_report(report)
     lines = text.splitlines()
     assert lines[0] == "Created task 8."
     assert "2 changes failed" in lines[1]
@@ -158,12 +159,12 @@ def test_report_render_says_when_nothing_was_applied() -> None:
     report = UpdateReport(errors=[failure])
     assert not report.changed
     assert report.summary() == ""
-    assert report.render() == "Nothing was applied:\n- delete task 5: Task 5 does not exist."
-    assert UpdateReport().render().startswith("Nothing to do")
+    assert render_update_report(report) == "Nothing was applied:\n- delete task 5: Task 5 does not exist."
+    assert render_update_report(UpdateReport()).startswith("Nothing to do")
 
 
 def test_report_mentions_unchanged_tasks() -> None:
-    assert UpdateReport(unchanged=[2]).render() == "No change needed for task 2."
+    assert render_update_report(UpdateReport(unchanged=[2])) == "No change needed for task 2."
 
 
 def test_search_hit_carries_the_match_kind() -> None:

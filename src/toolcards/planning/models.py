@@ -158,13 +158,9 @@ class UpdateFailure(BaseModel):
     message: str
     """What failed, with the value, and what to do next."""
 
-    def render(self) -> str:
-        """One line: which part failed and why, e.g. ``"update task 12: Task 12 does not exist. ..."``."""
-        target = f"task {self.task_id}" if self.task_id is not None else f"item {self.index + 1}"
-        return f"{self.operation} {target}: {self.message}"
 
-
-def _ids(ids: list[int]) -> str:
+def task_ids(ids: list[int]) -> str:
+    """``task 3`` or ``tasks 3, 4``."""
     return ("task " if len(ids) == 1 else "tasks ") + ", ".join(str(i) for i in ids)
 
 
@@ -200,40 +196,10 @@ class UpdateReport(BaseModel):
         parts = []
         for verb, ids in (("created", self.created), ("updated", self.updated), ("deleted", self.deleted)):
             if ids:
-                parts.append(f"{verb} {_ids(ids)}")
+                parts.append(f"{verb} {task_ids(ids)}")
         if self.unlinked:
-            parts.append(f"unlinked {_ids(self.unlinked)}")
+            parts.append(f"unlinked {task_ids(self.unlinked)}")
         return "; ".join(parts)
-
-    def render(self) -> str:
-        """The report as a model reads it: what was applied, then every failure and what to do.
-
-        Example: ``"Created task 8. Updated task 3.\\n1 change failed and was not applied
-        (the rest was); fix it and retry only it:\\n- update task 12: Task 12 does not
-        exist. ..."``
-        """
-        lines = []
-        for verb, ids in (("Created", self.created), ("Updated", self.updated), ("Deleted", self.deleted)):
-            if ids:
-                lines.append(f"{verb} {_ids(ids)}.")
-        if self.unlinked:
-            lines.append(f"Removed deleted ids from the dependencies of {_ids(self.unlinked)}.")
-        if self.unchanged:
-            lines.append(f"No change needed for {_ids(self.unchanged)}.")
-        applied = " ".join(lines)
-        if not self.errors:
-            return applied or "Nothing to do: give create, update or delete."
-        count = len(self.errors)
-        if self.changed:
-            head = (
-                f"{count} change{'s' if count > 1 else ''} failed and {'were' if count > 1 else 'was'} "
-                f"not applied (the rest was); fix {'them' if count > 1 else 'it'} and retry only "
-                f"{'those' if count > 1 else 'it'}:"
-            )
-        else:
-            head = "Nothing was applied. Fix these and retry:" if count > 1 else "Nothing was applied:"
-        failures = "\n".join(f"- {error.render()}" for error in self.errors)
-        return "\n".join(part for part in (applied, head, failures) if part)
 
 
 class SearchHit(BaseModel):

@@ -26,7 +26,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
-from toolcards.planning.models import SearchHit, Task, TaskStatus, normalize_agent_name
+from toolcards.planning.models import (
+    SearchHit,
+    Task,
+    TaskStatus,
+    UpdateFailure,
+    UpdateReport,
+    normalize_agent_name,
+    task_ids,
+)
 
 __all__ = [
     "EMPTY_PLAN",
@@ -37,6 +45,7 @@ __all__ = [
     "render_search",
     "render_task",
     "render_task_line",
+    "render_update_report",
 ]
 
 PLAN_LIMIT = 50
@@ -204,3 +213,40 @@ def _owners_line(board: Sequence[Task]) -> str:
     if unassigned:
         parts.append(f"unassigned {unassigned}")
     return "Owners: " + ", ".join(parts)
+
+
+def _failure_text(failure: UpdateFailure) -> str:
+    """One line: which part failed and why, e.g. ``"update task 12: Task 12 does not exist. ..."``."""
+    target = f"task {failure.task_id}" if failure.task_id is not None else f"item {failure.index + 1}"
+    return f"{failure.operation} {target}: {failure.message}"
+
+
+def render_update_report(report: UpdateReport) -> str:
+    """A batch as a model reads it: what was applied, then every failure and what to do.
+
+    Example: ``"Created task 8. Updated task 3.\n1 change failed and was not applied
+    (the rest was); fix it and retry only it:\n- update task 12: Task 12 does not
+    exist. ..."``
+    """
+    lines = []
+    for verb, ids in (("Created", report.created), ("Updated", report.updated), ("Deleted", report.deleted)):
+        if ids:
+            lines.append(f"{verb} {task_ids(ids)}.")
+    if report.unlinked:
+        lines.append(f"Removed deleted ids from the dependencies of {task_ids(report.unlinked)}.")
+    if report.unchanged:
+        lines.append(f"No change needed for {task_ids(report.unchanged)}.")
+    applied = " ".join(lines)
+    if not report.errors:
+        return applied or "Nothing to do: give create, update or delete."
+    count = len(report.errors)
+    if report.changed:
+        head = (
+            f"{count} change{'s' if count > 1 else ''} failed and {'were' if count > 1 else 'was'} "
+            f"not applied (the rest was); fix {'them' if count > 1 else 'it'} and retry only "
+            f"{'those' if count > 1 else 'it'}:"
+        )
+    else:
+        head = "Nothing was applied. Fix these and retry:" if count > 1 else "Nothing was applied:"
+    failures = "\n".join(f"- {_failure_text(error)}" for error in report.errors)
+    return "\n".join(part for part in (applied, head, failures) if part)

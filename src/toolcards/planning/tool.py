@@ -27,7 +27,7 @@ from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError
 from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
-from toolcards.planning.render import render_plan, render_search, render_task
+from toolcards.planning.render import render_plan, render_search, render_task, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
@@ -144,8 +144,8 @@ class PlanningTool(ToolCard):
             actor=PLANNING_ACTOR_NAME,
         )
         if report.errors:
-            raise RetriableError(report.render())
-        return str(report.render())
+            raise RetriableError(render_update_report(report))
+        return render_update_report(report)
 
     @capability("search_planning")
     def search(
