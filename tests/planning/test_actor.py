@@ -19,7 +19,7 @@ from tests.planning.conftest import HASHING, RecordingService, SpyStore, StartAc
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError, StoreError
 from toolcards.planning import PlanningActor, PlanningProxy, SearchHit, TaskCreate, TaskUpdate
-from toolcards.planning.render import render_update_report
+from toolcards.planning.render import render_search, render_update_report
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
 
@@ -357,6 +357,31 @@ def test_search_filters_by_status_owner_and_creator(start: StartActor) -> None:
     assert ids(proxy.search(owner="").get(timeout=WAIT)) == [3]
     assert {hit.match for hit in proxy.search().get(timeout=WAIT)} == {"filter"}
     assert len(proxy.search().get(timeout=WAIT)) == 5
+
+
+def test_a_search_page_keeps_the_best_hits_and_counts_all_of_them(start: StartActor) -> None:
+    proxy = start()
+    words = ["auth", "login", "cache"]
+    proxy.update(
+        "@Alice",
+        create=[TaskCreate(description=f"{words[i % 3]} step {i} of the rollout") for i in range(120)],
+    ).get(timeout=WAIT)
+    everything = proxy.search("rollout").get(timeout=WAIT)
+    page = proxy.search_page("rollout", limit=7).get(timeout=WAIT)
+    assert (page.total, len(everything)) == (120, 120)
+    assert page.hits == everything[:7]
+    assert [hit.task.id for hit in page.hits] == list(range(1, 8))  # equal scores: by id
+    # Two words: tasks with both rank before tasks with one, each group by id.
+    ranked = proxy.search_page("auth rollout", limit=5).get(timeout=WAIT)
+    assert ranked.total == 120
+    assert [hit.task.id for hit in ranked.hits] == [1, 4, 7, 10, 13]
+    # Three words, at least two of them needed; a filter narrows before ranking.
+    three = proxy.search_page("cache step unrelated", limit=3, status="pending").get(timeout=WAIT)
+    assert (three.total, [hit.task.id for hit in three.hits]) == (40, [3, 6, 9])
+    assert proxy.search_page("rollout", limit=3, owner="@Nobody").get(timeout=WAIT).total == 0
+    # No words, only punctuation: the phrase itself must occur.
+    assert proxy.search_page("!!!", limit=3).get(timeout=WAIT).total == 0
+    assert render_search(page).endswith("... 113 more not shown; narrow the query or filters.")
 
 
 def test_keyword_search_without_an_embedding(start: StartActor) -> None:

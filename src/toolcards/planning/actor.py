@@ -49,13 +49,15 @@ numpy and :mod:`toolcards.vector` are imported only when an embedding is configu
 from __future__ import annotations
 
 import concurrent.futures
+import heapq
 import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
@@ -66,6 +68,7 @@ from toolcards.planning.batch import StagedBatch, stage_update, unknown_task
 from toolcards.planning.models import (
     MatchKind,
     SearchHit,
+    SearchPage,
     Task,
     TaskCreate,
     TaskStatus,
@@ -89,6 +92,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PLANNING_ACTOR_NAME = "#PlanningTool"
 """The actor's name in a team, and the suffix of its store namespace."""
@@ -289,23 +293,54 @@ class PlanningActor(pykka.ThreadingActor):
         Linear in the board size. With an embedding configured it can hold up the actor
         for at most :data:`QUERY_EMBEDDING_TIMEOUT_S` while the query is embedded.
         """
+        return self.search_page(query, status, owner, creator).hits
+
+    def search_page(
+        self,
+        query: str | None = None,
+        status: TaskStatus | None = None,
+        owner: str | None = None,
+        creator: str | None = None,
+        limit: int | None = None,
+    ) -> SearchPage:
+        """:meth:`search`, keeping only the best ``limit`` hits (all when ``None``), and how
+        many matched in all.
+
+        The best hits are selected before any is built, so a query matching every task of a
+        large board costs one pass over it, not a sorted list of objects it will not show.
+        """
         self._refresh()
-        candidates = list(self._filtered(status, owner, creator))
+        filtered = status is not None or owner is not None or creator is not None
+        candidates = list(self._filtered(status, owner, creator)) if filtered else None
         if query is None or not query.strip():
-            candidates.sort(key=lambda task: task.id)
-            return [SearchHit(task=task, match="filter") for task in candidates]
-        keyword = self._keyword_scores(query, candidates)
+            tasks = candidates if candidates is not None else list(self._tasks.values())
+            shown = _best(tasks, limit, key=lambda task: task.id)
+            return SearchPage(total=len(tasks), hits=[SearchHit(task=task, match="filter") for task in shown])
+        texts = self._texts.items() if candidates is None else [(task.id, self._texts[task.id]) for task in candidates]
+        keyword = _keyword_buckets(query, texts)
         semantic = self._semantic_scores(query, candidates)
-        ranked = sorted(
-            set(keyword) | set(semantic),
-            key=lambda task_id: (-(keyword.get(task_id, 0.0) + semantic.get(task_id, 0.0)), task_id),
-        )
+        # Tasks that matched by meaning (at most SEMANTIC_TOP_K) are ranked one by one on the
+        # sum of both scores; the rest share a few keyword scores, taken best bucket first.
+        scores = dict(semantic)
+        keyword_of: dict[int, float] = {}
+        for score, ids in keyword.items():
+            for task_id in semantic.keys() & ids:
+                keyword_of[task_id] = score
+                scores[task_id] += score
+        ranked = [(-score, task_id) for task_id, score in scores.items()]
+        total = len(scores)
+        for score, ids in sorted(keyword.items(), reverse=True):
+            keyword_only = [task_id for task_id in ids if task_id not in semantic] if semantic else ids
+            total += len(keyword_only)
+            if limit is None or len(ranked) < limit or -ranked_worst(ranked) <= score:
+                ranked += [(-score, task_id) for task_id in _smallest(keyword_only, limit)]
+        best = sorted(ranked) if limit is None else heapq.nsmallest(limit, ranked)
         hits = []
-        for task_id in ranked:
-            in_keyword, in_semantic = task_id in keyword, task_id in semantic
+        for _, task_id in best:
+            in_keyword, in_semantic = task_id not in semantic or task_id in keyword_of, task_id in semantic
             match: MatchKind = "both" if in_keyword and in_semantic else "keyword" if in_keyword else "semantic"
             hits.append(SearchHit(task=self._tasks[task_id], match=match, similarity=semantic.get(task_id)))
-        return hits
+        return SearchPage(total=total, hits=hits)
 
     def when_indexed(self) -> concurrent.futures.Future[None]:
         """Return a future that resolves once every committed description has its vector.
@@ -503,22 +538,8 @@ class PlanningActor(pykka.ThreadingActor):
             tasks = (task for task in tasks if task.creator == author)
         return tasks
 
-    def _keyword_scores(self, query: str, candidates: Sequence[Task]) -> dict[int, float]:
-        phrase = " ".join(query.casefold().split())
-        terms = _query_terms(query)
-        needed = max(1, math.ceil(len(terms) / 2))
-        scores: dict[int, float] = {}
-        for task in candidates:
-            text = self._texts[task.id]
-            if phrase in text:
-                scores[task.id] = 1.0
-                continue
-            found = sum(1 for term in terms if term in text)
-            if terms and found >= needed:
-                scores[task.id] = found / len(terms)
-        return scores
-
-    def _semantic_scores(self, query: str, candidates: Sequence[Task]) -> dict[int, float]:
+    def _semantic_scores(self, query: str, candidates: Sequence[Task] | None) -> dict[int, float]:
+        """Cosines of at most :data:`SEMANTIC_TOP_K` tasks (among ``candidates``; ``None``: all)."""
         vectors = self._vectors
         if vectors is None or not len(vectors) or not vectors.available:
             return {}
@@ -526,7 +547,7 @@ class PlanningActor(pykka.ThreadingActor):
         if vector is None:
             return {}
         # With filters, the best 20 are taken among the allowed tasks.
-        allowed = {str(task.id) for task in candidates} if len(candidates) < len(self._tasks) else None
+        allowed = {str(task.id) for task in candidates} if candidates is not None else None
         hits = vectors.search(vector, top_k=SEMANTIC_TOP_K, min_score=SEMANTIC_MIN_SCORE, allowed=allowed)
         return {int(key): score for key, score in hits}
 
@@ -573,6 +594,54 @@ class PlanningActor(pykka.ThreadingActor):
         self._vectors.embed_overdue()
 
 
+def _keyword_buckets(query: str, texts: Collection[tuple[int, str]]) -> dict[float, list[int]]:
+    """Keyword score → the ids of the tasks with that score, over ``(id, search text)`` pairs.
+
+    A task scores 1.0 when the query (case-folded, spaces collapsed) is a substring of its
+    text, else the share of the query's significant words found in it, if that is at least
+    half. Each pass over the board is one comprehension (a substring test per task, no
+    per-task objects), and scores come from set algebra, so a query matching every task of
+    a large board costs one pass per word.
+    """
+    terms = _query_terms(query)
+    if not terms:  # nothing but punctuation: only the phrase itself can match
+        phrase = " ".join(query.casefold().split())
+        exact = [task_id for task_id, text in texts if phrase in text]
+        return {1.0: exact} if exact else {}
+    # A task containing the whole query contains each of its words: it scores 1.0 below.
+    found = [{task_id for task_id, text in texts if term in text} for term in terms]
+    if len(found) == 1:
+        return {1.0: list(found[0])} if found[0] else {}
+    if len(found) == 2:
+        both, either = found[0] & found[1], found[0] ^ found[1]
+        return {score: list(ids) for score, ids in ((1.0, both), (0.5, either)) if ids}
+    needed = math.ceil(len(terms) / 2)
+    counts: Counter[int] = Counter()
+    for ids in found:
+        counts.update(ids)
+    buckets: dict[float, list[int]] = {}
+    for task_id, count in counts.items():
+        if count >= needed:
+            buckets.setdefault(count / len(terms), []).append(task_id)
+    return buckets
+
+
+def ranked_worst(ranked: list[tuple[float, int]]) -> float:
+    """The (negated) score of the worst entry in ``ranked``."""
+    return max(entry[0] for entry in ranked)
+
+
+def _smallest(ids: list[int], limit: int | None) -> list[int]:
+    return sorted(ids) if limit is None else heapq.nsmallest(limit, ids)
+
+
+def _best(items: Iterable[T], limit: int | None, key: Callable[[T], Any]) -> list[T]:
+    """``items`` sorted by ``key``, only the first ``limit`` of them (all when ``None``)."""
+    if limit is None:
+        return sorted(items, key=key)
+    return heapq.nsmallest(limit, items, key=key)
+
+
 class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     """A typed proxy of :class:`PlanningActor`: each method returns a ``pykka.Future`` of its result.
 
@@ -583,6 +652,7 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     get_task = proxy_method(PlanningActor.get_task)
     render = proxy_method(PlanningActor.render)
     search = proxy_method(PlanningActor.search)
+    search_page = proxy_method(PlanningActor.search_page)
     seq = proxy_method(PlanningActor.seq)
     tasks = proxy_method(PlanningActor.tasks)
     update = proxy_method(PlanningActor.update)

@@ -33,6 +33,7 @@ __all__ = [
     "OUTPUT_MAX",
     "MatchKind",
     "SearchHit",
+    "SearchPage",
     "Task",
     "TaskCreate",
     "TaskStatus",
@@ -213,3 +214,13 @@ class SearchHit(BaseModel):
     close (cosine >= 0.5); ``"both"``; ``"filter"``: no query, only filters applied."""
     similarity: float | None = None
     """Cosine similarity to the query when it matched semantically, else ``None``."""
+
+
+class SearchPage(BaseModel):
+    """The best hits of one search, and how many tasks matched in all."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total: int
+    hits: list[SearchHit]
+    """Best first; at most the ``limit`` asked for."""

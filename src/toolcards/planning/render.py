@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 
 from toolcards.planning.models import (
     SearchHit,
+    SearchPage,
     Task,
     TaskStatus,
     UpdateFailure,
@@ -183,22 +184,24 @@ def _id_run(ids: Sequence[int]) -> str:
     return ", ".join(parts)
 
 
-def render_search(hits: Sequence[SearchHit], *, limit: int = PLAN_LIMIT) -> str:
+def render_search(found: Sequence[SearchHit] | SearchPage, *, limit: int = PLAN_LIMIT) -> str:
     """Search results as a model reads them: a count, then one line per hit with how it matched.
 
-    At most ``limit`` hits are listed, in the order given (best first). Never raises.
+    ``found`` is every hit, or a :class:`SearchPage` (the best ones and the total). At most
+    ``limit`` hits are listed, in the order given (best first). Never raises.
     """
-    if not hits:
+    hits, total = (found.hits, found.total) if isinstance(found, SearchPage) else (found, len(found))
+    if not total:
         return "No task matches. Loosen the filters or rephrase the query."
-    head = f"{len(hits)} task{'s' if len(hits) != 1 else ''} match"
-    if len(hits) == 1:
+    head = f"{total} task{'s' if total != 1 else ''} match"
+    if total == 1:
         head += "es"
     lines = [head + ":"]
     for hit in hits[:limit]:
         label = "" if hit.match == "filter" else f" [{hit.match} match]"
         lines.append(f"- {render_task_line(hit.task)}{label}")
-    if len(hits) > limit:
-        lines.append(f"... {len(hits) - limit} more not shown; narrow the query or filters.")
+    if total > min(limit, len(hits)):
+        lines.append(f"... {total - min(limit, len(hits))} more not shown; narrow the query or filters.")
     return "\n".join(lines)
 
 

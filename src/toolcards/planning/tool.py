@@ -27,7 +27,7 @@ from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError
 from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
-from toolcards.planning.render import render_plan, render_search, render_task, render_update_report
+from toolcards.planning.render import PLAN_LIMIT, render_plan, render_search, render_task, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
@@ -162,5 +162,7 @@ class PlanningTool(ToolCard):
             owner: e.g. @Bob; "" for unassigned.
             creator: e.g. @Alice.
         """
-        hits = self.ask(self.board.search(query, status, owner, creator), actor=PLANNING_ACTOR_NAME)
-        return render_search(hits)
+        page = self.ask(
+            self.board.search_page(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
+        )
+        return render_search(page)
