@@ -12,7 +12,7 @@ import pykka
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.asking import ask
 from toolcards.actors.journal import JournalFactory
-from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish
+from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish, PublishBatched
 
 __all__ = ["ActorSystem", "Team"]
 
@@ -43,6 +43,14 @@ class Team:
     def publish(self, event: Any) -> None:
         """Publish ``event`` to the team's log and subscribers without waiting."""
         self.ref.tell(Publish(event))
+
+    def publish_batched(self, event: Any) -> None:
+        """Queue ``event`` for the team's log without waiting; it is written with others in one
+        batch within ``BATCH_DELAY_S``. For frequent events: one record per tool call.
+
+        Added in 0.2.
+        """
+        self.ref.tell(PublishBatched(event))
 
     def publish_and_wait(self, event: Any) -> int:
         """Publish ``event`` and return its sequence number."""
