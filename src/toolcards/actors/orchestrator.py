@@ -234,8 +234,14 @@ class Orchestrator(pykka.ThreadingActor):
         """Remove a subscriber (unknown tokens are ignored)."""
         self._subscribers.pop(token, None)
 
+    def head(self) -> int:
+        """The number of the last entry in the team's journal (every process's)."""
+        self._flush()
+        return self._journal.head()
+
     def events(self, since: int = 0) -> list[tuple[int, Any]]:
         """Events with a sequence number above ``since`` still in the journal (every process's)."""
+        self._flush()
         return self._journal.since(since)
 
     def on_receive(self, message: Any) -> Any:

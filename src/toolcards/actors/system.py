@@ -67,6 +67,11 @@ class Team:
 
         return unsubscribe
 
+    def head(self) -> int:
+        """The number of the last entry in the team's log (0 for none). Added in 0.2."""
+        seq: int = ask(self._proxy.head(), actor=self._label)
+        return seq
+
     def events(self, since: int = 0) -> list[tuple[int, Any]]:
         """Logged events with a sequence number above ``since``."""
         events: list[tuple[int, Any]] = ask(self._proxy.events(since), actor=self._label)
