@@ -275,21 +275,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _serving_message(team_id: str, url: str, args: argparse.Namespace, hub: Any = None) -> str:
-    board = ""
-    if hub is not None:
-        root, _, query = url.partition("?")
-        board = f"; dashboard at {root.removesuffix(args.path)}/" + (f"?{query}" if query else "")
+def _serving_message(team_id: str, url: str, args: argparse.Namespace) -> str:
     if args.no_token:
-        return (
-            f"serving team {team_id} at {url}{board} without a token (--no-token): every local user can use its tools"
-        )
+        return f"serving team {team_id} at {url} without a token (--no-token): every local user can use its tools"
     if args.token:
-        return (
-            f"serving team {team_id} at {url}{board} (clients send the token you set: 'Authorization: Bearer <token>')"
-        )
+        return f"serving team {team_id} at {url} (clients send the token you set: 'Authorization: Bearer <token>')"
     # A generated token: this line is the only place it is shown.
-    return f"serving team {team_id} at {url}{board}"
+    return f"serving team {team_id} at {url}"
+
+
+def _announce(team_id: str, url: str, args: argparse.Namespace, dashboard: bool) -> None:
+    progress(_serving_message(team_id, url, args))
+    if dashboard:
+        # The page at / takes the same token (a generated one is in the URL), once: a cookie keeps it.
+        root, _, query = url.partition("?")
+        progress(f"dashboard at {root.removesuffix(args.path)}/" + (f"?{query}" if query else ""))
 
 
 def _dashboard(team_server: TeamServer) -> Any:
@@ -361,7 +361,7 @@ async def _serve(
                     allowed_hosts=args.allow_host,
                     sockets=sockets,
                     stop=stop,
-                    on_ready=lambda url: progress(_serving_message(team_server.config.team_id, url, args, hub)),
+                    on_ready=lambda url: _announce(team_server.config.team_id, url, args, hub is not None),
                     fallback=fallback,
                     on_stop=hub.close if hub is not None else None,
                 )
