@@ -208,11 +208,17 @@ def seeded(served: Process) -> Process:
             + [
                 {"from_entity": "billing", "to_entity": "orders-db", "relation_type": "reads_from"},
                 {"from_entity": "platform-team", "to_entity": "gateway", "relation_type": "owns"},
-                {"from_entity": "gateway", "to_entity": "auth-service", "relation_type": "calls"},
             ],
         },
         agent="Lead",
     )
+    call_tool(
+        served.url,
+        "workspace_write",
+        {"path": "design.md", "content": "# CSV parser\n\nparse(text, dialect) -> rows\n\n- quoting\n- dialects\n"},
+        agent="Lead",
+    )
+    call_tool(served.url, "workspace_write", {"path": "src/parser.py", "content": "def parse(text):\n    ...\n"})
     return served
 
 
@@ -239,7 +245,7 @@ def test_screenshots_of_every_view(browser: Any, seeded: Process, width: int) ->
             open_tab(page, tab)
             expect()(page.locator(ready).first).to_be_visible(timeout=5_000)
             if tab == "graph":
-                page.locator("#graph-svg .node").first.click()
+                page.locator("#graph-svg .node[data-name='gateway']").dispatch_event("click")
             if tab == "files":
                 page.locator("#tree .file > button").first.click()
                 expect()(page.locator("#preview h2")).to_be_visible()

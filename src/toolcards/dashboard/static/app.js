@@ -14,6 +14,7 @@
   const PALETTE = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2",
     "#db2777", "#65a30d", "#4f46e5", "#ea580c", "#0d9488", "#7c3aed"];
   const TABS = ["board", "graph", "calls", "team", "files"];
+  const SCALE = 90; // pixels per layout unit (the ideal distance between related entities)
   const VIEWS_OF_TAB = {
     board: ["planning.board"],
     graph: ["knowledge_graph.graph"],
@@ -302,7 +303,7 @@
     const colours = typeColours(graph.entities);
     drawLegend(colours);
     if (!graph.entities.length) return;
-    const scale = 60;
+    const scale = SCALE;
     const at = (name) => {
       const p = graph.positions[name] || [0, 0];
       return [p[0] * scale, p[1] * scale];
@@ -439,7 +440,7 @@
     const p = state.graph && state.graph.positions[name];
     if (p && state.viewBox) {
       const box = state.viewBox;
-      state.viewBox = [p[0] * 60 - box[2] / 2, p[1] * 60 - box[3] / 2, box[2], box[3]];
+      state.viewBox = [p[0] * SCALE - box[2] / 2, p[1] * SCALE - box[3] / 2, box[2], box[3]];
       applyViewBox();
     }
     showEntity(name);
