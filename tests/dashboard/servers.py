@@ -109,12 +109,15 @@ def call_tool(mcp_url: str, tool: str, arguments: dict[str, Any], agent: str = "
         return pool.submit(anyio.run, run).result(timeout=60)
 
 
-def get(url: str, headers: dict[str, str] | None = None, timeout: float = 10) -> tuple[int, dict[str, str], bytes]:
-    """A GET: status, headers (lower-case names) and the first bytes of the body."""
+def get(
+    url: str, headers: dict[str, str] | None = None, timeout: float = 10, *, stream: bool = False
+) -> tuple[int, dict[str, str], bytes]:
+    """A GET: status, headers (lower-case names) and the body (of a stream, its first chunk)."""
     request = urllib.request.Request(url, headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read(65536)
+            body = response.read1(65536) if stream else response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, body
     except urllib.error.HTTPError as error:
         return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
 
