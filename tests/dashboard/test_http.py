@@ -28,7 +28,7 @@ def eventually(check: Any, timeout: float = 5.0) -> Any:
 
 def test_without_the_token_the_page_the_views_and_the_event_stream_answer_401(served: Process) -> None:
     for path in ["/", "/api/events", "/api/views/planning.board", "/static/app.js", "/api/files/image?path=x"]:
-        status, headers, body = get(served.origin + path, stream=True)
+        status, _, body = get(served.origin + path, stream=True)
         assert status == 401, path
         assert json.loads(body)["error"] == "unauthorized"
     status, _, _ = get(served.origin + "/", {"Authorization": "Bearer wrong"})

@@ -30,11 +30,12 @@ class CallLog:
         self._lock = threading.Lock()
         self._records: deque[dict[str, Any]] = deque(maxlen=size)
         self._seen: int | None = None
+        self._last_call = 0
 
     @property
     def version(self) -> int:
-        """The number of the last log entry read (changes when calls arrive)."""
-        return self._seen or 0
+        """The log number of the last call read: changes when calls arrive, not other events."""
+        return self._last_call
 
     def refresh(self) -> int:
         """Read the new entries of the team's log; returns :attr:`version`. Blocks on an ask."""
@@ -45,7 +46,8 @@ class CallLog:
                 self._seen = max(self._seen, seq)
                 if getattr(event, "kind", None) == "tool_execution":
                     self._records.append(_row(seq, event))
-            return self._seen
+                    self._last_call = seq
+            return self._last_call
 
     def rows(self) -> list[dict[str, Any]]:
         """The kept calls, newest first, as JSON data."""
