@@ -55,7 +55,7 @@ from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard, GuardContext
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
 from toolcards.core.schema import ArgsSchema, build_args_schema
-from toolcards.core.tracing import ToolSpan, start_tool_span
+from toolcards.core.tracing import ToolSpan, start_tool_span, tracing
 from toolcards.errors import (
     ActorUnavailable,
     GuardError,
@@ -231,7 +231,7 @@ class Tool:
         """
         started = time.perf_counter()
         span = None
-        if "opentelemetry.trace" in sys.modules:  # nobody traces without it: skip at once
+        if "opentelemetry.trace" in sys.modules and tracing():  # nobody traces without it: skip at once
             call_id = call_id or f"{self.name}-{next(_call_ids)}"
             span = start_tool_span(self, channel.value, call_id)
         try:
@@ -269,7 +269,7 @@ class Tool:
             )
         started = time.perf_counter()
         span = None
-        if "opentelemetry.trace" in sys.modules:
+        if "opentelemetry.trace" in sys.modules and tracing():
             call_id = call_id or f"{self.name}-{next(_call_ids)}"
             span = start_tool_span(self, channel.value, call_id)
         try:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from toolcards.core.tool import Tool
 
-__all__ = ["TRACER_NAME", "ToolSpan", "start_tool_span"]
+__all__ = ["TRACER_NAME", "ToolSpan", "start_tool_span", "tracing"]
 
 TRACER_NAME = "toolcards"
 """The instrumentation scope of the spans."""
@@ -69,6 +69,16 @@ class ToolSpan:
 
         context.detach(self._token)
         span.end()
+
+
+def tracing() -> bool:
+    """Whether a span made now would be recorded: OpenTelemetry is imported, and a recording
+    span is current or a tracer provider is configured. About a microsecond when it is
+    imported, one dictionary lookup when it is not."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return False
+    return bool(trace.get_current_span().is_recording()) or _tracer(trace) is not None
 
 
 def start_tool_span(tool: Tool, channel: str, call_id: str) -> ToolSpan | None:
@@ -115,9 +125,19 @@ def _is_frameworks_span_of(span: Any, tool_name: str, call_id: str) -> bool:
     )
 
 
+_UNKNOWN = object()
+
+
 def _tracer(trace: Any) -> Any:
     global _tracer_of
-    provider = trace.get_tracer_provider()
+    # The API's global, read directly: get_tracer_provider() looks up an environment variable
+    # on every call while none is set (a microsecond a call). A provider named by that variable
+    # is loaded by the first get_tracer_provider() anywhere (pydantic-ai's, the SDK's setup).
+    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    if provider is None:
+        return None
+    if provider is _UNKNOWN:
+        provider = trace.get_tracer_provider()
     if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
         return None  # no provider configured: spans would record nothing
     known, tracer = _tracer_of
