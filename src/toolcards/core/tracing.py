@@ -133,7 +133,7 @@ def _tracer(trace: Any) -> Any:
     # The API's global, read directly: get_tracer_provider() looks up an environment variable
     # on every call while none is set (a microsecond a call). A provider named by that variable
     # is loaded by the first get_tracer_provider() anywhere (pydantic-ai's, the SDK's setup).
-    provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+    provider: Any = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
     if provider is None:
         return None
     if provider is _UNKNOWN:
