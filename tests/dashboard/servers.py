@@ -79,7 +79,11 @@ class Process:
 
 def serve(config: Path, env: dict[str, str]) -> Process:
     """``toolcards serve --transport http`` of ``config``; its URL is the MCP endpoint's."""
-    return Process(["serve", "--config", str(config), "--transport", "http"], env, r"serving team \S+ at (http://\S+)")
+    return Process(
+        ["serve", "--config", str(config), "--transport", "http"],
+        env,
+        r"serving team \S+ at (http://\S+)",
+    )
 
 
 def dashboard(config: Path, env: dict[str, str]) -> Process:

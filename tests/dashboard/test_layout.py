@@ -41,3 +41,8 @@ def test_a_new_entity_moves_the_others_a_little_and_a_version_is_laid_out_once()
     moved = sum(math.dist(before[name], after[name]) for name in names) / len(names)
     spread = max(math.dist(before["e0"], point) for point in before.values())
     assert moved < spread / 4
+
+
+def test_entities_too_far_apart_to_push_each_other_are_laid_out() -> None:
+    points = force_layout(["a", "b"], [(0, 1)])
+    assert len(points) == 2 and points[0] != points[1]

@@ -287,9 +287,12 @@ def _serving_message(team_id: str, url: str, args: argparse.Namespace) -> str:
 def _announce(team_id: str, url: str, args: argparse.Namespace, dashboard: bool) -> None:
     progress(_serving_message(team_id, url, args))
     if dashboard:
-        # The page at / takes the same token (a generated one is in the URL), once: a cookie keeps it.
-        root, _, query = url.partition("?")
-        progress(f"dashboard at {root.removesuffix(args.path)}/" + (f"?{query}" if query else ""))
+        # Without the token: a generated one is shown once, in the line above.
+        root = url.partition("?")[0].removesuffix(args.path) + "/"
+        if args.no_token:
+            progress(f"dashboard at {root}")
+        else:
+            progress(f"dashboard at {root} (open it once with ?token=<the token>; a cookie keeps it)")
 
 
 def _dashboard(team_server: TeamServer) -> Any:

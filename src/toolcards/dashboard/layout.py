@@ -147,10 +147,11 @@ def _repulsion(pos: Any, np: Any, moving: Any = None) -> Any:
     near = (i != j) & (dist2 < (2 * cell) ** 2)
     push = (_K * _K / np.maximum(dist2[near], 1e-6))[:, None] * delta[near]  # |f| = k² / d
     index = i[near]
-    return np.stack(
-        [np.bincount(index, weights=push[:, 0], minlength=n), np.bincount(index, weights=push[:, 1], minlength=n)],
-        axis=1,
-    )
+    disp = np.zeros((n, 2))
+    if len(index):  # bincount of nothing is an integer array
+        disp[:, 0] = np.bincount(index, weights=push[:, 0], minlength=n)
+        disp[:, 1] = np.bincount(index, weights=push[:, 1], minlength=n)
+    return disp
 
 
 class GraphLayout:
