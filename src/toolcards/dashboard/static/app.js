@@ -312,8 +312,8 @@
     const ys = graph.entities.map((e) => at(e.name)[1]);
     const pad = 80;
     // Never closer than the natural size: a small graph is drawn small, in the middle.
-    const width = Math.max(Math.max(...xs) - Math.min(...xs) + 2 * pad, 900);
-    const height = Math.max(Math.max(...ys) - Math.min(...ys) + 2 * pad, 560);
+    const width = Math.max(Math.max(...xs) - Math.min(...xs) + 2 * pad, canvas.clientWidth || 900);
+    const height = Math.max(Math.max(...ys) - Math.min(...ys) + 2 * pad, canvas.clientHeight || 560);
     const cx = (Math.max(...xs) + Math.min(...xs)) / 2;
     const cy = (Math.max(...ys) + Math.min(...ys)) / 2;
     const box = [cx - width / 2, cy - height / 2, width, height];
