@@ -37,6 +37,10 @@ WHEEL_MUST_HOLD = (
     "toolcards/examples/__init__.py",
     "toolcards/examples/quickstart.py",
     "toolcards/examples/team.py",
+    "toolcards/dashboard/static/index.html",
+    "toolcards/dashboard/static/app.js",
+    "toolcards/dashboard/static/app.css",
+    "toolcards/dashboard/static/icon.svg",
 )
 SDIST_MUST_HOLD = ("LICENSE", "README.md", "pyproject.toml", "src/toolcards/py.typed", "src/toolcards/examples/team.py")
 # Beginnings of lines the wheel's METADATA must have.

@@ -24,8 +24,21 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "toolcards"
 DOMAINS = sorted(
     p.name for p in SRC.iterdir() if p.is_dir() and (p / "tool.py").exists() and p.name not in {"core", "actors"}
 )
-ADAPTERS = {"pydantic_ai", "server", "cli"}
-HEAVY = {"pydantic_ai", "mcp", "numpy", "openai", "markitdown", "PIL", "tavily", "onnxruntime", "fastmcp"}
+ADAPTERS = {"pydantic_ai", "server", "cli", "dashboard"}
+HEAVY = {
+    "pydantic_ai",
+    "mcp",
+    "numpy",
+    "openai",
+    "markitdown",
+    "PIL",
+    "tavily",
+    "onnxruntime",
+    "fastmcp",
+    "opentelemetry",
+    "starlette",
+    "uvicorn",
+}
 
 
 def imported_modules(code: str) -> set[str]:

@@ -126,3 +126,38 @@ def test_a_team_sees_the_events_another_process_publishes(tmp_path: Path, monkey
         assert [seq for seq, _ in received] == [1, 2, 3, 4]
         assert [getattr(event, "summary", None) for _, event in received] == ["mine", "theirs", "theirs", "theirs"]
         assert [seq for seq, _ in team.events(0)] == [1, 2, 3, 4]
+
+
+def test_a_batch_is_one_entry_whose_events_share_a_number(store: Store) -> None:
+    journal = StoreJournal(store, "t")
+    journal.append(changed(1))
+    seq = journal.append_all([changed(2), changed(3)])
+
+    assert seq == 2 and journal.head() == 2
+    assert [(number, event.seq) for number, event in journal.since(0)] == [(1, 1), (2, 2), (2, 3)]
+    assert journal.since(1) == journal.since(0)[1:]
+    memory = MemoryJournal()
+    assert memory.append_all([changed(1), changed(2)]) == 1 and [n for n, _ in memory.since(0)] == [1, 1]
+
+
+def test_tool_call_records_reach_another_process_s_log_in_batches(tmp_path: Path) -> None:
+    from toolcards.core.observer import TeamAgent
+
+    here = ActorSystem(journal=store_journals(SQLiteStore(tmp_path / "state.db")))
+    there = SQLiteStore(tmp_path / "state.db")
+    try:
+        agent = TeamAgent("Ann", here.team("t"))
+        for index in range(3):
+            agent.notify_event(
+                ToolExecutionRecord(
+                    tool="ping", call_id=str(index), agent="@Ann", channel="tool_call", success=True, latency_ms=1
+                )
+            )
+        here.team("t").head()  # an ask: the orchestrator wrote the batch first
+        events = StoreJournal(there, "t").since(0)
+        assert [event.call_id for _, event in events] == ["0", "1", "2"]
+        assert len({number for number, _ in events}) == 1  # one write for the three
+        assert {event.team_id for _, event in events} == {"t"}
+    finally:
+        here.stop()
+        there.close()

@@ -12,7 +12,7 @@ runtime sits below the store, so the store-backed journal is passed in through
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["EVENT_LOG_SIZE", "EventJournal", "JournalFactory", "MemoryJournal"]
@@ -34,6 +34,13 @@ class EventJournal(Protocol):
 
     def append(self, event: Any) -> int:
         """Append ``event``; return its sequence number (1, 2, ... with no gap, team-wide)."""
+
+    def append_all(self, events: Sequence[Any]) -> int:
+        """Append ``events`` as one entry of the log, in one write; they share the number returned.
+
+        For frequent events (one per tool call) that need not be numbered one by one.
+        Added in 0.2.
+        """
 
     def since(self, seq: int) -> list[tuple[int, Any]]:
         """Events numbered above ``seq`` that the log still keeps, oldest first."""
@@ -63,6 +70,12 @@ class MemoryJournal:
         """Number ``event`` and keep it."""
         self._seq += 1
         self._events.append((self._seq, event))
+        return self._seq
+
+    def append_all(self, events: Sequence[Any]) -> int:
+        """Number ``events`` as one entry (they share the number) and keep them."""
+        self._seq += 1
+        self._events.extend((self._seq, event) for event in events)
         return self._seq
 
     def since(self, seq: int) -> list[tuple[int, Any]]:

@@ -4,6 +4,10 @@ Because an actor handles one message at a time, :meth:`Orchestrator.get_or_spawn
 race-free: two agents binding the same card at once get the same ``#PlanningTool``.
 
 Events go to the team's :class:`~toolcards.actors.journal.EventJournal`, which numbers them.
+Frequent ones (a record of every tool call) are published *batched*
+(:meth:`Orchestrator.publish_batched`): the caller only queues them, and within
+:data:`BATCH_DELAY_S` they reach the journal together, in one write, and then the subscribers,
+so the calls that made them are never held up by the log.
 When the journal is shared with other processes, the orchestrator also watches it while it
 has subscribers: every :data:`WATCH_INTERVAL_S` it hands them the events other processes
 appended (a board change made by another server, say), so a subscriber sees the whole
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,7 +27,15 @@ import pykka
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.journal import EventJournal, MemoryJournal
 
-__all__ = ["WATCH_INTERVAL_S", "EventSubscriber", "Orchestrator", "Publish"]
+__all__ = [
+    "BATCH_DELAY_S",
+    "MAX_BATCH",
+    "WATCH_INTERVAL_S",
+    "EventSubscriber",
+    "Orchestrator",
+    "Publish",
+    "PublishBatched",
+]
 
 logger = logging.getLogger("toolcards.actors")
 
@@ -31,6 +44,12 @@ EventSubscriber = Callable[[int, Any], None]
 
 WATCH_INTERVAL_S = 0.25
 """How often a shared journal is checked for other processes' events while someone subscribes."""
+
+BATCH_DELAY_S = 0.05
+"""Longest a batched event waits before its batch is written to the journal."""
+
+MAX_BATCH = 512
+"""A batch this large is written at once, without waiting."""
 
 
 class Orchestrator(pykka.ThreadingActor):
@@ -56,11 +75,19 @@ class Orchestrator(pykka.ThreadingActor):
         self._watched = 0
         self._own: set[int] = set()
         self._watching: threading.Event | None = None
+        # Batched events waiting for the journal, and the timer thread's wake-up and stop flags.
+        self._batch: list[Any] = []
+        self._batch_due: threading.Event | None = None
+        self._stopping = threading.Event()
 
     def on_stop(self) -> None:
-        """Stop watching the journal."""
+        """Write the waiting batch, stop watching the journal and the batch timer."""
+        self._flush()
+        self._stopping.set()
         if self._watching is not None:
             self._watching.set()
+        if self._batch_due is not None:
+            self._batch_due.set()
 
     # -- tool actors --------------------------------------------------------------------
 
@@ -124,9 +151,11 @@ class Orchestrator(pykka.ThreadingActor):
     def publish(self, event: Any) -> int:
         """Append ``event`` to the team's journal, notify subscribers, return its sequence number.
 
+        Batched events published before it are written first, so the log keeps their order.
         If the journal cannot take it (a store failure), the failure is logged and the
         event still reaches this process's subscribers, numbered after the last one seen.
         """
+        self._flush()
         try:
             seq = self._journal.append(event)
         except Exception:
@@ -137,6 +166,57 @@ class Orchestrator(pykka.ThreadingActor):
         self._local_seq = max(self._local_seq, seq)
         self._deliver(seq, event)
         return seq
+
+    def publish_batched(self, event: Any) -> None:
+        """Queue ``event`` for the journal: within :data:`BATCH_DELAY_S` it is written with the
+        others queued meanwhile, in one write, then handed to subscribers.
+
+        An event whose ``team_id`` is ``None`` (a tool's record) is stamped with this team's.
+        """
+        if getattr(event, "team_id", "") is None and hasattr(event, "model_copy"):
+            event = event.model_copy(update={"team_id": self.team_id})
+        self._batch.append(event)
+        if len(self._batch) >= MAX_BATCH:
+            self._flush()
+        elif len(self._batch) == 1:
+            self._wake_batch_timer()
+
+    def _wake_batch_timer(self) -> None:
+        if self._batch_due is None:
+            due = self._batch_due = threading.Event()
+            stopping = self._stopping
+            ref = self.actor_ref
+
+            def timer() -> None:
+                while True:
+                    due.wait()
+                    if stopping.is_set():
+                        return
+                    time.sleep(BATCH_DELAY_S)
+                    due.clear()
+                    try:
+                        ref.tell(_Flush())
+                    except pykka.ActorDeadError:
+                        return
+
+            threading.Thread(target=timer, name=f"{self.team_id} event batch", daemon=True).start()
+        self._batch_due.set()
+
+    def _flush(self) -> None:
+        """Write the waiting batch as one journal entry and hand its events to subscribers."""
+        if not self._batch:
+            return
+        events, self._batch = self._batch, []
+        try:
+            seq = self._journal.append_all(events)
+        except Exception:
+            logger.exception("team %s: the event log could not take %d events", self.team_id, len(events))
+            seq = max(self._local_seq, self._watched) + 1
+        else:
+            self._own.add(seq)
+        self._local_seq = max(self._local_seq, seq)
+        for event in events:
+            self._deliver(seq, event)
 
     def subscribe(self, subscriber: EventSubscriber) -> int:
         """Register ``subscriber``; returns a token for :meth:`unsubscribe`.
@@ -154,14 +234,26 @@ class Orchestrator(pykka.ThreadingActor):
         """Remove a subscriber (unknown tokens are ignored)."""
         self._subscribers.pop(token, None)
 
+    def head(self) -> int:
+        """The number of the last entry in the team's journal (every process's)."""
+        self._flush()
+        return self._journal.head()
+
     def events(self, since: int = 0) -> list[tuple[int, Any]]:
         """Events with a sequence number above ``since`` still in the journal (every process's)."""
+        self._flush()
         return self._journal.since(since)
 
     def on_receive(self, message: Any) -> Any:
         """Handle fire-and-forget messages sent with ``tell``."""
         if isinstance(message, Publish):
             return self.publish(message.event)
+        if isinstance(message, PublishBatched):
+            self.publish_batched(message.event)
+            return None
+        if isinstance(message, _Flush):
+            self._flush()
+            return None
         if isinstance(message, _Watch):
             self._watch()
         return None
@@ -197,6 +289,7 @@ class Orchestrator(pykka.ThreadingActor):
     def _watch(self) -> None:
         if not self._subscribers:
             return
+        self._flush()  # this process's batch goes first, so its events are not seen twice
         try:
             events = self._journal.since(self._watched)
         except Exception:
@@ -204,8 +297,7 @@ class Orchestrator(pykka.ThreadingActor):
             return
         for seq, event in events:
             self._watched = max(self._watched, seq)
-            if seq in self._own:
-                self._own.discard(seq)
+            if seq in self._own:  # this process's, handed over when it was written
                 continue
             self._deliver(seq, event)
         self._own = {seq for seq in self._own if seq > self._watched}
@@ -221,8 +313,23 @@ class _Watch:
     __slots__ = ()
 
 
+class _Flush:
+    """The batch timer's tick: write the waiting batch."""
+
+    __slots__ = ()
+
+
 class Publish:
     """A fire-and-forget publish message for :meth:`Orchestrator.on_receive`."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, event: Any) -> None:
+        self.event = event
+
+
+class PublishBatched:
+    """A fire-and-forget message for :meth:`Orchestrator.publish_batched`."""
 
     __slots__ = ("event",)
 

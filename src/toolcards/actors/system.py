@@ -12,7 +12,7 @@ import pykka
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.asking import ask
 from toolcards.actors.journal import JournalFactory
-from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish
+from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish, PublishBatched
 
 __all__ = ["ActorSystem", "Team"]
 
@@ -53,6 +53,14 @@ class Team:
         """Publish ``event`` to the team's log and subscribers without waiting."""
         self.ref.tell(Publish(event))
 
+    def publish_batched(self, event: Any) -> None:
+        """Queue ``event`` for the team's log without waiting; it is written with others in one
+        batch within ``BATCH_DELAY_S``. For frequent events: one record per tool call.
+
+        Added in 0.2.
+        """
+        self.ref.tell(PublishBatched(event))
+
     def publish_and_wait(self, event: Any) -> int:
         """Publish ``event`` and return its sequence number."""
         seq: int = ask(self._proxy.publish(event), actor=self._label)
@@ -67,6 +75,11 @@ class Team:
                 self._proxy.unsubscribe(token)
 
         return unsubscribe
+
+    def head(self) -> int:
+        """The number of the last entry in the team's log (0 for none). Added in 0.2."""
+        seq: int = ask(self._proxy.head(), actor=self._label)
+        return seq
 
     def events(self, since: int = 0) -> list[tuple[int, Any]]:
         """Logged events with a sequence number above ``since``."""

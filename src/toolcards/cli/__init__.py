@@ -5,6 +5,7 @@
     toolcards serve [--config team.yaml] [--transport stdio|http] ...   serve a team over MCP
     toolcards cards [--json]                                            the card kinds available
     toolcards call [--config team.yaml] [--agent NAME] '/get_planning'  run one command
+    toolcards dashboard [--config team.yaml] [--store ...]              watch a team live in a browser
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
 
 Each command is a module here with ``register(subparsers, parents)`` and is listed in
@@ -31,6 +32,7 @@ COMMANDS: tuple[str, ...] = (
     "toolcards.cli.serve",
     "toolcards.cli.cards",
     "toolcards.cli.call",
+    "toolcards.cli.dashboard",
     "toolcards.cli.demo",
     "toolcards.cli.fetch_models",
 )

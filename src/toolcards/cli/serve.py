@@ -14,7 +14,8 @@ default, or a ``postgresql://`` URL shared across hosts). Any number of ``serve`
 
 Over HTTP every request must carry a token: ``--token`` (or ``TOOLCARDS_TOKEN``), else one
 generated at start and printed once, in the URL (``.../mcp?token=...``). ``--no-token``
-serves without one, on loopback only.
+serves without one, on loopback only. The live dashboard (``toolcards dashboard``) is served
+at ``/`` beside the MCP endpoint, behind the same token, unless ``--no-dashboard``.
 
 Everything that can be checked before serving is, in this order, so a mistake ends the
 command with one line and no actor left running: the options (exit code 2), the ``mcp``
@@ -97,6 +98,9 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         action="store_true",
         default=None,
         help="run tools that need a human's approval without asking (MCP cannot ask)",
+    )
+    parser.add_argument(
+        "--no-dashboard", action="store_true", help="over HTTP, serve only the MCP endpoint (no dashboard at /)"
     )
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     add_agent_option(parser, default=None, help="name every client's agent NAME (X-Agent-Name still wins)")
@@ -260,10 +264,11 @@ def run(args: argparse.Namespace) -> int:
             # root whose file locks do not work) ends the command with one line.
             _check_hot_tools(team_server, args.hot_tool)
             team_server.start()
+            hub = _dashboard(team_server) if http and not args.no_dashboard else None
         except BaseException:
             team_server.close()
             raise
-        anyio.run(_serve, team_server, args, sockets)
+        anyio.run(_serve, team_server, args, sockets, hub)
     finally:
         for sock in sockets:
             sock.close()
@@ -279,7 +284,32 @@ def _serving_message(team_id: str, url: str, args: argparse.Namespace) -> str:
     return f"serving team {team_id} at {url}"
 
 
-async def _serve(team_server: TeamServer, args: argparse.Namespace, sockets: list[socket.socket]) -> None:
+def _announce(team_id: str, url: str, args: argparse.Namespace, dashboard: bool) -> None:
+    progress(_serving_message(team_id, url, args))
+    if dashboard:
+        # Without the token: a generated one is shown once, in the line above.
+        root = url.partition("?")[0].removesuffix(args.path) + "/"
+        if args.no_token:
+            progress(f"dashboard at {root}")
+        else:
+            progress(f"dashboard at {root} (open it once with ?token=<the token>; a cookie keeps it)")
+
+
+def _dashboard(team_server: TeamServer) -> Any:
+    """The team's dashboard hub, or ``None`` (with a note) when its extra is missing."""
+    try:
+        import numpy  # noqa: F401  (the graph's layout)
+
+        from toolcards.dashboard.serve import dashboard_for
+    except ImportError as exc:
+        progress(f"no dashboard at / ({one_line(exc)}): pip install 'toolcards[dashboard]'")
+        return None
+    return dashboard_for(team_server.team, team_server.config.build_cards())
+
+
+async def _serve(
+    team_server: TeamServer, args: argparse.Namespace, sockets: list[socket.socket], hub: Any = None
+) -> None:
     import anyio
 
     from toolcards.server.http import serve_http
@@ -319,6 +349,11 @@ async def _serve(team_server: TeamServer, args: argparse.Namespace, sockets: lis
                 progress(f"serving team {team_server.config.team_id} over stdio")
                 await serve_stdio(team_server)
             else:
+                fallback = None
+                if hub is not None:
+                    from toolcards.dashboard.app import dashboard_app
+
+                    fallback = dashboard_app(hub, loopback_only=args.no_token)
                 await serve_http(
                     team_server,
                     host=args.host,
@@ -329,7 +364,9 @@ async def _serve(team_server: TeamServer, args: argparse.Namespace, sockets: lis
                     allowed_hosts=args.allow_host,
                     sockets=sockets,
                     stop=stop,
-                    on_ready=lambda url: progress(_serving_message(team_server.config.team_id, url, args)),
+                    on_ready=lambda url: _announce(team_server.config.team_id, url, args, hub is not None),
+                    fallback=fallback,
+                    on_stop=hub.close if hub is not None else None,
                 )
             tasks.cancel_scope.cancel()
     finally:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from toolcards.core.params import BaseToolParam
     from toolcards.core.registry import card_class, card_kinds, dump_cards, load_cards
     from toolcards.core.tool import Tool
+    from toolcards.core.views import FileBytes, View, view
 
 _LAZY = {
     "COMMAND": "toolcards.core.channels",
@@ -32,6 +33,7 @@ _LAZY = {
     "Approver": "toolcards.core.approval",
     "BaseToolParam": "toolcards.core.params",
     "Capability": "toolcards.core.card",
+    "FileBytes": "toolcards.core.views",
     "Channels": "toolcards.core.channels",
     "CommandArg": "toolcards.core.commands",
     "CommandDescriptor": "toolcards.core.commands",
@@ -47,11 +49,13 @@ _LAZY = {
     "ToolFactory": "toolcards.core.factory",
     "ToolObserver": "toolcards.core.observer",
     "ToolcardsEvent": "toolcards.core.events",
+    "View": "toolcards.core.views",
     "capability": "toolcards.core.card",
     "card_class": "toolcards.core.registry",
     "card_kinds": "toolcards.core.registry",
     "dump_cards": "toolcards.core.registry",
     "load_cards": "toolcards.core.registry",
+    "view": "toolcards.core.views",
 }
 """Public name → the module that defines it, imported when the name is first used."""
 
@@ -83,6 +87,7 @@ __all__ = [
     "CommandArg",
     "CommandDescriptor",
     "CommandRegistry",
+    "FileBytes",
     "Guard",
     "GuardContext",
     "StateChanged",
@@ -94,9 +99,11 @@ __all__ = [
     "ToolFactory",
     "ToolObserver",
     "ToolcardsEvent",
+    "View",
     "capability",
     "card_class",
     "card_kinds",
     "dump_cards",
     "load_cards",
+    "view",
 ]

@@ -45,6 +45,7 @@ from toolcards.core.channels import Channels
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET
 from toolcards.core.params import BaseToolParam
 from toolcards.core.tool import Tool
+from toolcards.core.views import View, ViewSpec
 from toolcards.errors import ObserverGone, WiringError
 
 if TYPE_CHECKING:
@@ -148,6 +149,7 @@ class ToolCard(BaseModel):
     requires_observer: ClassVar[type | None] = None
     """The observer protocol this card needs to be bound (``None``: works unbound)."""
     _capabilities: ClassVar[tuple[Capability, ...]] = ()
+    _views: ClassVar[tuple[ViewSpec, ...]] = ()
     _observer_ref: Callable[[], Any] | None = PrivateAttr(default=None)
 
     read_only: bool = False
@@ -164,11 +166,15 @@ class ToolCard(BaseModel):
         if not cls.__dict__.get("kind"):
             cls.kind = _default_kind(cls.__name__)
         found: dict[str, Capability] = {}
+        views: dict[str, ViewSpec] = {}
         for klass in reversed(cls.__mro__):
             for attr, value in vars(klass).items():
                 cap = getattr(value, "__toolcards_capability__", None)
                 if isinstance(cap, Capability):
                     found[attr] = cap
+                spec = getattr(value, "__toolcards_view__", None)
+                if isinstance(spec, ViewSpec):
+                    views[attr] = spec
         problems = [
             f"@capability({cap.field!r}) on {attr}: {cls.__name__} has no field {cap.field!r}"
             for attr, cap in found.items()
@@ -184,6 +190,7 @@ class ToolCard(BaseModel):
         if problems:
             raise WiringError("; ".join(problems))
         cls._capabilities = tuple(found.values())
+        cls._views = tuple(views.values())
         from toolcards.core.registry import register_card_class
 
         register_card_class(cls)
@@ -299,6 +306,19 @@ class ToolCard(BaseModel):
         for cap in type(self)._capabilities:
             if not (self.read_only and cap.mutates):
                 yield dataclasses.replace(cap, handler=cap.handler.__get__(self, type(self)))
+
+    @classmethod
+    def offers_views(cls) -> bool:
+        """Whether this kind of card has any :func:`~toolcards.core.views.view`."""
+        return bool(cls._views)
+
+    def views(self) -> list[View]:
+        """This card's views (see :mod:`toolcards.core.views`), bound to this card.
+
+        Read-only by contract: a view changes nothing, so a card bound only to show its views
+        (the dashboard's) never writes. Added in 0.2.
+        """
+        return [spec.bind(self) for spec in type(self)._views]
 
     def build_tools(self) -> list[Tool]:
         """One :class:`Tool` per enabled capability, its channels taken from the param.

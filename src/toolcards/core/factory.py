@@ -24,6 +24,7 @@ from toolcards.errors import ToolcardsError, WiringError
 
 if TYPE_CHECKING:
     from toolcards.core.commands import CommandRegistry
+    from toolcards.core.views import View
     from toolcards.pydantic_ai.toolset import CardToolset, ContextMode
 
 __all__ = ["ToolFactory"]
@@ -184,6 +185,23 @@ class ToolFactory:
         from toolcards.pydantic_ai.toolset import CardToolset
 
         return CardToolset(self, max_retries=max_retries, context=context)
+
+    def views(self) -> dict[str, View]:
+        """Every view of the bound cards, by name (see :mod:`toolcards.core.views`).
+
+        Raises:
+            WiringError: two cards offer a view of the same name (two boards in one team).
+        """
+        found: dict[str, View] = {}
+        problems: list[str] = []
+        for card in self.cards:
+            for view in card.views():
+                other = found.setdefault(view.name, view)
+                if other is not view:
+                    problems.append(f"view {view.name!r} is offered by both {other.card} and {view.card}")
+        if problems:
+            raise WiringError("Cannot gather views: " + "; ".join(problems) + ". Keep one card of each kind per team.")
+        return found
 
     def command_registry(self) -> CommandRegistry:
         """Slash-command dispatch (``/name arg key=value``) and descriptors for help screens."""

@@ -8,6 +8,7 @@ The factory checks the observer against each card's ``requires_observer`` when b
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from toolcards.actors.address import ActorAddress
@@ -15,7 +16,9 @@ from toolcards.actors.address import ActorAddress
 if TYPE_CHECKING:
     from toolcards.actors.system import Team
 
-__all__ = ["ActorToolObserver", "TeamAgent", "TeamManagementToolObserver", "ToolObserver"]
+__all__ = ["ActorToolObserver", "TeamAgent", "TeamManagementToolObserver", "ToolObserver", "log_tool_call"]
+
+logger = logging.getLogger("toolcards.observer")
 
 
 @runtime_checkable
@@ -68,7 +71,8 @@ class TeamAgent:
     """A team member that is not an actor of its own — a test agent, an MCP client session —
     implementing :class:`ActorToolObserver` with the identity it was given.
 
-    Events are ignored unless a subclass overrides :meth:`notify_event`.
+    The records of its tool calls go to the team's event log (:func:`log_tool_call`), so
+    with a shared log every process of the team sees them (the dashboard's call log).
     """
 
     def __init__(self, name: str, team: Team, *, role: str = "agent", user_id: str | None = None) -> None:
@@ -97,4 +101,24 @@ class TeamAgent:
         return self._user_id
 
     def notify_event(self, event: Any) -> None:
-        """Receive an event (an execution record, a state change); ignored here."""
+        """Send the record of a tool call to the team's log (batched, never blocks)."""
+        log_tool_call(self._team, event)
+
+
+def log_tool_call(team: Team, event: Any) -> None:
+    """Queue ``event`` for ``team``'s log if it is the record of a tool call worth keeping.
+
+    System-prompt sections render before every model request: only their failures are
+    logged, so the log shows what agents did rather than what they read. The record is
+    written with others in one batch (``Team.publish_batched``): the call is not held up.
+    """
+    from toolcards.core.events import ToolExecutionRecord
+
+    if not isinstance(event, ToolExecutionRecord):
+        return
+    if event.channel == "system_prompt" and event.success:
+        return
+    try:
+        team.publish_batched(event)
+    except Exception:  # a team that stopped: its log is gone, the call itself succeeded
+        logger.debug("record of %s dropped: the team is stopped", event.tool)

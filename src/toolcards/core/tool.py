@@ -20,6 +20,9 @@ command), a call runs the same steps, so the same input gives the same answer ev
 9. a :class:`~toolcards.core.events.ToolExecutionRecord`, sent to the record sink (a
    refused call is recorded as a failure, like a guard's denial).
 
+The whole call is an OpenTelemetry span when the application traces
+(:mod:`toolcards.core.tracing`); when it does not, that costs one dictionary lookup.
+
 Errors: ``RetriableError`` (and its subclasses) and ``ToolFailed`` (``ApprovalRequired``
 included) pass through for the adapter to translate. An actor's errors a handler let escape
 (a stopped actor, no answer in time) become ``ActorUnavailable`` (:mod:`toolcards.actors.asking`).
@@ -30,6 +33,7 @@ Any other exception from a handler is logged with its traceback and raised as
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import dataclasses
 import inspect
@@ -52,6 +56,7 @@ from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard, GuardContext
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
 from toolcards.core.schema import ArgsSchema, build_args_schema
+from toolcards.core.tracing import ToolSpan, start_tool_span, tracing
 from toolcards.errors import (
     GuardError,
     ObserverGone,
@@ -225,6 +230,10 @@ class Tool:
         refused.
         """
         started = time.perf_counter()
+        span = None
+        if "opentelemetry.trace" in sys.modules and tracing():  # nobody traces without it: skip at once
+            call_id = call_id or f"{self.name}-{next(_call_ids)}"
+            span = start_tool_span(self, channel.value, call_id)
         try:
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
@@ -236,8 +245,8 @@ class Tool:
                 result = self._run_sync(kwargs)
             result = self._finish(result)
         except BaseException as exc:
-            self._fail(exc, channel, call_id, started)
-        self._succeed(channel, call_id, started)
+            self._fail(exc, channel, call_id, started, span)
+        self._succeed(channel, call_id, started, span)
         return result
 
     async def call(
@@ -259,6 +268,10 @@ class Tool:
                 self.call_sync, arguments, channel=channel, call_id=call_id, approved=approved
             )
         started = time.perf_counter()
+        span = None
+        if "opentelemetry.trace" in sys.modules and tracing():
+            call_id = call_id or f"{self.name}-{next(_call_ids)}"
+            span = start_tool_span(self, channel.value, call_id)
         try:
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
@@ -273,8 +286,8 @@ class Tool:
                 result = await self._run_async(kwargs)
             result = self._finish(result)
         except BaseException as exc:
-            self._fail(exc, channel, call_id, started)
-        self._succeed(channel, call_id, started)
+            self._fail(exc, channel, call_id, started, span)
+        self._succeed(channel, call_id, started, span)
         return result
 
     def _prepare(self, arguments: Mapping[str, Any] | str | None, channel: Channels) -> dict[str, Any]:
@@ -305,7 +318,8 @@ class Tool:
             return asyncio.run(self._run_async(kwargs))
         if self.timeout_s is None:
             return self.handler(**kwargs)
-        future = _pool().submit(_run_until, self.timeout_s, self.handler, kwargs)
+        # In the caller's context: the current span (and anything else kept in one) goes along.
+        future = _pool().submit(contextvars.copy_context().run, _run_until, self.timeout_s, self.handler, kwargs)
         try:
             return future.result(timeout=self.timeout_s)
         except concurrent.futures.TimeoutError:
@@ -337,20 +351,26 @@ class Tool:
             result = wrap_untrusted(result, self.name)
         return result
 
-    def _fail(self, exc: BaseException, channel: Channels, call_id: str | None, started: float) -> NoReturn:
+    def _fail(
+        self, exc: BaseException, channel: Channels, call_id: str | None, started: float, span: ToolSpan | None
+    ) -> NoReturn:
         """Record the failure and raise it, translated (see :func:`_translate`)."""
         error = _translate(self.name, exc)
         if channel is Channels.TOOL_CALL and self.unreachable and isinstance(error, RetriableError | ToolFailed):
             error = _without_dangling_names(error, self.unreachable - {self.name})
         if self.record_sink is not None and isinstance(error, ToolcardsError):
             self._record(channel, call_id, started, f"{type(error).__name__}: {error}")
+        if span is not None:
+            span.finish(error)
         if error is exc:
             raise exc
         raise error from exc
 
-    def _succeed(self, channel: Channels, call_id: str | None, started: float) -> None:
+    def _succeed(self, channel: Channels, call_id: str | None, started: float, span: ToolSpan | None) -> None:
         if self.record_sink is not None:
             self._record(channel, call_id, started, None)
+        if span is not None:
+            span.finish(None)
 
     def _record(self, channel: Channels, call_id: str | None, started: float, error: str | None) -> None:
         assert self.record_sink is not None

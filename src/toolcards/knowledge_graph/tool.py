@@ -12,6 +12,9 @@ restores the graph exactly.
 
 With no ``embedding`` configured the card needs neither numpy nor openai: search is
 keyword-only and says so.
+
+Two views (:mod:`toolcards.core.views`): ``knowledge_graph.graph``, every entity and
+relation, and ``knowledge_graph.search(query)``, the names ``search_graph`` ranks first.
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.views import view
 from toolcards.errors import RetriableError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
-from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete
+from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete, SearchResult
 from toolcards.knowledge_graph.render import render_search_result, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
@@ -156,6 +160,17 @@ class KnowledgeGraphTool(ToolCard):
             include_edges: Also list each hit's relations.
             find_paths: Shortest paths between the top hits.
         """
+        result = self._search(
+            query,
+            mode,
+            top_k=top_k,
+            include_neighbors=include_neighbors,
+            include_edges=include_edges,
+            find_paths=find_paths,
+        )
+        return render_search_result(result)
+
+    def _search(self, query: str, mode: Literal["hybrid", "keyword", "vector"], **options: Any) -> SearchResult:
         if self.embedding is None:
             # Said once in the description; a note on every result would cost tokens each time.
             mode = "keyword"
@@ -165,16 +180,29 @@ class KnowledgeGraphTool(ToolCard):
             from toolcards.vector.service import get_embedding_service
 
             query_vector = get_embedding_service(self.embedding).embed_one(query)
-        result = self.ask(
-            self.graph.search(
-                query,
-                mode,
-                top_k=top_k,
-                include_neighbors=include_neighbors,
-                include_edges=include_edges,
-                find_paths=find_paths,
-                query_vector=query_vector,
-            ),
-            actor=ACTOR_NAME,
-        )
-        return render_search_result(result)
+        return self.ask(self.graph.search(query, mode, query_vector=query_vector, **options), actor=ACTOR_NAME)
+
+    # -- views (read-only, for people looking at the team) ----------------------------------
+
+    def graph_version(self) -> int:
+        """The graph's change number: one more per committed change, in any process."""
+        return self.ask(self.graph.seq(), actor=ACTOR_NAME)
+
+    @view("knowledge_graph.graph", version=graph_version)
+    def graph_view(self) -> dict[str, Any]:
+        """The knowledge graph: every entity and relation."""
+        graph = self.ask(self.graph.graph(), actor=ACTOR_NAME)
+        return graph.model_dump(mode="json")
+
+    @view("knowledge_graph.search", version=graph_version)
+    def search_view(self, query: str, top_k: int = 20) -> dict[str, Any]:
+        """Entities matching a query, best first, as search_graph ranks them."""
+        text = query.strip()[:500]
+        if not text:
+            return {"query": "", "mode": "keyword", "hits": []}
+        result = self._search(text, "hybrid", top_k=max(1, min(int(top_k), 50)))
+        return {
+            "query": text,
+            "mode": result.mode,
+            "hits": [{"name": hit.entity.name, "score": round(float(hit.score), 4)} for hit in result.hits],
+        }

@@ -12,6 +12,8 @@ committed to the store before the tool answers, so an acknowledged update surviv
 | ``search_planning(query, status, owner, creator)`` | TOOL_CALL, COMMAND | keyword ∪ semantic hits, labelled |
 
 The creator of a task is stamped from the calling agent, never taken from the model.
+
+One view (:mod:`toolcards.core.views`): ``planning.board``, every task with all its fields.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.views import view
 from toolcards.errors import RetriableError
 from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
@@ -166,3 +169,15 @@ class PlanningTool(ToolCard):
             self.board.search_page(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
         )
         return render_search(page)
+
+    # -- views (read-only, for people looking at the team) ----------------------------------
+
+    def board_version(self) -> int:
+        """The board's change number: one more per committed change, in any process."""
+        return self.ask(self.board.seq(), actor=PLANNING_ACTOR_NAME)
+
+    @view("planning.board", version=board_version)
+    def board_view(self) -> dict[str, Any]:
+        """The planning board: every task, with all its fields."""
+        tasks = self.ask(self.board.tasks(), actor=PLANNING_ACTOR_NAME)
+        return {"tasks": [task.model_dump(mode="json") for task in tasks]}

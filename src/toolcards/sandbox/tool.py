@@ -20,7 +20,7 @@ command stopped at the disk quota are ``RetriableError``; one stopped at its dea
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
-The workspace is the same tree ``WorkspaceTool`` edits (``core.settings.workspace_dir``),
+The workspace is the same tree ``WorkspaceTool`` edits (``core.locations.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
 changed are seen by every agent's next write.
 """

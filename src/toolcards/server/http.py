@@ -305,6 +305,7 @@ def http_app(
     no_token: bool = False,
     path: str = DEFAULT_PATH,
     allowed_hosts: Sequence[str] = (),
+    fallback: ASGIApp | None = None,
 ) -> ASGIApp:
     """The ASGI app serving ``team_server`` at ``path`` (call once per TeamServer).
 
@@ -315,6 +316,8 @@ def http_app(
         token: Every request must carry it (:class:`TokenAuth`).
         no_token: Serve without a token instead (loopback only): any local user or web page
             that reaches the port can call the team's tools.
+        fallback: The app for every other path (``toolcards serve`` puts the dashboard at
+            ``/``), behind the same token.
 
     Raises:
         WiringError: neither ``token`` nor ``no_token`` (or both) is given, or ``no_token``
@@ -330,7 +333,28 @@ def http_app(
         host=host,
         transport_security=_security_settings(host, allowed_hosts),
     )
+    if fallback is not None:
+        app = _EndpointOrElse(app, path, fallback)
     return TokenAuth(app, token) if token else app
+
+
+class _EndpointOrElse:
+    """Requests for the MCP endpoint (and lifespan events) go to ``endpoint``, others to ``other``."""
+
+    def __init__(self, endpoint: ASGIApp, path: str, other: ASGIApp) -> None:
+        self.endpoint = endpoint
+        self.path = path.rstrip("/") or "/"
+        self.other = other
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.endpoint(scope, receive, send)
+            return
+        path = str(scope.get("path", ""))
+        if path == self.path or path.startswith(self.path + "/"):
+            await self.endpoint(scope, receive, send)
+        else:
+            await self.other(scope, receive, send)
 
 
 async def serve_http(
@@ -345,6 +369,8 @@ async def serve_http(
     sockets: Sequence[socket.socket] | None = None,
     stop: anyio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
+    fallback: ASGIApp | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> None:
     """Serve ``team_server`` with uvicorn until ``stop`` is set (or the task is cancelled).
 
@@ -360,6 +386,8 @@ async def serve_http(
         on_ready: Called with the endpoint URL once the server accepts connections; the URL
             ends in ``?token=...`` when the token was generated here (a token the caller
             passed is not repeated).
+        fallback: Served at every other path, behind the same token (see :func:`http_app`).
+        on_stop: Called when ``stop`` is set, before the server stops (to end long streams).
 
     Raises:
         WiringError: ``no_token`` on an address other machines can reach (or with a
@@ -380,7 +408,13 @@ async def serve_http(
     listening = list(sockets) if sockets is not None else None
     try:
         app = http_app(
-            team_server, host=host, token=token or generated, no_token=no_token, path=path, allowed_hosts=allowed_hosts
+            team_server,
+            host=host,
+            token=token or generated,
+            no_token=no_token,
+            path=path,
+            allowed_hosts=allowed_hosts,
+            fallback=fallback,
         )
         if listening is None:
             listening = listen(host, port)
@@ -398,6 +432,8 @@ async def serve_http(
                 on_ready(endpoint_url(host, listening[0].getsockname()[1], path, generated))
             if stop is not None:
                 await stop.wait()
+                if on_stop is not None:
+                    on_stop()
                 server.should_exit = True
 
         async with anyio.create_task_group() as tasks:

@@ -72,8 +72,10 @@ class SessionAgent(TeamAgent):
         super().__init__(name, team, role=role, user_id=user_id)
 
     def notify_event(self, event: Any) -> None:
-        """Log ``event`` (an execution record or a state change) at debug level; never blocks."""
+        """Send a tool call's record to the team's log (batched) and log it at debug level;
+        never blocks."""
         logger.debug("%s: %s", self._address.handle, event)
+        super().notify_event(event)
 
     def __repr__(self) -> str:
         return f"SessionAgent({self._address})"

@@ -6,6 +6,10 @@ event's sequence number, so numbers are gapless and unique across every process 
 writing to the team. The last :data:`~toolcards.actors.journal.EVENT_LOG_SIZE` events are
 kept; each append deletes the one that falls out.
 
+Frequent events (one per tool call) are appended in batches (:meth:`StoreJournal.append_all`):
+one write, one entry, one number shared by the batch's events, stored as
+``{"batch": [event, ...]}``; :data:`~toolcards.actors.journal.EVENT_LOG_SIZE` counts entries.
+
 Events are stored as JSON: a pydantic model as ``{"type": "module:Class", "data": ...}``.
 Reading it back gives the same class when that class is already imported in the reading
 process (events are never a reason to import code named in the database); otherwise a
@@ -17,6 +21,7 @@ as its ``repr``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -68,9 +73,16 @@ class StoreJournal:
 
     def append(self, event: Any) -> int:
         """Append ``event`` in one store write; returns its team-wide number."""
+        return self._write(encode_event(event))
+
+    def append_all(self, events: Sequence[Any]) -> int:
+        """Append ``events`` as one entry, in one store write; returns the number they share."""
+        return self._write({"batch": [encode_event(event) for event in events]})
+
+    def _write(self, value: dict[str, Any]) -> int:
         with self.store.write(self.namespace, since=None) as txn:
             seq = txn.version + 1
-            changes = [Change(collection=_EVENTS, key=_key(seq), value=encode_event(event))]
+            changes = [Change(collection=_EVENTS, key=_key(seq), value=value)]
             if seq > self.size:
                 changes.append(Change(collection=_EVENTS, key=_key(seq - self.size), value=None))
             txn.stage(changes)
@@ -83,8 +95,17 @@ class StoreJournal:
             rows = [(change.key, change.value) for change in catch_up.changes if change.value is not None]
         else:
             rows = list(catch_up.rows.get(_EVENTS, {}).items())
-        events = [(int(key), decode_event(value)) for key, value in rows]
-        return sorted((number, event) for number, event in events if number > seq)
+        events: list[tuple[int, Any]] = []
+        for key, value in sorted(rows, key=lambda row: row[0]):
+            number = int(key)
+            if number <= seq:
+                continue
+            batch = value.get("batch") if isinstance(value, dict) else None
+            if isinstance(batch, list):
+                events.extend((number, decode_event(item)) for item in batch)
+            else:
+                events.append((number, decode_event(value)))
+        return events
 
 
 def store_journals(store: Store | None = None) -> JournalFactory:

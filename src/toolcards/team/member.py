@@ -36,8 +36,8 @@ from toolcards.actors.address import ActorAddress
 from toolcards.actors.system import Team
 from toolcards.core.card import ToolCard
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT
-from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.factory import ToolFactory
+from toolcards.core.observer import log_tool_call
 from toolcards.core.registry import load_cards
 from toolcards.errors import ActorUnavailable
 from toolcards.team.models import RoleProfile, RunFinished, TeamMessage
@@ -130,16 +130,12 @@ class MemberActor(pykka.ThreadingActor):
         return self._profile
 
     def notify_event(self, event: Any) -> None:
-        """Forward tool execution records to the team's event log (never blocks).
+        """Forward tool execution records to the team's event log, batched (never blocks).
 
         System prompt sections render before every model request; only their failures are
         forwarded, so the log shows what members did rather than what they read.
         """
-        if not isinstance(event, ToolExecutionRecord):
-            return
-        if event.channel == SYSTEM_PROMPT.value and event.success:
-            return
-        self._publish(event.model_copy(update={"team_id": self.team_id}))
+        log_tool_call(self._runtime.team, event)
 
     def hire_member(self, role: str, name: str | None = None) -> ActorAddress:
         """Hire a member of a hireable ``role``; blocks briefly while it starts.

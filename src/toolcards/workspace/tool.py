@@ -61,6 +61,13 @@ whole), images over 32 MiB are not viewed and documents over 64 MiB are not conv
 Reads, listings, globs, greps and views are wrapped as untrusted output; so is every file
 text inside another result or error (an edit's diff, a mismatch hint, a gate refusal).
 Handlers block (disk I/O, actor asks), as every sync handler may.
+
+**Views** (:mod:`toolcards.core.views`, :mod:`toolcards.workspace.browse`):
+``workspace.tree`` (every entry, bounded), ``workspace.file(path)`` (a text preview, or what
+kind of file it is) and ``workspace.image(path)`` (an image's bytes). They read through the
+same directory handles as the tools, never follow a link out of the tree and never block
+on a named pipe. Their version is a digest of the tree's entries, taken at most once per
+:data:`TREE_SIGNATURE_MAX_AGE_S`, so a file a command wrote is seen as well as one a tool wrote.
 """
 
 from __future__ import annotations
@@ -77,8 +84,10 @@ from toolcards.core.deadline import remaining
 from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
+from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.documents import MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
@@ -122,7 +131,11 @@ READ_OUTPUT_BUDGET = 60_000
 """Characters ``workspace_read`` returns at most by default (a param's ``output_budget``
 overrides it); past that the page ends early, at a line, with the offset to read on."""
 
+TREE_SIGNATURE_MAX_AGE_S = 1.0
+"""The tree's version (a walk of its entries) is taken again at most this often."""
+
 _SERVES = frozenset({Channels.TOOL_CALL, Channels.COMMAND})
+_MAX_VIEW_PATH = 4096
 _NOTICE_ROOM = 200
 
 
@@ -219,6 +232,7 @@ class WorkspaceTool(ToolCard):
     _actor: WorkspaceProxy | None = PrivateAttr(default=None)
     _agent: str = PrivateAttr(default="")
     _cache_dir: Path | None = PrivateAttr(default=None)
+    _signature: tuple[float, str] = PrivateAttr(default=(float("-inf"), ""))
 
     # -- binding ------------------------------------------------------------------------------
 
@@ -425,6 +439,34 @@ class WorkspaceTool(ToolCard):
         """
         return self.ask(self._actor_proxy().rmdir(self._agent, path, recursive, remaining()), actor=self._actor_name)
 
+    # -- views (read-only, for people looking at the team) ------------------------------------
+
+    def tree_version(self) -> str:
+        """A digest of the tree's entries (names, sizes, times), taken at most once a second."""
+        import time
+
+        taken, signature = self._signature
+        now = time.monotonic()
+        if now - taken >= TREE_SIGNATURE_MAX_AGE_S:
+            signature = tree_signature(self.tree)
+            self._signature = (now, signature)
+        return signature
+
+    @view("workspace.tree", version=tree_version)
+    def tree_view(self) -> dict[str, Any]:
+        """The workspace tree: directories, files and their sizes."""
+        return {"root": self.root.name, **tree_listing(self.tree)}
+
+    @view("workspace.file", version=tree_version)
+    def file_view(self, path: str) -> dict[str, Any]:
+        """A preview of one file: its text, or what kind of file it is."""
+        return preview_file(self.tree, _view_path(path))
+
+    @view("workspace.image", version=tree_version)
+    def image_view(self, path: str) -> FileBytes:
+        """One image file, as it is."""
+        return image_bytes(self.tree, _view_path(path))
+
     # -- internals ----------------------------------------------------------------------------------
 
     def _actor_proxy(self) -> WorkspaceProxy:
@@ -436,6 +478,12 @@ class WorkspaceTool(ToolCard):
     @property
     def _actor_name(self) -> str:
         return f"#WorkspaceActor:{self.root.name}"
+
+
+def _view_path(path: str) -> str:
+    if not isinstance(path, str) or not path or len(path) > _MAX_VIEW_PATH:
+        raise RetriableError("Give the path of a file in the workspace.")
+    return path
 
 
 def _page_text(page: Page, rel: str, budget: int) -> tuple[str, bool]:

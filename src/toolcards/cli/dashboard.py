@@ -1,0 +1,150 @@
+"""``toolcards dashboard``: watch a team live in a browser, read-only.
+
+::
+
+    toolcards dashboard                               # the default team, http://127.0.0.1:8766/?token=...
+    toolcards dashboard --config team.yaml --store postgresql://.../toolcards
+    toolcards dashboard --host 0.0.0.0 --token "$TOOLCARDS_TOKEN"
+
+It reads the team's state from the store (``--store``, ``TOOLCARDS_STORE``, else
+``./workspaces/.toolcards/state.db``), the same one ``serve`` and ``call`` use, so it shows
+what every process of the team does: the board, the knowledge graph, the tool calls, who
+is in the team and the workspace files, each updated within a second of a change.
+
+Access is the MCP server's: loopback by default, a token on every request (``--token`` or
+``TOOLCARDS_TOKEN``, else one generated and printed once, in the URL); ``--no-token`` on
+loopback only. Nothing in the dashboard changes the team.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+from typing import Any
+
+from toolcards.cli.console import UsageError, configure_logging, one_line, progress
+from toolcards.cli.serve import build_config, port_number, token_option
+from toolcards.cli.store_option import add_store_option, open_team_store
+
+__all__ = ["register", "run"]
+
+DASHBOARD_EXTRA_HINT = "pip install 'toolcards[dashboard]'"
+
+
+def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``dashboard`` to the command line."""
+    from toolcards.dashboard.serve import DEFAULT_DASHBOARD_PORT
+    from toolcards.server.http import DEFAULT_HOST
+
+    parser = subparsers.add_parser(
+        "dashboard",
+        parents=parents,
+        help="watch a team live in a browser (read-only)",
+        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+    )
+    parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
+    parser.add_argument("--team", metavar="ID", help="override the config's team id")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"bind address (default {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port",
+        type=port_number,
+        default=DEFAULT_DASHBOARD_PORT,
+        help=f"port (default {DEFAULT_DASHBOARD_PORT}; 0: a free one)",
+    )
+    parser.add_argument(
+        "--token",
+        type=token_option,
+        default=os.environ.get("TOOLCARDS_TOKEN") or None,
+        help="the token every request must carry (default: $TOOLCARDS_TOKEN, else one generated and printed)",
+    )
+    parser.add_argument(
+        "--no-token", action="store_true", help="serve without a token: every local user can look (loopback only)"
+    )
+    add_store_option(parser)
+    parser.set_defaults(handler=run, facade=None, hot_tool=[], approve_all=None)
+
+
+def _require_extra() -> None:
+    import importlib
+
+    for module in ("starlette", "uvicorn", "numpy"):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ImportError(
+                f"toolcards dashboard needs the dashboard extra, which is missing ({one_line(exc)}): "
+                f"{DASHBOARD_EXTRA_HINT}"
+            ) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the dashboard until SIGINT/SIGTERM; returns the exit code."""
+    from toolcards.server.http import is_loopback
+
+    configure_logging(debug=getattr(args, "debug", False), info=True)
+    if args.no_token and args.token:
+        raise UsageError("--no-token contradicts the token given (by --token or TOOLCARDS_TOKEN): drop one of them.")
+    if args.no_token and not is_loopback(args.host):
+        raise UsageError(
+            f"--no-token is refused on --host {args.host}: anyone who can reach it could read the team. "
+            "Drop --no-token (a token is then generated and printed), or bind 127.0.0.1."
+        )
+    _require_extra()
+    config = build_config(args)
+
+    import anyio
+
+    from toolcards.actors.system import ActorSystem
+    from toolcards.dashboard.serve import dashboard_for
+    from toolcards.server.http import listen
+    from toolcards.store.journal import store_journals
+
+    sockets = listen(args.host, args.port)
+    try:
+        location = open_team_store(args)
+        progress(f"reading team {config.team_id} from {location}")
+        with ActorSystem(journal=store_journals()) as system:
+            hub = dashboard_for(system.team(config.team_id), config.build_cards())
+            anyio.run(_serve, hub, args, sockets)
+    finally:
+        for sock in sockets:
+            sock.close()
+    return 0
+
+
+async def _serve(hub: Any, args: argparse.Namespace, sockets: list[Any]) -> None:
+    import anyio
+
+    from toolcards.dashboard.serve import serve_dashboard
+
+    stop = anyio.Event()
+
+    def ready(url: str) -> None:
+        if args.no_token:
+            progress(f"dashboard of team {hub.source.team_id} at {url} without a token (--no-token)")
+        else:
+            progress(f"dashboard of team {hub.source.team_id} at {url}")
+
+    async with anyio.create_task_group() as tasks:
+
+        async def on_signal(*, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+                task_status.started()
+                async for signum in signals:
+                    progress(f"{signal.Signals(signum).name}: stopping")
+                    stop.set()
+                    return
+
+        await tasks.start(on_signal)
+        await serve_dashboard(
+            hub,
+            host=args.host,
+            port=args.port,
+            token=args.token,
+            no_token=args.no_token,
+            sockets=sockets,
+            stop=stop,
+            on_ready=ready,
+        )
+        tasks.cancel_scope.cancel()

@@ -1,0 +1,114 @@
+"""Serving the dashboard: on its own (``toolcards dashboard``), or beside the MCP endpoint.
+
+:func:`dashboard_for` builds what a team's dashboard needs (its source and hub);
+:func:`serve_dashboard` serves it alone with uvicorn, with the same access rules as
+``toolcards serve``: loopback by default, a token on every request (given, else generated
+and handed out once, in the URL given to ``on_ready``), ``no_token`` on loopback only.
+``toolcards serve --transport http`` passes :func:`dashboard_app` to the MCP server as the
+app for every path but the MCP endpoint, behind the same token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import socket
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolcards.dashboard.app import dashboard_app
+from toolcards.dashboard.hub import DashboardHub
+from toolcards.dashboard.source import TeamSource
+
+if TYPE_CHECKING:
+    import anyio
+    from starlette.types import ASGIApp
+
+    from toolcards.actors.system import Team
+    from toolcards.core.card import ToolCard
+
+__all__ = ["DEFAULT_DASHBOARD_PORT", "dashboard_asgi", "dashboard_for", "serve_dashboard"]
+
+DEFAULT_DASHBOARD_PORT = 8766
+"""``toolcards dashboard``'s port (``serve`` has 8765)."""
+
+
+def dashboard_for(team: Team, cards: Sequence[ToolCard]) -> DashboardHub:
+    """The hub of ``team``'s dashboard, its ``cards`` (fresh, unbound) bound to a viewer.
+
+    Blocks while the cards bind (their actors start and load the team's state).
+    """
+    return DashboardHub(TeamSource(team, cards))
+
+
+def dashboard_asgi(hub: DashboardHub, *, host: str, token: str | None) -> ASGIApp:
+    """The dashboard app behind ``token`` (``None``: no token, loopback ``Host`` names only)."""
+    from toolcards.server.http import TokenAuth, check_bind
+
+    check_bind(host, token)
+    app = dashboard_app(hub, loopback_only=not token)
+    return TokenAuth(app, token) if token else app
+
+
+async def serve_dashboard(
+    hub: DashboardHub,
+    *,
+    host: str,
+    port: int = DEFAULT_DASHBOARD_PORT,
+    token: str | None = None,
+    no_token: bool = False,
+    sockets: Sequence[socket.socket] | None = None,
+    stop: anyio.Event | None = None,
+    on_ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve ``hub``'s dashboard with uvicorn until ``stop`` is set (or the task is cancelled).
+
+    Args:
+        token: Every request must carry it. Without one (and without ``no_token``) one is
+            generated, and the URL given to ``on_ready`` carries it (``/?token=...``).
+        no_token: Serve without a token (loopback only).
+        sockets: Listening sockets from :func:`toolcards.server.http.listen`; closed at the end.
+
+    Raises:
+        WiringError: ``no_token`` on an address other machines can reach.
+        OSError: the port cannot be bound.
+    """
+    import anyio
+    import uvicorn
+
+    from toolcards.server.http import endpoint_url, listen
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            yield  # the caller owns SIGINT/SIGTERM
+
+    generated = None if token or no_token else secrets.token_urlsafe(32)
+    app = dashboard_asgi(hub, host=host, token=None if no_token else token or generated)
+    listening = list(sockets) if sockets is not None else listen(host, port)
+    try:
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False)
+        server = Server(config)
+
+        async def watch() -> None:
+            while not server.started:
+                if server.should_exit:
+                    return
+                await anyio.sleep(0.02)
+            if on_ready is not None:
+                on_ready(endpoint_url(host, listening[0].getsockname()[1], "/", generated))
+            if stop is not None:
+                await stop.wait()
+                hub.close()  # open event streams end, so the server can stop at once
+                server.should_exit = True
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(watch)
+            try:
+                await server.serve(sockets=listening)
+            finally:
+                hub.close()
+                tasks.cancel_scope.cancel()
+    finally:
+        for sock in listening:
+            sock.close()

@@ -1,0 +1,156 @@
+"""``TeamSource``: everything the dashboard shows of one team, as JSON data with versions.
+
+The cards' own views (:mod:`toolcards.core.views`: the board, the graph, the workspace) are
+read through a :class:`~toolcards.core.factory.ToolFactory` of the team's cards bound to a
+:class:`~toolcards.dashboard.viewer.TeamViewer`, the way ``toolcards call`` binds them to an
+agent; only cards that offer views are bound (a sandbox is never started to be looked at).
+Two views come from the team itself:
+
+* ``team.calls``: the last tool calls of every process (:class:`~toolcards.dashboard.calls.CallLog`);
+* ``team.roster``: the members this process knows (with their roles), the team's role
+  catalog, and every agent the call log saw (agents served by other processes).
+
+``knowledge_graph.graph`` is sent with the positions of its entities
+(:class:`~toolcards.dashboard.layout.GraphLayout`, computed once per graph version).
+Every method blocks (actor asks, disk): call them from a worker thread.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from toolcards.core.factory import ToolFactory
+from toolcards.dashboard.calls import CallLog
+from toolcards.dashboard.layout import GraphLayout
+from toolcards.dashboard.viewer import TeamViewer
+from toolcards.errors import RetriableError
+
+if TYPE_CHECKING:
+    from toolcards.actors.system import Team
+    from toolcards.core.card import ToolCard
+    from toolcards.core.views import View
+
+__all__ = ["CALLS_VIEW", "GRAPH_VIEW", "ROSTER_VIEW", "TeamSource", "UnknownView"]
+
+logger = logging.getLogger("toolcards.dashboard")
+
+CALLS_VIEW = "team.calls"
+ROSTER_VIEW = "team.roster"
+GRAPH_VIEW = "knowledge_graph.graph"
+
+
+class UnknownView(LookupError):
+    """The team has no view of that name (its config has no such card)."""
+
+
+class TeamSource:
+    """The views of ``team`` whose cards are ``cards`` (fresh, unbound: they are bound here)."""
+
+    def __init__(self, team: Team, cards: Sequence[ToolCard]) -> None:
+        self.team = team
+        self.viewer = TeamViewer(team)
+        self.factory = ToolFactory([card for card in cards if type(card).offers_views()], observer=self.viewer)
+        self.card_views: dict[str, View] = self.factory.views()
+        self.calls = CallLog(team)
+        self.layout = GraphLayout()
+        self._parameters = {
+            name: frozenset(inspect.signature(view.render).parameters) for name, view in self.card_views.items()
+        }
+
+    @property
+    def team_id(self) -> str:
+        """The team shown."""
+        return self.team.team_id
+
+    def names(self) -> list[str]:
+        """Every view this team has, the team's own two included."""
+        return sorted([*self.card_views, CALLS_VIEW, ROSTER_VIEW])
+
+    def versions(self) -> dict[str, Hashable]:
+        """Every view's version now; a view whose version cannot be read gets an error stamp."""
+        versions: dict[str, Hashable] = {}
+        for name, view in self.card_views.items():
+            try:
+                versions[name] = view.current_version()
+            except Exception as exc:  # one broken view must not stop the others' updates
+                logger.debug("version of %s failed: %s", name, exc)
+                versions[name] = ("error", type(exc).__name__)
+        calls = self.calls.refresh()
+        versions[CALLS_VIEW] = calls
+        versions[ROSTER_VIEW] = (calls, tuple(address.handle for address in self.team.members()))
+        return versions
+
+    def version(self, name: str) -> Hashable:
+        """The version of view ``name`` now.
+
+        Raises:
+            UnknownView: the team has no such view.
+        """
+        if name == CALLS_VIEW:
+            return self.calls.refresh()
+        if name == ROSTER_VIEW:
+            return (self.calls.refresh(), tuple(address.handle for address in self.team.members()))
+        view = self._view(name)
+        return view.current_version()
+
+    def render(self, name: str, params: Mapping[str, str] | None = None) -> Any:
+        """The data of view ``name`` with ``params`` (query parameters, as text).
+
+        Raises:
+            UnknownView: the team has no such view.
+            RetriableError: a parameter the view does not take, or the view's own refusal
+                (a file that is gone, a path outside the workspace).
+            ToolFailed: the view could not be read.
+        """
+        params = dict(params or {})
+        if name == CALLS_VIEW:
+            self.calls.refresh()
+            return {"calls": self.calls.rows()}
+        if name == ROSTER_VIEW:
+            return self._roster()
+        view = self._view(name)
+        unknown = sorted(set(params) - self._parameters[name])
+        if unknown:
+            raise RetriableError(f"The view {name} takes no parameter {', '.join(unknown)}.")
+        version = view.current_version()
+        data = view.render(**params)
+        if name == GRAPH_VIEW:
+            data = self._with_positions(version, data)
+        return data
+
+    def close(self) -> None:
+        """Nothing to release: the viewer holds no actor of its own (the team's stop them)."""
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _view(self, name: str) -> View:
+        view = self.card_views.get(name)
+        if view is None:
+            raise UnknownView(f"Team {self.team_id} has no view {name!r}; it has {', '.join(self.names())}.")
+        return view
+
+    def _with_positions(self, version: Hashable, graph: dict[str, Any]) -> dict[str, Any]:
+        names = [entity["name"] for entity in graph.get("entities", [])]
+        edges = [(relation["from_entity"], relation["to_entity"]) for relation in graph.get("relations", [])]
+        positions = self.layout.positions(version, names, edges)
+        return {**graph, "positions": {name: [round(x, 3), round(y, 3)] for name, (x, y) in positions.items()}}
+
+    def _roster(self) -> dict[str, Any]:
+        members = [
+            {"name": address.name, "handle": address.handle, "role": address.role}
+            for address in self.team.members()
+            if address.name != self.viewer.address.name
+        ]
+        roles = {role: str(getattr(profile, "description", "")) for role, profile in self.team.profiles().items()}
+        seen: dict[str, dict[str, Any]] = {}
+        for call in self.calls.rows():  # newest first
+            agent = call.get("agent")
+            if not agent:
+                continue
+            entry = seen.setdefault(agent, {"handle": agent, "calls": 0, "failed": 0, "last_call": call.get("at")})
+            entry["calls"] += 1
+            entry["failed"] += 0 if call.get("success") else 1
+        return {"team_id": self.team_id, "members": members, "roles": roles, "agents_seen": list(seen.values())}

@@ -1,0 +1,45 @@
+"""``toolcards dashboard``: its options, and its mistakes in one line before anything starts."""
+
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+
+from toolcards.cli import build_parser, main
+
+
+def test_the_options_and_their_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOOLCARDS_TOKEN", raising=False)
+    args = build_parser().parse_args(["dashboard", "--team", "acme", "--store", ":memory:"])
+    assert (args.host, args.port, args.token, args.no_token, args.team, args.store) == (
+        "127.0.0.1",
+        8766,
+        None,
+        False,
+        "acme",
+        ":memory:",
+    )
+    monkeypatch.setenv("TOOLCARDS_TOKEN", "from-env")
+    assert build_parser().parse_args(["dashboard"]).token == "from-env"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["--no-token", "--host", "0.0.0.0"], "--no-token is refused on --host 0.0.0.0"),
+        (["--no-token", "--token", "abc"], "--no-token contradicts the token given"),
+        (["--port", "70000"], "is not a port"),
+        (["--config", "missing.yaml"], "--config missing.yaml: no such file"),
+    ],
+)
+def test_mistakes_end_in_one_line_with_exit_code_2(
+    argv: list[str], expected: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TOOLCARDS_TOKEN", raising=False)
+    # argparse's own errors exit; the command's checks return the code.
+    with pytest.raises(SystemExit) if "--port" in argv else contextlib.nullcontext():
+        code = main(["dashboard", *argv])
+        assert code == 2
+    err = capsys.readouterr().err
+    assert expected in err and len(err.strip().splitlines()) == 1

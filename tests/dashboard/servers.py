@@ -1,0 +1,133 @@
+"""Real ``toolcards serve`` and ``toolcards dashboard`` processes for the dashboard's tests."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import os
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+
+REPO = Path(__file__).resolve().parents[2]
+TEAM_CONFIG = "team_id: lookout\ncards:\n  - kind: planning\n  - kind: knowledge_graph\n  - kind: workspace\n"
+
+
+def team_env(tmp_path: Path) -> dict[str, str]:
+    """An environment whose workspaces and store are under ``tmp_path``, with no fixed token."""
+    return {
+        **{name: value for name, value in os.environ.items() if name != "TOOLCARDS_TOKEN"},
+        "PYTHONPATH": str(REPO),
+        "TOOLCARDS_WORKSPACES_ROOT": str(tmp_path / "workspaces"),
+        "TOOLCARDS_STORE": str(tmp_path / "state.db"),
+    }
+
+
+class Process:
+    """A ``toolcards`` command serving HTTP on a free port; :attr:`url` is the URL it printed."""
+
+    def __init__(self, args: list[str], env: dict[str, str], pattern: str) -> None:
+        self.workspaces = Path(env["TOOLCARDS_WORKSPACES_ROOT"])
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "toolcards.cli", *args, "--port", "0"],
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.url = self._wait_for(pattern)
+
+    def _wait_for(self, pattern: str) -> str:
+        assert self.process.stderr is not None
+        seen = []
+        for line in self.process.stderr:
+            seen.append(line)
+            found = re.search(pattern, line)
+            if found:
+                return found[1]
+        raise AssertionError(f"the process exited ({self.process.wait()}): {''.join(seen)}")
+
+    @property
+    def token(self) -> str:
+        return parse_qs(urlsplit(self.url).query)["token"][0]
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.url)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
+
+def serve(config: Path, env: dict[str, str]) -> Process:
+    """``toolcards serve --transport http`` of ``config``; its URL is the MCP endpoint's."""
+    return Process(
+        ["serve", "--config", str(config), "--transport", "http"],
+        env,
+        r"serving team \S+ at (http://\S+)",
+    )
+
+
+def dashboard(config: Path, env: dict[str, str]) -> Process:
+    """``toolcards dashboard`` of ``config``; its URL is the page's, with the token."""
+    return Process(["dashboard", "--config", str(config)], env, r"dashboard of team \S+ at (http://\S+)")
+
+
+def call_tool(mcp_url: str, tool: str, arguments: dict[str, Any], agent: str = "Alice") -> str:
+    """Call ``tool`` over MCP as ``agent``; returns the text of the result (raises if it failed)."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def run() -> str:
+        client = Client(
+            streamable_http_client(mcp_url, http_client=httpx2.AsyncClient(headers={"X-Agent-Name": agent}))
+        )
+        async with client:
+            result = await client.call_tool(tool, arguments)
+        text = "\n".join(getattr(part, "text", "") for part in result.content)
+        if result.is_error:
+            raise AssertionError(f"{tool} failed: {text}")
+        return text
+
+    # In a thread of its own: Playwright's sync API keeps an event loop running in this one.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(anyio.run, run).result(timeout=60)
+
+
+def get(
+    url: str, headers: dict[str, str] | None = None, timeout: float = 10, *, stream: bool = False
+) -> tuple[int, dict[str, str], bytes]:
+    """A GET: status, headers (lower-case names) and the body (of a stream, its first chunk)."""
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read1(65536) if stream else response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, body
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def view(origin: str, token: str, name: str) -> Any:
+    """The JSON of view ``name``, asked with the token as a bearer header."""
+    status, _, body = get(f"{origin}/api/views/{name}", {"Authorization": f"Bearer {token}"})
+    assert status == 200, body
+    return json.loads(body)

@@ -1,0 +1,256 @@
+"""The dashboard in a real browser (Debian's chromium through Playwright), against a real
+``toolcards serve`` process changed by real MCP clients.
+
+The only waits are Playwright's bounded ``expect(...)`` waits: a change must show within
+one second, without a reload. Screenshots of every view at 1280×800 go to
+``tests/artifacts/dashboard/`` (not committed).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.dashboard.conftest import ARTIFACTS
+from tests.dashboard.servers import Process, call_tool
+
+pytestmark = pytest.mark.slow
+
+LIVE_S = 1.0
+"""A change must be on the open page within this long."""
+TAB_S = 5.0
+"""A tab shown for the first time loads within this long (a loaded machine lays out a graph slowly)."""
+
+
+def expect() -> Any:
+    from playwright.sync_api import expect
+
+    return expect
+
+
+def open_tab(page: Any, name: str) -> None:
+    page.click(f"#tab-{name}")
+    expect()(page.locator(f"#panel-{name}")).to_be_visible()
+
+
+def test_a_task_created_over_mcp_appears_within_a_second_and_moves_column(page: Any, served: Process) -> None:
+    expect()(page.locator("#live")).to_have_attribute("data-state", "live", timeout=10_000)
+    expect()(page.locator("#team")).to_have_text("lookout")
+
+    call_tool(served.url, "update_planning", {"create_tasks": [{"description": "Write the release notes"}]})
+    task = page.locator(".column[data-status='pending'] .task", has_text="Write the release notes")
+    expect()(task).to_be_visible(timeout=LIVE_S * 1000)
+    task_id = task.get_attribute("data-task-id")
+
+    call_tool(
+        served.url,
+        "update_planning",
+        {"update_tasks": [{"id": int(task_id or 0), "status": "started", "owner": "@Bob"}]},
+        agent="Bob",
+    )
+    moved = page.locator(f".column[data-status='started'] .task[data-task-id='{task_id}']")
+    expect()(moved).to_be_visible(timeout=LIVE_S * 1000)
+    expect()(moved).to_contain_text("@Bob")
+    expect()(page.locator(f".column[data-status='pending'] .task[data-task-id='{task_id}']")).to_have_count(0)
+
+    moved.click()  # every field of the task
+    drawer = page.locator("#drawer")
+    expect()(drawer).to_be_visible()
+    expect()(drawer).to_contain_text("Write the release notes")
+    expect()(drawer).to_contain_text("@Alice")  # the creator
+    page.keyboard.press("Escape")
+    expect()(drawer).to_be_hidden()
+
+
+def test_the_graph_shows_entities_and_relations_and_a_click_shows_observations(page: Any, served: Process) -> None:
+    call_tool(
+        served.url,
+        "update_graph",
+        {
+            "create_entities": [
+                {
+                    "name": "auth-service",
+                    "entity_type": "service",
+                    "description": "Issues login tokens",
+                    "observations": ["Tokens last 15 minutes", "Written in Go"],
+                    "is_root": True,
+                },
+                {"name": "user-db", "entity_type": "database", "observations": ["PostgreSQL 16"]},
+            ],
+            "create_relations": [
+                {"from_entity": "auth-service", "to_entity": "user-db", "relation_type": "reads_from"}
+            ],
+        },
+    )
+    open_tab(page, "graph")
+    node = page.locator("#graph-svg .node[data-name='auth-service']")
+    expect()(node).to_be_visible(timeout=TAB_S * 1000)
+    expect()(page.locator("#graph-svg .node.root[data-name='auth-service']")).to_have_count(1)
+    expect()(page.locator("#graph-svg .edge-label", has_text="reads_from")).to_have_count(1)
+
+    node.click()
+    detail = page.locator("#graph-detail")
+    expect()(detail.locator("h2")).to_have_text("auth-service")
+    expect()(detail.locator(".observations li")).to_have_text(["Tokens last 15 minutes", "Written in Go"])
+    expect()(detail.locator(".relations")).to_contain_text("reads_from")
+
+    page.fill("#graph-search", "user-db")  # the graph's own search
+    expect()(page.locator("#graph-svg .node.hit[data-name='user-db']")).to_be_visible(timeout=5_000)
+
+
+def test_the_tool_call_log_shows_every_call_and_filters_by_agent_and_tool(page: Any, served: Process) -> None:
+    call_tool(served.url, "search_planning", {"query": "release"}, agent="Carol")
+    with pytest.raises(AssertionError, match="failed"):
+        call_tool(served.url, "get_planning_task", {"task_id": 4242}, agent="Carol")
+    open_tab(page, "calls")
+    refused = page.locator("#calls tbody tr[data-tool='get_planning_task']", has_text="refused").first
+    expect()(refused).to_be_visible(timeout=TAB_S * 1000)
+    expect()(refused).to_contain_text("@Carol")
+    expect()(refused).to_contain_text("4242")  # the error, as the model read it
+
+    page.select_option("#filter-agent", "@Carol")
+    page.select_option("#filter-tool", "search_planning")
+    rows = page.locator("#calls tbody tr")
+    expect()(rows).to_have_count(1)
+    expect()(rows.first).to_contain_text("ok")
+
+
+def test_a_hostile_file_renders_as_text_and_opens_no_dialog(page: Any, served: Process) -> None:
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    name = "<img src=x onerror=alert(1)>.md"
+    content = "<script>alert('owned')</script>\n<img src=x onerror=alert(2)>"
+    call_tool(served.url, "workspace_write", {"path": name, "content": content})
+
+    open_tab(page, "files")
+    file_button = page.locator("#tree .file > button", has_text="<img src=x onerror=alert(1)>.md")
+    expect()(file_button).to_be_visible(timeout=TAB_S * 1000)
+    file_button.click()
+    shown = page.locator("#preview pre.file-text")
+    expect()(shown).to_have_text(content)
+    expect()(page.locator("#preview h2")).to_have_text(name)
+    assert page.locator("#preview img, #tree img, #preview script").count() == 0
+    assert dialogs == []
+
+
+def test_an_image_is_previewed_as_an_image(page: Any, served: Process) -> None:
+    import base64
+
+    # A 1×1 PNG written straight to the tree, as a sandboxed command would: no tool saw it.
+    png = base64.b64decode(
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    )
+    (served.workspaces / "lookout" / "pixel.png").write_bytes(png)
+    open_tab(page, "files")
+    button = page.locator("#tree .file > button", has_text="pixel.png")
+    expect()(button).to_be_visible(timeout=3_000)  # a file no tool wrote: seen by the tree's version
+    button.click()
+    image = page.locator("#preview img")
+    expect()(image).to_be_visible()
+    assert page.evaluate("() => document.querySelector('#preview img').naturalWidth") == 1
+
+
+@pytest.fixture(scope="module")
+def seeded(served: Process) -> Process:
+    """A team with work in every column and a graph worth a picture."""
+    call_tool(
+        served.url,
+        "update_planning",
+        {
+            "create_tasks": [
+                {
+                    "id": 101,
+                    "description": "Design the CSV parser API",
+                    "owner": "@Lead",
+                    "status": "completed",
+                    "output": "api.md: parse(text, dialect) -> rows",
+                },
+                {
+                    "id": 102,
+                    "description": "Implement the tokenizer",
+                    "owner": "@Builder-1",
+                    "status": "started",
+                    "dependencies": [101],
+                },
+                {
+                    "id": 103,
+                    "description": "Write property tests for quoting",
+                    "owner": "@Builder-2",
+                    "dependencies": [102],
+                },
+                {"id": 104, "description": "Benchmark against the stdlib csv module", "dependencies": [102]},
+                {
+                    "id": 105,
+                    "description": "Support Excel dialect",
+                    "status": "abort",
+                    "output": "Out of scope for 1.0",
+                },
+            ]
+        },
+        agent="Lead",
+    )
+    services = ["gateway", "billing", "search", "notifier", "scheduler"]
+    call_tool(
+        served.url,
+        "update_graph",
+        {
+            "create_entities": [
+                {"name": name, "entity_type": "service", "observations": [f"{name} runs on Kubernetes"]}
+                for name in services
+            ]
+            + [
+                {"name": "orders-db", "entity_type": "database"},
+                {"name": "events", "entity_type": "queue"},
+                {"name": "platform-team", "entity_type": "team", "is_root": True},
+            ],
+            "create_relations": [
+                {"from_entity": name, "to_entity": "events", "relation_type": "publishes_to"} for name in services
+            ]
+            + [
+                {"from_entity": "billing", "to_entity": "orders-db", "relation_type": "reads_from"},
+                {"from_entity": "platform-team", "to_entity": "gateway", "relation_type": "owns"},
+            ],
+        },
+        agent="Lead",
+    )
+    call_tool(
+        served.url,
+        "workspace_write",
+        {"path": "design.md", "content": "# CSV parser\n\nparse(text, dialect) -> rows\n\n- quoting\n- dialects\n"},
+        agent="Lead",
+    )
+    call_tool(served.url, "workspace_write", {"path": "src/parser.py", "content": "def parse(text):\n    ...\n"})
+    return served
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_screenshots_of_every_view(browser: Any, seeded: Process, width: int) -> None:
+    """Written for people to look at (tests/artifacts/dashboard/); each view must render."""
+    served = seeded
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    height = 800 if width == 1280 else 844
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        page.goto(f"{served.origin}/?token={served.token}")
+        expect()(page.locator("#live")).to_have_attribute("data-state", "live", timeout=10_000)
+        expect()(page.locator(".task").first).to_be_visible()
+        assert "token=" not in page.url  # taken out of the address bar at once
+        page.screenshot(path=str(ARTIFACTS / f"board-{width}.png"))
+        for tab, ready in [
+            ("graph", "#graph-svg .node"),
+            ("calls", "#calls tbody tr"),
+            ("team", "#agents-seen tbody tr"),
+            ("files", "#tree .file"),
+        ]:
+            open_tab(page, tab)
+            expect()(page.locator(ready).first).to_be_visible(timeout=5_000)
+            if tab == "graph":
+                page.locator("#graph-svg .node[data-name='gateway']").dispatch_event("click")
+            if tab == "files":
+                page.locator("#tree .file > button").first.click()
+                expect()(page.locator("#preview h2")).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / f"{tab}-{width}.png"))
+    finally:
+        context.close()
