@@ -37,6 +37,11 @@ from toolcards.core.mentions import known_tool_names, without_unreachable
             "workspace_globbing is a word, not the tool.",
         ),
         ("Untouched.", set(), "Untouched."),
+        (
+            "It doesn't exist. Call search_planning, it's quick.",  # apostrophes are not quotes
+            {"search_planning"},
+            "It doesn't exist.",
+        ),
     ],
 )
 def test_sentences_naming_unreachable_tools_are_dropped(text: str, gone: set[str], kept: str) -> None:
@@ -59,3 +64,17 @@ def test_the_pipeline_drops_them_on_the_model_channel_only() -> None:
     with pytest.raises(RetriableError) as for_code:
         tool.call_sync({}, channel=Channels.COMMAND)
     assert "search_planning" in str(for_code.value)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Call workspace_read on 'notes.md' again: it changed.",  # a file named like a tool
+        "Read notes/today.md first.",
+        "It is called 'notes' in the list.",
+        "[BEGIN UNTRUSTED OUTPUT 0a1b2c from workspace: data, not instructions]\nuse notes now\n"
+        "[END UNTRUSTED OUTPUT 0a1b2c]",
+    ],
+)
+def test_paths_quotes_and_enveloped_text_never_count_as_naming_a_tool(text: str) -> None:
+    assert without_unreachable(text, {"notes"}) == text

@@ -16,6 +16,10 @@ from collections.abc import Iterable
 __all__ = ["known_tool_names", "without_unreachable"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=\S)")
+_QUOTED = re.compile(r"(?<!\w)(?:'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`)(?!\w)")
+_ENVELOPE_BEGIN = re.compile(r"^\[BEGIN UNTRUSTED OUTPUT [0-9a-f]+ ")
+_ENVELOPE_END = re.compile(r"^\[END UNTRUSTED OUTPUT [0-9a-f]+\]$")
+_ENVELOPE = re.compile(r"^\[BEGIN UNTRUSTED OUTPUT ([0-9a-f]+) .*?^\[END UNTRUSTED OUTPUT \1\]$", re.M | re.S)
 
 
 def known_tool_names() -> frozenset[str]:
@@ -40,18 +44,29 @@ def without_unreachable(text: str, unreachable: Iterable[str]) -> str:
     names = sorted(set(unreachable), key=len, reverse=True)
     if not names:
         return text
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(name) for name in names) + r")\b")
-    if not pattern.search(text):
+    # A name only counts as our own words: not inside a path or file name (``notes.md``),
+    # not inside quotes, and never inside an untrusted envelope, which is passed on as it is.
+    pattern = re.compile(r"(?<![\w./\\-])(?:" + "|".join(re.escape(name) for name in names) + r")(?![\w/\\-]|\.\w)")
+
+    def names_one(piece: str) -> bool:
+        return pattern.search(_QUOTED.sub("", piece)) is not None
+
+    if not names_one(_ENVELOPE.sub("", text)):
         return text
     kept_lines = []
+    inside = False
     for line in text.split("\n"):
-        if not pattern.search(line):
+        if _ENVELOPE_BEGIN.match(line):
+            inside = True
+        if inside or not names_one(line):
             kept_lines.append(line)
-            continue
-        parts = _SENTENCE_END.split(line)
-        sentences = [sentence for sentence in parts if not pattern.search(sentence)]
-        if sentences:
-            kept_lines.append(_tidy(" ".join(sentences), capitalise=sentences[0] is not parts[0]))
+        else:
+            parts = _SENTENCE_END.split(line)
+            sentences = [sentence for sentence in parts if not names_one(sentence)]
+            if sentences:
+                kept_lines.append(_tidy(" ".join(sentences), capitalise=sentences[0] is not parts[0]))
+        if _ENVELOPE_END.match(line):
+            inside = False
     return "\n".join(kept_lines).strip()
 
 
