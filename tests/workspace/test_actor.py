@@ -1,8 +1,7 @@
-"""``WorkspaceActor``: one per tree, serialized changes, rollback, events, and the change diff."""
+"""``WorkspaceActor``: one per tree, serialized changes, rollback and events."""
 
 from __future__ import annotations
 
-import random
 import threading
 from pathlib import Path
 from typing import Any
@@ -15,13 +14,10 @@ from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.actor import (
     WorkspaceActor,
     WorkspaceProxy,
-    change_diff,
     stop_workspace_actors,
     workspace_actor,
 )
 from toolcards.workspace.models import FileEdit, content_digest
-from toolcards.workspace.patch import apply_file_patch, parse_patch
-from toolcards.workspace.text import unified_diff
 from toolcards.workspace.tree import Tree
 
 AGENT = "team-1/@Alice"
@@ -211,54 +207,3 @@ def test_the_same_file_twice_in_a_patch_is_refused(ws: WorkspaceProxy, root: Pat
     with pytest.raises(RetriableError, match="names one file twice"):
         ws.patch(AGENT, patch).get()
     assert (root / "a.txt").read_text() == "one\n"
-
-
-def random_change(seed: int, vocabulary: int | None) -> tuple[str, str]:
-    """A text and a few random line insertions, deletions and replacements of it.
-
-    Lines are unique unless ``vocabulary`` limits them to that many distinct ones; some
-    texts are long (blocks of several KB) and some lose their final line ending.
-    """
-    rng = random.Random(seed)
-    width = rng.choice([0, 0, 150])
-    ending = rng.choice(["\n", "\n", "\r\n"])
-
-    def line(n: int) -> str:
-        return f"line {rng.randrange(vocabulary) if vocabulary else n}{'x' * rng.randrange(width + 1)}{ending}"
-
-    lines = [line(n) for n in range(rng.randrange(0, 300 if width else 60))]
-    new = list(lines)
-    for step in range(rng.randrange(1, 4)):
-        at = rng.randrange(0, len(new) + 1)
-        kind = rng.randrange(3)
-        if kind == 0 and at < len(new):
-            del new[at]
-        elif kind == 1:
-            new.insert(at, line(1000 + step))
-        elif at < len(new):
-            new[at] = line(2000 + step)
-    old_text, new_text = "".join(lines), "".join(new)
-    if rng.random() < 0.2:
-        old_text = old_text.rstrip("\r\n")
-    if rng.random() < 0.3:
-        new_text = new_text.rstrip("\r\n")
-    return old_text, new_text
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_change_diff_matches_a_full_unified_diff(seed: int) -> None:
-    old, new = random_change(seed, vocabulary=None)
-    assert change_diff(old, new, "f.py") == unified_diff(old, new, "f.py")
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_change_diff_of_repetitive_text_applies_as_a_patch(seed: int) -> None:
-    old, new = random_change(seed, vocabulary=6)
-    if old == new:
-        return
-    diff = change_diff(old, new, "f.py", max_lines=None)
-    if not diff.startswith("---"):  # only the line endings changed
-        assert "only the line endings changed" in diff
-        return
-    (file_patch,) = parse_patch(diff)
-    assert apply_file_patch(old, file_patch) == new

@@ -1,12 +1,15 @@
-"""Line endings, line splitting, numbered quotes and unified-diff rendering."""
+"""Line endings, line splitting, numbered quotes, unified diffs and the change diff."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcards.workspace.text import detect_newline, quote_lines, split_lines, to_newline, unified_diff
+from toolcards.workspace.patch import apply_file_patch, parse_patch
+from toolcards.workspace.text import change_diff, detect_newline, quote_lines, split_lines, to_newline, unified_diff
 
 
 @pytest.mark.parametrize(
@@ -106,3 +109,54 @@ def test_unified_diff_is_capped_and_says_how_much_was_cut() -> None:
 def test_unified_diff_rejects_a_non_positive_cap() -> None:
     with pytest.raises(ValueError, match="max_lines"):
         unified_diff("a", "b", "x", max_lines=0)
+
+
+def random_change(seed: int, vocabulary: int | None) -> tuple[str, str]:
+    """A text and a few random line insertions, deletions and replacements of it.
+
+    Lines are unique unless ``vocabulary`` limits them to that many distinct ones; some
+    texts are long (blocks of several KB) and some lose their final line ending.
+    """
+    rng = random.Random(seed)
+    width = rng.choice([0, 0, 150])
+    ending = rng.choice(["\n", "\n", "\r\n"])
+
+    def line(n: int) -> str:
+        return f"line {rng.randrange(vocabulary) if vocabulary else n}{'x' * rng.randrange(width + 1)}{ending}"
+
+    lines = [line(n) for n in range(rng.randrange(0, 300 if width else 60))]
+    new = list(lines)
+    for step in range(rng.randrange(1, 4)):
+        at = rng.randrange(0, len(new) + 1)
+        kind = rng.randrange(3)
+        if kind == 0 and at < len(new):
+            del new[at]
+        elif kind == 1:
+            new.insert(at, line(1000 + step))
+        elif at < len(new):
+            new[at] = line(2000 + step)
+    old_text, new_text = "".join(lines), "".join(new)
+    if rng.random() < 0.2:
+        old_text = old_text.rstrip("\r\n")
+    if rng.random() < 0.3:
+        new_text = new_text.rstrip("\r\n")
+    return old_text, new_text
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_change_diff_matches_a_full_unified_diff(seed: int) -> None:
+    old, new = random_change(seed, vocabulary=None)
+    assert change_diff(old, new, "f.py") == unified_diff(old, new, "f.py")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_change_diff_of_repetitive_text_applies_as_a_patch(seed: int) -> None:
+    old, new = random_change(seed, vocabulary=6)
+    if old == new:
+        return
+    diff = change_diff(old, new, "f.py", max_lines=None)
+    if not diff.startswith("---"):  # only the line endings changed
+        assert "only the line endings changed" in diff
+        return
+    (file_patch,) = parse_patch(diff)
+    assert apply_file_patch(old, file_patch) == new

@@ -7,7 +7,8 @@ function over ``str``: nothing reads or writes files, nothing blocks.
 * :func:`detect_newline` — the ending a text mostly uses, so an edit can keep it.
 * :func:`to_newline` — rewrite every line ending to one style.
 * :func:`split_lines` — split into lines, each keeping its ending.
-* :func:`unified_diff` — a GNU unified diff of two versions, capped for a model to read.
+* :func:`unified_diff` — a GNU unified diff of two versions, capped for a model to read;
+  :func:`change_diff` the same diff computed on the changed region only (fast on big files).
 * :func:`quote_lines` — a few numbered lines, for error messages that show a model the text.
 * :func:`quote_file_text` — text taken from a file, clipped and inside the untrusted-output
   envelope, for any message that shows a model what a file holds (a diff, a mismatch).
@@ -16,6 +17,7 @@ function over ``str``: nothing reads or writes files, nothing blocks.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
 
 from toolcards.core.output import wrap_untrusted
@@ -23,6 +25,7 @@ from toolcards.core.output import wrap_untrusted
 __all__ = [
     "FILE_TEXT_SOURCE",
     "QUOTE_CHARS",
+    "change_diff",
     "detect_newline",
     "quote_file_text",
     "quote_lines",
@@ -41,6 +44,10 @@ FILE_TEXT_SOURCE = "workspace file"
 """How the envelope of :func:`quote_file_text` names where its text came from."""
 
 _NO_NEWLINE_MARKER = "\\ No newline at end of file\n"
+_CONTEXT = 3
+"""Lines of context around each change in a diff."""
+_BLOCK = 4096
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@", re.MULTILINE)
 
 
 def detect_newline(text: str) -> str:
@@ -130,7 +137,7 @@ def unified_diff(
     path: str,
     max_lines: int | None = 200,
     *,
-    context: int = 3,
+    context: int = _CONTEXT,
 ) -> str:
     """Return a GNU unified diff from ``old`` to ``new`` for the file ``path``.
 
@@ -175,3 +182,89 @@ def unified_diff(
 
 def _newline_name(text: str) -> str:
     return "CRLF" if detect_newline(text) == "\r\n" else "LF"
+
+
+def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> str:
+    """A unified diff of ``old`` → ``new`` computed on the changed region only.
+
+    The format of :func:`unified_diff` (hunks with 3 lines of context, true line numbers,
+    capped at ``max_lines``), but only the lines between the first and last difference go
+    through ``difflib``, so a one-line edit in a 2,000-line file costs tens of microseconds
+    rather than milliseconds. The result is the same diff,
+    except that where repeated lines make a change's place ambiguous it may be shown at
+    another of the equivalent places; uncapped, it always applies to ``old`` to give ``new``.
+    """
+    prefix = _common_prefix(old, new)
+    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+    # Line `changed` is the first that differs; it starts at the same offset in both texts.
+    changed = old.count("\n", 0, prefix)
+    start = old.rfind("\n", 0, prefix) + 1
+    first = changed
+    while first > changed - _CONTEXT and first > 0:
+        start = old.rfind("\n", 0, start - 1) + 1
+        first -= 1
+    # Lines after the first "\n" of the common suffix are identical in both texts; keep
+    # the first few of them as context and leave out the rest.
+    same = old[len(old) - suffix :]
+    window_a = old[start : _context_end(old, same, suffix)]
+    window_b = new[start : _context_end(new, same, suffix)]
+    diff = unified_diff(window_a, window_b, path, max_lines=max_lines)
+    if not first or not diff.startswith("---"):
+        return diff
+
+    def shift(match: re.Match[str]) -> str:
+        return f"@@ -{int(match[1]) + first}{match[2]} +{int(match[3]) + first}{match[4]} @@"
+
+    return _HUNK_HEADER.sub(shift, diff)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix, compared a block at a time (in C), then bisected."""
+    limit = min(len(a), len(b))
+    low = 0
+    while low < limit:
+        high = min(limit, low + _BLOCK)
+        if a[low:high] != b[low:high]:
+            break
+        low = high
+    else:
+        return limit
+    # a[:low] == b[:low] and a[low:high] != b[low:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the longest common suffix, at most ``limit`` characters."""
+    length_a, length_b = len(a), len(b)
+    low = 0
+    while low < limit:
+        high = min(limit, low + _BLOCK)
+        if a[length_a - high : length_a - low] != b[length_b - high : length_b - low]:
+            break
+        low = high
+    else:
+        return limit
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[length_a - middle : length_a - low] == b[length_b - middle : length_b - low]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _context_end(text: str, same: str, suffix: int) -> int:
+    """Where a diff window of ``text`` ends: a few whole lines into its common suffix ``same``."""
+    newline = same.find("\n")
+    if newline < 0 or same.count("\n") <= _CONTEXT:
+        return len(text)
+    end = len(text) - suffix + newline + 1
+    for _ in range(_CONTEXT):
+        end = text.find("\n", end) + 1
+    return end
