@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.edit import STRATEGIES, Edit, apply_edit, apply_edits, closest_block
+from toolcards.workspace.edit import STRATEGIES, Edit, apply_edit, apply_edits
 
 PYTHON = """\
 def total(items):
@@ -328,18 +328,6 @@ def test_apply_edits_is_all_or_nothing_and_names_the_failing_edit() -> None:
 def test_apply_edits_needs_at_least_one_edit() -> None:
     with pytest.raises(RetriableError, match="edits is empty"):
         apply_edits("a", [])
-
-
-# --- closest_block --------------------------------------------------------------------------
-
-
-def test_closest_block_finds_the_most_similar_run() -> None:
-    lines = ["alpha", "beta", "gamma", "delta"]
-    assert closest_block(lines, ["gamma", "delt"])[:2] == (2, 2)  # type: ignore[index]
-    assert closest_block(lines, []) is None
-    start, count, score = closest_block(["x"], ["a", "b", "c"])  # type: ignore[misc]
-    assert (start, count) == (0, 1)
-    assert 0 <= score <= 100
 
 
 @given(st.lists(st.text(alphabet="abc ", max_size=5), min_size=1, max_size=8), st.data())

@@ -1,4 +1,4 @@
-"""Line endings, line splitting, numbered quotes, unified diffs and the change diff."""
+"""Line endings, line splitting, numbered quotes and the closest block, unified diffs and the change diff."""
 
 from __future__ import annotations
 
@@ -9,7 +9,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolcards.workspace.patch import apply_file_patch, parse_patch
-from toolcards.workspace.text import change_diff, detect_newline, quote_lines, split_lines, to_newline, unified_diff
+from toolcards.workspace.text import (
+    change_diff,
+    closest_block,
+    detect_newline,
+    quote_lines,
+    split_lines,
+    to_newline,
+    unified_diff,
+)
 
 
 @pytest.mark.parametrize(
@@ -61,6 +69,15 @@ def test_quote_lines_numbers_cuts_and_counts_the_rest() -> None:
     long = quote_lines(["x" * 200], 1, width=20)
     assert long == "  1 | " + "x" * 17 + "..."
     assert quote_lines([], 1) == ""
+
+
+def test_closest_block_finds_the_most_similar_run() -> None:
+    lines = ["alpha", "beta", "gamma", "delta"]
+    assert closest_block(lines, ["gamma", "delt"])[:2] == (2, 2)  # type: ignore[index]
+    assert closest_block(lines, []) is None
+    start, count, score = closest_block(["x"], ["a", "b", "c"])  # type: ignore[misc]
+    assert (start, count) == (0, 1)
+    assert 0 <= score <= 100
 
 
 def test_unified_diff_has_git_style_headers_and_hunks() -> None:

@@ -42,8 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.edit import closest_block
-from toolcards.workspace.text import detect_newline, quote_file_text, quote_lines, split_lines
+from toolcards.workspace.text import closest_block, detect_newline, quote_file_text, quote_lines, split_lines
 
 __all__ = ["FilePatch", "Hunk", "apply_file_patch", "apply_patch", "parse_patch"]
 

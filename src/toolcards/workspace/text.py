@@ -9,7 +9,8 @@ function over ``str``: nothing reads or writes files, nothing blocks.
 * :func:`split_lines` — split into lines, each keeping its ending.
 * :func:`unified_diff` — a GNU unified diff of two versions, capped for a model to read;
   :func:`change_diff` the same diff computed on the changed region only (fast on big files).
-* :func:`quote_lines` — a few numbered lines, for error messages that show a model the text.
+* :func:`quote_lines` — a few numbered lines, for error messages that show a model the text;
+  :func:`closest_block` finds the lines to quote when a model's text is not found.
 * :func:`quote_file_text` — text taken from a file, clipped and inside the untrusted-output
   envelope, for any message that shows a model what a file holds (a diff, a mismatch).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+from itertools import accumulate
 
 from toolcards.core.output import wrap_untrusted
 
@@ -26,6 +28,7 @@ __all__ = [
     "FILE_TEXT_SOURCE",
     "QUOTE_CHARS",
     "change_diff",
+    "closest_block",
     "detect_newline",
     "quote_file_text",
     "quote_lines",
@@ -47,6 +50,8 @@ _NO_NEWLINE_MARKER = "\\ No newline at end of file\n"
 _CONTEXT = 3
 """Lines of context around each change in a diff."""
 _BLOCK = 4096
+_CLOSEST_FLOOR = 30.0
+"""Below this similarity (percent) no region is worth quoting as the closest one."""
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@", re.MULTILINE)
 
 
@@ -102,6 +107,45 @@ def quote_lines(lines: Sequence[str], first_line: int, *, limit: int = 8, width:
     if len(lines) > limit:
         out.append(f"  ... {len(lines) - limit} more lines")
     return "\n".join(out)
+
+
+def closest_block(lines: Sequence[str], block: Sequence[str]) -> tuple[int, int, float] | None:
+    """Find the run of ``lines`` most similar to ``block``, for a "did you mean" message.
+
+    Lines are compared with surrounding whitespace stripped (rapidfuzz ``ratio``). Returns
+    ``(start, count, score)``: the 0-based first line, the number of lines (``len(block)``,
+    or all of ``lines`` when it is shorter) and the similarity in percent. Returns ``None``
+    when either sequence is empty. Scores every run, so use it on error paths only.
+    """
+    from rapidfuzz import fuzz
+
+    if not lines or not block:
+        return None
+    count = min(len(block), len(lines))
+    query = "\n".join(line.strip() for line in block)
+    stripped = [line.strip() for line in lines]
+    joined = "\n".join(stripped)
+    if _best_possible_ratio(len(query), len(joined)) < _CLOSEST_FLOOR:
+        # Far longer than the whole text (or far shorter): nothing can be close, and scoring
+        # every window of a huge query would cost a quarter of a second per megabyte.
+        return None
+    offsets = list(accumulate((len(s) + 1 for s in stripped), initial=0))
+    best_start, best_score = 0, -1.0
+    for start in range(len(lines) - count + 1):
+        window = joined[offsets[start] : offsets[start + count] - 1]
+        # A cutoff at the best score so far lets rapidfuzz reject most windows early.
+        score = fuzz.ratio(query, window, score_cutoff=max(best_score, 0.0) + 1e-9)
+        if score > best_score:
+            best_start, best_score = start, score
+    return best_start, count, max(best_score, 0.0)
+
+
+def _best_possible_ratio(query_chars: int, text_chars: int) -> float:
+    """rapidfuzz ``ratio``'s ceiling for a query against any window of a text, from lengths alone."""
+    if not query_chars or not text_chars:
+        return 0.0
+    shorter = min(query_chars, text_chars)
+    return 200.0 * shorter / (query_chars + shorter)
 
 
 def quote_file_text(text: str, *, max_chars: int = QUOTE_CHARS, max_line_chars: int = QUOTE_LINE_CHARS) -> str:
