@@ -102,10 +102,14 @@ def test_a_version_too_large_to_keep_is_reported_without_a_diff() -> None:
     assert "no longer cached" in message and "---" not in message
 
 
-def test_binary_versions_are_not_diffed() -> None:
+@pytest.mark.parametrize(
+    ("read", "now"), [(b"\x00\x01", b"\x00\x02"), (b"cafe\n", b"caf\xe9\n")], ids=["nul", "latin-1"]
+)
+def test_versions_that_are_not_text_are_not_diffed(read: bytes, now: bytes) -> None:
     gate = WriteGate()
-    gate.record_read(ALICE, "a.bin", b"\x00\x01", full=True)
-    assert "binary file" in refusal(gate, ALICE, "a.bin", b"\x00\x02")
+    gate.record_read(ALICE, "a.bin", read, full=True)
+    message = refusal(gate, ALICE, "a.bin", now)
+    assert "binary file" in message and "---" not in message
 
 
 def test_the_refusal_diff_is_capped() -> None:

@@ -8,11 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from toolcards.errors import RetriableError
 from toolcards.workspace.patch import apply_file_patch, parse_patch
 from toolcards.workspace.text import (
     change_diff,
     closest_block,
     detect_newline,
+    file_text,
     quote_lines,
     split_lines,
     to_newline,
@@ -177,3 +179,15 @@ def test_change_diff_of_repetitive_text_applies_as_a_patch(seed: int) -> None:
         return
     (file_patch,) = parse_patch(diff)
     assert apply_file_patch(old, file_patch) == new
+
+
+@pytest.mark.parametrize("data", [b"a\x00b", b"caf\xe9", b"\xff\xfe\x00a"], ids=["nul", "latin-1", "utf-16"])
+def test_file_text_refuses_what_is_not_utf8_without_nul(data: bytes) -> None:
+    with pytest.raises(RetriableError, match=r"'x\.bin' looks binary \(it is not UTF-8 text\), so it cannot be shown"):
+        file_text(data, "x.bin")
+    with pytest.raises(RetriableError, match=r"so it cannot be edited\. Overwrite it whole with workspace_write"):
+        file_text(data, "x.bin", doing="edit")
+
+
+def test_file_text_keeps_a_byte_order_mark() -> None:
+    assert file_text("\ufeffé\r\n".encode(), "a.txt") == "\ufeffé\r\n"

@@ -68,7 +68,7 @@ from toolcards.workspace.gate import WriteGate
 from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
 from toolcards.workspace.os_errors import Doing, file_error
 from toolcards.workspace.patch import apply_patch
-from toolcards.workspace.text import change_diff, detect_newline, quote_file_text, to_newline
+from toolcards.workspace.text import change_diff, detect_newline, file_text, quote_file_text, to_newline
 from toolcards.workspace.tree import FileBytes, Tree, format_size
 from toolcards.workspace.tree_lock import TreeLock
 
@@ -194,7 +194,10 @@ class WorkspaceActor(pykka.ThreadingActor):
             self.gate.check(agent, rel, before, "overwrite", digest=digest)
             text = content
             if before is not None:
-                old_text = _text_or_none(before)
+                try:
+                    old_text: str | None = file_text(before, rel)
+                except RetriableError:
+                    old_text = None  # a binary file is overwritten as it is given
                 if old_text is not None:
                     if "\n" in old_text:
                         text = to_newline(text, detect_newline(old_text))
@@ -216,7 +219,7 @@ class WorkspaceActor(pykka.ThreadingActor):
         with self._changing():
             rel, before = self._existing(path)
             self.gate.check(agent, rel, before, "edit")
-            old_text = _decode(before, rel)
+            old_text = file_text(before, rel, doing="edit")
             outcome = apply_edit(old_text, old_string, new_string, replace_all=replace_all, path=rel)
             after = outcome.text.encode("utf-8")
             self._commit(agent, [_Change(path=rel, before=before, after=after, mode=None, full=None)])
@@ -242,7 +245,7 @@ class WorkspaceActor(pykka.ThreadingActor):
                 if rel not in files:
                     rel, before = self._existing(item.path)
                     self.gate.check(agent, rel, before, "edit")
-                    files[rel] = (before, _decode(before, rel))
+                    files[rel] = (before, file_text(before, rel, doing="edit"))
                     texts[rel] = files[rel][1]
                 try:
                     outcome = apply_edit(
@@ -280,7 +283,7 @@ class WorkspaceActor(pykka.ThreadingActor):
             def read(path: str) -> str | None:
                 current = self._current(path, "edit")
                 seen[path] = current
-                return None if current.data is None else _decode(current.data, current.rel)
+                return None if current.data is None else file_text(current.data, current.rel, doing="edit")
 
             changed = apply_patch(patch_text, read)
             changes: list[_Change] = []
@@ -508,22 +511,6 @@ def stop_workspace_actors(timeout: float | None = 30.0) -> None:
     for ref, _ in entries:
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
             ref.stop(block=True, timeout=timeout)
-
-
-def _text_or_none(data: bytes) -> str | None:
-    if b"\x00" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _decode(data: bytes, rel: str) -> str:
-    text = _text_or_none(data)
-    if text is None:
-        raise RetriableError(f"{rel!r} is not UTF-8 text, so it cannot be edited. Overwrite it whole or leave it.")
-    return text
 
 
 def _line_count(text: str) -> int:

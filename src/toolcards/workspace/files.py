@@ -8,8 +8,8 @@
   characters cut), and collecting stops once the page is longer than the caller's budget.
   The whole file is still hashed on the way, so the read-before-write gate records what
   was read. Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
-  UTF-8 byte-order mark is dropped. A file that is not valid UTF-8 or contains a NUL byte is
-  refused as binary.
+  UTF-8 byte-order mark is dropped. A file that is not text by the rule of
+  :func:`~toolcards.workspace.text.file_text` (UTF-8 without a NUL byte) is refused as binary.
 * :func:`number_lines` numbers a page of text that did not come from a file (a converted
   document) the same way, and :func:`render_page` turns a :class:`Page` into that text.
 * :func:`list_directory` lists a directory of a :class:`~toolcards.workspace.tree.Tree`
@@ -34,6 +34,7 @@ from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.os_errors import kind_of
 from toolcards.workspace.paths import SKIPPED_DIRS, display_name
+from toolcards.workspace.text import binary_error
 from toolcards.workspace.tree import Directory, Entry, OpenFile, Tree
 
 __all__ = [
@@ -43,7 +44,6 @@ __all__ = [
     "PageBuilder",
     "PageRead",
     "atomic_write",
-    "binary_error",
     "list_dir",
     "list_directory",
     "number_lines",
@@ -308,15 +308,6 @@ def number_lines(text: str, offset: int = 1, limit: int = 2000, *, shown_as: str
     return render_page(page_of_text(text, offset, limit), shown_as=shown_as)
 
 
-def binary_error(shown_as: str) -> RetriableError:
-    """The refusal of a file that is not UTF-8 text."""
-    return RetriableError(
-        f"{shown_as!r} looks binary (it is not UTF-8 text), so it cannot be shown as lines. "
-        "For an image call workspace_view; PDF, DOCX, XLSX and PPTX documents are converted "
-        "to text when read."
-    )
-
-
 def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None) -> PageRead:
     """Lines ``offset`` .. ``offset + limit - 1`` of the open text file ``file``, streamed.
 
@@ -326,7 +317,7 @@ def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: 
 
     Raises:
         RetriableError: ``offset``/``limit`` below 1; the file is not UTF-8 text (see
-            :func:`binary_error`) or changed while it was read.
+            :func:`~toolcards.workspace.text.binary_error`) or changed while it was read.
     """
     _check_range(offset, limit)
     builder = PageBuilder(offset, limit, max_chars)

@@ -2,8 +2,10 @@
 
 A line ends with ``"\\n"`` or ``"\\r\\n"``; a lone ``"\\r"`` is an ordinary character, as it is
 for git and GNU patch. The last line of a text may have no ending. Everything here is a pure
-function over ``str``: nothing reads or writes files, nothing blocks.
+function over ``str`` (or a file's ``bytes``): nothing reads or writes files, nothing blocks.
 
+* :func:`file_text` — a file's bytes as text, or the refusal of a file that is not text: the
+  one rule (UTF-8 without a NUL byte) by which every workspace tool tells text from binary.
 * :func:`detect_newline` — the ending a text mostly uses, so an edit can keep it.
 * :func:`to_newline` — rewrite every line ending to one style.
 * :func:`split_lines` — split into lines, each keeping its ending.
@@ -21,15 +23,19 @@ import difflib
 import re
 from collections.abc import Sequence
 from itertools import accumulate
+from typing import Literal
 
 from toolcards.core.output import wrap_untrusted
+from toolcards.errors import RetriableError
 
 __all__ = [
     "FILE_TEXT_SOURCE",
     "QUOTE_CHARS",
+    "binary_error",
     "change_diff",
     "closest_block",
     "detect_newline",
+    "file_text",
     "quote_file_text",
     "quote_lines",
     "split_lines",
@@ -46,6 +52,11 @@ QUOTE_LINE_CHARS = 500
 FILE_TEXT_SOURCE = "workspace file"
 """How the envelope of :func:`quote_file_text` names where its text came from."""
 
+_NEXT_STEP = {
+    "read": "so it cannot be shown as lines. For an image call workspace_view; PDF, DOCX, XLSX and PPTX "
+    "documents are converted to text when read.",
+    "edit": "so it cannot be edited. Overwrite it whole with workspace_write, or leave it.",
+}
 _NO_NEWLINE_MARKER = "\\ No newline at end of file\n"
 _CONTEXT = 3
 """Lines of context around each change in a diff."""
@@ -53,6 +64,30 @@ _BLOCK = 4096
 _CLOSEST_FLOOR = 30.0
 """Below this similarity (percent) no region is worth quoting as the closest one."""
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@", re.MULTILINE)
+
+
+def file_text(data: bytes, shown_as: str, *, doing: Literal["read", "edit"] = "read") -> str:
+    """The text of the file bytes ``data``, or the refusal of a file that is not text.
+
+    A file is text when it is UTF-8 and holds no NUL byte; a leading byte-order mark stays in
+    the text. :func:`~toolcards.workspace.files.read_page` applies the same rule to a file it
+    streams.
+
+    Raises:
+        RetriableError: ``data`` is not text (:func:`binary_error` naming ``shown_as``, with the
+            next step for ``doing``).
+    """
+    if b"\x00" not in data:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise binary_error(shown_as, doing=doing)
+
+
+def binary_error(shown_as: str, *, doing: Literal["read", "edit"] = "read") -> RetriableError:
+    """The refusal of the file ``shown_as``, which is not text, to a tool that would ``doing`` (read or edit) it."""
+    return RetriableError(f"{shown_as!r} looks binary (it is not UTF-8 text), {_NEXT_STEP[doing]}")
 
 
 def detect_newline(text: str) -> str:
