@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.edit import STRATEGIES, Edit, apply_edit, apply_edits
+from toolcards.workspace.edit import STRATEGIES, apply_edit
 
 PYTHON = """\
 def total(items):
@@ -311,25 +311,6 @@ def test_lf_file_stays_lf_when_new_string_has_crlf() -> None:
     assert out.text == "one\n2\n2\n"
 
 
-# --- several edits --------------------------------------------------------------------------
-
-
-def test_apply_edits_applies_in_order() -> None:
-    outcomes = apply_edits("a b c", [Edit(old="a", new="x"), Edit(old="x b", new="y")])
-    assert [o.text for o in outcomes] == ["x b c", "y c"]
-
-
-def test_apply_edits_is_all_or_nothing_and_names_the_failing_edit() -> None:
-    with pytest.raises(RetriableError) as caught:
-        apply_edits("a b c", [Edit(old="a", new="x"), Edit(old="zzz", new="y")])
-    assert str(caught.value).startswith("Edit 2 of 2 failed, so none of the edits was applied")
-
-
-def test_apply_edits_needs_at_least_one_edit() -> None:
-    with pytest.raises(RetriableError, match="edits is empty"):
-        apply_edits("a", [])
-
-
 @given(st.lists(st.text(alphabet="abc ", max_size=5), min_size=1, max_size=8), st.data())
 def test_edit_outcome_first_line_points_at_the_change(lines: list[str], data: st.DataObject) -> None:
     row = data.draw(st.integers(0, len(lines) - 1))
@@ -378,9 +359,3 @@ def test_fuzzy_match_of_a_long_block_scores_every_run() -> None:
     out = apply_edit(text, "\n".join(block), "    pass")
     assert out.strategy == "fuzzy"
     assert out.text == "\n".join([*rows[:10], "    pass", *rows[50:]]) + "\n"
-
-
-def test_a_single_failing_edit_of_apply_edits_keeps_its_own_message() -> None:
-    with pytest.raises(RetriableError) as caught:
-        apply_edits("abc", [Edit(old="zzz", new="y")])
-    assert str(caught.value).startswith("old_string was not found")

@@ -59,10 +59,8 @@ from toolcards.workspace.text import closest_block, detect_newline, quote_file_t
 __all__ = [
     "FUZZY_THRESHOLD",
     "STRATEGIES",
-    "Edit",
     "EditOutcome",
     "apply_edit",
-    "apply_edits",
 ]
 
 STRATEGIES: tuple[str, ...] = (
@@ -104,18 +102,6 @@ class EditOutcome:
     """How many places were replaced (1 unless ``replace_all``)."""
     first_line: int
     """1-based line of the first replaced place (the same in the old and new text)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Edit:
-    """One find-and-replace for :func:`apply_edits`."""
-
-    old: str
-    """The text to find (``old_string``)."""
-    new: str
-    """Its replacement (``new_string``)."""
-    replace_all: bool = False
-    """Replace every non-overlapping place instead of requiring exactly one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,34 +215,6 @@ def apply_edit(
         )
     replacements = sum(match.places for match in chosen)
     return EditOutcome(text=new_text, strategy=strategy, replacements=replacements, first_line=first_line)
-
-
-def apply_edits(text: str, edits: Sequence[Edit], *, path: str | None = None) -> list[EditOutcome]:
-    """Apply several edits to one text in order, all or nothing.
-
-    Each edit sees the text left by the edits before it. Returns one outcome per edit; the
-    last one's ``text`` is the final content. If any edit fails, raises
-    :class:`~toolcards.errors.RetriableError` naming which one (its line numbers count the
-    text after the earlier edits), and no outcome is returned, so the caller writes nothing.
-    Also raises it for an empty ``edits``. Pure and non-blocking.
-    """
-    if not edits:
-        raise RetriableError("edits is empty: pass at least one edit with old_string and new_string.")
-    outcomes: list[EditOutcome] = []
-    current = text
-    for number, edit in enumerate(edits, 1):
-        try:
-            outcome = apply_edit(current, edit.old, edit.new, replace_all=edit.replace_all, path=path)
-        except RetriableError as exc:
-            if len(edits) == 1:
-                raise
-            after = f" (its line numbers count the text after edits 1-{number - 1})" if number > 1 else ""
-            raise RetriableError(
-                f"Edit {number} of {len(edits)} failed, so none of the edits was applied{after}: {exc}"
-            ) from exc
-        outcomes.append(outcome)
-        current = outcome.text
-    return outcomes
 
 
 def _search(doc: _Doc, old: str, new: str) -> tuple[str, list[_Match]] | None:
