@@ -16,8 +16,10 @@ from toolcards.workspace.files import (
     list_dir,
     number_lines,
     read_bytes,
-    read_numbered,
+    read_page,
+    render_page,
 )
+from toolcards.workspace.tree import Tree
 
 # -- atomic_write -----------------------------------------------------------------------
 
@@ -81,7 +83,13 @@ def test_writing_below_a_file_is_retriable(tmp_path: Path) -> None:
         atomic_write(tmp_path / "f" / "g.txt", b"x")
 
 
-# -- read_numbered ----------------------------------------------------------------------
+# -- read_page and render_page ----------------------------------------------------------
+
+
+def read_numbered(path: Path, offset: int = 1, limit: int = 2000) -> str:
+    """The page a model reads of the file at ``path``, as ``workspace_read`` renders it."""
+    with Tree(path.parent).open_file(path.name) as file:
+        return render_page(read_page(file, offset, limit).page, shown_as=file.rel)
 
 
 def test_lines_are_numbered_like_cat_n(tmp_path: Path) -> None:
@@ -161,7 +169,7 @@ def test_number_lines_pages_text_that_is_not_a_file() -> None:
     assert number_lines("# Title\n\nbody\n", offset=3) == "     3\tbody"
 
 
-def test_read_bytes_reports_like_read_numbered(tmp_path: Path) -> None:
+def test_read_bytes_hints_like_a_page_read(tmp_path: Path) -> None:
     with pytest.raises(RetriableError, match="workspace_glob"):
         read_bytes(tmp_path / "missing")
     with pytest.raises(RetriableError, match="workspace_list"):

@@ -15,7 +15,7 @@
 * :func:`list_directory` lists a directory of a :class:`~toolcards.workspace.tree.Tree`
   flat (``depth=1``) or as an ASCII tree, by handles.
 
-:func:`atomic_write`, :func:`read_bytes`, :func:`read_numbered` and :func:`list_dir` do the
+:func:`atomic_write`, :func:`read_bytes` and :func:`list_dir` do the
 same for a path of the host (a cache file, a benchmark's fixture): they open a
 :class:`~toolcards.workspace.tree.Tree` on its directory, so they too refuse named pipes and
 never follow a link out of that directory, and their messages name the file relative to it.
@@ -49,7 +49,6 @@ __all__ = [
     "number_lines",
     "page_of_text",
     "read_bytes",
-    "read_numbered",
     "read_page",
     "render_page",
 ]
@@ -484,17 +483,6 @@ def read_bytes(path: Path, *, max_bytes: int = 64 * 1024 * 1024, too_large: str 
     read = Tree(path.parent).read_bytes(path.name, max_bytes=max_bytes, too_large=too_large)
     assert read.data is not None
     return read.data
-
-
-def read_numbered(path: Path, offset: int = 1, limit: int = 2000) -> str:
-    """:func:`read_page` of the file at ``path``, rendered (messages name it by its name).
-
-    Raises:
-        RetriableError: as :func:`read_page`, and for a missing file, a directory or a
-            file that is not a regular file.
-    """
-    with Tree(path.parent).open_file(path.name) as file:
-        return render_page(read_page(file, offset, limit).page, shown_as=file.rel)
 
 
 def list_dir(root: Path, path: str = "", depth: int = 1) -> str:
