@@ -13,7 +13,7 @@ from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.files import (
     MAX_LINE_CHARS,
     atomic_write,
-    list_dir,
+    list_directory,
     number_lines,
     read_bytes,
     read_page,
@@ -176,7 +176,7 @@ def test_read_bytes_hints_like_a_page_read(tmp_path: Path) -> None:
         read_bytes(tmp_path)
 
 
-# -- list_dir ---------------------------------------------------------------------------
+# -- list_directory ---------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -190,7 +190,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_flat_listing_puts_directories_first_then_files_alphabetically(tree: Path) -> None:
-    assert list_dir(tree).splitlines() == [
+    assert list_directory(Tree(tree)).splitlines() == [
         ".git/ (skipped)",
         "docs/",
         "src/",
@@ -202,7 +202,7 @@ def test_flat_listing_puts_directories_first_then_files_alphabetically(tree: Pat
 
 
 def test_a_tree_by_depth(tree: Path) -> None:
-    assert list_dir(tree, depth=2) == "\n".join(
+    assert list_directory(Tree(tree), depth=2) == "\n".join(
         [
             "./",
             "├── .git/ (skipped)",
@@ -220,14 +220,14 @@ def test_a_tree_by_depth(tree: Path) -> None:
 
 
 def test_depth_zero_lists_every_level_but_not_git_internals(tree: Path) -> None:
-    listing = list_dir(tree, depth=0)
+    listing = list_directory(Tree(tree), depth=0)
     assert "│   │   └── mod.py" in listing
     assert "HEAD" not in listing
 
 
 def test_listing_a_subdirectory(tree: Path) -> None:
-    assert list_dir(tree, "src") == "pkg/\nmain.py"
-    assert list_dir(tree, "src", depth=0).splitlines()[0] == "src/"
+    assert list_directory(Tree(tree), "src") == "pkg/\nmain.py"
+    assert list_directory(Tree(tree), "src", depth=0).splitlines()[0] == "src/"
 
 
 def test_symlinks_are_marked_and_not_followed(tree: Path, tmp_path: Path) -> None:
@@ -235,7 +235,7 @@ def test_symlinks_are_marked_and_not_followed(tree: Path, tmp_path: Path) -> Non
     outside.mkdir()
     (outside / "secret.txt").write_text("no")
     (tree / "out").symlink_to(outside)
-    listing = list_dir(tree, depth=0)
+    listing = list_directory(Tree(tree), depth=0)
     assert "out@" in listing
     assert "secret.txt" not in listing
 
@@ -243,26 +243,26 @@ def test_symlinks_are_marked_and_not_followed(tree: Path, tmp_path: Path) -> Non
 def test_listing_is_capped_with_a_notice(tmp_path: Path) -> None:
     for i in range(600):
         (tmp_path / f"f{i:03}.txt").write_text("")
-    lines = list_dir(tmp_path).splitlines()
+    lines = list_directory(Tree(tmp_path)).splitlines()
     assert len(lines) == 501
     assert lines[499] == "f499.txt"
     assert "cut at 500 entries" in lines[500]
 
 
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
-    assert list_dir(tmp_path) == "(empty directory)"
-    assert list_dir(tmp_path, depth=2) == "./\n(empty directory)"
+    assert list_directory(Tree(tmp_path)) == "(empty directory)"
+    assert list_directory(Tree(tmp_path), depth=2) == "./\n(empty directory)"
 
 
 def test_listing_refuses_bad_paths(tree: Path) -> None:
     with pytest.raises(RetriableError, match="path escapes the workspace root"):
-        list_dir(tree, "..")
+        list_directory(Tree(tree), "..")
     with pytest.raises(RetriableError, match="is a file"):
-        list_dir(tree, "README.md")
+        list_directory(Tree(tree), "README.md")
     with pytest.raises(RetriableError, match="does not exist"):
-        list_dir(tree, "nope")
+        list_directory(Tree(tree), "nope")
     with pytest.raises(RetriableError, match="depth"):
-        list_dir(tree, depth=-1)
+        list_directory(Tree(tree), depth=-1)
 
 
 def test_atomic_write_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

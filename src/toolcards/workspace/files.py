@@ -15,8 +15,8 @@
 * :func:`list_directory` lists a directory of a :class:`~toolcards.workspace.tree.Tree`
   flat (``depth=1``) or as an ASCII tree, by handles.
 
-:func:`atomic_write`, :func:`read_bytes` and :func:`list_dir` do the
-same for a path of the host (a cache file, a benchmark's fixture): they open a
+:func:`atomic_write` and :func:`read_bytes` write and read a whole file at a path of the host
+(a cache entry, a document or an image to convert): they open a
 :class:`~toolcards.workspace.tree.Tree` on its directory, so they too refuse named pipes and
 never follow a link out of that directory, and their messages name the file relative to it.
 Everything here that takes a file blocks on disk I/O.
@@ -44,7 +44,6 @@ __all__ = [
     "PageBuilder",
     "PageRead",
     "atomic_write",
-    "list_dir",
     "list_directory",
     "number_lines",
     "page_of_text",
@@ -483,8 +482,3 @@ def read_bytes(path: Path, *, max_bytes: int = 64 * 1024 * 1024, too_large: str 
     read = Tree(path.parent).read_bytes(path.name, max_bytes=max_bytes, too_large=too_large)
     assert read.data is not None
     return read.data
-
-
-def list_dir(root: Path, path: str = "", depth: int = 1) -> str:
-    """:func:`list_directory` of ``path`` in the tree at ``root``."""
-    return list_directory(Tree(root), path, depth)
