@@ -14,7 +14,7 @@ from toolcards.workspace.files import (
     MAX_LINE_CHARS,
     atomic_write,
     list_directory,
-    number_lines,
+    page_of_text,
     read_bytes,
     read_page,
     render_page,
@@ -165,8 +165,8 @@ def test_an_empty_file_says_so(tmp_path: Path) -> None:
     assert read_numbered(tmp_path / "e.txt") == "(empty file)"
 
 
-def test_number_lines_pages_text_that_is_not_a_file() -> None:
-    assert number_lines("# Title\n\nbody\n", offset=3) == "     3\tbody"
+def test_a_page_of_text_that_is_not_a_file_is_numbered_the_same_way() -> None:
+    assert render_page(page_of_text("# Title\n\nbody\n", offset=3)) == "     3\tbody"
 
 
 def test_read_bytes_hints_like_a_page_read(tmp_path: Path) -> None:

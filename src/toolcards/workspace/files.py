@@ -10,8 +10,8 @@
   was read. Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
   UTF-8 byte-order mark is dropped. A file that is not text by the rule of
   :func:`~toolcards.workspace.text.file_text` (UTF-8 without a NUL byte) is refused as binary.
-* :func:`number_lines` numbers a page of text that did not come from a file (a converted
-  document) the same way, and :func:`render_page` turns a :class:`Page` into that text.
+* :func:`page_of_text` takes the same page of a text that did not come from a file (a
+  converted document), and :func:`render_page` turns a :class:`Page` into the text shown.
 * :func:`list_directory` lists a directory of a :class:`~toolcards.workspace.tree.Tree`
   flat (``depth=1``) or as an ASCII tree, by handles.
 
@@ -45,7 +45,6 @@ __all__ = [
     "PageRead",
     "atomic_write",
     "list_directory",
-    "number_lines",
     "page_of_text",
     "read_bytes",
     "read_page",
@@ -295,15 +294,6 @@ def page_of_text(text: str, offset: int = 1, limit: int = 2000, *, max_chars: in
     builder = PageBuilder(offset, limit, max_chars)
     builder.feed(text)
     return builder.finish()
-
-
-def number_lines(text: str, offset: int = 1, limit: int = 2000, *, shown_as: str = "the file") -> str:
-    """Number a page of ``text`` the way :func:`read_page` numbers a file.
-
-    Raises:
-        RetriableError: ``offset`` < 1, ``limit`` < 1, or ``offset`` past the last line.
-    """
-    return render_page(page_of_text(text, offset, limit), shown_as=shown_as)
 
 
 def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None) -> PageRead:
