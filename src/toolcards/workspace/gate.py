@@ -180,10 +180,6 @@ class WriteGate:
         records = self._records.get(agent)
         return records.get(path) if records is not None else None
 
-    def last_writer(self, path: str) -> tuple[str, str] | None:
-        """``(agent, digest)`` of the last change to ``path`` made through the gate's owner."""
-        return self._writers.get(path)
-
     # -- the check --------------------------------------------------------------------------
 
     def check(self, agent: str, path: str, current: bytes | None, intent: Intent, *, digest: str | None = None) -> None:
