@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from toolcards.workspace.files import atomic_write, read_page, render_page
+from toolcards.core.atomic_write import atomic_write
+from toolcards.workspace.files import read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import find_rg, grep
 from toolcards.workspace.tree import Tree

@@ -1,18 +1,14 @@
-"""Atomic writes, numbered reads and directory listings."""
+"""Numbered reads and directory listings."""
 
 from __future__ import annotations
 
-import os
-import re
-import stat
 from pathlib import Path
 
 import pytest
 
-from toolcards.errors import RetriableError, ToolFailed
+from toolcards.errors import RetriableError
 from toolcards.workspace.files import (
     MAX_LINE_CHARS,
-    atomic_write,
     list_directory,
     page_of_text,
     read_bytes,
@@ -20,68 +16,6 @@ from toolcards.workspace.files import (
     render_page,
 )
 from toolcards.workspace.tree import Tree
-
-# -- atomic_write -----------------------------------------------------------------------
-
-
-def test_atomic_write_creates_the_file_and_its_parents(tmp_path: Path) -> None:
-    target = tmp_path / "a" / "b" / "c.txt"
-    atomic_write(target, b"hello")
-    assert target.read_bytes() == b"hello"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["c.txt"]
-
-
-def test_atomic_write_replaces_and_keeps_permissions(tmp_path: Path) -> None:
-    target = tmp_path / "run.sh"
-    target.write_bytes(b"old")
-    target.chmod(0o750)
-    atomic_write(target, b"new")
-    assert target.read_bytes() == b"new"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o750
-
-
-def test_atomic_write_applies_an_explicit_mode(tmp_path: Path) -> None:
-    target = tmp_path / "secret"
-    atomic_write(target, b"x", mode=0o600)
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
-
-
-def test_a_new_file_gets_the_umask_default(tmp_path: Path) -> None:
-    old = os.umask(0o022)
-    try:
-        atomic_write(tmp_path / "f", b"x")
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o644
-
-
-def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = tmp_path / "keep.txt"
-    target.write_bytes(b"original")
-
-    def broken_fsync(fd: int) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "fdatasync", broken_fsync)
-    monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(ToolFailed, match="no space left on the device"):
-        atomic_write(target, b"half")
-    assert target.read_bytes() == b"original"
-    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
-
-
-def test_writing_over_a_directory_is_retriable(tmp_path: Path) -> None:
-    (tmp_path / "d").mkdir()
-    with pytest.raises(RetriableError, match="is a directory"):
-        atomic_write(tmp_path / "d", b"x")
-    assert list((tmp_path / "d").iterdir()) == []
-
-
-def test_writing_below_a_file_is_retriable(tmp_path: Path) -> None:
-    (tmp_path / "f").write_text("x")
-    with pytest.raises(RetriableError, match=re.escape("'f/g.txt'")):
-        atomic_write(tmp_path / "f" / "g.txt", b"x")
-
 
 # -- read_page and render_page ----------------------------------------------------------
 
@@ -263,18 +197,3 @@ def test_listing_refuses_bad_paths(tree: Path) -> None:
         list_directory(Tree(tree), "nope")
     with pytest.raises(RetriableError, match="depth"):
         list_directory(Tree(tree), depth=-1)
-
-
-def test_atomic_write_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    fsync = os.fsync
-
-    def recording_fsync(fd: int) -> None:
-        synced.append(os.fstat(fd).st_ino)
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", recording_fsync)
-    atomic_write(tmp_path / "a.txt", b"one")
-    assert synced == []
-    atomic_write(tmp_path / "a.txt", b"two", sync_directory=True)
-    assert synced == [tmp_path.stat().st_ino] and (tmp_path / "a.txt").read_bytes() == b"two"

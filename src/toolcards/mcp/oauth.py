@@ -34,7 +34,6 @@ import logging
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
 import webbrowser
@@ -44,6 +43,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel
 
+from toolcards.core.atomic_write import atomic_write
 from toolcards.core.settings import internal_dir
 from toolcards.errors import ToolFailed
 
@@ -162,17 +162,7 @@ class OAuthTokenFile:
     def _update(self, **fields: Any) -> None:
         data = self._read()
         data.update(fields, server_url=self.server_url)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(self.path, json.dumps(data).encode("utf-8"), mode=0o600, directory_mode=0o700)
 
     # -- TokenStorage protocol ------------------------------------------------------
 

@@ -15,10 +15,10 @@
 * :func:`list_directory` lists a directory of a :class:`~toolcards.workspace.tree.Tree`
   flat (``depth=1``) or as an ASCII tree, by handles.
 
-:func:`atomic_write` and :func:`read_bytes` write and read a whole file at a path of the host
-(a cache entry, a document or an image to convert): they open a
-:class:`~toolcards.workspace.tree.Tree` on its directory, so they too refuse named pipes and
-never follow a link out of that directory, and their messages name the file relative to it.
+:func:`read_bytes` reads a whole file at a path of the host (a document or an image to
+convert): it opens a :class:`~toolcards.workspace.tree.Tree` on its directory, so it too
+refuses named pipes and never follows a link out of that directory, and its messages name
+the file by its name.
 Everything here that takes a file blocks on disk I/O.
 """
 
@@ -43,7 +43,6 @@ __all__ = [
     "Page",
     "PageBuilder",
     "PageRead",
-    "atomic_write",
     "list_directory",
     "page_of_text",
     "read_bytes",
@@ -440,24 +439,6 @@ def _label(entry: Entry) -> str:
 
 
 # -- the same for a path of the host ----------------------------------------------------------------------
-
-
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None, sync_directory: bool = False) -> None:
-    """Replace ``path`` with ``data`` atomically, creating missing parent directories.
-
-    For files outside workspace trees (caches): see
-    :meth:`~toolcards.workspace.tree.Tree.write_bytes` for the guarantees, which apply
-    relative to the nearest existing directory above ``path``; messages name the file
-    relative to that directory.
-
-    Raises:
-        RetriableError: ``path`` is a directory or not a regular file, or a parent is a file.
-        ToolFailed: any other OS error (no space left on the device, permission denied).
-    """
-    base = path.parent
-    while not base.is_dir() and base != base.parent:
-        base = base.parent
-    Tree(base).write_bytes(path.relative_to(base).as_posix(), data, mode=mode, sync_directory=sync_directory)
 
 
 def read_bytes(path: Path, *, max_bytes: int = 64 * 1024 * 1024, too_large: str = "Read a smaller file.") -> bytes:
