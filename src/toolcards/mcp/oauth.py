@@ -11,9 +11,9 @@ what a long-lived, often unattended process needs around it:
   server's metadata, so a restarted process refreshes an expired token at the right
   endpoint instead of asking a person to sign in again.
 * A loopback redirect: in an interactive process the authorization URL is printed to
-  stderr (and opened in a browser when a display is available), and an HTTP listener on
-  ``127.0.0.1`` waits up to ``callback_timeout_s`` for the redirect carrying this
-  sign-in's ``state``, then closes.
+  stderr (and opened in a browser when a display is available), and the standard
+  library's HTTP server listens on ``127.0.0.1`` up to ``callback_timeout_s`` for the
+  redirect carrying this sign-in's ``state``, then closes.
 * A headless process — no display and no terminal, or ``interactive=False`` — never
   waits: it raises :class:`OAuthAuthorizationRequired` (a
   :class:`~toolcards.errors.ToolFailed`) whose message gives the URL and says to run
@@ -26,7 +26,6 @@ it is called.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
 import json
@@ -37,6 +36,7 @@ import sys
 import threading
 import time
 import webbrowser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
@@ -70,7 +70,7 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 _CALLBACK_PATH = "/callback"
 _EXPIRY_MARGIN_S = 30.0  # refresh a little early so a token never expires in flight
-_MAX_REQUEST_BYTES = 16_384
+_POLL_S = 0.05  # how often the listener's thread checks whether it was asked to stop
 _REQUEST_READ_TIMEOUT_S = 10.0
 
 
@@ -223,7 +223,14 @@ def _validated(model: type[_Model], value: Any) -> _Model | None:
 
 
 class _LoopbackRedirect:
-    """The SDK's redirect and callback handlers for one server: print/open, then listen once."""
+    """The SDK's redirect and callback handlers for one server: print/open, then listen once.
+
+    The listener is the standard library's ``ThreadingHTTPServer`` on ``host:port``, started
+    by :meth:`redirect` before the URL is shown and stopped by :meth:`callback`. Each
+    connection gets its own thread, because browsers open speculative connections that never
+    send a request. Requests for other paths, or whose ``state`` is not this sign-in's, are
+    answered and ignored, so a stray local request cannot end the flow.
+    """
 
     def __init__(self, *, server: str, host: str, port: int, timeout_s: float, interactive: bool) -> None:
         self.server = server
@@ -232,7 +239,9 @@ class _LoopbackRedirect:
         self.timeout_s = timeout_s
         self.interactive = interactive
         self._url = ""
-        self._listener: Any = None
+        self._listener: ThreadingHTTPServer | None = None
+        self._outcome: list[AuthorizationCodeResult | ToolFailed] = []
+        self._done = threading.Event()
 
     @property
     def redirect_uri(self) -> str:
@@ -245,8 +254,6 @@ class _LoopbackRedirect:
         )
 
     async def redirect(self, authorization_url: str) -> None:
-        import anyio
-
         self._url = authorization_url
         if not self.interactive:
             raise OAuthAuthorizationRequired(
@@ -256,7 +263,8 @@ class _LoopbackRedirect:
                 authorization_url,
             )
         # Listen before the browser can possibly be redirected to us.
-        self._listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+        self._listener = ThreadingHTTPServer((self.host, self.port), self._handler_class())
+        threading.Thread(target=self._listener.serve_forever, args=(_POLL_S,), daemon=True).start()
         print(
             f"MCP server {self.server} requires sign-in. Open this URL in a browser "
             f"(waiting {self.timeout_s:g} s for the redirect to {self.redirect_uri}):\n{authorization_url}",
@@ -264,8 +272,7 @@ class _LoopbackRedirect:
             flush=True,
         )
         if _has_display():
-            # Never awaited: a browser may block until its page loads, and that page is served
-            # by the listener this flow only reads after `redirect` returns.
+            # Never awaited: a browser may block until its page loads.
             threading.Thread(target=_open_browser, args=(authorization_url,), daemon=True).start()
 
     async def callback(self) -> AuthorizationCodeResult:
@@ -275,60 +282,67 @@ class _LoopbackRedirect:
         if listener is None:  # the SDK always calls redirect first
             raise RuntimeError("callback() before redirect()")
         try:
-            with anyio.fail_after(self.timeout_s):
-                return await self._accept_redirect(listener)
-        except TimeoutError:
+            arrived = await anyio.to_thread.run_sync(self._done.wait, self.timeout_s, abandon_on_cancel=True)
+        finally:
+            self._listener = None
+            await anyio.to_thread.run_sync(listener.shutdown)
+            listener.server_close()
+        if not arrived:
             raise OAuthAuthorizationRequired(
                 f"Nobody completed the OAuth sign-in for MCP server {self.server} within "
                 f"{self.timeout_s:g} s. {self._login_hint()} Authorization URL: {self._url}",
                 self._url,
-            ) from None
-        finally:
-            self._listener = None
-            await listener.aclose()
-
-    async def _accept_redirect(self, listener: Any) -> AuthorizationCodeResult:
-        """Serve connections concurrently until one carries the redirect for this sign-in.
-
-        Concurrent, because browsers open speculative connections that never send a request.
-        Requests for other paths, or whose ``state`` is not this sign-in's, are answered and
-        ignored, so a stray local request cannot end the flow.
-        """
-        import anyio
-        from mcp.shared.auth import AuthorizationCodeResult
-
-        expected_state = parse_qs(urlsplit(self._url).query).get("state", [None])[0]
-        outcome: list[AuthorizationCodeResult | ToolFailed] = []
-
-        async def handle(stream: Any) -> None:
-            async with stream:
-                with anyio.move_on_after(_REQUEST_READ_TIMEOUT_S):
-                    path, query = await _read_request_target(stream)
-                    params = {key: values[0] for key, values in parse_qs(query).items()}
-                    if path != _CALLBACK_PATH:
-                        await _respond(stream, 404, "Not found.")
-                    elif params.get("state") != expected_state:
-                        await _respond(stream, 400, "This sign-in link is stale or not for this client.")
-                    elif "error" in params:
-                        reason = params.get("error_description") or params["error"]
-                        await _respond(stream, 400, f"Sign-in failed: {reason}. You can close this tab.")
-                        outcome.append(ToolFailed(f"OAuth sign-in for MCP server {self.server} was refused: {reason}."))
-                        group.cancel_scope.cancel()
-                    elif "code" not in params:
-                        await _respond(stream, 400, "Missing authorization code.")
-                    else:
-                        await _respond(stream, 200, "Signed in. You can close this tab.")
-                        outcome.append(
-                            AuthorizationCodeResult(code=params["code"], state=params["state"], iss=params.get("iss"))
-                        )
-                        group.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(listener.serve, handle, group)
-        result = outcome[0]
+            )
+        result = self._outcome[0]
         if isinstance(result, ToolFailed):
             raise result
         return result
+
+    def _answer(self, path: str, query: str) -> tuple[int, str]:
+        """The status and text for one request to the listener; records the sign-in's outcome."""
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        params = {key: values[0] for key, values in parse_qs(query).items()}
+        expected_state = parse_qs(urlsplit(self._url).query).get("state", [None])[0]
+        if path != _CALLBACK_PATH:
+            return 404, "Not found."
+        if params.get("state") != expected_state:
+            return 400, "This sign-in link is stale or not for this client."
+        if "error" in params:
+            reason = params.get("error_description") or params["error"]
+            self._finish(ToolFailed(f"OAuth sign-in for MCP server {self.server} was refused: {reason}."))
+            return 400, f"Sign-in failed: {reason}. You can close this tab."
+        if "code" not in params:
+            return 400, "Missing authorization code."
+        self._finish(AuthorizationCodeResult(code=params["code"], state=params["state"], iss=params.get("iss")))
+        return 200, "Signed in. You can close this tab."
+
+    def _finish(self, outcome: AuthorizationCodeResult | ToolFailed) -> None:
+        if not self._done.is_set():
+            self._outcome.append(outcome)
+            self._done.set()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        redirect = self
+
+        class CallbackHandler(BaseHTTPRequestHandler):
+            timeout = _REQUEST_READ_TIMEOUT_S  # a connection that sends nothing is dropped
+
+            def do_GET(self) -> None:
+                target = urlsplit(self.path)
+                status, text = redirect._answer(target.path, target.query)
+                body = f"<!doctype html><title>toolcards</title><p>{html.escape(text)}</p>".encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                logger.debug("OAuth redirect listener: " + format, *args)
+
+        return CallbackHandler
 
 
 def _open_browser(url: str) -> None:
@@ -336,32 +350,6 @@ def _open_browser(url: str) -> None:
         webbrowser.open(url)
     except Exception:  # a missing browser only means the printed URL must be used
         logger.debug("Could not open a browser", exc_info=True)
-
-
-async def _read_request_target(stream: Any) -> tuple[str, str]:
-    data = b""
-    while b"\r\n\r\n" not in data and len(data) < _MAX_REQUEST_BYTES:
-        try:
-            chunk = await stream.receive()
-        except Exception:  # peer went away before sending a full request
-            break
-        data += chunk
-    request_line = data.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = request_line.split(" ")
-    target = parts[1] if len(parts) >= 2 else ""
-    split = urlsplit(target)
-    return split.path, split.query
-
-
-async def _respond(stream: Any, status: int, text: str) -> None:
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
-    body = f"<!doctype html><title>toolcards</title><p>{html.escape(text)}</p>".encode()
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
-    with contextlib.suppress(Exception):
-        await stream.send(head + body)
 
 
 def _free_port(host: str) -> int:
