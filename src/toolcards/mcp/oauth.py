@@ -17,7 +17,8 @@ what a long-lived, often unattended process needs around it:
 * A headless process — no display and no terminal, or ``interactive=False`` — never
   waits: it raises :class:`OAuthAuthorizationRequired` (a
   :class:`~toolcards.errors.ToolFailed`) whose message gives the URL and says to run
-  :func:`login` once from a terminal; the cached tokens then serve headless runs.
+  :func:`~toolcards.mcp.probe.login` once from a terminal; the cached tokens then serve
+  headless runs.
 
 :func:`build_oauth_auth` is what :mod:`toolcards.mcp.connect` calls; it reads the token
 file (blocking, small) and picks the redirect port. Nothing here imports ``mcp`` until
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
 
-    from toolcards.mcp.config import MCPHTTPConnectionConfig, MCPOAuthConfig
+    from toolcards.mcp.config import MCPOAuthConfig
 
 __all__ = [
     "OAuthAuthorizationRequired",
@@ -59,8 +60,6 @@ __all__ = [
     "build_oauth_auth",
     "forget_tokens",
     "is_interactive",
-    "login",
-    "login_async",
     "token_file_path",
 ]
 
@@ -476,29 +475,3 @@ def _restore_metadata(context: Any, cached: dict[str, Any]) -> None:
         )
     if context.auth_server_url is None and isinstance(cached.get("auth_server_url"), str):
         context.auth_server_url = cached["auth_server_url"]
-
-
-async def login_async(config: MCPHTTPConnectionConfig) -> list[str]:
-    """Sign in to an OAuth-protected HTTP MCP server now, interactively, and cache the tokens.
-
-    Connects with ``oauth.interactive`` forced on, so the URL is printed (and opened when a
-    display is available) and the call waits up to ``oauth.callback_timeout_s`` for the
-    redirect. Returns the server's tool names. Raises :class:`~toolcards.errors.ToolFailed`
-    (or its subclass :class:`OAuthAuthorizationRequired`) when sign-in or connection fails,
-    and :class:`~toolcards.errors.WiringError` when the config has no ``oauth`` section.
-    """
-    from toolcards.errors import WiringError
-    from toolcards.mcp.probe import probe_async
-
-    if config.oauth is None:
-        raise WiringError(f"MCP server {config.label}: login needs an 'oauth' section in its config.")
-    forced = config.model_copy(update={"oauth": config.oauth.model_copy(update={"interactive": True})})
-    return [tool.name for tool in await probe_async(forced)]
-
-
-def login(config: MCPHTTPConnectionConfig) -> list[str]:
-    """Blocking :func:`login_async` for scripts and the command line (runs its own event loop)."""
-    import anyio
-
-    result: list[str] = anyio.run(login_async, config)
-    return result
