@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,47 +158,45 @@ def test_a_patch_whose_second_file_cannot_be_written_changes_nothing(ws: Workspa
     assert (root / "a.txt").read_text() == "one\n"
 
 
-def test_a_failed_multi_edit_write_is_rolled_back(
-    ws: WorkspaceProxy, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def both_edited(ws: WorkspaceProxy, root: Path) -> list[FileEdit]:
+    """``a.txt`` and ``b.txt``, both read, and a multi-edit that changes each."""
     for name in ("a.txt", "b.txt"):
         (root / name).write_text(f"{name} old\n")
         read(ws, root, name)
-    calls: list[str] = []
+    return [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
+
+
+def fail_writes(monkeypatch: pytest.MonkeyPatch, fails: Callable[[int], bool], message: str) -> None:
+    """``Tree.write_bytes`` raises ``ToolFailed(message)`` on the calls (counted from 1) ``fails`` picks."""
+    calls = 0
     write_bytes = Tree.write_bytes
 
-    def failing_second(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
-        calls.append(path)
-        if len(calls) == 2:
-            raise ToolFailed("Cannot write 'b.txt': no space left on the device.")
+    def failing(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
+        nonlocal calls
+        calls += 1
+        if fails(calls):
+            raise ToolFailed(message)
         return write_bytes(tree, path, data, **kwargs)
 
-    monkeypatch.setattr(Tree, "write_bytes", failing_second)
-    edits = [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
+    monkeypatch.setattr(Tree, "write_bytes", failing)
+
+
+def test_a_failed_multi_edit_write_is_rolled_back(
+    ws: WorkspaceProxy, root: Path, both_edited: list[FileEdit], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fail_writes(monkeypatch, lambda call: call == 2, "Cannot write 'b.txt': no space left on the device.")
     with pytest.raises(ToolFailed, match="nothing was changed; the 1 file"):
-        ws.multi_edit(AGENT, edits).get()
+        ws.multi_edit(AGENT, both_edited).get()
     assert (root / "a.txt").read_text() == "a.txt old\n" and (root / "b.txt").read_text() == "b.txt old\n"
 
 
 def test_a_rollback_that_fails_names_the_files_to_check(
-    ws: WorkspaceProxy, root: Path, monkeypatch: pytest.MonkeyPatch
+    ws: WorkspaceProxy, both_edited: list[FileEdit], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("a.txt", "b.txt"):
-        (root / name).write_text(f"{name} old\n")
-        read(ws, root, name)
-    calls: list[str] = []
-    write_bytes = Tree.write_bytes
-
-    def failing_after_first(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
-        calls.append(path)
-        if len(calls) > 1:
-            raise ToolFailed("disk gone")
-        return write_bytes(tree, path, data, **kwargs)
-
-    monkeypatch.setattr(Tree, "write_bytes", failing_after_first)
-    edits = [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
+    fail_writes(monkeypatch, lambda call: call > 1, "disk gone")
     with pytest.raises(ToolFailed, match=r"restoring a\.txt failed too"):
-        ws.multi_edit(AGENT, edits).get()
+        ws.multi_edit(AGENT, both_edited).get()
 
 
 def test_the_same_file_twice_in_a_patch_is_refused(ws: WorkspaceProxy, root: Path) -> None:

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.workspace.hostile import answer_within, bound_unix_socket
 from toolcards.core.deadline import deadline_after
 from toolcards.errors import RetriableError, ToolTimeout
 from toolcards.workspace.glob import (
@@ -31,27 +30,6 @@ from toolcards.workspace.glob import (
     glob,
     glob_regex,
 )
-
-
-def answer_within(seconds: float, call: Callable[[], str]) -> str:
-    """``call()``'s result, or ``"error: ..."`` for a RetriableError; fails if it takes longer."""
-    outcome: list[str] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except RetriableError as exc:
-            outcome.append(f"error: {exc}")
-        except BaseException as exc:  # reported below, as the test's failure
-            outcome.append(f"raised {type(exc).__name__}: {exc}")
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"no answer within {seconds} s"
-    assert not outcome[0].startswith("raised"), outcome[0]
-    return outcome[0]
-
 
 # -- reference implementations -----------------------------------------------------------
 
@@ -229,13 +207,7 @@ def special_tree(tmp_path: Path) -> Iterator[Path]:
     os.mkfifo(tmp_path / "pipe.txt")
     os.mkfifo(tmp_path / "sub" / "pipe.txt")
     (tmp_path / "link.txt").symlink_to(tmp_path / "sub" / "real.txt")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    here = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        server.bind("sock.txt")
-    finally:
-        os.chdir(here)
+    server = bound_unix_socket(tmp_path, "sock.txt")
     yield tmp_path
     server.close()
 
