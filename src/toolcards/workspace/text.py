@@ -273,8 +273,8 @@ def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> s
     except that where repeated lines make a change's place ambiguous it may be shown at
     another of the equivalent places; uncapped, it always applies to ``old`` to give ``new``.
     """
-    prefix = _common_prefix(old, new)
-    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
+    prefix = _common_run(old, new, min(len(old), len(new)))
+    suffix = _common_run(old, new, min(len(old), len(new)) - prefix, from_end=True)
     # Line `changed` is the first that differs; it starts at the same offset in both texts.
     changed = old.count("\n", 0, prefix)
     start = old.rfind("\n", 0, prefix) + 1
@@ -297,41 +297,28 @@ def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> s
     return _HUNK_HEADER.sub(shift, diff)
 
 
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix, compared a block at a time (in C), then bisected."""
-    limit = min(len(a), len(b))
+def _common_run(a: str, b: str, limit: int, *, from_end: bool = False) -> int:
+    """Length of the longest common prefix (or suffix, ``from_end``) of ``a`` and ``b``, at
+    most ``limit``: compared a block at a time (in C), then bisected within the first block
+    that differs."""
+    size_a, size_b = len(a), len(b)
+
+    def same(low: int, high: int) -> bool:
+        if from_end:
+            return a[size_a - high : size_a - low] == b[size_b - high : size_b - low]
+        return a[low:high] == b[low:high]
+
     low = 0
     while low < limit:
         high = min(limit, low + _BLOCK)
-        if a[low:high] != b[low:high]:
+        if not same(low, high):
             break
         low = high
     else:
         return limit
-    # a[:low] == b[:low] and a[low:high] != b[low:high]
-    while high - low > 1:
+    while high - low > 1:  # the first `low` characters agree, the first `high` do not
         middle = (low + high) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """Length of the longest common suffix, at most ``limit`` characters."""
-    length_a, length_b = len(a), len(b)
-    low = 0
-    while low < limit:
-        high = min(limit, low + _BLOCK)
-        if a[length_a - high : length_a - low] != b[length_b - high : length_b - low]:
-            break
-        low = high
-    else:
-        return limit
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[length_a - middle : length_a - low] == b[length_b - middle : length_b - low]:
+        if same(low, middle):
             low = middle
         else:
             high = middle
