@@ -765,13 +765,6 @@ def _link_target(dir_fd: int, name: str) -> str | None:
         return None
 
 
-def _is_link(dir_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
-    except OSError:
-        return False
-
-
 def _in_flux(dir_fd: int, name: str) -> bool:
     """Whether ``name``, which just failed to open as a directory, is now a link or a
     directory: it is being swapped, so the step is tried again."""
