@@ -98,11 +98,6 @@ class SnapshotCache:
             self._items.move_to_end(digest)
         return data
 
-    @property
-    def size_bytes(self) -> int:
-        """Bytes currently kept."""
-        return self._size
-
     def __len__(self) -> int:
         return len(self._items)
 
