@@ -37,6 +37,7 @@ from toolcards.mcp import (
     probe,
     token_file_path,
 )
+from toolcards.mcp.oauth import _LoopbackRedirect
 
 URL = "https://mcp.example.com/mcp"
 
@@ -307,3 +308,19 @@ def test_a_pre_registered_client_signs_in_with_its_secret_and_registers_nothing(
     assert provider.grants == ["authorization_code"]
     assert list(provider.clients) == ["pre"]
     assert "s3cret" not in config.model_dump_json()
+
+
+def test_a_cancelled_sign_in_stops_listening(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    port = free_port()
+    redirect = _LoopbackRedirect(server="secure", host="127.0.0.1", port=port, timeout_s=30, interactive=True)
+
+    async def abandon() -> None:
+        await redirect.redirect("https://auth.example.com/authorize?state=s")
+        with anyio.move_on_after(0.2):
+            await redirect.callback()
+
+    anyio.run(abandon)
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", port))  # free again

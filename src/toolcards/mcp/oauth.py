@@ -284,7 +284,8 @@ class _LoopbackRedirect:
             arrived = await anyio.to_thread.run_sync(self._done.wait, self.timeout_s, abandon_on_cancel=True)
         finally:
             self._listener = None
-            await anyio.to_thread.run_sync(listener.shutdown)
+            with anyio.CancelScope(shield=True):  # a cancelled sign-in still frees its port
+                await anyio.to_thread.run_sync(listener.shutdown)
             listener.server_close()
         if not arrived:
             raise OAuthAuthorizationRequired(
