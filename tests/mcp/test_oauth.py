@@ -37,6 +37,7 @@ from toolcards.mcp import (
     probe,
     token_file_path,
 )
+from toolcards.mcp.oauth import _LoopbackRedirect
 
 URL = "https://mcp.example.com/mcp"
 
@@ -170,12 +171,27 @@ class FakeBrowser:
         return True
 
 
+BrowserThat = Callable[[Callable[[str], None] | None], FakeBrowser]
+"""Installs a browser doing the given action (``None``: follow the redirect) with each URL."""
+
+
 @pytest.fixture
-def browser(monkeypatch: pytest.MonkeyPatch) -> FakeBrowser:
-    fake = FakeBrowser()
-    monkeypatch.setenv("DISPLAY", ":99")
-    monkeypatch.setattr("webbrowser.open", fake)
-    return fake
+def browser_that(monkeypatch: pytest.MonkeyPatch) -> BrowserThat:
+    """Installs, on a display, a browser that does ``action`` with each URL it is asked to open."""
+
+    def install(action: Callable[[str], None] | None) -> FakeBrowser:
+        fake = FakeBrowser(action)
+        monkeypatch.setenv("DISPLAY", ":99")
+        monkeypatch.setattr("webbrowser.open", fake)
+        return fake
+
+    return install
+
+
+@pytest.fixture
+def browser(browser_that: BrowserThat) -> FakeBrowser:
+    """A browser that follows the authorization server's redirect, as a person signing in would."""
+    return browser_that(None)
 
 
 def oauth_config(url: str, **oauth: object) -> MCPHTTPConnectionConfig:
@@ -230,10 +246,11 @@ def test_an_expired_cached_token_is_refreshed_without_a_person(
 
 
 def test_nobody_signing_in_times_out_with_the_url(
-    mcp_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    mcp_url: str,
+    browser_that: BrowserThat,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    monkeypatch.setenv("DISPLAY", ":99")
-    monkeypatch.setattr("webbrowser.open", lambda url, *a, **k: True)  # a browser nobody looks at
+    browser_that(lambda url: None)  # a browser nobody looks at
     with pytest.raises(OAuthAuthorizationRequired) as info:
         probe(oauth_config(mcp_url, interactive=True, callback_timeout_s=0.5))
     assert str(info.value).startswith("Nobody completed the OAuth sign-in for MCP server secure within 0.5 s")
@@ -241,7 +258,7 @@ def test_nobody_signing_in_times_out_with_the_url(
 
 
 def test_stray_requests_to_the_listener_do_not_end_the_sign_in(
-    mcp_url: str, provider: FakeAuthorizationServer, monkeypatch: pytest.MonkeyPatch
+    mcp_url: str, provider: FakeAuthorizationServer, browser_that: BrowserThat
 ) -> None:
     answers: list[int] = []
 
@@ -256,22 +273,20 @@ def test_stray_requests_to_the_listener_do_not_end_the_sign_in(
             answers.append(httpx2.get(f"{redirect}?{urlencode(forged)}", timeout=10).status_code)
             answers.append(httpx2.get(url, follow_redirects=True, timeout=10).status_code)
 
-    monkeypatch.setenv("DISPLAY", ":99")
-    monkeypatch.setattr("webbrowser.open", FakeBrowser(noisy))
+    browser_that(noisy)
     assert len(probe(oauth_config(mcp_url, interactive=True, callback_timeout_s=20))) == len(TOOLS)
     assert answers == [404, 400, 200]
     assert provider.grants == ["authorization_code"]
 
 
-def test_a_refused_sign_in_is_a_tool_failure(mcp_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_refused_sign_in_is_a_tool_failure(mcp_url: str, browser_that: BrowserThat) -> None:
     def deny(url: str) -> None:
         query = parse_qs(urlsplit(url).query)
         redirect = query["redirect_uri"][0]
         denial = {"error": "access_denied", "error_description": "user said no", "state": query["state"][0]}
         httpx2.get(f"{redirect}?{urlencode(denial)}", timeout=10)
 
-    monkeypatch.setenv("DISPLAY", ":99")
-    monkeypatch.setattr("webbrowser.open", FakeBrowser(deny))
+    browser_that(deny)
     with pytest.raises(ToolFailed, match="OAuth sign-in for MCP server secure was refused: user said no"):
         probe(oauth_config(mcp_url, interactive=True, callback_timeout_s=20))
 
@@ -295,6 +310,17 @@ def test_a_pre_registered_client_signs_in_with_its_secret_and_registers_nothing(
     assert "s3cret" not in config.model_dump_json()
 
 
-def test_login_needs_an_oauth_section() -> None:
-    with pytest.raises(WiringError, match="login needs an 'oauth' section"):
-        login(MCPHTTPConnectionConfig(url=URL))
+def test_a_cancelled_sign_in_stops_listening(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    port = free_port()
+    redirect = _LoopbackRedirect(server="secure", host="127.0.0.1", port=port, timeout_s=30, interactive=True)
+
+    async def abandon() -> None:
+        await redirect.redirect("https://auth.example.com/authorize?state=s")
+        with anyio.move_on_after(0.2):
+            await redirect.callback()
+
+    anyio.run(abandon)
+    with socket.socket() as probe_socket:
+        probe_socket.bind(("127.0.0.1", port))  # free again

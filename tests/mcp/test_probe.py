@@ -15,6 +15,7 @@ from toolcards.mcp import (
     MCPHTTPConnectionConfig,
     MCPStdioConnectionConfig,
     ToolInfo,
+    login,
     probe,
     probe_async,
 )
@@ -92,3 +93,8 @@ def test_configuration_errors_pass_through_unchanged(monkeypatch: pytest.MonkeyP
     monkeypatch.delenv("TC_MISSING_CMD", raising=False)
     with pytest.raises(WiringError, match=r"command references \$\{TC_MISSING_CMD\}"):
         probe(MCPStdioConnectionConfig(command="${TC_MISSING_CMD}"))
+
+
+def test_login_needs_an_oauth_section() -> None:
+    with pytest.raises(WiringError, match="login needs an 'oauth' section"):
+        login(MCPHTTPConnectionConfig(url="https://mcp.example.com/mcp"))

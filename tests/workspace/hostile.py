@@ -1,4 +1,5 @@
-"""Helpers of the hardening tests: an agent whose every answer is checked, and envelopes.
+"""Helpers of the hardening tests: an agent whose every answer is checked, envelopes, and
+what hostile trees are made of.
 
 :class:`CheckedAgent` calls the real ``WorkspaceTool`` through the factory and the pipeline,
 like a model. Every refusal it gets (and every result) is checked on the spot: it must not
@@ -6,12 +7,19 @@ name a host path (the test's temporary directory, under which the tree and every
 outside it live) and must not be a raw exception in disguise (the pipeline turns an
 unexpected exception into ``"<tool> failed: <Class>: ..."``). Every message is also kept
 in :data:`MESSAGES`, so a test can walk them all.
+
+:func:`answer_within` bounds a call in time; :func:`bound_unix_socket` and
+:func:`renameat2_works` make and probe what a sandboxed command could leave in a tree.
 """
 
 from __future__ import annotations
 
+import ctypes
+import os
 import re
+import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +27,15 @@ from toolcards import TOOL_CALL, RetriableError, Tool, ToolFactory, ToolFailed
 from toolcards.testing import FakeObserver
 from toolcards.workspace.tool import WorkspaceTool
 
-__all__ = ["MESSAGES", "CheckedAgent", "enveloped_parts", "outside_envelopes"]
+__all__ = [
+    "MESSAGES",
+    "CheckedAgent",
+    "answer_within",
+    "bound_unix_socket",
+    "enveloped_parts",
+    "outside_envelopes",
+    "renameat2_works",
+]
 
 MESSAGES: list[str] = []
 """Every refusal any :class:`CheckedAgent` received in this test session."""
@@ -119,3 +135,49 @@ def outside_envelopes(message: str) -> str:
         end = message.index(end_marker, match.end()) + len(end_marker)
         out = out[: match.start()] + out[end:]
     return out
+
+
+def answer_within(seconds: float, call: Callable[[], str]) -> str:
+    """``call()``'s result, or ``"error: ..."`` for a RetriableError; fails if it takes longer."""
+    outcome: list[str] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except RetriableError as exc:
+            outcome.append(f"error: {exc}")
+        except BaseException as exc:  # reported below, as the test's failure
+            outcome.append(f"raised {type(exc).__name__}: {exc}")
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"no answer within {seconds} s"
+    assert not outcome[0].startswith("raised"), outcome[0]
+    return outcome[0]
+
+
+def bound_unix_socket(directory: Path, name: str) -> socket.socket:
+    """A unix socket bound at ``directory / name``; the caller closes it.
+
+    Bound by a relative name from inside ``directory``, as socket paths are limited to 108 bytes.
+    """
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    here = os.getcwd()
+    os.chdir(directory)
+    try:
+        server.bind(name)
+    finally:
+        os.chdir(here)
+    return server
+
+
+def renameat2_works(tmp_path: Path) -> bool:
+    """Whether ``renameat2(RENAME_EXCHANGE)`` swaps a directory and a symlink here."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    (tmp_path / "probe_a").mkdir()
+    (tmp_path / "probe_b").symlink_to("probe_a")
+    a, b = bytes(tmp_path / "probe_a"), bytes(tmp_path / "probe_b")
+    function = getattr(libc, "renameat2", None)
+    done = function(-100, a, -100, b, 2) if function is not None else libc.syscall(316, -100, a, -100, b, 2)
+    return bool(done == 0 and (tmp_path / "probe_a").is_symlink())

@@ -1,9 +1,9 @@
-"""``WorkspaceActor``: one per tree, serialized changes, rollback, events, and the change diff."""
+"""``WorkspaceActor``: one per tree, serialized changes, rollback and events."""
 
 from __future__ import annotations
 
-import random
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,13 +15,10 @@ from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.actor import (
     WorkspaceActor,
     WorkspaceProxy,
-    change_diff,
     stop_workspace_actors,
     workspace_actor,
 )
 from toolcards.workspace.models import FileEdit, content_digest
-from toolcards.workspace.patch import apply_file_patch, parse_patch
-from toolcards.workspace.text import unified_diff
 from toolcards.workspace.tree import Tree
 
 AGENT = "team-1/@Alice"
@@ -161,47 +158,45 @@ def test_a_patch_whose_second_file_cannot_be_written_changes_nothing(ws: Workspa
     assert (root / "a.txt").read_text() == "one\n"
 
 
-def test_a_failed_multi_edit_write_is_rolled_back(
-    ws: WorkspaceProxy, root: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def both_edited(ws: WorkspaceProxy, root: Path) -> list[FileEdit]:
+    """``a.txt`` and ``b.txt``, both read, and a multi-edit that changes each."""
     for name in ("a.txt", "b.txt"):
         (root / name).write_text(f"{name} old\n")
         read(ws, root, name)
-    calls: list[str] = []
+    return [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
+
+
+def fail_writes(monkeypatch: pytest.MonkeyPatch, fails: Callable[[int], bool], message: str) -> None:
+    """``Tree.write_bytes`` raises ``ToolFailed(message)`` on the calls (counted from 1) ``fails`` picks."""
+    calls = 0
     write_bytes = Tree.write_bytes
 
-    def failing_second(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
-        calls.append(path)
-        if len(calls) == 2:
-            raise ToolFailed("Cannot write 'b.txt': no space left on the device.")
+    def failing(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
+        nonlocal calls
+        calls += 1
+        if fails(calls):
+            raise ToolFailed(message)
         return write_bytes(tree, path, data, **kwargs)
 
-    monkeypatch.setattr(Tree, "write_bytes", failing_second)
-    edits = [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
+    monkeypatch.setattr(Tree, "write_bytes", failing)
+
+
+def test_a_failed_multi_edit_write_is_rolled_back(
+    ws: WorkspaceProxy, root: Path, both_edited: list[FileEdit], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fail_writes(monkeypatch, lambda call: call == 2, "Cannot write 'b.txt': no space left on the device.")
     with pytest.raises(ToolFailed, match="nothing was changed; the 1 file"):
-        ws.multi_edit(AGENT, edits).get()
+        ws.multi_edit(AGENT, both_edited).get()
     assert (root / "a.txt").read_text() == "a.txt old\n" and (root / "b.txt").read_text() == "b.txt old\n"
 
 
 def test_a_rollback_that_fails_names_the_files_to_check(
-    ws: WorkspaceProxy, root: Path, monkeypatch: pytest.MonkeyPatch
+    ws: WorkspaceProxy, both_edited: list[FileEdit], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("a.txt", "b.txt"):
-        (root / name).write_text(f"{name} old\n")
-        read(ws, root, name)
-    calls: list[str] = []
-    write_bytes = Tree.write_bytes
-
-    def failing_after_first(tree: Tree, path: str, data: bytes, **kwargs: Any) -> str:
-        calls.append(path)
-        if len(calls) > 1:
-            raise ToolFailed("disk gone")
-        return write_bytes(tree, path, data, **kwargs)
-
-    monkeypatch.setattr(Tree, "write_bytes", failing_after_first)
-    edits = [FileEdit(path=n, old_string="old", new_string="new") for n in ("a.txt", "b.txt")]
+    fail_writes(monkeypatch, lambda call: call > 1, "disk gone")
     with pytest.raises(ToolFailed, match=r"restoring a\.txt failed too"):
-        ws.multi_edit(AGENT, edits).get()
+        ws.multi_edit(AGENT, both_edited).get()
 
 
 def test_the_same_file_twice_in_a_patch_is_refused(ws: WorkspaceProxy, root: Path) -> None:
@@ -211,54 +206,3 @@ def test_the_same_file_twice_in_a_patch_is_refused(ws: WorkspaceProxy, root: Pat
     with pytest.raises(RetriableError, match="names one file twice"):
         ws.patch(AGENT, patch).get()
     assert (root / "a.txt").read_text() == "one\n"
-
-
-def random_change(seed: int, vocabulary: int | None) -> tuple[str, str]:
-    """A text and a few random line insertions, deletions and replacements of it.
-
-    Lines are unique unless ``vocabulary`` limits them to that many distinct ones; some
-    texts are long (blocks of several KB) and some lose their final line ending.
-    """
-    rng = random.Random(seed)
-    width = rng.choice([0, 0, 150])
-    ending = rng.choice(["\n", "\n", "\r\n"])
-
-    def line(n: int) -> str:
-        return f"line {rng.randrange(vocabulary) if vocabulary else n}{'x' * rng.randrange(width + 1)}{ending}"
-
-    lines = [line(n) for n in range(rng.randrange(0, 300 if width else 60))]
-    new = list(lines)
-    for step in range(rng.randrange(1, 4)):
-        at = rng.randrange(0, len(new) + 1)
-        kind = rng.randrange(3)
-        if kind == 0 and at < len(new):
-            del new[at]
-        elif kind == 1:
-            new.insert(at, line(1000 + step))
-        elif at < len(new):
-            new[at] = line(2000 + step)
-    old_text, new_text = "".join(lines), "".join(new)
-    if rng.random() < 0.2:
-        old_text = old_text.rstrip("\r\n")
-    if rng.random() < 0.3:
-        new_text = new_text.rstrip("\r\n")
-    return old_text, new_text
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_change_diff_matches_a_full_unified_diff(seed: int) -> None:
-    old, new = random_change(seed, vocabulary=None)
-    assert change_diff(old, new, "f.py") == unified_diff(old, new, "f.py")
-
-
-@pytest.mark.parametrize("seed", range(60))
-def test_change_diff_of_repetitive_text_applies_as_a_patch(seed: int) -> None:
-    old, new = random_change(seed, vocabulary=6)
-    if old == new:
-        return
-    diff = change_diff(old, new, "f.py", max_lines=None)
-    if not diff.startswith("---"):  # only the line endings changed
-        assert "only the line endings changed" in diff
-        return
-    (file_patch,) = parse_patch(diff)
-    assert apply_file_patch(old, file_patch) == new

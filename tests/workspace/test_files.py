@@ -1,87 +1,29 @@
-"""Atomic writes, numbered reads and directory listings."""
+"""Numbered reads and directory listings."""
 
 from __future__ import annotations
 
-import os
-import re
-import stat
 from pathlib import Path
 
 import pytest
 
-from toolcards.errors import RetriableError, ToolFailed
+from toolcards.errors import RetriableError
 from toolcards.workspace.files import (
     MAX_LINE_CHARS,
-    atomic_write,
-    list_dir,
-    number_lines,
+    list_directory,
+    page_of_text,
     read_bytes,
-    read_numbered,
+    read_page,
+    render_page,
 )
+from toolcards.workspace.tree import Tree
 
-# -- atomic_write -----------------------------------------------------------------------
-
-
-def test_atomic_write_creates_the_file_and_its_parents(tmp_path: Path) -> None:
-    target = tmp_path / "a" / "b" / "c.txt"
-    atomic_write(target, b"hello")
-    assert target.read_bytes() == b"hello"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["c.txt"]
+# -- read_page and render_page ----------------------------------------------------------
 
 
-def test_atomic_write_replaces_and_keeps_permissions(tmp_path: Path) -> None:
-    target = tmp_path / "run.sh"
-    target.write_bytes(b"old")
-    target.chmod(0o750)
-    atomic_write(target, b"new")
-    assert target.read_bytes() == b"new"
-    assert stat.S_IMODE(target.stat().st_mode) == 0o750
-
-
-def test_atomic_write_applies_an_explicit_mode(tmp_path: Path) -> None:
-    target = tmp_path / "secret"
-    atomic_write(target, b"x", mode=0o600)
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
-
-
-def test_a_new_file_gets_the_umask_default(tmp_path: Path) -> None:
-    old = os.umask(0o022)
-    try:
-        atomic_write(tmp_path / "f", b"x")
-    finally:
-        os.umask(old)
-    assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o644
-
-
-def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = tmp_path / "keep.txt"
-    target.write_bytes(b"original")
-
-    def broken_fsync(fd: int) -> None:
-        raise OSError(28, "No space left on device")
-
-    monkeypatch.setattr(os, "fdatasync", broken_fsync)
-    monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(ToolFailed, match="no space left on the device"):
-        atomic_write(target, b"half")
-    assert target.read_bytes() == b"original"
-    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
-
-
-def test_writing_over_a_directory_is_retriable(tmp_path: Path) -> None:
-    (tmp_path / "d").mkdir()
-    with pytest.raises(RetriableError, match="is a directory"):
-        atomic_write(tmp_path / "d", b"x")
-    assert list((tmp_path / "d").iterdir()) == []
-
-
-def test_writing_below_a_file_is_retriable(tmp_path: Path) -> None:
-    (tmp_path / "f").write_text("x")
-    with pytest.raises(RetriableError, match=re.escape("'f/g.txt'")):
-        atomic_write(tmp_path / "f" / "g.txt", b"x")
-
-
-# -- read_numbered ----------------------------------------------------------------------
+def read_numbered(path: Path, offset: int = 1, limit: int = 2000) -> str:
+    """The page a model reads of the file at ``path``, as ``workspace_read`` renders it."""
+    with Tree(path.parent).open_file(path.name) as file:
+        return render_page(read_page(file, offset, limit).page, shown_as=file.rel)
 
 
 def test_lines_are_numbered_like_cat_n(tmp_path: Path) -> None:
@@ -157,18 +99,18 @@ def test_an_empty_file_says_so(tmp_path: Path) -> None:
     assert read_numbered(tmp_path / "e.txt") == "(empty file)"
 
 
-def test_number_lines_pages_text_that_is_not_a_file() -> None:
-    assert number_lines("# Title\n\nbody\n", offset=3) == "     3\tbody"
+def test_a_page_of_text_that_is_not_a_file_is_numbered_the_same_way() -> None:
+    assert render_page(page_of_text("# Title\n\nbody\n", offset=3)) == "     3\tbody"
 
 
-def test_read_bytes_reports_like_read_numbered(tmp_path: Path) -> None:
+def test_read_bytes_hints_like_a_page_read(tmp_path: Path) -> None:
     with pytest.raises(RetriableError, match="workspace_glob"):
         read_bytes(tmp_path / "missing")
     with pytest.raises(RetriableError, match="workspace_list"):
         read_bytes(tmp_path)
 
 
-# -- list_dir ---------------------------------------------------------------------------
+# -- list_directory ---------------------------------------------------------------------
 
 
 @pytest.fixture
@@ -182,7 +124,7 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_flat_listing_puts_directories_first_then_files_alphabetically(tree: Path) -> None:
-    assert list_dir(tree).splitlines() == [
+    assert list_directory(Tree(tree)).splitlines() == [
         ".git/ (skipped)",
         "docs/",
         "src/",
@@ -194,7 +136,7 @@ def test_flat_listing_puts_directories_first_then_files_alphabetically(tree: Pat
 
 
 def test_a_tree_by_depth(tree: Path) -> None:
-    assert list_dir(tree, depth=2) == "\n".join(
+    assert list_directory(Tree(tree), depth=2) == "\n".join(
         [
             "./",
             "├── .git/ (skipped)",
@@ -212,14 +154,14 @@ def test_a_tree_by_depth(tree: Path) -> None:
 
 
 def test_depth_zero_lists_every_level_but_not_git_internals(tree: Path) -> None:
-    listing = list_dir(tree, depth=0)
+    listing = list_directory(Tree(tree), depth=0)
     assert "│   │   └── mod.py" in listing
     assert "HEAD" not in listing
 
 
 def test_listing_a_subdirectory(tree: Path) -> None:
-    assert list_dir(tree, "src") == "pkg/\nmain.py"
-    assert list_dir(tree, "src", depth=0).splitlines()[0] == "src/"
+    assert list_directory(Tree(tree), "src") == "pkg/\nmain.py"
+    assert list_directory(Tree(tree), "src", depth=0).splitlines()[0] == "src/"
 
 
 def test_symlinks_are_marked_and_not_followed(tree: Path, tmp_path: Path) -> None:
@@ -227,7 +169,7 @@ def test_symlinks_are_marked_and_not_followed(tree: Path, tmp_path: Path) -> Non
     outside.mkdir()
     (outside / "secret.txt").write_text("no")
     (tree / "out").symlink_to(outside)
-    listing = list_dir(tree, depth=0)
+    listing = list_directory(Tree(tree), depth=0)
     assert "out@" in listing
     assert "secret.txt" not in listing
 
@@ -235,38 +177,23 @@ def test_symlinks_are_marked_and_not_followed(tree: Path, tmp_path: Path) -> Non
 def test_listing_is_capped_with_a_notice(tmp_path: Path) -> None:
     for i in range(600):
         (tmp_path / f"f{i:03}.txt").write_text("")
-    lines = list_dir(tmp_path).splitlines()
+    lines = list_directory(Tree(tmp_path)).splitlines()
     assert len(lines) == 501
     assert lines[499] == "f499.txt"
     assert "cut at 500 entries" in lines[500]
 
 
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
-    assert list_dir(tmp_path) == "(empty directory)"
-    assert list_dir(tmp_path, depth=2) == "./\n(empty directory)"
+    assert list_directory(Tree(tmp_path)) == "(empty directory)"
+    assert list_directory(Tree(tmp_path), depth=2) == "./\n(empty directory)"
 
 
 def test_listing_refuses_bad_paths(tree: Path) -> None:
     with pytest.raises(RetriableError, match="path escapes the workspace root"):
-        list_dir(tree, "..")
+        list_directory(Tree(tree), "..")
     with pytest.raises(RetriableError, match="is a file"):
-        list_dir(tree, "README.md")
+        list_directory(Tree(tree), "README.md")
     with pytest.raises(RetriableError, match="does not exist"):
-        list_dir(tree, "nope")
+        list_directory(Tree(tree), "nope")
     with pytest.raises(RetriableError, match="depth"):
-        list_dir(tree, depth=-1)
-
-
-def test_atomic_write_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    synced: list[int] = []
-    fsync = os.fsync
-
-    def recording_fsync(fd: int) -> None:
-        synced.append(os.fstat(fd).st_ino)
-        fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", recording_fsync)
-    atomic_write(tmp_path / "a.txt", b"one")
-    assert synced == []
-    atomic_write(tmp_path / "a.txt", b"two", sync_directory=True)
-    assert synced == [tmp_path.stat().st_ino] and (tmp_path / "a.txt").read_bytes() == b"two"
+        list_directory(Tree(tree), depth=-1)

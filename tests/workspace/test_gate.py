@@ -102,10 +102,14 @@ def test_a_version_too_large_to_keep_is_reported_without_a_diff() -> None:
     assert "no longer cached" in message and "---" not in message
 
 
-def test_binary_versions_are_not_diffed() -> None:
+@pytest.mark.parametrize(
+    ("read", "now"), [(b"\x00\x01", b"\x00\x02"), (b"cafe\n", b"caf\xe9\n")], ids=["nul", "latin-1"]
+)
+def test_versions_that_are_not_text_are_not_diffed(read: bytes, now: bytes) -> None:
     gate = WriteGate()
-    gate.record_read(ALICE, "a.bin", b"\x00\x01", full=True)
-    assert "binary file" in refusal(gate, ALICE, "a.bin", b"\x00\x02")
+    gate.record_read(ALICE, "a.bin", read, full=True)
+    message = refusal(gate, ALICE, "a.bin", now)
+    assert "binary file" in message and "---" not in message
 
 
 def test_the_refusal_diff_is_capped() -> None:
@@ -125,7 +129,7 @@ def test_snapshots_evict_the_least_recently_used_within_the_byte_budget() -> Non
     assert cache.get("a") == b"aaaa"  # now the most recently used
     cache.add("c", b"cccc")
     assert cache.get("b") is None and cache.get("a") == b"aaaa" and cache.get("c") == b"cccc"
-    assert cache.size_bytes == 8 and len(cache) == 2
+    assert len(cache) == 2
     cache.add("huge", b"x" * 11)
     assert cache.get("huge") is None
 

@@ -9,16 +9,15 @@ from __future__ import annotations
 
 import os
 import re
-import socket
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.workspace.hostile import answer_within, bound_unix_socket
 from toolcards.core.deadline import deadline_after
 from toolcards.errors import RetriableError, ToolTimeout
 from toolcards.workspace.glob import (
@@ -31,27 +30,6 @@ from toolcards.workspace.glob import (
     glob,
     glob_regex,
 )
-
-
-def answer_within(seconds: float, call: Callable[[], str]) -> str:
-    """``call()``'s result, or ``"error: ..."`` for a RetriableError; fails if it takes longer."""
-    outcome: list[str] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except RetriableError as exc:
-            outcome.append(f"error: {exc}")
-        except BaseException as exc:  # reported below, as the test's failure
-            outcome.append(f"raised {type(exc).__name__}: {exc}")
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"no answer within {seconds} s"
-    assert not outcome[0].startswith("raised"), outcome[0]
-    return outcome[0]
-
 
 # -- reference implementations -----------------------------------------------------------
 
@@ -194,6 +172,9 @@ HOSTILE = {
     "'{a,b}' x 200": "{a,b}" * 200,
     "'**/' x 333": "**/" * 333,
     "'**/a/' x 199 on a deep tree": ("**/a/" * 199) + "z.py",
+    # A matcher that lets each ** backtrack (wcmatch's, for one) takes ~1.7 s per file here
+    # at 6 of them, about ten times more for each one added.
+    "'**/a/' x 8 on a deep tree": ("**/a/" * 8) + "z.py",
     "200 nested braces": "{a," * 200 + "b" + "}" * 200,
     "stars on a long name": "**/" + "*a" * 60 + "*b",
     "classes on a long name": "**/" + "*[ab]" * 80 + "*c",
@@ -226,13 +207,7 @@ def special_tree(tmp_path: Path) -> Iterator[Path]:
     os.mkfifo(tmp_path / "pipe.txt")
     os.mkfifo(tmp_path / "sub" / "pipe.txt")
     (tmp_path / "link.txt").symlink_to(tmp_path / "sub" / "real.txt")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    here = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        server.bind("sock.txt")
-    finally:
-        os.chdir(here)
+    server = bound_unix_socket(tmp_path, "sock.txt")
     yield tmp_path
     server.close()
 

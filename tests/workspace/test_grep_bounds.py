@@ -10,20 +10,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.workspace.hostile import answer_within, bound_unix_socket
 from toolcards.core.deadline import deadline_after
-from toolcards.errors import RetriableError, ToolTimeout
+from toolcards.errors import ToolTimeout
 from toolcards.workspace import grep as grep_module
 from toolcards.workspace.glob import MAX_WALK_DEPTH
 from toolcards.workspace.grep import MAX_GREP_LINE_CHARS, find_rg, grep
@@ -31,26 +30,6 @@ from toolcards.workspace.grep import MAX_GREP_LINE_CHARS, find_rg, grep
 HAVE_RG = find_rg() is not None
 needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
 ENGINES = [pytest.param(True, id="rg", marks=needs_rg), pytest.param(False, id="python")]
-
-
-def answer_within(seconds: float, call: Callable[[], str]) -> str:
-    """``call()``'s result, or ``"error: ..."`` for a RetriableError; fails if it takes longer."""
-    outcome: list[str] = []
-
-    def run() -> None:
-        try:
-            outcome.append(call())
-        except RetriableError as exc:
-            outcome.append(f"error: {exc}")
-        except BaseException as exc:  # reported below, as the test's failure
-            outcome.append(f"raised {type(exc).__name__}: {exc}")
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"no answer within {seconds} s"
-    assert not outcome[0].startswith("raised"), outcome[0]
-    return outcome[0]
 
 
 def shown_text(out: str) -> str:
@@ -244,13 +223,7 @@ def special_tree(tmp_path: Path) -> Iterator[Path]:
     (tmp_path / "sub" / "real.txt").write_text("hit\n")
     os.mkfifo(tmp_path / "pipe")
     os.mkfifo(tmp_path / "sub" / "pipe.txt")
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    here = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        server.bind("sock.txt")
-    finally:
-        os.chdir(here)
+    server = bound_unix_socket(tmp_path, "sock.txt")
     yield tmp_path
     server.close()
 

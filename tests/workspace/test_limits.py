@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from tests.workspace.hostile import MESSAGES, CheckedAgent
 from toolcards import TOOL_CALL
-from toolcards.testing import FakeObserver
 from toolcards.workspace.actor import MAX_EDIT_BYTES
 from toolcards.workspace.models import (
     MAX_CONTENT_CHARS,
@@ -19,11 +17,6 @@ from toolcards.workspace.models import (
     MAX_PATH_CHARS,
     MAX_PATTERN_CHARS,
 )
-
-
-@pytest.fixture
-def a(alice: FakeObserver, tmp_path: Path) -> CheckedAgent:
-    return CheckedAgent(alice, tmp_path)
 
 
 @pytest.mark.parametrize(

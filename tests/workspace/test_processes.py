@@ -28,9 +28,9 @@ from toolcards import TOOL_CALL, RetriableError, ToolFactory, ToolFailed
 from toolcards.testing import FakeObserver
 from toolcards.workspace import tree_lock
 from toolcards.workspace.actor import WorkspaceProxy, stop_workspace_actors, workspace_actor
-from toolcards.workspace.files import atomic_write
 from toolcards.workspace.models import FileEdit, content_digest
 from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace.tree import Tree
 from toolcards.workspace.tree_lock import TreeLock, probe_tree_locks, tree_lock_path
 
 SPAWN = multiprocessing.get_context("spawn")
@@ -218,7 +218,7 @@ def test_a_write_waits_for_the_lock_then_sees_the_change(tree: Path, ofd: bool, 
         time.sleep(0.5)
         assert (tree / "notes.md").read_text() == "original\n"
         # A change another process makes while it holds the lock.
-        atomic_write(tree / "notes.md", b"parent's version\n")
+        Tree(tree).write_bytes("notes.md", b"parent's version\n")
     parent.close()
     [[(first, first_message), (second, _)]] = collect(results, children, 1)
     # The waiting write checked the gate after the lock was released: refused, not lost.

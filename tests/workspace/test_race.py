@@ -11,7 +11,6 @@ outside is created, changed or deleted, and every refusal is a clear message (ch
 
 from __future__ import annotations
 
-import ctypes
 import hashlib
 import io
 import os
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.workspace.hostile import CheckedAgent
+from tests.workspace.hostile import CheckedAgent, renameat2_works
 from toolcards.testing import FakeObserver
 
 pytestmark = pytest.mark.slow
@@ -65,16 +64,6 @@ SWAPPER = textwrap.dedent(
     print(swaps, flush=True)
     """
 )
-
-
-def renameat2_works(tmp_path: Path) -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    (tmp_path / "probe_a").mkdir()
-    (tmp_path / "probe_b").symlink_to("probe_a")
-    a, b = bytes(tmp_path / "probe_a"), bytes(tmp_path / "probe_b")
-    function = getattr(libc, "renameat2", None)
-    done = function(-100, a, -100, b, 2) if function is not None else libc.syscall(316, -100, a, -100, b, 2)
-    return bool(done == 0 and (tmp_path / "probe_a").is_symlink())
 
 
 def fingerprint(directory: Path) -> dict[str, str]:

@@ -11,7 +11,6 @@ it is shown.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.workspace.hostile import renameat2_works
 from toolcards.errors import RetriableError
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import find_rg, grep
@@ -59,16 +59,6 @@ SWAPPER = textwrap.dedent(
     print(swaps, flush=True)
     """
 )
-
-
-def renameat2_works(tmp_path: Path) -> bool:
-    libc = ctypes.CDLL(None, use_errno=True)
-    (tmp_path / "probe_a").mkdir()
-    (tmp_path / "probe_b").symlink_to("probe_a")
-    a, b = bytes(tmp_path / "probe_a"), bytes(tmp_path / "probe_b")
-    function = getattr(libc, "renameat2", None)
-    done = function(-100, a, -100, b, 2) if function is not None else libc.syscall(316, -100, a, -100, b, 2)
-    return bool(done == 0 and (tmp_path / "probe_a").is_symlink())
 
 
 def test_swapping_directories_for_symlinks_never_shows_outside_files(tmp_path: Path) -> None:

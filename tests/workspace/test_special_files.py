@@ -9,7 +9,6 @@ was never blocked.
 from __future__ import annotations
 
 import os
-import socket
 import stat
 import subprocess
 import sys
@@ -19,32 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.workspace.hostile import CheckedAgent
-from toolcards.testing import FakeObserver
+from tests.workspace.hostile import CheckedAgent, bound_unix_socket
 from toolcards.workspace.tree import Tree
 
 
 @pytest.fixture
-def a(alice: FakeObserver, tmp_path: Path) -> CheckedAgent:
-    return CheckedAgent(alice, tmp_path)
-
-
-@pytest.fixture
-def b(bob: FakeObserver, tmp_path: Path) -> CheckedAgent:
-    return CheckedAgent(bob, tmp_path)
-
-
-@pytest.fixture
 def unix_socket(a: CheckedAgent) -> Iterator[str]:
-    """A listening unix socket at ``sock`` in the tree (bound by a relative name, as paths
-    to sockets are limited to 108 bytes)."""
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    here = os.getcwd()
-    os.chdir(a.root)
-    try:
-        server.bind("sock")
-    finally:
-        os.chdir(here)
+    """A listening unix socket at ``sock`` in the tree."""
+    server = bound_unix_socket(a.root, "sock")
     server.listen(1)
     yield "sock"
     server.close()

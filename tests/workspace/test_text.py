@@ -1,12 +1,25 @@
-"""Line endings, line splitting, numbered quotes and unified-diff rendering."""
+"""Line endings, line splitting, numbered quotes and the closest block, unified diffs and the change diff."""
 
 from __future__ import annotations
+
+import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcards.workspace.text import detect_newline, quote_lines, split_lines, to_newline, unified_diff
+from toolcards.errors import RetriableError
+from toolcards.workspace.patch import apply_file_patch, parse_patch
+from toolcards.workspace.text import (
+    change_diff,
+    closest_block,
+    detect_newline,
+    file_text,
+    quote_lines,
+    split_lines,
+    to_newline,
+    unified_diff,
+)
 
 
 @pytest.mark.parametrize(
@@ -60,6 +73,15 @@ def test_quote_lines_numbers_cuts_and_counts_the_rest() -> None:
     assert quote_lines([], 1) == ""
 
 
+def test_closest_block_finds_the_most_similar_run() -> None:
+    lines = ["alpha", "beta", "gamma", "delta"]
+    assert closest_block(lines, ["gamma", "delt"])[:2] == (2, 2)  # type: ignore[index]
+    assert closest_block(lines, []) is None
+    start, count, score = closest_block(["x"], ["a", "b", "c"])  # type: ignore[misc]
+    assert (start, count) == (0, 1)
+    assert 0 <= score <= 100
+
+
 def test_unified_diff_has_git_style_headers_and_hunks() -> None:
     diff = unified_diff("a\nb\nc\n", "a\nB\nc\n", "src/x.py")
     assert diff.splitlines() == ["--- a/src/x.py", "+++ b/src/x.py", "@@ -1,3 +1,3 @@", " a", "-b", "+B", " c"]
@@ -106,3 +128,66 @@ def test_unified_diff_is_capped_and_says_how_much_was_cut() -> None:
 def test_unified_diff_rejects_a_non_positive_cap() -> None:
     with pytest.raises(ValueError, match="max_lines"):
         unified_diff("a", "b", "x", max_lines=0)
+
+
+def random_change(seed: int, vocabulary: int | None) -> tuple[str, str]:
+    """A text and a few random line insertions, deletions and replacements of it.
+
+    Lines are unique unless ``vocabulary`` limits them to that many distinct ones; some
+    texts are long (blocks of several KB) and some lose their final line ending.
+    """
+    rng = random.Random(seed)
+    width = rng.choice([0, 0, 150])
+    ending = rng.choice(["\n", "\n", "\r\n"])
+
+    def line(n: int) -> str:
+        return f"line {rng.randrange(vocabulary) if vocabulary else n}{'x' * rng.randrange(width + 1)}{ending}"
+
+    lines = [line(n) for n in range(rng.randrange(0, 300 if width else 60))]
+    new = list(lines)
+    for step in range(rng.randrange(1, 4)):
+        at = rng.randrange(0, len(new) + 1)
+        kind = rng.randrange(3)
+        if kind == 0 and at < len(new):
+            del new[at]
+        elif kind == 1:
+            new.insert(at, line(1000 + step))
+        elif at < len(new):
+            new[at] = line(2000 + step)
+    old_text, new_text = "".join(lines), "".join(new)
+    if rng.random() < 0.2:
+        old_text = old_text.rstrip("\r\n")
+    if rng.random() < 0.3:
+        new_text = new_text.rstrip("\r\n")
+    return old_text, new_text
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_change_diff_matches_a_full_unified_diff(seed: int) -> None:
+    old, new = random_change(seed, vocabulary=None)
+    assert change_diff(old, new, "f.py") == unified_diff(old, new, "f.py")
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_change_diff_of_repetitive_text_applies_as_a_patch(seed: int) -> None:
+    old, new = random_change(seed, vocabulary=6)
+    if old == new:
+        return
+    diff = change_diff(old, new, "f.py", max_lines=None)
+    if not diff.startswith("---"):  # only the line endings changed
+        assert "only the line endings changed" in diff
+        return
+    (file_patch,) = parse_patch(diff)
+    assert apply_file_patch(old, file_patch) == new
+
+
+@pytest.mark.parametrize("data", [b"a\x00b", b"caf\xe9", b"\xff\xfe\x00a"], ids=["nul", "latin-1", "utf-16"])
+def test_file_text_refuses_what_is_not_utf8_without_nul(data: bytes) -> None:
+    with pytest.raises(RetriableError, match=r"'x\.bin' looks binary \(it is not UTF-8 text\), so it cannot be shown"):
+        file_text(data, "x.bin")
+    with pytest.raises(RetriableError, match=r"so it cannot be edited\. Overwrite it whole with workspace_write"):
+        file_text(data, "x.bin", doing="edit")
+
+
+def test_file_text_keeps_a_byte_order_mark() -> None:
+    assert file_text("\ufeffé\r\n".encode(), "a.txt") == "\ufeffé\r\n"

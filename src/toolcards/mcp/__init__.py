@@ -4,7 +4,8 @@
 * :mod:`toolcards.mcp.connect` — :func:`build_toolset`, the pydantic-ai toolset for a config
   or an in-process server;
 * :mod:`toolcards.mcp.oauth` — authorization code + PKCE with tokens cached on disk;
-* :mod:`toolcards.mcp.probe` — :func:`probe`, a server's tools without an agent;
+* :mod:`toolcards.mcp.probe` — :func:`probe`, a server's tools without an agent, and
+  :func:`login`, the one interactive OAuth sign-in;
 * :mod:`toolcards.mcp.failures` — MCP client failures translated into toolcards errors.
 
 Importing this package imports neither ``mcp``, ``fastmcp`` nor ``pydantic_ai``; they
@@ -34,11 +35,9 @@ from toolcards.mcp.oauth import (
     OAuthTokenFile,
     forget_tokens,
     is_interactive,
-    login,
-    login_async,
     token_file_path,
 )
-from toolcards.mcp.probe import ToolInfo, probe, probe_async
+from toolcards.mcp.probe import ToolInfo, login, login_async, probe, probe_async
 from toolcards.mcp.tool import MCPTool
 
 __all__ = [

@@ -11,13 +11,14 @@ what a long-lived, often unattended process needs around it:
   server's metadata, so a restarted process refreshes an expired token at the right
   endpoint instead of asking a person to sign in again.
 * A loopback redirect: in an interactive process the authorization URL is printed to
-  stderr (and opened in a browser when a display is available), and an HTTP listener on
-  ``127.0.0.1`` waits up to ``callback_timeout_s`` for the redirect carrying this
-  sign-in's ``state``, then closes.
+  stderr (and opened in a browser when a display is available), and the standard
+  library's HTTP server listens on ``127.0.0.1`` up to ``callback_timeout_s`` for the
+  redirect carrying this sign-in's ``state``, then closes.
 * A headless process — no display and no terminal, or ``interactive=False`` — never
   waits: it raises :class:`OAuthAuthorizationRequired` (a
   :class:`~toolcards.errors.ToolFailed`) whose message gives the URL and says to run
-  :func:`login` once from a terminal; the cached tokens then serve headless runs.
+  :func:`~toolcards.mcp.probe.login` once from a terminal; the cached tokens then serve
+  headless runs.
 
 :func:`build_oauth_auth` is what :mod:`toolcards.mcp.connect` calls; it reads the token
 file (blocking, small) and picks the redirect port. Nothing here imports ``mcp`` until
@@ -26,7 +27,6 @@ it is called.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import html
 import json
@@ -34,16 +34,17 @@ import logging
 import os
 import socket
 import sys
-import tempfile
 import threading
 import time
 import webbrowser
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel
 
+from toolcards.core.atomic_write import atomic_write
 from toolcards.core.locations import internal_dir
 from toolcards.errors import ToolFailed
 
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
     import httpx2
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
 
-    from toolcards.mcp.config import MCPHTTPConnectionConfig, MCPOAuthConfig
+    from toolcards.mcp.config import MCPOAuthConfig
 
 __all__ = [
     "OAuthAuthorizationRequired",
@@ -59,8 +60,6 @@ __all__ = [
     "build_oauth_auth",
     "forget_tokens",
     "is_interactive",
-    "login",
-    "login_async",
     "token_file_path",
 ]
 
@@ -70,7 +69,7 @@ _Model = TypeVar("_Model", bound=BaseModel)
 
 _CALLBACK_PATH = "/callback"
 _EXPIRY_MARGIN_S = 30.0  # refresh a little early so a token never expires in flight
-_MAX_REQUEST_BYTES = 16_384
+_POLL_S = 0.05  # how often the listener's thread checks whether it was asked to stop
 _REQUEST_READ_TIMEOUT_S = 10.0
 
 
@@ -162,17 +161,7 @@ class OAuthTokenFile:
     def _update(self, **fields: Any) -> None:
         data = self._read()
         data.update(fields, server_url=self.server_url)
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                json.dump(data, out)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        atomic_write(self.path, json.dumps(data).encode("utf-8"), mode=0o600, directory_mode=0o700)
 
     # -- TokenStorage protocol ------------------------------------------------------
 
@@ -233,7 +222,14 @@ def _validated(model: type[_Model], value: Any) -> _Model | None:
 
 
 class _LoopbackRedirect:
-    """The SDK's redirect and callback handlers for one server: print/open, then listen once."""
+    """The SDK's redirect and callback handlers for one server: print/open, then listen once.
+
+    The listener is the standard library's ``ThreadingHTTPServer`` on ``host:port``, started
+    by :meth:`redirect` before the URL is shown and stopped by :meth:`callback`. Each
+    connection gets its own thread, because browsers open speculative connections that never
+    send a request. Requests for other paths, or whose ``state`` is not this sign-in's, are
+    answered and ignored, so a stray local request cannot end the flow.
+    """
 
     def __init__(self, *, server: str, host: str, port: int, timeout_s: float, interactive: bool) -> None:
         self.server = server
@@ -242,7 +238,9 @@ class _LoopbackRedirect:
         self.timeout_s = timeout_s
         self.interactive = interactive
         self._url = ""
-        self._listener: Any = None
+        self._listener: ThreadingHTTPServer | None = None
+        self._outcome: list[AuthorizationCodeResult | ToolFailed] = []
+        self._done = threading.Event()
 
     @property
     def redirect_uri(self) -> str:
@@ -255,8 +253,6 @@ class _LoopbackRedirect:
         )
 
     async def redirect(self, authorization_url: str) -> None:
-        import anyio
-
         self._url = authorization_url
         if not self.interactive:
             raise OAuthAuthorizationRequired(
@@ -266,7 +262,8 @@ class _LoopbackRedirect:
                 authorization_url,
             )
         # Listen before the browser can possibly be redirected to us.
-        self._listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+        self._listener = ThreadingHTTPServer((self.host, self.port), self._handler_class())
+        threading.Thread(target=self._listener.serve_forever, args=(_POLL_S,), daemon=True).start()
         print(
             f"MCP server {self.server} requires sign-in. Open this URL in a browser "
             f"(waiting {self.timeout_s:g} s for the redirect to {self.redirect_uri}):\n{authorization_url}",
@@ -274,8 +271,7 @@ class _LoopbackRedirect:
             flush=True,
         )
         if _has_display():
-            # Never awaited: a browser may block until its page loads, and that page is served
-            # by the listener this flow only reads after `redirect` returns.
+            # Never awaited: a browser may block until its page loads.
             threading.Thread(target=_open_browser, args=(authorization_url,), daemon=True).start()
 
     async def callback(self) -> AuthorizationCodeResult:
@@ -285,60 +281,68 @@ class _LoopbackRedirect:
         if listener is None:  # the SDK always calls redirect first
             raise RuntimeError("callback() before redirect()")
         try:
-            with anyio.fail_after(self.timeout_s):
-                return await self._accept_redirect(listener)
-        except TimeoutError:
+            arrived = await anyio.to_thread.run_sync(self._done.wait, self.timeout_s, abandon_on_cancel=True)
+        finally:
+            self._listener = None
+            with anyio.CancelScope(shield=True):  # a cancelled sign-in still frees its port
+                await anyio.to_thread.run_sync(listener.shutdown)
+            listener.server_close()
+        if not arrived:
             raise OAuthAuthorizationRequired(
                 f"Nobody completed the OAuth sign-in for MCP server {self.server} within "
                 f"{self.timeout_s:g} s. {self._login_hint()} Authorization URL: {self._url}",
                 self._url,
-            ) from None
-        finally:
-            self._listener = None
-            await listener.aclose()
-
-    async def _accept_redirect(self, listener: Any) -> AuthorizationCodeResult:
-        """Serve connections concurrently until one carries the redirect for this sign-in.
-
-        Concurrent, because browsers open speculative connections that never send a request.
-        Requests for other paths, or whose ``state`` is not this sign-in's, are answered and
-        ignored, so a stray local request cannot end the flow.
-        """
-        import anyio
-        from mcp.shared.auth import AuthorizationCodeResult
-
-        expected_state = parse_qs(urlsplit(self._url).query).get("state", [None])[0]
-        outcome: list[AuthorizationCodeResult | ToolFailed] = []
-
-        async def handle(stream: Any) -> None:
-            async with stream:
-                with anyio.move_on_after(_REQUEST_READ_TIMEOUT_S):
-                    path, query = await _read_request_target(stream)
-                    params = {key: values[0] for key, values in parse_qs(query).items()}
-                    if path != _CALLBACK_PATH:
-                        await _respond(stream, 404, "Not found.")
-                    elif params.get("state") != expected_state:
-                        await _respond(stream, 400, "This sign-in link is stale or not for this client.")
-                    elif "error" in params:
-                        reason = params.get("error_description") or params["error"]
-                        await _respond(stream, 400, f"Sign-in failed: {reason}. You can close this tab.")
-                        outcome.append(ToolFailed(f"OAuth sign-in for MCP server {self.server} was refused: {reason}."))
-                        group.cancel_scope.cancel()
-                    elif "code" not in params:
-                        await _respond(stream, 400, "Missing authorization code.")
-                    else:
-                        await _respond(stream, 200, "Signed in. You can close this tab.")
-                        outcome.append(
-                            AuthorizationCodeResult(code=params["code"], state=params["state"], iss=params.get("iss"))
-                        )
-                        group.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(listener.serve, handle, group)
-        result = outcome[0]
+            )
+        result = self._outcome[0]
         if isinstance(result, ToolFailed):
             raise result
         return result
+
+    def _answer(self, path: str, query: str) -> tuple[int, str]:
+        """The status and text for one request to the listener; records the sign-in's outcome."""
+        from mcp.shared.auth import AuthorizationCodeResult
+
+        params = {key: values[0] for key, values in parse_qs(query).items()}
+        expected_state = parse_qs(urlsplit(self._url).query).get("state", [None])[0]
+        if path != _CALLBACK_PATH:
+            return 404, "Not found."
+        if params.get("state") != expected_state:
+            return 400, "This sign-in link is stale or not for this client."
+        if "error" in params:
+            reason = params.get("error_description") or params["error"]
+            self._finish(ToolFailed(f"OAuth sign-in for MCP server {self.server} was refused: {reason}."))
+            return 400, f"Sign-in failed: {reason}. You can close this tab."
+        if "code" not in params:
+            return 400, "Missing authorization code."
+        self._finish(AuthorizationCodeResult(code=params["code"], state=params["state"], iss=params.get("iss")))
+        return 200, "Signed in. You can close this tab."
+
+    def _finish(self, outcome: AuthorizationCodeResult | ToolFailed) -> None:
+        if not self._done.is_set():
+            self._outcome.append(outcome)
+            self._done.set()
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        redirect = self
+
+        class CallbackHandler(BaseHTTPRequestHandler):
+            timeout = _REQUEST_READ_TIMEOUT_S  # a connection that sends nothing is dropped
+
+            def do_GET(self) -> None:
+                target = urlsplit(self.path)
+                status, text = redirect._answer(target.path, target.query)
+                body = f"<!doctype html><title>toolcards</title><p>{html.escape(text)}</p>".encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "text/html; charset=utf-8")
+                self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                logger.debug("OAuth redirect listener: " + format, *args)
+
+        return CallbackHandler
 
 
 def _open_browser(url: str) -> None:
@@ -346,32 +350,6 @@ def _open_browser(url: str) -> None:
         webbrowser.open(url)
     except Exception:  # a missing browser only means the printed URL must be used
         logger.debug("Could not open a browser", exc_info=True)
-
-
-async def _read_request_target(stream: Any) -> tuple[str, str]:
-    data = b""
-    while b"\r\n\r\n" not in data and len(data) < _MAX_REQUEST_BYTES:
-        try:
-            chunk = await stream.receive()
-        except Exception:  # peer went away before sending a full request
-            break
-        data += chunk
-    request_line = data.split(b"\r\n", 1)[0].decode("latin-1")
-    parts = request_line.split(" ")
-    target = parts[1] if len(parts) >= 2 else ""
-    split = urlsplit(target)
-    return split.path, split.query
-
-
-async def _respond(stream: Any, status: int, text: str) -> None:
-    reason = {200: "OK", 400: "Bad Request", 404: "Not Found"}[status]
-    body = f"<!doctype html><title>toolcards</title><p>{html.escape(text)}</p>".encode()
-    head = (
-        f"HTTP/1.1 {status} {reason}\r\nContent-Type: text/html; charset=utf-8\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode()
-    with contextlib.suppress(Exception):
-        await stream.send(head + body)
 
 
 def _free_port(host: str) -> int:
@@ -498,29 +476,3 @@ def _restore_metadata(context: Any, cached: dict[str, Any]) -> None:
         )
     if context.auth_server_url is None and isinstance(cached.get("auth_server_url"), str):
         context.auth_server_url = cached["auth_server_url"]
-
-
-async def login_async(config: MCPHTTPConnectionConfig) -> list[str]:
-    """Sign in to an OAuth-protected HTTP MCP server now, interactively, and cache the tokens.
-
-    Connects with ``oauth.interactive`` forced on, so the URL is printed (and opened when a
-    display is available) and the call waits up to ``oauth.callback_timeout_s`` for the
-    redirect. Returns the server's tool names. Raises :class:`~toolcards.errors.ToolFailed`
-    (or its subclass :class:`OAuthAuthorizationRequired`) when sign-in or connection fails,
-    and :class:`~toolcards.errors.WiringError` when the config has no ``oauth`` section.
-    """
-    from toolcards.errors import WiringError
-    from toolcards.mcp.probe import probe_async
-
-    if config.oauth is None:
-        raise WiringError(f"MCP server {config.label}: login needs an 'oauth' section in its config.")
-    forced = config.model_copy(update={"oauth": config.oauth.model_copy(update={"interactive": True})})
-    return [tool.name for tool in await probe_async(forced)]
-
-
-def login(config: MCPHTTPConnectionConfig) -> list[str]:
-    """Blocking :func:`login_async` for scripts and the command line (runs its own event loop)."""
-    import anyio
-
-    result: list[str] = anyio.run(login_async, config)
-    return result

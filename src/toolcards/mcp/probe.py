@@ -1,7 +1,9 @@
-"""List an MCP server's tools without an agent: a connection check and a catalogue.
+"""List an MCP server's tools without an agent: a connection check, a catalogue, a sign-in.
 
 :func:`probe_async` connects to a source (config or in-process server), lists its tools
-and disconnects; :func:`probe` is the blocking form for scripts and the command line. A
+and disconnects; :func:`probe` is the blocking form for scripts and the command line.
+:func:`login` is a probe that may wait for a person: it signs in to an OAuth-protected
+server once, from a terminal, so that headless runs find the tokens cached. A
 probed stdio server is never kept alive, and its stderr is captured so a failure can
 quote it.
 
@@ -19,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from toolcards.errors import ToolFailed
+from toolcards.errors import ToolFailed, WiringError
 from toolcards.mcp.config import MCPHTTPConnectionConfig, MCPStdioConnectionConfig
 from toolcards.mcp.connect import InProcessMCPServer, MCPSource, build_mcp_toolset, resolve_source
 from toolcards.mcp.failures import describe_failure, timed_out, toolcards_error_in
 
-__all__ = ["ToolInfo", "probe", "probe_async"]
+__all__ = ["ToolInfo", "login", "login_async", "probe", "probe_async"]
 
 _STDERR_TAIL_CHARS = 600
 
@@ -96,6 +98,29 @@ def probe(source: MCPSource | Any) -> list[ToolInfo]:
     import anyio
 
     result: list[ToolInfo] = anyio.run(probe_async, source)
+    return result
+
+
+async def login_async(config: MCPHTTPConnectionConfig) -> list[str]:
+    """Sign in to an OAuth-protected HTTP MCP server now, interactively, and cache the tokens.
+
+    A probe with ``oauth.interactive`` forced on: the URL is printed (and opened when a
+    display is available) and the call waits up to ``oauth.callback_timeout_s`` for the
+    redirect. Returns the server's tool names. Raises :class:`~toolcards.errors.ToolFailed`
+    (or its subclass :class:`~toolcards.mcp.oauth.OAuthAuthorizationRequired`) when sign-in or connection fails,
+    and :class:`~toolcards.errors.WiringError` when the config has no ``oauth`` section.
+    """
+    if config.oauth is None:
+        raise WiringError(f"MCP server {config.label}: login needs an 'oauth' section in its config.")
+    forced = config.model_copy(update={"oauth": config.oauth.model_copy(update={"interactive": True})})
+    return [tool.name for tool in await probe_async(forced)]
+
+
+def login(config: MCPHTTPConnectionConfig) -> list[str]:
+    """Blocking :func:`login_async` for scripts and the command line (runs its own event loop)."""
+    import anyio
+
+    result: list[str] = anyio.run(login_async, config)
     return result
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-import os
 import shutil
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from toolcards.core.atomic_write import atomic_write
 from toolcards.vector.assets import (
     FETCH_HINT,
     MODEL,
@@ -56,16 +56,9 @@ def requirements(files: Sequence[ModelFile] | None = None) -> str:
 def _install(source: Path, file: ModelFile) -> Path:
     """Copy a verified file into the cache atomically: a concurrent reader sees old or new."""
     target = cache_path(file)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{file.name}-", suffix=".tmp")
-    os.close(handle)
-    try:
-        shutil.copyfile(source, temp_name)
-        # mkstemp creates 0600; the cache may be shared by several users of one machine.
-        os.chmod(temp_name, 0o644)
-        os.replace(temp_name, target)
-    finally:
-        Path(temp_name).unlink(missing_ok=True)
+    with source.open("rb") as stream:
+        # 0644: the cache may be shared by several users of one machine.
+        atomic_write(target, stream, mode=0o644)
     return target
 
 

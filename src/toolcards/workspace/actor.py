@@ -50,7 +50,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -69,7 +68,7 @@ from toolcards.workspace.gate import WriteGate
 from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
 from toolcards.workspace.os_errors import Doing, file_error
 from toolcards.workspace.patch import apply_patch
-from toolcards.workspace.text import detect_newline, quote_file_text, to_newline, unified_diff
+from toolcards.workspace.text import change_diff, detect_newline, file_text, quote_file_text, to_newline
 from toolcards.workspace.tree import FileBytes, Tree, format_size
 from toolcards.workspace.tree_lock import TreeLock
 
@@ -97,11 +96,6 @@ MAX_CHANGE_BYTES = 64 * 1024 * 1024
 """Bytes of files one change (a multi-edit, a patch) may load in all."""
 
 _TOO_LARGE_HINT = "Change it with a command, or delete it with workspace_delete and write it anew; nothing was changed."
-
-_CONTEXT = 3
-"""Lines of context around each change in a diff (as ``unified_diff`` shows)."""
-_BLOCK = 4096
-_HUNK_HEADER = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@", re.MULTILINE)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -200,7 +194,10 @@ class WorkspaceActor(pykka.ThreadingActor):
             self.gate.check(agent, rel, before, "overwrite", digest=digest)
             text = content
             if before is not None:
-                old_text = _text_or_none(before)
+                try:
+                    old_text: str | None = file_text(before, rel)
+                except RetriableError:
+                    old_text = None  # a binary file is overwritten as it is given
                 if old_text is not None:
                     if "\n" in old_text:
                         text = to_newline(text, detect_newline(old_text))
@@ -222,13 +219,13 @@ class WorkspaceActor(pykka.ThreadingActor):
         with self._changing():
             rel, before = self._existing(path)
             self.gate.check(agent, rel, before, "edit")
-            old_text = _decode(before, rel)
+            old_text = file_text(before, rel, doing="edit")
             outcome = apply_edit(old_text, old_string, new_string, replace_all=replace_all, path=rel)
             after = outcome.text.encode("utf-8")
             self._commit(agent, [_Change(path=rel, before=before, after=after, mode=None, full=None)])
             how = "" if outcome.strategy == "exact" else f", matched by {outcome.strategy}: check the diff"
             places = f"{outcome.replacements} place{'' if outcome.replacements == 1 else 's'}"
-            diff = change_diff(old_text, outcome.text, rel).rstrip()
+            diff = change_diff(old_text, outcome.text, rel, max_lines=CHANGE_DIFF_LINES).rstrip()
             return f"Edited {rel} ({places}{how}).\n{quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)}"
 
     def multi_edit(self, agent: str, edits: Sequence[FileEdit]) -> str:
@@ -248,7 +245,7 @@ class WorkspaceActor(pykka.ThreadingActor):
                 if rel not in files:
                     rel, before = self._existing(item.path)
                     self.gate.check(agent, rel, before, "edit")
-                    files[rel] = (before, _decode(before, rel))
+                    files[rel] = (before, file_text(before, rel, doing="edit"))
                     texts[rel] = files[rel][1]
                 try:
                     outcome = apply_edit(
@@ -266,7 +263,10 @@ class WorkspaceActor(pykka.ThreadingActor):
                 if texts[rel] != old_text
             ]
             self._commit(agent, changes)
-            diffs = "\n".join(change_diff(files[c.path][1], texts[c.path], c.path).rstrip() for c in changes)
+            diffs = "\n".join(
+                change_diff(files[c.path][1], texts[c.path], c.path, max_lines=CHANGE_DIFF_LINES).rstrip()
+                for c in changes
+            )
             count = f"{len(edits)} edit{'' if len(edits) == 1 else 's'}"
             summary = f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}."
             return f"{summary}\n{quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)}" if diffs else summary
@@ -283,7 +283,7 @@ class WorkspaceActor(pykka.ThreadingActor):
             def read(path: str) -> str | None:
                 current = self._current(path, "edit")
                 seen[path] = current
-                return None if current.data is None else _decode(current.data, current.rel)
+                return None if current.data is None else file_text(current.data, current.rel, doing="edit")
 
             changed = apply_patch(patch_text, read)
             changes: list[_Change] = []
@@ -511,108 +511,6 @@ def stop_workspace_actors(timeout: float | None = 30.0) -> None:
     for ref, _ in entries:
         with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
             ref.stop(block=True, timeout=timeout)
-
-
-def change_diff(old: str, new: str, path: str, max_lines: int | None = CHANGE_DIFF_LINES) -> str:
-    """A unified diff of ``old`` → ``new`` computed on the changed region only.
-
-    The format of :func:`~toolcards.workspace.text.unified_diff` (hunks with 3 lines of
-    context, true line numbers, capped at ``max_lines``), but only the lines between the
-    first and last difference go through ``difflib``, so a one-line edit in a 2,000-line
-    file costs tens of microseconds rather than milliseconds. The result is the same diff,
-    except that where repeated lines make a change's place ambiguous it may be shown at
-    another of the equivalent places; uncapped, it always applies to ``old`` to give ``new``.
-    """
-    prefix = _common_prefix(old, new)
-    suffix = _common_suffix(old, new, min(len(old), len(new)) - prefix)
-    # Line `changed` is the first that differs; it starts at the same offset in both texts.
-    changed = old.count("\n", 0, prefix)
-    start = old.rfind("\n", 0, prefix) + 1
-    first = changed
-    while first > changed - _CONTEXT and first > 0:
-        start = old.rfind("\n", 0, start - 1) + 1
-        first -= 1
-    # Lines after the first "\n" of the common suffix are identical in both texts; keep
-    # the first few of them as context and leave out the rest.
-    same = old[len(old) - suffix :]
-    window_a = old[start : _context_end(old, same, suffix)]
-    window_b = new[start : _context_end(new, same, suffix)]
-    diff = unified_diff(window_a, window_b, path, max_lines=max_lines)
-    if not first or not diff.startswith("---"):
-        return diff
-
-    def shift(match: re.Match[str]) -> str:
-        return f"@@ -{int(match[1]) + first}{match[2]} +{int(match[3]) + first}{match[4]} @@"
-
-    return _HUNK_HEADER.sub(shift, diff)
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix, compared a block at a time (in C), then bisected."""
-    limit = min(len(a), len(b))
-    low = 0
-    while low < limit:
-        high = min(limit, low + _BLOCK)
-        if a[low:high] != b[low:high]:
-            break
-        low = high
-    else:
-        return limit
-    # a[:low] == b[:low] and a[low:high] != b[low:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-def _common_suffix(a: str, b: str, limit: int) -> int:
-    """Length of the longest common suffix, at most ``limit`` characters."""
-    length_a, length_b = len(a), len(b)
-    low = 0
-    while low < limit:
-        high = min(limit, low + _BLOCK)
-        if a[length_a - high : length_a - low] != b[length_b - high : length_b - low]:
-            break
-        low = high
-    else:
-        return limit
-    while high - low > 1:
-        middle = (low + high) // 2
-        if a[length_a - middle : length_a - low] == b[length_b - middle : length_b - low]:
-            low = middle
-        else:
-            high = middle
-    return low
-
-
-def _context_end(text: str, same: str, suffix: int) -> int:
-    """Where a diff window of ``text`` ends: a few whole lines into its common suffix ``same``."""
-    newline = same.find("\n")
-    if newline < 0 or same.count("\n") <= _CONTEXT:
-        return len(text)
-    end = len(text) - suffix + newline + 1
-    for _ in range(_CONTEXT):
-        end = text.find("\n", end) + 1
-    return end
-
-
-def _text_or_none(data: bytes) -> str | None:
-    if b"\x00" in data:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _decode(data: bytes, rel: str) -> str:
-    text = _text_or_none(data)
-    if text is None:
-        raise RetriableError(f"{rel!r} is not UTF-8 text, so it cannot be edited. Overwrite it whole or leave it.")
-    return text
 
 
 def _line_count(text: str) -> int:

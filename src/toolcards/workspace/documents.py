@@ -22,9 +22,10 @@ import threading
 from pathlib import Path, PurePath
 from typing import Any
 
+from toolcards.core.atomic_write import atomic_write
 from toolcards.core.output import wrap_untrusted
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace.files import atomic_write, read_bytes
+from toolcards.workspace.files import read_bytes
 from toolcards.workspace.tree import format_size
 
 __all__ = [
@@ -99,7 +100,7 @@ def document_markdown(data: bytes, suffix: str, cache_dir: Path, *, shown_as: st
     if not markdown:
         markdown = "(the document contains no extractable text)"
     # A cache that cannot be written only costs a conversion next time.
-    with contextlib.suppress(RetriableError, ToolFailed):
+    with contextlib.suppress(OSError):
         atomic_write(cached, markdown.encode("utf-8"))
     return markdown
 

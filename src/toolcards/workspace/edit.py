@@ -54,16 +54,13 @@ from itertools import accumulate
 from operator import add
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.text import detect_newline, quote_file_text, quote_lines, to_newline
+from toolcards.workspace.text import closest_block, detect_newline, quote_file_text, quote_lines, to_newline
 
 __all__ = [
     "FUZZY_THRESHOLD",
     "STRATEGIES",
-    "Edit",
     "EditOutcome",
     "apply_edit",
-    "apply_edits",
-    "closest_block",
 ]
 
 STRATEGIES: tuple[str, ...] = (
@@ -105,18 +102,6 @@ class EditOutcome:
     """How many places were replaced (1 unless ``replace_all``)."""
     first_line: int
     """1-based line of the first replaced place (the same in the old and new text)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Edit:
-    """One find-and-replace for :func:`apply_edits`."""
-
-    old: str
-    """The text to find (``old_string``)."""
-    new: str
-    """Its replacement (``new_string``)."""
-    replace_all: bool = False
-    """Replace every non-overlapping place instead of requiring exactly one."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,77 +215,6 @@ def apply_edit(
         )
     replacements = sum(match.places for match in chosen)
     return EditOutcome(text=new_text, strategy=strategy, replacements=replacements, first_line=first_line)
-
-
-def apply_edits(text: str, edits: Sequence[Edit], *, path: str | None = None) -> list[EditOutcome]:
-    """Apply several edits to one text in order, all or nothing.
-
-    Each edit sees the text left by the edits before it. Returns one outcome per edit; the
-    last one's ``text`` is the final content. If any edit fails, raises
-    :class:`~toolcards.errors.RetriableError` naming which one (its line numbers count the
-    text after the earlier edits), and no outcome is returned, so the caller writes nothing.
-    Also raises it for an empty ``edits``. Pure and non-blocking.
-    """
-    if not edits:
-        raise RetriableError("edits is empty: pass at least one edit with old_string and new_string.")
-    outcomes: list[EditOutcome] = []
-    current = text
-    for number, edit in enumerate(edits, 1):
-        try:
-            outcome = apply_edit(current, edit.old, edit.new, replace_all=edit.replace_all, path=path)
-        except RetriableError as exc:
-            if len(edits) == 1:
-                raise
-            after = f" (its line numbers count the text after edits 1-{number - 1})" if number > 1 else ""
-            raise RetriableError(
-                f"Edit {number} of {len(edits)} failed, so none of the edits was applied{after}: {exc}"
-            ) from exc
-        outcomes.append(outcome)
-        current = outcome.text
-    return outcomes
-
-
-def closest_block(lines: Sequence[str], block: Sequence[str]) -> tuple[int, int, float] | None:
-    """Find the run of ``lines`` most similar to ``block``, for a "did you mean" message.
-
-    Lines are compared with surrounding whitespace stripped (rapidfuzz ``ratio``). Returns
-    ``(start, count, score)``: the 0-based first line, the number of lines (``len(block)``,
-    or all of ``lines`` when it is shorter) and the similarity in percent. Returns ``None``
-    when either sequence is empty. Scores every run, so use it on error paths only.
-    """
-    from rapidfuzz import fuzz
-
-    if not lines or not block:
-        return None
-    count = min(len(block), len(lines))
-    query = "\n".join(line.strip() for line in block)
-    stripped = [line.strip() for line in lines]
-    joined = "\n".join(stripped)
-    if _best_possible_ratio(len(query), len(joined)) < _CLOSEST_FLOOR:
-        # Far longer than the whole text (or far shorter): nothing can be close, and scoring
-        # every window of a huge query would cost a quarter of a second per megabyte.
-        return None
-    offsets = list(accumulate((len(s) + 1 for s in stripped), initial=0))
-    best_start, best_score = 0, -1.0
-    for start in range(len(lines) - count + 1):
-        window = joined[offsets[start] : offsets[start + count] - 1]
-        # A cutoff at the best score so far lets rapidfuzz reject most windows early.
-        score = fuzz.ratio(query, window, score_cutoff=max(best_score, 0.0) + 1e-9)
-        if score > best_score:
-            best_start, best_score = start, score
-    return best_start, count, max(best_score, 0.0)
-
-
-_CLOSEST_FLOOR = 30.0
-"""Below this similarity (percent) no region is worth quoting as the closest one."""
-
-
-def _best_possible_ratio(query_chars: int, text_chars: int) -> float:
-    """rapidfuzz ``ratio``'s ceiling for a query against any window of a text, from lengths alone."""
-    if not query_chars or not text_chars:
-        return 0.0
-    shorter = min(query_chars, text_chars)
-    return 200.0 * shorter / (query_chars + shorter)
 
 
 def _search(doc: _Doc, old: str, new: str) -> tuple[str, list[_Match]] | None:

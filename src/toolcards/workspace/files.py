@@ -8,17 +8,17 @@
   characters cut), and collecting stops once the page is longer than the caller's budget.
   The whole file is still hashed on the way, so the read-before-write gate records what
   was read. Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
-  UTF-8 byte-order mark is dropped. A file that is not valid UTF-8 or contains a NUL byte is
-  refused as binary.
-* :func:`number_lines` numbers a page of text that did not come from a file (a converted
-  document) the same way, and :func:`render_page` turns a :class:`Page` into that text.
+  UTF-8 byte-order mark is dropped. A file that is not text by the rule of
+  :func:`~toolcards.workspace.text.file_text` (UTF-8 without a NUL byte) is refused as binary.
+* :func:`page_of_text` takes the same page of a text that did not come from a file (a
+  converted document), and :func:`render_page` turns a :class:`Page` into the text shown.
 * :func:`list_directory` lists a directory of a :class:`~toolcards.workspace.tree.Tree`
   flat (``depth=1``) or as an ASCII tree, by handles.
 
-:func:`atomic_write`, :func:`read_bytes`, :func:`read_numbered` and :func:`list_dir` do the
-same for a path of the host (a cache file, a benchmark's fixture): they open a
-:class:`~toolcards.workspace.tree.Tree` on its directory, so they too refuse named pipes and
-never follow a link out of that directory, and their messages name the file relative to it.
+:func:`read_bytes` reads a whole file at a path of the host (a document or an image to
+convert): it opens a :class:`~toolcards.workspace.tree.Tree` on its directory, so it too
+refuses named pipes and never follows a link out of that directory, and its messages name
+the file by its name.
 Everything here that takes a file blocks on disk I/O.
 """
 
@@ -34,6 +34,7 @@ from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.os_errors import kind_of
 from toolcards.workspace.paths import SKIPPED_DIRS, display_name
+from toolcards.workspace.text import binary_error
 from toolcards.workspace.tree import Directory, Entry, OpenFile, Tree
 
 __all__ = [
@@ -42,14 +43,9 @@ __all__ = [
     "Page",
     "PageBuilder",
     "PageRead",
-    "atomic_write",
-    "binary_error",
-    "list_dir",
     "list_directory",
-    "number_lines",
     "page_of_text",
     "read_bytes",
-    "read_numbered",
     "read_page",
     "render_page",
 ]
@@ -299,24 +295,6 @@ def page_of_text(text: str, offset: int = 1, limit: int = 2000, *, max_chars: in
     return builder.finish()
 
 
-def number_lines(text: str, offset: int = 1, limit: int = 2000, *, shown_as: str = "the file") -> str:
-    """Number a page of ``text`` the way :func:`read_page` numbers a file.
-
-    Raises:
-        RetriableError: ``offset`` < 1, ``limit`` < 1, or ``offset`` past the last line.
-    """
-    return render_page(page_of_text(text, offset, limit), shown_as=shown_as)
-
-
-def binary_error(shown_as: str) -> RetriableError:
-    """The refusal of a file that is not UTF-8 text."""
-    return RetriableError(
-        f"{shown_as!r} looks binary (it is not UTF-8 text), so it cannot be shown as lines. "
-        "For an image call workspace_view; PDF, DOCX, XLSX and PPTX documents are converted "
-        "to text when read."
-    )
-
-
 def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None) -> PageRead:
     """Lines ``offset`` .. ``offset + limit - 1`` of the open text file ``file``, streamed.
 
@@ -326,7 +304,7 @@ def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: 
 
     Raises:
         RetriableError: ``offset``/``limit`` below 1; the file is not UTF-8 text (see
-            :func:`binary_error`) or changed while it was read.
+            :func:`~toolcards.workspace.text.binary_error`) or changed while it was read.
     """
     _check_range(offset, limit)
     builder = PageBuilder(offset, limit, max_chars)
@@ -463,24 +441,6 @@ def _label(entry: Entry) -> str:
 # -- the same for a path of the host ----------------------------------------------------------------------
 
 
-def atomic_write(path: Path, data: bytes, *, mode: int | None = None, sync_directory: bool = False) -> None:
-    """Replace ``path`` with ``data`` atomically, creating missing parent directories.
-
-    For files outside workspace trees (caches): see
-    :meth:`~toolcards.workspace.tree.Tree.write_bytes` for the guarantees, which apply
-    relative to the nearest existing directory above ``path``; messages name the file
-    relative to that directory.
-
-    Raises:
-        RetriableError: ``path`` is a directory or not a regular file, or a parent is a file.
-        ToolFailed: any other OS error (no space left on the device, permission denied).
-    """
-    base = path.parent
-    while not base.is_dir() and base != base.parent:
-        base = base.parent
-    Tree(base).write_bytes(path.relative_to(base).as_posix(), data, mode=mode, sync_directory=sync_directory)
-
-
 def read_bytes(path: Path, *, max_bytes: int = 64 * 1024 * 1024, too_large: str = "Read a smaller file.") -> bytes:
     """The whole regular file at ``path`` (at most ``max_bytes``; messages name it by its name).
 
@@ -493,19 +453,3 @@ def read_bytes(path: Path, *, max_bytes: int = 64 * 1024 * 1024, too_large: str 
     read = Tree(path.parent).read_bytes(path.name, max_bytes=max_bytes, too_large=too_large)
     assert read.data is not None
     return read.data
-
-
-def read_numbered(path: Path, offset: int = 1, limit: int = 2000) -> str:
-    """:func:`read_page` of the file at ``path``, rendered (messages name it by its name).
-
-    Raises:
-        RetriableError: as :func:`read_page`, and for a missing file, a directory or a
-            file that is not a regular file.
-    """
-    with Tree(path.parent).open_file(path.name) as file:
-        return render_page(read_page(file, offset, limit).page, shown_as=file.rel)
-
-
-def list_dir(root: Path, path: str = "", depth: int = 1) -> str:
-    """:func:`list_directory` of ``path`` in the tree at ``root``."""
-    return list_directory(Tree(root), path, depth)

@@ -37,7 +37,7 @@ from typing import Literal
 
 from toolcards.errors import RetriableError
 from toolcards.workspace.models import ReadRecord, content_digest
-from toolcards.workspace.text import quote_file_text, unified_diff
+from toolcards.workspace.text import file_text, quote_file_text, unified_diff
 
 __all__ = [
     "MAX_RECORDS_PER_AGENT",
@@ -97,11 +97,6 @@ class SnapshotCache:
         if data is not None:
             self._items.move_to_end(digest)
         return data
-
-    @property
-    def size_bytes(self) -> int:
-        """Bytes currently kept."""
-        return self._size
 
     def __len__(self) -> int:
         return len(self._items)
@@ -180,10 +175,6 @@ class WriteGate:
         records = self._records.get(agent)
         return records.get(path) if records is not None else None
 
-    def last_writer(self, path: str) -> tuple[str, str] | None:
-        """``(agent, digest)`` of the last change to ``path`` made through the gate's owner."""
-        return self._writers.get(path)
-
     # -- the check --------------------------------------------------------------------------
 
     def check(self, agent: str, path: str, current: bytes | None, intent: Intent, *, digest: str | None = None) -> None:
@@ -235,16 +226,13 @@ class WriteGate:
         old = self.snapshots.get(record.digest)
         if old is None:
             parts.append("(The version you read is no longer cached, so what changed cannot be shown.)")
-        elif b"\x00" in old or b"\x00" in current:
-            parts.append("(It is a binary file, so what changed is not shown.)")
         else:
-            diff = unified_diff(
-                old.decode("utf-8", "replace"),
-                current.decode("utf-8", "replace"),
-                path,
-                max_lines=REFUSAL_DIFF_LINES,
-            )
-            parts.append(f"What changed since your read:\n{quote_file_text(diff.rstrip())}")
+            try:
+                diff = unified_diff(file_text(old, path), file_text(current, path), path, max_lines=REFUSAL_DIFF_LINES)
+            except RetriableError:
+                parts.append("(It is a binary file, so what changed is not shown.)")
+            else:
+                parts.append(f"What changed since your read:\n{quote_file_text(diff.rstrip())}")
         return "\n".join(part for part in parts if part)
 
     def _writer_note(self, agent: str, path: str, current_digest: str, *, last: bool) -> str:

@@ -30,8 +30,9 @@ import io
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
+from toolcards.core.atomic_write import atomic_write
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace.files import atomic_write, read_bytes
+from toolcards.workspace.files import read_bytes
 from toolcards.workspace.tree import format_size
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def image_for_model(data: bytes, cache_dir: Path, max_dimension: int = 1568, *, 
         ) from exc
     suffix = ".png" if media_type == "image/png" else ".jpg"
     # A cache that cannot be written only costs a rescale next time.
-    with contextlib.suppress(RetriableError, ToolFailed):
+    with contextlib.suppress(OSError):
         atomic_write(cache_dir / "images" / f"{key}{suffix}", out)
     return out, media_type
 

@@ -42,8 +42,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.edit import closest_block
-from toolcards.workspace.text import detect_newline, quote_file_text, quote_lines, split_lines
+from toolcards.workspace.text import closest_block, detect_newline, quote_file_text, quote_lines, split_lines
 
 __all__ = ["FilePatch", "Hunk", "apply_file_patch", "apply_patch", "parse_patch"]
 
@@ -341,100 +340,140 @@ def _runs_to_boundary(lines: list[str], index: int) -> bool:
 
 
 def _parse_hunk(lines: list[str], index: int, label: str, number: int) -> tuple[Hunk, int]:
+    """Read the hunk whose header is ``lines[index]``; return it and the index after it."""
     header = lines[index]
+    reader = _HunkReader(header, label, number)
+    index += 1
+    while index < len(lines) and reader.takes(lines, index):
+        index += 1
+    return reader.hunk(), index
+
+
+class _HunkReader:
+    """The lines of one hunk as they are read, and how many its header still announces.
+
+    A header's counts are trusted until they run out; lines that still look like the hunk's
+    after that, up to the next hunk, file or the end, mean the header undercounted, and from
+    then on the lines alone say where the hunk ends.
+    """
+
+    def __init__(self, header: str, label: str, number: int) -> None:
+        self.header, self.label, self.number = header, label, number
+        self.old_start, self.old_count, self.new_start, self.new_count = _parse_header(header, label, number)
+        self.counted = self.old_count is not None
+        self.lines: list[tuple[str, str]] = []
+        self.old_seen = self.new_seen = 0
+        self.old_missing = self.new_missing = False
+
+    def left(self) -> tuple[int, int]:
+        """Old and new lines the header still announces; ``(0, 0)`` once it is not trusted."""
+        if not self.counted:
+            return 0, 0
+        return max((self.old_count or 0) - self.old_seen, 0), max((self.new_count or 0) - self.new_seen, 0)
+
+    def takes(self, lines: list[str], index: int) -> bool:
+        """Add ``lines[index]`` to the hunk and return ``True``, or ``False`` where the hunk ended.
+
+        Raises :class:`~toolcards.errors.RetriableError` for a line inside the hunk that is no
+        hunk line, or a ``\\`` marker right after the header.
+        """
+        line = lines[index]
+        left = self.left()
+        pending = left != (0, 0)
+        if _is_boundary(lines, index, left=left):
+            return False
+        if line.startswith("\\"):
+            self._no_newline(line, index)
+            return True
+        if self.counted and not pending:
+            if not (line[:1] in _HUNK_KINDS and _runs_to_boundary(lines, index)):
+                return False
+            self.counted = False  # the header undercounts; the lines say where the hunk ends
+        if not line:
+            # An empty line is a context line whose space was stripped, when the counts
+            # still need it or more hunk lines follow it; otherwise the hunk ended.
+            if pending or (not self.counted and _hunk_lines_follow(lines, index)):
+                self._add(" ", "")
+                return True
+            return False
+        if line[0] in _HUNK_KINDS:
+            self._add(line[0], line[1:])
+            return True
+        if pending or (not self.counted and _more_changes_follow(lines, index)):
+            raise RetriableError(self._stray_line_message(line, index, pending))
+        return False
+
+    def hunk(self) -> Hunk:
+        """The hunk read; raises :class:`~toolcards.errors.RetriableError` when it has no lines."""
+        if not self.lines:
+            raise RetriableError(
+                f"Hunk {self.number} ({self.header}) of {self.label} has no lines. Follow the header with the "
+                "hunk's lines, each starting with ' ' (context), '-' (removed) or '+' (added)."
+            )
+        return Hunk(
+            number=self.number,
+            header=self.header,
+            old_start=self.old_start,
+            old_count=self.old_count,
+            new_start=self.new_start,
+            new_count=self.new_count,
+            lines=tuple(self.lines),
+            old_missing_newline=self.old_missing,
+            new_missing_newline=self.new_missing,
+        )
+
+    def _add(self, kind: str, text: str) -> None:
+        self.lines.append((kind, text))
+        self.old_seen += kind != "+"
+        self.new_seen += kind != "-"
+
+    def _no_newline(self, line: str, index: int) -> None:
+        """``\\ No newline at end of file``: the line before it ends its side(s) of the file."""
+        if not self.lines:
+            raise RetriableError(
+                f"Line {index + 1} of the patch, {line!r}, comes right after the header of hunk "
+                f"{self.number} ({self.header}) of {self.label}; it belongs after the line it concerns."
+            )
+        kind = self.lines[-1][0]
+        self.old_missing = self.old_missing or kind != "+"
+        self.new_missing = self.new_missing or kind != "-"
+
+    def _stray_line_message(self, line: str, index: int, pending: bool) -> str:
+        expected = (
+            f"its header announces {self.old_count} old and {self.new_count} new lines and only "
+            f"{self.old_seen} and {self.new_seen} came before it"
+            if pending
+            else "more '-' or '+' lines follow it"
+        )
+        return (
+            f"Line {index + 1} of the patch, {line!r}, is inside hunk {self.number} ({self.header}) of "
+            f"{self.label} ({expected}) but does not start with ' ', '-' or '+'. Start every context line "
+            "with a space, and make the header's counts match the lines."
+        )
+
+
+def _parse_header(header: str, label: str, number: int) -> tuple[int | None, int | None, int | None, int | None]:
+    """``(old_start, old_count, new_start, new_count)`` of a ``@@`` line; all ``None`` for a bare ``@@``."""
     match = _HEADER.match(header)
-    old_start: int | None = None
-    old_count: int | None = None
-    new_start: int | None = None
-    new_count: int | None = None
     if match:
-        old_start, new_start = int(match[1]), int(match[3])
         old_count = 1 if match[2] is None else int(match[2])
         new_count = 1 if match[4] is None else int(match[4])
-    elif _NUMBERED_HEADER.match(header):
+        return int(match[1]), old_count, int(match[3]), new_count
+    if _NUMBERED_HEADER.match(header):
         raise RetriableError(
             f"Hunk {number} of {label} has a malformed header, {header!r}. Write it as "
             "'@@ -<old line>,<old count> +<new line>,<new count> @@', or as a bare '@@' to place the "
             "hunk by its context lines alone."
         )
-    counted = old_count is not None
-    body: list[tuple[str, str]] = []
-    old_seen = new_seen = 0
-    old_missing = new_missing = False
-    index += 1
-    while index < len(lines):
-        line = lines[index]
-        left = (max((old_count or 0) - old_seen, 0), max((new_count or 0) - new_seen, 0)) if counted else (0, 0)
-        pending = left != (0, 0)
-        if _is_boundary(lines, index, left=left):
-            break
-        if line.startswith("\\"):
-            if not body:
-                raise RetriableError(
-                    f"Line {index + 1} of the patch, {line!r}, comes right after the header of hunk "
-                    f"{number} ({header}) of {label}; it belongs after the line it concerns."
-                )
-            kind = body[-1][0]
-            old_missing = old_missing or kind != "+"
-            new_missing = new_missing or kind != "-"
-            index += 1
-            continue
-        if counted and not pending:
-            if line[:1] in _HUNK_KINDS and _runs_to_boundary(lines, index):
-                counted = False  # the header undercounts; the lines say where the hunk ends
-            else:
-                break
-        if not line:
-            ahead = index
-            while ahead < len(lines) and not lines[ahead]:
-                ahead += 1
-            # An empty line is a context line whose space was stripped, when the counts
-            # still need it or more hunk lines follow it; otherwise the hunk ended.
-            more = ahead < len(lines) and lines[ahead][:1] in (*_HUNK_KINDS, "\\")
-            if pending or (not counted and more and not _is_boundary(lines, ahead)):
-                body.append((" ", ""))
-                old_seen += 1
-                new_seen += 1
-                index += 1
-                continue
-            break
-        kind = line[0]
-        if kind in _HUNK_KINDS:
-            body.append((kind, line[1:]))
-            old_seen += kind != "+"
-            new_seen += kind != "-"
-            index += 1
-            continue
-        if pending or (not counted and _more_changes_follow(lines, index)):
-            expected = (
-                f"its header announces {old_count} old and {new_count} new lines and only "
-                f"{old_seen} and {new_seen} came before it"
-                if pending
-                else "more '-' or '+' lines follow it"
-            )
-            raise RetriableError(
-                f"Line {index + 1} of the patch, {line!r}, is inside hunk {number} ({header}) of {label} "
-                f"({expected}) but does not start with ' ', '-' or '+'. Start every context line with a "
-                "space, and make the header's counts match the lines."
-            )
-        break
-    if not body:
-        raise RetriableError(
-            f"Hunk {number} ({header}) of {label} has no lines. Follow the header with the hunk's lines, "
-            "each starting with ' ' (context), '-' (removed) or '+' (added)."
-        )
-    hunk = Hunk(
-        number=number,
-        header=header,
-        old_start=old_start,
-        old_count=old_count,
-        new_start=new_start,
-        new_count=new_count,
-        lines=tuple(body),
-        old_missing_newline=old_missing,
-        new_missing_newline=new_missing,
-    )
-    return hunk, index
+    return None, None, None, None
+
+
+def _hunk_lines_follow(lines: list[str], index: int) -> bool:
+    """Whether hunk lines follow the empty lines from ``index`` on, before the next hunk or file."""
+    ahead = index
+    while ahead < len(lines) and not lines[ahead]:
+        ahead += 1
+    return ahead < len(lines) and lines[ahead][:1] in (*_HUNK_KINDS, "\\") and not _is_boundary(lines, ahead)
 
 
 def _more_changes_follow(lines: list[str], index: int) -> bool:

@@ -2,13 +2,17 @@
 
 A line ends with ``"\\n"`` or ``"\\r\\n"``; a lone ``"\\r"`` is an ordinary character, as it is
 for git and GNU patch. The last line of a text may have no ending. Everything here is a pure
-function over ``str``: nothing reads or writes files, nothing blocks.
+function over ``str`` (or a file's ``bytes``): nothing reads or writes files, nothing blocks.
 
+* :func:`file_text` — a file's bytes as text, or the refusal of a file that is not text: the
+  one rule (UTF-8 without a NUL byte) by which every workspace tool tells text from binary.
 * :func:`detect_newline` — the ending a text mostly uses, so an edit can keep it.
 * :func:`to_newline` — rewrite every line ending to one style.
 * :func:`split_lines` — split into lines, each keeping its ending.
-* :func:`unified_diff` — a GNU unified diff of two versions, capped for a model to read.
-* :func:`quote_lines` — a few numbered lines, for error messages that show a model the text.
+* :func:`unified_diff` — a GNU unified diff of two versions, capped for a model to read;
+  :func:`change_diff` the same diff computed on the changed region only (fast on big files).
+* :func:`quote_lines` — a few numbered lines, for error messages that show a model the text;
+  :func:`closest_block` finds the lines to quote when a model's text is not found.
 * :func:`quote_file_text` — text taken from a file, clipped and inside the untrusted-output
   envelope, for any message that shows a model what a file holds (a diff, a mismatch).
 """
@@ -16,14 +20,22 @@ function over ``str``: nothing reads or writes files, nothing blocks.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Sequence
+from itertools import accumulate
+from typing import Literal
 
 from toolcards.core.output import wrap_untrusted
+from toolcards.errors import RetriableError
 
 __all__ = [
     "FILE_TEXT_SOURCE",
     "QUOTE_CHARS",
+    "binary_error",
+    "change_diff",
+    "closest_block",
     "detect_newline",
+    "file_text",
     "quote_file_text",
     "quote_lines",
     "split_lines",
@@ -40,7 +52,42 @@ QUOTE_LINE_CHARS = 500
 FILE_TEXT_SOURCE = "workspace file"
 """How the envelope of :func:`quote_file_text` names where its text came from."""
 
+_NEXT_STEP = {
+    "read": "so it cannot be shown as lines. For an image call workspace_view; PDF, DOCX, XLSX and PPTX "
+    "documents are converted to text when read.",
+    "edit": "so it cannot be edited. Overwrite it whole with workspace_write, or leave it.",
+}
 _NO_NEWLINE_MARKER = "\\ No newline at end of file\n"
+_CONTEXT = 3
+"""Lines of context around each change in a diff."""
+_BLOCK = 4096
+_CLOSEST_FLOOR = 30.0
+"""Below this similarity (percent) no region is worth quoting as the closest one."""
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@", re.MULTILINE)
+
+
+def file_text(data: bytes, shown_as: str, *, doing: Literal["read", "edit"] = "read") -> str:
+    """The text of the file bytes ``data``, or the refusal of a file that is not text.
+
+    A file is text when it is UTF-8 and holds no NUL byte; a leading byte-order mark stays in
+    the text. :func:`~toolcards.workspace.files.read_page` applies the same rule to a file it
+    streams.
+
+    Raises:
+        RetriableError: ``data`` is not text (:func:`binary_error` naming ``shown_as``, with the
+            next step for ``doing``).
+    """
+    if b"\x00" not in data:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+    raise binary_error(shown_as, doing=doing)
+
+
+def binary_error(shown_as: str, *, doing: Literal["read", "edit"] = "read") -> RetriableError:
+    """The refusal of the file ``shown_as``, which is not text, to a tool that would ``doing`` (read or edit) it."""
+    return RetriableError(f"{shown_as!r} looks binary (it is not UTF-8 text), {_NEXT_STEP[doing]}")
 
 
 def detect_newline(text: str) -> str:
@@ -97,6 +144,45 @@ def quote_lines(lines: Sequence[str], first_line: int, *, limit: int = 8, width:
     return "\n".join(out)
 
 
+def closest_block(lines: Sequence[str], block: Sequence[str]) -> tuple[int, int, float] | None:
+    """Find the run of ``lines`` most similar to ``block``, for a "did you mean" message.
+
+    Lines are compared with surrounding whitespace stripped (rapidfuzz ``ratio``). Returns
+    ``(start, count, score)``: the 0-based first line, the number of lines (``len(block)``,
+    or all of ``lines`` when it is shorter) and the similarity in percent. Returns ``None``
+    when either sequence is empty. Scores every run, so use it on error paths only.
+    """
+    from rapidfuzz import fuzz
+
+    if not lines or not block:
+        return None
+    count = min(len(block), len(lines))
+    query = "\n".join(line.strip() for line in block)
+    stripped = [line.strip() for line in lines]
+    joined = "\n".join(stripped)
+    if _best_possible_ratio(len(query), len(joined)) < _CLOSEST_FLOOR:
+        # Far longer than the whole text (or far shorter): nothing can be close, and scoring
+        # every window of a huge query would cost a quarter of a second per megabyte.
+        return None
+    offsets = list(accumulate((len(s) + 1 for s in stripped), initial=0))
+    best_start, best_score = 0, -1.0
+    for start in range(len(lines) - count + 1):
+        window = joined[offsets[start] : offsets[start + count] - 1]
+        # A cutoff at the best score so far lets rapidfuzz reject most windows early.
+        score = fuzz.ratio(query, window, score_cutoff=max(best_score, 0.0) + 1e-9)
+        if score > best_score:
+            best_start, best_score = start, score
+    return best_start, count, max(best_score, 0.0)
+
+
+def _best_possible_ratio(query_chars: int, text_chars: int) -> float:
+    """rapidfuzz ``ratio``'s ceiling for a query against any window of a text, from lengths alone."""
+    if not query_chars or not text_chars:
+        return 0.0
+    shorter = min(query_chars, text_chars)
+    return 200.0 * shorter / (query_chars + shorter)
+
+
 def quote_file_text(text: str, *, max_chars: int = QUOTE_CHARS, max_line_chars: int = QUOTE_LINE_CHARS) -> str:
     """``text`` taken from a file, ready for a message a model reads.
 
@@ -130,7 +216,7 @@ def unified_diff(
     path: str,
     max_lines: int | None = 200,
     *,
-    context: int = 3,
+    context: int = _CONTEXT,
 ) -> str:
     """Return a GNU unified diff from ``old`` to ``new`` for the file ``path``.
 
@@ -175,3 +261,76 @@ def unified_diff(
 
 def _newline_name(text: str) -> str:
     return "CRLF" if detect_newline(text) == "\r\n" else "LF"
+
+
+def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> str:
+    """A unified diff of ``old`` → ``new`` computed on the changed region only.
+
+    The format of :func:`unified_diff` (hunks with 3 lines of context, true line numbers,
+    capped at ``max_lines``), but only the lines between the first and last difference go
+    through ``difflib``, so a one-line edit in a 2,000-line file costs tens of microseconds
+    rather than milliseconds. The result is the same diff,
+    except that where repeated lines make a change's place ambiguous it may be shown at
+    another of the equivalent places; uncapped, it always applies to ``old`` to give ``new``.
+    """
+    prefix = _common_run(old, new, min(len(old), len(new)))
+    suffix = _common_run(old, new, min(len(old), len(new)) - prefix, from_end=True)
+    # Line `changed` is the first that differs; it starts at the same offset in both texts.
+    changed = old.count("\n", 0, prefix)
+    start = old.rfind("\n", 0, prefix) + 1
+    first = changed
+    while first > changed - _CONTEXT and first > 0:
+        start = old.rfind("\n", 0, start - 1) + 1
+        first -= 1
+    # Lines after the first "\n" of the common suffix are identical in both texts; keep
+    # the first few of them as context and leave out the rest.
+    same = old[len(old) - suffix :]
+    window_a = old[start : _context_end(old, same, suffix)]
+    window_b = new[start : _context_end(new, same, suffix)]
+    diff = unified_diff(window_a, window_b, path, max_lines=max_lines)
+    if not first or not diff.startswith("---"):
+        return diff
+
+    def shift(match: re.Match[str]) -> str:
+        return f"@@ -{int(match[1]) + first}{match[2]} +{int(match[3]) + first}{match[4]} @@"
+
+    return _HUNK_HEADER.sub(shift, diff)
+
+
+def _common_run(a: str, b: str, limit: int, *, from_end: bool = False) -> int:
+    """Length of the longest common prefix (or suffix, ``from_end``) of ``a`` and ``b``, at
+    most ``limit``: compared a block at a time (in C), then bisected within the first block
+    that differs."""
+    size_a, size_b = len(a), len(b)
+
+    def same(low: int, high: int) -> bool:
+        if from_end:
+            return a[size_a - high : size_a - low] == b[size_b - high : size_b - low]
+        return a[low:high] == b[low:high]
+
+    low = 0
+    while low < limit:
+        high = min(limit, low + _BLOCK)
+        if not same(low, high):
+            break
+        low = high
+    else:
+        return limit
+    while high - low > 1:  # the first `low` characters agree, the first `high` do not
+        middle = (low + high) // 2
+        if same(low, middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _context_end(text: str, same: str, suffix: int) -> int:
+    """Where a diff window of ``text`` ends: a few whole lines into its common suffix ``same``."""
+    newline = same.find("\n")
+    if newline < 0 or same.count("\n") <= _CONTEXT:
+        return len(text)
+    end = len(text) - suffix + newline + 1
+    for _ in range(_CONTEXT):
+        end = text.find("\n", end) + 1
+    return end

@@ -30,12 +30,13 @@ socket or a device is refused with a message saying what it is
 (:func:`~toolcards.workspace.os_errors.not_regular_error`), and so is a write, edit or
 delete of one.
 
-**Writes** are atomic: the data goes to a temporary file created (``O_EXCL``) in the
-target's directory through its handle, is flushed with ``fdatasync`` and renamed over the
-target within that directory (``renameat``); on failure the temporary is removed and the
-target is untouched. Durability matches the state store's default: a killed process loses
-nothing written; after a power loss the last rename may be undone unless
-``sync_directory=True`` also syncs the directory.
+**Writes** are atomic (:func:`~toolcards.core.atomic_write.atomic_write_at` on the
+handle of the target's directory): the data goes to a temporary file created (``O_EXCL``)
+in that directory, is flushed with ``fdatasync`` and renamed over the target within it
+(``renameat``); on failure the temporary is removed and the target is untouched.
+Durability matches the state store's default: a killed process loses nothing written;
+after a power loss the last rename may be undone unless ``sync_directory=True`` also syncs
+the directory.
 
 **Errors** are translated once, by :mod:`toolcards.workspace.os_errors`: every message
 names the workspace-relative path and says what happened in words; the host path of the
@@ -50,18 +51,17 @@ until their ``with`` block ends. Everything here blocks on disk I/O.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import functools
 import hashlib
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from toolcards.core.atomic_write import atomic_write_at
 from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.os_errors import Doing, describe, file_error, kind_of, not_regular_error
@@ -89,7 +89,6 @@ MAX_SCAN_ENTRIES = 10_000
 
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _RETRIES = 16
 """How often one step is retried when what it found changed under it (a swap in progress)."""
 _MAX_REMOVE_DEPTH = 256
@@ -766,13 +765,6 @@ def _link_target(dir_fd: int, name: str) -> str | None:
         return None
 
 
-def _is_link(dir_fd: int, name: str) -> bool:
-    try:
-        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
-    except OSError:
-        return False
-
-
 def _in_flux(dir_fd: int, name: str) -> bool:
     """Whether ``name``, which just failed to open as a directory, is now a link or a
     directory: it is being swapped, so the step is tried again."""
@@ -820,38 +812,11 @@ def _checked_regular(fd: int, rel: str, doing: Doing) -> OpenFile:
     return OpenFile(fd, rel, status)
 
 
-def _temporary_name(name: str) -> str:
-    token = secrets.token_hex(6)
-    return f".{name}.{token}.tmp" if len(os.fsencode(name)) <= 200 else f".toolcards.{token}.tmp"
-
-
 def _replace(dir_fd: int, name: str, rel: str, data: bytes, mode: int | None, sync_directory: bool) -> None:
-    """Write ``data`` to a temporary in ``dir_fd``, flush it and rename it over ``name``."""
-    temporary = _temporary_name(name)
     try:
-        fd = os.open(temporary, _TEMP_FLAGS, 0o666, dir_fd=dir_fd)
-        try:
-            if mode is not None:
-                os.fchmod(fd, mode)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            # fdatasync flushes the data and the size, all a reader after a crash needs.
-            os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary, dir_fd=dir_fd)
-        if isinstance(exc, OSError):
-            raise file_error(exc, "write", rel) from exc
-        raise
-    if sync_directory:
-        # Some file systems refuse to sync a directory; the rename is done anyway.
-        with contextlib.suppress(OSError):
-            os.fsync(dir_fd)
+        atomic_write_at(dir_fd, name, data, mode=mode, sync_directory=sync_directory)
+    except OSError as exc:
+        raise file_error(exc, "write", rel) from exc
 
 
 def _count_entries(dir_fd: int, name: str) -> tuple[int, bool]:

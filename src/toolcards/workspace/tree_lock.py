@@ -11,7 +11,7 @@ gap.
 each mutation: reading the current bytes, the gate check, computing the new content, the
 atomic writes and, for a multi-file change, the rollback. It is held for that mutation only
 (milliseconds: one ``fdatasync`` per file written), so the lock is never held while a model
-thinks. Reads take no lock: :func:`~toolcards.workspace.files.atomic_write` already shows
+thinks. Reads take no lock: :func:`~toolcards.core.atomic_write.atomic_write_at` already shows
 readers a whole version. A process waiting for the lock polls it with short pauses for up
 to :data:`LOCK_TIMEOUT_S`, then fails the mutation with
 :class:`~toolcards.errors.ToolFailed`; nothing is written.

@@ -1,0 +1,105 @@
+"""Replacing a file atomically: a reader sees the old content or the new, never a mix.
+
+:func:`atomic_write_at` is the one implementation, for every file toolcards writes whole
+(workspace files, OAuth token files, caches, the local model's files). The temporary is
+created ``O_EXCL | O_NOFOLLOW`` in the target's directory (it can neither exist already nor
+be a planted link) with its final permission bits from the start, flushed with
+``fdatasync`` and renamed over the target in that directory; on any failure it is removed
+and the target is untouched. The directory is a descriptor, so a caller that walked to it
+through handles (the workspace's :class:`~toolcards.workspace.tree.Tree`) keeps that
+guarantee; :func:`atomic_write` opens a path's parent. Errors are the ``OSError`` of the
+step that failed, for each caller to word. Blocks on disk I/O.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+from typing import BinaryIO
+
+__all__ = ["atomic_write", "atomic_write_at"]
+
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_CHUNK_BYTES = 1024 * 1024
+
+
+def _temporary_name(name: str) -> str:
+    token = secrets.token_hex(6)
+    return f".{name}.{token}.tmp" if len(os.fsencode(name)) <= 200 else f".toolcards.{token}.tmp"
+
+
+def atomic_write_at(
+    dir_fd: int,
+    name: str,
+    data: bytes | BinaryIO,
+    *,
+    mode: int | None = None,
+    sync_directory: bool = False,
+) -> None:
+    """Replace (or create) the file ``name`` in the directory ``dir_fd`` with ``data``, atomically.
+
+    Args:
+        data: the content, as bytes or as a binary stream read to its end in 1 MiB pieces.
+        mode: permission bits, set exactly (whatever the umask). Default: ``0o666`` less the
+            umask. A caller that keeps an old file's permissions passes them.
+        sync_directory: also ``fsync`` the directory, so the rename survives a power loss
+            (skipped where the file system refuses to sync a directory).
+
+    Raises:
+        OSError: creating, writing, flushing or renaming failed; the target is untouched and
+            the temporary removed.
+    """
+    temporary = _temporary_name(name)
+    try:
+        fd = os.open(temporary, _TEMP_FLAGS, 0o666 if mode is None else mode, dir_fd=dir_fd)
+        try:
+            if mode is not None:
+                os.fchmod(fd, mode)
+            if isinstance(data, bytes | bytearray | memoryview):
+                _write_all(fd, data)
+            else:
+                while chunk := data.read(_CHUNK_BYTES):
+                    _write_all(fd, chunk)
+            os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary, dir_fd=dir_fd)
+        raise
+    if sync_directory:
+        with contextlib.suppress(OSError):
+            os.fsync(dir_fd)
+
+
+def atomic_write(
+    path: Path,
+    data: bytes | BinaryIO,
+    *,
+    mode: int | None = None,
+    directory_mode: int = 0o777,
+    sync_directory: bool = False,
+) -> None:
+    """:func:`atomic_write_at` for a path: missing parents are made (with ``directory_mode``,
+    less the umask), then the file is replaced in its parent directory.
+
+    Raises:
+        OSError: as :func:`atomic_write_at`, or a parent could not be made or opened.
+    """
+    path.parent.mkdir(mode=directory_mode, parents=True, exist_ok=True)
+    dir_fd = os.open(path.parent, _DIRECTORY_FLAGS)
+    try:
+        atomic_write_at(dir_fd, path.name, data, mode=mode, sync_directory=sync_directory)
+    finally:
+        os.close(dir_fd)
+
+
+def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

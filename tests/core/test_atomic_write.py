@@ -1,0 +1,94 @@
+"""One atomic write for every file toolcards writes whole: old or new content, never a mix."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from toolcards.core.atomic_write import atomic_write, atomic_write_at
+
+
+def test_it_creates_the_file_and_its_parents(tmp_path: Path) -> None:
+    target = tmp_path / "a" / "b" / "c.txt"
+    atomic_write(target, b"hello")
+    assert target.read_bytes() == b"hello"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["c.txt"]
+
+
+def test_a_stream_is_copied_to_its_end(tmp_path: Path) -> None:
+    data = os.urandom(3 * 1024 * 1024 + 5)
+    atomic_write(tmp_path / "model.onnx", io.BytesIO(data))
+    assert (tmp_path / "model.onnx").read_bytes() == data
+
+
+def test_an_explicit_mode_is_exact_and_set_from_creation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    created: list[int] = []
+    fchmod = os.fchmod
+
+    def recording_fchmod(fd: int, mode: int) -> None:
+        created.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        fchmod(fd, mode)
+
+    monkeypatch.setattr(os, "fchmod", recording_fchmod)
+    old = os.umask(0)
+    try:
+        atomic_write(tmp_path / "tokens" / "t.json", b"{}", mode=0o600, directory_mode=0o700)
+    finally:
+        os.umask(old)
+    assert created == [0o600]  # never readable by others, not even while empty
+    assert stat.S_IMODE((tmp_path / "tokens" / "t.json").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "tokens").stat().st_mode) == 0o700
+
+
+def test_a_new_file_gets_the_umask_default(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "f", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "f").stat().st_mode) == 0o644
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "keep.txt"
+    target.write_bytes(b"original")
+
+    def broken_fsync(fd: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fdatasync", broken_fsync)
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="No space left"):
+        atomic_write(target, b"half")
+    assert target.read_bytes() == b"original"
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_it_writes_in_a_directory_given_by_its_handle(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    dir_fd = os.open(tmp_path / "d", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.rename(tmp_path / "d", tmp_path / "moved")  # the handle follows the directory, not the name
+        atomic_write_at(dir_fd, "a.txt", b"one")
+    finally:
+        os.close(dir_fd)
+    assert (tmp_path / "moved" / "a.txt").read_bytes() == b"one"
+
+
+def test_it_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    synced: list[int] = []
+    fsync = os.fsync
+
+    def recording_fsync(fd: int) -> None:
+        synced.append(os.fstat(fd).st_ino)
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    atomic_write(tmp_path / "a.txt", b"one")
+    assert synced == []
+    atomic_write(tmp_path / "a.txt", b"two", sync_directory=True)
+    assert synced == [tmp_path.stat().st_ino] and (tmp_path / "a.txt").read_bytes() == b"two"
