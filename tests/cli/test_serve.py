@@ -226,9 +226,12 @@ def test_http_serve_generates_a_token_and_prints_it_once(team_yaml: Path) -> Non
             return part.text
 
         assert asyncio.run(whoami()) == "@Lu"
+        # The dashboard's link, printed next, carries the same token, so it opens as it is.
+        dashboard = process.stderr.readline().strip() if process.stderr else ""
+        assert dashboard == f"toolcards: dashboard at {endpoint.removesuffix('/mcp')}/?token={token}", dashboard
     finally:
         rest = stop(process)
-    assert token not in rest  # printed once, in the serving line
+    assert token not in rest  # printed only at start, never again
 
 
 @pytest.mark.slow

@@ -167,3 +167,16 @@ def test_dashboard_for_binds_a_viewer_that_is_not_a_member(system: ActorSystem, 
     hub = dashboard_for(system.team("t"), [PlanningTool()])
     assert hub.listeners == 0 and system.team("t").members() == []
     assert hub.source.viewer.address.name == "dashboard"
+
+
+def test_the_graph_is_laid_out_at_start_before_anyone_asks(team: tuple[FakeObserver, TeamSource]) -> None:
+    alice, source = team
+    tools = {tool.name: tool for tool in ToolFactory([KnowledgeGraphTool()], observer=alice).tools()}
+    tools["update_graph"].call_sync(
+        {"create_entities": [{"name": "api", "entity_type": "service"}, {"name": "db", "entity_type": "database"}]}
+    )
+    assert source.layout.positions_known() == 0
+    source.warm()
+    assert source.layout.positions_known() == 2
+    # The request that follows reuses that layout.
+    assert set(source.render("knowledge_graph.graph")["positions"]) == {"api", "db"}

@@ -287,12 +287,14 @@ def _serving_message(team_id: str, url: str, args: argparse.Namespace) -> str:
 def _announce(team_id: str, url: str, args: argparse.Namespace, dashboard: bool) -> None:
     progress(_serving_message(team_id, url, args))
     if dashboard:
-        # Without the token: a generated one is shown once, in the line above.
-        root = url.partition("?")[0].removesuffix(args.path) + "/"
+        endpoint, _, query = url.partition("?")
+        root = endpoint.removesuffix(args.path) + "/"
         if args.no_token:
             progress(f"dashboard at {root}")
+        elif query:  # a generated token: the link opens the dashboard, then a cookie keeps it
+            progress(f"dashboard at {root}?{query}")
         else:
-            progress(f"dashboard at {root} (open it once with ?token=<the token>; a cookie keeps it)")
+            progress(f"dashboard at {root} (open it once with ?token=<your token>; a cookie keeps it)")
 
 
 def _dashboard(team_server: TeamServer) -> Any:

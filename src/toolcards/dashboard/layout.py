@@ -162,6 +162,11 @@ class GraphLayout:
         self._version: Hashable = object()
         self._positions: dict[str, tuple[float, float]] = {}
 
+    def positions_known(self) -> int:
+        """How many entities have a position (0 before the first layout)."""
+        with self._lock:
+            return len(self._positions)
+
     def positions(
         self, version: Hashable, names: Sequence[str], edges: Sequence[tuple[str, str]]
     ) -> dict[str, tuple[float, float]]:

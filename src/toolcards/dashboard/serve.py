@@ -36,9 +36,14 @@ DEFAULT_DASHBOARD_PORT = 8766
 def dashboard_for(team: Team, cards: Sequence[ToolCard]) -> DashboardHub:
     """The hub of ``team``'s dashboard, its ``cards`` (fresh, unbound) bound to a viewer.
 
-    Blocks while the cards bind (their actors start and load the team's state).
+    Blocks while the cards bind (their actors start and load the team's state); the graph
+    is laid out in the background (:meth:`TeamSource.warm`).
     """
-    return DashboardHub(TeamSource(team, cards))
+    import threading
+
+    source = TeamSource(team, cards)
+    threading.Thread(target=source.warm, name="dashboard graph layout", daemon=True).start()
+    return DashboardHub(source)
 
 
 def dashboard_asgi(hub: DashboardHub, *, host: str, token: str | None) -> ASGIApp:

@@ -121,6 +121,17 @@ class TeamSource:
             data = self._with_positions(version, data)
         return data
 
+    def warm(self) -> None:
+        """Lay out the graph once, so the first person to open the graph view does not wait
+        for a layout from nothing (~0.3 s at 2,000 entities; later changes cost what changed).
+        Run it in a background thread at start; a failure is only logged."""
+        if GRAPH_VIEW not in self.card_views:
+            return
+        try:
+            self.render(GRAPH_VIEW)
+        except Exception as exc:  # the team may be stopping; the page will render it anyway
+            logger.debug("warming the graph's layout failed: %s", exc)
+
     def close(self) -> None:
         """Nothing to release: the viewer holds no actor of its own (the team's stop them)."""
 
