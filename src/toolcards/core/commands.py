@@ -214,7 +214,9 @@ def _preview(text: str, limit: int = 80) -> str:
 
 
 def _bind_tokens(tool: Tool, tokens: list[str]) -> dict[str, Any]:
-    params = list(tool.args.signature.parameters)
+    if not tokens:
+        return {}
+    params = tool.args.signature.parameters
     args: dict[str, Any] = {}
     positional: list[str] = []
     for token in tokens:
