@@ -1,6 +1,6 @@
 """Hardening benchmark: what hostile content and arguments cost, and what the safe paths cost.
 
-``run()`` returns rows ``(name, median_ms, note)``; nothing is asserted. Every call goes
+``run()`` returns :class:`~bench.timing.Case` rows; nothing is asserted. Every call goes
 through the real tools (``ToolFactory`` with a ``FakeObserver``), the way a model's call
 does, so validation, the pipeline and the workspace actor are included.
 
@@ -18,7 +18,6 @@ does, so validation, the pipeline and the workspace actor are included.
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,10 +27,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench.timing import Case, Stats, measure
+
 __all__ = ["run"]
 
 REPO = Path(__file__).resolve().parents[1]
-Row = tuple[str, float, str]
+Row = Case
 
 _CHILD = textwrap.dedent(
     """
@@ -104,14 +105,14 @@ def _memory_rows(root: Path) -> list[Row]:
         try:
             measured = _child(case, root)
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            rows.append((label, float("nan"), f"failed: {exc}"))
+            rows.append(Case(label, float("nan"), f"failed: {exc}"))
             continue
         # The child's peak (ru_maxrss) minus what it held just before the call bounds what
         # the call added, even when the peak was reached earlier (while importing).
         over_mb = max(0, measured["peak_kb"] - measured["before_kb"]) / 1024
         verdict = "ok" if over_mb <= goal else "over"
         rows.append(
-            (
+            Case(
                 label,
                 measured["ms"],
                 f"the call added at most {over_mb:.1f} MB to a child process's memory (goal <= {goal} MB: "
@@ -175,21 +176,15 @@ def _pathological_rows(root: Path) -> list[Row]:
     worst = ("", 0.0)
     for label, call in cases.items():
         elapsed, outcome = _timed(call)
-        rows.append((f"pathological: {label}", elapsed, f"{outcome}; goal <= 100 ms"))
+        rows.append(Case(f"pathological: {label}", elapsed, outcome, target=100.0))
         if elapsed > worst[1]:
             worst = (label, elapsed)
-    rows.insert(0, ("the worst pathological argument", worst[1], f"{worst[0]}; goal <= 100 ms"))
+    rows.insert(0, Case("the worst pathological argument", worst[1], worst[0], target=100.0))
     return rows
 
 
-def _median_ms(call: Callable[[], object], repeat: int) -> float:
-    call()
-    samples = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        call()
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples)
+def _sampled(call: Callable[[], object], repeat: int) -> Stats:
+    return measure(call, repeat=repeat, warmup=1)
 
 
 def _normal_rows(root: Path) -> list[Row]:
@@ -210,20 +205,22 @@ def _normal_rows(root: Path) -> list[Row]:
         return tools["workspace_edit"].call_sync({"path": "long.txt", "old_string": old, "new_string": new})
 
     return [
-        (
+        Case.timed(
             "workspace_read 2 KB file, end to end",
-            _median_ms(lambda: tools["workspace_read"].call_sync({"path": "small.txt"}), 500),
+            _sampled(lambda: tools["workspace_read"].call_sync({"path": "small.txt"}), 500),
             "through the tool pipeline; median of 500",
+            target=0.14,
         ),
-        (
+        Case.timed(
             "workspace_read 2,000 lines, end to end",
-            _median_ms(lambda: tools["workspace_read"].call_sync({"path": "long.txt"}), 200),
+            _sampled(lambda: tools["workspace_read"].call_sync({"path": "long.txt"}), 200),
             "median of 200",
         ),
-        (
+        Case.timed(
             "workspace_edit exact, 2,000-line file, end to end",
-            _median_ms(edit, 200),
+            _sampled(edit, 200),
             "gate, atomic write, diff; median of 200",
+            target=1.0,
         ),
     ]
 

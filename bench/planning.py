@@ -1,23 +1,24 @@
 """Planning board benchmark: one write, one plan, one search, and that a write does not grow with the board.
 
-``run()`` returns rows ``(name, median_ms, note)``. Every call goes through a ``PlanningActor``
+``run()`` returns :class:`~bench.timing.Case` rows. Every call goes through a ``PlanningActor``
 proxy (``proxy.method(...).get()``), the way a card calls it, on a SQLite store in a temporary
 directory (WAL, ``synchronous="normal"``). Boards are filled with one batch, then measured; ten
 agents own the tasks. Nothing is asserted: the machine is noisy. Target: an update costs at
-most 1 ms (median) at both board sizes.
+most 0.3 ms (median) at both board sizes. How these costs grow up to 20,000 tasks is
+``bench/scaling.py``.
 """
 
 from __future__ import annotations
 
 import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
 import pykka
 
+from bench.timing import Case, Stats, measure
 from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam
@@ -62,16 +63,12 @@ def _start(store: SQLiteStore, size: int, embedding: EmbeddingParam | None = Non
     return proxy
 
 
-def _median_ms(call: Callable[[int], object], repeat: int) -> float:
-    times = []
-    for i in range(repeat):
-        started = time.perf_counter()
-        call(i)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times) * 1000
+def _measure(call: Callable[[int], object], repeat: int) -> Stats:
+    counter = iter(range(1_000_000))
+    return measure(lambda: call(next(counter)), repeat=repeat, warmup=0)
 
 
-def _writes(directory: Path, size: int) -> list[tuple[str, float, str]]:
+def _writes(directory: Path, size: int) -> list[Case]:
     store = SQLiteStore(directory / f"board-{size}.db")
     proxy = _start(store, size)
     target = size // 2
@@ -85,15 +82,15 @@ def _writes(directory: Path, size: int) -> list[tuple[str, float, str]]:
 
     note = "through the actor proxy, SQLite commit included; median of 300"
     rows = [
-        (f"update 1 task, board of {size:,}", _median_ms(update, 300), note),
-        (f"create 1 task, board of {size:,}", _median_ms(create, 300), note),
+        Case.timed(f"update 1 task, board of {size:,}", _measure(update, 300), note, target=0.3),
+        Case.timed(f"create 1 task, board of {size:,}", _measure(create, 300), note),
     ]
     pykka.ActorRegistry.stop_all()
     store.close()
     return rows
 
 
-def _renders(directory: Path, size: int) -> list[tuple[str, float, str]]:
+def _renders(directory: Path, size: int) -> list[Case]:
     store = SQLiteStore(directory / f"render-{size}.db")
     proxy = _start(store, size)
 
@@ -104,15 +101,15 @@ def _renders(directory: Path, size: int) -> list[tuple[str, float, str]]:
         return proxy.render("@Agent0", False).get()
 
     rows = [
-        (f"render, board of {size:,}, own tasks", _median_ms(own, 100), "<= 50 listed; median of 100"),
-        (f"render, board of {size:,}, all tasks", _median_ms(everything, 100), "<= 50 listed; median of 100"),
+        Case.timed(f"render, board of {size:,}, own tasks", _measure(own, 100), "<= 50 listed; median of 100"),
+        Case.timed(f"render, board of {size:,}, all tasks", _measure(everything, 100), "<= 50 listed; median of 100"),
     ]
     pykka.ActorRegistry.stop_all()
     store.close()
     return rows
 
 
-def _searches(directory: Path, embedding: EmbeddingParam | None) -> list[tuple[str, float, str]]:
+def _searches(directory: Path, embedding: EmbeddingParam | None) -> list[Case]:
     store = SQLiteStore(directory / f"search-{embedding is not None}.db")
     proxy = _start(store, 2_000, embedding)
     proxy.when_indexed().get().result(120)
@@ -125,30 +122,32 @@ def _searches(directory: Path, embedding: EmbeddingParam | None) -> list[tuple[s
             return proxy.search(query(i)).get()
 
         name = f"search, board of 2,000, {kind}, {label}"
-        rows.append((name, _median_ms(search, 100), f"~{hits:.0f} hits per query; median of 100"))
+        rows.append(Case.timed(name, _measure(search, 100), f"~{hits:.0f} hits per query; median of 100"))
     if embedding is None:
 
         def filtered(i: int) -> object:
             return proxy.search(None, "pending", _AGENTS[i % len(_AGENTS)]).get()
 
         name = "search, board of 2,000, filters only"
-        rows.append((name, _median_ms(filtered, 100), "status + owner; median of 100"))
+        rows.append(Case.timed(name, _measure(filtered, 100), "status + owner; median of 100"))
     else:
 
         def redescribe(i: int) -> object:
             return proxy.update("@Agent1", update=[TaskUpdate(id=7, description=f"Rewrite {i}")]).get()
 
         name = "update 1 description, board of 2,000, embedding on"
-        rows.append((name, _median_ms(redescribe, 200), "embedded after the commit, off the actor; median of 200"))
+        rows.append(
+            Case.timed(name, _measure(redescribe, 200), "embedded after the commit, off the actor; median of 200")
+        )
         proxy.when_indexed().get().result(120)
     pykka.ActorRegistry.stop_all()
     store.close()
     return rows
 
 
-def run() -> list[tuple[str, float, str]]:
+def run() -> list[Case]:
     """Run every measurement on temporary databases; takes about ten seconds."""
-    rows: list[tuple[str, float, str]] = []
+    rows: list[Case] = []
     with tempfile.TemporaryDirectory(prefix="toolcards-bench-") as tmp:
         directory = Path(tmp)
         try:
@@ -164,5 +163,6 @@ def run() -> list[tuple[str, float, str]]:
 
 
 if __name__ == "__main__":
-    for name, median_ms, note in run():
-        print(f"{name:<64} {median_ms:8.3f} ms  {note}")
+    from bench.__main__ import text_table
+
+    print(text_table(("planning", case) for case in run()), end="")

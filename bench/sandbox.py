@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pykka
 
-from bench.timing import median_ms
+from bench.timing import Case, Stats, measure
 from toolcards.sandbox import BwrapSandboxActor, LocalSandboxActor, SandboxActor
 from toolcards.sandbox.bwrap import bwrap_available
 from toolcards.sandbox.cgroup import cgroup_support
@@ -20,7 +20,7 @@ from toolcards.sandbox.cgroup import cgroup_support
 TARGETS_MS = {"local": 20.0, "bwrap": 40.0}
 
 
-def _echo_ms(cls: type[SandboxActor], workspace: Path) -> float:
+def _echo(cls: type[SandboxActor], workspace: Path) -> Stats:
     ref = cls.start(workspace)
     proxy = ref.proxy()
     try:
@@ -30,29 +30,27 @@ def _echo_ms(cls: type[SandboxActor], workspace: Path) -> float:
             if result.stdout != "hello\n":
                 raise RuntimeError(f"unexpected result: {result.render()}")
 
-        return median_ms(echo, repeat=60, warmup=5)
+        return measure(echo, repeat=60, warmup=5)
     finally:
         ref.stop()
 
 
-def run() -> list[tuple[str, float, str]]:
-    rows: list[tuple[str, float, str]] = []
+def run() -> list[Case]:
+    rows: list[Case] = []
     support = cgroup_support()
     cgroup_note = f"cgroup v{support.version}" if support.version else f"no cgroup: {support.reason}"
     with tempfile.TemporaryDirectory(prefix="toolcards-bench-") as tmp:
         workspace = Path(tmp)
         for mode, cls in (("local", LocalSandboxActor), ("bwrap", BwrapSandboxActor)):
             if mode == "bwrap" and not bwrap_available():
-                rows.append((f"{mode}: echo hello", 0.0, "skipped: bubblewrap unavailable"))
+                rows.append(Case.skipped(f"{mode}: echo hello", "bubblewrap unavailable"))
                 continue
-            median = _echo_ms(cls, workspace)
-            target = TARGETS_MS[mode]
-            verdict = "ok" if median <= target else "over"
-            rows.append((f"{mode}: echo hello", median, f"target <= {target:.0f} ms ({verdict}); {cgroup_note}"))
+            rows.append(Case.timed(f"{mode}: echo hello", _echo(cls, workspace), cgroup_note, target=TARGETS_MS[mode]))
     pykka.ActorRegistry.stop_all()
     return rows
 
 
 if __name__ == "__main__":
-    for name, median, note in run():
-        print(f"{name:24} {median:8.2f} ms  {note}")
+    from bench.__main__ import text_table
+
+    print(text_table(("sandbox", case) for case in run()), end="")

@@ -10,9 +10,12 @@ Rows (median milliseconds per call; the note gives the aggregate calls per secon
 * in-process ``mcp.Client(team_server.server)`` — no transport, for scale;
 * stdio, 1 caller, and 8 callers sharing the one stdio session (a stdio server has one
   client; 8 concurrent requests are pipelined on it);
-* HTTP, 1 client, and 8 clients, each its own ``mcp.Client`` and agent (``X-Agent-Name``).
+* HTTP, 1 client, and 8 clients, each its own ``mcp.Client`` and agent (``X-Agent-Name``);
+* start-up: from launching ``toolcards serve`` (stdio) to the answer of its first tool call,
+  5 launches; target <= 250 ms.
 
-``run()`` returns ``(name, median_ms, note)`` rows; nothing is asserted.
+``run()`` returns :class:`~bench.timing.Case` rows; nothing is asserted. Without the ``mcp``
+extra the group is skipped.
 """
 
 from __future__ import annotations
@@ -20,16 +23,16 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
+from bench.timing import Case, Skip, Stats
 from toolcards import COMMAND, TOOL_CALL, BaseToolParam, Channels, ToolCard, capability
 
 __all__ = ["run"]
@@ -75,15 +78,18 @@ async def _timed_calls(client: Any, count: int) -> list[float]:
     return samples
 
 
-async def _measure(clients: list[Any], callers: int, count: int) -> tuple[float, float]:
-    """(median ms per call, calls per second) with ``callers`` concurrent loops over ``clients``."""
+STARTS = 5
+
+
+async def _measure(clients: list[Any], callers: int, count: int) -> tuple[Stats, float]:
+    """(per-call statistics in ms, calls per second) with ``callers`` concurrent loops over ``clients``."""
     for client in clients:
         await _timed_calls(client, WARMUP)
     started = time.perf_counter()
     batches = await asyncio.gather(*(_timed_calls(clients[i % len(clients)], count) for i in range(callers)))
     wall = time.perf_counter() - started
     samples = [sample for batch in batches for sample in batch]
-    return statistics.median(samples), len(samples) / wall
+    return Stats.of(samples), len(samples) / wall
 
 
 def _free_port() -> int:
@@ -128,7 +134,7 @@ def _http_client(url: str, name: str) -> AbstractAsyncContextManager[Any]:
     return Client(streamable_http_client(url, http_client=http))
 
 
-async def _bench(root: Path) -> list[tuple[str, float, str]]:
+async def _bench(root: Path) -> list[Case]:
     import mcp_types
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
@@ -138,10 +144,10 @@ async def _bench(root: Path) -> list[tuple[str, float, str]]:
     config = root / "team.yaml"
     config.write_text(CONFIG)
     env = {**os.environ, "TOOLCARDS_WORKSPACES_ROOT": str(root / "workspaces")}
-    rows: list[tuple[str, float, str]] = []
+    rows: list[Case] = []
 
-    def row(label: str, result: tuple[float, float]) -> None:
-        rows.append((label, result[0], f"{result[1]:,.0f} calls/s"))
+    def row(label: str, result: tuple[Stats, float]) -> None:
+        rows.append(Case.timed(label, result[0], f"{result[1]:,.0f} calls/s"))
 
     team_server = TeamServer(load_config(config))
     try:
@@ -158,6 +164,22 @@ async def _bench(root: Path) -> list[tuple[str, float, str]]:
             row("stdio, 1 caller", await _measure([client], 1, CALLS_ONE))
             row(f"stdio, {CONCURRENT} callers on one session", await _measure([client], CONCURRENT, CALLS_EACH))
 
+    starts = []
+    for _ in range(STARTS):
+        with open(os.devnull, "w") as quiet:
+            started = time.perf_counter()
+            async with Client(stdio_client(params, errlog=quiet), client_info=info) as client:
+                await client.call_tool("echo", {"text": "first"})
+                starts.append((time.perf_counter() - started) * 1000)
+    rows.append(
+        Case.timed(
+            "stdio start-up to first answer",
+            Stats.of(starts),
+            f"launch toolcards serve, connect, first tool call; median of {STARTS}; Node reference servers: ~190 ms",
+            target=250.0,
+        )
+    )
+
     async with _http_server(config, env) as url:
         async with _http_client(url, "bench-0") as client:
             row("HTTP, 1 client", await _measure([client], 1, CALLS_ONE))
@@ -167,16 +189,17 @@ async def _bench(root: Path) -> list[tuple[str, float, str]]:
     return rows
 
 
-def run() -> list[tuple[str, float, str]]:
-    """Measure tool calls per transport; returns ``(name, median_ms, note)`` rows."""
+def run() -> list[Case]:
+    """Measure tool calls per transport; returns :class:`~bench.timing.Case` rows."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is None:
+        raise Skip("the mcp extra is not installed (pip install 'toolcards[mcp]')")
     with tempfile.TemporaryDirectory() as tmp:
         return asyncio.run(_bench(Path(tmp)))
 
 
-def _print(rows: list[tuple[str, float, str]], out: Callable[[str], None] = print) -> None:
-    for label, median_ms, note in rows:
-        out(f"{label:40} {median_ms:8.2f} ms  {note}")
-
-
 if __name__ == "__main__":
-    _print(run())
+    from bench.__main__ import text_table
+
+    print(text_table(("server", case) for case in run()), end="")

@@ -1,6 +1,6 @@
 """Shared-store benchmark: the team's board shared by actors in several processes and servers.
 
-``run()`` returns rows ``(name, median_ms, note)``; nothing is asserted (the machine is
+``run()`` returns :class:`~bench.timing.Case` rows; nothing is asserted (the machine is
 noisy). Measured on the machine the bench runs on (2 cores here), where the writers, the
 readers, the servers, the clients and PostgreSQL all compete for the CPU. SQLite: WAL,
 ``synchronous="normal"``, a file in a temporary directory. PostgreSQL: the throwaway
@@ -22,9 +22,9 @@ Rows and targets (median of the stated number of calls):
 * **4 processes writing at once, SQLite**: 4 spawned processes, each with its own store
   and ``PlanningActor`` on one file and one team, released together by a barrier, each doing
   500 single-task updates through its proxy (alternately a create and an update of the
-  task it just created). Wall time from the barrier to the last finish; the note gives the
-  acknowledged updates per second, the median column is ``1000 / throughput`` (aggregate
-  milliseconds per update). Target >= 2,000 updates/s. Afterwards the board is checked to
+  task it just created). Wall time from the barrier to the last finish; the row's value is
+  the acknowledged updates per second, the note gives the per-update latency. Target
+  >= 2,000 updates/s. Afterwards the board is checked to
   hold every created task with its last update (a ``WARNING`` row if not).
 * **N servers on PostgreSQL, 20 clients**: ``python -m toolcards.cli serve --transport
   http`` subprocesses of one planning-only team on one PostgreSQL schema, 20 MCP clients
@@ -62,12 +62,13 @@ from typing import Any, NamedTuple, cast
 
 import pykka
 
+from bench.timing import Case, Stats, percentile
 from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore, Store, open_store
 
 __all__ = ["run"]
 
-Row = tuple[str, float, str]
+Row = Case
 
 REPO = Path(__file__).resolve().parents[1]
 SIZES = (500, 5_000)
@@ -109,7 +110,7 @@ def _board(store: Store, team: str, size: int) -> tuple[pykka.ActorRef[PlanningA
     return ref, proxy
 
 
-def _median_ms(call: Callable[[int], object], repeat: int = REPEAT, warmup: int = WARMUP) -> float:
+def _measure(call: Callable[[int], object], repeat: int = REPEAT, warmup: int = WARMUP) -> Stats:
     for i in range(warmup):
         call(-1 - i)
     samples = []
@@ -117,11 +118,11 @@ def _median_ms(call: Callable[[int], object], repeat: int = REPEAT, warmup: int 
         started = time.perf_counter()
         call(i)
         samples.append(time.perf_counter() - started)
-    return statistics.median(samples) * 1000
+    return Stats.of([sample * 1000 for sample in samples])
 
 
 def _failed(label: str, exc: BaseException) -> Row:
-    return (label, math.nan, f"failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+    return Case(label, math.nan, f"failed: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
 
 
 class _Child:
@@ -173,11 +174,11 @@ def _updates(store: Store, kind: str, target_ms: float, conditions: str) -> list
             return proxy.update("@Agent1", update=[change]).get()
 
         try:
-            median = _median_ms(update)
+            median = _measure(update)
         finally:
             ref.stop()
         note = f"target <= {target_ms:g} ms; through the actor proxy, commit included; {conditions}; median of {REPEAT}"
-        rows.append((f"update 1 task, board of {size:,}, {kind}", median, note))
+        rows.append(Case.timed(f"update 1 task, board of {size:,}, {kind}", median, note, target=target_ms))
     return rows
 
 
@@ -241,7 +242,7 @@ def _catch_ups(store: Store, location: str, kind: str, conditions: str) -> list[
                         idle.append(ended - middle)
             finally:
                 ref.stop()
-            with_change, without = statistics.median(changed) * 1000, statistics.median(idle) * 1000
+            with_change, without = Stats.of([c * 1000 for c in changed]), Stats.of([n * 1000 for n in idle])
             own = statistics.median(c - n for c, n in zip(changed, idle, strict=True)) * 1000
             seen = f"; WARNING: {stale} read(s) missed the change" if stale else ""
             note = (
@@ -249,9 +250,10 @@ def _catch_ups(store: Store, location: str, kind: str, conditions: str) -> list[
                 f"cost (median of paired differences) {own:.3f} ms; writer in another process; {conditions}; "
                 f"median of {REPEAT}{seen}"
             )
-            rows.append((f"catch-up after one change by another process, board of {size:,}, {kind}", with_change, note))
+            label = f"catch-up after one change by another process, board of {size:,}, {kind}"
+            rows.append(Case.timed(label, with_change, note, target=0.5))
             note = f"the same get_task right after, nothing to catch up; {conditions}; median of {REPEAT}"
-            rows.append((f"read with nothing to catch up, board of {size:,}, {kind}", without, note))
+            rows.append(Case.timed(f"read with nothing to catch up, board of {size:,}, {kind}", without, note))
     finally:
         child.close()
     return rows
@@ -326,7 +328,8 @@ def _burst(directory: Path) -> list[Row]:
         store.close()
     total = WRITERS * WRITES_EACH
     throughput = total / wall
-    latency = statistics.median(sample for _, _, samples in answers for sample in samples) * 1000
+    latencies = [sample * 1000 for _, _, samples in answers for sample in samples]
+    latency = statistics.median(latencies)
     missing = []
     for number, (_, created, _) in enumerate(answers):
         for index, task_id in enumerate(created):
@@ -337,13 +340,15 @@ def _burst(directory: Path) -> list[Row]:
     note = (
         f"target >= 2,000 updates/s; {throughput:,.0f} acknowledged updates/s ({total:,} in {wall:.2f} s); "
         f"{WRITERS} spawned processes x {WRITES_EACH} (create, then update it), board of {BURST_BOARD:,} + "
-        f"{total // 2:,}; per-update latency median {latency:.2f} ms; {_cpus()}; median column = 1000/throughput"
+        f"{total // 2:,}; per-update latency median {latency:.2f} ms, p95 {percentile(latencies, 0.95):.2f} ms; "
+        f"{_cpus()}"
     )
-    rows = [(f"{WRITERS} processes writing at once, SQLite", 1000 / throughput, note)]
+    label = f"{WRITERS} processes writing at once, SQLite"
+    rows = [Case(label, throughput, note, unit="updates/s", target=2000.0, better="higher")]
     created_count = sum(len(created) for _, created, _ in answers)
     if missing or created_count != total // 2 or len(board) != BURST_BOARD + total // 2:
         rows.append(
-            (
+            Case(
                 "WARNING: 4 processes writing at once, SQLite",
                 math.nan,
                 f"the board lacks {len(missing)} of {created_count} created tasks (or their last update); "
@@ -546,10 +551,10 @@ def _scale_out(server: Any, directory: Path) -> list[Row]:
                 f"whole machine with anything else running {result.machine_cpu:.0%}); {_cpus()} shared by all; "
                 "median per-call latency"
             )
-            rows.append((label, statistics.median(result.latencies), note))
+            rows.append(Case.timed(label, Stats.of(result.latencies), note))
             if not distinct:
                 rows.append(
-                    (f"WARNING: {label}", math.nan, f"acknowledged ids not distinct and contiguous: {ids[:10]}...")
+                    Case(f"WARNING: {label}", math.nan, f"acknowledged ids not distinct and contiguous: {ids[:10]}...")
                 )
     finally:
         for s in servers:
@@ -605,8 +610,8 @@ def run() -> list[Row]:
                 if server is None:
                     note = f"skipped: PostgreSQL unavailable ({reason})"
                     for label in ("update 1 task", "catch-up after one change by another process"):
-                        rows.append((f"{label}, board of 5,000, PostgreSQL", math.nan, note))
-                    rows.append((f"{SERVERS} servers on PostgreSQL, {CLIENTS} clients", math.nan, note))
+                        rows.append(Case(f"{label}, board of 5,000, PostgreSQL", math.nan, note))
+                    rows.append(Case(f"{SERVERS} servers on PostgreSQL, {CLIENTS} clients", math.nan, note))
                 else:
                     url = server.create_schema("bench_board")
                     from toolcards.store.postgres import PostgresStore
@@ -631,5 +636,6 @@ def run() -> list[Row]:
 
 
 if __name__ == "__main__":
-    for name, median_ms, note in run():
-        print(f"{name:<72} {median_ms:8.3f} ms  {note}")
+    from bench.__main__ import text_table
+
+    print(text_table(("shared_store", case) for case in run()), end="")

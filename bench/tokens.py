@@ -1,9 +1,10 @@
 """Token benchmark: what the model reads on every request, counted in o200k tokens offline.
 
-``run()`` returns rows ``(name, tokens, note)``: the "median" column holds a token count
-(printed as ms by the table; read it as a count), the note says what was counted. Tokens are
+``run()`` returns :class:`~bench.timing.Case` rows counted in tokens (or, for prompt
+caching, a percentage), with the goals as targets; the note says what was counted. Tokens are
 counted with tiktoken's ``o200k_base`` built from the encoding file shipped in the pinned
-``bpe-openai`` wheel (verified against tiktoken's published hash), so nothing is downloaded.
+``bpe-openai`` wheel (verified against tiktoken's published hash), so nothing is downloaded;
+without ``tiktoken`` and ``bpe-openai`` (the ``dev`` extra) the group is skipped.
 
 Cases:
 
@@ -43,9 +44,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.timing import Case, Skip
+
 __all__ = ["count_tokens", "run"]
 
-Row = tuple[str, float, str]
+Row = Case
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 """tiktoken's published hash of ``o200k_base.tiktoken``."""
 WORKERS = ("@Worker1", "@Worker2", "@Worker3", "@Worker4")
@@ -126,16 +129,21 @@ def _tool_definition_rows() -> list[Row]:
         Agent(capture("toolset"), toolsets=[factory.toolset()]).run_sync("hi")
         Agent(capture("tools"), tools=factory.get_tools()).run_sync("hi")
     toolset, tools = seen["toolset"], seen["tools"]
+    compact = float(_definitions_tokens(toolset))
     return [
-        (
+        Case(
             "tool definitions, Agent(toolsets=[factory.toolset()])",
-            float(_definitions_tokens(toolset)),
-            f"o200k tokens (not ms); {len(toolset)} tools; goal <= 2,300 (akgentic-tool: 5,075)",
+            compact,
+            f"o200k; {len(toolset)} tools; akgentic-tool: 5,075",
+            unit="tokens",
+            target=2300.0,
         ),
-        (
+        Case(
             "tool definitions, Agent(tools=factory.get_tools())",
             float(_definitions_tokens(tools)),
-            f"o200k tokens; {len(tools)} tools; goal: the same compact schema as the toolset",
+            f"o200k; {len(tools)} tools; goal: the same compact schema as the toolset",
+            unit="tokens",
+            target=compact,
         ),
     ]
 
@@ -188,13 +196,18 @@ def _context_rows() -> list[Row]:
         planner_tokens = context(PLANNER)
         team = [planner_tokens, *(context(name) for name in WORKERS)]
     note = f"200 tasks, {dependencies} dependencies, 80-char descriptions"
-    rows.append(("context of a worker with 40 of 200 tasks", float(worker), f"o200k tokens; {note}; goal <= 1,000"))
-    rows.append(("context of the planner (creator of all 200)", float(planner_tokens), f"o200k tokens; {note}"))
+    label = "context of a worker with 40 of 200 tasks"
+    rows.append(Case(label, float(worker), f"o200k; {note}", unit="tokens", target=1000.0))
     rows.append(
-        (
+        Case("context of the planner (creator of all 200)", float(planner_tokens), f"o200k; {note}", unit="tokens")
+    )
+    rows.append(
+        Case(
             "context, team average (1 planner, 4 workers)",
             float(statistics.mean(team)),
-            "o200k tokens; goal <= 1,600 (akgentic-tool: 3,347)",
+            "o200k; akgentic-tool: 3,347",
+            unit="tokens",
+            target=1600.0,
         )
     )
     return rows
@@ -223,11 +236,13 @@ def _facade_rows() -> list[Row]:
         full = asyncio.run(listed(False))
         facade = asyncio.run(listed(True))
     return [
-        ("MCP tools/list, full", float(full), "o200k tokens; default team without web search"),
-        (
+        Case("MCP tools/list, full", float(full), "o200k; default team without web search", unit="tokens"),
+        Case(
             "MCP tools/list, facade",
             float(facade),
-            f"o200k tokens; {100 * facade / full:.1f} % of the full list; goal <= 10 %",
+            f"o200k; {100 * facade / full:.1f} % of the full list; target: 10 % of it",
+            unit="tokens",
+            target=0.1 * full,
         ),
     ]
 
@@ -348,11 +363,14 @@ def _cache_rows(turns: int = 30) -> list[Row]:
     for mode, (share, total) in results.items():
         how = "TeamContext capability" if mode == "updates" else f"CardToolset(context={mode!r})"
         rows.append(
-            (
+            Case(
                 f"30 requests, board changing every 3, {how}: unchanged prefix",
                 100.0 * share,
-                f"percent of each request's tokens repeating the previous request's start (not ms); "
-                f"{total:,} o200k tokens sent in all; goal >= 90 %",
+                f"share of each request's tokens repeating the previous request's start; "
+                f"{total:,} o200k tokens sent in all",
+                unit="%",
+                target=90.0,
+                better="higher",
             )
         )
     return rows
@@ -360,6 +378,11 @@ def _cache_rows(turns: int = 30) -> list[Row]:
 
 def run() -> list[Row]:
     """Count every case; takes a few seconds."""
+    import importlib.util
+
+    missing = [name for name in ("tiktoken", "bpe_openai") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise Skip(f"the o200k encoding needs {' and '.join(missing)} (the dev extra)")
     previous = os.environ.get("TOOLCARDS_WORKSPACES_ROOT")
     try:
         with tempfile.TemporaryDirectory() as temp:

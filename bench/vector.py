@@ -1,6 +1,6 @@
 """Vector benchmark: index search and upsert, and what the embedding providers cost per call.
 
-``run()`` returns rows ``(name, median_ms, note)``. Index rows use random unit vectors of
+``run()`` returns :class:`~bench.timing.Case` rows. Index rows use random unit vectors of
 384 dimensions (the local model's size). Embedding rows are measured after one warm-up
 call, so they exclude the one-off model load, which is reported in the note. The local
 rows are left out, with a row saying why, when the model or its tokenizer is missing.
@@ -9,12 +9,12 @@ Nothing is asserted: the machine is noisy.
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable
 
 import numpy as np
 
+from bench.timing import Case, Stats, measure
 from toolcards.vector import EmbeddingParam, EmbeddingService, VectorIndex
 
 __all__ = ["run"]
@@ -30,7 +30,7 @@ _BATCH = [
 ]
 
 
-def run() -> list[tuple[str, float, str]]:
+def run() -> list[Case]:
     """Run every measurement; takes about ten seconds on 2 cores."""
     rows = _index_rows()
     rows.extend(_embedding_rows("hashing", EmbeddingParam(provider="hashing"), repeats=200))
@@ -38,16 +38,11 @@ def run() -> list[tuple[str, float, str]]:
     return rows
 
 
-def _median_ms(action: Callable[[], object], repeats: int) -> float:
-    samples: list[float] = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        action()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples) * 1000
+def _timed(action: Callable[[], object], repeats: int) -> Stats:
+    return measure(action, repeat=repeats, warmup=0)
 
 
-def _index_rows() -> list[tuple[str, float, str]]:
+def _index_rows() -> list[Case]:
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((_ROWS, _DIM)).astype(np.float32)
     index = VectorIndex(_DIM)
@@ -57,51 +52,52 @@ def _index_rows() -> list[tuple[str, float, str]]:
     fill_ms = (time.perf_counter() - start) * 1000
 
     queries = iter(rng.standard_normal((400, _DIM)).astype(np.float32))
-    search_ms = _median_ms(lambda: index.search(next(queries), top_k=10), 300)
-    scores_ms = _median_ms(lambda: index.scores(vectors[0]), 50)
+    search_ms = _timed(lambda: index.search(next(queries), top_k=10), 300)
+    scores_ms = _timed(lambda: index.scores(vectors[0]), 50)
 
     replacements = iter(range(1_000_000))
-    upsert_ms = _median_ms(lambda: index.upsert(f"key-{next(replacements) % _ROWS}", vectors[1]), 2_000)
+    upsert_ms = _timed(lambda: index.upsert(f"key-{next(replacements) % _ROWS}", vectors[1]), 2_000)
     fresh = iter(range(1_000_000))
-    append_ms = _median_ms(lambda: index.upsert(f"new-{next(fresh)}", vectors[2]), 2_000)
+    append_ms = _timed(lambda: index.upsert(f"new-{next(fresh)}", vectors[2]), 2_000)
     gone = iter(range(1_000_000))
-    remove_ms = _median_ms(lambda: index.remove(f"new-{next(gone)}"), 2_000)
+    remove_ms = _timed(lambda: index.remove(f"new-{next(gone)}"), 2_000)
     return [
-        (f"VectorIndex.search top-10, {_ROWS:,} x {_DIM}", search_ms, "exact cosine; median of 300"),
-        (f"VectorIndex.scores all keys, {_ROWS:,} x {_DIM}", scores_ms, "dict of every cosine; median of 50"),
-        (
+        Case.timed(f"VectorIndex.search top-10, {_ROWS:,} x {_DIM}", search_ms, "exact cosine; median of 300"),
+        Case.timed(f"VectorIndex.scores all keys, {_ROWS:,} x {_DIM}", scores_ms, "dict of every cosine; median of 50"),
+        Case.timed(
             f"VectorIndex.upsert new key into {_ROWS:,}",
             append_ms,
             f"median of 2,000; filling {_ROWS:,} rows took {fill_ms:.0f} ms",
         ),
-        (f"VectorIndex.upsert existing key, {_ROWS:,}", upsert_ms, "in-place replace; median of 2,000"),
-        ("VectorIndex.remove", remove_ms, "swap last row into the hole; median of 2,000"),
+        Case.timed(f"VectorIndex.upsert existing key, {_ROWS:,}", upsert_ms, "in-place replace; median of 2,000"),
+        Case.timed("VectorIndex.remove", remove_ms, "swap last row into the hole; median of 2,000"),
     ]
 
 
-def _embedding_rows(name: str, param: EmbeddingParam, *, repeats: int) -> list[tuple[str, float, str]]:
+def _embedding_rows(name: str, param: EmbeddingParam, *, repeats: int) -> list[Case]:
     service = EmbeddingService(param)
     start = time.perf_counter()
     warm = service.embed([_SENTENCE])
     load_ms = (time.perf_counter() - start) * 1000
     if warm is None:
-        return [(f"{name} embed", float("nan"), f"skipped: {service.failure}")]
-    one_ms = _median_ms(lambda: service.embed([_SENTENCE]), repeats)
-    batch_ms = _median_ms(lambda: service.embed(_BATCH), max(5, repeats // 10))
+        return [Case.skipped(f"{name} embed", str(service.failure))]
+    one_ms = _timed(lambda: service.embed([_SENTENCE]), repeats)
+    batch_ms = _timed(lambda: service.embed(_BATCH), max(5, repeats // 10))
     return [
-        (
+        Case.timed(
             f"{name} embed 1 sentence",
             one_ms,
             f"{service.model_id}; median of {repeats}; first call incl. load {load_ms:.0f} ms",
         ),
-        (
+        Case.timed(
             f"{name} embed batch of {len(_BATCH)}",
             batch_ms,
-            f"{len(_BATCH) / batch_ms * 1000:.0f} sentences/s",
+            f"{len(_BATCH) / batch_ms.median * 1000:.0f} sentences/s",
         ),
     ]
 
 
 if __name__ == "__main__":
-    for row_name, median_ms, note in run():
-        print(f"{row_name:<45} {median_ms:8.3f} ms  {note}")
+    from bench.__main__ import text_table
+
+    print(text_table(("vector", case) for case in run()), end="")

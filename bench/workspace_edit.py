@@ -1,17 +1,18 @@
 """Workspace edit benchmark: one find-and-replace in a 2,000-line file, exact and fuzzy.
 
-``run()`` returns rows ``(name, median_ms, note)``. The file is generated Python-like code
+``run()`` returns :class:`~bench.timing.Case` rows. The file is generated Python-like code
 (~80 KB, 4-space indentation, lines of varied length). The exact edit replaces a unique
 3-line block; the fuzzy edit's old text has a misspelt name, a changed literal and other
 indentation, so every strategy before ``fuzzy`` is tried and fails first. Nothing is
-asserted: the machine is noisy.
+asserted: the machine is noisy. The targets (exact <= 1 ms, fuzzy <= 2 ms) are for the edit
+end to end (``bench/workspace.py``); the engine is a part of them.
 """
 
 from __future__ import annotations
 
 import random
 
-from bench.timing import median_ms
+from bench.timing import Case, measure
 from toolcards.workspace.edit import apply_edit
 
 __all__ = ["run"]
@@ -32,7 +33,7 @@ def edit_cases(text: str) -> tuple[str, str, str, str]:
     return exact_old, exact_new, "\n".join(fuzzy_block), fuzzy_new
 
 
-def run() -> list[tuple[str, float, str]]:
+def run() -> list[Case]:
     """Time both edits; takes about a second."""
     text = _source(_LINES)
     exact_old, exact_new, fuzzy_old, fuzzy_new = edit_cases(text)
@@ -42,14 +43,14 @@ def run() -> list[tuple[str, float, str]]:
     if (exact.strategy, fuzzy.strategy) != ("exact", "fuzzy"):  # the benchmark would measure the wrong path
         raise AssertionError(f"unexpected strategies {exact.strategy}, {fuzzy.strategy}")
     return [
-        (
+        Case.timed(
             f"apply_edit exact, {_LINES:,}-line file",
-            median_ms(lambda: apply_edit(text, exact_old, exact_new), repeat=500),
+            measure(lambda: apply_edit(text, exact_old, exact_new), repeat=500),
             "3-line block, unique; median of 500",
         ),
-        (
+        Case.timed(
             f"apply_edit fuzzy, {_LINES:,}-line file",
-            median_ms(lambda: apply_edit(text, fuzzy_old, fuzzy_new), repeat=500),
+            measure(lambda: apply_edit(text, fuzzy_old, fuzzy_new), repeat=500),
             f"6-line block, 2 typos, other indent ({fuzzy.strategy}); median of 500",
         ),
     ]
@@ -85,5 +86,6 @@ def _source(count: int) -> str:
 
 
 if __name__ == "__main__":
-    for name, value, note in run():
-        print(f"{name}: {value:.3f} ms  ({note})")
+    from bench.__main__ import text_table
+
+    print(text_table(("workspace_edit", case) for case in run()), end="")

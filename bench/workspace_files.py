@@ -2,18 +2,17 @@
 
 ``run()`` builds its fixture in a temporary directory (1,000 source files of about 1 KB
 in 50 directories, plus one 2 KB and one 2,000-line file), times each operation many
-times and returns ``(name, median_ms, note)`` rows. Targets: glob <= 15 ms and grep
-(ripgrep) <= 10 ms over the 1,000 files. Run it as a script to print the table.
+times and returns :class:`~bench.timing.Case` rows. Targets: glob <= 15 ms and grep
+(ripgrep) <= 8 ms over the 1,000 files. Run it as a script to print the table.
 """
 
 from __future__ import annotations
 
-import statistics
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench.timing import Case, Stats, measure
 from toolcards.core.atomic_write import atomic_write
 from toolcards.workspace.files import read_page, render_page
 from toolcards.workspace.glob import glob
@@ -26,14 +25,9 @@ FILES = 1000
 DIRECTORIES = 50
 
 
-def _median_ms(action: Callable[[], object], repeat: int) -> float:
-    action()  # warm caches (page cache, imports, compiled patterns)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+def _timed(action: Callable[[], object], repeat: int) -> Stats:
+    # One warm-up call: page cache, imports, compiled patterns.
+    return measure(action, repeat=repeat, warmup=1)
 
 
 def _read_numbered(path: Path) -> str:
@@ -54,47 +48,47 @@ def _build(root: Path) -> None:
     (root / "long.txt").write_text("".join(f"line number {n} of the long file\n" for n in range(2000)))
 
 
-def run() -> list[tuple[str, float, str]]:
-    """Time each operation; return ``(name, median_ms, note)`` rows."""
-    rows: list[tuple[str, float, str]] = []
+def run() -> list[Case]:
+    """Time each operation; return :class:`~bench.timing.Case` rows."""
+    rows: list[Case] = []
     with tempfile.TemporaryDirectory() as temp:
         root = Path(temp).resolve()
         _build(root)
         payload = b"y" * 2048
-        rows.append(("write 2 KB (atomic)", _median_ms(lambda: atomic_write(root / "out.txt", payload), 200), "fsync"))
-        rows.append(("read 2 KB", _median_ms(lambda: _read_numbered(root / "small.txt"), 500), ""))
-        rows.append(("read 2,000 lines", _median_ms(lambda: _read_numbered(root / "long.txt"), 200), ""))
+        write = _timed(lambda: atomic_write(root / "out.txt", payload), 200)
+        rows.append(Case.timed("write 2 KB (atomic)", write, "fsync"))
+        rows.append(Case.timed("read 2 KB", _timed(lambda: _read_numbered(root / "small.txt"), 500), ""))
+        rows.append(Case.timed("read 2,000 lines", _timed(lambda: _read_numbered(root / "long.txt"), 200), ""))
         rows.append(
-            ("glob **/*.py over 1,000 files", _median_ms(lambda: glob(root, "**/*.py"), 100), "target <= 15 ms")
+            Case.timed("glob **/*.py over 1,000 files", _timed(lambda: glob(root, "**/*.py"), 100), "", target=15.0)
         )
         rows.append(
-            (
-                "glob **/*.{py,ts} over 1,000 files",
-                _median_ms(lambda: glob(root, "**/*.{py,ts}"), 100),
-                "target <= 15 ms",
+            Case.timed(
+                "glob **/*.{py,ts} over 1,000 files", _timed(lambda: glob(root, "**/*.{py,ts}"), 100), "", target=15.0
             )
         )
         if find_rg() is not None:
             rows.append(
-                (
+                Case.timed(
                     "grep (rg) over 1,000 files",
-                    _median_ms(lambda: grep(root, r"def handler_5\d\d_3\b", use_rg=True), 100),
-                    "target <= 10 ms",
+                    _timed(lambda: grep(root, r"def handler_5\d\d_3\b", use_rg=True), 100),
+                    "",
+                    target=8.0,
                 )
             )
             rows.append(
-                (
+                Case.timed(
                     "grep (rg) include *.py",
-                    _median_ms(lambda: grep(root, "import os", include="*.py", use_rg=True), 100),
+                    _timed(lambda: grep(root, "import os", include="*.py", use_rg=True), 100),
                     "100-match cap",
                 )
             )
         else:
-            rows.append(("grep (rg) over 1,000 files", float("nan"), "rg not installed"))
+            rows.append(Case.skipped("grep (rg) over 1,000 files", "rg not installed"))
         rows.append(
-            (
+            Case.timed(
                 "grep (python) over 1,000 files",
-                _median_ms(lambda: grep(root, r"def handler_5\d\d_3\b", use_rg=False), 30),
+                _timed(lambda: grep(root, r"def handler_5\d\d_3\b", use_rg=False), 30),
                 "fallback, no target",
             )
         )
@@ -102,5 +96,6 @@ def run() -> list[tuple[str, float, str]]:
 
 
 if __name__ == "__main__":
-    for name, median, note in run():
-        print(f"{name:40} {median:8.2f} ms  {note}")
+    from bench.__main__ import text_table
+
+    print(text_table(("workspace_files", case) for case in run()), end="")
