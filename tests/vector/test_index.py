@@ -23,8 +23,15 @@ def _brute_force(rows: dict[str, np.ndarray], query: np.ndarray, top_k: int) -> 
 
 
 def _assert_same_ranking(got: list[tuple[str, float]], expected: list[tuple[str, float]]) -> None:
-    assert [key for key, _ in got] == [key for key, _ in expected]
+    """The same scores in the same order; keys may differ only where scores tie (two keys
+    holding the same vector rank in either order)."""
     assert [score for _, score in got] == pytest.approx([score for _, score in expected], abs=1e-5)
+    assert len({key for key, _ in got}) == len(got)
+    truth = dict(expected)
+    for (key, score), (expected_key, expected_score) in zip(got, expected, strict=True):
+        if key != expected_key:
+            assert abs(score - expected_score) <= 1e-5, (key, expected_key)
+            assert key not in truth or abs(truth[key] - score) <= 1e-5, (key, truth[key], score)
 
 
 def test_matches_brute_force_after_many_upserts_and_removes() -> None:
@@ -52,6 +59,16 @@ def test_matches_brute_force_after_many_upserts_and_removes() -> None:
         np.testing.assert_allclose(stored, _unit(vector), atol=1e-6)
     query = rng.standard_normal(DIM)
     _assert_same_ranking(index.search(query, top_k=len(truth)), _brute_force(truth, query, len(truth)))
+
+
+def test_two_keys_with_the_same_vector_tie_in_either_order() -> None:
+    index = VectorIndex(DIM)
+    vector = np.random.default_rng(3).standard_normal(DIM).astype(np.float32)
+    index.upsert("k1", vector)
+    index.upsert("k2", vector)
+    found = index.search(vector, top_k=2)
+    assert {key for key, _ in found} == {"k1", "k2"}
+    _assert_same_ranking(found, _brute_force({"k1": vector, "k2": vector}, vector, 2))
 
 
 @settings(max_examples=60, deadline=None)
