@@ -6,9 +6,7 @@ import pytest
 
 from toolcards.knowledge_graph.search import (
     KeywordIndex,
-    fuse,
     keyword_score,
-    normalised_cosine,
     query_terms,
     shortest_paths,
     tokenize,
@@ -62,34 +60,6 @@ def test_keyword_index_reindexes_and_removes() -> None:
     index.remove("A")
     assert index.scores("word") == {}
     assert len(index) == 0
-
-
-def test_normalised_cosine_maps_minus_one_to_one_onto_zero_to_one() -> None:
-    assert normalised_cosine(-1.0) == 0.0
-    assert normalised_cosine(0.0) == 0.5
-    assert normalised_cosine(0.5) == 0.75
-    assert normalised_cosine(1.0) == 1.0
-    assert normalised_cosine(1.0000001) == 1.0
-
-
-def test_fusion_arithmetic_by_hand() -> None:
-    cosines = {"a": 0.5, "b": 0.2, "c": -0.2, "e": 0.3}
-    keyword = {"b": 1.0, "d": 0.4}
-    scores = fuse(cosines, keyword, alpha=0.7, threshold=0.3)
-    assert scores == pytest.approx(
-        {
-            "a": 0.7 * 0.75,  # vector leg only: 0.525
-            "b": 0.7 * 0.6 + 0.3 * 1.0,  # below the threshold, but a keyword hit: 0.72
-            "d": 0.7 * 0.5 + 0.3 * 0.4,  # keyword hit without a vector counts as cos 0: 0.47
-            "e": 0.7 * 0.65,  # exactly at the threshold enters: 0.455
-        }
-    )
-    assert "c" not in scores  # below the threshold and no keyword match
-
-
-def test_fusion_weights_follow_alpha() -> None:
-    assert fuse({"a": 1.0}, {"a": 0.5}, alpha=0.0, threshold=0.3) == pytest.approx({"a": 0.5})
-    assert fuse({"a": 1.0}, {"a": 0.5}, alpha=1.0, threshold=0.3) == pytest.approx({"a": 1.0})
 
 
 def test_top_k_orders_by_score_then_name() -> None:

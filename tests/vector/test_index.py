@@ -173,3 +173,35 @@ def test_encode_decode_round_trip_is_exact() -> None:
 def test_decode_rejects_garbage(bad: str) -> None:
     with pytest.raises(ValueError):
         VectorIndex.decode(bad)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 2**32 - 1), min_size=0, max_size=40),
+    st.dictionaries(st.sampled_from([f"k{n}" for n in range(50)]), st.floats(0.0, 1.0), max_size=15),
+    st.integers(1, 12),
+)
+def test_hybrid_top_is_the_fused_ranking_of_every_candidate(
+    seeds: list[int], boosts: dict[str, float], limit: int
+) -> None:
+    alpha, threshold = 0.7, 0.3
+    index = VectorIndex(DIM)
+    rows: dict[str, np.ndarray] = {}
+    for number, seed in enumerate(seeds):
+        rows[f"k{number}"] = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+        index.upsert(f"k{number}", rows[f"k{number}"])
+    query = np.random.default_rng(len(seeds)).standard_normal(DIM)
+    cosines = dict(index.scores(query))
+    candidates = {key for key, cosine in cosines.items() if cosine >= threshold} | set(boosts)
+    expected = sorted(
+        (
+            (key, alpha * min(1.0, max(0.0, (cosines.get(key, 0.0) + 1) / 2)) + (1 - alpha) * boosts.get(key, 0.0))
+            for key in candidates
+        ),
+        key=lambda hit: (-hit[1], hit[0]),
+    )[:limit]
+    got = index.hybrid_top(query, boosts, alpha=alpha, threshold=threshold, limit=limit)
+    assert [key for key, _, _ in got] == [key for key, _ in expected]
+    assert [score for _, score, _ in got] == pytest.approx([score for _, score in expected], abs=1e-9)
+    for key, _, cosine in got:
+        assert cosine == (pytest.approx(cosines[key]) if key in cosines else None)

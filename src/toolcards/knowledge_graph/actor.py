@@ -84,7 +84,6 @@ from toolcards.knowledge_graph.search import (
     DEFAULT_ALPHA,
     DEFAULT_THRESHOLD,
     KeywordIndex,
-    fuse,
     shortest_paths,
 )
 from toolcards.knowledge_graph.search import top_k as best_scores
@@ -335,9 +334,17 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
             cosines = scores = dict(self._vectors.search(vector, top_k=count, min_score=self._threshold))
         else:
             assert vector is not None and self._vectors is not None
-            cosines = self._vectors.scores(vector)
             keyword = self._keywords.scores(text)
-            scores = fuse(cosines, keyword, alpha=self._alpha, threshold=self._threshold)
+            # The best twice over: enough for the names pinned first, without scoring every
+            # entity in Python (see VectorIndex.hybrid_top).
+            best = self._vectors.hybrid_top(
+                vector, keyword, alpha=self._alpha, threshold=self._threshold, limit=2 * count
+            )
+            scores = {name: score for name, score, _ in best}
+            cosines = {name: cosine for name, _, cosine in best if cosine is not None}
+            for name in self._keywords.name_matches(text, count):
+                if name not in cosines and (cosine := self._vectors.cosine(name, vector)) is not None:
+                    cosines[name] = cosine
         pending = 0 if self._vectors is None else self._vectors.pending
         if used != "keyword" and pending and note is None:
             note = f"{pending} entities are not embedded yet; they match by keyword only."

@@ -33,7 +33,8 @@ Hybrid score, in [0, 1]
     ``(cos + 1) / 2`` maps the cosine from [-1, 1] onto [0, 1] without looking at the
     other candidates, so a score does not change when unrelated entities are added. An
     entity found by keyword but not yet embedded counts as cos = 0 (no evidence either
-    way), i.e. 0.5 after normalisation.
+    way), i.e. 0.5 after normalisation. The vector index computes it for every entity at
+    once and returns only the best (:meth:`toolcards.vector.VectorIndex.hybrid_top`).
 
 Paths
     Shortest paths ignore relation direction and are bounded in length (hops).
@@ -52,9 +53,7 @@ __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_THRESHOLD",
     "KeywordIndex",
-    "fuse",
     "keyword_score",
-    "normalised_cosine",
     "query_terms",
     "shortest_paths",
     "tokenize",
@@ -199,37 +198,6 @@ class KeywordIndex:
             found.append((len(compared), compared, key))
         found.sort()
         return [key for _, _, key in found[:limit]]
-
-
-def normalised_cosine(cosine: float) -> float:
-    """``(cosine + 1) / 2``, clamped to [0, 1]."""
-    return min(1.0, max(0.0, (cosine + 1.0) / 2.0))
-
-
-def fuse(
-    cosines: Mapping[str, float],
-    keyword: Mapping[str, float],
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    threshold: float = DEFAULT_THRESHOLD,
-) -> dict[str, float]:
-    """Hybrid scores of the candidates of both legs (see the module docstring).
-
-    Args:
-        cosines: raw cosine of each embedded entity with the query.
-        keyword: keyword score of each entity matching a query term.
-        alpha: weight of the normalised cosine.
-        threshold: minimum raw cosine to enter through the vector leg.
-
-    Returns:
-        Candidate key → ``alpha * (cos + 1) / 2 + (1 - alpha) * keyword``.
-    """
-    candidates = [key for key, cosine in cosines.items() if cosine >= threshold]
-    candidates.extend(key for key in keyword if key not in cosines or cosines[key] < threshold)
-    return {
-        key: alpha * normalised_cosine(cosines.get(key, 0.0)) + (1.0 - alpha) * keyword.get(key, 0.0)
-        for key in candidates
-    }
 
 
 def top_k(scores: Mapping[str, float], k: int) -> list[tuple[str, float]]:

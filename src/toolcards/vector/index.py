@@ -15,6 +15,7 @@ for ``toolcards.store``'s JSON values) and rebuild the index on start.
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -148,6 +149,59 @@ class VectorIndex:
         else:
             best = np.argsort(-scores, kind="stable")
         return [(self._keys[i], float(scores[i])) for i in best if scores[i] >= min_score]
+
+    def hybrid_top(
+        self,
+        query: npt.ArrayLike,
+        boosts: Mapping[str, float],
+        *,
+        alpha: float,
+        threshold: float,
+        limit: int,
+    ) -> list[tuple[str, float, float | None]]:
+        """The ``limit`` best keys by ``alpha * (cos + 1) / 2 + (1 - alpha) * boost``.
+
+        Candidates are the rows whose cosine with ``query`` is at least ``threshold`` and
+        every key of ``boosts`` (a key without a row counts as cosine 0). Returns
+        ``(key, score, cosine or None)``, by score descending, then key. The scores are
+        computed for every row at once and only the best are turned into Python objects,
+        so the cost is the matrix-vector product plus one pass in numpy, not a dictionary
+        of every row. Raises ``ValueError`` for a query of the wrong size.
+        """
+        import numpy as np
+
+        cosines = self._all_scores(query).astype(np.float64)
+        fused = alpha * np.clip((cosines + 1.0) / 2.0, 0.0, 1.0)
+        eligible = cosines >= threshold
+        unindexed: list[tuple[str, float, float | None]] = []
+        for key, boost in boosts.items():
+            row = self._rows.get(key)
+            if row is None:
+                unindexed.append((key, alpha * 0.5 + (1.0 - alpha) * boost, None))
+            else:
+                fused[row] += (1.0 - alpha) * boost
+                eligible[row] = True
+        candidates = np.flatnonzero(eligible)
+        if limit <= 0:
+            return []
+        if len(candidates) > limit:
+            # Every candidate scoring at least the limit-th best, ties included.
+            kth = np.partition(fused[candidates], len(candidates) - limit)[len(candidates) - limit]
+            candidates = candidates[fused[candidates] >= kth]
+        found: list[tuple[str, float, float | None]] = [
+            (self._keys[i], float(fused[i]), float(cosines[i])) for i in candidates.tolist()
+        ]
+        found += unindexed
+        found.sort(key=lambda hit: (-hit[1], hit[0]))
+        return found[:limit]
+
+    def cosine(self, key: str, query: npt.ArrayLike) -> float | None:
+        """The cosine of ``key``'s vector with ``query``, or ``None`` when ``key`` has none."""
+        row = self._rows.get(key)
+        if row is None:
+            return None
+        unit = _as_unit_vector(query, self._dim, "The query")
+        return float(self._matrix[row] @ unit)
 
     def scores(self, query: npt.ArrayLike) -> dict[str, float]:
         """Every key's cosine with ``query`` (for callers that fuse it with other scores).

@@ -471,6 +471,32 @@ class TextVectors:
                     break
         return hits
 
+    def hybrid_top(
+        self,
+        query: npt.NDArray[np.float32],
+        boosts: Mapping[str, float],
+        *,
+        alpha: float,
+        threshold: float,
+        limit: int,
+    ) -> list[tuple[str, float, float | None]]:
+        """:meth:`VectorIndex.hybrid_top` over the indexed vectors; with none indexed (or a
+        query of another size), every key of ``boosts`` counts as cosine 0."""
+        index = self._index
+        if index is None or not len(index) or query.shape[-1] != index.dim:
+            found: list[tuple[str, float, float | None]] = [
+                (key, alpha * 0.5 + (1.0 - alpha) * boost, None) for key, boost in boosts.items()
+            ]
+            return sorted(found, key=lambda hit: (-hit[1], hit[0]))[:limit]
+        return index.hybrid_top(query, boosts, alpha=alpha, threshold=threshold, limit=limit)
+
+    def cosine(self, key: str, query: npt.NDArray[np.float32]) -> float | None:
+        """``key``'s cosine with ``query``, or ``None`` when it has no vector indexed."""
+        index = self._index
+        if index is None or query.shape[-1] != index.dim:
+            return None
+        return index.cosine(key, query)
+
     def scores(self, query: npt.NDArray[np.float32]) -> dict[str, float]:
         """Every indexed key's cosine with ``query`` (empty when nothing is indexed)."""
         return {} if self._index is None else self._index.scores(query)
