@@ -140,6 +140,17 @@ def test_written_texts_are_embedded_in_the_background_and_searchable(owner: Owne
     assert owner.vectors.dim == 384
 
 
+def test_no_embedding_call_starts_while_the_owner_writes(owner: Owner, service: GatedService) -> None:
+    with owner.vectors.writing():
+        owner.write(a="fix the flaky database migration test")
+        # The worker holds its call back while the write is in progress...
+        assert not service.entered.acquire(timeout=0.5)
+    # ...and makes it as soon as the write is over.
+    assert service.entered.acquire(timeout=WAIT)
+    owner.run_until_idle()
+    assert len(owner.vectors) == 1
+
+
 def test_the_stored_row_holds_model_digest_and_vector(owner: Owner) -> None:
     owner.write(a="paint the office walls")
     owner.run_until_idle()

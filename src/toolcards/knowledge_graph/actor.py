@@ -49,6 +49,7 @@ Events
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import heapq
 import json
@@ -423,8 +424,13 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         # Embedding takes milliseconds a text: do it before taking the store's write lock, on
         # the batch as staged over the graph as it is now, and use the vectors whose text is
         # still the one committed (nearly always; another process may have changed it).
-        embedded = self._embed_ahead(stage(self._entities, self._relations, self._links))
-        with self._store.write(self.namespace, since=self._version) as txn:
+        embedded = {}
+        if self._vectors is not None and len(create_entities) + len(update_entities) <= INLINE_EMBED_MAX:
+            embedded = self._embed_ahead(stage(self._entities, self._relations, self._links))
+        with (
+            self._vectors.writing() if self._vectors is not None else contextlib.nullcontext(),
+            self._store.write(self.namespace, since=self._version) as txn,
+        ):
             self._absorb(txn.catch_up)
             batch = stage(self._entities, self._relations, self._links)
             report = batch.report
@@ -437,9 +443,7 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         assert txn.committed is not None
 
         # Committed: mirror it in memory. Upserts first, so relations find their ends.
-        for entity in batch.entities.values():
-            if entity is not None:
-                self._put_entity(entity)
+        self._put_entities([entity for entity in batch.entities.values() if entity is not None])
         for key, relation in batch.relations.items():
             self._put_relation(key, relation)
         for name, entity in batch.entities.items():
@@ -557,19 +561,26 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
     # -- state ----------------------------------------------------------------------
 
     def _put_entity(self, entity: Entity) -> None:
-        previous = self._entities.get(entity.name)
-        if previous is not None:
-            self._entity_types[previous.entity_type] -= 1
-            if not self._entity_types[previous.entity_type]:
-                del self._entity_types[previous.entity_type]
-        self._entities[entity.name] = entity
-        self._entity_types[entity.entity_type] += 1
-        self._links.setdefault(entity.name, {})
-        if entity.is_root:
-            self._roots.setdefault(entity.name, None)
-        else:
-            self._roots.pop(entity.name, None)
-        self._keywords.upsert(entity.name, entity.name, [entity.entity_type, entity.description, *entity.observations])
+        self._put_entities([entity])
+
+    def _put_entities(self, entities: Sequence[Entity]) -> None:
+        for entity in entities:
+            previous = self._entities.get(entity.name)
+            if previous is not None:
+                self._entity_types[previous.entity_type] -= 1
+                if not self._entity_types[previous.entity_type]:
+                    del self._entity_types[previous.entity_type]
+            self._entities[entity.name] = entity
+            self._entity_types[entity.entity_type] += 1
+            self._links.setdefault(entity.name, {})
+            if entity.is_root:
+                self._roots.setdefault(entity.name, None)
+            else:
+                self._roots.pop(entity.name, None)
+        self._keywords.upsert_many(
+            (entity.name, entity.name, [entity.entity_type, entity.description, *entity.observations])
+            for entity in entities
+        )
 
     def _drop_entity(self, name: str) -> None:
         entity = self._entities.pop(name, None)

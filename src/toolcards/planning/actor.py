@@ -49,6 +49,7 @@ numpy and :mod:`toolcards.vector` are imported only when an embedding is configu
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import heapq
 import logging
 import math
@@ -400,7 +401,8 @@ class PlanningActor(pykka.ThreadingActor):
         creator = normalize_agent_name(agent)
         if not creator:
             raise ValueError(f"update() needs the calling agent's name, got {agent!r}.")
-        with self._store.write(self._namespace, since=self._version) as txn:
+        writing = self._vectors.writing() if self._vectors is not None else contextlib.nullcontext()
+        with writing, self._store.write(self._namespace, since=self._version) as txn:
             # Validate against the board as every process left it, under the board's lock.
             self._absorb(txn.catch_up)
             batch = stage_update(

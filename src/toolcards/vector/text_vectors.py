@@ -56,12 +56,13 @@ numpy is imported on first use, as by the rest of :mod:`toolcards.vector`.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -78,6 +79,7 @@ __all__ = [
     "EMBED_CHUNK",
     "FAST_PROVIDERS",
     "REMOTE_EMBED_GRACE_S",
+    "WRITER_FIRST_MAX_S",
     "GraceElapsed",
     "TextVector",
     "TextVectors",
@@ -90,8 +92,11 @@ logger = logging.getLogger(__name__)
 REMOTE_EMBED_GRACE_S = 10.0
 """How long a text another process wrote waits for that process's vector before this
 process embeds it itself. Read when a :class:`TextVectors` is made."""
-EMBED_CHUNK = 256
-"""Most texts in one background embedding call."""
+EMBED_CHUNK = 64
+"""Most texts in one background embedding call: small, so a write arriving meanwhile waits
+for at most one short call (see :meth:`TextVectors.writing`)."""
+WRITER_FIRST_MAX_S = 2.0
+"""Longest the background worker holds back a call while the owner is writing."""
 FAST_PROVIDERS = frozenset({"hashing", "local"})
 """Providers fast enough (milliseconds a text) for :meth:`TextVectors.embed_now`."""
 CLOSE_WAIT_S = 5.0
@@ -183,6 +188,8 @@ class TextVectors:
         self._worker: threading.Thread | None = None
         self._query_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._stopping = threading.Event()
+        self._not_writing = threading.Event()
+        self._not_writing.set()
         self._waiters: list[concurrent.futures.Future[None]] = []
 
     def __repr__(self) -> str:
@@ -373,6 +380,17 @@ class TextVectors:
         return {"model": self.model_id, "digest": vector.digest, "vector": VectorIndex.encode(vector.vector)}
 
     # -- embedding -----------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the background worker back while the owner writes, so an acknowledgement
+        never waits behind embedding for the CPU: the worker starts no new call until the
+        block ends (or :data:`WRITER_FIRST_MAX_S` passed). A call already running finishes."""
+        self._not_writing.clear()
+        try:
+            yield
+        finally:
+            self._not_writing.set()
 
     def embed_now(self, texts: Mapping[str, str], *, max_texts: int) -> dict[str, TextVector]:
         """Embed ``texts`` (key → text) on the calling thread, when that is quick.
@@ -578,6 +596,7 @@ class TextVectors:
         """The worker thread: one call at a time, each result sent to the actor."""
         service = self._service
         while (job := jobs.get()) is not None and not self._stopping.is_set():
+            self._not_writing.wait(WRITER_FIRST_MAX_S)
             keys = tuple(key for key, _, _ in job.items)
             try:
                 vectors = service.embed([text for _, _, text in job.items])
