@@ -48,8 +48,23 @@ def test_sentences_naming_unreachable_tools_are_dropped(text: str, gone: set[str
     assert without_unreachable(text, gone) == kept
 
 
-def test_the_built_in_capabilities_are_known() -> None:
+def test_the_capabilities_of_the_cards_loaded_are_known() -> None:
+    from toolcards import ExecTool, KnowledgeGraphTool, PlanningTool, WorkspaceTool  # noqa: F401 - loads them
+
     assert {"workspace_read", "search_planning", "exec_command", "update_graph"} <= known_tool_names()
+
+
+def test_knowing_tool_names_loads_no_card() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from toolcards.core.mentions import known_tool_names; known_tool_names(); "
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in (['toolcards', 'planning'], "
+        "['toolcards', 'workspace']) or m == 'importlib.metadata'))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"
 
 
 def test_the_pipeline_drops_them_on_the_model_channel_only() -> None:

@@ -161,3 +161,17 @@ def test_json_text_nested_too_deeply_is_a_validation_error() -> None:
     schema = build_args_schema(sample, name="sample")
     with pytest.raises(RetriableError, match="points: Input should be a valid list"):
         schema.validate("sample", {"path": "p", "points": "[" * 100_000 + "]" * 100_000})
+
+
+def test_a_schema_is_built_once_per_capability_and_only_when_used() -> None:
+    from tests.core.cards import GreeterCard
+    from toolcards.core.schema import build_args_schema
+
+    first, second = GreeterCard(), GreeterCard(motd_text="other")
+    schema = build_args_schema(first.greet_someone, name="greet_someone")
+    # Every card object of the class shares it: binding another one costs no model.
+    assert build_args_schema(second.greet_someone, name="greet_someone") is schema
+    fresh = build_args_schema(first.greet_someone, name="greet_someone_again")
+    assert "model" not in vars(fresh)  # nothing built yet
+    assert fresh.json_schema["required"] == ["name"]
+    assert "model" in vars(fresh)

@@ -23,16 +23,15 @@ _ENVELOPE = re.compile(r"^\[BEGIN UNTRUSTED OUTPUT ([0-9a-f]+) .*?^\[END UNTRUST
 
 
 def known_tool_names() -> frozenset[str]:
-    """The name of every capability of every card kind registered in this process."""
-    from toolcards.core.registry import card_class, card_kinds
+    """The name of every capability of every card class defined in this process.
 
-    names: set[str] = set()
-    for kind in card_kinds():
-        try:
-            names.update(capability.name for capability in card_class(kind)._capabilities)
-        except Exception:  # a kind whose entry point cannot load names nothing
-            continue
-    return frozenset(names)
+    Only classes already imported count: a message can only come from a card that is
+    loaded, and importing every kind (or scanning entry points) would make each bind pay
+    for cards it does not use.
+    """
+    from toolcards.core.registry import registered_card_classes
+
+    return frozenset(capability.name for cls in registered_card_classes() for capability in cls._capabilities)
 
 
 def without_unreachable(text: str, unreachable: Iterable[str]) -> str:

@@ -18,7 +18,15 @@ from toolcards.errors import WiringError
 if TYPE_CHECKING:
     from toolcards.core.card import ToolCard
 
-__all__ = ["BUILTIN_CARDS", "card_class", "card_kinds", "dump_cards", "load_cards", "register_card_class"]
+__all__ = [
+    "BUILTIN_CARDS",
+    "card_class",
+    "card_kinds",
+    "dump_cards",
+    "load_cards",
+    "register_card_class",
+    "registered_card_classes",
+]
 
 BUILTIN_CARDS: dict[str, str] = {
     "workspace": "toolcards.workspace.tool:WorkspaceTool",
@@ -46,6 +54,12 @@ def register_card_class(cls: type[ToolCard]) -> None:
     """
     with _lock:
         _registered[cls.kind] = cls
+
+
+def registered_card_classes() -> list[type[ToolCard]]:
+    """The card classes defined (imported) in this process so far; imports nothing."""
+    with _lock:
+        return list(_registered.values())
 
 
 def _entry_points() -> list[Any]:

@@ -19,13 +19,13 @@ seconds.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import reprlib
 import types
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -49,20 +49,46 @@ _CLIPPED.maxlevel, _CLIPPED.maxlist, _CLIPPED.maxdict, _CLIPPED.maxtuple, _CLIPP
 _CLIPPED.maxstring, _CLIPPED.maxother, _CLIPPED.maxlong = 60, 60, 60
 
 
-@dataclass(frozen=True, kw_only=True)
 class ArgsSchema:
-    """How one function's arguments are validated and described."""
+    """How one function's arguments are validated and described.
 
-    model: type[BaseModel]
-    """The pydantic model the arguments are validated against."""
-    json_schema: dict[str, Any]
-    """The compact JSON schema sent to models and MCP clients."""
-    description: str
-    """The docstring's description (without the ``Args:`` section)."""
-    signature: inspect.Signature
-    """The LLM-facing signature: ``self`` removed, annotations resolved."""
-    structured: frozenset[str]
-    """Parameters that take lists, dicts or models, which may arrive as JSON strings."""
+    The pydantic model and the JSON schema are built on first use, not when the tool is
+    made: binding a card then costs reading its signatures, and a capability nobody calls
+    or lists never pays for a model. One schema serves every card object of a class
+    (:func:`build_args_schema` keeps them per function); treat it as read-only.
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        fields: Mapping[str, Any],
+        description: str,
+        signature: inspect.Signature,
+        structured: frozenset[str],
+    ) -> None:
+        self._name = name
+        self._fields = dict(fields)
+        self.description = description
+        """The docstring's description (without the ``Args:`` section)."""
+        self.signature = signature
+        """The LLM-facing signature: ``self`` removed, annotations resolved."""
+        self.structured = structured
+        """Parameters that take lists, dicts or models, which may arrive as JSON strings."""
+
+    @functools.cached_property
+    def model(self) -> type[BaseModel]:
+        """The pydantic model the arguments are validated against."""
+        return create_model(
+            f"{self._name}_arguments",
+            __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
+            **self._fields,
+        )
+
+    @functools.cached_property
+    def json_schema(self) -> dict[str, Any]:
+        """The compact JSON schema sent to models and MCP clients."""
+        return compact_json_schema(self.model.model_json_schema())
 
     def validate(self, tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
         """Validate and coerce ``args``; raise ``RetriableError`` naming every problem."""
@@ -77,12 +103,29 @@ class ArgsSchema:
 
 
 def build_args_schema(func: Callable[..., Any], *, name: str) -> ArgsSchema:
-    """Build the validator and JSON schema of ``func`` (a function or bound method).
+    """The validator and JSON schema of ``func`` (a function or bound method).
+
+    Kept per function and name: every card object of a class shares its capabilities'
+    schemas (a bound method's schema does not depend on the object it is bound to).
 
     Raises:
         WiringError: a parameter has no annotation, or is ``*args``/``**kwargs``; every
             problem is listed under the function's qualified name.
     """
+    key = (getattr(func, "__func__", func), hasattr(func, "__self__"), name)
+    try:
+        cached = _SCHEMAS.get(key)
+    except TypeError:  # an unhashable callable: build it every time
+        return _build_args_schema(func, name=name)
+    if cached is None:
+        cached = _SCHEMAS[key] = _build_args_schema(func, name=name)
+    return cached
+
+
+_SCHEMAS: dict[tuple[Any, bool, str], ArgsSchema] = {}
+
+
+def _build_args_schema(func: Callable[..., Any], *, name: str) -> ArgsSchema:
     signature = inspect.signature(func)
     try:
         hints = typing.get_type_hints(func, include_extras=True)
@@ -114,14 +157,9 @@ def build_args_schema(func: Callable[..., Any], *, name: str) -> ArgsSchema:
             fields[param.name] = (annotation, default)
     if problems:
         raise WiringError(f"{_qualname(func)} cannot be a tool: " + "; ".join(problems) + ".")
-    model = create_model(
-        f"{name}_arguments",
-        __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
-        **fields,
-    )
     return ArgsSchema(
-        model=model,
-        json_schema=compact_json_schema(model.model_json_schema()),
+        name=name,
+        fields=fields,
         description=doc.description,
         signature=signature.replace(parameters=params, return_annotation=hints.get("return", Any)),
         structured=frozenset(structured),
