@@ -71,6 +71,7 @@ class ToolFactory:
         self.retry_exception = retry_exception
         self.approve = approve
         self._subscribers: list[RecordSubscriber] = []
+        self._records = _RecordFanOut(getattr(observer, "notify_event", None), self._subscribers)
         self._lock = threading.Lock()
         self._tools = self._bind(tuple(guards))
 
@@ -112,7 +113,9 @@ class ToolFactory:
                             "disable one of them (set its field to False) or rename it"
                         )
                     seen_in_card[channel].add(tool.name)
-                tools.append(tool.replace(guards=guards + tool.guards, record_sink=self._record, approver=self.approve))
+                tools.append(
+                    tool.replace(guards=guards + tool.guards, record_sink=self._records, approver=self.approve)
+                )
         if problems:
             raise WiringError("Cannot bind cards: " + "; ".join(p.rstrip(".") for p in problems) + ".")
         from toolcards.core.mentions import known_tool_names
@@ -134,13 +137,6 @@ class ToolFactory:
                     self._subscribers.remove(subscriber)
 
         return unsubscribe
-
-    def _record(self, record: ToolExecutionRecord) -> None:
-        notify = getattr(self.observer, "notify_event", None)
-        if notify is not None:
-            notify(record)
-        for subscriber in tuple(self._subscribers):
-            subscriber(record)
 
     # -- channels ---------------------------------------------------------------------------
 
@@ -218,3 +214,26 @@ def _bound_elsewhere(card: ToolCard, observer: Any) -> bool:
     except ToolcardsError:  # its agent is gone: rebinding takes nothing from anyone
         return False
     return current is not observer
+
+
+class _RecordFanOut:
+    """The factory's record sink: the observer's ``notify_event`` and the subscribers.
+
+    False while neither listens, so the pipeline builds no record for nobody (a record is a
+    few microseconds of a call that may take one).
+    """
+
+    __slots__ = ("_notify", "_subscribers")
+
+    def __init__(self, notify: Callable[[Any], None] | None, subscribers: list[RecordSubscriber]) -> None:
+        self._notify = notify
+        self._subscribers = subscribers
+
+    def __bool__(self) -> bool:
+        return self._notify is not None or bool(self._subscribers)
+
+    def __call__(self, record: ToolExecutionRecord) -> None:
+        if self._notify is not None:
+            self._notify(record)
+        for subscriber in tuple(self._subscribers):
+            subscriber(record)

@@ -94,6 +94,8 @@ class ArgsSchema:
         """Validate and coerce ``args``; raise ``RetriableError`` naming every problem."""
         if self.structured:
             args = _decode_json_strings(args, self.structured)
+        if not args and not self._fields:  # nothing to check, nothing to fill in
+            return {}
         try:
             validated = self.model.model_validate(args)
         except ValidationError as exc:

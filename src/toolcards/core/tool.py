@@ -142,7 +142,8 @@ class Tool:
     mutates: bool = False
     """The tool changes state (read-only filters drop it)."""
     record_sink: RecordSink | None = None
-    """Receives a record of every call."""
+    """Receives a record of every call. A sink that is false (``bool(sink)``) wants none for
+    now, and none is built: the factory's is false while nobody listens."""
     unreachable: frozenset[str] = frozenset()
     """Tool names the model cannot call: no error this tool returns to a model names one
     (:mod:`toolcards.core.mentions`)."""
@@ -310,18 +311,19 @@ class Tool:
             raise declined(self.name)
 
     def _run_sync(self, kwargs: dict[str, Any]) -> Any:
-        import concurrent.futures
-
         if self._is_async:
             import asyncio
 
             return asyncio.run(self._run_async(kwargs))
-        if self.timeout_s is None:
+        timeout_s = self.timeout_s
+        if timeout_s is None:
             return self.handler(**kwargs)
+        import concurrent.futures
+
         # In the caller's context: the current span (and anything else kept in one) goes along.
-        future = _pool().submit(contextvars.copy_context().run, _run_until, self.timeout_s, self.handler, kwargs)
+        future = _pool().submit(contextvars.copy_context().run, _run_until, timeout_s, self.handler, kwargs)
         try:
-            return future.result(timeout=self.timeout_s)
+            return future.result(timeout=timeout_s)
         except concurrent.futures.TimeoutError:
             future.cancel()
             raise self._timeout() from None
@@ -346,7 +348,8 @@ class Tool:
         )
 
     def _finish(self, result: Any) -> Any:
-        result = apply_budget(result, self.output_budget)
+        if type(result) is not str or len(result) > self.output_budget:
+            result = apply_budget(result, self.output_budget)
         if self.untrusted_output and isinstance(result, str):
             result = wrap_untrusted(result, self.name)
         return result
@@ -358,7 +361,7 @@ class Tool:
         error = _translate(self.name, exc)
         if channel is Channels.TOOL_CALL and self.unreachable and isinstance(error, RetriableError | ToolFailed):
             error = _without_dangling_names(error, self.unreachable - {self.name})
-        if self.record_sink is not None and isinstance(error, ToolcardsError):
+        if self.record_sink and isinstance(error, ToolcardsError):
             self._record(channel, call_id, started, f"{type(error).__name__}: {error}")
         if span is not None:
             span.finish(error)
@@ -367,15 +370,14 @@ class Tool:
         raise error from exc
 
     def _succeed(self, channel: Channels, call_id: str | None, started: float, span: ToolSpan | None) -> None:
-        if self.record_sink is not None:
+        if self.record_sink:
             self._record(channel, call_id, started, None)
         if span is not None:
             span.finish(None)
 
     def _record(self, channel: Channels, call_id: str | None, started: float, error: str | None) -> None:
         assert self.record_sink is not None
-        # Every field is known good: build it without validation (several µs per call).
-        record = ToolExecutionRecord.model_construct(
+        record = ToolExecutionRecord(
             tool=self.name,
             call_id=call_id or f"{self.name}-{next(_call_ids)}",
             agent=self.agent,
