@@ -282,13 +282,18 @@ class ToolCard(BaseModel):
     @overload
     def param(self, field: str, kind: type[P]) -> P: ...
     def param(self, field: str, kind: type[Any] | None = None) -> Any:
-        """The param configuring ``field``: its value, or the field's param type built with
-        defaults when it is ``True``, or ``None`` when it is ``False`` or ``None``."""
+        """The param configuring ``field``: its value, or the field's param type with its
+        defaults when it is ``True`` (one instance per card class and field, built once:
+        treat it as read-only), or ``None`` when it is ``False`` or ``None``."""
         value = getattr(self, field)
         if value is False or value is None:
             return None
         if value is True:
-            return _param_type(type(self), field)()
+            key = (type(self), field)
+            default = _DEFAULT_PARAMS.get(key)
+            if default is None:
+                default = _DEFAULT_PARAMS[key] = _param_type(type(self), field)()
+            return default
         return value
 
     def describe(self, field: str) -> str | None:
@@ -382,6 +387,10 @@ class ToolCard(BaseModel):
     def get_toolsets(self) -> list[Any]:
         """Ready-made pydantic-ai toolsets (for cards wrapping MCP servers); none by default."""
         return []
+
+
+_DEFAULT_PARAMS: dict[tuple[type[ToolCard], str], BaseToolParam] = {}
+"""The default param of each card class's ``True`` fields (:meth:`ToolCard.param`)."""
 
 
 def _param_type(card_class: type[ToolCard], field: str) -> type[BaseToolParam]:
