@@ -19,12 +19,12 @@ loopback only. Nothing in the dashboard changes the team.
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 from typing import Any
 
-from toolcards.cli.console import UsageError, configure_logging, one_line, progress
-from toolcards.cli.serve import build_config, port_number, token_option
+from toolcards.cli.console import configure_logging, one_line, progress
+from toolcards.cli.http_options import add_http_options, check_access
+from toolcards.cli.serve import build_config
 from toolcards.cli.store_option import add_store_option, open_team_store
 
 __all__ = ["register", "run"]
@@ -35,7 +35,6 @@ DASHBOARD_EXTRA_HINT = "pip install 'toolcards[dashboard]'"
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``dashboard`` to the command line."""
     from toolcards.dashboard.serve import DEFAULT_DASHBOARD_PORT
-    from toolcards.server.http import DEFAULT_HOST
 
     parser = subparsers.add_parser(
         "dashboard",
@@ -45,22 +44,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
-    parser.add_argument("--host", default=DEFAULT_HOST, help=f"bind address (default {DEFAULT_HOST})")
-    parser.add_argument(
-        "--port",
-        type=port_number,
-        default=DEFAULT_DASHBOARD_PORT,
-        help=f"port (default {DEFAULT_DASHBOARD_PORT}; 0: a free one)",
-    )
-    parser.add_argument(
-        "--token",
-        type=token_option,
-        default=os.environ.get("TOOLCARDS_TOKEN") or None,
-        help="the token every request must carry (default: $TOOLCARDS_TOKEN, else one generated and printed)",
-    )
-    parser.add_argument(
-        "--no-token", action="store_true", help="serve without a token: every local user can look (loopback only)"
-    )
+    add_http_options(parser, default_port=DEFAULT_DASHBOARD_PORT, no_token_means="look at the team")
     add_store_option(parser)
     parser.set_defaults(handler=run, facade=None, hot_tool=[], approve_all=None)
 
@@ -80,16 +64,8 @@ def _require_extra() -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the dashboard until SIGINT/SIGTERM; returns the exit code."""
-    from toolcards.server.http import is_loopback
-
     configure_logging(debug=getattr(args, "debug", False), info=True)
-    if args.no_token and args.token:
-        raise UsageError("--no-token contradicts the token given (by --token or TOOLCARDS_TOKEN): drop one of them.")
-    if args.no_token and not is_loopback(args.host):
-        raise UsageError(
-            f"--no-token is refused on --host {args.host}: anyone who can reach it could read the team. "
-            "Drop --no-token (a token is then generated and printed), or bind 127.0.0.1."
-        )
+    check_access(args, reach="read the team")
     _require_extra()
     config = build_config(args)
 

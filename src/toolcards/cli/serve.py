@@ -37,13 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 from toolcards.cli.agent_option import add_agent_option
 from toolcards.cli.console import UsageError, configure_logging, one_line, progress
+from toolcards.cli.http_options import add_http_options, check_access
 from toolcards.cli.store_option import add_store_option, open_team_store
 
 if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
     from toolcards.server.config import ServeConfig
 
-__all__ = ["build_config", "endpoint_path", "port_number", "register", "run", "token_option"]
+__all__ = ["build_config", "endpoint_path", "register", "run"]
 
 # When stdin stays open after a signal, the SDK's stdin reader thread cannot be interrupted:
 # once the state is flushed, give the transport this long to end before exiting anyway.
@@ -54,7 +55,7 @@ MCP_EXTRA_HINT = "pip install 'toolcards[mcp]'"
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``serve`` to the command line."""
-    from toolcards.server.http import DEFAULT_HOST, DEFAULT_PATH, DEFAULT_PORT
+    from toolcards.server.http import DEFAULT_PATH, DEFAULT_PORT
 
     parser = subparsers.add_parser(
         "serve",
@@ -64,23 +65,9 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     )
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
-    parser.add_argument("--host", default=DEFAULT_HOST, help=f"HTTP bind address (default {DEFAULT_HOST})")
-    parser.add_argument(
-        "--port", type=port_number, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT}; 0: a free one)"
-    )
+    add_http_options(parser, default_port=DEFAULT_PORT, no_token_means="call the team's tools")
     parser.add_argument(
         "--path", type=endpoint_path, default=DEFAULT_PATH, help=f"HTTP endpoint path (default {DEFAULT_PATH})"
-    )
-    parser.add_argument(
-        "--token",
-        type=token_option,
-        default=os.environ.get("TOOLCARDS_TOKEN") or None,
-        help="the token every HTTP request must carry (default: $TOOLCARDS_TOKEN, else one generated and printed)",
-    )
-    parser.add_argument(
-        "--no-token",
-        action="store_true",
-        help="serve HTTP without a token: every local user can call the team's tools (loopback only)",
     )
     parser.add_argument(
         "--allow-host",
@@ -111,50 +98,11 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
 # -- option values (argparse types: a bad value is a usage error, exit code 2) -------------
 
 
-def port_number(text: str) -> int:
-    """A TCP port, 0 to 65535 (0: the system picks a free one)."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port: use 0 to 65535 (0 picks a free one)")
-    return port
-
-
 def endpoint_path(text: str) -> str:
     """A URL path for the MCP endpoint: starts with ``/``, no query, fragment or space."""
     if not text.startswith("/") or any(ch in text for ch in "?#") or any(ch.isspace() for ch in text):
         raise argparse.ArgumentTypeError(f"{text!r} is not an endpoint path: use one like /mcp")
     return text
-
-
-def token_option(text: str) -> str:
-    """A token as HTTP carries it: printable ASCII without spaces. Never echoed in errors."""
-    if not text:
-        raise argparse.ArgumentTypeError(
-            "the token (from --token or TOOLCARDS_TOKEN) is empty: give one, or leave it out to get a generated one"
-        )
-    if not all(33 <= ord(ch) <= 126 for ch in text):
-        raise argparse.ArgumentTypeError(
-            "the token (from --token or TOOLCARDS_TOKEN) must be printable ASCII without spaces, "
-            "e.g. from: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
-        )
-    return text
-
-
-def _check_access(args: argparse.Namespace) -> None:
-    from toolcards.server.http import is_loopback
-
-    if not args.no_token:
-        return
-    if args.token:
-        raise UsageError("--no-token contradicts the token given (by --token or TOOLCARDS_TOKEN): drop one of them.")
-    if not is_loopback(args.host):
-        raise UsageError(
-            f"--no-token is refused on --host {args.host}: anyone who can reach it could act as an agent of "
-            "the team. Drop --no-token (a token is then generated and printed), or bind 127.0.0.1."
-        )
 
 
 # -- checks before anything starts ----------------------------------------------------------
@@ -243,7 +191,7 @@ def run(args: argparse.Namespace) -> int:
     configure_logging(debug=getattr(args, "debug", False), info=True)
     http = args.transport == "http"
     if http:
-        _check_access(args)
+        check_access(args, reach="act as an agent of the team")
     _require_mcp_extra(http)
     config = build_config(args)
     _check_cards(config, args)

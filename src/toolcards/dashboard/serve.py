@@ -10,11 +10,10 @@ app for every path but the MCP endpoint, behind the same token.
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import socket
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from toolcards.dashboard.app import dashboard_app
 from toolcards.dashboard.hub import DashboardHub
@@ -78,42 +77,19 @@ async def serve_dashboard(
         WiringError: ``no_token`` on an address other machines can reach.
         OSError: the port cannot be bound.
     """
-    import anyio
-    import uvicorn
-
-    from toolcards.server.http import endpoint_url, listen
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            yield  # the caller owns SIGINT/SIGTERM
+    from toolcards.server.http import endpoint_url, listen, serve_asgi
 
     generated = None if token or no_token else secrets.token_urlsafe(32)
     app = dashboard_asgi(hub, host=host, token=None if no_token else token or generated)
     listening = list(sockets) if sockets is not None else listen(host, port)
     try:
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="off", access_log=False)
-        server = Server(config)
-
-        async def watch() -> None:
-            while not server.started:
-                if server.should_exit:
-                    return
-                await anyio.sleep(0.02)
-            if on_ready is not None:
-                on_ready(endpoint_url(host, listening[0].getsockname()[1], "/", generated))
-            if stop is not None:
-                await stop.wait()
-                hub.close()  # open event streams end, so the server can stop at once
-                server.should_exit = True
-
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(watch)
-            try:
-                await server.serve(sockets=listening)
-            finally:
-                hub.close()
-                tasks.cancel_scope.cancel()
+        await serve_asgi(
+            app,
+            listening,
+            lifespan=False,
+            stop=stop,
+            on_ready=None if on_ready is None else lambda bound: on_ready(endpoint_url(host, bound, "/", generated)),
+            on_stop=hub.close,  # open event streams end, so the server can stop at once
+        )
     finally:
-        for sock in listening:
-            sock.close()
+        hub.close()

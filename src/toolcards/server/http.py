@@ -59,6 +59,7 @@ __all__ = [
     "http_app",
     "is_loopback",
     "listen",
+    "serve_asgi",
     "serve_http",
 ]
 
@@ -394,16 +395,6 @@ async def serve_http(
             ``token``), or the cards cannot be bound.
         OSError: the port cannot be bound (see :func:`listen`).
     """
-    import contextlib
-
-    import anyio
-    import uvicorn
-
-    class Server(uvicorn.Server):
-        @contextlib.contextmanager
-        def capture_signals(self) -> Any:
-            yield  # the caller owns SIGINT/SIGTERM
-
     generated = None if token or no_token else secrets.token_urlsafe(32)
     listening = list(sockets) if sockets is not None else None
     try:
@@ -419,7 +410,53 @@ async def serve_http(
         if listening is None:
             listening = listen(host, port)
         await team_server.astart()
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+    except BaseException:
+        for sock in listening or ():
+            sock.close()
+        raise
+    await serve_asgi(
+        app,
+        listening,
+        lifespan=True,
+        stop=stop,
+        on_ready=None if on_ready is None else lambda bound: on_ready(endpoint_url(host, bound, path, generated)),
+        on_stop=on_stop,
+        failed=f"The HTTP server on {endpoint_url(host, port, path)} failed to start; uvicorn logged why.",
+    )
+
+
+async def serve_asgi(
+    app: ASGIApp,
+    sockets: Sequence[socket.socket],
+    *,
+    lifespan: bool,
+    stop: anyio.Event | None = None,
+    on_ready: Callable[[int], None] | None = None,
+    on_stop: Callable[[], None] | None = None,
+    failed: str = "The HTTP server failed to start; uvicorn logged why.",
+) -> None:
+    """Serve ``app`` with uvicorn on listening ``sockets`` until ``stop`` is set (or the task
+    is cancelled), then close the sockets.
+
+    uvicorn's own signal handling is off: the caller decides what SIGINT/SIGTERM do.
+    ``on_ready`` gets the bound port once connections are accepted; ``on_stop`` runs when
+    ``stop`` is set, before the server stops (to end long-lived streams).
+
+    Raises:
+        RuntimeError: ``failed``, when uvicorn could not start (it exits the process on its own).
+    """
+    import contextlib
+
+    import anyio
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self) -> Any:
+            yield  # the caller owns SIGINT/SIGTERM
+
+    try:
+        config = uvicorn.Config(app, log_level="warning", lifespan="on" if lifespan else "off", access_log=False)
         server = Server(config)
 
         async def watch() -> None:
@@ -428,8 +465,7 @@ async def serve_http(
                     return
                 await anyio.sleep(0.02)
             if on_ready is not None:
-                assert listening is not None
-                on_ready(endpoint_url(host, listening[0].getsockname()[1], path, generated))
+                on_ready(sockets[0].getsockname()[1])
             if stop is not None:
                 await stop.wait()
                 if on_stop is not None:
@@ -439,14 +475,12 @@ async def serve_http(
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(watch)
             try:
-                await server.serve(sockets=listening)
+                await server.serve(sockets=list(sockets))
             except SystemExit:
                 # uvicorn exits the process when its startup fails; report it as the error it is.
-                raise RuntimeError(
-                    f"The HTTP server on {endpoint_url(host, port, path)} failed to start; uvicorn logged why."
-                ) from None
+                raise RuntimeError(failed) from None
             finally:
                 tasks.cancel_scope.cancel()
     finally:
-        for sock in listening or ():
+        for sock in sockets:
             sock.close()

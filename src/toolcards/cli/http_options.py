@@ -1,0 +1,77 @@
+"""The options of a command that serves HTTP: ``--host``, ``--port``, ``--token``, ``--no-token``.
+
+``toolcards serve --transport http`` and ``toolcards dashboard`` share them, with the same rules:
+loopback by default, a token on every request (given, else generated and printed once), and
+``--no-token`` only on loopback. A bad value is a usage error (exit code 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from toolcards.cli.console import UsageError
+
+__all__ = ["add_http_options", "check_access", "port_number", "token_option"]
+
+
+def add_http_options(parser: argparse.ArgumentParser, *, default_port: int, no_token_means: str) -> None:
+    """Add the four options to ``parser``; ``no_token_means`` says what ``--no-token`` lets
+    every local user do (for its help)."""
+    from toolcards.server.http import DEFAULT_HOST
+
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"HTTP bind address (default {DEFAULT_HOST})")
+    parser.add_argument(
+        "--port", type=port_number, default=default_port, help=f"HTTP port (default {default_port}; 0: a free one)"
+    )
+    parser.add_argument(
+        "--token",
+        type=token_option,
+        default=os.environ.get("TOOLCARDS_TOKEN") or None,
+        help="the token every HTTP request must carry (default: $TOOLCARDS_TOKEN, else one generated and printed)",
+    )
+    parser.add_argument(
+        "--no-token",
+        action="store_true",
+        help=f"serve HTTP without a token: every local user can {no_token_means} (loopback only)",
+    )
+
+
+def port_number(text: str) -> int:
+    """A TCP port, 0 to 65535 (0: the system picks a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port: use 0 to 65535 (0 picks a free one)")
+    return port
+
+
+def token_option(text: str) -> str:
+    """A token as HTTP carries it: printable ASCII without spaces. Never echoed in errors."""
+    if not text:
+        raise argparse.ArgumentTypeError(
+            "the token (from --token or TOOLCARDS_TOKEN) is empty: give one, or leave it out to get a generated one"
+        )
+    if not all(33 <= ord(ch) <= 126 for ch in text):
+        raise argparse.ArgumentTypeError(
+            "the token (from --token or TOOLCARDS_TOKEN) must be printable ASCII without spaces, "
+            "e.g. from: python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
+    return text
+
+
+def check_access(args: argparse.Namespace, *, reach: str) -> None:
+    """Refuse ``--no-token`` beside a token, or off loopback, where anyone could ``reach``."""
+    from toolcards.server.http import is_loopback
+
+    if not args.no_token:
+        return
+    if args.token:
+        raise UsageError("--no-token contradicts the token given (by --token or TOOLCARDS_TOKEN): drop one of them.")
+    if not is_loopback(args.host):
+        raise UsageError(
+            f"--no-token is refused on --host {args.host}: anyone who can reach it could {reach}. "
+            "Drop --no-token (a token is then generated and printed), or bind 127.0.0.1."
+        )
