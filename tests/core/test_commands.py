@@ -116,3 +116,14 @@ def test_a_large_quoted_argument_parses_exactly() -> None:
     name, args = registry.parse(f'/add_items items={shlex.quote(items)} note="a \\"big\\" one"')
     assert (name, args) == ("add_items", {"items": items, "note": 'a "big" one'})
     assert registry.dispatch(f"/add_items items={shlex.quote(items)}") == "3000 items"
+
+
+def test_positional_words_bind_in_order_and_keywords_by_name() -> None:
+    from tests.core.cards import GreetParam
+    from toolcards import COMMAND
+
+    registry = ToolFactory([GreeterCard(greet=GreetParam(expose={COMMAND}))]).command_registry()
+    assert registry.parse("/greet_someone Ann 2") == ("greet_someone", {"name": "Ann", "times": "2"})
+    assert registry.parse("/greet_someone times=2 Ann") == ("greet_someone", {"times": "2", "name": "Ann"})
+    assert registry.parse("/greet_someone 'Ann Lee'") == ("greet_someone", {"name": "Ann Lee"})
+    assert registry.dispatch("/greet_someone Ann 2") == "Hello, Ann! Hello, Ann!"

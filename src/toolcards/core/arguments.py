@@ -51,7 +51,7 @@ def decode_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None, 
         if not isinstance(decoded, Mapping):
             raise _not_an_object(tool_name, decoded)
         return decoded
-    if not isinstance(arguments, Mapping):
+    if type(arguments) is not dict and not isinstance(arguments, Mapping):
         raise _not_an_object(tool_name, arguments)
     size = arguments_size(tool_name, arguments, limit)
     if size > limit:

@@ -102,7 +102,9 @@ class CommandRegistry:
         stripped = text.strip()
         if not stripped.startswith("/"):
             raise CommandNotRecognized(f"Not a command: {_preview(text)}. Commands start with '/': {self._known()}.")
-        tokens = split_command(stripped[1:], label=_preview(text))
+        body = stripped[1:]
+        # Plain words (no quotes or backslashes), the common case, need no parser.
+        tokens = _WORDS.findall(body) if _QUOTING.search(body) is None else split_command(body, label=_preview(text))
         if not tokens:
             raise CommandNotRecognized(f"Empty command. Known commands: {self._known()}.")
         name, rest = tokens[0], tokens[1:]
@@ -133,6 +135,8 @@ class CommandRegistry:
             return "Error: " + " ".join(str(exc).split())
         if isinstance(result, str):
             return result
+        if type(result) is int:  # what json.dumps gives, without its machinery
+            return str(result)
         return json.dumps(result, ensure_ascii=False, default=str)
 
     def descriptors(self) -> list[CommandDescriptor]:
@@ -217,6 +221,8 @@ def _bind_tokens(tool: Tool, tokens: list[str]) -> dict[str, Any]:
     if not tokens:
         return {}
     params = tool.args.signature.parameters
+    if len(tokens) <= len(params) and not any("=" in token for token in tokens):
+        return dict(zip(params, tokens, strict=False))  # positional only, one each: in order
     args: dict[str, Any] = {}
     positional: list[str] = []
     for token in tokens:
