@@ -113,16 +113,19 @@ class ToolFactory:
                             "disable one of them (set its field to False) or rename it"
                         )
                     seen_in_card[channel].add(tool.name)
-                tools.append(
-                    tool.replace(guards=guards + tool.guards, record_sink=self._records, approver=self.approve)
-                )
+                tools.append(tool)
         if problems:
             raise WiringError("Cannot bind cards: " + "; ".join(p.rstrip(".") for p in problems) + ".")
         from toolcards.core.mentions import known_tool_names
 
         callable_names = {tool.name for tool in tools if Channels.TOOL_CALL in tool.channels}
         unreachable = (known_tool_names() | {tool.name for tool in tools}) - callable_names
-        return [tool.replace(unreachable=unreachable) for tool in tools]
+        return [
+            tool.replace(
+                guards=guards + tool.guards, record_sink=self._records, approver=self.approve, unreachable=unreachable
+            )
+            for tool in tools
+        ]
 
     # -- events -----------------------------------------------------------------------------
 
