@@ -490,13 +490,16 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
                 self._seq = int(change.value or 0)
             elif change.collection == _VECTORS:
                 vectors[change.key] = change.value
-        retexted: list[str] = []
-        for entity in entities.values():
-            if entity is not None:
-                previous = self._entities.get(entity.name)
-                self._put_entity(entity)
-                if previous is None or _embedding_text(previous) != _embedding_text(entity):
-                    retexted.append(entity.name)
+        present = [entity for entity in entities.values() if entity is not None]
+        retexted = [
+            entity.name
+            for entity in present
+            if (previous := self._entities.get(entity.name)) is None
+            or _embedding_text(previous) != _embedding_text(entity)
+        ]
+        # One batch, as a write mirrors its own: a restart or another process's large batch
+        # enters the keyword index in one pass.
+        self._put_entities(present)
         for key, relation in relations.items():
             if relation is not None and not (
                 relation.from_entity in self._entities and relation.to_entity in self._entities
@@ -559,9 +562,6 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
         return changes
 
     # -- state ----------------------------------------------------------------------
-
-    def _put_entity(self, entity: Entity) -> None:
-        self._put_entities([entity])
 
     def _put_entities(self, entities: Sequence[Entity]) -> None:
         for entity in entities:
