@@ -323,22 +323,23 @@ class PlanningActor(pykka.ThreadingActor):
         # Tasks that matched by meaning (at most SEMANTIC_TOP_K) are ranked one by one on the
         # sum of both scores; the rest share a few keyword scores, taken best bucket first.
         scores = dict(semantic)
-        keyword_of: dict[int, float] = {}
-        for score, ids in keyword.items():
+        both: set[int] = set()  # matched by meaning and by keyword
+        for score, ids in keyword.items() if semantic else ():
             for task_id in semantic.keys() & ids:
-                keyword_of[task_id] = score
+                both.add(task_id)
                 scores[task_id] += score
         ranked = [(-score, task_id) for task_id, score in scores.items()]
         total = len(scores)
         for score, ids in sorted(keyword.items(), reverse=True):
             keyword_only = [task_id for task_id in ids if task_id not in semantic] if semantic else ids
             total += len(keyword_only)
-            if limit is None or len(ranked) < limit or -ranked_worst(ranked) <= score:
-                ranked += [(-score, task_id) for task_id in _smallest(keyword_only, limit)]
-        best = sorted(ranked) if limit is None else heapq.nsmallest(limit, ranked)
+            # A lower bucket is worth taking only while the page is not full of better hits;
+            # max(ranked) is the worst entry so far (scores are negated for ascending order).
+            if limit is None or len(ranked) < limit or -max(ranked)[0] <= score:
+                ranked += [(-score, task_id) for task_id in _best(keyword_only, limit)]
         hits = []
-        for _, task_id in best:
-            in_keyword, in_semantic = task_id not in semantic or task_id in keyword_of, task_id in semantic
+        for _, task_id in _best(ranked, limit):
+            in_keyword, in_semantic = task_id not in semantic or task_id in both, task_id in semantic
             match: MatchKind = "both" if in_keyword and in_semantic else "keyword" if in_keyword else "semantic"
             hits.append(SearchHit(task=self._tasks[task_id], match=match, similarity=semantic.get(task_id)))
         return SearchPage(total=total, hits=hits)
@@ -628,20 +629,12 @@ def _keyword_buckets(query: str, texts: Collection[tuple[int, str]]) -> dict[flo
     return buckets
 
 
-def ranked_worst(ranked: list[tuple[float, int]]) -> float:
-    """The (negated) score of the worst entry in ``ranked``."""
-    return max(entry[0] for entry in ranked)
-
-
-def _smallest(ids: list[int], limit: int | None) -> list[int]:
-    return sorted(ids) if limit is None else heapq.nsmallest(limit, ids)
-
-
-def _best(items: Iterable[T], limit: int | None, key: Callable[[T], Any]) -> list[T]:
-    """``items`` sorted by ``key``, only the first ``limit`` of them (all when ``None``)."""
-    if limit is None:
-        return sorted(items, key=key)
-    return heapq.nsmallest(limit, items, key=key)
+def _best(items: Iterable[T], limit: int | None, key: Callable[[T], Any] | None = None) -> list[T]:
+    """``items`` sorted (by ``key``), only the first ``limit`` of them (all when ``None``)."""
+    if key is None:  # no key function: heapq and sorted compare in C
+        chosen: list[Any] = sorted(items) if limit is None else heapq.nsmallest(limit, items)
+        return chosen
+    return sorted(items, key=key) if limit is None else heapq.nsmallest(limit, items, key=key)
 
 
 class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
