@@ -32,7 +32,7 @@ def decode_arguments(tool_name: str, arguments: Mapping[str, Any] | str | None, 
         RetriableError: the text is not JSON, the value is not an object, or the arguments
             are larger than ``limit`` characters.
     """
-    if arguments is None or (not arguments and arguments in ({}, "")):  # no arguments; other falsy values are refused
+    if not arguments and (arguments is None or type(arguments) in (dict, str)):  # nothing to decode
         return {}
     if isinstance(arguments, str):
         if len(arguments) > limit:

@@ -102,9 +102,7 @@ class CommandRegistry:
         stripped = text.strip()
         if not stripped.startswith("/"):
             raise CommandNotRecognized(f"Not a command: {_preview(text)}. Commands start with '/': {self._known()}.")
-        body = stripped[1:]
-        # Plain words (no quotes or backslashes), the common case, need no parser.
-        tokens = _WORDS.findall(body) if _QUOTING.search(body) is None else split_command(body, label=_preview(text))
+        tokens = split_command(stripped[1:], label=text)
         if not tokens:
             raise CommandNotRecognized(f"Empty command. Known commands: {self._known()}.")
         name, rest = tokens[0], tokens[1:]
@@ -168,11 +166,14 @@ class CommandRegistry:
         return ", ".join(f"/{name}" for name in self.names) or "none"
 
 
-def split_command(text: str, *, label: str = "the command") -> list[str]:
+def split_command(text: str, *, label: str | None = None) -> list[str]:
     """Split ``text`` into words as :func:`shlex.split` does (POSIX quoting), in linear time.
 
     ``shlex`` builds each word a character at a time, which is quadratic: a 2 MB command
     took over a minute. Here regular expressions without backtracking do the scanning.
+
+    ``label`` is the command as errors show it (clipped; default "the command"): it is only
+    read when a quote is not closed, so a command that parses pays nothing for it.
 
     Raises:
         RetriableError: a quote is not closed, or ``text`` ends with a lone backslash.
@@ -183,6 +184,7 @@ def split_command(text: str, *, label: str = "the command") -> list[str]:
     assert balanced is not None  # the pattern matches the empty string
     if balanced.end() != len(text):
         at = balanced.end()
+        label = "the command" if label is None else _preview(label)
         if text[at] == "\\":
             raise RetriableError(f"Cannot parse {label}: it ends with a lone backslash. Remove it or double it.")
         raise RetriableError(f"Cannot parse {label}: the quote {_preview(text[at:], 20)} is never closed. Close it.")
