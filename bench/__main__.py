@@ -28,7 +28,7 @@ from bench.timing import Case, Skip
 Row = tuple[str, Case]
 """One measurement: (group, case)."""
 
-HELPERS = frozenset({"__main__", "timing"})
+HELPERS = frozenset({"__main__", "serve_process", "timing"})
 """Modules of the package that are not groups; so are names starting with ``_`` and subpackages
 (``bench/peer`` is run by hand, never by a plain ``python -m bench``)."""
 

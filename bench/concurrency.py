@@ -38,8 +38,6 @@ import contextlib
 import math
 import multiprocessing
 import os
-import re
-import sys
 import tempfile
 import threading
 import time
@@ -49,6 +47,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from bench.serve_process import ServeProcess
 from bench.timing import Case, Stats, percentile
 
 __all__ = ["run"]
@@ -68,7 +67,6 @@ CONFIG = (
 )
 
 _SPAWN = multiprocessing.get_context("spawn")
-_SERVING = re.compile(r"serving team \S+ at (http://\S+)")
 
 
 def seconds() -> float:
@@ -370,58 +368,6 @@ async def _mcp_phases(url: str, clients: int) -> dict[str, _Phase]:
     return phases
 
 
-class _Server:
-    """``toolcards serve --transport http --port 0`` on the team's store; stderr drained in a thread."""
-
-    def __init__(self, config: Path, environment: dict[str, str]) -> None:
-        import subprocess
-
-        command = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
-        # Without TOOLCARDS_TOKEN the server generates a token and prints it in its URL.
-        env = {name: value for name, value in {**os.environ, **environment}.items() if name != "TOOLCARDS_TOKEN"}
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
-        self.process = subprocess.Popen(
-            [*command, "--transport", "http", "--port", "0"],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self._url: list[str] = []
-        self._ready = threading.Event()
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:  # read to the end: a full pipe would block the server
-            self.lines = [*self.lines[-19:], line.rstrip()]
-            found = _SERVING.search(line)
-            if found and not self._url:
-                self._url.append(found[1])
-                self._ready.set()
-        self._ready.set()
-
-    def url(self) -> str:
-        self._ready.wait(TIMEOUT_S)
-        if not self._url:
-            raise RuntimeError(f"the server did not start ({self.process.poll()}): {' | '.join(self.lines)[-400:]}")
-        return self._url[0]
-
-    def stop(self) -> None:
-        import subprocess
-
-        if self.process.poll() is None:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
-
-
 # -- the team's state -----------------------------------------------------------------------
 
 
@@ -540,7 +486,10 @@ def _mcp_rows(directory: Path, environment: dict[str, str], team: str) -> list[C
         return [Case.skipped(label, "the mcp extra is not installed")]
     config = directory / "team.yaml"
     config.write_text(CONFIG.format(team=team))
-    server = _Server(config, environment)
+    # Without TOOLCARDS_TOKEN the server generates a token and prints it in its URL.
+    env = {**os.environ, **environment}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    server = ServeProcess(config, env)
     try:
         url = server.url()
         single = asyncio.run(_mcp_phases(url, 1))

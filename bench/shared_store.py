@@ -49,12 +49,9 @@ import multiprocessing
 import os
 import re
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -62,6 +59,7 @@ from typing import Any, NamedTuple, cast
 
 import pykka
 
+from bench.serve_process import ServeProcess
 from bench.timing import Case, Stats, percentile
 from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore, Store, open_store
@@ -87,7 +85,6 @@ TIMEOUT_S = 120.0
 _AGENTS = [f"@Agent{n}" for n in range(10)]
 _SPAWN = multiprocessing.get_context("spawn")
 _CREATED = re.compile(r"Created task (\d+)\.")
-_SERVING = re.compile(r"serving team \S+ at (http://\S+)")
 
 
 def _cpus() -> str:
@@ -361,56 +358,6 @@ def _burst(directory: Path) -> list[Row]:
 # -- 5: MCP servers on one PostgreSQL store ---------------------------------------------
 
 
-class _Server:
-    """One ``toolcards serve --transport http --port 0`` process; its stderr drained in a thread."""
-
-    def __init__(self, config: Path, env: dict[str, str]) -> None:
-        command = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
-        # Without TOOLCARDS_TOKEN each server generates a token and prints it in its URL (_SERVING).
-        env = {name: value for name, value in env.items() if name != "TOOLCARDS_TOKEN"}
-        self.process = subprocess.Popen(
-            [*command, "--transport", "http", "--port", "0"],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: deque[str] = deque(maxlen=20)
-        self._url: list[str] = []
-        self._ready = threading.Event()
-        self._reader = threading.Thread(target=self._drain, daemon=True)
-        self._reader.start()
-
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:  # read to the end: a full pipe would block the server
-            self.lines.append(line.rstrip())
-            found = _SERVING.search(line)
-            if found and not self._url:
-                self._url.append(found[1])
-                self._ready.set()
-        self._ready.set()
-
-    def url(self) -> str:
-        self._ready.wait(TIMEOUT_S)
-        if not self._url:
-            tail = " | ".join(self.lines)
-            raise RuntimeError(f"a server did not start (exit code {self.process.poll()}): {tail[-400:]}")
-        return self._url[0]
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
-        self._reader.join(5)
-
-
 class _Calls(NamedTuple):
     latencies: list[float]
     """Per measured call, in milliseconds."""
@@ -490,7 +437,7 @@ def _process_cpu(pid: int) -> tuple[int, float]:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _cpu_seconds(servers: list[_Server], postmaster: int | None) -> tuple[float, float, float]:
+def _cpu_seconds(servers: list[ServeProcess], postmaster: int | None) -> tuple[float, float, float]:
     """CPU seconds used so far by the servers, by PostgreSQL (postmaster and backends), by the machine.
 
     NaN where Linux ``/proc`` cannot tell.
@@ -532,9 +479,9 @@ def _scale_out(server: Any, directory: Path) -> list[Row]:
         "TOOLCARDS_STORE": url,
     }
     rows: list[Row] = []
-    servers: list[_Server] = []
+    servers: list[ServeProcess] = []
     try:
-        servers = [_Server(config, env) for _ in range(SERVERS)]
+        servers = [ServeProcess(config, env) for _ in range(SERVERS)]
         urls = [s.url() for s in servers]
         for count in (SERVERS, 1):
             label = f"{count} server{'s' if count > 1 else ''} on PostgreSQL, {CLIENTS} clients"
