@@ -5,16 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-import anyio
 import pytest
 
 from tests.dashboard.servers import get
+from tests.serving import serving_in_thread
 from toolcards import ToolFactory, WiringError
 from toolcards.actors.system import ActorSystem
 from toolcards.dashboard import DashboardHub, TeamSource, UnknownView, dashboard_for, serve_dashboard
@@ -34,34 +33,12 @@ def team(system: ActorSystem) -> Iterator[tuple[FakeObserver, TeamSource]]:
     stop_workspace_actors()
 
 
-@contextlib.contextmanager
-def serving(hub: DashboardHub, **options: Any) -> Iterator[str]:
-    ready = threading.Event()
-    state: dict[str, Any] = {}
-
-    def on_ready(url: str) -> None:
-        state["url"] = url
-        ready.set()
-
-    async def main() -> None:
-        state["stop"], state["loop"] = anyio.Event(), asyncio.get_running_loop()
-        try:
-            await serve_dashboard(hub, host="127.0.0.1", port=0, stop=state["stop"], on_ready=on_ready, **options)
-        except Exception as exc:
-            state["error"] = exc
-            ready.set()
-
-    thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
-    thread.start()
-    assert ready.wait(60), "the dashboard did not start"
-    if "error" in state:
-        raise state["error"]
-    try:
-        yield state["url"]
-    finally:
-        state["loop"].call_soon_threadsafe(state["stop"].set)
-        thread.join(30)
-        assert not thread.is_alive(), "open event streams kept the server from stopping"
+def serving(hub: DashboardHub, **options: Any) -> contextlib.AbstractContextManager[str]:
+    return serving_in_thread(
+        lambda stop, ready: serve_dashboard(hub, host="127.0.0.1", port=0, stop=stop, on_ready=ready, **options),
+        what="the dashboard",
+        must_stop=True,
+    )
 
 
 def test_the_source_has_the_cards_views_and_the_teams_own(team: tuple[FakeObserver, TeamSource]) -> None:

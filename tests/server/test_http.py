@@ -12,18 +12,16 @@ import contextlib
 import errno
 import http.client
 import json
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-import anyio
 import mcp_types as types
 import pytest
 from mcp import Client
 
+from tests.serving import serving_in_thread
 from toolcards import WiringError
 from toolcards.server import TeamServer, check_bind, is_loopback, listen
 from toolcards.server.http import http_app, serve_http
@@ -31,34 +29,11 @@ from toolcards.server.http import http_app, serve_http
 pytestmark = pytest.mark.slow
 
 
-@contextlib.contextmanager
-def serving(team_server: TeamServer, **options: Any) -> Iterator[str]:
+def serving(team_server: TeamServer, **options: Any) -> contextlib.AbstractContextManager[str]:
     """Serve on a free port in a background thread; yields the endpoint URL."""
-    ready = threading.Event()
-    state: dict[str, Any] = {}
-
-    def on_ready(url: str) -> None:
-        state["url"] = url
-        ready.set()
-
-    async def main() -> None:
-        state["stop"], state["loop"] = anyio.Event(), asyncio.get_running_loop()
-        try:
-            await serve_http(team_server, port=0, stop=state["stop"], on_ready=on_ready, **options)
-        except Exception as exc:
-            state["error"] = exc
-            ready.set()
-
-    thread = threading.Thread(target=lambda: asyncio.run(main()), daemon=True)
-    thread.start()
-    assert ready.wait(60), "the server did not start"
-    if "error" in state:
-        raise state["error"]
-    try:
-        yield state["url"]
-    finally:
-        state["loop"].call_soon_threadsafe(state["stop"].set)
-        thread.join(60)
+    return serving_in_thread(
+        lambda stop, ready: serve_http(team_server, port=0, stop=stop, on_ready=ready, **options), what="the server"
+    )
 
 
 def http_client(url: str, **headers: str) -> Client:
