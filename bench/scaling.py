@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench.peer.fixtures import build_tree
 from bench.planning import _broad_query, _description, _selective_query
 from bench.timing import Case, Stats, measure
 
@@ -336,15 +337,9 @@ def _graph_rows(system: Any) -> list[Case]:
 
 
 def _build_tree(tree: Path, files: int) -> None:
-    """``files`` source files of about 1 KB, 20 to a directory, as ``bench/workspace.py`` lays them out."""
-    directories = max(1, files // 20)
-    for index in range(files):
-        directory = tree / "tree" / f"pkg{index % directories:03}" / ("sub" if index % 3 else "")
-        directory.mkdir(parents=True, exist_ok=True)
-        suffix = (".py", ".ts", ".md", ".txt")[index % 4]
-        body = [f"# module {index}", "import os", ""]
-        body += [f"def handler_{index}_{n}(value):\n    return value * {n}\n" for n in range(12)]
-        (directory / f"file_{index:05}{suffix}").write_text("\n".join(body))
+    """The peer comparison's tree of ``files`` source files (``build_tree``), with this group's
+    2 KB ``small.txt`` (one line) and a 60-line ``edit.txt``."""
+    build_tree(tree, files)
     (tree / "small.txt").write_bytes(b"x" * 2047 + b"\n")
     (tree / "edit.txt").write_text("".join(f"line number {n} of the file\n" for n in range(60)))
 
