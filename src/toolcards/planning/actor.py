@@ -254,15 +254,30 @@ class PlanningActor(pykka.ThreadingActor):
         self._refresh()
         return self._seq
 
-    def render(self, agent: str, filter_by_agent: bool = True) -> str:
+    def render(
+        self,
+        agent: str,
+        filter_by_agent: bool = True,
+        *,
+        get_tool: str | None = "get_planning_task",
+        search_tool: str | None = "search_planning",
+    ) -> str:
         """Return the plan as ``agent`` sees it (see :func:`~toolcards.planning.render.render_plan`).
 
         With ``filter_by_agent`` only tasks ``agent`` owns or created are listed; otherwise
-        all. At most 50 are listed, open ones first, with a line counting the rest. Linear
-        in the board size (about a millisecond at 2,000 tasks); reads memory only.
+        all. At most 50 are listed, open ones first, with a line counting the rest.
+        ``get_tool`` and ``search_tool`` name the tools the reader can call (``None``: not
+        named). One pass over the board in the actor (no copy of it crosses threads); reads
+        memory only.
         """
         self._refresh()
-        return render_plan(self._tasks.values(), agent, filter_by_agent=filter_by_agent)
+        return render_plan(
+            self._tasks.values(),
+            agent,
+            filter_by_agent=filter_by_agent,
+            get_tool=get_tool,
+            search_tool=search_tool,
+        )
 
     def search(
         self,

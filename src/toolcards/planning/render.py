@@ -23,8 +23,10 @@ and search tools it exposes (``None`` when it does not).
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 from toolcards.planning.models import (
     SearchHit,
@@ -130,32 +132,33 @@ def render_plan(
         search_tool: the name of the tool that searches the board, if the reader has it.
 
     Returns:
-        The plan text; :data:`EMPTY_PLAN` (one line) when the board is empty. Linear in
-        the number of tasks; never raises.
+        The plan text; :data:`EMPTY_PLAN` (one line) when the board is empty. One pass
+        over the tasks, in any order (linear in the board size); never raises.
     """
     board = list(tasks)
     if not board:
         return EMPTY_PLAN
     me = normalize_agent_name(agent)
-    statuses = Counter(task.status for task in board)
+    # Counting runs in C (Counter over attrgetter) and only the listed open tasks are
+    # ordered (a bounded selection), so a render stays linear in the board size.
+    statuses: Counter[TaskStatus] = Counter(map(_status, board))
+    owners: Counter[str | None] = Counter(map(_owner, board))
+    listed = [task for task in board if me in (task.owner, task.creator)] if filter_by_agent else board
+    open_listed = [task for task in listed if task.status not in _CLOSED]
+    total = len(board)
     counts = ", ".join(f"{statuses[status]} {_STATUS_WORD[status]}" for status in _STATUS_ORDER if statuses[status])
     lines = [
-        f"**Team planning:** {len(board)} task{'s' if len(board) != 1 else ''} ({counts})",
-        _owners_line(board),
+        f"**Team planning:** {total} task{'s' if total != 1 else ''} ({counts})",
+        _owners_line(owners),
     ]
-    if filter_by_agent:
-        listed = [task for task in board if task.involves(me)]
-        header = "**Your tasks** (you own or created them):"
-    else:
-        listed = board
-        header = "**All tasks:**"
+    header = "**Your tasks** (you own or created them):" if filter_by_agent else "**All tasks:**"
     if not listed:
         lines.append(f"{header} none")
     else:
         lines.append(header)
-        open_tasks = sorted((task for task in listed if task.status not in _CLOSED), key=lambda task: task.id)
-        lines.extend(f"- {render_task_line(task, me)}" for task in open_tasks[:limit])
-        hidden = len(open_tasks) - limit
+        shown = heapq.nsmallest(limit, open_listed, key=_task_id)
+        lines.extend(f"- {render_task_line(task, me)}" for task in shown)
+        hidden = len(open_listed) - len(shown)
         if hidden > 0:
             more = f"... {hidden} more open tasks not shown"
             lines.append(f"{more}; {search_tool}(...) filters them." if search_tool else f"{more}.")
@@ -205,8 +208,13 @@ def render_search(found: Sequence[SearchHit] | SearchPage, *, limit: int = PLAN_
     return "\n".join(lines)
 
 
-def _owners_line(board: Sequence[Task]) -> str:
-    counts = Counter(task.owner for task in board)
+_task_id = attrgetter("id")
+_status = attrgetter("status")
+_owner = attrgetter("owner")
+
+
+def _owners_line(owners: Counter[str | None]) -> str:
+    counts = owners.copy()
     unassigned = counts.pop(None, 0)
     ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0] or ""))
     parts = [f"{owner} {count}" for owner, count in ranked[:OWNERS_LIMIT]]

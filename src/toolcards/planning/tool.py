@@ -30,7 +30,7 @@ from toolcards.core.views import view
 from toolcards.errors import RetriableError
 from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
-from toolcards.planning.render import PLAN_LIMIT, render_plan, render_search, render_task, render_update_report
+from toolcards.planning.render import PLAN_LIMIT, render_search, render_task, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
@@ -107,13 +107,14 @@ class PlanningTool(ToolCard):
     def show_plan(self) -> str:
         """The team plan: task counts, owners and your tasks."""
         param = self.param("get_planning", GetPlanningParam)
-        tasks = self.ask(self.board.tasks(), actor=PLANNING_ACTOR_NAME)
-        return render_plan(
-            tasks,
-            self._agent,
-            filter_by_agent=param.filter_by_agent,
-            get_tool="get_planning_task" if self._on_tool_call("get_planning_task") else None,
-            search_tool="search_planning" if self._on_tool_call("search_planning") else None,
+        return self.ask(
+            self.board.render(
+                self._agent,
+                param.filter_by_agent,
+                get_tool="get_planning_task" if self._on_tool_call("get_planning_task") else None,
+                search_tool="search_planning" if self._on_tool_call("search_planning") else None,
+            ),
+            actor=PLANNING_ACTOR_NAME,
         )
 
     @capability("get_planning_task")
