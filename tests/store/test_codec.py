@@ -7,7 +7,7 @@ import json
 import pytest
 
 from toolcards.errors import StoreError
-from toolcards.store import Change
+from toolcards.store import Change, JSONText, Store
 from toolcards.store.codec import decode_value, encode_changes
 
 
@@ -48,3 +48,23 @@ def test_json_written_by_other_tools_with_whitespace_decodes() -> None:
 def test_text_that_is_not_json_raises_store_error_naming_the_row(text: str) -> None:
     with pytest.raises(StoreError, match=r"tasks/7 of namespace 'ns'"):
         decode_value("ns", "tasks", "7", text)
+
+
+def test_json_text_is_stored_as_it_is_and_reads_back_as_its_value() -> None:
+    text = '{"a":[1,"é"],"b":null}'
+    encoded = encode_changes("ns", [Change(collection="t", key="k", value=JSONText(text))])
+
+    assert encoded == {("t", "k"): text}
+    assert decode_value("ns", "t", "k", text) == {"a": [1, "é"], "b": None}
+
+
+def test_json_text_that_utf8_cannot_hold_is_refused_naming_the_row() -> None:
+    with pytest.raises(StoreError, match=r"tasks/42 in namespace 'ns'.*Nothing of this change set was written"):
+        encode_changes("ns", [Change(collection="tasks", key="42", value=JSONText('"\ud800"'))])
+
+
+def test_a_json_text_write_reads_back_like_the_value_it_encodes(store: Store) -> None:
+    value = {"id": 1, "tags": ["x", "ÿ"], "when": "2026-01-01T00:00:00Z"}
+    store.apply("ns", [Change(collection="t", key="k", value=JSONText(json.dumps(value, separators=(",", ":"))))])
+
+    assert store.load("ns").rows == {"t": {"k": value}}

@@ -89,6 +89,7 @@ from toolcards.knowledge_graph.search import (
 )
 from toolcards.knowledge_graph.search import top_k as best_scores
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
+from toolcards.store.codec import JSONText
 
 if TYPE_CHECKING:
     import numpy as np
@@ -534,14 +535,14 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
     def _rows_of(self, batch: UpdateBatch, embedded: dict[str, TextVector]) -> list[Change]:
         """The batch's rows, with the vectors of ``embedded`` made from the texts it commits."""
         changes = [
-            Change(collection=_ENTITIES, key=name, value=None if entity is None else entity.model_dump())
+            Change(collection=_ENTITIES, key=name, value=None if entity is None else JSONText(entity.model_dump_json()))
             for name, entity in batch.entities.items()
         ]
         changes.extend(
             Change(
                 collection=_RELATIONS,
                 key=_relation_row_key(key),
-                value=None if relation is None else relation.model_dump(),
+                value=None if relation is None else JSONText(relation.model_dump_json()),
             )
             for key, relation in batch.relations.items()
         )

@@ -79,6 +79,7 @@ from toolcards.planning.models import (
 )
 from toolcards.planning.render import render_plan
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
+from toolcards.store.codec import JSONText
 
 if TYPE_CHECKING:
     from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVectors
@@ -431,11 +432,11 @@ class PlanningActor(pykka.ThreadingActor):
                 delete=delete,
                 now=datetime.now(UTC),
             )
-            report = batch.report()
-            if not report.changed:
-                return report
+            if not batch.changed:
+                return batch.report()
             seq = self._seq + 1
             txn.stage(self._rows_of(batch, seq))
+            report = batch.report(seq)
         # Committed: mirror it in memory.
         assert txn.committed is not None
         for task_id, task in batch.tasks.items():
@@ -445,7 +446,6 @@ class PlanningActor(pykka.ThreadingActor):
                 self._put(task)
         self._seq, self._next_id, self._version = seq, batch.next_id, txn.committed
         self._after_commit(batch.described, batch.deleted)
-        report = report.model_copy(update={"seq": seq})
         self._emit(report)
         return report
 
@@ -510,7 +510,7 @@ class PlanningActor(pykka.ThreadingActor):
     def _rows_of(self, batch: StagedBatch, seq: int) -> list[Change]:
         changes = []
         for task_id, task in batch.tasks.items():
-            value = None if task is None else task.model_dump(mode="json")
+            value = None if task is None else JSONText(task.model_dump_json())
             changes.append(Change(collection=_TASKS, key=str(task_id), value=value))
             if task is None and self._vectors is not None:
                 changes.append(Change(collection=_VECTORS, key=str(task_id), value=None))

@@ -67,8 +67,13 @@ class StagedBatch:
             return self.tasks[task_id]
         return self.committed.get(task_id)
 
-    def report(self) -> UpdateReport:
-        """What the batch does, for the model; ``seq`` is set by the actor once committed."""
+    @property
+    def changed(self) -> bool:
+        """Whether the batch writes anything (its report's ``changed``)."""
+        return bool(self.tasks)
+
+    def report(self, seq: int | None = None) -> UpdateReport:
+        """What the batch does, for the model; ``seq`` is the board's change number once committed."""
         # A task both unlinked and deleted in this batch is reported as deleted only.
         unlinked = [task_id for task_id in self.unlinked if self.task(task_id) is not None]
         return UpdateReport(
@@ -78,6 +83,7 @@ class StagedBatch:
             deleted=self.deleted,
             unlinked=unlinked,
             errors=self.errors,
+            seq=seq,
         )
 
     # -- the rules ----------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcards.errors import StoreError
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store, Transaction
+from toolcards.store.codec import JSONText
 from toolcards.store.default import MEMORY, close_default_stores, default_store, describe_location, open_store
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
 from toolcards.store.memory import MemoryStore
@@ -28,6 +29,7 @@ __all__ = [
     "CatchUp",
     "Change",
     "Delta",
+    "JSONText",
     "MemoryStore",
     "PostgresStore",
     "RecordedEvent",

@@ -58,7 +58,8 @@ class Change:
     key: str
     """The row's identity inside its collection."""
     value: JSONValue | None
-    """The new JSON-serialisable value, or ``None`` to delete the row (in a delta: it was deleted)."""
+    """The new JSON-serialisable value (to write: or a :class:`~toolcards.store.JSONText` holding its JSON
+    text), or ``None`` to delete the row (in a delta: it was deleted)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

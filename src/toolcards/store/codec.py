@@ -5,20 +5,38 @@ Every store keeps a value as compact JSON text (``separators=(",", ":")``,
 whichever store holds it: tuples come back as lists, and the non-string keys JSON allows
 (``int``, ``float``, ``bool``, ``None``) come back as strings. NaN and infinities are not JSON
 and are refused, as are objects ``json`` cannot encode.
+
+A writer that already holds a value as JSON text (a pydantic model's ``model_dump_json()``,
+which is compact and several times cheaper than ``model_dump`` followed by ``json``) stages
+it as :class:`JSONText`, and the text is stored as it is.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from toolcards.errors import StoreError
 from toolcards.store.base import Change, JSONValue
 
-__all__ = ["EncodedChanges", "decode_value", "encode_changes"]
+__all__ = ["EncodedChanges", "JSONText", "decode_value", "encode_changes"]
 
 EncodedChanges = dict[tuple[str, str], str | None]
 """A change set ready to write: ``(collection, key)`` → JSON text, or ``None`` to delete."""
+
+
+@dataclass(frozen=True, slots=True)
+class JSONText:
+    """A value given as its JSON text, to stage as :attr:`Change.value` without encoding it again.
+
+    The text must be one compact JSON value, such as ``model.model_dump_json()`` returns:
+    it is stored as it is, and readers get ``json.loads(text)``. Only whether the text can be
+    stored as UTF-8 is checked, so make it with a JSON encoder, never by hand.
+    """
+
+    text: str
+
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 _DECODER = json.JSONDecoder()
@@ -39,9 +57,12 @@ def encode_changes(namespace: str, changes: Iterable[Change]) -> EncodedChanges:
     encoded: EncodedChanges = {}
     for change in changes:
         value = change.value
-        encoded[(change.collection, change.key)] = (
-            None if value is None else _encode_value(namespace, change.collection, change.key, value)
-        )
+        if value is None:
+            encoded[(change.collection, change.key)] = None
+        elif type(value) is JSONText:
+            encoded[(change.collection, change.key)] = _checked_text(namespace, change.collection, change.key, value)
+        else:
+            encoded[(change.collection, change.key)] = _encode_value(namespace, change.collection, change.key, value)
     return encoded
 
 
@@ -68,6 +89,19 @@ def decode_value(namespace: str, collection: str, key: str, text: str) -> JSONVa
             f"Row {collection}/{key} of namespace {namespace!r} holds text that is not JSON ({exc}). "
             "Something other than toolcards wrote it: delete the row or restore the database from a backup."
         ) from exc
+
+
+def _checked_text(namespace: str, collection: str, key: str, value: JSONText) -> str:
+    text = value.text
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise StoreError(
+                f"Cannot store {collection}/{key} in namespace {namespace!r}: its JSON text is not valid UTF-8 "
+                f"({exc}). Nothing of this change set was written. Remove lone surrogates from the value's text."
+            ) from exc
+    return text
 
 
 def _encode_value(namespace: str, collection: str, key: str, value: JSONValue) -> str:
