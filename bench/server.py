@@ -5,14 +5,21 @@ the cost of the transport, the MCP SDK, identity lookup and the call pipeline. T
 runs as a real subprocess (``python -m toolcards.cli serve``) on the same 2-core machine
 as the clients, so both compete for the CPU.
 
+Beside it runs a bare server on the same SDK (:mod:`bench._bare_mcp_server`: the low-level
+``Server``, the same ``echo`` tool, nothing of ours), measured in the same rounds, turn
+about, so that the difference between the two is our own cost and not the machine's mood.
+
 Rows (median milliseconds per call; the note gives the aggregate calls per second):
 
-* in-process ``mcp.Client(team_server.server)`` — no transport, for scale;
-* stdio, 1 caller, and 8 callers sharing the one stdio session (a stdio server has one
-  client; 8 concurrent requests are pipelined on it);
+* in-process ``mcp.Client(server)`` — no transport: toolcards, the bare server, and our
+  overhead (the difference of the medians; target <= 0.1 ms);
+* stdio, 1 caller: toolcards, the bare server and our overhead, in interleaved rounds;
+  8 callers sharing the one stdio session (a stdio server has one client; 8 concurrent
+  requests are pipelined on it);
 * HTTP, 1 client, and 8 clients, each its own ``mcp.Client`` and agent (``X-Agent-Name``);
-* start-up: from launching ``toolcards serve`` (stdio) to the answer of its first tool call,
-  5 launches; target <= 250 ms.
+* start-up: from launching the server (stdio) to the answer of its first tool call,
+  toolcards and the bare server launched turn about; target <= 250 ms. The bare server's
+  start-up is the SDK's floor (mostly ``import mcp``).
 
 ``run()`` returns :class:`~bench.timing.Case` rows; nothing is asserted. Without the ``mcp``
 extra the group is skipped.
@@ -42,6 +49,9 @@ CALLS_ONE = 400
 CALLS_EACH = 100
 CONCURRENT = 8
 WARMUP = 20
+ROUNDS = 4
+"""Interleaved rounds when toolcards and the bare server are compared."""
+OVERHEAD_TARGET_MS = 0.1
 
 
 class EchoParam(BaseToolParam):
@@ -78,7 +88,8 @@ async def _timed_calls(client: Any, count: int) -> list[float]:
     return samples
 
 
-STARTS = 5
+STARTS = 6
+BARE_COMMAND = [sys.executable, "-m", "bench._bare_mcp_server"]
 
 
 async def _measure(clients: list[Any], callers: int, count: int) -> tuple[Stats, float]:
@@ -90,6 +101,29 @@ async def _measure(clients: list[Any], callers: int, count: int) -> tuple[Stats,
     wall = time.perf_counter() - started
     samples = [sample for batch in batches for sample in batch]
     return Stats.of(samples), len(samples) / wall
+
+
+async def _interleaved(clients: dict[str, Any], count: int) -> dict[str, tuple[Stats, float]]:
+    """Each client's (statistics, calls per second) over ``ROUNDS`` rounds taken turn about."""
+    for client in clients.values():
+        await _timed_calls(client, WARMUP)
+    samples: dict[str, list[float]] = {name: [] for name in clients}
+    walls = dict.fromkeys(clients, 0.0)
+    for _ in range(ROUNDS):
+        for name, client in clients.items():
+            started = time.perf_counter()
+            samples[name] += await _timed_calls(client, count // ROUNDS)
+            walls[name] += time.perf_counter() - started
+    return {name: (Stats.of(samples[name]), len(samples[name]) / walls[name]) for name in clients}
+
+
+def _overhead(label: str, ours: Stats, bare: Stats) -> Case:
+    return Case(
+        label,
+        ours.median - bare.median,
+        f"median of toolcards minus median of the bare SDK server ({ours.median:.3f} - {bare.median:.3f} ms)",
+        target=OVERHEAD_TARGET_MS,
+    )
 
 
 def _free_port() -> int:
@@ -135,10 +169,9 @@ def _http_client(url: str, name: str) -> AbstractAsyncContextManager[Any]:
 
 
 async def _bench(root: Path) -> list[Case]:
-    import mcp_types
-    from mcp import Client, StdioServerParameters
-    from mcp.client.stdio import stdio_client
+    from mcp import Client
 
+    from bench._bare_mcp_server import build_server
     from toolcards.server import TeamServer, load_config
 
     config = root / "team.yaml"
@@ -151,32 +184,50 @@ async def _bench(root: Path) -> list[Case]:
 
     team_server = TeamServer(load_config(config))
     try:
-        async with Client(team_server.server) as client:
-            row("in-process mcp.Client, 1 caller", await _measure([client], 1, CALLS_ONE))
+        async with Client(team_server.server) as ours, Client(build_server()) as bare:
+            inproc = await _interleaved({"toolcards": ours, "bare": bare}, CALLS_ONE)
     finally:
         await team_server.aclose()
+    row("in-process mcp.Client, 1 caller", inproc["toolcards"])
+    row("in-process mcp.Client, 1 caller, bare SDK server", inproc["bare"])
+    rows.append(_overhead("in-process: our overhead per call", inproc["toolcards"][0], inproc["bare"][0]))
 
-    command = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
-    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO), env=env)
-    info = mcp_types.Implementation(name="bench", version="1")
-    with open(os.devnull, "w") as quiet:  # the server's progress lines
-        async with Client(stdio_client(params, errlog=quiet), client_info=info) as client:
-            row("stdio, 1 caller", await _measure([client], 1, CALLS_ONE))
-            row(f"stdio, {CONCURRENT} callers on one session", await _measure([client], CONCURRENT, CALLS_EACH))
+    serve = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
+    async with _stdio_client(serve, env) as ours, _stdio_client(BARE_COMMAND, env) as bare:
+        stdio = await _interleaved({"toolcards": ours, "bare": bare}, CALLS_ONE)
+        row("stdio, 1 caller", stdio["toolcards"])
+        row("stdio, 1 caller, bare SDK server", stdio["bare"])
+        rows.append(_overhead("stdio: our overhead per call", stdio["toolcards"][0], stdio["bare"][0]))
+        row(f"stdio, {CONCURRENT} callers on one session", await _measure([ours], CONCURRENT, CALLS_EACH))
 
-    starts = []
+    starts: dict[str, list[float]] = {"toolcards": [], "bare": []}
     for _ in range(STARTS):
-        with open(os.devnull, "w") as quiet:
+        for name, command in (("toolcards", serve), ("bare", BARE_COMMAND)):
             started = time.perf_counter()
-            async with Client(stdio_client(params, errlog=quiet), client_info=info) as client:
+            async with _stdio_client(command, env) as client:
                 await client.call_tool("echo", {"text": "first"})
-                starts.append((time.perf_counter() - started) * 1000)
+                starts[name].append((time.perf_counter() - started) * 1000)
+    ours_start, bare_start = Stats.of(starts["toolcards"]), Stats.of(starts["bare"])
     rows.append(
         Case.timed(
             "stdio start-up to first answer",
-            Stats.of(starts),
+            ours_start,
             f"launch toolcards serve, connect, first tool call; median of {STARTS}; Node reference servers: ~190 ms",
             target=250.0,
+        )
+    )
+    rows.append(
+        Case.timed(
+            "stdio start-up to first answer, bare SDK server",
+            bare_start,
+            f"the SDK's floor (mostly importing mcp); launched turn about with toolcards; median of {STARTS}",
+        )
+    )
+    rows.append(
+        Case(
+            "stdio start-up: ours over the bare SDK server",
+            ours_start.median - bare_start.median,
+            "median of toolcards minus median of the bare server",
         )
     )
 
@@ -187,6 +238,20 @@ async def _bench(root: Path) -> list[Case]:
             clients = [await stack.enter_async_context(_http_client(url, f"bench-{i}")) for i in range(CONCURRENT)]
             row(f"HTTP, {CONCURRENT} clients", await _measure(clients, CONCURRENT, CALLS_EACH))
     return rows
+
+
+@asynccontextmanager
+async def _stdio_client(command: list[str], env: dict[str, str]) -> AsyncIterator[Any]:
+    """A connected SDK client of the stdio server ``command`` (its stderr discarded)."""
+    import mcp_types
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO), env=env)
+    info = mcp_types.Implementation(name="bench", version="1")
+    with open(os.devnull, "w") as quiet:  # the server's progress lines
+        async with Client(stdio_client(params, errlog=quiet), client_info=info) as client:
+            yield client
 
 
 def run() -> list[Case]:

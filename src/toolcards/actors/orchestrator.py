@@ -7,7 +7,10 @@ Events go to the team's :class:`~toolcards.actors.journal.EventJournal`, which n
 Frequent ones (a record of every tool call) are published *batched*
 (:meth:`Orchestrator.publish_batched`): the caller only queues them, and within
 :data:`BATCH_DELAY_S` they reach the journal together, in one write, and then the subscribers,
-so the calls that made them are never held up by the log.
+so the calls that made them are never held up by the log. A ``Team`` handle queues them in
+an :class:`EventQueue` and sends the orchestrator one message per batch, not one per event:
+each message wakes the orchestrator's thread, which then competes with the caller for the
+interpreter.
 When the journal is shared with other processes, the orchestrator also watches it while it
 has subscribers: every :data:`WATCH_INTERVAL_S` it hands them the events other processes
 appended (a board change made by another server, say), so a subscriber sees the whole
@@ -31,10 +34,12 @@ __all__ = [
     "BATCH_DELAY_S",
     "MAX_BATCH",
     "WATCH_INTERVAL_S",
+    "EventQueue",
     "EventSubscriber",
     "Orchestrator",
     "Publish",
     "PublishBatched",
+    "QueuedEvents",
 ]
 
 logger = logging.getLogger("toolcards.actors")
@@ -77,6 +82,7 @@ class Orchestrator(pykka.ThreadingActor):
         self._watching: threading.Event | None = None
         # Batched events waiting for the journal, and the timer thread's wake-up and stop flags.
         self._batch: list[Any] = []
+        self._queues: list[EventQueue] = []  # queues told about since the last flush
         self._batch_due: threading.Event | None = None
         self._stopping = threading.Event()
 
@@ -173,13 +179,26 @@ class Orchestrator(pykka.ThreadingActor):
 
         An event whose ``team_id`` is ``None`` (a tool's record) is stamped with this team's.
         """
-        if getattr(event, "team_id", "") is None and hasattr(event, "model_copy"):
-            event = event.model_copy(update={"team_id": self.team_id})
-        self._batch.append(event)
+        self._batch.append(self._stamped(event))
         if len(self._batch) >= MAX_BATCH:
             self._flush()
         elif len(self._batch) == 1:
             self._wake_batch_timer()
+
+    def take_queued(self, queue: EventQueue) -> None:
+        """Take ``queue``'s events into the batch at the next flush (at once past :data:`MAX_BATCH`)."""
+        if queue not in self._queues:
+            self._queues.append(queue)
+        if len(queue) + len(self._batch) >= MAX_BATCH:
+            self._flush()
+        else:
+            self._wake_batch_timer()
+
+    def _stamped(self, event: Any) -> Any:
+        # An event whose team_id is None (a tool's record) is stamped with this team's.
+        if getattr(event, "team_id", "") is None and hasattr(event, "model_copy"):
+            event = event.model_copy(update={"team_id": self.team_id})
+        return event
 
     def _wake_batch_timer(self) -> None:
         if self._batch_due is None:
@@ -204,6 +223,9 @@ class Orchestrator(pykka.ThreadingActor):
 
     def _flush(self) -> None:
         """Write the waiting batch as one journal entry and hand its events to subscribers."""
+        queues, self._queues = self._queues, []
+        for queue in queues:
+            self._batch.extend(self._stamped(event) for event in queue.take())
         if not self._batch:
             return
         events, self._batch = self._batch, []
@@ -250,6 +272,9 @@ class Orchestrator(pykka.ThreadingActor):
             return self.publish(message.event)
         if isinstance(message, PublishBatched):
             self.publish_batched(message.event)
+            return None
+        if isinstance(message, QueuedEvents):
+            self.take_queued(message.queue)
             return None
         if isinstance(message, _Flush):
             self._flush()
@@ -335,3 +360,43 @@ class PublishBatched:
 
     def __init__(self, event: Any) -> None:
         self.event = event
+
+
+class EventQueue:
+    """Events queued for the orchestrator's next batch by another thread. Thread-safe.
+
+    :meth:`put` says when the orchestrator must be told (a :class:`QueuedEvents` message):
+    when the queue was empty, and again every :data:`MAX_BATCH` events. The orchestrator
+    :meth:`take` s everything at its flush, so while a batch fills no message is sent.
+    """
+
+    __slots__ = ("_events", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._events: list[Any] = []
+
+    def put(self, event: Any) -> bool:
+        """Queue ``event``; ``True`` when the orchestrator must be told about the queue."""
+        with self._lock:
+            self._events.append(event)
+            count = len(self._events)
+        return count == 1 or count % MAX_BATCH == 0
+
+    def take(self) -> list[Any]:
+        """Every queued event, in order; the queue is empty afterwards."""
+        with self._lock:
+            events, self._events = self._events, []
+        return events
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+
+class QueuedEvents:
+    """A fire-and-forget message: ``queue`` holds events for the next batch."""
+
+    __slots__ = ("queue",)
+
+    def __init__(self, queue: EventQueue) -> None:
+        self.queue = queue

@@ -12,7 +12,7 @@ import pykka
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.asking import ask
 from toolcards.actors.journal import JournalFactory
-from toolcards.actors.orchestrator import EventSubscriber, Orchestrator, Publish, PublishBatched
+from toolcards.actors.orchestrator import EventQueue, EventSubscriber, Orchestrator, Publish, QueuedEvents
 
 __all__ = ["ActorSystem", "Team"]
 
@@ -32,6 +32,7 @@ class Team:
         self.ref = ref
         self._proxy = ref.proxy()
         self._label = f"orchestrator of team {team_id}"
+        self._queued = EventQueue()
 
     @overload
     def get_or_spawn(self, name: str, actor_class: type[A], *args: Any, proxy: type[P], **kwargs: Any) -> P: ...
@@ -57,9 +58,12 @@ class Team:
         """Queue ``event`` for the team's log without waiting; it is written with others in one
         batch within ``BATCH_DELAY_S``. For frequent events: one record per tool call.
 
+        Costs a lock and an append; the orchestrator is sent one message per batch.
+
         Added in 0.2.
         """
-        self.ref.tell(PublishBatched(event))
+        if self._queued.put(event):
+            self.ref.tell(QueuedEvents(self._queued))
 
     def publish_and_wait(self, event: Any) -> int:
         """Publish ``event`` and return its sequence number."""

@@ -31,6 +31,7 @@ before each tool call) is the only gate.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import threading
@@ -72,6 +73,9 @@ AGENT_HEADER = "x-agent-name"
 
 RESOURCE_NOT_FOUND = -32002
 SWEEP_INTERVAL_S = 60.0
+
+# A client sends its name with every request: clean each distinct name once, not per call.
+_declared_agent_name = functools.lru_cache(maxsize=1024)(agent_name)
 
 
 class TeamServer:
@@ -138,6 +142,7 @@ class TeamServer:
             weakref.WeakKeyDictionary()
         )
         self._last_sweep = time.monotonic()
+        self._loop: asyncio.AbstractEventLoop | None = None  # the loop astart() attached to
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -184,7 +189,9 @@ class TeamServer:
 
             await anyio.to_thread.run_sync(self.start)
         assert self._notifier is not None
-        self._notifier.attach(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        self._notifier.attach(loop)
+        self._loop = loop
 
     def close(self) -> None:
         """End every session (agents leave the roster) and stop the actor system if this
@@ -219,11 +226,11 @@ class TeamServer:
         if headers is not None:
             declared = headers.get(AGENT_HEADER)
             if declared:
-                return agent_name(declared)
+                return _declared_agent_name(declared)
         if self.agent_name:
             return self.agent_name
         params = ctx.session.client_params
-        return agent_name(params.client_info.name if params is not None else None)
+        return _declared_agent_name(params.client_info.name if params is not None else None)
 
     async def session_for(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
         """The calling client's session, opened on first use (without blocking the loop).
@@ -232,14 +239,14 @@ class TeamServer:
         when the connection closes; on the stateless protocol it lives until idle.
         """
         import anyio
-        from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-        await self.astart()
+        if self._loop is not asyncio.get_running_loop():  # once per loop: the team is started there
+            await self.astart()
         self._maybe_sweep()
         key = self.identify(ctx)
         # The SDK keeps the connection on the per-request session without a public accessor.
         connection = getattr(ctx.session, "_connection", None)
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS or connection is None:
+        if connection is None or ctx.protocol_version in _modern_versions():
             session = self.sessions.get(key)
             if session is None or session.closed:
                 session = await anyio.to_thread.run_sync(self.sessions.open, key)
@@ -490,6 +497,14 @@ class TeamServer:
         await self.session_for(ctx)
         result: mcp_types.SubscriptionsListenResult = await self._listen_handler(ctx, params)
         return result
+
+
+@functools.cache
+def _modern_versions() -> frozenset[str]:
+    """The stateless protocol versions (no connection to lease a session to)."""
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+    return frozenset(MODERN_PROTOCOL_VERSIONS)
 
 
 def _checked_agent_name(name: str | None) -> str | None:

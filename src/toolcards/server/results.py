@@ -36,6 +36,8 @@ def to_call_result(value: Any, *, uri_prefix: str = "toolcards://result") -> mcp
     """The successful result for a tool's return ``value`` (see the module docstring)."""
     import mcp_types
 
+    if type(value) is str:  # most tools answer text: nothing to inspect
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=value)])
     structured: dict[str, Any] | None = None
     plain = _plain(value)
     if isinstance(plain, dict):
