@@ -31,7 +31,7 @@ $(VENV)/.python: FORCE
 $(STAMP): pyproject.toml $(VENV)/.python
 	@$(BIN)/python -m pip install -q --upgrade uv >/dev/null 2>&1 || true
 	@if [ -x $(BIN)/uv ]; then \
-		$(BIN)/uv pip install -q --python $(BIN)/python -e '.[all,dev]'; \
+		$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e '.[all,dev]'; \
 	else \
 		$(BIN)/python -m pip install -q -e '.[all,dev]'; \
 	fi
