@@ -34,9 +34,9 @@ delete of one.
 handle of the target's directory): the data goes to a temporary file created (``O_EXCL``)
 in that directory, is flushed with ``fdatasync`` and renamed over the target within it
 (``renameat``); on failure the temporary is removed and the target is untouched.
-Durability matches the state store's default: a killed process loses nothing written;
+By default durability matches the state store's: a killed process loses nothing written;
 after a power loss the last rename may be undone unless ``sync_directory=True`` also syncs
-the directory.
+the directory; ``sync_data=False`` skips the flush (the workspace's ``sync="off"``).
 
 **Errors** are translated once, by :mod:`toolcards.workspace.os_errors`: every message
 names the workspace-relative path and says what happened in words; the host path of the
@@ -51,6 +51,7 @@ until their ``with`` block ends. Everything here blocks on disk I/O.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -401,7 +402,15 @@ class Tree:
 
     # -- changing -----------------------------------------------------------------------------------
 
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None, sync_directory: bool = False) -> str:
+    def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        sync_data: bool = True,
+        sync_directory: bool = False,
+    ) -> str:
         """Replace (or create) the regular file at ``path`` with ``data``, atomically.
 
         Missing parent directories are created. A link at ``path`` that stays inside the
@@ -410,6 +419,8 @@ class Tree:
         Args:
             mode: permission bits. Default: those of the file replaced, or ``0o666`` less
                 the umask for a new one.
+            sync_data: flush the file before renaming it into place (see
+                :func:`~toolcards.core.atomic_write.atomic_write_at`).
             sync_directory: also ``fsync`` the directory, so the rename survives a power loss.
 
         Returns the canonical workspace-relative path written.
@@ -436,13 +447,14 @@ class Tree:
                     raise not_regular_error(current.st_mode, "write", rel)
                 if keep is None:
                     keep = stat.S_IMODE(current.st_mode)
-            _replace(dir_fd, name, rel, data, keep, sync_directory)
+            _replace(dir_fd, name, rel, data, keep, sync_data, sync_directory)
             return rel
 
         return self._at(path, "write", write_last, create_parents=True)[0]
 
-    def unlink(self, path: str) -> str:
-        """Delete the regular file (or the symbolic link itself) at ``path``.
+    def unlink(self, path: str, *, sync_directory: bool = False) -> str:
+        """Delete the regular file (or the symbolic link itself) at ``path``; with
+        ``sync_directory`` the directory is flushed after, so the deletion survives a power loss.
 
         Returns its canonical workspace-relative path.
 
@@ -459,6 +471,9 @@ class Tree:
                 os.unlink(name, dir_fd=dir_fd)
             except OSError as exc:
                 raise file_error(exc, "delete", rel) from exc
+            if sync_directory:
+                with contextlib.suppress(OSError):  # some file systems refuse to sync a directory
+                    os.fsync(dir_fd)
             return rel
 
         return self._at(path, "delete", unlink_last, follow_last=False)[0]
@@ -812,9 +827,11 @@ def _checked_regular(fd: int, rel: str, doing: Doing) -> OpenFile:
     return OpenFile(fd, rel, status)
 
 
-def _replace(dir_fd: int, name: str, rel: str, data: bytes, mode: int | None, sync_directory: bool) -> None:
+def _replace(
+    dir_fd: int, name: str, rel: str, data: bytes, mode: int | None, sync_data: bool, sync_directory: bool
+) -> None:
     try:
-        atomic_write_at(dir_fd, name, data, mode=mode, sync_directory=sync_directory)
+        atomic_write_at(dir_fd, name, data, mode=mode, sync_data=sync_data, sync_directory=sync_directory)
     except OSError as exc:
         raise file_error(exc, "write", rel) from exc
 
