@@ -167,6 +167,7 @@ class WorkspaceActor(pykka.ThreadingActor):
         self.hub = hub if hub is not None else WorkspaceHub(self.root)
         """Where the gate, the attached teams and the durability setting are kept."""
         self.tree_lock = TreeLock(self.root)
+        self._usage = workspace_usage(self.root)
         self._seq = 0
         self._loaded = 0
 
@@ -445,7 +446,7 @@ class WorkspaceActor(pykka.ThreadingActor):
         if growth <= 0:
             return
         quota = quota_mb * MIB
-        usage = workspace_usage(self.root)
+        usage = self._usage
         # The estimate is an upper bound: walk the tree only when it says the quota may pass.
         if usage.estimate() + growth <= quota or usage.measure() + growth <= quota:
             return

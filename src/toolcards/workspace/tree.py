@@ -337,7 +337,7 @@ class Tree:
             RetriableError: it is missing, a directory, a named pipe, a socket or a device;
                 the path leaves the tree. ToolFailed: it cannot be opened (in words).
         """
-        opened = self._open_regular(path, doing, missing_ok=False)
+        opened, _ = self._open_regular(path, doing, missing_ok=False)
         assert opened is not None
         return opened
 
@@ -353,9 +353,9 @@ class Tree:
             RetriableError: as :meth:`open_file`; or it is larger than ``max_bytes`` (the
                 message ends with ``too_large``), or changed while it was read.
         """
-        opened = self._open_regular(path, doing, missing_ok=missing_ok)
-        if opened is None:
-            return FileBytes(rel=self.resolve(path), data=None, mode=None)
+        opened, rel = self._open_regular(path, doing, missing_ok=missing_ok)
+        if opened is None:  # the walk says where it would be: no second walk to name it
+            return FileBytes(rel=rel, data=None, mode=None)
         with opened:
             data = opened.read_all(max_bytes, too_large=too_large)
         return FileBytes(rel=opened.rel, data=data, mode=stat.S_IMODE(opened.status.st_mode))
@@ -560,7 +560,7 @@ class Tree:
 
     # -- the walk ------------------------------------------------------------------------------------
 
-    def _open_regular(self, path: str, doing: Doing, *, missing_ok: bool) -> OpenFile | None:
+    def _open_regular(self, path: str, doing: Doing, *, missing_ok: bool) -> tuple[OpenFile | None, str]:
         def open_last(dir_fd: int, name: str, rel: str) -> OpenFile | None:
             try:
                 fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
@@ -572,7 +572,7 @@ class Tree:
                 raise _open_error(exc, dir_fd, name, rel, doing) from exc
             return _checked_regular(fd, rel, doing)
 
-        return self._at(path, doing, open_last, missing=(lambda rel: None) if missing_ok else None)[0]
+        return self._at(path, doing, open_last, missing=(lambda rel: None) if missing_ok else None)
 
     def _at(
         self,
