@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 
 import pytest
 from hypothesis import assume, given, settings
@@ -357,3 +359,18 @@ def test_fuzzy_match_of_a_long_block_scores_every_run() -> None:
     out = apply_edit(text, "\n".join(block), "    pass")
     assert out.strategy == "fuzzy"
     assert out.text == "\n".join([*rows[:10], "    pass", *rows[50:]]) + "\n"
+
+
+def test_an_old_string_far_longer_than_the_file_is_refused_without_loading_the_fuzzy_matcher() -> None:
+    # Loading rapidfuzz costs ~0.1 s; a refusal that no run of the file could change must not pay it.
+    script = (
+        "import sys\n"
+        "from toolcards.errors import RetriableError\n"
+        "from toolcards.workspace.edit import apply_edit\n"
+        "try:\n"
+        "    apply_edit(\"print('a')\\n\" * 100, 'q' * 1_000_000, 'x')\n"
+        "except RetriableError as exc:\n"
+        "    print('not found' in str(exc), 'rapidfuzz' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["True", "False"]

@@ -24,7 +24,7 @@ from toolcards.core.locations import internal_dir
 from toolcards.core.registry import dump_cards, load_cards
 from toolcards.testing import FakeObserver
 from toolcards.workspace import documents
-from toolcards.workspace.actor import WorkspaceActor
+from toolcards.workspace.actor import WorkspaceActor, stop_workspace_actors
 from toolcards.workspace.paths import ESCAPE_MESSAGE
 from toolcards.workspace.tool import WorkspaceReadParam, WorkspaceTool, WorkspaceViewParam
 from toolcards.workspace.tree import Tree
@@ -515,8 +515,11 @@ def test_a_shared_workspace_spans_teams_with_one_actor(system: ActorSystem, isol
     other = Agent_(FakeObserver("Dan", "team-2", system=system))
     assert alice.root == carol.root == (isolated_root / "shared").resolve()
     assert other.root == (isolated_root / "team-2").resolve()
-    assert len(pykka.ActorRegistry.get_by_class(WorkspaceActor)) == 2
+    assert pykka.ActorRegistry.get_by_class(WorkspaceActor) == []  # binding starts no thread
     alice("workspace_write", path="notes.md", content="from team 1\n")
+    other("workspace_write", path="elsewhere.md", content="another tree\n")
+    carol("workspace_mkdir", path="shared-by-both")
+    assert len(pykka.ActorRegistry.get_by_class(WorkspaceActor)) == 2
     carol.read("notes.md")
     alice.read("notes.md")
     carol("workspace_edit", path="notes.md", old_string="team 1", new_string="team 1 and 2")
@@ -528,6 +531,61 @@ def test_changes_reach_the_team_event_log(alice: FakeObserver, a: Agent_) -> Non
     a("workspace_write", path="a.txt", content="x\n")
     summaries = [e.summary for _, e in alice.team.events() if getattr(e, "kind", "") == "state_changed"]
     assert summaries == ["team-1/@Alice created a.txt"]
+
+
+def test_binding_and_reading_start_no_actor_and_the_read_still_licenses_a_write(a: Agent_) -> None:
+    (a.root / "notes.md").write_text("one\n")
+    a.read("notes.md")
+    # The read record went to the gate in the reader's thread: no actor was needed for it.
+    assert pykka.ActorRegistry.get_by_class(WorkspaceActor) == []
+    assert a("workspace_write", path="notes.md", content="two\n") == "Wrote notes.md (1 line)."
+    assert len(pykka.ActorRegistry.get_by_class(WorkspaceActor)) == 1
+
+
+def test_a_card_attaches_again_after_stop_workspace_actors(alice: FakeObserver, a: Agent_) -> None:
+    a("workspace_write", path="a.txt", content="x\n")
+    a.read("a.txt")
+    stop_workspace_actors()
+    # The new actor's records start empty (so the read must be done again), and the team
+    # still hears about changes.
+    assert "first" in a.refused("workspace_write", path="a.txt", content="y\n")
+    a("workspace_write", path="b.txt", content="y\n")
+    summaries = [e.summary for _, e in alice.team.events() if getattr(e, "kind", "") == "state_changed"]
+    assert summaries == ["team-1/@Alice created a.txt", "team-1/@Alice created b.txt"]
+
+
+@pytest.mark.parametrize(
+    ("settings", "file_syncs", "directory_syncs"),
+    [
+        (["off"], 0, 0),
+        (["normal"], 1, 0),
+        (["full"], 1, 1),
+        (["off", "full"], 1, 1),  # cards that disagree get the safest
+    ],
+)
+def test_sync_decides_what_a_write_flushes(
+    system: ActorSystem, monkeypatch: pytest.MonkeyPatch, settings: list[str], file_syncs: int, directory_syncs: int
+) -> None:
+    agents = [
+        Agent_(FakeObserver(f"Agent{number}", "team-1", system=system), sync=sync)
+        for number, sync in enumerate(settings)
+    ]
+    agents[0]("workspace_write", path="warm.txt", content="x\n")  # the actor is running
+    calls: list[str] = []
+    real_fdatasync, real_fsync = os.fdatasync, os.fsync
+    monkeypatch.setattr(os, "fdatasync", lambda fd: (calls.append("file"), real_fdatasync(fd))[1])
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append("directory"), real_fsync(fd))[1])
+    agents[0]("workspace_write", path="new/a.txt", content="x\n")
+    assert (calls.count("file"), calls.count("directory")) == (file_syncs, directory_syncs)
+    calls.clear()
+    agents[0]("workspace_delete", path="new/a.txt")
+    assert calls == ["directory"] * directory_syncs
+    assert not (agents[0].root / "new" / "a.txt").exists()
+
+
+def test_sync_is_checked_when_the_card_is_built() -> None:
+    with pytest.raises(ValidationError, match="sync"):
+        WorkspaceTool(sync="sometimes")  # type: ignore[arg-type]
 
 
 # -- documents and images -----------------------------------------------------------------------------------

@@ -37,6 +37,7 @@ def atomic_write_at(
     data: bytes | BinaryIO,
     *,
     mode: int | None = None,
+    sync_data: bool = True,
     sync_directory: bool = False,
 ) -> None:
     """Replace (or create) the file ``name`` in the directory ``dir_fd`` with ``data``, atomically.
@@ -45,6 +46,10 @@ def atomic_write_at(
         data: the content, as bytes or as a binary stream read to its end in 1 MiB pieces.
         mode: permission bits, set exactly (whatever the umask). Default: ``0o666`` less the
             umask. A caller that keeps an old file's permissions passes them.
+        sync_data: flush the temporary (``fdatasync``) before the rename, so that after a
+            power loss the file holds its old or its new content, never a torn or empty
+            one. Without it the replacement is still atomic for readers and survives a
+            killed process. Added in 0.2.
         sync_directory: also ``fsync`` the directory, so the rename survives a power loss
             (skipped where the file system refuses to sync a directory).
 
@@ -63,7 +68,8 @@ def atomic_write_at(
             else:
                 while chunk := data.read(_CHUNK_BYTES):
                     _write_all(fd, chunk)
-            os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
+            if sync_data:
+                os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

@@ -3,8 +3,10 @@
 * :class:`WorkspaceTool` — the card: twelve ``workspace_*`` tools, one field each
   (``<Param> | bool``), and ``read_only`` to offer only those that change nothing.
 * :class:`WorkspaceActor` — one per tree (:func:`workspace_actor` finds or starts it,
-  :func:`stop_workspace_actors` stops them): serializes every change and keeps each agent's
-  read records for the read-before-write gate (:class:`WriteGate`).
+  :func:`stop_workspace_actors` stops them): serializes every change. Its
+  :class:`WorkspaceHub` (:func:`workspace_hub`) holds what the process's cards share about
+  the tree: each agent's read records for the read-before-write gate (:class:`WriteGate`),
+  the teams attached, and the actor, started at the first change.
 * :class:`TreeLock` — the OS file lock that makes each change atomic across processes
   and hosts; :func:`probe_tree_locks` checks at start that locks work on the workspaces
   root.
@@ -21,7 +23,14 @@ pykka; markitdown, Pillow, rapidfuzz and pydantic-ai load when a capability need
 
 from __future__ import annotations
 
-from toolcards.workspace.actor import WorkspaceActor, WorkspaceProxy, stop_workspace_actors, workspace_actor
+from toolcards.workspace.actor import (
+    WorkspaceActor,
+    WorkspaceHub,
+    WorkspaceProxy,
+    stop_workspace_actors,
+    workspace_actor,
+    workspace_hub,
+)
 from toolcards.workspace.gate import SnapshotCache, WriteGate
 from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
 from toolcards.workspace.tool import (
@@ -52,6 +61,7 @@ __all__ = [
     "WorkspaceEditParam",
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
+    "WorkspaceHub",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
     "WorkspaceMultiEditParam",
@@ -68,4 +78,5 @@ __all__ = [
     "probe_tree_locks",
     "stop_workspace_actors",
     "workspace_actor",
+    "workspace_hub",
 ]

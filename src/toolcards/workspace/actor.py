@@ -1,9 +1,12 @@
 """``WorkspaceActor``: the one place a workspace tree is changed.
 
 One actor per tree, whatever the number of teams using it: ``workspace_id="shared"`` puts
-several teams in one tree, so actors are not team tool actors. :func:`workspace_actor`
-keeps a process-wide registry keyed by the tree's resolved path, guarded by a lock, so
-concurrent first uses get the same actor; an actor found stopped is replaced.
+several teams in one tree, so actors are not team tool actors. :func:`workspace_hub` keeps a
+process-wide registry of :class:`WorkspaceHub` objects keyed by the tree's resolved path,
+guarded by a lock, so concurrent first uses share one. A hub holds what the process's cards
+share about the tree: the write gate, the teams attached and the durability they asked for,
+and the actor, which it starts at the first change (binding a card starts no thread) and
+replaces when it finds it stopped. :func:`workspace_actor` is that actor's proxy.
 
 **What it does.** It handles one message at a time, so every mutation (write, edit,
 multi-edit, patch, delete, mkdir, rmdir) runs alone: read the current bytes, check the
@@ -18,9 +21,20 @@ with a command, or delete them and write them anew), and one change loads at mos
 :class:`~toolcards.workspace.tree_lock.TreeLock`, an OS file lock, so each mutation is
 atomic across processes too, on one host or on several sharing the workspaces root: an
 agent served by another process that read the same version is refused, never silently
-overwritten. Reads run in the caller's thread and report what they read with
-:meth:`WorkspaceActor.record_read`, a tell that costs a few microseconds; it is queued
-before any later ask from the same agent, so the gate always sees it in time.
+overwritten. Reads run in the caller's thread and store what they read in the gate
+themselves (:meth:`WorkspaceHub.record_read`, under the gate's lock, a few microseconds):
+the record is in place before the read returns, so the gate always sees it in time, and a
+read sends the actor no message (a tell woke the actor's thread, which then competed with
+the reader for the GIL: about 0.1 ms per read).
+
+**Durability** is the ``sync`` the attached cards asked for, the safest one when they
+disagree (:data:`Sync`): ``"normal"`` (the default) flushes each file before renaming it into
+place, so after a power loss a file holds its old or its new content, never a torn mix,
+while the last changes may be undone (the state store's ``synchronous=NORMAL``);
+``"full"`` also flushes the directory after each rename or delete, so an acknowledged change
+survives a power loss (directories a write creates on the way are not flushed); ``"off"``
+flushes nothing: a killed process still loses nothing (the data is in the kernel), but after
+a power loss or an operating-system crash recent files may be lost or empty.
 
 **All or nothing.** A multi-edit or patch computes every file's new content and passes
 the gate for every existing file before writing any; if a write then fails, the files
@@ -34,8 +48,9 @@ untrusted-output envelope (:func:`~toolcards.workspace.text.quote_file_text`).
 ``#WorkspaceActor:<tree>``) to every team attached with :meth:`WorkspaceActor.attach`.
 
 **State and shutdown.** The read records and cached versions are in memory only: after a
-restart agents are asked to read files again, which is safe. They are per process too, so
-a refusal caused by another process's change cannot name its writer. The tree lock is
+restart (or when a stopped actor is replaced) agents are asked to read files again, which is
+safe. They are per process too, so a refusal caused by another process's change cannot name
+its writer. The tree lock is
 held for one mutation at a time; its file is opened on the first mutation and closed by
 ``on_stop``, and a process that dies releases it with its descriptors. The actor's thread
 is a daemon and holds no unsaved state (every write is on disk before its ask returns,
@@ -54,7 +69,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
@@ -77,10 +92,13 @@ __all__ = [
     "CHANGE_DIFF_LINES",
     "MAX_CHANGE_BYTES",
     "MAX_EDIT_BYTES",
+    "Sync",
     "WorkspaceActor",
+    "WorkspaceHub",
     "WorkspaceProxy",
     "stop_workspace_actors",
     "workspace_actor",
+    "workspace_hub",
 ]
 
 CHANGE_DIFF_LINES = 200
@@ -94,6 +112,13 @@ MAX_EDIT_BYTES = 16 * 1024 * 1024
 
 MAX_CHANGE_BYTES = 64 * 1024 * 1024
 """Bytes of files one change (a multi-edit, a patch) may load in all."""
+
+Sync = Literal["off", "normal", "full"]
+"""How changes reach the disk: see "Durability" in the module docstring."""
+
+_SYNC_ORDER: tuple[Sync, ...] = ("off", "normal", "full")
+_SYNC_FLAGS: dict[Sync, tuple[bool, bool]] = {"off": (False, False), "normal": (True, False), "full": (True, True)}
+"""(flush each file, flush its directory) for each :data:`Sync`."""
 
 _TOO_LARGE_HINT = "Change it with a command, or delete it with workspace_delete and write it anew; nothing was changed."
 
@@ -134,17 +159,22 @@ class WorkspaceActor(pykka.ThreadingActor):
 
     use_daemon_thread = True
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, hub: WorkspaceHub | None = None) -> None:
         super().__init__()
         self.root = Path(os.path.realpath(root))
         self.name = f"#WorkspaceActor:{self.root.name}"
         self.tree = Tree(self.root)
-        self.gate = WriteGate()
+        self.hub = hub if hub is not None else WorkspaceHub(self.root)
+        """Where the gate, the attached teams and the durability setting are kept."""
         self.tree_lock = TreeLock(self.root)
-        self._publishers: dict[str, Callable[[Any], None]] = {}
-        self._quota_mb: int | None = None
+        self._usage = workspace_usage(self.root)
         self._seq = 0
         self._loaded = 0
+
+    @property
+    def gate(self) -> WriteGate:
+        """The tree's read-before-write gate (the hub's)."""
+        return self.hub.gate
 
     def on_stop(self) -> None:
         """Close the tree's lock file (on the actor's thread, after the last message)."""
@@ -160,18 +190,17 @@ class WorkspaceActor(pykka.ThreadingActor):
         """Publish this tree's changes to team ``team_id`` with ``publish(event)`` (idempotent).
 
         ``disk_mb`` is the attaching card's quota for the tree; the smallest one attached applies.
+        Cards attach through their :class:`WorkspaceHub` instead, without a message.
         """
-        self._publishers[team_id] = publish
-        if disk_mb is not None:
-            self._quota_mb = disk_mb if self._quota_mb is None else min(self._quota_mb, disk_mb)
+        self.hub.attach(team_id, publish, disk_mb)
 
     def record_read(self, agent: str, path: str, data: bytes | None, full: bool, digest: str | None = None) -> None:
         """Remember that ``agent`` read ``data`` as the content of ``path`` (root-relative).
 
         ``data`` may be ``None`` for a file too large to hold (then ``digest`` is required).
-        Meant to be sent without waiting for the answer.
+        Cards call :meth:`WorkspaceHub.record_read` instead, in their own thread.
         """
-        self.gate.record_read(agent, path, data, full=full, digest=digest)
+        self.hub.record_read(agent, path, data, full, digest)
 
     def record_of(self, agent: str, path: str) -> ReadRecord | None:
         """What ``agent`` last read or wrote of ``path`` (root-relative), if remembered."""
@@ -315,7 +344,7 @@ class WorkspaceActor(pykka.ThreadingActor):
         Needs no read. A directory, a named pipe, a socket or a device is refused.
         """
         with self._changing():
-            rel = self.tree.unlink(path)
+            rel = self.tree.unlink(path, sync_directory=_SYNC_FLAGS[self.hub.sync][1])
             self.gate.forget(rel)
             self._changed(agent, f"deleted {rel}")
             return f"Deleted {rel}."
@@ -382,13 +411,14 @@ class WorkspaceActor(pykka.ThreadingActor):
     def _commit(self, agent: str, changes: list[_Change]) -> None:
         """Write every change, restoring the written ones if one fails; then record and publish."""
         self._check_quota(changes)
+        sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
         done: list[_Change] = []
         for change in changes:
             try:
                 if change.after is None:
-                    self.tree.unlink(change.path)
+                    self.tree.unlink(change.path, sync_directory=sync_directory)
                 else:
-                    self.tree.write_bytes(change.path, change.after)
+                    self.tree.write_bytes(change.path, change.after, sync_data=sync_data, sync_directory=sync_directory)
             except (OSError, RetriableError, ToolFailed) as exc:
                 if not done and isinstance(exc, RetriableError | ToolFailed):
                     raise  # nothing to undo, and its message already names the file
@@ -409,33 +439,41 @@ class WorkspaceActor(pykka.ThreadingActor):
 
     def _check_quota(self, changes: list[_Change]) -> None:
         """Refuse changes that would take the tree past its disk quota (a shrinking change passes)."""
-        if self._quota_mb is None:
+        quota_mb = self.hub.quota_mb
+        if quota_mb is None:
             return
         growth = sum(len(c.after or b"") - len(c.before or b"") for c in changes)
         if growth <= 0:
             return
-        quota = self._quota_mb * MIB
-        usage = workspace_usage(self.root)
+        quota = quota_mb * MIB
+        usage = self._usage
         # The estimate is an upper bound: walk the tree only when it says the quota may pass.
         if usage.estimate() + growth <= quota or usage.measure() + growth <= quota:
             return
         used_mb = usage.estimate() / MIB
         raise RetriableError(
             f"Nothing was written: this change adds {growth / MIB:.1f} MB and the workspace already uses "
-            f"{used_mb:.0f} MB of its {self._quota_mb:,} MB disk quota. Delete files you no longer need "
+            f"{used_mb:.0f} MB of its {quota_mb:,} MB disk quota. Delete files you no longer need "
             "(workspace_delete), or write less, then retry."
         )
 
     def _rolled_back(self, failed: _Change, done: list[_Change], exc: BaseException) -> Exception:
         reason = str(exc) if isinstance(exc, RetriableError | ToolFailed) else (getattr(exc, "strerror", None) or exc)
         unrestored: list[str] = []
+        sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
         for change in reversed(done):
             try:
                 if change.before is None:
                     if self.tree.kind(change.path) is not None:
-                        self.tree.unlink(change.path)
+                        self.tree.unlink(change.path, sync_directory=sync_directory)
                 else:
-                    self.tree.write_bytes(change.path, change.before, mode=change.mode)
+                    self.tree.write_bytes(
+                        change.path,
+                        change.before,
+                        mode=change.mode,
+                        sync_data=sync_data,
+                        sync_directory=sync_directory,
+                    )
             except (OSError, RetriableError, ToolFailed):
                 unrestored.append(change.path)
         if unrestored:
@@ -449,13 +487,13 @@ class WorkspaceActor(pykka.ThreadingActor):
 
     def _changed(self, agent: str, summary: str) -> None:
         self._seq += 1
-        for team_id, publish in list(self._publishers.items()):
+        for team_id, publish in self.hub.publishers():
             event = StateChanged(team_id=team_id, source=self.name, seq=self._seq, summary=f"{agent} {summary}")
             try:
                 publish(event)
             except Exception:
                 # The team stopped: stop publishing to it.
-                del self._publishers[team_id]
+                self.hub.detach(team_id, publish)
 
 
 class WorkspaceProxy(ActorMemberMixin, pykka.ActorProxy[WorkspaceActor]):
@@ -477,8 +515,110 @@ class WorkspaceProxy(ActorMemberMixin, pykka.ActorProxy[WorkspaceActor]):
     rmdir = proxy_method(WorkspaceActor.rmdir)
 
 
-_actors: dict[str, tuple[pykka.ActorRef[WorkspaceActor], WorkspaceProxy]] = {}
-_actors_lock = threading.Lock()
+class WorkspaceHub:
+    """This process's share of one workspace tree: its write gate, the teams attached to it,
+    their quota and durability settings, and its actor, started at the first change.
+
+    Get one with :func:`workspace_hub`. Every method is thread-safe and quick: none waits
+    for the actor except :meth:`actor`, which may start its thread (about a millisecond).
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        """The tree's resolved root."""
+        self.retired = False
+        """Set by :func:`stop_workspace_actors`: a card holding this hub asks for a new one."""
+        self._lock = threading.Lock()
+        self._gate = WriteGate()
+        self._publishers: dict[str, Callable[[Any], None]] = {}
+        self._quota_mb: int | None = None
+        self._sync: Sync | None = None
+        self._ref: pykka.ActorRef[WorkspaceActor] | None = None
+        self._proxy: WorkspaceProxy | None = None
+
+    @property
+    def gate(self) -> WriteGate:
+        """The read-before-write gate; a replaced actor starts with a new, empty one."""
+        return self._gate
+
+    @property
+    def quota_mb(self) -> int | None:
+        """The smallest disk quota attached (``None``: none was given)."""
+        return self._quota_mb
+
+    @property
+    def sync(self) -> Sync:
+        """The safest durability attached (``"normal"`` before any card asked)."""
+        return self._sync or "normal"
+
+    def attach(
+        self, team_id: str, publish: Callable[[Any], None], disk_mb: int | None = None, sync: Sync = "normal"
+    ) -> None:
+        """Publish this tree's changes to team ``team_id`` with ``publish(event)`` (idempotent).
+
+        ``disk_mb`` is the attaching card's quota for the tree (the smallest attached applies)
+        and ``sync`` its durability (the safest attached applies). Starts nothing.
+        """
+        with self._lock:
+            self._publishers[team_id] = publish
+            if disk_mb is not None:
+                self._quota_mb = disk_mb if self._quota_mb is None else min(self._quota_mb, disk_mb)
+            self._sync = sync if self._sync is None else max(self._sync, sync, key=_SYNC_ORDER.index)
+
+    def detach(self, team_id: str, publish: Callable[[Any], None]) -> None:
+        """Stop publishing to ``team_id`` (if ``publish`` is still how it is reached)."""
+        with self._lock:
+            if self._publishers.get(team_id) is publish:
+                del self._publishers[team_id]
+
+    def publishers(self) -> list[tuple[str, Callable[[Any], None]]]:
+        """The teams attached and how each is published to."""
+        with self._lock:
+            return list(self._publishers.items())
+
+    def record_read(self, agent: str, path: str, data: bytes | None, full: bool, digest: str | None = None) -> None:
+        """Remember that ``agent`` read ``data`` as the content of ``path`` (root-relative), in
+        the caller's thread (see :meth:`WriteGate.record_read`)."""
+        self._gate.record_read(agent, path, data, full=full, digest=digest)
+
+    def actor(self) -> WorkspaceProxy:
+        """The proxy of the tree's actor, started now if it is not running.
+
+        An actor found stopped is replaced by a new one whose read records start empty.
+        """
+        with self._lock:
+            if self._ref is None or self._proxy is None or not self._ref.is_alive():
+                if self._ref is not None:
+                    self._gate = WriteGate()
+                self._ref = WorkspaceActor.start(self.root, self)
+                self._proxy = cast(WorkspaceProxy, self._ref.proxy())
+            return self._proxy
+
+    def stop(self, timeout: float | None) -> None:
+        """Stop the actor, if one runs, after the messages already queued."""
+        with self._lock:
+            ref = self._ref
+        if ref is not None:
+            with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
+                ref.stop(block=True, timeout=timeout)
+
+
+_hubs: dict[str, WorkspaceHub] = {}
+_hubs_lock = threading.Lock()
+
+
+def workspace_hub(root: Path) -> WorkspaceHub:
+    """The :class:`WorkspaceHub` of the tree at ``root``, made on first use; starts nothing.
+
+    The registry is keyed by the tree's resolved path, so two spellings of one tree (or two
+    teams sharing it) get the same hub. Race-free: concurrent callers get the same one.
+    """
+    key = os.path.realpath(root)
+    with _hubs_lock:
+        hub = _hubs.get(key)
+        if hub is None:
+            hub = _hubs[key] = WorkspaceHub(Path(key))
+        return hub
 
 
 def workspace_actor(root: Path) -> WorkspaceProxy:
@@ -489,28 +629,22 @@ def workspace_actor(root: Path) -> WorkspaceProxy:
     A stopped actor is replaced by a new one (whose read records start empty). Blocks only
     to start the actor's thread.
     """
-    key = os.path.realpath(root)
-    with _actors_lock:
-        entry = _actors.get(key)
-        if entry is None or not entry[0].is_alive():
-            ref = WorkspaceActor.start(Path(key))
-            entry = (ref, cast(WorkspaceProxy, ref.proxy()))
-            _actors[key] = entry
-        return entry[1]
+    return workspace_hub(root).actor()
 
 
 def stop_workspace_actors(timeout: float | None = 30.0) -> None:
     """Stop every workspace actor of this process and empty the registry.
 
     Blocks until each has handled the messages already queued and stopped, or ``timeout``
-    seconds passed for one. A later :func:`workspace_actor` starts a new actor.
+    seconds passed for one. A later :func:`workspace_actor` starts a new actor, with a new
+    hub (cards bound earlier attach to it again at their next call).
     """
-    with _actors_lock:
-        entries = list(_actors.values())
-        _actors.clear()
-    for ref, _ in entries:
-        with contextlib.suppress(pykka.ActorDeadError, pykka.Timeout):
-            ref.stop(block=True, timeout=timeout)
+    with _hubs_lock:
+        hubs = list(_hubs.values())
+        _hubs.clear()
+    for hub in hubs:
+        hub.retired = True
+        hub.stop(timeout)
 
 
 def _line_count(text: str) -> int:

@@ -54,7 +54,14 @@ from itertools import accumulate
 from operator import add
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.text import closest_block, detect_newline, quote_file_text, quote_lines, to_newline
+from toolcards.workspace.text import (
+    best_possible_ratio,
+    closest_block,
+    detect_newline,
+    quote_file_text,
+    quote_lines,
+    to_newline,
+)
 
 __all__ = [
     "FUZZY_THRESHOLD",
@@ -486,8 +493,6 @@ def _fuzzy(doc: _Doc, old_lines: list[str], new_lines: list[str]) -> list[_Match
     Returns the best runs that do not overlap one another, best first on ties by position,
     then sorted by position.
     """
-    from rapidfuzz import fuzz
-
     count = len(old_lines)
     total = doc.count
     if not count or count > total:
@@ -497,6 +502,12 @@ def _fuzzy(doc: _Doc, old_lines: list[str], new_lines: list[str]) -> list[_Match
     if not query.strip():
         return []
     stripped = doc.stripped
+    if best_possible_ratio(len(query), sum(map(len, stripped)) + total) < FUZZY_THRESHOLD * 100:
+        # No run of the file is long enough to be similar (an old_string far longer than the
+        # file): say so without loading rapidfuzz, which costs ~0.1 s the first time.
+        return []
+    from rapidfuzz import fuzz
+
     starts = _fuzzy_starts(stripped, query_lines)
     cutoff = FUZZY_THRESHOLD * 100
     scored: list[tuple[float, int]] = []

@@ -26,12 +26,16 @@ versions by digest, in a bounded LRU (:data:`SNAPSHOT_BUDGET_BYTES` in total, fi
 
 Agents are opaque strings to the gate; the workspace card passes ``str(address)``,
 ``"<team_id>/@<name>"``, and messages show another agent of the reader's team by its handle
-alone. Pure logic: no I/O, no locks. The :class:`~toolcards.workspace.actor.WorkspaceActor`
-owns one gate and serializes every call to it.
+alone. Pure logic: no I/O. Each public method of :class:`WriteGate` holds the gate's lock
+while it runs, so readers record what they read in their own threads while the tree's
+:class:`~toolcards.workspace.actor.WorkspaceActor` checks and records its changes; a record is
+always what its agent really read, so one stored between the actor's check and its write is
+either that write's new content or, if older, refused later as stale.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Literal
 
@@ -106,7 +110,8 @@ class WriteGate:
     """Read records per agent and file, the last writer of each file, and the checks.
 
     Paths are the canonical root-relative POSIX paths the caller resolved; the gate does
-    not touch the disk. Not thread-safe: one owner calls it.
+    not touch the disk. Thread-safe: each public method runs under the gate's lock (its
+    :class:`SnapshotCache` is reached only through it).
     """
 
     def __init__(
@@ -116,6 +121,7 @@ class WriteGate:
         self.max_records_per_agent = max_records_per_agent
         self._records: dict[str, OrderedDict[str, ReadRecord]] = {}
         self._writers: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
 
     # -- recording --------------------------------------------------------------------------
 
@@ -131,9 +137,10 @@ class WriteGate:
         if data is None and digest is None:
             raise ValueError("record_read needs the data or its digest")
         record = ReadRecord(digest=digest or content_digest(data or b""), full=full)
-        self._store(agent, path, record)
-        if data is not None:
-            self.snapshots.add(record.digest, data)
+        with self._lock:
+            self._store(agent, path, record)
+            if data is not None:
+                self.snapshots.add(record.digest, data)
         return record
 
     def record_write(
@@ -148,13 +155,15 @@ class WriteGate:
 
         Returns the agent's new record.
         """
-        previous = self.record_of(agent, path)
-        if full is None:
-            full = previous.full if previous is not None else True
-        record = ReadRecord(digest=digest or content_digest(data), full=full)
-        self._store(agent, path, record)
-        self._writers[path] = (agent, record.digest)
-        self.snapshots.add(record.digest, data)
+        digest = digest or content_digest(data)
+        with self._lock:
+            previous = self._record_of(agent, path)
+            if full is None:
+                full = previous.full if previous is not None else True
+            record = ReadRecord(digest=digest, full=full)
+            self._store(agent, path, record)
+            self._writers[path] = (agent, record.digest)
+            self.snapshots.add(record.digest, data)
         return record
 
     def forget(self, path: str, *, below: bool = False) -> None:
@@ -164,16 +173,17 @@ class WriteGate:
         def gone(candidate: str) -> bool:
             return candidate == path or (below and (path == "." or candidate.startswith(prefix)))
 
-        for records in self._records.values():
-            for candidate in [p for p in records if gone(p)]:
-                del records[candidate]
-        for candidate in [p for p in self._writers if gone(p)]:
-            del self._writers[candidate]
+        with self._lock:
+            for records in self._records.values():
+                for candidate in [p for p in records if gone(p)]:
+                    del records[candidate]
+            for candidate in [p for p in self._writers if gone(p)]:
+                del self._writers[candidate]
 
     def record_of(self, agent: str, path: str) -> ReadRecord | None:
         """What ``agent`` last read or wrote of ``path``, if it is remembered."""
-        records = self._records.get(agent)
-        return records.get(path) if records is not None else None
+        with self._lock:
+            return self._record_of(agent, path)
 
     # -- the check --------------------------------------------------------------------------
 
@@ -191,13 +201,21 @@ class WriteGate:
         """
         if current is None:
             return
-        record = self.record_of(agent, path)
+        with self._lock:
+            self._check(agent, path, current, intent, digest)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _check(self, agent: str, path: str, current: bytes, intent: Intent, digest: str | None) -> None:
+        record = self._record_of(agent, path)
         if record is None:
             hint = self._writer_note(agent, path, digest or content_digest(current), last=True)
             raise RetriableError(
                 f"Call workspace_read on {path!r} first, then retry: it exists and you have not read it, "
                 f"so this change could overwrite work you have not seen.{hint}"
             )
+        if digest is None and self.snapshots.get(record.digest) == current:
+            digest = record.digest  # the very bytes read: no need to hash them again
         current_digest = digest or content_digest(current)
         if record.digest != current_digest:
             raise RetriableError(self._stale_message(agent, path, record, current, current_digest))
@@ -208,7 +226,9 @@ class WriteGate:
                 "drop lines you have not seen."
             )
 
-    # -- internals ----------------------------------------------------------------------------
+    def _record_of(self, agent: str, path: str) -> ReadRecord | None:
+        records = self._records.get(agent)
+        return records.get(path) if records is not None else None
 
     def _store(self, agent: str, path: str, record: ReadRecord) -> None:
         records = self._records.setdefault(agent, OrderedDict())

@@ -31,6 +31,7 @@ from toolcards.errors import RetriableError
 __all__ = [
     "FILE_TEXT_SOURCE",
     "QUOTE_CHARS",
+    "best_possible_ratio",
     "binary_error",
     "change_diff",
     "closest_block",
@@ -152,18 +153,18 @@ def closest_block(lines: Sequence[str], block: Sequence[str]) -> tuple[int, int,
     or all of ``lines`` when it is shorter) and the similarity in percent. Returns ``None``
     when either sequence is empty. Scores every run, so use it on error paths only.
     """
-    from rapidfuzz import fuzz
-
     if not lines or not block:
         return None
     count = min(len(block), len(lines))
     query = "\n".join(line.strip() for line in block)
     stripped = [line.strip() for line in lines]
     joined = "\n".join(stripped)
-    if _best_possible_ratio(len(query), len(joined)) < _CLOSEST_FLOOR:
+    if best_possible_ratio(len(query), len(joined)) < _CLOSEST_FLOOR:
         # Far longer than the whole text (or far shorter): nothing can be close, and scoring
         # every window of a huge query would cost a quarter of a second per megabyte.
         return None
+    from rapidfuzz import fuzz  # loaded only when something can be close: ~0.1 s the first time
+
     offsets = list(accumulate((len(s) + 1 for s in stripped), initial=0))
     best_start, best_score = 0, -1.0
     for start in range(len(lines) - count + 1):
@@ -175,8 +176,9 @@ def closest_block(lines: Sequence[str], block: Sequence[str]) -> tuple[int, int,
     return best_start, count, max(best_score, 0.0)
 
 
-def _best_possible_ratio(query_chars: int, text_chars: int) -> float:
-    """rapidfuzz ``ratio``'s ceiling for a query against any window of a text, from lengths alone."""
+def best_possible_ratio(query_chars: int, text_chars: int) -> float:
+    """rapidfuzz ``ratio``'s ceiling (percent) for a query against any window of a text, from
+    lengths alone: what a window at most ``text_chars`` long can score."""
     if not query_chars or not text_chars:
         return 0.0
     shorter = min(query_chars, text_chars)

@@ -86,7 +86,7 @@ from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, WiringError
-from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
+from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.documents import MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
@@ -207,6 +207,14 @@ class WorkspaceTool(ToolCard):
             the tree past it is refused (deleting stays possible). The sandbox enforces its
             own ``ExecLimits.disk_mb`` on commands; give both the same value. When cards on
             one tree disagree, the smallest applies.
+        sync: How changes reach the disk. ``"normal"`` (default): each file is flushed
+            before it is renamed into place, so after a power loss it holds its old or its
+            new content, never a torn mix, though the last changes may be undone.
+            ``"full"``: the directory is flushed too, so an acknowledged change survives a
+            power loss (one more ``fsync`` per change). ``"off"``: nothing is flushed, which
+            makes a write several times faster on most disks; a killed process still loses
+            nothing, but after a power loss or an OS crash recent files may be lost or
+            empty. When cards on one tree disagree, the safest applies. Added in 0.2.
     """
 
     kind: ClassVar[str] = "workspace"
@@ -214,6 +222,7 @@ class WorkspaceTool(ToolCard):
 
     workspace_id: WorkspaceId | None = None
     disk_mb: int = Field(default=1024, ge=1)
+    sync: Sync = "normal"
     workspace_read: WorkspaceReadParam | bool = True
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
@@ -229,7 +238,8 @@ class WorkspaceTool(ToolCard):
 
     _root: Path | None = PrivateAttr(default=None)
     _tree: Tree | None = PrivateAttr(default=None)
-    _actor: WorkspaceProxy | None = PrivateAttr(default=None)
+    _hub: WorkspaceHub | None = PrivateAttr(default=None)
+    _team: tuple[str, Any] | None = PrivateAttr(default=None)
     _agent: str = PrivateAttr(default="")
     _cache_dir: Path | None = PrivateAttr(default=None)
     _signature: tuple[float, str] = PrivateAttr(default=(float("-inf"), ""))
@@ -237,7 +247,8 @@ class WorkspaceTool(ToolCard):
     # -- binding ------------------------------------------------------------------------------
 
     def on_bind(self, observer: Any) -> None:
-        """Find the tree (creating it), its actor, and attach the team to its events.
+        """Find the tree (creating it) and attach the team to its events; the tree's actor
+        starts at the first change.
 
         Raises:
             WiringError: no ``workspace_id`` is set and the team id is not a valid one; or,
@@ -262,8 +273,9 @@ class WorkspaceTool(ToolCard):
         self._tree = Tree(root)
         self._agent = str(observer.address)
         self._cache_dir = internal_dir() / "cache"
-        self._actor = workspace_actor(root)
-        self.ask(self._actor.attach(team_id, observer.team.publish, self.disk_mb), actor=self._actor_name)
+        self._team = (team_id, observer.team.publish)
+        self._hub = None
+        self._workspace_hub()
 
     @property
     def tree(self) -> Tree:
@@ -324,7 +336,7 @@ class WorkspaceTool(ToolCard):
                 read = read_page(file, offset, limit, max_chars=budget)
                 page, digest, data = read.page, read.digest, read.data
         shown, full = _page_text(page, rel, budget)
-        self._actor_proxy().record_read(self._agent, rel, data, full, digest)
+        self._workspace_hub().record_read(self._agent, rel, data, full, digest)
         return shown
 
     @capability("workspace_list", untrusted_output=True)
@@ -469,11 +481,20 @@ class WorkspaceTool(ToolCard):
 
     # -- internals ----------------------------------------------------------------------------------
 
+    def _workspace_hub(self) -> WorkspaceHub:
+        # After stop_workspace_actors the registry holds a new hub: attach to it again.
+        hub = self._hub
+        if hub is None or hub.retired:
+            team_id, publish = self.bound(self._team)
+            hub = workspace_hub(self.root)
+            hub.attach(team_id, publish, self.disk_mb, self.sync)
+            self._hub = hub
+        return hub
+
     def _actor_proxy(self) -> WorkspaceProxy:
-        # A stopped actor (stop_workspace_actors, ActorRegistry.stop_all) is replaced on next use.
-        if self._actor is None or not self._actor.actor_ref.is_alive():
-            self._actor = workspace_actor(self.root)
-        return self._actor
+        # The hub starts the actor at the first change and replaces a stopped one
+        # (ActorRegistry.stop_all).
+        return self._workspace_hub().actor()
 
     @property
     def _actor_name(self) -> str:

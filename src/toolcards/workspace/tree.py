@@ -34,9 +34,9 @@ delete of one.
 handle of the target's directory): the data goes to a temporary file created (``O_EXCL``)
 in that directory, is flushed with ``fdatasync`` and renamed over the target within it
 (``renameat``); on failure the temporary is removed and the target is untouched.
-Durability matches the state store's default: a killed process loses nothing written;
+By default durability matches the state store's: a killed process loses nothing written;
 after a power loss the last rename may be undone unless ``sync_directory=True`` also syncs
-the directory.
+the directory; ``sync_data=False`` skips the flush (the workspace's ``sync="off"``).
 
 **Errors** are translated once, by :mod:`toolcards.workspace.os_errors`: every message
 names the workspace-relative path and says what happened in words; the host path of the
@@ -51,6 +51,7 @@ until their ``with`` block ends. Everything here blocks on disk I/O.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import hashlib
@@ -336,7 +337,7 @@ class Tree:
             RetriableError: it is missing, a directory, a named pipe, a socket or a device;
                 the path leaves the tree. ToolFailed: it cannot be opened (in words).
         """
-        opened = self._open_regular(path, doing, missing_ok=False)
+        opened, _ = self._open_regular(path, doing, missing_ok=False)
         assert opened is not None
         return opened
 
@@ -352,9 +353,9 @@ class Tree:
             RetriableError: as :meth:`open_file`; or it is larger than ``max_bytes`` (the
                 message ends with ``too_large``), or changed while it was read.
         """
-        opened = self._open_regular(path, doing, missing_ok=missing_ok)
-        if opened is None:
-            return FileBytes(rel=self.resolve(path), data=None, mode=None)
+        opened, rel = self._open_regular(path, doing, missing_ok=missing_ok)
+        if opened is None:  # the walk says where it would be: no second walk to name it
+            return FileBytes(rel=rel, data=None, mode=None)
         with opened:
             data = opened.read_all(max_bytes, too_large=too_large)
         return FileBytes(rel=opened.rel, data=data, mode=stat.S_IMODE(opened.status.st_mode))
@@ -401,7 +402,15 @@ class Tree:
 
     # -- changing -----------------------------------------------------------------------------------
 
-    def write_bytes(self, path: str, data: bytes, *, mode: int | None = None, sync_directory: bool = False) -> str:
+    def write_bytes(
+        self,
+        path: str,
+        data: bytes,
+        *,
+        mode: int | None = None,
+        sync_data: bool = True,
+        sync_directory: bool = False,
+    ) -> str:
         """Replace (or create) the regular file at ``path`` with ``data``, atomically.
 
         Missing parent directories are created. A link at ``path`` that stays inside the
@@ -410,6 +419,8 @@ class Tree:
         Args:
             mode: permission bits. Default: those of the file replaced, or ``0o666`` less
                 the umask for a new one.
+            sync_data: flush the file before renaming it into place (see
+                :func:`~toolcards.core.atomic_write.atomic_write_at`).
             sync_directory: also ``fsync`` the directory, so the rename survives a power loss.
 
         Returns the canonical workspace-relative path written.
@@ -436,13 +447,14 @@ class Tree:
                     raise not_regular_error(current.st_mode, "write", rel)
                 if keep is None:
                     keep = stat.S_IMODE(current.st_mode)
-            _replace(dir_fd, name, rel, data, keep, sync_directory)
+            _replace(dir_fd, name, rel, data, keep, sync_data, sync_directory)
             return rel
 
         return self._at(path, "write", write_last, create_parents=True)[0]
 
-    def unlink(self, path: str) -> str:
-        """Delete the regular file (or the symbolic link itself) at ``path``.
+    def unlink(self, path: str, *, sync_directory: bool = False) -> str:
+        """Delete the regular file (or the symbolic link itself) at ``path``; with
+        ``sync_directory`` the directory is flushed after, so the deletion survives a power loss.
 
         Returns its canonical workspace-relative path.
 
@@ -459,6 +471,9 @@ class Tree:
                 os.unlink(name, dir_fd=dir_fd)
             except OSError as exc:
                 raise file_error(exc, "delete", rel) from exc
+            if sync_directory:
+                with contextlib.suppress(OSError):  # some file systems refuse to sync a directory
+                    os.fsync(dir_fd)
             return rel
 
         return self._at(path, "delete", unlink_last, follow_last=False)[0]
@@ -545,7 +560,7 @@ class Tree:
 
     # -- the walk ------------------------------------------------------------------------------------
 
-    def _open_regular(self, path: str, doing: Doing, *, missing_ok: bool) -> OpenFile | None:
+    def _open_regular(self, path: str, doing: Doing, *, missing_ok: bool) -> tuple[OpenFile | None, str]:
         def open_last(dir_fd: int, name: str, rel: str) -> OpenFile | None:
             try:
                 fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
@@ -557,7 +572,7 @@ class Tree:
                 raise _open_error(exc, dir_fd, name, rel, doing) from exc
             return _checked_regular(fd, rel, doing)
 
-        return self._at(path, doing, open_last, missing=(lambda rel: None) if missing_ok else None)[0]
+        return self._at(path, doing, open_last, missing=(lambda rel: None) if missing_ok else None)
 
     def _at(
         self,
@@ -812,9 +827,11 @@ def _checked_regular(fd: int, rel: str, doing: Doing) -> OpenFile:
     return OpenFile(fd, rel, status)
 
 
-def _replace(dir_fd: int, name: str, rel: str, data: bytes, mode: int | None, sync_directory: bool) -> None:
+def _replace(
+    dir_fd: int, name: str, rel: str, data: bytes, mode: int | None, sync_data: bool, sync_directory: bool
+) -> None:
     try:
-        atomic_write_at(dir_fd, name, data, mode=mode, sync_directory=sync_directory)
+        atomic_write_at(dir_fd, name, data, mode=mode, sync_data=sync_data, sync_directory=sync_directory)
     except OSError as exc:
         raise file_error(exc, "write", rel) from exc
 
