@@ -57,7 +57,7 @@ def test_descriptors_for_help_screens(registry) -> None:  # type: ignore[no-unty
 
 # -- parsing is linear and bounded --------------------------------------------------------------
 
-QUOTING = st.text(alphabet=st.sampled_from(list("ab =\t\n'\"\\é\x0b\x00")), max_size=24)
+QUOTING = st.text(alphabet=st.sampled_from(list("ab =\t\n'\"\\é\x0b\x1c\xa0\x00")), max_size=24)
 
 
 @settings(max_examples=3000, derandomize=True, deadline=None)

@@ -102,6 +102,26 @@ def test_rlimits_apply_in_the_child(tmp_path: Path) -> None:
     assert outcome.stdout.split() == ["64", str(3 * 1024 * 1024), "7"]
 
 
+def test_a_limited_command_reads_dev_null_and_a_missing_program_still_fails_to_start(tmp_path: Path) -> None:
+    # With limits the command first passes a gate that waits on stdin for the go: the
+    # command itself must still see /dev/null there, and a bad program must not pass for
+    # an exit code.
+    limits = rlimits_for(ExecLimits(open_files=64))
+    outcome = run_process(
+        ["bash", "-c", "readlink /proc/self/fd/0; cat; ulimit -n"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=10,
+        output_chars=1000,
+        rlimits=limits,
+    )
+    assert (outcome.exit_code, outcome.stdout.split()) == (0, ["/dev/null", "64"])
+    for program in ("/nonexistent/tool", "no-such-program-here", "./missing"):
+        with pytest.raises(SpawnFailed, match="could not start"):
+            run_process([program], cwd=tmp_path, env=ENV, timeout_s=5, output_chars=100, rlimits=limits)
+    assert live_processes_with("no-such-program-here") == []
+
+
 def test_rlimits_set_nproc_only_when_asked() -> None:
     assert resource.RLIMIT_NPROC not in dict(rlimits_for(ExecLimits()))
     assert dict(rlimits_for(ExecLimits(), nproc=500))[resource.RLIMIT_NPROC] == 500

@@ -86,6 +86,12 @@ class ArgsSchema:
         )
 
     @functools.cached_property
+    def _validate_python(self) -> Callable[[Any], BaseModel]:
+        # model_validate without its wrapper, which checks keyword options on every call.
+        validate: Callable[[Any], BaseModel] = self.model.__pydantic_validator__.validate_python
+        return validate
+
+    @functools.cached_property
     def json_schema(self) -> dict[str, Any]:
         """The compact JSON schema sent to models and MCP clients."""
         return compact_json_schema(self.model.model_json_schema())
@@ -97,7 +103,7 @@ class ArgsSchema:
         if not args and not self._fields:  # nothing to check, nothing to fill in
             return {}
         try:
-            validated = self.model.model_validate(args)
+            validated = self._validate_python(args)
         except ValidationError as exc:
             errors, total = _read_errors(self.model, exc, args)
             raise RetriableError(_describe_errors(tool_name, errors, total, self.json_schema)) from None

@@ -79,6 +79,8 @@ RecordSink = Callable[[ToolExecutionRecord], None]
 """Receives one record per call (success or failure)."""
 
 _call_ids = itertools.count(1)
+_UNBUDGETED = frozenset({int, float, bool, type(None)})
+"""Result types the output budget passes unchanged: no need to ask it."""
 _timeout_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _timeout_pool_lock = threading.Lock()
 
@@ -348,7 +350,11 @@ class Tool:
         )
 
     def _finish(self, result: Any) -> Any:
-        if type(result) is not str or len(result) > self.output_budget:
+        kind = type(result)
+        if kind is str:
+            if len(result) > self.output_budget:
+                result = apply_budget(result, self.output_budget)
+        elif kind not in _UNBUDGETED:
             result = apply_budget(result, self.output_budget)
         if self.untrusted_output and isinstance(result, str):
             result = wrap_untrusted(result, self.name)

@@ -256,7 +256,9 @@ class _Compiled(NamedTuple):
     """It has those or ``\\b``/``\\B``: whether it matches can depend on the characters after the match."""
 
 
+@functools.lru_cache(maxsize=64)
 def _compile(pattern: str) -> _Compiled:
+    # Kept per pattern: parsing and rewriting it costs ~0.1 ms, as much as reading 20 files.
     if not pattern:
         raise RetriableError("The search pattern is empty: pass a regular expression such as 'def main'.")
     if len(pattern) > MAX_GREP_PATTERN_CHARS:
@@ -733,6 +735,8 @@ class _RgOutput:
         or at the end of the output. A name cannot hold a ``/``, so a file named like a
         note cannot pass for one.
         """
+        if b"binary file" not in head:  # every note says so; most heads are a plain path
+            return head
         start = 0
         while True:
             for note in _NOTICE_END.finditer(head, start):
