@@ -91,6 +91,9 @@ def start_tool_span(tool: Tool, channel: str, call_id: str) -> ToolSpan | None:
 
 def _start(trace: Any, tool: Tool, channel: str, call_id: str) -> ToolSpan | None:
     current = trace.get_current_span()
+    recording = current.is_recording()
+    if not recording and _tracer(trace) is None:
+        return None  # imported, but nobody traces: no attributes built
     attributes = {
         "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": tool.name,
@@ -101,7 +104,7 @@ def _start(trace: Any, tool: Tool, channel: str, call_id: str) -> ToolSpan | Non
     }
     if tool.agent:
         attributes["gen_ai.agent.name"] = tool.agent.lstrip("@")
-    if current.is_recording() and _is_frameworks_span_of(current, tool.name, call_id):
+    if recording and _is_frameworks_span_of(current, tool.name, call_id):
         current.set_attributes(attributes)
         return ToolSpan(trace, current, None, owned=False)
     tracer = _tracer(trace)
