@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -10,8 +11,9 @@ import textwrap
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
+import numpy as np
 import pykka
 import pytest
 
@@ -22,6 +24,7 @@ from toolcards.planning import PlanningActor, PlanningProxy, SearchHit, TaskCrea
 from toolcards.planning.render import render_search, render_update_report
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
+from toolcards.vector.text_vectors import TextsEmbedded, TextVector, text_digest
 
 Record = Callable[..., RecordingService]
 WAIT = 30  # seconds a test waits for the actor before failing; never a timing assertion
@@ -455,6 +458,39 @@ def test_unavailable_provider_degrades_to_keyword_search(
     assert [(hit.task.id, hit.match) for hit in hits] == [(1, "keyword"), (5, "keyword")]
     assert proxy.update("@A", update=[TaskUpdate(id=1, status="completed")]).get(timeout=WAIT).updated == [1]
     assert not get_embedding_service(param).available
+
+
+def test_vectors_arriving_after_the_store_closed_are_a_shutdown_not_an_error(
+    db_path: Path, start: StartActor, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(db_path)
+    proxy = start(on=store, embedding=HASHING)
+    seed(proxy)
+    indexed(proxy)
+    vector = TextVector(key="1", digest=text_digest("Implement auth module"), vector=np.zeros(384, np.float32))
+    message = TextsEmbedded(model_id="hashing:384", keys=("1",), vectors=(vector,))
+    actor = proxy.actor_ref
+
+    store.close()
+    with caplog.at_level(logging.DEBUG, logger="toolcards.planning"):
+        actor.ask(message, timeout=WAIT)
+    assert [r.levelno for r in caplog.records if "vectors" in r.getMessage()] == [logging.DEBUG]
+
+    # A store that fails while open is still reported as an error.
+    caplog.clear()
+    reopened = SQLiteStore(db_path)
+    failing = start(team_id="team-2", on=reopened, embedding=HASHING)
+    seed(failing)
+    indexed(failing)
+
+    def broken_write(namespace: str, since: int | None) -> Any:
+        raise StoreError("disk I/O error")
+
+    reopened.write = broken_write  # type: ignore[method-assign]
+    with caplog.at_level(logging.DEBUG, logger="toolcards.planning"):
+        failing.actor_ref.ask(message, timeout=WAIT)
+    assert [r.levelno for r in caplog.records if "vectors" in r.getMessage()] == [logging.ERROR]
+    reopened.close()
 
 
 def test_local_model_finds_a_paraphrase(start: StartActor) -> None:

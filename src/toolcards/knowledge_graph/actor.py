@@ -716,8 +716,10 @@ class KnowledgeGraphActor(pykka.ThreadingActor):
                     accepted = vectors.still_current(message.vectors)
                     txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
             except Exception:
-                # Vectors are derived data: without the rows they are recomputed on the next start.
-                logger.exception("%s: persisting %d vectors failed", self.namespace, len(message.vectors))
+                # Vectors are derived data: without the rows they are recomputed on the next
+                # start. A store closed while the worker embedded is a shutdown, not a failure.
+                log = logger.debug if self._store.closed else logger.exception
+                log("%s: persisting %d vectors failed", self.namespace, len(message.vectors))
                 accepted = vectors.still_current(message.vectors)
             else:
                 if txn.committed is not None:

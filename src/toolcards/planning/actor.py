@@ -594,8 +594,10 @@ class PlanningActor(pykka.ThreadingActor):
                 accepted = vectors.still_current(message.vectors)
                 txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
         except Exception:
-            # Vectors are derived data: search still uses them; a restart re-embeds them.
-            logger.exception("Persisting the vectors of %s failed.", self._namespace)
+            # Vectors are derived data: search still uses them; a restart re-embeds them. A
+            # store closed while the worker embedded is a shutdown, not a failure.
+            log = logger.debug if self._store.closed else logger.exception
+            log("Persisting the vectors of %s failed.", self._namespace)
             accepted = vectors.still_current(message.vectors)
         else:
             if txn.committed is not None:

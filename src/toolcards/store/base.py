@@ -208,6 +208,11 @@ class Store(ABC):
         """Release connections; calling it again does nothing. Further calls raise ``StoreError``."""
 
     @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called (the built-in stores say so; ``False`` here)."""
+        return False
+
+    @property
     def shared(self) -> bool:
         """Whether other processes can reach this store (``False`` for a :class:`MemoryStore`)."""
         return True
