@@ -18,9 +18,11 @@ strategies, strictest first; the first strategy that finds ``old`` at all decide
    :data:`FUZZY_THRESHOLD` similar (rapidfuzz ``ratio`` over the lines with surrounding
    whitespace stripped); ``new`` is re-indented as in 4. The best runs that do not overlap
    count as the matches. Runs are first estimated line by line from the longest lines of
-   ``old`` (one rapidfuzz call per line over the whole file) and only promising ones are
-   scored in full, which keeps the search to 1-2 ms on a 2,000-line file; a run that scores
-   well only by aligning its lines across line boundaries may be passed over.
+   ``old`` (compared with every line of the file in one rapidfuzz ``cdist`` call where numpy
+   is installed, one ``extract`` per line otherwise: the same scores) and only promising
+   ones are scored in full, which keeps the search to about a millisecond on a 2,000-line
+   file; a run that scores well only by aligning its lines across line boundaries may be
+   passed over.
 
 Re-indenting: when each indentation in ``old`` stands for one indentation in the matched
 lines (spaces for tabs, a deeper or shallower level, an unindented first line copied from
