@@ -92,3 +92,78 @@ def test_it_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert synced == []
     atomic_write(tmp_path / "a.txt", b"two", sync_directory=True)
     assert synced == [tmp_path.stat().st_ino] and (tmp_path / "a.txt").read_bytes() == b"two"
+
+
+def _exchange_works() -> bool:
+    from toolcards.core import atomic_write as module
+
+    return module._renameat2() is not None
+
+
+@pytest.mark.skipif(not _exchange_works(), reason="no renameat2 here")
+def test_without_a_flush_an_existing_file_is_swapped_then_unlinked_not_renamed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ext4 allocates and starts writing a file renamed over another: the exchange avoids that cost.
+    target = tmp_path / "f.txt"
+    target.write_bytes(b"old")
+    os.chmod(target, 0o640)
+
+    def no_rename(*args: object, **kwargs: object) -> None:
+        raise AssertionError("renamed over the old file")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        atomic_write_at(dir_fd, "f.txt", b"new", mode=0o640, sync_data=False)
+    finally:
+        os.close(dir_fd)
+    assert target.read_bytes() == b"new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
+
+
+def test_without_a_flush_a_new_file_is_renamed_into_place(tmp_path: Path) -> None:
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        atomic_write_at(dir_fd, "new.txt", b"hello", sync_data=False)
+    finally:
+        os.close(dir_fd)
+    assert (tmp_path / "new.txt").read_bytes() == b"hello"
+    assert [p.name for p in tmp_path.iterdir()] == ["new.txt"]
+
+
+@pytest.mark.skipif(not _exchange_works(), reason="no renameat2 here")
+def test_a_directory_found_in_place_is_swapped_back_and_the_write_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_rename(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the exchange should have been tried")
+
+    monkeypatch.setattr(os, "replace", no_rename)
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "inside.txt").write_bytes(b"keep")
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(IsADirectoryError):
+            atomic_write_at(dir_fd, "d", b"file", sync_data=False)
+    finally:
+        os.close(dir_fd)
+    assert (tmp_path / "d" / "inside.txt").read_bytes() == b"keep"
+    assert [p.name for p in tmp_path.iterdir()] == ["d"]
+
+
+def test_without_renameat2_an_unflushed_write_renames_over_the_old_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolcards.core import atomic_write as module
+
+    monkeypatch.setattr(module, "_renameat2", lambda: None)
+    (tmp_path / "f.txt").write_bytes(b"old")
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        atomic_write_at(dir_fd, "f.txt", b"new", sync_data=False)
+    finally:
+        os.close(dir_fd)
+    assert (tmp_path / "f.txt").read_bytes() == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]

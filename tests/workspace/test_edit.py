@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import re
 import subprocess
 import sys
@@ -11,7 +12,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
+from toolcards.workspace import edit as edit_module
 from toolcards.workspace.edit import STRATEGIES, apply_edit
+from toolcards.workspace.text import change_diff
 
 PYTHON = """\
 def total(items):
@@ -291,6 +294,42 @@ def test_an_edit_changes_only_the_lines_it_matched(
     assert [line.strip() for line in middle.split(nl)] == new.split("\n")
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    lines=st.lists(LINE, min_size=1, max_size=12),
+    data=st.data(),
+    crlf=st.booleans(),
+    final_newline=st.booleans(),
+    replace_all=st.booleans(),
+)
+def test_an_outcome_says_truly_what_it_left_unchanged_and_the_diff_is_the_same_with_it(
+    lines: list[str], data: st.DataObject, crlf: bool, final_newline: bool, replace_all: bool
+) -> None:
+    nl = "\r\n" if crlf else "\n"
+    text = nl.join(lines) + (nl if final_newline else "")
+    start = data.draw(st.integers(0, len(lines) - 1))
+    size = data.draw(st.integers(1, len(lines) - start))
+    block = lines[start : start + size]
+    how = data.draw(st.sampled_from(["verbatim", "typo", "indent", "escaped"]))
+    if how == "typo":
+        row = data.draw(st.integers(0, size - 1))
+        block[row] = block[row][1:] + "q"
+    elif how == "indent":
+        block = ["  " + line for line in block]
+    old = "\\n".join(block) if how == "escaped" else "\n".join(block)
+    new = data.draw(st.sampled_from(["N", "N1\nN2", "", "ab"]))
+    try:
+        out = apply_edit(text, old, new, replace_all=replace_all)
+    except RetriableError:
+        return
+    head, tail = out.same_head, out.same_tail
+    assert out.text[:head] == text[:head]
+    assert text[:head].count("\n") == out.same_head_lines
+    assert out.text[len(out.text) - tail :] == text[len(text) - tail :]
+    hinted = change_diff(text, out.text, "f.py", same_head=head, same_head_lines=out.same_head_lines, same_tail=tail)
+    assert hinted == change_diff(text, out.text, "f.py")
+
+
 # --- refusals -------------------------------------------------------------------------------
 
 
@@ -327,6 +366,57 @@ def test_ambiguous_fuzzy_match_lists_similarities() -> None:
     assert "2 places" in message
     assert "2 (" in message and "5 (" in message
     assert "% similar" in message
+
+
+def test_of_overlapping_fuzzy_runs_the_most_similar_wins_even_when_later() -> None:
+    rows = [
+        "def f():",
+        "    result = compute(alpha, beta, 1)",
+        "    result = compute(alpha, beta, 2)",
+        "    result = compute(alpha, beta, 3)",
+        "    return result",
+    ]
+    # Lines 2-3 are 97 % similar, lines 3-4 98 %: they overlap, so only the better one counts.
+    out = apply_edit(
+        "\n".join(rows) + "\n", "result = compute(alpha, beta, 2)\nresult = compute(alpha, beta, 4)", "x = 0"
+    )
+    assert (out.strategy, out.first_line, out.replacements) == ("fuzzy", 3, 1)
+    assert out.text == "\n".join([*rows[:2], "    x = 0", rows[4]]) + "\n"
+
+
+def test_of_overlapping_fuzzy_runs_equally_similar_the_first_wins() -> None:
+    text = "start\nalpha(one)\nalpha(one)\nalpha(one)\nend\n"
+    out = apply_edit(text, "alpha(onx)\nalpha(onx)", "Z")
+    assert (out.strategy, out.first_line, out.text) == ("fuzzy", 2, "start\nZ\nalpha(one)\nend\n")
+
+
+def test_fuzzy_replace_all_replaces_the_best_runs_that_do_not_overlap() -> None:
+    text = "alpha(one)\nbeta(two)\nmiddle\nalpha(one)\nbeta(two)\nend\n"
+    out = apply_edit(text, "alpha(onx)\nbeta(twx)", "Z", replace_all=True)
+    assert (out.strategy, out.replacements, out.text) == ("fuzzy", 2, "Z\nmiddle\nZ\nend\n")
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_fuzzy_prefilter_picks_the_same_runs_with_or_without_numpy(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both ways of scoring the anchor lines must credit the same runs; a difference would
+    # make the chosen match depend on whether numpy is installed.
+    rng = random.Random(seed)
+    words = ["value", "total", "x", "if", "for", "return", "(", ")", "=", "item", "42", "#"]
+    stripped = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 9))) for _ in range(rng.randrange(5, 300))]
+    count = rng.randrange(1, min(12, len(stripped)) + 1)
+    at = rng.randrange(0, len(stripped) - count + 1)
+    query = list(stripped[at : at + count])
+    for _ in range(rng.randrange(0, 4)):
+        row = rng.randrange(count)
+        if query[row]:
+            spot = rng.randrange(len(query[row]))
+            query[row] = query[row][:spot] + rng.choice("abxyz ") + query[row][spot + 1 :]
+    monkeypatch.setattr(edit_module, "_numpy_installed", lambda: True)
+    with_matrix = edit_module._fuzzy_starts(stripped, query)
+    monkeypatch.setattr(edit_module, "_numpy_installed", lambda: False)
+    assert edit_module._fuzzy_starts(stripped, query) == with_matrix
 
 
 def test_no_match_names_the_closest_region_with_line_numbers() -> None:

@@ -442,3 +442,37 @@ def test_mismatch_message_cuts_a_long_hunk() -> None:
 def test_mismatch_against_an_empty_file() -> None:
     with pytest.raises(RetriableError, match="The file is empty"):
         _apply("", "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n")
+
+
+@given(st.lists(st.sampled_from(["", "a", "\r", "--- x", "@@", "\n", "\r\n", "b\r"]), max_size=40), st.integers(1, 7))
+def test_patch_lines_split_lazily_are_the_lines_split_at_once(pieces: list[str], block: int) -> None:
+    from toolcards.workspace.patch import _PatchLines
+
+    text = "".join(pieces)
+    expected = [line.removesuffix("\r") for line in text.split("\n")]
+    if expected[-1] == "":
+        expected.pop()
+    lines = _PatchLines(text)
+    lines._BLOCK = block  # small blocks, so lines are split over several steps
+    assert len(lines) == len(expected)
+    assert [lines[i] for i in range(len(lines))] == expected
+    assert list(lines[1:-1]) == expected[1:-1]
+
+
+def test_a_patch_refused_at_its_first_line_is_not_split_whole() -> None:
+    from toolcards.workspace import patch as patch_module
+
+    seen: list[patch_module._PatchLines] = []
+
+    class Recorded(patch_module._PatchLines):
+        def __init__(self, text: str) -> None:
+            super().__init__(text)
+            seen.append(self)
+
+    garbage = "@@ -1 +1 @@\n" + "-x\n" * 300_000
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(patch_module, "_PatchLines", Recorded)
+        with pytest.raises(RetriableError, match=r"Line 1 of the patch is a hunk header \('@@ -1 \+1 @@'\) before any"):
+            parse_patch(garbage)
+    assert len(seen[0]) == 300_001
+    assert len(seen[0]._lines) < 100_000  # one block was split, not 300,001 lines

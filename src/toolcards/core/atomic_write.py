@@ -9,13 +9,22 @@ and the target is untouched. The directory is a descriptor, so a caller that wal
 through handles (the workspace's :class:`~toolcards.workspace.tree.Tree`) keeps that
 guarantee; :func:`atomic_write` opens a path's parent. Errors are the ``OSError`` of the
 step that failed, for each caller to word. Blocks on disk I/O.
+
+Without the flush (``sync_data=False``) an existing target is swapped with the temporary in
+one ``renameat2(RENAME_EXCHANGE)`` and the old file then unlinked, where the system offers
+that call. ext4 (``auto_da_alloc``) allocates and starts writing a file renamed over another,
+which makes that rename cost 0.3-0.7 ms on a slow disk: the flush this mode chose not to pay.
+An exchange is as atomic for readers and costs about 0.04 ms.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
@@ -24,6 +33,9 @@ __all__ = ["atomic_write", "atomic_write_at"]
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _CHUNK_BYTES = 1024 * 1024
+_RENAME_EXCHANGE = 2
+_UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV})
+"""What ``renameat2`` answers where a file system or kernel cannot exchange: rename instead."""
 
 
 def _temporary_name(name: str) -> str:
@@ -49,7 +61,8 @@ def atomic_write_at(
         sync_data: flush the temporary (``fdatasync``) before the rename, so that after a
             power loss the file holds its old or its new content, never a torn or empty
             one. Without it the replacement is still atomic for readers and survives a
-            killed process. Added in 0.2.
+            killed process (one killed between the exchange and the unlink leaves the old
+            content in a hidden ``.<name>.<token>.tmp`` beside it). Added in 0.2.
         sync_directory: also ``fsync`` the directory, so the rename survives a power loss
             (skipped where the file system refuses to sync a directory).
 
@@ -72,7 +85,8 @@ def atomic_write_at(
                 os.fdatasync(fd) if hasattr(os, "fdatasync") else os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        if sync_data or not _exchanged(dir_fd, temporary, name):
+            os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temporary, dir_fd=dir_fd)
@@ -102,6 +116,61 @@ def atomic_write(
         atomic_write_at(dir_fd, path.name, data, mode=mode, sync_directory=sync_directory)
     finally:
         os.close(dir_fd)
+
+
+def _exchanged(dir_fd: int, temporary: str, name: str) -> bool:
+    """Swap ``temporary`` with an existing ``name`` and unlink what was there; ``False`` (nothing
+    done) when ``name`` does not exist or the system cannot exchange.
+
+    Raises:
+        OSError: what was at ``name`` cannot be unlinked (a directory put there meanwhile);
+            it is swapped back first, so ``name`` is as it was.
+    """
+    exchange = _renameat2()
+    if exchange is None:
+        return False
+    try:
+        exchange(dir_fd, temporary, name)
+    except OSError as exc:
+        if exc.errno == errno.ENOENT or exc.errno in _UNSUPPORTED:
+            return False
+        raise
+    try:
+        os.unlink(temporary, dir_fd=dir_fd)
+    except OSError:
+        exchange(dir_fd, temporary, name)
+        raise
+    return True
+
+
+_exchange: Callable[[int, str, str], None] | None = None
+_exchange_looked_up = False
+
+
+def _renameat2() -> Callable[[int, str, str], None] | None:
+    """``renameat2(dir_fd, a, dir_fd, b, RENAME_EXCHANGE)`` through the C library (Python has no
+    binding), or ``None`` where there is none (not Linux, or a C library without it)."""
+    global _exchange, _exchange_looked_up
+    if _exchange_looked_up:
+        return _exchange
+    _exchange_looked_up = True
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes  # only here: most processes never write without flushing
+
+    function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
+    if function is None:
+        return None
+    function.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+    function.restype = ctypes.c_int
+
+    def exchange(dir_fd: int, a: str, b: str) -> None:
+        if function(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, os.strerror(code))
+
+    _exchange = exchange
+    return exchange
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

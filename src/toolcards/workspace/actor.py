@@ -254,7 +254,15 @@ class WorkspaceActor(pykka.ThreadingActor):
             self._commit(agent, [_Change(path=rel, before=before, after=after, mode=None, full=None)])
             how = "" if outcome.strategy == "exact" else f", matched by {outcome.strategy}: check the diff"
             places = f"{outcome.replacements} place{'' if outcome.replacements == 1 else 's'}"
-            diff = change_diff(old_text, outcome.text, rel, max_lines=CHANGE_DIFF_LINES).rstrip()
+            diff = change_diff(
+                old_text,
+                outcome.text,
+                rel,
+                max_lines=CHANGE_DIFF_LINES,
+                same_head=outcome.same_head,
+                same_head_lines=outcome.same_head_lines,
+                same_tail=outcome.same_tail,
+            ).rstrip()
             return f"Edited {rel} ({places}{how}).\n{quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)}"
 
     def multi_edit(self, agent: str, edits: Sequence[FileEdit]) -> str:

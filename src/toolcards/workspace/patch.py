@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from toolcards.errors import RetriableError
 from toolcards.workspace.text import closest_block, detect_newline, quote_file_text, quote_lines, split_lines
@@ -132,11 +133,7 @@ def parse_patch(text: str) -> list[FilePatch]:
     ``'-'``, ``'+'``, ``'\\'``, or a file with no hunks that neither creates nor deletes it.
     Pure and non-blocking.
     """
-    lines = text.split("\n")
-    if "\r" in text:  # only then: the comprehension is most of the cost of a large patch
-        lines = [line.removesuffix("\r") for line in lines]
-    if lines and lines[-1] == "":
-        lines.pop()
+    lines = _PatchLines(text)
     files: list[FilePatch] = []
     index = 0
     while index < len(lines):
@@ -250,7 +247,64 @@ def apply_patch(patch_text: str, read: Callable[[str], str | None]) -> dict[str,
     return changed
 
 
-def _parse_file(lines: list[str], index: int) -> tuple[FilePatch, int]:
+class _PatchLines(Sequence[str]):
+    """The lines of a patch without their endings (a ``"\\r"`` before ``"\\n"`` dropped; a final
+    line ending starts no line), split only as far as the parser has looked.
+
+    A malformed patch is refused at the line where it goes wrong, so refusing 4 MB of garbage
+    that goes wrong at its first line costs that line, not splitting (and freeing) a million.
+    Only ``len`` looks at the whole text, counting its line breaks in C.
+    """
+
+    _BLOCK = 64 * 1024
+    """Characters split at a time (at least one whole line)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._lines: list[str] = []
+        self._done = 0
+        """Offset of the first character not split yet."""
+        self._crlf = "\r" in text
+        tail = text[text.rfind("\n") + 1 :]
+        self._size = text.count("\n") + (0 if tail in ("", "\r") else 1)
+
+    def __len__(self) -> int:
+        return self._size
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        if isinstance(index, int) and 0 <= index < len(self._lines):
+            return self._lines[index]  # the parser's usual case: a line already split
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(self._size))]
+        if index < 0:
+            index += self._size
+        if not 0 <= index < self._size:
+            raise IndexError(index)
+        while index >= len(self._lines):
+            self._split_more()
+        return self._lines[index]
+
+    def _split_more(self) -> None:
+        text, start = self._text, self._done
+        end = text.rfind("\n", start, start + self._BLOCK)
+        if end < 0:
+            end = text.find("\n", start + self._BLOCK)
+        if end < 0:
+            end = len(text)
+        block = text[start:end].split("\n")
+        if self._crlf:
+            block = [line.removesuffix("\r") for line in block]
+        self._lines.extend(block[: self._size - len(self._lines)])
+        self._done = end + 1
+
+
+def _parse_file(lines: Sequence[str], index: int) -> tuple[FilePatch, int]:
     old_path = _parse_path(lines[index][4:], "a/", index)
     new_path = _parse_path(lines[index + 1][4:], "b/", index + 1)
     if old_path is None and new_path is None:
@@ -312,7 +366,7 @@ def _unquote(quoted: str) -> str:
     return out.decode("utf-8", errors="replace")
 
 
-def _is_boundary(lines: list[str], index: int, *, left: tuple[int, int] = (0, 0)) -> bool:
+def _is_boundary(lines: Sequence[str], index: int, *, left: tuple[int, int] = (0, 0)) -> bool:
     """Whether ``lines[index]`` starts the next hunk or file, or the git text between files.
 
     ``left`` is how many old and new lines the hunk header still expects. While it expects
@@ -330,7 +384,7 @@ def _is_boundary(lines: list[str], index: int, *, left: tuple[int, int] = (0, 0)
     return False
 
 
-def _runs_to_boundary(lines: list[str], index: int) -> bool:
+def _runs_to_boundary(lines: Sequence[str], index: int) -> bool:
     """Whether hunk-like lines from ``index`` on run up to the next hunk, file or the end."""
     while index < len(lines) and not _is_boundary(lines, index):
         if lines[index][:1] not in (*_HUNK_KINDS, "\\", ""):
@@ -339,7 +393,7 @@ def _runs_to_boundary(lines: list[str], index: int) -> bool:
     return True
 
 
-def _parse_hunk(lines: list[str], index: int, label: str, number: int) -> tuple[Hunk, int]:
+def _parse_hunk(lines: Sequence[str], index: int, label: str, number: int) -> tuple[Hunk, int]:
     """Read the hunk whose header is ``lines[index]``; return it and the index after it."""
     header = lines[index]
     reader = _HunkReader(header, label, number)
@@ -371,7 +425,7 @@ class _HunkReader:
             return 0, 0
         return max((self.old_count or 0) - self.old_seen, 0), max((self.new_count or 0) - self.new_seen, 0)
 
-    def takes(self, lines: list[str], index: int) -> bool:
+    def takes(self, lines: Sequence[str], index: int) -> bool:
         """Add ``lines[index]`` to the hunk and return ``True``, or ``False`` where the hunk ended.
 
         Raises :class:`~toolcards.errors.RetriableError` for a line inside the hunk that is no
@@ -468,7 +522,7 @@ def _parse_header(header: str, label: str, number: int) -> tuple[int | None, int
     return None, None, None, None
 
 
-def _hunk_lines_follow(lines: list[str], index: int) -> bool:
+def _hunk_lines_follow(lines: Sequence[str], index: int) -> bool:
     """Whether hunk lines follow the empty lines from ``index`` on, before the next hunk or file."""
     ahead = index
     while ahead < len(lines) and not lines[ahead]:
@@ -476,7 +530,7 @@ def _hunk_lines_follow(lines: list[str], index: int) -> bool:
     return ahead < len(lines) and lines[ahead][:1] in (*_HUNK_KINDS, "\\") and not _is_boundary(lines, ahead)
 
 
-def _more_changes_follow(lines: list[str], index: int) -> bool:
+def _more_changes_follow(lines: Sequence[str], index: int) -> bool:
     """Whether '-' or '+' lines follow before the next hunk or file: a dropped change."""
     index += 1
     while index < len(lines) and not _is_boundary(lines, index):

@@ -265,7 +265,16 @@ def _newline_name(text: str) -> str:
     return "CRLF" if detect_newline(text) == "\r\n" else "LF"
 
 
-def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> str:
+def change_diff(
+    old: str,
+    new: str,
+    path: str,
+    max_lines: int | None = 200,
+    *,
+    same_head: int = 0,
+    same_head_lines: int = 0,
+    same_tail: int = 0,
+) -> str:
     """A unified diff of ``old`` → ``new`` computed on the changed region only.
 
     The format of :func:`unified_diff` (hunks with 3 lines of context, true line numbers,
@@ -274,11 +283,21 @@ def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> s
     rather than milliseconds. The result is the same diff,
     except that where repeated lines make a change's place ambiguous it may be shown at
     another of the equivalent places; uncapped, it always applies to ``old`` to give ``new``.
+
+    A caller that knows where it changed the text may say so: the first ``same_head``
+    characters (holding ``same_head_lines`` line breaks) and the last ``same_tail``
+    characters are equal in both texts. The search for the first and last difference then
+    starts there, so nothing before or after the change is scanned; the diff is the same.
+    Wrong hints give a wrong diff (a programming error).
     """
-    prefix = _common_run(old, new, min(len(old), len(new)))
-    suffix = _common_run(old, new, min(len(old), len(new)) - prefix, from_end=True)
+    limit = min(len(old), len(new))
+    prefix = _common_run(old, new, limit, start=min(same_head, limit))
+    suffix = _common_run(old, new, limit - prefix, from_end=True, start=min(same_tail, limit - prefix))
     # Line `changed` is the first that differs; it starts at the same offset in both texts.
-    changed = old.count("\n", 0, prefix)
+    if same_head <= prefix:
+        changed = same_head_lines + old.count("\n", same_head, prefix)
+    else:
+        changed = old.count("\n", 0, prefix)
     start = old.rfind("\n", 0, prefix) + 1
     first = changed
     while first > changed - _CONTEXT and first > 0:
@@ -286,9 +305,8 @@ def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> s
         first -= 1
     # Lines after the first "\n" of the common suffix are identical in both texts; keep
     # the first few of them as context and leave out the rest.
-    same = old[len(old) - suffix :]
-    window_a = old[start : _context_end(old, same, suffix)]
-    window_b = new[start : _context_end(new, same, suffix)]
+    window_a = old[start : _context_end(old, suffix)]
+    window_b = new[start : _context_end(new, suffix)]
     diff = unified_diff(window_a, window_b, path, max_lines=max_lines)
     if not first or not diff.startswith("---"):
         return diff
@@ -299,10 +317,10 @@ def change_diff(old: str, new: str, path: str, max_lines: int | None = 200) -> s
     return _HUNK_HEADER.sub(shift, diff)
 
 
-def _common_run(a: str, b: str, limit: int, *, from_end: bool = False) -> int:
+def _common_run(a: str, b: str, limit: int, *, from_end: bool = False, start: int = 0) -> int:
     """Length of the longest common prefix (or suffix, ``from_end``) of ``a`` and ``b``, at
-    most ``limit``: compared a block at a time (in C), then bisected within the first block
-    that differs."""
+    most ``limit``, knowing that the first ``start`` characters agree: compared a block at a
+    time (in C), then bisected within the first block that differs."""
     size_a, size_b = len(a), len(b)
 
     def same(low: int, high: int) -> bool:
@@ -310,7 +328,7 @@ def _common_run(a: str, b: str, limit: int, *, from_end: bool = False) -> int:
             return a[size_a - high : size_a - low] == b[size_b - high : size_b - low]
         return a[low:high] == b[low:high]
 
-    low = 0
+    low = start
     while low < limit:
         high = min(limit, low + _BLOCK)
         if not same(low, high):
@@ -327,12 +345,14 @@ def _common_run(a: str, b: str, limit: int, *, from_end: bool = False) -> int:
     return low
 
 
-def _context_end(text: str, same: str, suffix: int) -> int:
-    """Where a diff window of ``text`` ends: a few whole lines into its common suffix ``same``."""
-    newline = same.find("\n")
-    if newline < 0 or same.count("\n") <= _CONTEXT:
+def _context_end(text: str, suffix: int) -> int:
+    """Where a diff window of ``text`` ends: a few whole lines into its last ``suffix``
+    characters (which the other version shares), or at the end when fewer lines are there."""
+    end = text.find("\n", len(text) - suffix) + 1
+    if not end:
         return len(text)
-    end = len(text) - suffix + newline + 1
     for _ in range(_CONTEXT):
         end = text.find("\n", end) + 1
+        if not end:
+            return len(text)
     return end
