@@ -21,16 +21,20 @@ Writers of one namespace take turns, waiting up to ``lock_timeout``; writers of 
 namespaces never wait for each other. Under ``READ COMMITTED`` every statement after the
 lock sees everything the previous holder committed, which is what makes the catch-up exact.
 
-**Round trips** (pipelined statements travel together):
+**Round trips.** A write's round trip is one query of several statements, sent with the
+simple query protocol and its values quoted by psycopg (``ClientCursor``, client-side
+binding), so it costs one wait on the socket; pipelined statements cost several.
 
 * ``write``: 1) ``BEGIN`` + lock + the rows changed since the writer's version, 2) the
-  staged rows (``executemany``), the new head, the tombstone purge when due and
-  ``COMMIT``. A writer whose version the change log no longer reaches gets one more, for
-  the whole namespace. An empty write ends with ``ROLLBACK`` instead.
+  staged rows (one multi-row ``INSERT``), the new head, the tombstone purge when due and
+  ``COMMIT``. A write of more than 1,000 rows sends each earlier 1,000 in a round trip of
+  its own, so no query grows without bound. A writer whose version the change log no
+  longer reaches gets one more, for the whole namespace. An empty write ends with
+  ``ROLLBACK`` instead.
 * ``read``: one statement returns the head and the changed rows (or the whole namespace
   when a snapshot is due); ``READ COMMITTED`` makes a statement consistent.
 * ``load``: one ``REPEATABLE READ READ ONLY`` transaction reading the head and the rows.
-* ``drop``: ``BEGIN`` + lock, then the delete, the head and ``COMMIT``.
+* ``drop``: ``BEGIN`` + lock (as a write's first), then the delete, the head and ``COMMIT``.
 
 Tombstones older than :data:`~toolcards.store.base.TOMBSTONE_RETENTION` versions are
 purged at every multiple of it, exactly as in SQLite, so both stores hand out the same
@@ -45,7 +49,7 @@ socket has something to read while idle (the server closed it, e.g. on a restart
 tested with an empty query and replaced if dead, so a server restart costs the next call a
 reconnection, not an error. When a connection turns out to be lost anyway (a network drop
 leaves no trace on the socket), the idle ones are tested too and the first round trip of a
-read, load or write is retried once (nothing was committed).
+read, load, write or drop is retried once (nothing was committed).
 A ``COMMIT`` whose answer is lost is never retried: the error says the outcome is unknown.
 
 Needs the ``postgres`` extra (``psycopg`` 3 and ``psycopg_pool``), imported when a store is
@@ -148,10 +152,9 @@ _ROWS_PER_STATEMENT: Final = 1000
 """Staged rows per ``INSERT``; a larger write sends one round trip per this many rows before its last."""
 _SET_HEAD: Final = "UPDATE namespaces SET version = %s, purged = %s WHERE namespace = %s"
 _PURGE: Final = "DELETE FROM records WHERE namespace = %s AND version <= %s AND value IS NULL"
-# The lock first, then the rows, then a head that no cache's version reaches.
 _DROP: Final = (
-    f"{_BEGIN_LOCK}; DELETE FROM records WHERE namespace = %(ns)s; "
-    "UPDATE namespaces SET version = version + 1, purged = version + 1 WHERE namespace = %(ns)s; COMMIT"
+    "DELETE FROM records WHERE namespace = %(ns)s; "
+    "UPDATE namespaces SET version = %(version)s, purged = %(version)s WHERE namespace = %(ns)s; COMMIT"
 )
 
 _PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword=)[^&\s]*")
@@ -368,20 +371,20 @@ class PostgresStore(Store):
         next read.
 
         Raises:
-            StoreError: the transaction failed (nothing was deleted) or the store is closed.
+            StoreError: the transaction failed (nothing was deleted), the connection was
+                lost during ``COMMIT`` (the message says the outcome is unknown), or the
+                store is closed.
         """
         self._check_process()
         import psycopg
 
-        action = f"dropping namespace {namespace!r}"
-        conn = self._acquire(action)
+        conn, version, _, _ = self._begin_write(namespace, None)
         try:
-            psycopg.ClientCursor(conn).execute(_DROP, {"ns": namespace})
+            psycopg.ClientCursor(conn).execute(_DROP, {"ns": namespace, "version": version + 1})
         except (psycopg.Error, ValueError) as exc:
-            # The one query ends with COMMIT: lost on the way, the drop may have happened.
             lost = conn.broken
             self._rollback(conn)
-            raise self._error(action, exc, commit_unknown=lost) from exc
+            raise self._error(f"dropping namespace {namespace!r}", exc, commit_unknown=lost) from exc
         finally:
             self._release(conn)
 
