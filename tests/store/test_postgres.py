@@ -430,6 +430,49 @@ def test_a_connection_lost_before_the_commit_writes_nothing_and_says_so(postgres
     store.close()
 
 
+@pytest.mark.parametrize("count", [1_000, 1_001, 2_500])
+def test_a_write_larger_than_one_statement_commits_as_one_version(store: PostgresStore, count: int) -> None:
+    # Rows go in chunks of 1,000 per INSERT; the boundaries must neither drop nor repeat a row.
+    hostile = "x'); DROP TABLE records; --\\ \u00e9"
+    store.put("ns", "t", {"old": 1, "gone": 2})
+    with store.write("ns", since=1) as txn:
+        txn.stage(Change(collection="t", key=f"{hostile}{i:05}", value={"i": i, "text": hostile}) for i in range(count))
+        txn.stage([Change(collection="t", key="gone", value=None)])
+
+    assert txn.committed == 2
+    loaded = store.load("ns")
+    assert loaded.version == 2
+    assert loaded.rows["t"] == {"old": 1, **{f"{hostile}{i:05}": {"i": i, "text": hostile} for i in range(count)}}
+    delta = store.read("ns", since=1)
+    assert isinstance(delta, Delta) and len(delta.changes) == count + 1
+
+
+def test_a_large_write_failing_after_its_first_chunks_writes_nothing(store: PostgresStore) -> None:
+    store.put("ns", "t", {"a": 1})
+
+    with pytest.raises(StoreError, match="NUL") as raised, store.write("ns", since=1) as txn:
+        txn.stage(Change(collection="t", key=f"k{i:05}", value=i) for i in range(2_500))
+        txn.stage([Change(collection="t", key="bad\x00key", value=0)])  # last: sent after two chunks
+
+    assert "may or may not" not in str(raised.value)
+    assert txn.committed is None
+    assert store.load("ns") == Snapshot(namespace="ns", version=1, rows={"t": {"a": 1}})
+    assert store.put("ns", "t", {"b": 2}) == 2
+
+
+def test_a_connection_lost_unnoticed_before_a_write_without_catch_up_or_a_drop_is_retried(
+    store: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store.put("ns", "t", {"a": 1})
+    monkeypatch.setattr("toolcards.store.postgres._usable", lambda conn: True)
+
+    assert terminate_sessions(postgres_url, state="idle") >= 1
+    assert store.put("ns", "t", {"b": 2}) == 2
+    assert terminate_sessions(postgres_url, state="idle") >= 1
+    store.drop("ns")
+    assert store.load("ns") == Snapshot(namespace="ns", version=3, rows={})
+
+
 @pytest.mark.slow
 def test_the_pool_recovers_after_a_server_restart(postgres_server: PostgresServer, postgres_url: str) -> None:
     store = PostgresStore(postgres_url, min_size=2)

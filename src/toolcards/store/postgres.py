@@ -21,16 +21,20 @@ Writers of one namespace take turns, waiting up to ``lock_timeout``; writers of 
 namespaces never wait for each other. Under ``READ COMMITTED`` every statement after the
 lock sees everything the previous holder committed, which is what makes the catch-up exact.
 
-**Round trips** (pipelined statements travel together):
+**Round trips.** A write's round trip is one query of several statements, sent with the
+simple query protocol and its values quoted by psycopg (``ClientCursor``, client-side
+binding), so it costs one wait on the socket; pipelined statements cost several.
 
 * ``write``: 1) ``BEGIN`` + lock + the rows changed since the writer's version, 2) the
-  staged rows (``executemany``), the new head, the tombstone purge when due and
-  ``COMMIT``. A writer whose version the change log no longer reaches gets one more, for
-  the whole namespace. An empty write ends with ``ROLLBACK`` instead.
+  staged rows (one multi-row ``INSERT``), the new head, the tombstone purge when due and
+  ``COMMIT``. A write of more than 1,000 rows sends each earlier 1,000 in a round trip of
+  its own, so no query grows without bound. A writer whose version the change log no
+  longer reaches gets one more, for the whole namespace. An empty write ends with
+  ``ROLLBACK`` instead.
 * ``read``: one statement returns the head and the changed rows (or the whole namespace
   when a snapshot is due); ``READ COMMITTED`` makes a statement consistent.
 * ``load``: one ``REPEATABLE READ READ ONLY`` transaction reading the head and the rows.
-* ``drop``: ``BEGIN`` + lock, then the delete, the head and ``COMMIT``.
+* ``drop``: ``BEGIN`` + lock (as a write's first), then the delete, the head and ``COMMIT``.
 
 Tombstones older than :data:`~toolcards.store.base.TOMBSTONE_RETENTION` versions are
 purged at every multiple of it, exactly as in SQLite, so both stores hand out the same
@@ -45,7 +49,7 @@ socket has something to read while idle (the server closed it, e.g. on a restart
 tested with an empty query and replaced if dead, so a server restart costs the next call a
 reconnection, not an error. When a connection turns out to be lost anyway (a network drop
 leaves no trace on the socket), the idle ones are tested too and the first round trip of a
-read, load or write is retried once (nothing was committed).
+read, load, write or drop is retried once (nothing was committed).
 A ``COMMIT`` whose answer is lost is never retried: the error says the outcome is unknown.
 
 Needs the ``postgres`` extra (``psycopg`` 3 and ``psycopg_pool``), imported when a store is
@@ -55,6 +59,7 @@ opened, so importing this module costs nothing without it.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import re
@@ -103,9 +108,9 @@ _CREATE: Final = (
 )
 
 _ENSURE_HEAD: Final = (
-    "INSERT INTO namespaces (namespace, version, purged) VALUES (%s, 0, 0) ON CONFLICT (namespace) DO NOTHING"
+    "INSERT INTO namespaces (namespace, version, purged) VALUES (%(ns)s, 0, 0) ON CONFLICT (namespace) DO NOTHING"
 )
-_LOCK_HEAD: Final = "SELECT version, purged FROM namespaces WHERE namespace = %s FOR UPDATE"
+_LOCK_HEAD: Final = "SELECT version, purged FROM namespaces WHERE namespace = %(ns)s FOR UPDATE"
 # Under the lock, so the head cannot move; a writer behind the purge gets no rows here and
 # reads the whole namespace instead.
 _CHANGED_SINCE: Final = (
@@ -114,6 +119,11 @@ _CHANGED_SINCE: Final = (
     "AND %(since)s::bigint >= (SELECT purged FROM namespaces WHERE namespace = %(ns)s) "
     "ORDER BY version, collection, key"
 )
+# A write's round trips are each one query of several statements, values quoted by psycopg
+# (client-side binding, simple query protocol): pipelined statements cost several waits on
+# the socket and hundreds of Python calls per write.
+_BEGIN_LOCK: Final = f"BEGIN; {_ENSURE_HEAD}; {_LOCK_HEAD}"
+_BEGIN_LOCK_CHANGED: Final = f"{_BEGIN_LOCK}; {_CHANGED_SINCE}"
 _HEAD: Final = "SELECT version FROM namespaces WHERE namespace = %s"
 _ROWS: Final = (
     "SELECT collection, key, value FROM records WHERE namespace = %s AND value IS NOT NULL ORDER BY collection, key"
@@ -133,13 +143,19 @@ _READ: Final = (
     "WHERE %(since)s::bigint NOT BETWEEN h.purged AND h.version "
     "ORDER BY part, sort, collection, key"
 )
-_UPSERT: Final = (
-    "INSERT INTO records (namespace, collection, key, value, version) VALUES (%s, %s, %s, %s, %s) "
-    "ON CONFLICT (namespace, collection, key) DO UPDATE SET value = excluded.value, version = excluded.version"
+_UPSERT_HEAD: Final = "INSERT INTO records (namespace, collection, key, value, version) VALUES "
+_UPSERT_ROW: Final = "(%s, %s, %s, %s, %s)"
+_UPSERT_TAIL: Final = (
+    " ON CONFLICT (namespace, collection, key) DO UPDATE SET value = excluded.value, version = excluded.version"
 )
+_ROWS_PER_STATEMENT: Final = 1000
+"""Staged rows per ``INSERT``; a larger write sends one round trip per this many rows before its last."""
 _SET_HEAD: Final = "UPDATE namespaces SET version = %s, purged = %s WHERE namespace = %s"
 _PURGE: Final = "DELETE FROM records WHERE namespace = %s AND version <= %s AND value IS NULL"
-_DELETE_NAMESPACE: Final = "DELETE FROM records WHERE namespace = %s"
+_DROP: Final = (
+    "DELETE FROM records WHERE namespace = %(ns)s; "
+    "UPDATE namespaces SET version = %(version)s, purged = %(version)s WHERE namespace = %(ns)s; COMMIT"
+)
 
 _PASSWORD_PARAMETER = re.compile(r"(?i)(\bpassword=)[^&\s]*")
 
@@ -355,29 +371,22 @@ class PostgresStore(Store):
         next read.
 
         Raises:
-            StoreError: the transaction failed (nothing was deleted) or the store is closed.
+            StoreError: the transaction failed (nothing was deleted), the connection was
+                lost during ``COMMIT`` (the message says the outcome is unknown), or the
+                store is closed.
         """
         self._check_process()
         import psycopg
 
-        def work(conn: _Conn) -> None:
-            try:
-                with conn.pipeline():
-                    conn.execute("BEGIN")
-                    conn.execute(_ENSURE_HEAD, (namespace,))
-                    head = conn.execute(_LOCK_HEAD, (namespace,))
-                row = head.fetchone()
-                assert row is not None  # the row exists: it was inserted above if missing
-                version = row[0]
-                with conn.pipeline():
-                    conn.execute(_DELETE_NAMESPACE, (namespace,))
-                    conn.execute(_SET_HEAD, (version + 1, version + 1, namespace))
-                    conn.execute("COMMIT")
-            except (psycopg.Error, ValueError):
-                self._rollback(conn)
-                raise
-
-        self._run(f"dropping namespace {namespace!r}", work, retry=False)
+        conn, version, _, _ = self._begin_write(namespace, None)
+        try:
+            psycopg.ClientCursor(conn).execute(_DROP, {"ns": namespace, "version": version + 1})
+        except (psycopg.Error, ValueError) as exc:
+            lost = conn.broken
+            self._rollback(conn)
+            raise self._error(f"dropping namespace {namespace!r}", exc, commit_unknown=lost) from exc
+        finally:
+            self._release(conn)
 
     def close(self) -> None:
         """Close the pool's connections; calling it again does nothing.
@@ -427,20 +436,23 @@ class PostgresStore(Store):
         for attempt in range(2):
             conn = self._acquire(action)
             try:
-                with conn.pipeline():
-                    conn.execute("BEGIN")
-                    conn.execute(_ENSURE_HEAD, (namespace,))
-                    head = conn.execute(_LOCK_HEAD, (namespace,))
-                    changed = None if since is None else conn.execute(_CHANGED_SINCE, {"ns": namespace, "since": since})
-                row = head.fetchone()
+                cursor = psycopg.ClientCursor(conn)
+                if since is None:
+                    cursor.execute(_BEGIN_LOCK, {"ns": namespace})
+                else:
+                    cursor.execute(_BEGIN_LOCK_CHANGED, {"ns": namespace, "since": since})
+                cursor.nextset()  # past BEGIN
+                cursor.nextset()  # past the INSERT of a missing head
+                row = cursor.fetchone()
                 assert row is not None  # the row exists: it was inserted above if missing
                 version, purged = row
                 catch_up: CatchUp | None = None
-                if since is not None and changed is not None:
+                if since is not None:
+                    cursor.nextset()
                     if since == version:
                         catch_up = Delta(namespace=namespace, since=since, version=version, changes=())
                     elif purged <= since < version:
-                        changes = tuple(_change(namespace, *found) for found in changed.fetchall())
+                        changes = tuple(_change(namespace, *found) for found in cursor.fetchall())
                         catch_up = Delta(namespace=namespace, since=since, version=version, changes=changes)
                     else:
                         catch_up = _snapshot(namespace, version, conn.execute(_ROWS, (namespace,)).fetchall())
@@ -461,18 +473,32 @@ class PostgresStore(Store):
 
     @staticmethod
     def _commit_rows(conn: _Conn, txn: StagedWrite, purged: int) -> None:
-        """Write the staged rows, the new head and the purge, and commit; one round trip."""
+        """Write the staged rows, the new head and the purge, and commit.
+
+        One round trip for up to :data:`_ROWS_PER_STATEMENT` rows. A larger write first
+        sends the rows before its last chunk, one chunk per round trip, so no query grows
+        without bound; only the last query holds ``COMMIT``.
+        """
+        import psycopg
+
         new = txn.version + 1
         namespace = txn.namespace
-        with conn.pipeline():
-            conn.cursor().executemany(
-                _UPSERT, [(namespace, collection, key, text, new) for (collection, key), text in txn.staged.items()]
-            )
-            if new % TOMBSTONE_RETENTION == 0 and new > TOMBSTONE_RETENTION:
-                purged = new - TOMBSTONE_RETENTION
-                conn.execute(_PURGE, (namespace, purged))
-            conn.execute(_SET_HEAD, (new, purged, namespace))
-            conn.execute("COMMIT")
+        rows = [(namespace, collection, key, text, new) for (collection, key), text in txn.staged.items()]
+        cursor = psycopg.ClientCursor(conn)
+        last = (len(rows) - 1) // _ROWS_PER_STATEMENT * _ROWS_PER_STATEMENT
+        for start in range(0, last, _ROWS_PER_STATEMENT):
+            chunk = rows[start : start + _ROWS_PER_STATEMENT]
+            cursor.execute(_upsert_statement(len(chunk)), [value for row in chunk for value in row])
+        chunk = rows[last:]
+        statements = [_upsert_statement(len(chunk))]
+        params: list[Any] = [value for row in chunk for value in row]
+        if new % TOMBSTONE_RETENTION == 0 and new > TOMBSTONE_RETENTION:
+            purged = new - TOMBSTONE_RETENTION
+            statements.append(_PURGE)
+            params += (namespace, purged)
+        statements += (_SET_HEAD, "COMMIT")
+        params += (new, purged, namespace)
+        cursor.execute("; ".join(statements), params)
 
     def _acquire(self, action: str) -> _Conn:
         """A working connection from the pool; raises :class:`StoreError` if there is none."""
@@ -693,6 +719,12 @@ def _readable(fd: int) -> bool:
         return bool(poller.poll(0))
     ready, _, _ = select.select([fd], [], [], 0)
     return bool(ready)
+
+
+@functools.lru_cache(maxsize=32)  # bounded: 1,000 sizes of up to 30 KB each would be 15 MB
+def _upsert_statement(rows: int) -> str:
+    """The ``INSERT`` of ``rows`` rows, a placeholder per value (psycopg quotes the values)."""
+    return _UPSERT_HEAD + ", ".join([_UPSERT_ROW] * rows) + _UPSERT_TAIL
 
 
 def _require_driver() -> None:
