@@ -557,11 +557,13 @@ _NOTICE_END = re.compile(
 """The end of ripgrep's note that a file is binary (``PATH: ...``), printed after the lines
 it matched before the NUL."""
 
-_RECORD = re.compile(rb"(\d+):(\d+):(?:(\d+):)?")
-"""The start of a matching line after its path and NUL: line number, column, byte offset.
+_WHOLE_RECORD = re.compile(rb"([^\0]*)\0(\d+):(\d+):(?:(\d+):)?([^\n]*)\n")
+"""A whole record: what precedes its NUL (binary notes, then its path), line number,
+column, byte offset, text.
 
 ripgrep leaves the column out for an empty match at the end of a last line that has no
-line break (and then ends the text with a stray ``\r`` under ``--crlf``).
+line break (and then ends the text with a stray ``\r`` under ``--crlf``): the second
+number is then the offset.
 """
 
 _PREVIEW_NOTE = re.compile(rb" \[\.\.\. (?:\d+ more match(?:es)?|omitted end of long line)\]\r?$")
@@ -713,16 +715,34 @@ class _RgOutput:
     def _parse(self, *, final: bool = False) -> None:
         pending = self._pending
         position = 0
+        whole = _WHOLE_RECORD.match
+        found = self._found
         while True:
-            nul = pending.find(b"\0", position)
-            if nul < 0:
-                break
-            end = pending.find(b"\n", nul)
-            if end < 0:
-                break
-            path = self._after_notes(bytes(pending[position:nul]))
-            self._record(path, bytes(pending[nul + 1 : end]))
-            position = end + 1
+            # Nearly every record is whole and well formed: one match takes it apart.
+            record = whole(pending, position)
+            if record is None:
+                # A record cut at the end of what arrived so far, or one whose numbers do
+                # not parse (skipped, as ripgrep never prints one).
+                nul = pending.find(b"\0", position)
+                if nul < 0:
+                    break
+                end = pending.find(b"\n", nul)
+                if end < 0:
+                    break
+                self._after_notes(bytes(pending[position:nul]))
+                position = end + 1
+                continue
+            position = record.end()
+            path, number, column, offset, text = record.groups()
+            if b"binary file" in path:  # as _after_notes checks first, saving the call
+                path = self._after_notes(path)
+            if path != self._path:
+                self._begin(path)
+            if self._rel is not None:
+                if offset is None:
+                    found.add(int(number), _RgLine(text.removesuffix(b"\r"), 0, int(column)))
+                else:
+                    found.add(int(number), _RgLine(text.removesuffix(b"\r"), int(column), int(offset)))
         if final:
             self._after_notes(bytes(pending[position:]))
             position = len(pending)
@@ -750,25 +770,15 @@ class _RgOutput:
             else:
                 return head[start:]
 
-    def _record(self, path: bytes, body: bytes) -> None:
-        head = _RECORD.match(body)
-        if head is None:
-            return
-        if path != self._path:
-            self._found.end_file()
-            self._path = path
-            self._rel = None
-            rel = self._rel_of(path)
-            if rel is not None and (self._accepts is None or self._accepts(rel)):
-                self._rel = rel
-                self._found.begin_file(rel)
-        if self._rel is not None:
-            text = body[head.end() :].removesuffix(b"\r")
-            if head.group(3) is None:
-                column, offset = 0, int(head.group(2))
-            else:
-                column, offset = int(head.group(2)), int(head.group(3))
-            self._found.add(int(head.group(1)), _RgLine(text, column, offset))
+    def _begin(self, path: bytes) -> None:
+        """The records of another file start: end the last one, begin this one if it is shown."""
+        self._found.end_file()
+        self._path = path
+        self._rel = None
+        rel = self._rel_of(path)
+        if rel is not None and (self._accepts is None or self._accepts(rel)):
+            self._rel = rel
+            self._found.begin_file(rel)
 
     def _rel_of(self, path: bytes) -> str | None:
         """The root-relative path of a path ripgrep printed (None if it is not below the base)."""
@@ -784,15 +794,47 @@ class _Reopener:
     """Opens files of the tree again, beneath its root and without following symlinks.
 
     Directory descriptors are kept for the call (at most 256), as the lines shown often
-    share directories.
+    share directories; the last file's descriptor and first 64 KB are kept until another
+    file is asked for, as the lines shown come file by file.
     """
 
     def __init__(self, root_fd: int) -> None:
         self._root_fd = root_fd
         self._directories: dict[str, int | None] = {}
+        self._rel: str | None = None
+        self._file: _Reopened | None = None
 
-    def open(self, rel: str) -> int | None:
-        """A descriptor of the regular file ``rel``, or None."""
+    def file(self, rel: str) -> _Reopened | None:
+        """The regular file ``rel`` opened again with its first 64 KB, or None."""
+        if rel == self._rel:
+            return self._file
+        self._close_file()
+        self._rel = rel
+        fd = self._open(rel)
+        if fd is None:
+            return None
+        try:
+            self._file = _Reopened(fd, os.pread(fd, _CHUNK_BYTES, 0))
+        except OSError:
+            os.close(fd)
+        return self._file
+
+    def close(self) -> None:
+        self._close_file()
+        self._close_directories()
+
+    def _close_file(self) -> None:
+        if self._file is not None:
+            os.close(self._file.fd)
+        self._rel = self._file = None
+
+    def _close_directories(self) -> None:
+        for fd in self._directories.values():
+            if fd is not None:
+                os.close(fd)
+        self._directories.clear()
+
+    def _open(self, rel: str) -> int | None:
         directory, _, name = rel.rpartition("/")
         directory_fd = self._directory(directory)
         if directory_fd is None or name in ("", ".", ".."):
@@ -809,12 +851,6 @@ class _Reopener:
         os.close(fd)
         return None
 
-    def close(self) -> None:
-        for fd in self._directories.values():
-            if fd is not None:
-                os.close(fd)
-        self._directories.clear()
-
     def _directory(self, rel: str) -> int | None:
         if not rel:
             return self._root_fd
@@ -822,7 +858,7 @@ class _Reopener:
         if found != -1:
             return found
         if len(self._directories) >= 256:
-            self.close()
+            self._close_directories()
         parent, _, name = rel.rpartition("/")
         parent_fd = self._directory(parent)
         fd = None
@@ -835,26 +871,35 @@ class _Reopener:
         return fd
 
 
-def _rg_shown(line: _RgLine, rel: str, number: int, opener: _Reopener, budget: _Budget) -> str | None:
+class _Reopened(NamedTuple):
+    """A file of the tree opened again for the lines shown from it."""
+
+    fd: int
+    head: bytes
+    """Its first 64 KB, read once for all its lines (most lines shown lie there)."""
+
+
+def _rg_shown(line: _RgLine, number: int, file: _Reopened, budget: _Budget) -> str | None:
     """The display text of a line ripgrep printed, once read again from the tree (see :func:`_clip`).
 
     ripgrep opens what lies below the base by name, so a directory swapped for a symlink
     meanwhile could have shown it a file outside the tree. Each line shown is therefore
-    read again through :class:`_Reopener` and shown only if the tree holds it there.
+    read again from ``file``, opened by :class:`_Reopener`, and shown only if the tree
+    holds it there.
 
     Returns None when it does not (the file changed, or the line came from outside).
     """
-    fd = opener.open(rel)
-    if fd is None:
-        return None
     preview = len(line.text) > _RG_MAX_COLUMNS
+    target = line.column - 1 if line.column else None
+    # The usual case: the file holds at ripgrep's offset exactly the bytes it printed.
+    if not preview and _line_at(file.head, line.offset) == line.text:
+        return _whole_shown(line.text, target)
     raw = _PREVIEW_NOTE.sub(b"", line.text) if preview else line.text
     expected = raw.decode("utf-8", "replace")
     if preview:
         expected = expected[:-1]  # its last character may be cut in the middle
-    target = line.column - 1 if line.column else None
     try:
-        for pieces in _rereads(fd, number, line.offset, budget):
+        for pieces in _rereads(file, number, line.offset, budget):
             head = ""
             rest = iter(pieces)
             for piece in rest:
@@ -865,31 +910,54 @@ def _rg_shown(line: _RgLine, rel: str, number: int, opener: _Reopener, budget: _
                 continue
             if preview:
                 return _window_at(itertools.chain([head], rest), target, complete=True)
-            if len(expected) <= MAX_GREP_LINE_CHARS:
-                return _clip(expected, 0)
-            return _clip(expected, len(raw[:target].decode("utf-8", "replace")))
+            return _whole_shown(raw, target)
     except (OSError, _BudgetSpent):
         return None
-    finally:
-        os.close(fd)
     return None
 
 
-def _rereads(fd: int, number: int, offset: int, budget: _Budget) -> Iterator[Iterable[str]]:
+def _whole_shown(raw: bytes, target: int | None) -> str:
+    """The display text of a whole line (UTF-8) whose first match starts at byte ``target``."""
+    expected = raw.decode("utf-8", "replace")
+    if len(expected) <= MAX_GREP_LINE_CHARS:
+        return _clip(expected, 0)
+    return _clip(expected, len(raw[:target].decode("utf-8", "replace")))
+
+
+def _line_at(head: bytes, offset: int) -> bytes | None:
+    """The bytes of the line starting at ripgrep's ``offset``, if it lies whole in ``head``.
+
+    ``head`` is the file's first 64 KB; the line is given without its terminator. None
+    when the file is UTF-16 (ripgrep's offsets count transcoded bytes) or ``offset`` is
+    not the start of a line there.
+    """
+    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return None
+    position = offset + (3 if head.startswith(codecs.BOM_UTF8) else 0)
+    if position > len(head) or (offset and head[position - 1] != 0x0A):
+        return None
+    end = head.find(b"\n", position)
+    if end < 0:
+        if len(head) == _CHUNK_BYTES:  # the line may go on past what was read
+            return None
+        end = len(head)
+    return head[position:end].removesuffix(b"\r")
+
+
+def _rereads(file: _Reopened, number: int, offset: int, budget: _Budget) -> Iterator[Iterable[str]]:
     """Ways to read line ``number`` of an open file again, piece by piece, cheapest first.
 
     ripgrep's offset is where the line starts unless the file is UTF-16 or has invalid
     UTF-8 before it (ripgrep counts transcoded bytes); failing that, the file is read
     from its start. Reading past the first 64 KB of the file spends ``budget``.
     """
-    head = os.pread(fd, _CHUNK_BYTES, 0)  # at most 64 KB per line shown: not counted
+    fd, head = file
     if not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         position = offset + (3 if head.startswith(codecs.BOM_UTF8) else 0)
         before = head[position - 1 : position] if position <= len(head) else os.pread(fd, 1, position - 1)
         if offset == 0 or before == b"\n":
             end = head.find(b"\n", position)
             if end >= 0 or len(head) < _CHUNK_BYTES:
-                # Most lines shown lie in the first chunk read anyway.
                 line = head[position : end if end >= 0 else len(head)]
                 yield [line.decode("utf-8", "replace").removesuffix("\r")]
             else:
@@ -1235,7 +1303,11 @@ def _render(found: _Found, root_fd: int) -> list[tuple[str, int, str]]:
     shown = []
     try:
         for rel, number, line in found.best():
-            text = line if isinstance(line, str) else _rg_shown(line, rel, number, opener, budget)
+            if isinstance(line, str):
+                text: str | None = line
+            else:
+                file = opener.file(rel)
+                text = None if file is None else _rg_shown(line, number, file, budget)
             if text is None:
                 found.left_out += 1
             else:
