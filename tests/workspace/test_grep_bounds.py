@@ -153,6 +153,54 @@ def test_a_line_the_tree_does_not_hold_is_left_out(tmp_path: Path, monkeypatch: 
     )
 
 
+def test_lines_of_one_file_are_each_checked_against_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The file is read again once for all its lines, but each line is compared on its own.
+    (tmp_path / "a.txt").write_text("hit one\nmiss\nhit three\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    records = [
+        "./a.txt\\0001:1:0:hit one",
+        "./a.txt\\0002:1:8:hit two",  # the tree holds "miss" there
+        "./a.txt\\0003:1:13:hit three",
+    ]
+    script = "printf '" + "\\n".join(records) + "\\n'"
+    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(bin_dir, script))
+    assert grep(tmp_path, "hit") == (
+        "a.txt:1: hit one\na.txt:3: hit three\n(1 matching line was left out: its file changed while being "
+        "searched, or it lies too far into a very large file to be read again)"
+    )
+
+
+def test_a_malformed_record_is_skipped_and_the_next_ones_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "a.txt").write_text("hit a\n")
+    (tmp_path / "b.txt").write_text("x\nhit b\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    # The middle record has no numbers; the last has no column (ripgrep's form for an empty
+    # match at the end of a line), so its second number is the offset.
+    script = "printf './a.txt\\0001:1:0:hit a\\n./a.txt\\000x:y:hit\\n./b.txt\\0002:2:hit b\\n'"
+    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(bin_dir, script))
+    assert grep(tmp_path, "hit") == "a.txt:1: hit a\nb.txt:2: hit b"
+
+
+@pytest.mark.skipif(find_rg() is None, reason="ripgrep (rg) is not installed")
+def test_each_file_and_directory_shown_is_opened_once_per_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "many.txt").write_text("".join(f"hit {n}\n" for n in range(20)))
+    (tmp_path / "d" / "other.txt").write_text("hit other\n")
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        opened.append(os.fsdecode(path))
+        return real_open(path, flags, mode, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    answer = grep(tmp_path, "hit", use_rg=True)
+    assert answer.count("\n") == 20  # 21 lines shown
+    assert (opened.count("d"), opened.count("many.txt"), opened.count("other.txt")) == (1, 1, 1)
+
+
 # -- memory and time, measured in child processes ---------------------------------------
 
 _CHILD = textwrap.dedent(

@@ -56,8 +56,9 @@ Bounded memory and time, whatever the files hold:
   base's path cannot redirect it; but it opens what lies below by name, and follows a
   directory swapped for a symlink at that moment. So every line it reports that is shown
   is read again through descriptors opened beneath the root without following symlinks
-  (at ripgrep's byte offset, else from the file's start, at most 64 MB per call) and
-  shown only if the tree holds it there; the answer says how many were left out. The
+  (each file and directory once per call; at ripgrep's byte offset, else from the file's
+  start, at most 64 MB per call) and shown only if the tree holds it there; the answer
+  says how many were left out. The
   Python engine opens every directory and file relative to its parent's descriptor
   without following symlinks.
 * The Python engine reads files in 64 KB chunks. Lines are searched whole up to about
@@ -456,18 +457,17 @@ def _prefilter_globs(include: str) -> list[str]:
 # -- what is found ----------------------------------------------------------------------
 
 
-class _RgLine(NamedTuple):
-    """A matching line as ripgrep printed it, turned into display text only if it is shown."""
+_RgRecord = tuple[bytes, bytes, bytes | None]
+"""A matching line as ripgrep printed it, kept raw until it is shown (most are not): its
+text, then its column and byte offset, or its offset and None (see :data:`_WHOLE_RECORD`).
 
-    text: bytes
-    """The line (transcoded to UTF-8, without its terminator), or its preview and ripgrep's note."""
-    column: int
-    """1-based byte column of the first match within the line; 0 for the end of the line."""
-    offset: int
-    """Where the line starts in the file as ripgrep read it (after a byte-order mark, transcoded)."""
+The text is the line transcoded to UTF-8 without its ``\n`` (a ``\r`` before it is
+still there), or its preview and ripgrep's note. The column is the 1-based byte column of
+the first match; the offset is where the line starts in the file as ripgrep read it
+(after a byte-order mark, transcoded).
+"""
 
-
-_Shown = str | _RgLine
+_Shown = str | _RgRecord
 
 
 class _Found:
@@ -507,7 +507,8 @@ class _Found:
             self.lines += self._staged_lines
             self.files += 1
             key = self._rel.split("/")
-            self._best.extend((key, number, self._rel, shown) for number, shown in self._staged)
+            rel = self._rel
+            self._best += [(key, number, rel, shown) for number, shown in self._staged]
             if len(self._best) > 2 * MAX_GREP_RESULTS:
                 self._prune()
         self.drop_file()
@@ -687,6 +688,7 @@ class _RgOutput:
         self, base_path: bytes, base_rel: str, is_file: bool, accepts: Callable[[str], bool] | None, found: _Found
     ) -> None:
         self._base_path = base_path
+        self._below = base_path + b"/"
         self._base_rel = base_rel
         self._is_file = is_file
         self._accepts = accepts
@@ -733,16 +735,13 @@ class _RgOutput:
                 position = end + 1
                 continue
             position = record.end()
-            path, number, column, offset, text = record.groups()
+            path, number, second, third, text = record.groups()
             if b"binary file" in path:  # as _after_notes checks first, saving the call
                 path = self._after_notes(path)
             if path != self._path:
                 self._begin(path)
             if self._rel is not None:
-                if offset is None:
-                    found.add(int(number), _RgLine(text.removesuffix(b"\r"), 0, int(column)))
-                else:
-                    found.add(int(number), _RgLine(text.removesuffix(b"\r"), int(column), int(offset)))
+                found.add(int(number), (text, second, third))
         if final:
             self._after_notes(bytes(pending[position:]))
             position = len(pending)
@@ -772,21 +771,22 @@ class _RgOutput:
 
     def _begin(self, path: bytes) -> None:
         """The records of another file start: end the last one, begin this one if it is shown."""
-        self._found.end_file()
         self._path = path
-        self._rel = None
         rel = self._rel_of(path)
         if rel is not None and (self._accepts is None or self._accepts(rel)):
-            self._rel = rel
-            self._found.begin_file(rel)
+            self._found.begin_file(rel)  # which ends the last one
+        else:
+            self._found.end_file()
+            rel = None
+        self._rel = rel
 
     def _rel_of(self, path: bytes) -> str | None:
         """The root-relative path of a path ripgrep printed (None if it is not below the base)."""
         if self._is_file:
             return self._base_rel if path == self._base_path else None
-        if not path.startswith(self._base_path + b"/"):
+        if not path.startswith(self._below):
             return None
-        below = os.fsdecode(path[len(self._base_path) + 1 :])
+        below = os.fsdecode(path[len(self._below) :])
         return below if self._base_rel == "." else f"{self._base_rel}/{below}"
 
 
@@ -879,7 +879,7 @@ class _Reopened(NamedTuple):
     """Its first 64 KB, read once for all its lines (most lines shown lie there)."""
 
 
-def _rg_shown(line: _RgLine, number: int, file: _Reopened, budget: _Budget) -> str | None:
+def _rg_shown(record: _RgRecord, number: int, file: _Reopened, budget: _Budget) -> str | None:
     """The display text of a line ripgrep printed, once read again from the tree (see :func:`_clip`).
 
     ripgrep opens what lies below the base by name, so a directory swapped for a symlink
@@ -889,17 +889,20 @@ def _rg_shown(line: _RgLine, number: int, file: _Reopened, budget: _Budget) -> s
 
     Returns None when it does not (the file changed, or the line came from outside).
     """
-    preview = len(line.text) > _RG_MAX_COLUMNS
-    target = line.column - 1 if line.column else None
+    printed, second, third = record
+    printed = printed.removesuffix(b"\r")
+    column, offset = (0, int(second)) if third is None else (int(second), int(third))
+    target = column - 1 if column else None  # no column: an empty match at the end of the line
+    preview = len(printed) > _RG_MAX_COLUMNS
     # The usual case: the file holds at ripgrep's offset exactly the bytes it printed.
-    if not preview and _line_at(file.head, line.offset) == line.text:
-        return _whole_shown(line.text, target)
-    raw = _PREVIEW_NOTE.sub(b"", line.text) if preview else line.text
+    if not preview and _line_at(file.head, offset) == printed:
+        return _whole_shown(printed, target)
+    raw = _PREVIEW_NOTE.sub(b"", printed) if preview else printed
     expected = raw.decode("utf-8", "replace")
     if preview:
         expected = expected[:-1]  # its last character may be cut in the middle
     try:
-        for pieces in _rereads(file, number, line.offset, budget):
+        for pieces in _rereads(file, number, offset, budget):
             head = ""
             rest = iter(pieces)
             for piece in rest:
