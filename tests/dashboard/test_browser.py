@@ -148,6 +148,9 @@ def test_an_image_is_previewed_as_an_image(page: Any, served: Process) -> None:
     button.click()
     image = page.locator("#preview img")
     expect()(image).to_be_visible()
+    # Visible is not decoded: wait until the browser has loaded it (or failed to: complete
+    # with naturalWidth 0), then check it really is the 1-pixel picture.
+    page.wait_for_function("() => document.querySelector('#preview img').complete", timeout=10_000)
     assert page.evaluate("() => document.querySelector('#preview img').naturalWidth") == 1
 
 
