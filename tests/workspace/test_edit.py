@@ -235,6 +235,26 @@ def test_an_edit_gives_exactly_this_text(
 LINE = st.text(alphabet="ab (){}x", max_size=8)
 
 
+def draw_block(data: st.DataObject, lines: list[str], hows: list[str]) -> tuple[list[str], str]:
+    """A run of ``lines`` to look for, as a model might quote it: ``(block, how)``.
+
+    ``how``: verbatim, with a typo in one line, indented, with trailing spaces, or (the caller
+    joins it) with escaped line breaks.
+    """
+    start = data.draw(st.integers(0, len(lines) - 1))
+    size = data.draw(st.integers(1, len(lines) - start))
+    block = lines[start : start + size]
+    how = data.draw(st.sampled_from(hows))
+    if how == "typo":
+        row = data.draw(st.integers(0, size - 1))
+        block[row] = block[row][1:] + "q"
+    elif how == "indent":
+        block = ["  " + line for line in block]
+    elif how == "trailing":
+        block = [line + " " for line in block]
+    return block, how
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     lines=st.lists(LINE, min_size=1, max_size=12),
@@ -247,17 +267,8 @@ def test_an_edit_changes_only_the_lines_it_matched(
 ) -> None:
     nl = "\r\n" if crlf else "\n"
     text = nl.join(lines) + (nl if final_newline else "")
-    start = data.draw(st.integers(0, len(lines) - 1))
-    size = data.draw(st.integers(1, len(lines) - start))
-    block = lines[start : start + size]
-    how = data.draw(st.sampled_from(["verbatim", "typo", "indent", "trailing"]))
-    if how == "typo":
-        row = data.draw(st.integers(0, size - 1))
-        block[row] = block[row][1:] + "q"
-    elif how == "indent":
-        block = ["  " + line for line in block]
-    elif how == "trailing":
-        block = [line + " " for line in block]
+    block, _ = draw_block(data, lines, ["verbatim", "typo", "indent", "trailing"])
+    size = len(block)
     new = data.draw(st.sampled_from(["N", "N1\nN2", ""]))
     try:
         out = apply_edit(text, "\n".join(block), new)
@@ -307,15 +318,7 @@ def test_an_outcome_says_truly_what_it_left_unchanged_and_the_diff_is_the_same_w
 ) -> None:
     nl = "\r\n" if crlf else "\n"
     text = nl.join(lines) + (nl if final_newline else "")
-    start = data.draw(st.integers(0, len(lines) - 1))
-    size = data.draw(st.integers(1, len(lines) - start))
-    block = lines[start : start + size]
-    how = data.draw(st.sampled_from(["verbatim", "typo", "indent", "escaped"]))
-    if how == "typo":
-        row = data.draw(st.integers(0, size - 1))
-        block[row] = block[row][1:] + "q"
-    elif how == "indent":
-        block = ["  " + line for line in block]
+    block, how = draw_block(data, lines, ["verbatim", "typo", "indent", "escaped"])
     old = "\\n".join(block) if how == "escaped" else "\n".join(block)
     new = data.draw(st.sampled_from(["N", "N1\nN2", "", "ab"]))
     try:
