@@ -177,6 +177,10 @@ async def _bench(root: Path) -> list[Case]:
     config = root / "team.yaml"
     config.write_text(CONFIG)
     env = {**os.environ, "TOOLCARDS_WORKSPACES_ROOT": str(root / "workspaces")}
+    # Servers start as on a user's machine: Python keeps the bytecode it compiles, so only
+    # the first launch (a warm-up here) compiles sources. With PYTHONDONTWRITEBYTECODE set in
+    # this shell every launch would compile toolcards and whatever lacks a cached .pyc again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     rows: list[Case] = []
 
     def row(label: str, result: tuple[Stats, float]) -> None:
@@ -201,6 +205,9 @@ async def _bench(root: Path) -> list[Case]:
         row(f"stdio, {CONCURRENT} callers on one session", await _measure([ours], CONCURRENT, CALLS_EACH))
 
     starts: dict[str, list[float]] = {"toolcards": [], "bare": []}
+    for command in (serve, BARE_COMMAND):  # warm-up: bytecode written, files in the page cache
+        async with _stdio_client(command, env) as client:
+            await client.call_tool("echo", {"text": "warm-up"})
     for _ in range(STARTS):
         for name, command in (("toolcards", serve), ("bare", BARE_COMMAND)):
             started = time.perf_counter()
