@@ -92,7 +92,8 @@ def start_tool_span(tool: Tool, channel: str, call_id: str) -> ToolSpan | None:
 def _start(trace: Any, tool: Tool, channel: str, call_id: str) -> ToolSpan | None:
     current = trace.get_current_span()
     recording = current.is_recording()
-    if not recording and _tracer(trace) is None:
+    tracer = _tracer(trace)
+    if not recording and tracer is None:
         return None  # imported, but nobody traces: no attributes built
     attributes = {
         "gen_ai.operation.name": "execute_tool",
@@ -107,7 +108,6 @@ def _start(trace: Any, tool: Tool, channel: str, call_id: str) -> ToolSpan | Non
     if recording and _is_frameworks_span_of(current, tool.name, call_id):
         current.set_attributes(attributes)
         return ToolSpan(trace, current, None, owned=False)
-    tracer = _tracer(trace)
     if tracer is None:
         return None
     from opentelemetry import context
