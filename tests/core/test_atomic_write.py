@@ -6,6 +6,7 @@ import io
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,6 +95,15 @@ def test_it_can_sync_its_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert synced == [tmp_path.stat().st_ino] and (tmp_path / "a.txt").read_bytes() == b"two"
 
 
+def write_in(directory: Path, name: str, data: bytes, **options: Any) -> None:
+    """``atomic_write_at`` in ``directory``, through a handle opened and closed here."""
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        atomic_write_at(dir_fd, name, data, **options)
+    finally:
+        os.close(dir_fd)
+
+
 def _exchange_works() -> bool:
     from toolcards.core import atomic_write as module
 
@@ -113,22 +123,14 @@ def test_without_a_flush_an_existing_file_is_swapped_then_unlinked_not_renamed_o
         raise AssertionError("renamed over the old file")
 
     monkeypatch.setattr(os, "replace", no_rename)
-    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        atomic_write_at(dir_fd, "f.txt", b"new", mode=0o640, sync_data=False)
-    finally:
-        os.close(dir_fd)
+    write_in(tmp_path, "f.txt", b"new", mode=0o640, sync_data=False)
     assert target.read_bytes() == b"new"
     assert stat.S_IMODE(target.stat().st_mode) == 0o640
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
 
 
 def test_without_a_flush_a_new_file_is_renamed_into_place(tmp_path: Path) -> None:
-    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        atomic_write_at(dir_fd, "new.txt", b"hello", sync_data=False)
-    finally:
-        os.close(dir_fd)
+    write_in(tmp_path, "new.txt", b"hello", sync_data=False)
     assert (tmp_path / "new.txt").read_bytes() == b"hello"
     assert [p.name for p in tmp_path.iterdir()] == ["new.txt"]
 
@@ -143,12 +145,8 @@ def test_a_directory_found_in_place_is_swapped_back_and_the_write_refused(
     monkeypatch.setattr(os, "replace", no_rename)
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "inside.txt").write_bytes(b"keep")
-    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        with pytest.raises(IsADirectoryError):
-            atomic_write_at(dir_fd, "d", b"file", sync_data=False)
-    finally:
-        os.close(dir_fd)
+    with pytest.raises(IsADirectoryError):
+        write_in(tmp_path, "d", b"file", sync_data=False)
     assert (tmp_path / "d" / "inside.txt").read_bytes() == b"keep"
     assert [p.name for p in tmp_path.iterdir()] == ["d"]
 
@@ -160,10 +158,6 @@ def test_without_renameat2_an_unflushed_write_renames_over_the_old_file(
 
     monkeypatch.setattr(module, "_renameat2", lambda: None)
     (tmp_path / "f.txt").write_bytes(b"old")
-    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        atomic_write_at(dir_fd, "f.txt", b"new", sync_data=False)
-    finally:
-        os.close(dir_fd)
+    write_in(tmp_path, "f.txt", b"new", sync_data=False)
     assert (tmp_path / "f.txt").read_bytes() == b"new"
     assert [p.name for p in tmp_path.iterdir()] == ["f.txt"]
