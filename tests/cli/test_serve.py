@@ -11,6 +11,7 @@ from pathlib import Path
 
 import mcp_types as types
 import pytest
+from bench.serve_process import ServeProcess
 from mcp import Client, StdioServerParameters
 
 from tests.cli.conftest import REPO
@@ -151,34 +152,6 @@ def test_serve_says_which_store_it_uses(
     assert err.count("toolcards: error:") == 1
 
 
-def start_http_server(team_yaml: Path, *extra: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [*serve_command(team_yaml), "--transport", "http", "--port", "0", *extra],
-        cwd=REPO,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def serving_line(process: subprocess.Popen[str]) -> str:
-    assert process.stderr is not None
-    seen: list[str] = []
-    for line in process.stderr:
-        seen.append(line)
-        if "serving team" in line:
-            return line.strip()
-    raise AssertionError(f"the server exited ({process.wait()}): {''.join(seen)}")
-
-
-def stop(process: subprocess.Popen[str]) -> str:
-    process.send_signal(signal.SIGTERM)
-    _, rest = process.communicate(timeout=60)
-    return rest
-
-
 def status_of(url: str, headers: dict[str, str] | None = None) -> int:
     import urllib.error
     import urllib.request
@@ -206,10 +179,9 @@ def status_of(url: str, headers: dict[str, str] | None = None) -> int:
 def test_http_serve_generates_a_token_and_prints_it_once(team_yaml: Path) -> None:
     import re
 
-    env = {k: v for k, v in os.environ.items() if k != "TOOLCARDS_TOKEN"}
-    process = start_http_server(team_yaml, env=env)
+    process = ServeProcess(team_yaml, dict(os.environ))
     try:
-        line = serving_line(process)
+        line = process.announcement()
         found = re.fullmatch(r"toolcards: serving team cli-team at (http://127\.0\.0\.1:\d+/mcp)\?token=(\S+)", line)
         assert found, line
         endpoint, token = found[1], found[2]
@@ -227,36 +199,37 @@ def test_http_serve_generates_a_token_and_prints_it_once(team_yaml: Path) -> Non
 
         assert asyncio.run(whoami()) == "@Lu"
         # The dashboard's link, printed next, carries the same token, so it opens as it is.
-        dashboard = process.stderr.readline().strip() if process.stderr else ""
+        dashboard = process.line_after_announcement().strip()
         assert dashboard == f"toolcards: dashboard at {endpoint.removesuffix('/mcp')}/?token={token}", dashboard
     finally:
-        rest = stop(process)
-    assert token not in rest  # printed only at start, never again
+        rest = process.stop()
+    _, _, after_the_link = rest.partition("\n")
+    assert token not in after_the_link  # printed only at start, never again
 
 
 @pytest.mark.slow
 def test_http_serve_does_not_print_a_token_it_was_given(team_yaml: Path) -> None:
-    process = start_http_server(team_yaml, env={**os.environ, "TOOLCARDS_TOKEN": "given-token-123"})
+    process = ServeProcess(team_yaml, {**os.environ, "TOOLCARDS_TOKEN": "given-token-123"}, keep_token=True)
     try:
-        line = serving_line(process)
+        line = process.announcement()
         assert "given-token-123" not in line and "?token=" not in line
         endpoint = line.split(" at ", 1)[1].split(" ", 1)[0]
         assert status_of(endpoint) == 401
         assert status_of(endpoint, {"Authorization": "Bearer given-token-123"}) == 200
     finally:
-        rest = stop(process)
+        rest = process.stop()
     assert "given-token-123" not in rest
 
 
 @pytest.mark.slow
 def test_http_serve_without_a_token_on_loopback_says_so(team_yaml: Path) -> None:
-    process = start_http_server(team_yaml, "--no-token")
+    process = ServeProcess(team_yaml, dict(os.environ), "--no-token")
     try:
-        line = serving_line(process)
+        line = process.announcement()
         assert "without a token (--no-token)" in line
         assert status_of(line.split(" at ", 1)[1].split(" ", 1)[0]) == 200
     finally:
-        stop(process)
+        process.stop()
 
 
 def test_a_failure_while_serving_is_reported_itself_not_as_a_task_group(

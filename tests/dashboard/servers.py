@@ -5,9 +5,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import os
-import re
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,6 +12,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import anyio
+from bench.serve_process import ServeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 TEAM_CONFIG = "team_id: lookout\ncards:\n  - kind: planning\n  - kind: knowledge_graph\n  - kind: workspace\n"
@@ -33,28 +31,14 @@ def team_env(tmp_path: Path) -> dict[str, str]:
 class Process:
     """A ``toolcards`` command serving HTTP on a free port; :attr:`url` is the URL it printed."""
 
-    def __init__(self, args: list[str], env: dict[str, str], pattern: str) -> None:
+    def __init__(self, served: ServeProcess, env: dict[str, str]) -> None:
+        self.served = served
         self.workspaces = Path(env["TOOLCARDS_WORKSPACES_ROOT"])
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "toolcards.cli", *args, "--port", "0"],
-            cwd=REPO,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.url = self._wait_for(pattern)
-
-    def _wait_for(self, pattern: str) -> str:
-        assert self.process.stderr is not None
-        seen = []
-        for line in self.process.stderr:
-            seen.append(line)
-            found = re.search(pattern, line)
-            if found:
-                return found[1]
-        raise AssertionError(f"the process exited ({self.process.wait()}): {''.join(seen)}")
+        try:
+            self.url = served.url()
+        except RuntimeError:
+            served.stop()
+            raise
 
     @property
     def token(self) -> str:
@@ -66,29 +50,18 @@ class Process:
         return f"{parts.scheme}://{parts.netloc}"
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
-        if self.process.stderr is not None:
-            self.process.stderr.close()
+        self.served.stop()
 
 
 def serve(config: Path, env: dict[str, str]) -> Process:
     """``toolcards serve --transport http`` of ``config``; its URL is the MCP endpoint's."""
-    return Process(
-        ["serve", "--config", str(config), "--transport", "http"],
-        env,
-        r"serving team \S+ at (http://\S+)",
-    )
+    return Process(ServeProcess(config, env), env)
 
 
 def dashboard(config: Path, env: dict[str, str]) -> Process:
     """``toolcards dashboard`` of ``config``; its URL is the page's, with the token."""
-    return Process(["dashboard", "--config", str(config)], env, r"dashboard of team \S+ at (http://\S+)")
+    announces = r"dashboard of team \S+ at (http://\S+)"
+    return Process(ServeProcess.command(["dashboard", "--config", str(config)], env, announces), env)
 
 
 def call_tool(mcp_url: str, tool: str, arguments: dict[str, Any], agent: str = "Alice") -> str:
