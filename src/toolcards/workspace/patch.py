@@ -459,7 +459,7 @@ def _parse_file_hunks(
         if len(hunks) >= max_hunks:
             raise RetriableError(
                 f"The patch has more than {MAX_PATCH_HUNKS:,} hunks: the one at line {ahead + 1} is hunk "
-                f"{len(hunks) + 1} of {label}. Send at most {MAX_PATCH_HUNKS:,} hunks per patch, as several "
+                f"{len(hunks) + 1:,} of {label}. Send at most {MAX_PATCH_HUNKS:,} hunks per patch, as several "
                 "patches, or merge neighbouring hunks into one; nothing was changed."
             )
         limit = (
@@ -701,7 +701,7 @@ class _HunkReader:
         """:func:`_hunk_lines_follow` for the empty line at ``index``, once per run of them."""
         if index >= self._blank_run_end:
             self._blank_run_end = lines.next_matching(index, _NON_EMPTY_LINE)
-            self._blank_run_followed = _hunk_lines_follow(lines, index)
+            self._blank_run_followed = _hunk_lines_follow(lines, index, ahead=self._blank_run_end)
         return self._blank_run_followed
 
     def _too_long_message(self, index: int) -> str:
@@ -762,9 +762,11 @@ def _parse_header(header: str, label: str, number: int) -> tuple[int | None, int
     return None, None, None, None
 
 
-def _hunk_lines_follow(lines: _PatchLines, index: int) -> bool:
-    """Whether hunk lines follow the empty lines from ``index`` on, before the next hunk or file."""
-    ahead = lines.next_matching(index, _NON_EMPTY_LINE)
+def _hunk_lines_follow(lines: _PatchLines, index: int, *, ahead: int | None = None) -> bool:
+    """Whether hunk lines follow the empty lines from ``index`` on, before the next hunk or file
+    (``ahead``: the first line that is not empty, when the caller found it already)."""
+    if ahead is None:
+        ahead = lines.next_matching(index, _NON_EMPTY_LINE)
     return ahead < len(lines) and lines[ahead][:1] in (*_HUNK_KINDS, "\\") and not _is_boundary(lines, ahead)
 
 
