@@ -163,7 +163,14 @@ def _pathological_rows(root: Path) -> list[Row]:
     tree = root / "args"
     (tree / "src").mkdir(parents=True, exist_ok=True)
     (tree / "src" / "a.py").write_text("print('a')\n" * 100)
+    (tree / "src" / "big.txt").write_text("".join(f"line number {n} of the long file\n" for n in range(20_000)))
     tools["workspace_read"].call_sync({"path": "src/a.py"})
+    tools["workspace_read"].call_sync({"path": "src/big.txt"})
+    patch_a, patch_big = "--- a/src/a.py\n+++ b/src/a.py\n", "--- a/src/big.txt\n+++ b/src/big.txt\n"
+
+    def patch(text: str) -> Callable[[], object]:
+        return lambda: tools["workspace_patch"].call_sync({"patch_text": text})
+
     cases: dict[str, Callable[[], object]] = {
         'glob "{" x 100,000': lambda: tools["workspace_glob"].call_sync({"pattern": "{" * 100_000}),
         'glob "{a,b}" x 1,000': lambda: tools["workspace_glob"].call_sync({"pattern": "{a,b}" * 1000}),
@@ -177,8 +184,33 @@ def _pathological_rows(root: Path) -> list[Row]:
         "workspace_edit old_string of 1 MB": lambda: tools["workspace_edit"].call_sync(
             {"path": "src/a.py", "old_string": "q" * 1_000_000, "new_string": "x"}
         ),
-        "workspace_patch of 4 MB garbage": lambda: tools["workspace_patch"].call_sync(
-            {"patch_text": "@@ -1 +1 @@\n" + "-x\n" * 1_300_000}
+        "workspace_patch of 4 MB garbage": patch("@@ -1 +1 @@\n" + "-x\n" * 1_300_000),
+        # Shapes that are valid line by line: each is refused (or answered) by bounds, not by a syntax error.
+        "workspace_patch hunk undercounting 1.3 M lines": patch(patch_a + "@@ -1 +1 @@\n" + "-x\n" * 1_300_000),
+        "workspace_patch hunk undercounting 1.3 M context lines": patch(patch_a + "@@ -1 +1 @@\n" + " x\n" * 1_300_000),
+        "workspace_patch of CRLF lines undercounting": patch(
+            (patch_a + "@@ -1 +1 @@\n" + "-x\n" * 1_000_000).replace("\n", "\r\n")
+        ),
+        "workspace_patch of 150,000 missing files": patch(
+            "".join(f"--- a/f{n}\n+++ b/f{n}\n@@ -1 +1 @@\n-a\n+b\n" for n in range(150_000))[:4_000_000]
+        ),
+        "workspace_patch creating 150,000 files": patch(
+            "".join(f"--- /dev/null\n+++ b/new{n}\n" for n in range(150_000))[:4_000_000]
+        ),
+        "workspace_patch of 100,000 one-line hunks": patch(
+            patch_big + "".join(f"@@\n line number {n % 20_000} of the long file\n" for n in range(100_000))
+        ),
+        "workspace_patch of 2 M empty lines in a hunk": patch(
+            patch_a + "@@\n print('a')\n" + "\n" * 2_000_000 + "+x\n"
+        ),
+        "workspace_patch of 2,000 lines matching nowhere in 20,000": patch(
+            patch_big + "@@\n" + "".join(f" line number {n} of the long fil\n" for n in range(2_000))
+        ),
+        "workspace_patch of 140,000 no-newline markers": patch(
+            patch_a + "@@ -1 +1 @@\n-print('a')\n" + "\\ No newline at end of file\n" * 140_000 + "+print('a')\n"
+        ),
+        "workspace_patch of binary junk": patch(
+            patch_a + "@@ -1 +1 @@\n" + (bytes(range(256)) * 15_000).decode("latin-1")
         ),
     }
     (tree / "src" / "long.txt").write_text("a" * 100_000 + "b\n")

@@ -38,20 +38,60 @@ file, which is inside the untrusted-output envelope). Nothing here blocks or doe
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from itertools import accumulate
 from typing import overload
 
 from toolcards.errors import RetriableError
 from toolcards.workspace.text import closest_block, detect_newline, quote_file_text, quote_lines, split_lines
 
-__all__ = ["FilePatch", "Hunk", "apply_file_patch", "apply_patch", "parse_patch"]
+__all__ = ["MAX_PATCH_FILES", "MAX_PATCH_HUNKS", "FilePatch", "Hunk", "apply_file_patch", "apply_patch", "parse_patch"]
 
 _HEADER = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _NUMBERED_HEADER = re.compile(r"@@+\s*[-+]")
 _C_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f", "v": "\v"}
 _HUNK_KINDS = (" ", "+", "-")
 _MAX_LISTED = 10
+
+_MAX_CLOSEST_PAIRS = 2_000_000
+"""Hunk lines times file lines above which a mismatch does not look for the closest text."""
+
+MAX_PATCH_HUNKS = 2_000
+"""Hunks one patch may have in all: each may search its file, so their number bounds the time
+a patch takes."""
+
+MAX_PATCH_FILES = 1_000
+"""File headers one patch may have. Each file is read, checked and written in one change;
+a larger change is split into several patches."""
+
+
+@dataclass(frozen=True)
+class _LineStart:
+    """A regular expression for the start of a line, compiled twice: to match at one line's
+    start, and behind a line break, so that searching for the next such line starts from the
+    literal ``"\\n"`` (a fast scan in C) rather than trying the expression at every character."""
+
+    at: re.Pattern[str]
+    after_break: re.Pattern[str]
+
+    @classmethod
+    def of(cls, expression: str) -> _LineStart:
+        return cls(re.compile(expression), re.compile(f"\n(?:{expression})"))
+
+
+_HEADER_LINE = _LineStart.of(r"--- |\+\+\+ |@@")
+"""A line the parser acts on between files."""
+_NOT_HUNK_LINE = _LineStart.of(r"[^ +\-\\\r\n]|\r[^\n]|--- ")
+"""A line that is neither empty nor starts with ``' '``, ``'+'``, ``'-'``, ``'\\'``, or that may be a file header."""
+_CHANGE_OR_BOUNDARY = _LineStart.of(r"[+\-]|@@|diff ")
+"""A changed line, or one that may start the next hunk or file."""
+_NON_EMPTY_LINE = _LineStart.of(r"[^\r\n]|\r[^\n]")
+_NOT_BLANK = _LineStart.of(r"[^\S\n]*\S")
+"""A line with something besides whitespace."""
+_NOT_MARKER = _LineStart.of(r"[^\\]|\n|\Z")
+"""A line that is not a ``\\ No newline at end of file`` marker (an empty line included)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,17 +170,39 @@ def parse_patch(text: str) -> list[FilePatch]:
     Raises :class:`~toolcards.errors.RetriableError` for a malformed patch: no file header,
     a ``---`` line without its ``+++`` line, a hunk before any file header, a bad ``@@``
     header, a hunk without lines, a line inside a hunk that starts with none of ``' '``,
-    ``'-'``, ``'+'``, ``'\\'``, or a file with no hunks that neither creates nor deletes it.
-    Pure and non-blocking.
+    ``'-'``, ``'+'``, ``'\\'``, a file with no hunks that neither creates nor deletes it, or
+    more than :data:`MAX_PATCH_FILES` file headers. Pure and non-blocking.
+    """
+    return list(_file_patches(text, None))
+
+
+def _file_patches(text: str, prepare: Callable[[FilePatch], int] | None) -> Iterator[FilePatch]:
+    """Yield each file's patch as soon as it is parsed, so a caller can refuse file N before
+    the rest is read.
+
+    ``prepare(header)`` (the file patch without its hunks) runs before the file's hunks are
+    read; it may raise to refuse the file, and returns how many lines the file has now: a
+    hunk that expects more old lines than the file has by then cannot apply, and is refused
+    as soon as it does, instead of being read to its end (``None``: no such bound).
     """
     lines = _PatchLines(text)
-    files: list[FilePatch] = []
+    files = 0
+    hunks = 0
     index = 0
     while index < len(lines):
         line = lines[index]
         if line.startswith("--- ") and index + 1 < len(lines) and lines[index + 1].startswith("+++ "):
-            file_patch, index = _parse_file(lines, index)
-            files.append(file_patch)
+            files += 1
+            if files > MAX_PATCH_FILES:
+                raise RetriableError(
+                    f"The patch has more than {MAX_PATCH_FILES:,} files: file {files:,} starts at line {index + 1}. "
+                    f"Send at most {MAX_PATCH_FILES:,} files per patch, as several patches; nothing was changed."
+                )
+            header, index = _parse_file_header(lines, index)
+            bound = prepare(header) if prepare is not None else None
+            file_patch, index = _parse_file_hunks(lines, index, header, bound, MAX_PATCH_HUNKS - hunks)
+            hunks += len(file_patch.hunks)
+            yield file_patch
         elif line.startswith("@@"):
             raise RetriableError(
                 f"Line {index + 1} of the patch is a hunk header ({line!r}) before any file header. "
@@ -157,14 +219,14 @@ def parse_patch(text: str) -> list[FilePatch]:
                 "Give every file both header lines, '--- a/<path>' then '+++ b/<path>'."
             )
         else:
-            index += 1
+            # Text between files (git's headers, a commit message) is skipped in one step.
+            index = lines.next_matching(index + 1, _HEADER_LINE)
     if not files:
         raise RetriableError(
             "The patch has no file header. Write a unified diff: '--- a/<path>', '+++ b/<path>', then "
             "hunks starting with '@@ -<line>,<count> +<line>,<count> @@' and lines prefixed with ' ', '-' "
             "or '+'."
         )
-    return files
 
 
 def apply_file_patch(original: str | None, file_patch: FilePatch) -> str | None:
@@ -178,30 +240,18 @@ def apply_file_patch(original: str | None, file_patch: FilePatch) -> str | None:
     Pure and non-blocking.
     """
     path = file_patch.path
+    _check_target(original, file_patch)
     if file_patch.is_creation:
-        if original:
-            raise RetriableError(
-                f"{path}: the patch creates this file ('--- /dev/null') but it already exists with "
-                f"{len(split_lines(original))} lines. Write the patch against its current content, "
-                f"with '--- a/{path}', instead."
-            )
         added: list[str] = []
         for hunk in file_patch.hunks:
             if hunk.old_lines:
-                raise RetriableError(
-                    f"{path}: hunk {hunk.number} ({hunk.header}) has context or '-' lines, but the patch "
-                    "creates the file ('--- /dev/null'), so every line must start with '+'."
-                )
+                raise RetriableError(_creation_with_old_lines(path, hunk.number, hunk.header))
             added.extend(hunk.new_lines)
         if not added:
             return ""
         final = "" if file_patch.hunks[-1].new_missing_newline else "\n"
         return "\n".join(added) + final
-    if original is None:
-        raise RetriableError(
-            f"{path} does not exist, so the patch cannot change it. To create it, use '--- /dev/null' "
-            f"and '+++ b/{path}' with only '+' lines."
-        )
+    assert original is not None  # _check_target refused a change to an absent file
     result = _apply_hunks(original, file_patch)
     if file_patch.is_deletion:
         if result:
@@ -232,19 +282,54 @@ def apply_patch(patch_text: str, read: Callable[[str], str | None]) -> dict[str,
             contents[path] = read(path)
         return contents[path]
 
-    changed: dict[str, str | None] = {}
-    for file_patch in parse_patch(patch_text):
-        source = file_patch.old_path if file_patch.old_path is not None else file_patch.path
-        if file_patch.is_rename and file_patch.new_path is not None and current(file_patch.new_path) is not None:
+    def prepare(header: FilePatch) -> int:
+        # Everything about the file that needs no hunk is checked before its hunks are read.
+        source = header.old_path if header.old_path is not None else header.path
+        if header.is_rename and header.new_path is not None and current(header.new_path) is not None:
             raise RetriableError(
-                f"The patch renames {file_patch.old_path} to {file_patch.new_path}, but "
-                f"{file_patch.new_path} already exists. Pick a new path that is free."
+                f"The patch renames {header.old_path} to {header.new_path}, but "
+                f"{header.new_path} already exists. Pick a new path that is free."
             )
+        original = current(source)
+        _check_target(original, header)
+        return _line_count(original or "")
+
+    changed: dict[str, str | None] = {}
+    for file_patch in _file_patches(patch_text, prepare):
+        source = file_patch.old_path if file_patch.old_path is not None else file_patch.path
         result = apply_file_patch(current(source), file_patch)
         if file_patch.is_rename:
             contents[source] = changed[source] = None
         contents[file_patch.path] = changed[file_patch.path] = result
     return changed
+
+
+def _check_target(original: str | None, file_patch: FilePatch) -> None:
+    """Refuse a creation of a file with content, and a change or deletion of an absent file."""
+    path = file_patch.path
+    if file_patch.is_creation and original:
+        raise RetriableError(
+            f"{path}: the patch creates this file ('--- /dev/null') but it already exists with "
+            f"{_line_count(original)} lines. Write the patch against its current content, "
+            f"with '--- a/{path}', instead."
+        )
+    if not file_patch.is_creation and original is None:
+        raise RetriableError(
+            f"{path} does not exist, so the patch cannot change it. To create it, use '--- /dev/null' "
+            f"and '+++ b/{path}' with only '+' lines."
+        )
+
+
+def _creation_with_old_lines(path: str, number: int, header: str) -> str:
+    return (
+        f"{path}: hunk {number} ({header}) has context or '-' lines, but the patch "
+        "creates the file ('--- /dev/null'), so every line must start with '+'."
+    )
+
+
+def _line_count(text: str) -> int:
+    """The number of lines of ``text`` (``len(split_lines(text))``), counted in C."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 class _PatchLines(Sequence[str]):
@@ -254,6 +339,9 @@ class _PatchLines(Sequence[str]):
     A malformed patch is refused at the line where it goes wrong, so refusing 4 MB of garbage
     that goes wrong at its first line costs that line, not splitting (and freeing) a million.
     Only ``len`` looks at the whole text, counting its line breaks in C.
+    :meth:`next_matching` finds the next line of a kind with a regular expression over the
+    text, so the scans that look ahead to the next hunk or file cost C time, not a Python
+    step per line.
     """
 
     _BLOCK = 64 * 1024
@@ -267,6 +355,12 @@ class _PatchLines(Sequence[str]):
         self._crlf = "\r" in text
         tail = text[text.rfind("\n") + 1 :]
         self._size = text.count("\n") + (0 if tail in ("", "\r") else 1)
+        self._block_lines: list[int] = []
+        """Index of the first line of each block split so far."""
+        self._block_starts: list[int] = []
+        """Offset of the first character of each block split so far."""
+        self._block_offsets: dict[int, list[int]] = {}
+        """Offsets of every line of a block, for the blocks :meth:`offset` was asked about."""
 
     def __len__(self) -> int:
         return self._size
@@ -290,6 +384,36 @@ class _PatchLines(Sequence[str]):
             self._split_more()
         return self._lines[index]
 
+    def offset(self, index: int) -> int:
+        """Offset in the text of the first character of line ``index`` (the text's length for
+        ``len(self)``). Costs one pass over that line's block the first time it is asked."""
+        if index >= self._size:
+            return len(self._text)
+        self[index]
+        block = bisect_right(self._block_lines, index) - 1
+        offsets = self._block_offsets.get(block)
+        if offsets is None:
+            start = self._block_starts[block]
+            end = self._block_starts[block + 1] if block + 1 < len(self._block_starts) else self._done
+            # Line k of the block starts after the k lines before it and their k line breaks.
+            offsets = list(accumulate(map(len, self._text[start:end].split("\n")), initial=start))
+            self._block_offsets[block] = offsets
+        line = index - self._block_lines[block]
+        return offsets[line] + line
+
+    def next_matching(self, index: int, pattern: _LineStart) -> int:
+        """Index of the first line from ``index`` on whose start ``pattern`` matches, or
+        ``len(self)`` when none does."""
+        if index >= self._size:
+            return self._size
+        text, start = self._text, self.offset(index)
+        if pattern.at.match(text, start):
+            return index
+        match = pattern.after_break.search(text, start)
+        if match is None:
+            return self._size
+        return min(index + 1 + text.count("\n", start, match.start()), self._size)
+
     def _split_more(self) -> None:
         text, start = self._text, self._done
         end = text.rfind("\n", start, start + self._BLOCK)
@@ -300,11 +424,14 @@ class _PatchLines(Sequence[str]):
         block = text[start:end].split("\n")
         if self._crlf:
             block = [line.removesuffix("\r") for line in block]
+        self._block_lines.append(len(self._lines))
+        self._block_starts.append(start)
         self._lines.extend(block[: self._size - len(self._lines)])
         self._done = end + 1
 
 
-def _parse_file(lines: Sequence[str], index: int) -> tuple[FilePatch, int]:
+def _parse_file_header(lines: _PatchLines, index: int) -> tuple[FilePatch, int]:
+    """The ``---``/``+++`` pair at ``lines[index]`` as a file patch without hunks, and the index after it."""
     old_path = _parse_path(lines[index][4:], "a/", index)
     new_path = _parse_path(lines[index + 1][4:], "b/", index + 1)
     if old_path is None and new_path is None:
@@ -312,25 +439,44 @@ def _parse_file(lines: Sequence[str], index: int) -> tuple[FilePatch, int]:
             f"Lines {index + 1}-{index + 2} of the patch name /dev/null on both the '---' and '+++' "
             "lines. Name the file on at least one of them."
         )
-    label = new_path if new_path is not None else old_path
-    assert label is not None
-    index += 2
+    return FilePatch(old_path=old_path, new_path=new_path, hunks=()), index + 2
+
+
+def _parse_file_hunks(
+    lines: _PatchLines, index: int, header: FilePatch, file_lines: int | None, max_hunks: int
+) -> tuple[FilePatch, int]:
+    """Read the hunks after ``header``; ``file_lines`` bounds their old lines (see :func:`_file_patches`),
+    ``max_hunks`` their number (what :data:`MAX_PATCH_HUNKS` leaves after the earlier files)."""
+    label = header.path
     hunks: list[Hunk] = []
+    room = file_lines
+    """Lines the file will have when the next hunk applies: each hunk changes the count."""
     while True:
         # Blank lines between hunks are tolerated.
-        ahead = index
-        while ahead < len(lines) and not lines[ahead].strip():
-            ahead += 1
+        ahead = lines.next_matching(index, _NOT_BLANK)
         if ahead >= len(lines) or not lines[ahead].startswith("@@"):
             break
-        hunk, index = _parse_hunk(lines, ahead, label, len(hunks) + 1)
+        if len(hunks) >= max_hunks:
+            raise RetriableError(
+                f"The patch has more than {MAX_PATCH_HUNKS:,} hunks: the one at line {ahead + 1} is hunk "
+                f"{len(hunks) + 1:,} of {label}. Send at most {MAX_PATCH_HUNKS:,} hunks per patch, as several "
+                "patches, or merge neighbouring hunks into one; nothing was changed."
+            )
+        limit = (
+            None
+            if room is None
+            else _OldLinesLimit(lines=room, creation=header.is_creation, after_hunks=len(hunks) > 0)
+        )
+        hunk, index = _parse_hunk(lines, ahead, label, len(hunks) + 1, limit)
         hunks.append(hunk)
-    if not hunks and old_path is not None and new_path is not None:
+        if room is not None:
+            room += len(hunk.new_lines) - len(hunk.old_lines)
+    if not hunks and not header.is_creation and not header.is_deletion:
         raise RetriableError(
             f"The patch for {label} has no hunks after its header lines. Add hunks starting with "
             "'@@ -<line>,<count> +<line>,<count> @@'."
         )
-    return FilePatch(old_path=old_path, new_path=new_path, hunks=tuple(hunks)), index
+    return replace(header, hunks=tuple(hunks)), index
 
 
 def _parse_path(raw: str, prefix: str, index: int) -> str | None:
@@ -366,7 +512,7 @@ def _unquote(quoted: str) -> str:
     return out.decode("utf-8", errors="replace")
 
 
-def _is_boundary(lines: Sequence[str], index: int, *, left: tuple[int, int] = (0, 0)) -> bool:
+def _is_boundary(lines: _PatchLines, index: int, *, left: tuple[int, int] = (0, 0)) -> bool:
     """Whether ``lines[index]`` starts the next hunk or file, or the git text between files.
 
     ``left`` is how many old and new lines the hunk header still expects. While it expects
@@ -384,21 +530,48 @@ def _is_boundary(lines: Sequence[str], index: int, *, left: tuple[int, int] = (0
     return False
 
 
-def _runs_to_boundary(lines: Sequence[str], index: int) -> bool:
+def _runs_to_boundary(lines: _PatchLines, index: int) -> bool:
     """Whether hunk-like lines from ``index`` on run up to the next hunk, file or the end."""
-    while index < len(lines) and not _is_boundary(lines, index):
-        if lines[index][:1] not in (*_HUNK_KINDS, "\\", ""):
+    while True:
+        index = lines.next_matching(index, _NOT_HUNK_LINE)
+        if index >= len(lines) or _is_boundary(lines, index):
+            return True
+        if not lines[index].startswith("--- "):
             return False
-        index += 1
-    return True
+        index += 1  # a removed line "-- ...", not a file header
 
 
-def _parse_hunk(lines: Sequence[str], index: int, label: str, number: int) -> tuple[Hunk, int]:
+@dataclass(frozen=True, kw_only=True)
+class _OldLinesLimit:
+    """How many old lines a hunk may have: the lines its file has when it applies."""
+
+    lines: int
+    creation: bool
+    """The patch creates the file, so a hunk may have no old line at all."""
+    after_hunks: bool
+    """Earlier hunks of the file came first (and changed its line count)."""
+
+
+def _parse_hunk(
+    lines: _PatchLines, index: int, label: str, number: int, limit: _OldLinesLimit | None = None
+) -> tuple[Hunk, int]:
     """Read the hunk whose header is ``lines[index]``; return it and the index after it."""
     header = lines[index]
-    reader = _HunkReader(header, label, number)
+    reader = _HunkReader(header, label, number, limit)
     index += 1
-    while index < len(lines) and reader.takes(lines, index):
+    total = len(lines)
+    while index < total:
+        if reader.counted:
+            index = reader.take_counted(lines, index)
+            if index >= total:
+                break
+        if lines[index].startswith("\\"):
+            # A marker, wherever it is; the ones repeated after it say nothing more.
+            reader.no_newline(lines[index], index)
+            index = lines.next_matching(index + 1, _NOT_MARKER)
+            continue
+        if not reader.takes(lines, index):
+            break
         index += 1
     return reader.hunk(), index
 
@@ -411,13 +584,54 @@ class _HunkReader:
     then on the lines alone say where the hunk ends.
     """
 
-    def __init__(self, header: str, label: str, number: int) -> None:
+    def __init__(self, header: str, label: str, number: int, limit: _OldLinesLimit | None = None) -> None:
         self.header, self.label, self.number = header, label, number
         self.old_start, self.old_count, self.new_start, self.new_count = _parse_header(header, label, number)
         self.counted = self.old_count is not None
         self.lines: list[tuple[str, str]] = []
         self.old_seen = self.new_seen = 0
         self.old_missing = self.new_missing = False
+        self.limit = limit
+        self.max_old = limit.lines if limit is not None else None
+        self._blank_run_end = -1
+        """End of the run of empty lines last looked past, and whether hunk lines follow it:
+        every empty line of a run has the same answer, so a run is scanned once."""
+        self._blank_run_followed = False
+
+    def take_counted(self, lines: _PatchLines, index: int) -> int:
+        """Add the plain hunk lines from ``index`` on while the header still announces lines;
+        return the index of the first line not taken (anything else goes through :meth:`takes`).
+
+        The fast path of :meth:`takes` for the lines of a header whose counts are right: a
+        line that starts with ``' '`` or ``'+'``, or with ``'-'`` but not ``'--- '``, can be
+        neither a boundary nor a marker while the counts still expect lines.
+        """
+        old_count, new_count = self.old_count or 0, self.new_count or 0
+        old, new = self.old_seen, self.new_seen
+        max_old = self.max_old if self.max_old is not None else old_count + len(lines)
+        append = self.lines.append
+        total = len(lines)
+        try:
+            while index < total and (old < old_count or new < new_count):
+                line = lines[index]
+                kind = line[:1]
+                if kind == "+":
+                    new += 1
+                elif kind == " ":
+                    old += 1
+                    new += 1
+                elif kind == "-" and not line.startswith("--- "):
+                    old += 1
+                else:
+                    break
+                append((kind, line[1:]))
+                if old > max_old:
+                    self.old_seen = old
+                    raise RetriableError(self._too_long_message(index))
+                index += 1
+        finally:
+            self.old_seen, self.new_seen = old, new
+        return index
 
     def left(self) -> tuple[int, int]:
         """Old and new lines the header still announces; ``(0, 0)`` once it is not trusted."""
@@ -425,7 +639,7 @@ class _HunkReader:
             return 0, 0
         return max((self.old_count or 0) - self.old_seen, 0), max((self.new_count or 0) - self.new_seen, 0)
 
-    def takes(self, lines: Sequence[str], index: int) -> bool:
+    def takes(self, lines: _PatchLines, index: int) -> bool:
         """Add ``lines[index]`` to the hunk and return ``True``, or ``False`` where the hunk ended.
 
         Raises :class:`~toolcards.errors.RetriableError` for a line inside the hunk that is no
@@ -437,7 +651,7 @@ class _HunkReader:
         if _is_boundary(lines, index, left=left):
             return False
         if line.startswith("\\"):
-            self._no_newline(line, index)
+            self.no_newline(line, index)
             return True
         if self.counted and not pending:
             if not (line[:1] in _HUNK_KINDS and _runs_to_boundary(lines, index)):
@@ -446,12 +660,12 @@ class _HunkReader:
         if not line:
             # An empty line is a context line whose space was stripped, when the counts
             # still need it or more hunk lines follow it; otherwise the hunk ended.
-            if pending or (not self.counted and _hunk_lines_follow(lines, index)):
-                self._add(" ", "")
+            if pending or (not self.counted and self._blank_followed(lines, index)):
+                self._add(" ", "", index)
                 return True
             return False
         if line[0] in _HUNK_KINDS:
-            self._add(line[0], line[1:])
+            self._add(line[0], line[1:], index)
             return True
         if pending or (not self.counted and _more_changes_follow(lines, index)):
             raise RetriableError(self._stray_line_message(line, index, pending))
@@ -476,12 +690,38 @@ class _HunkReader:
             new_missing_newline=self.new_missing,
         )
 
-    def _add(self, kind: str, text: str) -> None:
+    def _add(self, kind: str, text: str, index: int) -> None:
         self.lines.append((kind, text))
         self.old_seen += kind != "+"
         self.new_seen += kind != "-"
+        if self.max_old is not None and self.old_seen > self.max_old:
+            raise RetriableError(self._too_long_message(index))
 
-    def _no_newline(self, line: str, index: int) -> None:
+    def _blank_followed(self, lines: _PatchLines, index: int) -> bool:
+        """:func:`_hunk_lines_follow` for the empty line at ``index``, once per run of them."""
+        if index >= self._blank_run_end:
+            self._blank_run_end = lines.next_matching(index, _NON_EMPTY_LINE)
+            self._blank_run_followed = _hunk_lines_follow(lines, index, ahead=self._blank_run_end)
+        return self._blank_run_followed
+
+    def _too_long_message(self, index: int) -> str:
+        """A hunk with more old lines than its file has when it applies: it cannot match."""
+        assert self.limit is not None
+        if self.limit.creation:
+            return _creation_with_old_lines(self.label, self.number, self.header) + " Nothing was changed."
+        now = " after the earlier hunks" if self.limit.after_hunks else ""
+        announced = (
+            f" Its header announces {self.old_count} old lines: end the hunk there, or fix the counts."
+            if self.old_count is not None
+            else ""
+        )
+        return (
+            f"Line {index + 1} of the patch is old line {self.old_seen} of hunk {self.number} ({self.header}) "
+            f"of {self.label}, but the file has {self.limit.lines} lines{now}, so the hunk cannot apply.{announced} "
+            "Its context (' ') and removed ('-') lines must be lines of the file. Nothing was changed."
+        )
+
+    def no_newline(self, line: str, index: int) -> None:
         """``\\ No newline at end of file``: the line before it ends its side(s) of the file."""
         if not self.lines:
             raise RetriableError(
@@ -522,22 +762,18 @@ def _parse_header(header: str, label: str, number: int) -> tuple[int | None, int
     return None, None, None, None
 
 
-def _hunk_lines_follow(lines: Sequence[str], index: int) -> bool:
-    """Whether hunk lines follow the empty lines from ``index`` on, before the next hunk or file."""
-    ahead = index
-    while ahead < len(lines) and not lines[ahead]:
-        ahead += 1
+def _hunk_lines_follow(lines: _PatchLines, index: int, *, ahead: int | None = None) -> bool:
+    """Whether hunk lines follow the empty lines from ``index`` on, before the next hunk or file
+    (``ahead``: the first line that is not empty, when the caller found it already)."""
+    if ahead is None:
+        ahead = lines.next_matching(index, _NON_EMPTY_LINE)
     return ahead < len(lines) and lines[ahead][:1] in (*_HUNK_KINDS, "\\") and not _is_boundary(lines, ahead)
 
 
-def _more_changes_follow(lines: Sequence[str], index: int) -> bool:
+def _more_changes_follow(lines: _PatchLines, index: int) -> bool:
     """Whether '-' or '+' lines follow before the next hunk or file: a dropped change."""
-    index += 1
-    while index < len(lines) and not _is_boundary(lines, index):
-        if lines[index][:1] in ("+", "-"):
-            return True
-        index += 1
-    return False
+    index = lines.next_matching(index + 1, _CHANGE_OR_BOUNDARY)
+    return index < len(lines) and not _is_boundary(lines, index)
 
 
 def _apply_hunks(original: str, file_patch: FilePatch) -> str:
@@ -666,6 +902,13 @@ def _mismatch_message(bodies: list[str], old: list[str], floor: int, where: str)
     )
     region = bodies[floor:] or bodies
     offset = floor if bodies[floor:] else 0
+    if len(region) * len(old) > _MAX_CLOSEST_PAIRS:
+        # Scoring every window of a long hunk against a long file takes seconds to minutes.
+        return (
+            f"{head}\nThe hunk has {len(old):,} context and removed lines and the file {len(region):,} lines"
+            f"{after}, too many to search for the closest text. Read the file where the hunk belongs, copy its "
+            "current lines into the hunk's context (' ') and removed ('-') lines and send the whole patch again."
+        )
     closest = closest_block(region, old)
     if closest is None:
         return f"{head}\nThe file is empty. Send the whole patch again with hunks that match the file."
