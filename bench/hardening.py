@@ -166,6 +166,10 @@ def _pathological_rows(root: Path) -> list[Row]:
     (tree / "src" / "big.txt").write_text("".join(f"line number {n} of the long file\n" for n in range(20_000)))
     tools["workspace_read"].call_sync({"path": "src/a.py"})
     tools["workspace_read"].call_sync({"path": "src/big.txt"})
+    (tree / "src" / "alt.txt").write_text("ab\ncd\n" * 10_000)
+    (tree / "src" / "same.txt").write_text("same\n" * 20_000)
+    tools["workspace_read"].call_sync({"path": "src/alt.txt"})
+    tools["workspace_read"].call_sync({"path": "src/same.txt"})
     patch_a, patch_big = "--- a/src/a.py\n+++ b/src/a.py\n", "--- a/src/big.txt\n+++ b/src/big.txt\n"
 
     def patch(text: str) -> Callable[[], object]:
@@ -205,6 +209,12 @@ def _pathological_rows(root: Path) -> list[Row]:
         ),
         "workspace_patch of 2,000 lines matching nowhere in 20,000": patch(
             patch_big + "@@\n" + "".join(f" line number {n} of the long fil\n" for n in range(2_000))
+        ),
+        "workspace_patch of a 10,000-line block against 2 alternating lines": patch(
+            "--- a/src/alt.txt\n+++ b/src/alt.txt\n@@\n" + " ab\n cd\n" * 5_000 + "-ab\n-XX\n+new\n"
+        ),
+        "workspace_patch of 5,000 identical lines in 20,000": patch(
+            "--- a/src/same.txt\n+++ b/src/same.txt\n@@\n" + " same\n" * 5_000 + "-same\n+other\n"
         ),
         "workspace_patch of 140,000 no-newline markers": patch(
             patch_a + "@@ -1 +1 @@\n-print('a')\n" + "\\ No newline at end of file\n" * 140_000 + "+print('a')\n"

@@ -242,3 +242,52 @@ def test_next_matching_agrees_with_looking_at_each_line(
         lines = patch_module._PatchLines(text)
         lines._BLOCK = block  # lines split over several blocks
         assert lines.next_matching(start, pattern) == expected, (name, text, start)
+
+
+# --- placing a hunk in a file of repeated lines ---------------------------------------------------
+
+
+def _brute_force(haystack: list[str], needle: list[str], floor: int) -> list[int]:
+    size = len(needle)
+    return [i for i in range(floor, len(haystack) - size + 1) if haystack[i : i + size] == needle]
+
+
+@given(
+    st.lists(st.sampled_from("ab"), max_size=40),
+    st.lists(st.sampled_from("abc"), min_size=1, max_size=6),
+    st.integers(0, 5),
+)
+def test_every_place_a_block_occurs_is_found_by_both_searches(
+    haystack: list[str], needle: list[str], floor: int
+) -> None:
+    expected = _brute_force(haystack, needle, floor)
+    assert patch_module._occurrences(haystack, needle, floor) == expected
+    assert patch_module._occurrences_linear(haystack, needle, floor) == expected
+
+
+def test_a_long_block_against_a_file_of_two_alternating_lines_turns_linear(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    searched: list[int] = []
+    linear = patch_module._occurrences_linear
+
+    def recorded(haystack: list[str], needle: list[str], floor: int) -> list[int]:
+        searched.append(floor)
+        return linear(haystack, needle, floor)
+
+    monkeypatch.setattr(patch_module, "_occurrences_linear", recorded)
+    original = "ab\ncd\n" * 5_000
+    block = "".join(f" {line}\n" for line in ["ab", "cd"] * 2_500) + "-ab\n-XX\n+new\n"
+    with pytest.raises(RetriableError) as caught:
+        apply_patch(f"--- a/f\n+++ b/f\n@@\n{block}", lambda path: original)
+    assert "were not found in the file" in str(caught.value)
+    # The exact pass and the one ignoring trailing whitespace each went linear early.
+    assert len(searched) == 2 and all(floor < 100 for floor in searched)
+
+
+def test_a_block_of_identical_lines_in_a_file_of_them_is_ambiguous_everywhere() -> None:
+    original = "same\n" * 20_000
+    block = " same\n" * 5_000 + "-same\n+other\n"
+    with pytest.raises(RetriableError) as caught:
+        apply_patch(f"--- a/f\n+++ b/f\n@@\n{block}", lambda path: original)
+    assert "its 5001 context and removed lines occur 15000 times (starting at lines 1, 2, 3," in str(caught.value)

@@ -88,6 +88,8 @@ _NOT_HUNK_LINE = _LineStart.of(r"[^ +\-\\\r\n]|\r[^\n]|--- ")
 _CHANGE_OR_BOUNDARY = _LineStart.of(r"[+\-]|@@|diff ")
 """A changed line, or one that may start the next hunk or file."""
 _NON_EMPTY_LINE = _LineStart.of(r"[^\r\n]|\r[^\n]")
+_EMPTY_LINES = re.compile(r"\n*")
+"""Empty lines, in a text without carriage returns."""
 _NOT_BLANK = _LineStart.of(r"[^\S\n]*\S")
 """A line with something besides whitespace."""
 _NOT_MARKER = _LineStart.of(r"[^\\]|\n|\Z")
@@ -409,6 +411,11 @@ class _PatchLines(Sequence[str]):
         text, start = self._text, self.offset(index)
         if pattern.at.match(text, start):
             return index
+        if pattern is _NON_EMPTY_LINE and not self._crlf:
+            # A run of empty lines is one match of "\n*", where a search tries every line break.
+            empty = _EMPTY_LINES.match(text, start)
+            assert empty is not None  # "\n*" matches anywhere
+            return min(index + empty.end() - start, self._size)
         match = pattern.after_break.search(text, start)
         if match is None:
             return self._size
@@ -831,19 +838,67 @@ def _apply_hunks(original: str, file_patch: FilePatch) -> str:
 
 
 def _occurrences(haystack: Sequence[str], needle: Sequence[str], floor: int) -> list[int]:
+    """Every start at or after ``floor`` where ``needle``'s lines occur in ``haystack``.
+
+    The usual hunk's first line is rare in its file, so the block is compared only where that
+    line occurs. A file of repeated lines makes that quadratic (a 10,000-line block against a
+    file of two alternating lines compared 50 M lines), so once the comparisons pass a linear
+    budget the rest of the file is searched in linear time (:func:`_occurrences_linear`).
+    """
     found: list[int] = []
     size = len(needle)
     last = len(haystack) - size
     first = needle[0]
+    budget = _LINEAR_BUDGET * (len(haystack) + size)
     index = floor
     while index <= last:
         try:
             index = haystack.index(first, index, last + 1)
         except ValueError:
             break
+        budget -= size
+        if budget < 0:
+            return found + _occurrences_linear(haystack, needle, index)
         if haystack[index : index + size] == needle:
             found.append(index)
         index += 1
+    return found
+
+
+_LINEAR_BUDGET = 4
+"""Lines compared per line of file and block before :func:`_occurrences` turns linear."""
+
+
+def _occurrences_linear(haystack: Sequence[str], needle: Sequence[str], floor: int) -> list[int]:
+    """:func:`_occurrences` in time linear in the lines (Knuth-Morris-Pratt over line numbers).
+
+    Each distinct line is numbered once, so a comparison is of two integers whatever the
+    lines' lengths.
+    """
+    numbers: dict[str, int] = {}
+    pattern = [numbers.setdefault(line, len(numbers)) for line in needle]
+    size = len(pattern)
+    # fallback[i]: the length of the longest proper prefix of pattern[: i + 1] that is also its suffix.
+    fallback = [0] * size
+    matched = 0
+    for i in range(1, size):
+        while matched and pattern[i] != pattern[matched]:
+            matched = fallback[matched - 1]
+        if pattern[i] == pattern[matched]:
+            matched += 1
+        fallback[i] = matched
+    found: list[int] = []
+    matched = 0
+    absent = -1  # a line the block does not have matches no position of it
+    for index in range(floor, len(haystack)):
+        number = numbers.get(haystack[index], absent)
+        while matched and number != pattern[matched]:
+            matched = fallback[matched - 1]
+        if number == pattern[matched]:
+            matched += 1
+            if matched == size:
+                found.append(index - size + 1)
+                matched = fallback[matched - 1]
     return found
 
 
