@@ -229,6 +229,11 @@ class Dispatcher:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    async def drain(self) -> None:
+        """Wait until every running request has been answered (or cancelled)."""
+        while self._running:
+            await asyncio.gather(*self._running.values(), return_exceptions=True)
+
     async def aclose(self) -> None:
         """The peer is gone: cancel the running requests and wait until they have stopped."""
         tasks = list(self._running.values())

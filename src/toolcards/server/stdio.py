@@ -47,7 +47,8 @@ async def serve_stdio(team_server: TeamServer) -> None:
 
     Starts the team first (so wiring errors surface before any protocol traffic). Does
     not close the team: the caller does (``await team_server.aclose()``), also after a
-    cancellation. Running requests are cancelled when stdin closes.
+    cancellation. When stdin closes, the running requests are answered first; when the
+    serving is cancelled (a signal), they are cancelled.
 
     Raises:
         WiringError: the team's cards cannot be bound.
@@ -58,6 +59,9 @@ async def serve_stdio(team_server: TeamServer) -> None:
         try:
             oversized = functools.partial(connection.dispatcher.reject_frame, f"frame over {MAX_FRAME_BYTES} bytes")
             await _read_frames(read_fd, connection.feed, oversized)
+            # The client sent its last frame; what it asked for still runs to its answer
+            # (`serve < requests.jsonl` gets every answer). A signal cancels instead.
+            await connection.dispatcher.drain()
         finally:
             await connection.aclose()
 
@@ -138,6 +142,10 @@ async def _read_frames(fd: int, feed: Callable[[bytes], None], oversized: Callab
 async def _read_in_thread(fd: int, splitter: _LineSplitter, loop: asyncio.AbstractEventLoop) -> None:
     done: asyncio.Future[None] = loop.create_future()
 
+    def finish() -> None:
+        if not done.done():
+            done.set_result(None)
+
     def pump() -> None:
         while True:
             try:
@@ -145,7 +153,7 @@ async def _read_in_thread(fd: int, splitter: _LineSplitter, loop: asyncio.Abstra
             except OSError:
                 chunk = b""
             if not chunk:
-                loop.call_soon_threadsafe(lambda: done.done() or done.set_result(None))
+                loop.call_soon_threadsafe(finish)
                 return
             loop.call_soon_threadsafe(splitter.push, chunk)
 
