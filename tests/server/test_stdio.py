@@ -364,6 +364,7 @@ def test_requests_from_a_file_are_all_answered_before_the_server_ends(team_yaml:
     with requests.open("rb") as stdin:
         done = subprocess.run(
             serve_command(team_yaml),
+            check=False,
             cwd=REPO,
             env=dict(os.environ),
             stdin=stdin,
@@ -374,3 +375,15 @@ def test_requests_from_a_file_are_all_answered_before_the_server_ends(team_yaml:
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [answer["id"] for answer in answers] == [1, 2]
     assert answers[1]["result"]["content"][0]["text"] == "slept 0.3"
+
+
+def test_a_client_pinned_to_the_stateless_protocol_is_served_by_the_sdk(team_yaml: Path) -> None:
+    info = types.Implementation(name="pinned", version="1")
+
+    async def main() -> tuple[str, str, str]:
+        async with Client(stdio_client(stdio_params(team_yaml)), mode="2026-07-28", client_info=info) as c:
+            echoed = await c.call_tool("echo", {"text": "modern"})
+            whoami = await c.call_tool("whoami", {})
+            return c.protocol_version, echoed.content[0].text, whoami.content[0].text  # type: ignore[union-attr]
+
+    assert asyncio.run(main()) == ("2026-07-28", "modern", "@pinned")

@@ -15,7 +15,8 @@ and answers every method from the protocol-independent
 * ``server/discover`` (the 2026-07-28 stateless protocol's probe) is ``-32601`` too: the
   SDK client then falls back to ``initialize``, one round trip later. A request carrying
   that protocol's ``_meta`` envelope is refused with ``-32600``, as the SDK refuses it on a
-  handshake connection;
+  handshake connection (a client that opens with one is handed to the SDK's server by the
+  transport: :mod:`toolcards.server.stateless_stdio`);
 * ``notifications/resources/updated`` for the subscribed resources when the team changes
   them.
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
     from toolcards.server.session import AgentSession
 
-__all__ = ["HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "McpConnection"]
+__all__ = ["DISCOVER", "HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "MODERN_VERSION_KEY", "McpConnection"]
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The protocol versions reached through ``initialize`` (the SDK's
