@@ -18,7 +18,9 @@ and answers every method from the protocol-independent
   handshake connection (a client that opens with one is handed to the SDK's server by the
   transport: :mod:`toolcards.server.stateless_stdio`);
 * ``notifications/resources/updated`` for the subscribed resources when the team changes
-  them.
+  them;
+* a ``tools/call <tool>`` server span around each call when something traces
+  (:mod:`toolcards.server.call_span`), as the SDK's server makes.
 
 The agent's session is leased for the connection: it closes when the connection does
 (:meth:`McpConnection.aclose`).
@@ -29,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolcards.server.call_span import call_span, mark_tool_error
 from toolcards.server.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -178,11 +181,15 @@ class McpConnection:
         arguments = params.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, (dict, type(None))):
             raise _invalid("tools/call needs name (a string) and arguments (an object)")
-        return self._call(name, arguments, str(request_id))
+        return self._call(name, arguments, str(request_id), params.get("_meta"))
 
-    async def _call(self, name: str, arguments: dict[str, Any] | None, call_id: str) -> dict[str, Any]:
-        session = await self._lease()
-        return await self.team_server.call(session, name, arguments, call_id=call_id)
+    async def _call(self, name: str, arguments: dict[str, Any] | None, call_id: str, meta: Any) -> dict[str, Any]:
+        assert self.protocol_version is not None
+        with call_span(name, call_id, self.protocol_version, meta) as span:
+            session = await self._lease()
+            result = await self.team_server.call(session, name, arguments, call_id=call_id)
+            mark_tool_error(span, result)
+            return result
 
     def _list_resources(self, params: Params, request_id: RequestId) -> Answer:
         _cursor(params)
