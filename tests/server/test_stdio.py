@@ -20,9 +20,10 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from toolcards.server import TeamServer, load_config
-from toolcards.server.connection import HANDSHAKE_VERSIONS
+from toolcards.server.connection import HANDSHAKE_VERSIONS, MODERN_VERSION_KEY
 from toolcards.server.stdio import MAX_FRAME_BYTES
 
 pytestmark = pytest.mark.slow
@@ -233,7 +234,9 @@ def test_a_pydantic_ai_agent_calls_the_team_through_mcp_toolset(team_yaml: Path)
 
 
 def test_every_handshake_version_is_accepted_and_others_get_the_newest(raw: RawServer) -> None:
-    assert list(HANDSHAKE_VERSIONS) == list(__import__("mcp_types.version").version.HANDSHAKE_PROTOCOL_VERSIONS)
+    # The stdio server keeps its own copies of the SDK's constants: they must not drift.
+    assert list(HANDSHAKE_VERSIONS) == list(HANDSHAKE_PROTOCOL_VERSIONS)
+    assert MODERN_VERSION_KEY == types.PROTOCOL_VERSION_META_KEY
     for version in HANDSHAKE_VERSIONS:
         assert raw.initialize(protocolVersion=version)["protocolVersion"] == version
     result = raw.initialize(protocolVersion="1999-01-01")

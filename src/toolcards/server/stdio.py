@@ -70,6 +70,9 @@ async def serve_stdio(team_server: TeamServer) -> None:
         finally:
             route.cancel()
             await connection.aclose()
+            # Nothing may write once the descriptor is closed: its number could be reused by a
+            # file a card opens, and a late notification would land in that file.
+            writer.closed = True
 
 
 class _Route:
@@ -152,6 +155,8 @@ async def _read_frames(fd: int, feed: Callable[[bytes], None], oversized: Callab
     def readable() -> None:
         try:
             chunk = os.read(fd, READ_SIZE)
+        except BlockingIOError:  # a non-blocking stdin woken without data: wait for more
+            return
         except OSError as exc:
             chunk = b""
             logger.warning("reading stdin failed: %s", exc)
