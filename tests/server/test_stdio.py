@@ -105,8 +105,8 @@ class RawServer:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return result  # type: ignore[no-any-return]
 
-    def call(self, request_id: Any, name: str, **arguments: Any) -> dict[str, Any]:
-        return self.answer(request_id, "tools/call", {"name": name, "arguments": arguments})
+    def call(self, request_id: Any, tool: str, **arguments: Any) -> dict[str, Any]:
+        return self.answer(request_id, "tools/call", {"name": tool, "arguments": arguments})
 
     def close(self) -> int:
         assert self.process.stdin is not None
@@ -390,3 +390,21 @@ def test_a_client_pinned_to_the_stateless_protocol_is_served_by_the_sdk(team_yam
             return c.protocol_version, echoed.content[0].text, whoami.content[0].text  # type: ignore[union-attr]
 
     assert asyncio.run(main()) == ("2026-07-28", "modern", "@pinned")
+
+
+def test_facade_mode_lists_the_meta_tools_and_hot_tools_and_calls_through_them(team_yaml: Path) -> None:
+    server = RawServer(team_yaml, "--facade", "--hot-tool", "echo")
+    try:
+        server.initialize()
+        listed = [tool["name"] for tool in server.answer(1, "tools/list")["result"]["tools"]]
+        assert listed == ["search_tools", "describe_tool", "call_tool", "echo"]
+        found = server.call(2, "search_tools", query="repeat some text")["result"]["structuredContent"]["result"]
+        assert found[0]["name"] == "echo"
+        assert text(server.call(3, "call_tool", name="whoami")) == "@raw-client"
+        assert text(server.call(4, "stats")).startswith("{")  # unlisted tools stay callable by name
+        missing = server.call(5, "call_tool", name="ech")["result"]
+        assert missing["isError"] and "Did you mean echo" in missing["content"][0]["text"]
+        context = server.answer(6, "prompts/get", {"name": "motd"})["result"]["messages"][0]["content"]["text"]
+        assert context.startswith("Be kind.")
+    finally:
+        server.kill()
