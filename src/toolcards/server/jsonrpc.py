@@ -27,7 +27,7 @@ import asyncio
 import functools
 import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 __all__ = [
@@ -158,12 +158,14 @@ class Dispatcher:
             return
         task = asyncio.ensure_future(self._answer(request_id, method, answer))
         self._running[request_id] = task
-        task.add_done_callback(functools.partial(self._finished, request_id))
+        task.add_done_callback(functools.partial(self._finished, request_id, answer))
 
-    def _finished(self, request_id: RequestId, task: asyncio.Task[None]) -> None:
+    def _finished(self, request_id: RequestId, answer: Awaitable[Any], task: asyncio.Task[None]) -> None:
         # Only this task's entry: after a cancellation the peer may reuse the id at once.
         if self._running.get(request_id) is task:
             del self._running[request_id]
+        if isinstance(answer, Coroutine):
+            answer.close()  # cancelled before it started: closed, so it is not reported as never awaited
 
     def _notification(self, method: str, params: Any) -> None:
         if not isinstance(params, (dict, type(None))):
