@@ -3,8 +3,8 @@
 One client, newline-delimited JSON-RPC frames on stdin and stdout, spoken by
 :class:`~toolcards.server.connection.McpConnection` (the handshake protocol, which every
 client can speak). Nothing here imports ``mcp``, its types, anyio or an HTTP stack: the
-SDK's import alone took about a second before a first answer, several times what the rest
-of start-up costs. Only a client that opens in the stateless 2026-07-28 protocol without
+SDK's import alone took about a second before a first answer, about twice what the rest of
+start-up costs. Only a client that opens in the stateless 2026-07-28 protocol without
 asking first is handed to the SDK's server (:mod:`~toolcards.server.stateless_stdio`).
 
 stdout carries the protocol and nothing else: while serving, file descriptor 1 points at
