@@ -8,6 +8,7 @@ import asyncio
 import json
 import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -408,3 +409,19 @@ def test_facade_mode_lists_the_meta_tools_and_hot_tools_and_calls_through_them(t
         assert context.startswith("Be kind.")
     finally:
         server.kill()
+
+
+def test_a_signal_as_stdin_closes_does_not_cut_the_flush_short(team_yaml: Path) -> None:
+    # stdin's end and SIGTERM reach the server together (a client that closes its pipe and
+    # then stops the server); whichever it sees first, it flushes and exits 0. A race, so
+    # tried a few times.
+    for _ in range(4):
+        server = RawServer(team_yaml)
+        try:
+            server.initialize()
+            assert server.process.stdin is not None
+            server.process.stdin.close()
+            server.process.send_signal(signal.SIGTERM)
+            assert server.process.wait(timeout=TIMEOUT_S) == 0, b"".join(server.stderr).decode()
+        finally:
+            server.kill()

@@ -275,7 +275,7 @@ async def _serve_stdio(team_server: TeamServer) -> None:
     stopping: list[int] = []
 
     def on_signal(signum: int) -> None:
-        if not stopping:  # a second signal while flushing changes nothing: the flush finishes
+        if not stopping:  # once stopping (or closing after stdin ended), the flush must finish
             stopping.append(signum)
             progress(f"{signal.Signals(signum).name}: stopping")
             serving.cancel()
@@ -289,8 +289,10 @@ async def _serve_stdio(team_server: TeamServer) -> None:
         if not stopping:
             raise
     finally:
+        # A signal from here on (say stdin closed and SIGTERM came at once) must not cancel the flush.
+        stopping.append(0)
         progress("ending sessions and flushing state")
-        await asyncio.shield(team_server.aclose())
+        await team_server.aclose()
         progress("stopped")
 
 
