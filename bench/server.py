@@ -5,9 +5,11 @@ the cost of the transport, the MCP SDK, identity lookup and the call pipeline. T
 runs as a real subprocess (``python -m toolcards.cli serve``) on the same 2-core machine
 as the clients, so both compete for the CPU.
 
-Beside it runs a bare server on the same SDK (:mod:`bench._bare_mcp_server`: the low-level
-``Server``, the same ``echo`` tool, nothing of ours), measured in the same rounds, turn
-about, so that the difference between the two is our own cost and not the machine's mood.
+Beside it runs a bare server on the official SDK (:mod:`bench._bare_mcp_server`: the
+low-level ``Server``, the same ``echo`` tool, nothing of ours), measured in the same rounds,
+turn about. Over stdio ``toolcards serve`` no longer runs on the SDK
+(:mod:`toolcards.server.stdio`), so there "ours minus bare" is what our server costs next to
+the SDK's, negative when ours is cheaper; in-process and over HTTP both still run on the SDK.
 
 Rows (median milliseconds per call; the note gives the aggregate calls per second):
 
@@ -16,10 +18,14 @@ Rows (median milliseconds per call; the note gives the aggregate calls per secon
 * stdio, 1 caller: toolcards, the bare server and our overhead, in interleaved rounds;
   8 callers sharing the one stdio session (a stdio server has one client; 8 concurrent
   requests are pipelined on it);
+* stdio with raw frames (no client library: the SDK client's own work per call is larger
+  than a server's): ``ping`` (the protocol floor; the Node reference servers answer in
+  ~0.29 ms) and the ``echo`` call, toolcards and the bare server, interleaved;
 * HTTP, 1 client, and 8 clients, each its own ``mcp.Client`` and agent (``X-Agent-Name``);
 * start-up: from launching the server (stdio) to the answer of its first tool call,
-  toolcards and the bare server launched turn about; target <= 250 ms. The bare server's
-  start-up is the SDK's floor (mostly ``import mcp``).
+  toolcards and the bare server launched turn about; target <= 250 ms. The client is the
+  SDK's in its default mode, so toolcards' figure includes the refused ``server/discover``
+  probe and the handshake that follows it.
 
 ``run()`` returns :class:`~bench.timing.Case` rows; nothing is asserted. Without the ``mcp``
 extra the group is skipped.
@@ -28,6 +34,7 @@ extra the group is skipped.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -204,6 +211,13 @@ async def _bench(root: Path) -> list[Case]:
         rows.append(_overhead("stdio: our overhead per call", stdio["toolcards"][0], stdio["bare"][0]))
         row(f"stdio, {CONCURRENT} callers on one session", await _measure([ours], CONCURRENT, CALLS_EACH))
 
+    raw = await _raw_interleaved({"toolcards": serve, "bare": BARE_COMMAND}, env)
+    for kind in ("ping", "echo"):
+        rows.append(
+            Case.timed(f"stdio raw frames, {kind}", raw["toolcards", kind], "JSON-RPC frames, no client library")
+        )
+        rows.append(Case.timed(f"stdio raw frames, {kind}, bare SDK server", raw["bare", kind], "the same frames"))
+
     starts: dict[str, list[float]] = {"toolcards": [], "bare": []}
     for command in (serve, BARE_COMMAND):  # warm-up: bytecode written, files in the page cache
         async with _stdio_client(command, env) as client:
@@ -227,7 +241,7 @@ async def _bench(root: Path) -> list[Case]:
         Case.timed(
             "stdio start-up to first answer, bare SDK server",
             bare_start,
-            f"the SDK's floor (mostly importing mcp); launched turn about with toolcards; median of {STARTS}",
+            f"importing mcp is most of it; launched turn about with toolcards; median of {STARTS}",
         )
     )
     rows.append(
@@ -245,6 +259,69 @@ async def _bench(root: Path) -> list[Case]:
             clients = [await stack.enter_async_context(_http_client(url, f"bench-{i}")) for i in range(CONCURRENT)]
             row(f"HTTP, {CONCURRENT} clients", await _measure(clients, CONCURRENT, CALLS_EACH))
     return rows
+
+
+class _RawStdio:
+    """A stdio server spoken to with raw JSON-RPC frames, after the handshake."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.next_id = 0
+
+    async def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.next_id += 1
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        while True:
+            answer: dict[str, Any] = json.loads(await self.process.stdout.readline())
+            if answer.get("id") == self.next_id:
+                if "result" not in answer:
+                    raise RuntimeError(f"{method} failed: {answer}")
+                return answer
+
+
+async def _raw_interleaved(commands: dict[str, list[str]], env: dict[str, str]) -> dict[tuple[str, str], Stats]:
+    """Per server and kind (``ping``, ``echo``), the statistics of raw-frame round trips."""
+    calls = {"ping": ("ping", None), "echo": ("tools/call", {"name": "echo", "arguments": {"text": "ping"}})}
+    servers: dict[str, _RawStdio] = {}
+    try:
+        for name, command in commands.items():
+            process = await asyncio.create_subprocess_exec(
+                *command,
+                cwd=REPO,
+                env=env,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                limit=1 << 24,
+            )
+            server = servers[name] = _RawStdio(process)
+            info = {"name": "bench", "version": "1"}
+            await server.request(
+                "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": info}
+            )
+            assert process.stdin is not None
+            process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            for method, params in calls.values():
+                for _ in range(WARMUP):
+                    await server.request(method, params)
+        samples: dict[tuple[str, str], list[float]] = {(name, kind): [] for name in servers for kind in calls}
+        for _ in range(ROUNDS):
+            for name, server in servers.items():
+                for kind, (method, params) in calls.items():
+                    for _ in range(CALLS_ONE // ROUNDS):
+                        started = time.perf_counter()
+                        await server.request(method, params)
+                        samples[name, kind].append((time.perf_counter() - started) * 1000)
+        return {key: Stats.of(values) for key, values in samples.items()}
+    finally:
+        for server in servers.values():
+            if server.process.stdin is not None:
+                server.process.stdin.close()
+            await server.process.wait()
 
 
 @asynccontextmanager

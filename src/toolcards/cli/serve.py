@@ -27,11 +27,11 @@ flushes their state, before the process exits.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import importlib
-import os
+import importlib.util
 import signal
 import socket
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,10 +45,6 @@ if TYPE_CHECKING:
     from toolcards.server.config import ServeConfig
 
 __all__ = ["build_config", "endpoint_path", "register", "run"]
-
-# When stdin stays open after a signal, the SDK's stdin reader thread cannot be interrupted:
-# once the state is flushed, give the transport this long to end before exiting anyway.
-STUCK_TRANSPORT_GRACE_S = 3.0
 
 MCP_EXTRA_HINT = "pip install 'toolcards[mcp]'"
 
@@ -109,10 +105,15 @@ def endpoint_path(text: str) -> str:
 
 
 def _require_mcp_extra(http: bool) -> None:
-    modules = ["mcp.server", "mcp_types", *(["uvicorn", "starlette"] if http else [])]
+    # Over HTTP the SDK serves, so it must import. The stdio server does not use it (its
+    # import is most of a second): there, finding the extra's packages is enough.
+    modules = ["mcp.server", "mcp_types", "uvicorn", "starlette"] if http else ["mcp", "mcp_types"]
     for module in modules:
         try:
-            importlib.import_module(module)
+            if http:
+                importlib.import_module(module)
+            elif importlib.util.find_spec(module) is None:
+                raise ModuleNotFoundError(f"No module named {module!r}", name=module)
         except ImportError as exc:
             raise ImportError(
                 f"toolcards serve needs the mcp extra, which is missing or broken ({one_line(exc)}): {MCP_EXTRA_HINT}"
@@ -196,12 +197,9 @@ def run(args: argparse.Namespace) -> int:
     config = build_config(args)
     _check_cards(config, args)
 
-    import anyio
-
     from toolcards.server.app import TeamServer
-    from toolcards.server.http import listen
 
-    sockets = listen(args.host, args.port) if http else []
+    sockets = _listen(args) if http else []
     try:
         location = open_team_store(args)
         kinds = ", ".join(str(card["kind"]) for card in config.cards) or "no cards"
@@ -216,11 +214,22 @@ def run(args: argparse.Namespace) -> int:
         except BaseException:
             team_server.close()
             raise
-        anyio.run(_serve, team_server, args, sockets, hub)
+        if http:
+            import anyio
+
+            anyio.run(_serve, team_server, args, sockets, hub)
+        else:
+            asyncio.run(_serve_stdio(team_server))
     finally:
         for sock in sockets:
             sock.close()
     return 0
+
+
+def _listen(args: argparse.Namespace) -> list[socket.socket]:
+    from toolcards.server.http import listen
+
+    return listen(args.host, args.port)
 
 
 def _serving_message(team_id: str, url: str, args: argparse.Namespace) -> str:
@@ -257,24 +266,45 @@ def _dashboard(team_server: TeamServer) -> Any:
     return dashboard_for(team_server.team, team_server.config.build_cards())
 
 
-async def _serve(
-    team_server: TeamServer, args: argparse.Namespace, sockets: list[socket.socket], hub: Any = None
-) -> None:
-    import anyio
-
-    from toolcards.server.http import serve_http
+async def _serve_stdio(team_server: TeamServer) -> None:
     from toolcards.server.stdio import serve_stdio
 
-    stop = anyio.Event()
-    closed = anyio.Event()
+    loop = asyncio.get_running_loop()
+    serving = asyncio.current_task()
+    assert serving is not None
+    stopping: list[int] = []
 
-    async def close() -> None:
-        if closed.is_set():
-            return
-        closed.set()
+    def on_signal(signum: int) -> None:
+        if not stopping:  # once stopping (or closing after stdin ended), the flush must finish
+            stopping.append(signum)
+            progress(f"{signal.Signals(signum).name}: stopping")
+            serving.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, on_signal, signum)
+    try:
+        progress(f"serving team {team_server.config.team_id} over stdio")
+        await serve_stdio(team_server)
+    except asyncio.CancelledError:
+        if not stopping:
+            raise
+    finally:
+        # A signal from here on (say stdin closed and SIGTERM came at once) must not cancel the flush.
+        stopping.append(0)
         progress("ending sessions and flushing state")
         await team_server.aclose()
         progress("stopped")
+
+
+async def _serve(
+    team_server: TeamServer, args: argparse.Namespace, sockets: list[socket.socket], hub: Any = None
+) -> None:
+    """Serve over HTTP until a signal; uvicorn finishes its requests, then the team closes."""
+    import anyio
+
+    from toolcards.server.http import serve_http
+
+    stop = anyio.Event()
 
     try:
         async with anyio.create_task_group() as tasks:
@@ -284,48 +314,33 @@ async def _serve(
                     task_status.started()
                     async for signum in signals:
                         progress(f"{signal.Signals(signum).name}: stopping")
-                        if args.transport == "http":
-                            stop.set()  # uvicorn finishes its requests; the finally below closes
-                            return
-                        await close()
-                        _exit_if_stuck(STUCK_TRANSPORT_GRACE_S)
-                        tasks.cancel_scope.cancel()
+                        stop.set()  # uvicorn finishes its requests; the finally below closes
                         return
 
             # Handlers first: a signal after "serving" is announced must stop us cleanly.
             await tasks.start(on_signal)
-            if args.transport == "stdio":
-                await team_server.astart()
-                progress(f"serving team {team_server.config.team_id} over stdio")
-                await serve_stdio(team_server)
-            else:
-                fallback = None
-                if hub is not None:
-                    from toolcards.dashboard.app import dashboard_app
+            fallback = None
+            if hub is not None:
+                from toolcards.dashboard.app import dashboard_app
 
-                    fallback = dashboard_app(hub, loopback_only=args.no_token)
-                await serve_http(
-                    team_server,
-                    host=args.host,
-                    port=args.port,
-                    token=args.token,
-                    no_token=args.no_token,
-                    path=args.path,
-                    allowed_hosts=args.allow_host,
-                    sockets=sockets,
-                    stop=stop,
-                    on_ready=lambda url: _announce(team_server.config.team_id, url, args, hub is not None),
-                    fallback=fallback,
-                    on_stop=hub.close if hub is not None else None,
-                )
+                fallback = dashboard_app(hub, loopback_only=args.no_token)
+            await serve_http(
+                team_server,
+                host=args.host,
+                port=args.port,
+                token=args.token,
+                no_token=args.no_token,
+                path=args.path,
+                allowed_hosts=args.allow_host,
+                sockets=sockets,
+                stop=stop,
+                on_ready=lambda url: _announce(team_server.config.team_id, url, args, hub is not None),
+                fallback=fallback,
+                on_stop=hub.close if hub is not None else None,
+            )
             tasks.cancel_scope.cancel()
     finally:
         with anyio.CancelScope(shield=True):
-            await close()
-
-
-def _exit_if_stuck(grace_s: float) -> None:
-    # State is flushed by now; exiting without unwinding loses nothing.
-    timer = threading.Timer(grace_s, os._exit, args=(0,))
-    timer.daemon = True
-    timer.start()
+            progress("ending sessions and flushing state")
+            await team_server.aclose()
+            progress("stopped")

@@ -9,8 +9,13 @@
     await team.aclose()              # agents leave, actors flush their state
 
 * :mod:`~toolcards.server.config` — the team config file (``team_id``, ``cards``, facade options);
-* :mod:`~toolcards.server.app` — :class:`TeamServer`: the MCP low-level ``Server``,
-  tools through the one pipeline, errors as ``isError`` results;
+* :mod:`~toolcards.server.app` — :class:`TeamServer`: the team, its sessions, tools through
+  the one pipeline, errors as ``isError`` results, every answer as a wire dict;
+* :mod:`~toolcards.server.sdk` — the SDK's low-level ``Server`` over a ``TeamServer`` (HTTP,
+  in-process clients);
+* :mod:`~toolcards.server.jsonrpc`, :mod:`~toolcards.server.connection` — JSON-RPC framing and
+  MCP's handshake protocol without the SDK (stdio), :mod:`~toolcards.server.call_span` its
+  tracing span, :mod:`~toolcards.server.stateless_stdio` the stateless protocol handed to the SDK;
 * :mod:`~toolcards.server.session` — one agent of the team per client;
 * :mod:`~toolcards.server.facade` — ``search_tools`` / ``describe_tool`` / ``call_tool``;
 * :mod:`~toolcards.server.resources` — system prompts as resources and prompts, with
@@ -20,7 +25,8 @@
   token on every request (generated unless given), host checks.
 
 This package is an adapter: it imports the core and the actor runtime, never a domain
-package (cards come from the config). ``mcp`` and ``uvicorn`` load when a server is built.
+package (cards come from the config). ``mcp`` and ``uvicorn`` load when the SDK server is
+built (HTTP, in-process clients); serving stdio never loads them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,11 @@
-"""``TeamServer``: one team's cards served over MCP with the SDK's low-level ``Server``.
+"""``TeamServer``: one team's cards served over MCP, whichever server speaks the protocol.
 
-What a client sees:
+:class:`TeamServer` holds everything that does not depend on how the protocol is spoken:
+the team and its sessions, the calls, and every result as a plain wire dict (camelCase keys,
+JSON-ready). Two servers speak MCP with it: the stdio server
+(:mod:`toolcards.server.stdio`, which never imports the SDK) and the SDK's low-level
+``Server`` (:attr:`TeamServer.server`, built by :mod:`toolcards.server.sdk`; streamable HTTP
+and in-process ``mcp.Client`` use it). What a client sees is the same on both:
 
 * ``tools/list``: every TOOL_CALL capability, with exactly the schema the pydantic-ai
   channel uses (``Tool.parameters_schema``); in facade mode, ``search_tools``,
@@ -45,6 +50,7 @@ from toolcards.core.channels import Channels
 from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.server.config import ServeConfig
 from toolcards.server.facade import CALL_TOOL, META_TOOLS, ToolCatalog, meta_tools, summary, unknown_tool_message
+from toolcards.server.jsonrpc import INVALID_PARAMS, RequestError
 from toolcards.server.resources import (
     PROMPT_MIME_TYPE,
     ResourceNotifier,
@@ -52,19 +58,17 @@ from toolcards.server.resources import (
     prompt_uri,
     render_prompt,
 )
-from toolcards.server.results import error_result, to_call_result
+from toolcards.server.results import call_failure, call_result, error_wire
 from toolcards.server.session import DEFAULT_IDLE_TIMEOUT_S, AgentSession, AgentSessions, agent_name
 
 if TYPE_CHECKING:
-    import mcp_types
     from mcp.server import Server
-    from mcp.server.context import ServerRequestContext
 
     from toolcards.actors.system import ActorSystem
     from toolcards.core.card import ToolCard
     from toolcards.core.tool import Tool
 
-__all__ = ["AGENT_HEADER", "TeamServer"]
+__all__ = ["AGENT_HEADER", "RESOURCE_NOT_FOUND", "TeamServer"]
 
 logger = logging.getLogger("toolcards.server")
 
@@ -72,6 +76,7 @@ AGENT_HEADER = "x-agent-name"
 """The HTTP header naming the agent a request acts as."""
 
 RESOURCE_NOT_FOUND = -32002
+"""The MCP error code for a resource URI the server does not have."""
 SWEEP_INTERVAL_S = 60.0
 
 # A client sends its name with every request: clean each distinct name once, not per call.
@@ -79,7 +84,7 @@ _declared_agent_name = functools.lru_cache(maxsize=1024)(agent_name)
 
 
 class TeamServer:
-    """A team served over MCP: its actors, one agent per client, and the MCP ``Server``.
+    """A team served over MCP: its actors, one agent per client, and every answer in wire form.
 
     Args:
         config: The team and how it is offered.
@@ -89,11 +94,11 @@ class TeamServer:
         idle_timeout_s: Close a connection-less client's agent after this long idle.
         cards: Where each agent's cards come from (default: ``config.build_cards``).
 
-    Use :attr:`server` with a transport (:func:`~toolcards.server.stdio.serve_stdio`,
-    :func:`~toolcards.server.http.serve_http`, or ``mcp.Client(team_server.server)`` in
-    tests). The team starts on the first request (or :meth:`start`); :meth:`close` ends
-    every session and, if this object created the actor system, stops it, which flushes
-    every actor's state.
+    Serve it with :func:`~toolcards.server.stdio.serve_stdio`, or use :attr:`server` (the
+    SDK's ``Server``) with :func:`~toolcards.server.http.serve_http` or
+    ``mcp.Client(team_server.server)`` in tests. The team starts on the first request (or
+    :meth:`start`); :meth:`close` ends every session and, if this object created the actor
+    system, stops it, which flushes every actor's state.
 
     Raises:
         WiringError: ``agent_name`` has no usable character (checked before any actor starts).
@@ -134,7 +139,8 @@ class TeamServer:
         self._closed = False
         self._server: Server[Any] | None = None
         self._bus: Any = None
-        self._listen_handler: Any = None
+        self.listen_handler: Any = None
+        """The SDK's ``subscriptions/listen`` handler, once :attr:`server` is built."""
         self._notifier: ResourceNotifier | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._leases: weakref.WeakKeyDictionary[Any, dict[str, AgentSession]] = weakref.WeakKeyDictionary()
@@ -148,10 +154,18 @@ class TeamServer:
 
     @property
     def server(self) -> Server[Any]:
-        """The MCP low-level ``Server`` (built on first access)."""
+        """The SDK's low-level ``Server`` over this team (built on first access; imports ``mcp``)."""
         with self._lock:
             if self._server is None:
-                self._server = self._build()
+                from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+
+                from toolcards.server.sdk import sdk_server
+
+                self._bus = InMemorySubscriptionBus()
+                self.listen_handler = ListenHandler(self._bus)
+                if self._notifier is not None:
+                    self._notifier.bus = self._bus
+                self._server = sdk_server(self)
             return self._server
 
     def start(self) -> None:
@@ -161,8 +175,6 @@ class TeamServer:
         Raises:
             WiringError: the cards cannot be bound, or ``hot_tools`` names unknown tools.
         """
-        server = self.server  # the subscription bus exists from here on
-        del server
         with self._start_lock:
             if self._started:
                 return
@@ -177,7 +189,8 @@ class TeamServer:
                     f"The team's tools are: {', '.join(sorted(callable_tools)) or 'none'}."
                 )
             prompts = {tool.name: tool.card for tool in catalog.tools(Channels.SYSTEM_PROMPT)}
-            self._notifier = ResourceNotifier(self.config.team_id, prompts, self._bus)
+            with self._lock:  # the SDK server, built meanwhile, hands its bus over under this lock
+                self._notifier = ResourceNotifier(self.config.team_id, prompts, self._bus)
             self._unsubscribe = self.team.subscribe(self._notifier.on_event)
             self._started = True
         logger.info("team %s ready: %d tools, %d prompts", self.config.team_id, len(callable_tools), len(prompts))
@@ -185,9 +198,7 @@ class TeamServer:
     async def astart(self) -> None:
         """:meth:`start` without blocking the event loop; notifications go to this loop."""
         if not self._started:
-            import anyio
-
-            await anyio.to_thread.run_sync(self.start)
+            await asyncio.to_thread(self.start)
         assert self._notifier is not None
         loop = asyncio.get_running_loop()
         self._notifier.attach(loop)
@@ -212,107 +223,95 @@ class TeamServer:
 
     async def aclose(self) -> None:
         """:meth:`close` from the event loop: ends listen streams, then closes in a thread."""
-        import anyio
+        if self.listen_handler is not None:
+            self.listen_handler.close()
+        await asyncio.to_thread(self.close)
 
-        if self._listen_handler is not None:
-            self._listen_handler.close()
-        await anyio.to_thread.run_sync(self.close)
+    # -- who calls ----------------------------------------------------------------------------
 
-    # -- identity ---------------------------------------------------------------------------
-
-    def identify(self, ctx: ServerRequestContext[Any, Any]) -> str:
-        """The agent name a request acts as (see the module docstring for the order)."""
-        headers = getattr(ctx.request, "headers", None)
-        if headers is not None:
-            declared = headers.get(AGENT_HEADER)
-            if declared:
-                return _declared_agent_name(declared)
+    def agent_key(self, declared: str | None, *, header: str | None = None) -> str:
+        """The agent name a request acts as: ``header`` (``X-Agent-Name``), else the fixed
+        ``agent_name``, else the name the client ``declared`` (``clientInfo.name``)."""
+        if header:
+            return _declared_agent_name(header)
         if self.agent_name:
             return self.agent_name
-        params = ctx.session.client_params
-        return _declared_agent_name(params.client_info.name if params is not None else None)
+        return _declared_agent_name(declared)
 
-    async def session_for(self, ctx: ServerRequestContext[Any, Any]) -> AgentSession:
-        """The calling client's session, opened on first use (without blocking the loop).
+    async def open_session(self, key: str) -> AgentSession:
+        """The session of agent ``key`` for a connection-less client (the stateless protocol),
+        opened on first use without blocking the loop; it closes when idle."""
+        await self._ready()
+        session = self.sessions.get(key)
+        if session is None or session.closed:
+            session = await asyncio.to_thread(self.sessions.open, key)
+        return session
 
-        On the handshake protocol the session is leased by the connection and released
-        when the connection closes; on the stateless protocol it lives until idle.
+    async def lease(self, holder: Any, key: str) -> AgentSession:
+        """The session of agent ``key`` held by connection ``holder`` until :meth:`release`.
+
+        One lease per agent per connection, also when concurrent requests race for it.
+        ``holder`` is kept by a weak reference.
         """
-        import anyio
-
-        if self._loop is not asyncio.get_running_loop():  # once per loop: the team is started there
-            await self.astart()
-        self._maybe_sweep()
-        key = self.identify(ctx)
-        # The SDK keeps the connection on the per-request session without a public accessor.
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is None or ctx.protocol_version in _modern_versions():
-            session = self.sessions.get(key)
-            if session is None or session.closed:
-                session = await anyio.to_thread.run_sync(self.sessions.open, key)
-            return session
-        held = self._leases.get(connection)
+        await self._ready()
+        held = self._leases.get(holder)
         if held is None:
             held = {}
-            self._leases[connection] = held
-            connection.exit_stack.push_async_callback(self._connection_closed, connection)
+            self._leases[holder] = held
         session = held.get(key)
         if session is not None and not session.closed:
             return session
-        session = await anyio.to_thread.run_sync(self.sessions.lease, key)
+        session = await asyncio.to_thread(self.sessions.lease, key)
         current = held.get(key)
         if current is not None and not current.closed:
             # A concurrent request on this connection leased first: one lease per connection.
-            await anyio.to_thread.run_sync(self.sessions.release, session)
+            await asyncio.to_thread(self.sessions.release, session)
             return current
         held[key] = session
         return session
 
-    async def _connection_closed(self, connection: Any) -> None:
-        import anyio
-
-        held = self._leases.pop(connection, None) or {}
+    async def release(self, holder: Any) -> None:
+        """Connection ``holder`` ended: drop its leases and resource subscriptions."""
+        held = self._leases.pop(holder, None) or {}
         if self._notifier is not None:
-            self._notifier.forget(connection)
+            self._notifier.forget(holder)
         for session in held.values():
-            await anyio.to_thread.run_sync(self.sessions.release, session)
+            await asyncio.to_thread(self.sessions.release, session)
 
-    def _maybe_sweep(self) -> None:
+    async def _ready(self) -> None:
+        if self._loop is not asyncio.get_running_loop():  # once per loop: the team is started there
+            await self.astart()
         now = time.monotonic()
-        if now - self._last_sweep < SWEEP_INTERVAL_S:
-            return
-        self._last_sweep = now
-        asyncio.get_running_loop().run_in_executor(None, self.sessions.sweep)
+        if now - self._last_sweep >= SWEEP_INTERVAL_S:
+            self._last_sweep = now
+            asyncio.get_running_loop().run_in_executor(None, self.sessions.sweep)
 
-    # -- the MCP server ---------------------------------------------------------------------
+    # -- what the server is -----------------------------------------------------------------
 
-    def _build(self) -> Server[Any]:
-        from mcp.server import Server
-        from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+    @functools.cached_property
+    def server_info(self) -> dict[str, str]:
+        """``serverInfo``: the config's name and toolcards' version."""
+        return {"name": self.config.name, "version": _version()}
 
-        self._bus = InMemorySubscriptionBus()
-        self._listen_handler = ListenHandler(self._bus)
-        return Server(
-            self.config.name,
-            version=_version(),
-            instructions=self._instructions(),
-            on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
-            on_list_resources=self._list_resources,
-            on_read_resource=self._read_resource,
-            on_subscribe_resource=self._subscribe,
-            on_unsubscribe_resource=self._unsubscribe_resource,
-            on_subscriptions_listen=self._listen,
-            on_list_prompts=self._list_prompts,
-            on_get_prompt=self._get_prompt,
-        )
-
-    def _instructions(self) -> str:
+    @functools.cached_property
+    def instructions(self) -> str:
+        """What the server tells the client about itself (``instructions``)."""
         team = self.config.team_id
         text = f"Tools of team {team}; you act as one of its agents. Shared context: resources toolcards://{team}/*."
         if self.config.facade:
             text += " Find tools with search_tools, see arguments with describe_tool, run them with call_tool."
         return text
+
+    def capabilities(self) -> dict[str, Any]:
+        """The handshake protocol's ``capabilities``: tools, prompts, and resources one can
+        subscribe to (no list changes: a team's tools and prompts are fixed)."""
+        return {
+            "prompts": {"listChanged": False},
+            "resources": {"listChanged": False, "subscribe": True},
+            "tools": {"listChanged": False},
+        }
+
+    # -- tools ------------------------------------------------------------------------------
 
     def _facade(self, session: AgentSession) -> tuple[ToolCatalog, dict[str, Tool]]:
         facade = self._facades.get(session)
@@ -330,35 +329,29 @@ class TeamServer:
         hot = [session.tools[name] for name in self.config.hot_tools if name in session.tools]
         return [*metas.values(), *hot]
 
-    async def _list_tools(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
-    ) -> mcp_types.ListToolsResult:
-        import mcp_types
-
-        session = await self.session_for(ctx)
-        return mcp_types.ListToolsResult(
-            tools=[
-                mcp_types.Tool(name=tool.name, description=tool.description, input_schema=tool.parameters_schema)
+    def tools_page(self, session: AgentSession) -> dict[str, Any]:
+        """The ``tools/list`` result for ``session``."""
+        return {
+            "tools": [
+                {"name": tool.name, "description": tool.description, "inputSchema": tool.parameters_schema}
                 for tool in self.listed_tools(session)
             ]
-        )
-
-    async def _call_tool(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.CallToolRequestParams
-    ) -> mcp_types.CallToolResult:
-        call_id = None if ctx.request_id is None else str(ctx.request_id)
-        try:
-            session = await self.session_for(ctx)
-            return await self.call(session, params.name, params.arguments, call_id=call_id)
-        except Exception as exc:
-            # Whatever happens, the model gets a result it can read, not "Internal server error".
-            logger.exception("tools/call %s failed", params.name)
-            return error_result(f"{params.name} failed: {type(exc).__name__}: {exc}")
+        }
 
     async def call(
         self, session: AgentSession, name: str, arguments: Any, *, call_id: str | None = None
-    ) -> mcp_types.CallToolResult:
-        """Run tool ``name`` (or a facade meta tool) for ``session``; failures are results."""
+    ) -> dict[str, Any]:
+        """The ``tools/call`` result of tool ``name`` (or a facade meta tool) for ``session``.
+
+        Never raises for the tool's sake: every failure is a result with ``isError`` and a
+        message the model can act on, never "Internal server error".
+        """
+        try:
+            return await self._call(session, name, arguments, call_id)
+        except Exception as exc:
+            return call_failure(name, exc)
+
+    async def _call(self, session: AgentSession, name: str, arguments: Any, call_id: str | None) -> dict[str, Any]:
         if self.config.facade and name in META_TOOLS:
             catalog, metas = self._facade(session)
             if name != CALL_TOOL:
@@ -367,57 +360,60 @@ class TeamServer:
                 request = metas[CALL_TOOL].args.validate(CALL_TOOL, arguments or {})
                 target = catalog.resolve(request["name"])
             except RetriableError as exc:
-                return error_result(str(exc))
+                return error_wire(str(exc))
             return await self._run(target, request["arguments"] or {}, call_id)
         tool = session.tools.get(name)
         if tool is None:
-            return error_result(unknown_tool_message(name, session.tools, facade=self.config.facade))
+            return error_wire(unknown_tool_message(name, session.tools, facade=self.config.facade))
         return await self._run(tool, arguments, call_id)
 
-    async def _run(self, tool: Tool, arguments: Any, call_id: str | None) -> mcp_types.CallToolResult:
+    async def _run(self, tool: Tool, arguments: Any, call_id: str | None) -> dict[str, Any]:
         try:
             value = await tool.call(
                 arguments, channel=Channels.TOOL_CALL, call_id=call_id, approved=self.config.approve_all
             )
         except ApprovalRequired as exc:
             if not exc.deferrable:  # an approver of the session's factory refused it
-                return error_result(str(exc))
-            return error_result(
+                return error_wire(str(exc))
+            return error_wire(
                 f"{tool.name} needs a human's approval, which this MCP server cannot ask for, so it did not run. "
                 "Tell the user what you wanted to do; the operator can allow such tools with --approve-all."
             )
         except (RetriableError, ToolFailed) as exc:
-            return error_result(str(exc))
-        return to_call_result(value, uri_prefix=f"toolcards://{self.config.team_id}/{tool.name}")
+            return error_wire(str(exc))
+        return call_result(value, uri_prefix=f"toolcards://{self.config.team_id}/{tool.name}")
 
     # -- resources and prompts --------------------------------------------------------------
 
-    async def _list_resources(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
-    ) -> mcp_types.ListResourcesResult:
-        import mcp_types
-
-        session = await self.session_for(ctx)
-        return mcp_types.ListResourcesResult(
-            resources=[
-                mcp_types.Resource(
-                    uri=prompt_uri(self.config.team_id, name),
-                    name=name,
-                    description=summary(tool.description),
-                    mime_type=PROMPT_MIME_TYPE,
-                )
+    def resources_page(self, session: AgentSession) -> dict[str, Any]:
+        """The ``resources/list`` result: one resource per system prompt."""
+        return {
+            "resources": [
+                {
+                    "uri": prompt_uri(self.config.team_id, name),
+                    "name": name,
+                    "description": summary(tool.description),
+                    "mimeType": PROMPT_MIME_TYPE,
+                }
                 for name, tool in session.prompts.items()
             ]
-        )
+        }
+
+    def prompts_page(self, session: AgentSession) -> dict[str, Any]:
+        """The ``prompts/list`` result: one argument-less prompt per system prompt."""
+        return {
+            "prompts": [
+                {"name": name, "description": summary(tool.description), "arguments": []}
+                for name, tool in session.prompts.items()
+            ]
+        }
 
     def _prompt_tool(self, session: AgentSession, name: str | None, what: str) -> Tool:
-        from mcp.shared.exceptions import MCPError
-
         tool = session.prompts.get(name) if name else None
         if tool is None:
             known = ", ".join(sorted(session.prompts)) or "none"
-            code = RESOURCE_NOT_FOUND if what == "resource" else -32602
-            raise MCPError(code=code, message=f"Unknown {what} {name!r}. Known: {known}.")
+            code = RESOURCE_NOT_FOUND if what == "resource" else INVALID_PARAMS
+            raise RequestError(code, f"Unknown {what} {name!r}. Known: {known}.")
         return tool
 
     def _as_served(self, session: AgentSession, text: str) -> str:
@@ -431,80 +427,39 @@ class TeamServer:
             return text
         return f"{text}\nThe tools named above are reached through {CALL_TOOL}(name, arguments)."
 
-    async def _read_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.ReadResourceRequestParams
-    ) -> mcp_types.ReadResourceResult:
-        import mcp_types
+    async def read_resource(self, session: AgentSession, uri: str) -> dict[str, Any]:
+        """The ``resources/read`` result for ``uri``, rendered for ``session``'s agent.
 
-        session = await self.session_for(ctx)
-        uri = str(params.uri)
+        Raises:
+            RequestError: ``uri`` is not one of the team's resources (``RESOURCE_NOT_FOUND``).
+        """
         tool = self._prompt_tool(session, prompt_name(self.config.team_id, uri) or uri, "resource")
         text = self._as_served(session, await render_prompt(tool))
-        return mcp_types.ReadResourceResult(
-            contents=[mcp_types.TextResourceContents(uri=uri, text=text, mime_type=PROMPT_MIME_TYPE)]
-        )
+        return {"contents": [{"uri": uri, "text": text, "mimeType": PROMPT_MIME_TYPE}]}
 
-    async def _list_prompts(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.PaginatedRequestParams | None
-    ) -> mcp_types.ListPromptsResult:
-        import mcp_types
+    async def get_prompt(self, session: AgentSession, name: str) -> dict[str, Any]:
+        """The ``prompts/get`` result for prompt ``name``, rendered for ``session``'s agent.
 
-        session = await self.session_for(ctx)
-        return mcp_types.ListPromptsResult(
-            prompts=[
-                mcp_types.Prompt(name=name, description=summary(tool.description), arguments=[])
-                for name, tool in session.prompts.items()
-            ]
-        )
-
-    async def _get_prompt(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.GetPromptRequestParams
-    ) -> mcp_types.GetPromptResult:
-        import mcp_types
-
-        session = await self.session_for(ctx)
-        tool = self._prompt_tool(session, params.name, "prompt")
+        Raises:
+            RequestError: no prompt is called ``name`` (invalid params).
+        """
+        tool = self._prompt_tool(session, name, "prompt")
         text = self._as_served(session, await render_prompt(tool))
-        return mcp_types.GetPromptResult(
-            description=summary(tool.description),
-            messages=[mcp_types.PromptMessage(role="user", content=mcp_types.TextContent(text=text))],
-        )
+        return {
+            "description": summary(tool.description),
+            "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+        }
 
-    async def _subscribe(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.SubscribeRequestParams
-    ) -> mcp_types.EmptyResult:
-        import mcp_types
+    def subscribe(self, holder: Any, uri: str) -> None:
+        """Send ``notifications/resources/updated`` for ``uri`` to connection ``holder``
+        (``async holder.send_resource_updated(uri)``) until it unsubscribes or ends."""
+        if self._notifier is not None:
+            self._notifier.subscribe(holder, uri)
 
-        await self.session_for(ctx)
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is not None and self._notifier is not None:
-            self._notifier.subscribe(connection, str(params.uri))
-        return mcp_types.EmptyResult()
-
-    async def _unsubscribe_resource(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.UnsubscribeRequestParams
-    ) -> mcp_types.EmptyResult:
-        import mcp_types
-
-        connection = getattr(ctx.session, "_connection", None)
-        if connection is not None and self._notifier is not None:
-            self._notifier.unsubscribe(connection, str(params.uri))
-        return mcp_types.EmptyResult()
-
-    async def _listen(
-        self, ctx: ServerRequestContext[Any, Any], params: mcp_types.SubscriptionsListenRequestParams
-    ) -> mcp_types.SubscriptionsListenResult:
-        await self.session_for(ctx)
-        result: mcp_types.SubscriptionsListenResult = await self._listen_handler(ctx, params)
-        return result
-
-
-@functools.cache
-def _modern_versions() -> frozenset[str]:
-    """The stateless protocol versions (no connection to lease a session to)."""
-    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
-
-    return frozenset(MODERN_PROTOCOL_VERSIONS)
+    def unsubscribe(self, holder: Any, uri: str) -> None:
+        """Stop :meth:`subscribe`."""
+        if self._notifier is not None:
+            self._notifier.unsubscribe(holder, uri)
 
 
 def _checked_agent_name(name: str | None) -> str | None:

@@ -11,8 +11,8 @@ The text is rendered for the agent reading it, so "your tasks" means the caller'
 When the team's state changes (an actor publishes ``StateChanged(source="#PlanningTool")``
 on the team's event log), :class:`ResourceNotifier` sends ``notifications/resources/updated``
 for the affected resources: to ``subscriptions/listen`` streams (the stateless protocol)
-and to connections that called ``resources/subscribe`` (the handshake protocol). Which
-resources a source affects is matched loosely on names (``#PlanningTool`` →
+and to connections that called ``resources/subscribe`` (the handshake protocol, on either
+server). Which resources a source affects is matched loosely on names (``#PlanningTool`` →
 ``PlanningTool``'s prompts, ``#WorkspaceActor:x`` → ``WorkspaceTool``'s); a source that
 matches no card notifies every prompt resource of the team.
 """
@@ -90,13 +90,14 @@ class ResourceNotifier:
     Args:
         team_id: The team whose events are watched.
         prompts: Prompt name → the class name of the card producing it.
-        bus: The ``SubscriptionBus`` feeding ``subscriptions/listen`` streams.
+        bus: The SDK's ``SubscriptionBus`` feeding ``subscriptions/listen`` streams, once
+            the SDK server exists (``None`` until then: nothing is published to it).
 
     :meth:`on_event` is the team subscriber: it runs on the orchestrator's thread and only
     hands the work to the event loop given to :meth:`attach`. Thread-safe.
     """
 
-    def __init__(self, team_id: str, prompts: Mapping[str, str], bus: Any) -> None:
+    def __init__(self, team_id: str, prompts: Mapping[str, str], bus: Any = None) -> None:
         self.team_id = team_id
         self.prompts = dict(prompts)
         self.bus = bus
@@ -114,7 +115,8 @@ class ResourceNotifier:
     # -- legacy per-connection subscriptions ------------------------------------------------
 
     def subscribe(self, connection: Any, uri: str) -> None:
-        """Send ``uri``'s updates to ``connection`` (a handshake-era ``resources/subscribe``)."""
+        """Send ``uri``'s updates to ``connection`` (a handshake-era ``resources/subscribe``):
+        anything with ``async send_resource_updated(uri)``."""
         with self._lock:
             _, uris = self._connections.setdefault(id(connection), (connection, set()))
             uris.add(uri)
@@ -158,14 +160,15 @@ class ResourceNotifier:
             self._flush_task = asyncio.get_running_loop().create_task(self._flush())
 
     async def _flush(self) -> None:
-        from mcp.server.subscriptions import ResourceUpdated
-
         try:
             while self._pending:
                 uris = sorted(self._pending)
                 self._pending.clear()
-                for uri in uris:
-                    await self.bus.publish(ResourceUpdated(uri=uri))
+                if self.bus is not None:
+                    from mcp.server.subscriptions import ResourceUpdated
+
+                    for uri in uris:
+                        await self.bus.publish(ResourceUpdated(uri=uri))
                 with self._lock:
                     targets = [
                         (conn, uri)

@@ -1,66 +1,90 @@
-"""A tool's return value (or failure) as an MCP ``CallToolResult``.
+"""A tool's return value (or failure) as an MCP ``tools/call`` result, in wire form.
 
-* ``str`` → one ``TextContent``;
+* ``str`` → one text part;
 * an image (an object with ``data: bytes`` and ``media_type: "image/..."``, such as
-  pydantic-ai's ``BinaryContent``) → ``ImageContent`` (base64); audio → ``AudioContent``;
+  pydantic-ai's ``BinaryContent``) → an image part (base64); audio → an audio part;
   other bytes → an embedded blob resource;
-* ``dict`` → JSON ``TextContent`` plus ``structured_content``; ``list`` → JSON text (and
-  ``structured_content={"result": [...]}``), unless it mixes text and binary parts, which
+* ``dict`` → JSON text plus ``structuredContent``; ``list`` → JSON text (and
+  ``structuredContent={"result": [...]}``), unless it mixes text and binary parts, which
   become one content part each;
 * a pydantic model → its JSON; anything else → JSON (``str()`` for what JSON cannot hold).
 
-Failures are results too (``is_error=True``) with one message the model can act on: the
-low-level MCP server would turn an escaping exception into "Internal server error".
+Failures are results too (``isError: true``) with one message the model can act on: an
+escaping exception would reach the client as "Internal server error".
+
+:func:`call_result` and :func:`error_wire` build the plain JSON-ready dicts (camelCase keys,
+as on the wire) that both servers send: the stdio server encodes them as they are, and the
+SDK's ``Server`` accepts them from its handlers and validates them against the negotiated
+protocol version. :func:`to_call_result` and :func:`error_result` give the same results as
+the SDK's ``CallToolResult`` models, for code that works with those.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import mcp_types
 
-__all__ = ["error_result", "to_call_result", "to_content"]
+logger = logging.getLogger("toolcards.server")
+
+__all__ = ["call_failure", "call_result", "error_result", "error_wire", "to_call_result", "to_content"]
+
+
+def error_wire(message: str) -> dict[str, Any]:
+    """A failed call whose text is ``message``, in wire form."""
+    return {"content": [{"type": "text", "text": message}], "isError": True}
+
+
+def call_failure(name: str, exc: Exception) -> dict[str, Any]:
+    """The result of a call of ``name`` that failed outside the pipeline (logged with its
+    traceback): the model reads what went wrong instead of "Internal server error"."""
+    logger.error("tools/call %s failed", name, exc_info=exc)
+    return error_wire(f"{name} failed: {type(exc).__name__}: {exc}")
+
+
+def call_result(value: Any, *, uri_prefix: str = "toolcards://result") -> dict[str, Any]:
+    """The successful result for a tool's return ``value``, in wire form (see the module docstring)."""
+    if type(value) is str:  # most tools answer text: nothing to inspect
+        return {"content": [{"type": "text", "text": value}], "isError": False}
+    result: dict[str, Any] = {"content": to_content(value, uri_prefix=uri_prefix), "isError": False}
+    plain = _plain(value)
+    if isinstance(plain, dict):
+        result["structuredContent"] = plain
+    elif isinstance(plain, list) and not _has_binary(value):
+        result["structuredContent"] = {"result": plain}
+    return result
 
 
 def error_result(message: str) -> mcp_types.CallToolResult:
-    """A failed call whose text is ``message``."""
+    """:func:`error_wire` as the SDK's model."""
     import mcp_types
 
-    return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=message)], is_error=True)
+    return mcp_types.CallToolResult.model_validate(error_wire(message), by_name=False)
 
 
 def to_call_result(value: Any, *, uri_prefix: str = "toolcards://result") -> mcp_types.CallToolResult:
-    """The successful result for a tool's return ``value`` (see the module docstring)."""
+    """:func:`call_result` as the SDK's model."""
     import mcp_types
 
-    if type(value) is str:  # most tools answer text: nothing to inspect
-        return mcp_types.CallToolResult(content=[mcp_types.TextContent(text=value)])
-    structured: dict[str, Any] | None = None
-    plain = _plain(value)
-    if isinstance(plain, dict):
-        structured = plain
-    elif isinstance(plain, list) and not _has_binary(value):
-        structured = {"result": plain}
-    return mcp_types.CallToolResult(content=to_content(value, uri_prefix=uri_prefix), structured_content=structured)
+    return mcp_types.CallToolResult.model_validate(call_result(value, uri_prefix=uri_prefix), by_name=False)
 
 
-def to_content(value: Any, *, uri_prefix: str = "toolcards://result") -> list[Any]:
-    """MCP content parts for ``value``."""
-    import mcp_types
-
+def to_content(value: Any, *, uri_prefix: str = "toolcards://result") -> list[dict[str, Any]]:
+    """MCP content parts for ``value``, in wire form."""
     if isinstance(value, str):
-        return [mcp_types.TextContent(text=value)]
+        return [{"type": "text", "text": value}]
     if _is_binary(value):
         return [_binary_part(value, uri_prefix)]
     if isinstance(value, (list, tuple)) and _has_binary(value):
-        parts: list[Any] = []
+        parts: list[dict[str, Any]] = []
         for item in value:
             parts.extend(to_content(item, uri_prefix=uri_prefix))
         return parts
-    return [mcp_types.TextContent(text=json.dumps(_plain(value), ensure_ascii=False, default=str))]
+    return [{"type": "text", "text": json.dumps(_plain(value), ensure_ascii=False, default=str)}]
 
 
 def _is_binary(value: Any) -> bool:
@@ -73,19 +97,15 @@ def _has_binary(value: Any) -> bool:
     return isinstance(value, (list, tuple)) and any(_is_binary(item) for item in value)
 
 
-def _binary_part(value: Any, uri_prefix: str) -> Any:
-    import mcp_types
-
+def _binary_part(value: Any, uri_prefix: str) -> dict[str, Any]:
     data = base64.b64encode(bytes(value.data)).decode("ascii")
     media_type: str = value.media_type
     if media_type.startswith("image/"):
-        return mcp_types.ImageContent(data=data, mime_type=media_type)
+        return {"type": "image", "data": data, "mimeType": media_type}
     if media_type.startswith("audio/"):
-        return mcp_types.AudioContent(data=data, mime_type=media_type)
+        return {"type": "audio", "data": data, "mimeType": media_type}
     name = getattr(value, "identifier", None) or "data"
-    return mcp_types.EmbeddedResource(
-        resource=mcp_types.BlobResourceContents(uri=f"{uri_prefix}/{name}", mime_type=media_type, blob=data)
-    )
+    return {"type": "resource", "resource": {"uri": f"{uri_prefix}/{name}", "mimeType": media_type, "blob": data}}
 
 
 def _plain(value: Any) -> Any:
