@@ -82,6 +82,8 @@ fallback ten times that.
 from __future__ import annotations
 
 import codecs
+import contextlib
+import fcntl
 import functools
 import importlib
 import itertools
@@ -152,8 +154,11 @@ _OVERLAP_CHARS = 4096
 _REREAD_BYTES = 64 * 1024 * 1024
 """How much of the files one call may read from their start to find ripgrep's lines again."""
 
-_IDLE_WAIT_S = 0.005
+_IDLE_WAIT_S = 0.02
 """How long ripgrep's pipes go unread at most while it writes little (see :func:`_collect`)."""
+
+_PIPE_BYTES = 1024 * 1024
+"""What ripgrep's output pipe is enlarged to where Linux allows: what it can write between two reads."""
 
 _WATCH_ABOVE_BYTES = 32 * 1024
 """A wake that finds this much written watches the pipes until one finds less (see :func:`_collect`)."""
@@ -675,8 +680,9 @@ def _collect(process: subprocess.Popen[bytes], output: _RgOutput, stderr: bytear
     little is written: ripgrep writes each file's lines as it finishes the file, and
     waking for every write (one per matching file) cost this process more CPU than
     everything else it does in a search, on the same two cores ripgrep searches with. It
-    is woken by the exit, or every :data:`_IDLE_WAIT_S` to empty the pipes, and watches
-    them again while a wake finds much written.
+    is woken by the exit, or every :data:`_IDLE_WAIT_S` to empty the pipes (enlarged to
+    :data:`_PIPE_BYTES`, so ripgrep rarely waits for a read), and watches them again
+    while a wake finds much written.
     """
     assert process.stdout is not None
     assert process.stderr is not None
@@ -685,6 +691,11 @@ def _collect(process: subprocess.Popen[bytes], output: _RgOutput, stderr: bytear
     for fd in pipes:
         os.set_blocking(fd, False)
     exit_fd = _exit_handle(process.pid)
+    if exit_fd is not None:
+        # Linux's limits (fs.pipe-max-size, a user's pipe pages) may refuse: the pipe keeps
+        # its 64 KB, and a search writing more than that between two reads waits for one.
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(out, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     try:
         with selectors.DefaultSelector() as selector:
             # Without a pidfd, or once ripgrep is gone, the pipes are watched.
