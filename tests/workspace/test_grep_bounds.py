@@ -183,6 +183,47 @@ def test_a_malformed_record_is_skipped_and_the_next_ones_read(tmp_path: Path, mo
     assert grep(tmp_path, "hit") == "a.txt:1: hit a\nb.txt:2: hit b"
 
 
+def slow_writer(tmp_path: Path, files: int) -> str:
+    """A fake ripgrep writing one record per file, 20 ms apart, as ripgrep writes a file's lines when it is done."""
+    for index in range(files):
+        (tmp_path / f"f{index:02}.txt").write_text("hit\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    steps = [f"printf './f{index:02}.txt\\0001:1:0:hit\\n'; sleep 0.02" for index in range(files)]
+    return fake_rg(bin_dir, "\n".join(steps))
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
+def test_ripgrep_is_read_when_it_ends_not_at_every_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
+) -> None:
+    # Waking for each of ripgrep's writes cost more CPU than the rest of a search. With
+    # its pipes left unwatched between wakes that never come, only ripgrep's exit wakes
+    # the search, and the answer is still whole; without a pidfd the pipes are watched.
+    rg = slow_writer(tmp_path, 20)
+    monkeypatch.setattr(grep_module, "find_rg", lambda: rg)
+    monkeypatch.setattr(grep_module, "_IDLE_WAIT_S", 60.0)
+    if not pidfd:
+        monkeypatch.delattr(os, "pidfd_open", raising=False)
+    elif not hasattr(os, "pidfd_open"):
+        pytest.skip("no pidfd on this platform")
+    reads = 0
+    real_read = os.read
+
+    def counting_read(fd: int, size: int) -> bytes:
+        nonlocal reads
+        reads += 1
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "read", counting_read)
+    answer = answer_within(30, lambda: grep(tmp_path, "hit"))
+    assert answer.splitlines() == [f"f{index:02}.txt:1: hit" for index in range(20)]
+    if pidfd:
+        assert reads < 10
+    else:
+        assert reads >= 20
+
+
 @pytest.mark.skipif(find_rg() is None, reason="ripgrep (rg) is not installed")
 def test_each_file_and_directory_shown_is_opened_once_per_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "d").mkdir()
