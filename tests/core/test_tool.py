@@ -226,6 +226,25 @@ def test_concurrency_limit_is_respected() -> None:
     assert peak == 2
 
 
+def test_a_replaced_tool_is_a_copy_with_its_own_semaphore() -> None:
+    limited = Tool.from_function(echo, max_concurrency=1)
+    renamed = limited.replace(name="shout", description="Shout.")
+    assert (renamed.name, renamed.description, renamed.handler, renamed.args) == ("shout", "Shout.", echo, limited.args)
+    assert (limited.name, limited.description) == ("echo", "Echo text.")
+    assert renamed._semaphore is not None and renamed._semaphore is not limited._semaphore
+    assert limited.replace(max_concurrency=None)._semaphore is None
+    assert renamed.call_sync({"text": "a", "times": 2}) == "aa"
+
+    async def later(text: str) -> str:
+        """Later."""
+        return text
+
+    assert not limited.is_async and limited.replace(handler=later).is_async
+    assert limited.replace() == limited
+    with pytest.raises(TypeError, match="no field colour"):
+        limited.replace(colour="red")
+
+
 def test_records_for_success_and_failure() -> None:
     records: list[ToolExecutionRecord] = []
     tool = Tool.from_function(echo, record_sink=records.append, agent="@Alice")

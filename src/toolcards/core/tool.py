@@ -185,8 +185,23 @@ class Tool:
         return cls(name=tool_name, description=text, handler=func, args=schema, **options)
 
     def replace(self, **changes: Any) -> Tool:
-        """A copy with ``changes`` applied (the semaphore is rebuilt for the copy)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied (the semaphore is rebuilt for the copy).
+
+        Raises:
+            TypeError: a change names no field of :class:`Tool`.
+        """
+        unknown = changes.keys() - _FIELDS
+        if unknown:
+            raise TypeError(f"Tool has no field {', '.join(sorted(unknown))}")
+        # What dataclasses.replace does (every field again through __init__), without its
+        # per-field loop in Python: a factory derives each of its tools once per bind.
+        copy = object.__new__(Tool)
+        copy.__dict__.update(self.__dict__, **changes)
+        semaphore = threading.BoundedSemaphore(copy.max_concurrency) if copy.max_concurrency else None
+        copy.__dict__["_semaphore"] = semaphore
+        if "handler" in changes:
+            copy.__dict__["_is_async"] = inspect.iscoroutinefunction(copy.handler)
+        return copy
 
     @property
     def parameters_schema(self) -> dict[str, Any]:
@@ -397,6 +412,9 @@ class Tool:
         except Exception:
             # A broken subscriber must not turn a finished call into a failure.
             logger.exception("record sink failed for %s", self.name)
+
+
+_FIELDS = frozenset(field.name for field in dataclasses.fields(Tool))
 
 
 def _translate(tool_name: str, exc: BaseException) -> BaseException:

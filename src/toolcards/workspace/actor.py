@@ -621,6 +621,9 @@ def workspace_hub(root: Path) -> WorkspaceHub:
     The registry is keyed by the tree's resolved path, so two spellings of one tree (or two
     teams sharing it) get the same hub. Race-free: concurrent callers get the same one.
     """
+    hub = _hubs.get(str(root))  # a card's root is resolved already: no need to resolve it again
+    if hub is not None:
+        return hub
     key = os.path.realpath(root)
     with _hubs_lock:
         hub = _hubs.get(key)

@@ -272,7 +272,6 @@ class WorkspaceTool(ToolCard):
         self._root = root
         self._tree = Tree(root)
         self._agent = str(observer.address)
-        self._cache_dir = internal_dir() / "cache"
         self._team = (team_id, observer.team.publish)
         self._hub = None
         self._workspace_hub()
@@ -325,9 +324,8 @@ class WorkspaceTool(ToolCard):
             name = PurePosixPath(rel)
             data: bytes | None
             if is_document(name):
-                assert self._cache_dir is not None
                 source = file.read_all(MAX_DOCUMENT_BYTES, too_large=DOCUMENT_TOO_LARGE)
-                text = document_markdown(source, name.suffix, self._cache_dir, shown_as=rel)
+                text = document_markdown(source, name.suffix, self._cache(), shown_as=rel)
                 page = page_of_text(text, offset, limit, max_chars=budget)
                 digest, data = content_digest(source), source
             elif is_image(name):
@@ -377,8 +375,7 @@ class WorkspaceTool(ToolCard):
             source = file.read_all(MAX_IMAGE_BYTES, too_large=IMAGE_TOO_LARGE)
             rel = file.rel
         max_dimension = self.param("workspace_view", WorkspaceViewParam).max_dimension
-        assert self._cache_dir is not None
-        data, media_type = image_for_model(source, self._cache_dir, max_dimension, shown_as=rel)
+        data, media_type = image_for_model(source, self._cache(), max_dimension, shown_as=rel)
         return BinaryContent(data=data, media_type=media_type)
 
     # -- changing ---------------------------------------------------------------------------------
@@ -490,6 +487,12 @@ class WorkspaceTool(ToolCard):
             hub.attach(team_id, publish, self.disk_mb, self.sync)
             self._hub = hub
         return hub
+
+    def _cache(self) -> Path:
+        # Found at the first document or image, not at bind: most cards never need it.
+        if self._cache_dir is None:
+            self._cache_dir = internal_dir() / "cache"
+        return self._cache_dir
 
     def _actor_proxy(self) -> WorkspaceProxy:
         # The hub starts the actor at the first change and replaces a stopped one
