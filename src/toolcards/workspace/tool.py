@@ -486,7 +486,7 @@ class WorkspaceTool(ToolCard):
         hub = self._hub
         if hub is None or hub.retired:
             team_id, publish = self.bound(self._team)
-            hub = workspace_hub(self.root)
+            hub = workspace_hub(self.root, resolved=True)
             hub.attach(team_id, publish, self.disk_mb, self.sync)
             self._hub = hub
         return hub
