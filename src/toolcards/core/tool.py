@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import dataclasses
+import functools
 import inspect
 import itertools
 import logging
@@ -150,12 +151,10 @@ class Tool:
     """Tool names the model cannot call: no error this tool returns to a model names one
     (:mod:`toolcards.core.mentions`)."""
     _semaphore: threading.BoundedSemaphore | None = field(default=None, repr=False, compare=False)
-    _is_async: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         semaphore = threading.BoundedSemaphore(self.max_concurrency) if self.max_concurrency else None
         object.__setattr__(self, "_semaphore", semaphore)
-        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.handler))
 
     @classmethod
     def from_function(
@@ -200,7 +199,7 @@ class Tool:
         semaphore = threading.BoundedSemaphore(copy.max_concurrency) if copy.max_concurrency else None
         copy.__dict__["_semaphore"] = semaphore
         if "handler" in changes:
-            copy.__dict__["_is_async"] = inspect.iscoroutinefunction(copy.handler)
+            copy.__dict__.pop("_is_async", None)  # found again for the new handler
         return copy
 
     @property
@@ -212,6 +211,11 @@ class Tool:
     def is_async(self) -> bool:
         """Whether the handler is a coroutine function."""
         return self._is_async
+
+    @functools.cached_property
+    def _is_async(self) -> bool:
+        # At the first call, not at bind: a factory makes every tool of its cards at once.
+        return inspect.iscoroutinefunction(self.handler)
 
     # -- the pipeline -------------------------------------------------------------------
 
