@@ -7,7 +7,8 @@
   each clipped past :data:`MAX_LINE_CHARS` characters (with a marker giving the number of
   characters cut), and collecting stops once the page is longer than the caller's budget.
   The whole file is still hashed on the way, so the read-before-write gate records what
-  was read. Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
+  was read. A file smaller than one such read is read whole and paged at once (the same
+  page, with no piecewise decoding). Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
   UTF-8 byte-order mark is dropped. A file that is not text by the rule of
   :func:`~toolcards.workspace.text.file_text` (UTF-8 without a NUL byte) is refused as binary.
 * :func:`page_of_text` takes the same page of a text that did not come from a file (a
