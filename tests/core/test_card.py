@@ -159,6 +159,21 @@ def test_private_attributes_keep_pydantic_semantics() -> None:
     assert card == other and card.model_dump() == other.model_dump() == {"read_only": False}
 
 
+def test_a_subclass_keeps_what_it_defines_under_an_inherited_private_name() -> None:
+    class Shadowing(Handles):
+        kind: ClassVar[str] = "test_shadowing"
+
+        @property
+        def _handle(self) -> str:  # type: ignore[override]
+            return "the subclass's own"
+
+    class Inheriting(Handles):
+        kind: ClassVar[str] = "test_inheriting"
+
+    assert Shadowing()._handle == "the subclass's own"
+    assert Inheriting()._handle == "start" and "_handle" not in Inheriting.__dict__
+
+
 def test_read_only_drops_what_mutates_on_every_channel_of_any_card() -> None:
     assert [tool.name for tool in BasketCard().build_tools()] == ["add_items"]
     assert BasketCard(read_only=True).build_tools() == []

@@ -200,7 +200,9 @@ class ToolCard(BaseModel):
         cls._capabilities = tuple(found.values())
         cls._views = tuple(views.values())
         for attr, private in cls.__private_attributes__.items():
-            if not hasattr(private, "__get__") and not isinstance(cls.__dict__.get(attr), _PrivateValue):
+            # Not where a class (this one or a base) already defines the name: a base's
+            # descriptor is inherited, and anything else defined there must stay found first.
+            if not hasattr(private, "__get__") and not any(attr in klass.__dict__ for klass in cls.__mro__):
                 setattr(cls, attr, _PrivateValue(attr))
         from toolcards.core.registry import register_card_class
 
