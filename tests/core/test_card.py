@@ -6,7 +6,7 @@ import gc
 from typing import Any, ClassVar
 
 import pytest
-from pydantic import ConfigDict
+from pydantic import ConfigDict, PrivateAttr
 
 from tests.core.cards import BasketCard, GreeterCard, GreetParam, MotdParam
 from toolcards import COMMAND, TOOL_CALL, ActorToolObserver, Channels, ObserverGone, ToolCard, WiringError, capability
@@ -125,6 +125,53 @@ def test_equality_is_about_configuration_not_binding() -> None:
     bound = GreeterCard(motd_text="x").observer(observer)
     assert bound == GreeterCard(motd_text="x")
     assert bound != GreeterCard(motd_text="y")
+
+
+class Handles(ToolCard):
+    kind: ClassVar[str] = "test_handles"
+    _handle: str = PrivateAttr(default="start")
+    _unset: int = PrivateAttr()
+    _computed: Any = PrivateAttr(default=property(lambda card: f"computed for {type(card).__name__}"))
+
+
+def test_private_attributes_keep_pydantic_semantics() -> None:
+    card, other = Handles(), Handles()
+    assert (card._handle, other._handle) == ("start", "start")
+    card._handle = "set"
+    assert (card._handle, other._handle, card.__pydantic_private__["_handle"]) == ("set", "start", "set")
+    copy = card.model_copy()
+    copy._handle = "copied"
+    assert (card._handle, copy._handle) == ("set", "copied")
+    with pytest.raises(AttributeError, match="'Handles' object has no attribute '_unset'"):
+        _ = card._unset
+    card._unset = 3
+    assert card._unset == 3
+    del card._unset
+    with pytest.raises(AttributeError, match="_unset"):
+        _ = card._unset
+    with pytest.raises(AttributeError, match="no attribute '_missing'"):
+        _ = card._missing
+    # A private attribute whose default is a descriptor is still pydantic's to resolve.
+    assert card._computed == "computed for Handles"
+    assert type(Handles.__private_attributes__["_handle"]).__name__ == "ModelPrivateAttr"
+    assert Handles._handle is Handles.__private_attributes__["_handle"]
+    # Private values are not configuration.
+    assert card == other and card.model_dump() == other.model_dump() == {"read_only": False}
+
+
+def test_a_subclass_keeps_what_it_defines_under_an_inherited_private_name() -> None:
+    class Shadowing(Handles):
+        kind: ClassVar[str] = "test_shadowing"
+
+        @property
+        def _handle(self) -> str:  # type: ignore[override]
+            return "the subclass's own"
+
+    class Inheriting(Handles):
+        kind: ClassVar[str] = "test_inheriting"
+
+    assert Shadowing()._handle == "the subclass's own"
+    assert Inheriting()._handle == "start" and "_handle" not in Inheriting.__dict__
 
 
 def test_read_only_drops_what_mutates_on_every_channel_of_any_card() -> None:

@@ -17,6 +17,7 @@ from toolcards.workspace.actor import (
     WorkspaceProxy,
     stop_workspace_actors,
     workspace_actor,
+    workspace_hub,
 )
 from toolcards.workspace.models import FileEdit, content_digest
 from toolcards.workspace.tree import Tree
@@ -47,6 +48,14 @@ def test_one_actor_per_tree_whatever_the_spelling(root: Path, tmp_path: Path) ->
     assert workspace_actor(root / "." / "").actor_ref == first.actor_ref
     assert workspace_actor(tmp_path / "link").actor_ref == first.actor_ref
     assert first.actor_ref.proxy().name.get() == "#WorkspaceActor:tree"
+
+
+def test_one_hub_per_tree_whether_its_root_comes_resolved_or_not(root: Path, tmp_path: Path) -> None:
+    (tmp_path / "link").symlink_to(root)
+    real = root.resolve()
+    hub = workspace_hub(real, resolved=True)
+    assert workspace_hub(tmp_path / "link") is hub and workspace_hub(root / ".") is hub
+    assert workspace_hub(real, resolved=True) is hub and hub.root == real
 
 
 def test_concurrent_first_uses_start_one_actor(root: Path) -> None:

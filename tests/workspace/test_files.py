@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
 from toolcards.errors import RetriableError
+from toolcards.workspace import files
 from toolcards.workspace.files import (
     MAX_LINE_CHARS,
     list_directory,
@@ -101,6 +103,69 @@ def test_an_empty_file_says_so(tmp_path: Path) -> None:
 
 def test_a_page_of_text_that_is_not_a_file_is_numbered_the_same_way() -> None:
     assert render_page(page_of_text("# Title\n\nbody\n", offset=3)) == "     3\tbody"
+
+
+CONTENTS = [
+    b"",
+    b"no newline at the end",
+    b"\xef\xbb\xbfbom, then\r\ncrlf\r\n",
+    "é\u2028ü\n".encode() * 300,
+    b"x" * (MAX_LINE_CHARS + 7) + b"\nshort\n" * 20,
+    b"".join(b"line %d\n" % n for n in range(1, 3000)),
+    b"caf\xe9\n",
+    b"nul \x00 inside\n",
+]
+
+
+@pytest.mark.parametrize("content", CONTENTS)
+@pytest.mark.parametrize(
+    ("offset", "limit", "max_chars"), [(1, 2000, None), (3, 5, None), (1, 2000, 150), (2990, 20, None)]
+)
+def test_a_small_file_read_whole_pages_like_one_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes, offset: int, limit: int, max_chars: int | None
+) -> None:
+    (tmp_path / "f.txt").write_bytes(content)
+
+    def read(whole_below: int) -> object:
+        monkeypatch.setattr(files, "READ_CHUNK_BYTES", whole_below)
+        try:
+            with Tree(tmp_path).open_file("f.txt") as file:
+                return read_page(file, offset, limit, max_chars=max_chars)
+        except RetriableError as refused:
+            return str(refused)
+
+    whole, streamed = read(1 << 20), read(0)
+    assert whole == streamed
+    assert isinstance(whole, str) or (whole.data, whole.page.offset) == (content, offset)  # type: ignore[attr-defined]
+
+
+def test_a_small_file_is_read_in_one_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "f.txt").write_text("x" * 63 + "\n" * 32)
+    reads: list[int] = []
+    real_read = os.read
+
+    def counted(fd: int, size: int) -> bytes:
+        reads.append(size)
+        return real_read(fd, size)
+
+    monkeypatch.setattr(os, "read", counted)
+    assert read_numbered(tmp_path / "f.txt").startswith("     1\tx")
+    assert len(reads) == 1  # the end is known from the size, without a read returning nothing
+
+
+def test_a_small_file_that_grows_while_it_is_read_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("one\n")
+    with Tree(tmp_path).open_file("f.txt") as file:
+        (tmp_path / "f.txt").open("a").write("two\n" * 1000)  # in place, as a command appends
+        with pytest.raises(RetriableError, match=r"'f\.txt' changed while it was being read"):
+            read_page(file)
+
+
+def test_line_numbers_past_the_ones_kept_are_formatted_the_same_way() -> None:
+    text = "".join(f"{n}\n" for n in range(1, 20_011))
+    page = page_of_text(text, offset=9_990, limit=20)
+    assert page.lines == [f"{n:>6}\t{n}" for n in range(9_990, 10_010)]
+    assert page_of_text(text, offset=20_001, limit=10).lines == [f"{n:>6}\t{n}" for n in range(20_001, 20_011)]
 
 
 def test_read_bytes_hints_like_a_page_read(tmp_path: Path) -> None:

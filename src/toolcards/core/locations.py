@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 from typing import Annotated
 
@@ -37,10 +38,24 @@ WORKSPACE_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 
 
 def workspaces_root() -> Path:
-    """The directory that holds every team workspace (created on first use)."""
-    root = Path(os.environ.get("TOOLCARDS_WORKSPACES_ROOT") or "workspaces").expanduser().resolve()
+    """The directory that holds every team workspace (created on first use).
+
+    Resolved once per configured value (and working directory, for a relative one); later
+    calls only check that it is still a directory, and make it again if it is gone.
+    """
+    configured = os.path.expanduser(os.environ.get("TOOLCARDS_WORKSPACES_ROOT") or "workspaces")
+    key = (configured, "" if os.path.isabs(configured) else os.getcwd())
+    root = _roots.get(key)
+    if root is not None and os.path.isdir(root):
+        return root
+    root = Path(configured).resolve()
     root.mkdir(parents=True, exist_ok=True)
+    _roots[key] = root
     return root
+
+
+_roots: dict[tuple[str, str], Path] = {}
+"""Each configured workspaces root (with the working directory it is relative to) resolved."""
 
 
 def validate_workspace_id(workspace_id: str) -> str:
@@ -82,14 +97,25 @@ def workspace_dir(workspace_id: str) -> Path:
         RetriableError: ``workspace_id`` is not a valid id (see :func:`validate_workspace_id`).
     """
     path = workspaces_root() / validate_workspace_id(workspace_id)
-    path.mkdir(exist_ok=True)
-    return path.resolve()
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if stat.S_ISDIR(os.lstat(path).st_mode):
+            return path  # a directory, not a link, in a resolved root: resolved already
+        path.mkdir(exist_ok=True)  # a link to a directory, or the error mkdir gives for a file
+        return path.resolve()
+    return path  # made just now, in a resolved root
 
 
-def internal_dir() -> Path:
-    """Where toolcards keeps its own files: never inside a team's tree."""
+def internal_dir(*, create: bool = True) -> Path:
+    """Where toolcards keeps its own files: never inside a team's tree.
+
+    Made if missing, unless ``create`` is false (for a caller that makes what it needs in it
+    itself, or only names it).
+    """
     path = workspaces_root() / ".toolcards"
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import dataclasses
+import functools
 import inspect
 import itertools
 import logging
@@ -150,12 +151,10 @@ class Tool:
     """Tool names the model cannot call: no error this tool returns to a model names one
     (:mod:`toolcards.core.mentions`)."""
     _semaphore: threading.BoundedSemaphore | None = field(default=None, repr=False, compare=False)
-    _is_async: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         semaphore = threading.BoundedSemaphore(self.max_concurrency) if self.max_concurrency else None
         object.__setattr__(self, "_semaphore", semaphore)
-        object.__setattr__(self, "_is_async", inspect.iscoroutinefunction(self.handler))
 
     @classmethod
     def from_function(
@@ -185,8 +184,23 @@ class Tool:
         return cls(name=tool_name, description=text, handler=func, args=schema, **options)
 
     def replace(self, **changes: Any) -> Tool:
-        """A copy with ``changes`` applied (the semaphore is rebuilt for the copy)."""
-        return dataclasses.replace(self, **changes)
+        """A copy with ``changes`` applied (the semaphore is rebuilt for the copy).
+
+        Raises:
+            TypeError: a change names no field of :class:`Tool`.
+        """
+        unknown = changes.keys() - _FIELDS
+        if unknown:
+            raise TypeError(f"Tool has no field {', '.join(sorted(unknown))}")
+        # What dataclasses.replace does (every field again through __init__), without its
+        # per-field loop in Python: a factory derives each of its tools once per bind.
+        copy = object.__new__(Tool)
+        copy.__dict__.update(self.__dict__, **changes)
+        semaphore = threading.BoundedSemaphore(copy.max_concurrency) if copy.max_concurrency else None
+        copy.__dict__["_semaphore"] = semaphore
+        if "handler" in changes:
+            copy.__dict__.pop("_is_async", None)  # found again for the new handler
+        return copy
 
     @property
     def parameters_schema(self) -> dict[str, Any]:
@@ -197,6 +211,11 @@ class Tool:
     def is_async(self) -> bool:
         """Whether the handler is a coroutine function."""
         return self._is_async
+
+    @functools.cached_property
+    def _is_async(self) -> bool:
+        # At the first call, not at bind: a factory makes every tool of its cards at once.
+        return inspect.iscoroutinefunction(self.handler)
 
     # -- the pipeline -------------------------------------------------------------------
 
@@ -397,6 +416,9 @@ class Tool:
         except Exception:
             # A broken subscriber must not turn a finished call into a failure.
             logger.exception("record sink failed for %s", self.name)
+
+
+_FIELDS = frozenset(field.name for field in dataclasses.fields(Tool))
 
 
 def _translate(tool_name: str, exc: BaseException) -> BaseException:

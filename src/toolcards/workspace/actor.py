@@ -615,13 +615,18 @@ _hubs: dict[str, WorkspaceHub] = {}
 _hubs_lock = threading.Lock()
 
 
-def workspace_hub(root: Path) -> WorkspaceHub:
+def workspace_hub(root: Path, *, resolved: bool = False) -> WorkspaceHub:
     """The :class:`WorkspaceHub` of the tree at ``root``, made on first use; starts nothing.
 
     The registry is keyed by the tree's resolved path, so two spellings of one tree (or two
     teams sharing it) get the same hub. Race-free: concurrent callers get the same one.
+    ``resolved`` says ``root`` is resolved already (a card's root, from
+    :func:`~toolcards.core.locations.workspace_dir`): it is not resolved again.
     """
-    key = os.path.realpath(root)
+    key = str(root) if resolved else os.path.realpath(root)
+    hub = _hubs.get(key)
+    if hub is not None:
+        return hub
     with _hubs_lock:
         hub = _hubs.get(key)
         if hub is None:

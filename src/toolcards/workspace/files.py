@@ -7,7 +7,8 @@
   each clipped past :data:`MAX_LINE_CHARS` characters (with a marker giving the number of
   characters cut), and collecting stops once the page is longer than the caller's budget.
   The whole file is still hashed on the way, so the read-before-write gate records what
-  was read. Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
+  was read. A file smaller than one such read is read whole and paged at once (the same
+  page, with no piecewise decoding). Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
   UTF-8 byte-order mark is dropped. A file that is not text by the rule of
   :func:`~toolcards.workspace.text.file_text` (UTF-8 without a NUL byte) is refused as binary.
 * :func:`page_of_text` takes the same page of a text that did not come from a file (a
@@ -26,16 +27,19 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import operator
 import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.workspace.models import content_digest
 from toolcards.workspace.os_errors import kind_of
 from toolcards.workspace.paths import SKIPPED_DIRS, display_name
-from toolcards.workspace.text import binary_error
-from toolcards.workspace.tree import Directory, Entry, OpenFile, Tree
+from toolcards.workspace.text import binary_error, file_text
+from toolcards.workspace.tree import READ_CHUNK_BYTES, Directory, Entry, OpenFile, Tree
 
 __all__ = [
     "MAX_LINE_CHARS",
@@ -58,6 +62,15 @@ MAX_LIST_ENTRIES = 500
 
 _KEEP_BYTES = 2 * 1024 * 1024
 """A file read by :func:`read_page` is kept whole (for the gate's diffs) up to this size."""
+
+_utf8_decoder = codecs.getincrementaldecoder("utf-8")
+
+_PREFIXES: list[str] = []
+"""``"     1\\t"``, ``"     2\\t"`` ...: the start of each numbered line, made once (see :func:`_prefixes`)."""
+_MAX_PREFIXES = 10_000
+"""Line numbers whose prefix is kept (about 0.5 MB at most): past them a page's numbers are
+formatted each time."""
+_prefixes_lock = threading.Lock()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -220,7 +233,7 @@ class PageBuilder:
             or text.find("\r", position, position + size + len(lines)) >= 0
         ):
             return False
-        numbered = [f"{number:>6}\t{line}" for number, line in zip(range(self.number, last + 1), lines, strict=True)]
+        numbered = list(map(operator.add, _prefixes(self.number, last), lines))
         self.lines.extend(numbered)
         self.chars += sum(map(len, numbered)) + len(numbered)
         self.number = last + 1
@@ -251,6 +264,18 @@ class PageBuilder:
         if self.max_chars is not None and self.chars - 1 > self.max_chars:
             self.stopped = True
         self._parts, self._kept, self._length, self._last_char = [], 0, 0, ""
+
+
+def _prefixes(first: int, last: int) -> list[str]:
+    """The prefixes of lines ``first`` .. ``last`` (``f"{number:>6}\\t"``): numbering a page is
+    then one concatenation per line instead of one formatting."""
+    if last > _MAX_PREFIXES:
+        return [f"{number:>6}\t" for number in range(first, last + 1)]
+    if last > len(_PREFIXES):
+        with _prefixes_lock:  # one thread extends, in order
+            start = len(_PREFIXES) + 1
+            _PREFIXES.extend([f"{number:>6}\t" for number in range(start, last + 1)])
+    return _PREFIXES[first - 1 : last]
 
 
 def _check_range(offset: int, limit: int) -> None:
@@ -300,15 +325,21 @@ def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: 
 
     Only the page's lines are kept (each clipped at :data:`MAX_LINE_CHARS`); once they
     hold more than ``max_chars`` characters collecting stops (``Page.stopped``), while the
-    rest of the file is still read to count its lines and hash it.
+    rest of the file is still read to count its lines and hash it. A file that fits in one
+    read (:data:`~toolcards.workspace.tree.READ_CHUNK_BYTES`) is read whole, then paged:
+    the same page, without decoding and collecting it piece by piece.
 
     Raises:
         RetriableError: ``offset``/``limit`` below 1; the file is not UTF-8 text (see
             :func:`~toolcards.workspace.text.binary_error`) or changed while it was read.
     """
     _check_range(offset, limit)
+    if file.size < READ_CHUNK_BYTES:
+        whole = _whole(file)
+        page = page_of_text(file_text(whole, file.rel), offset, limit, max_chars=max_chars)
+        return PageRead(page=page, digest=content_digest(whole), data=whole)
     builder = PageBuilder(offset, limit, max_chars)
-    decoder = codecs.getincrementaldecoder("utf-8")()
+    decoder = _utf8_decoder()
     hasher = hashlib.sha256()
     kept: list[bytes] | None = [] if file.size <= _KEEP_BYTES else None
     kept_size = 0
@@ -329,6 +360,19 @@ def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: 
         raise binary_error(file.rel) from exc
     data = None if kept is None else kept[0] if len(kept) == 1 else b"".join(kept)
     return PageRead(page=builder.finish(), digest=hasher.hexdigest(), data=data)
+
+
+def _whole(file: OpenFile) -> bytes:
+    """All of a file smaller than one read, refusing more than ``fstat`` said it holds (it grew
+    meanwhile), so memory stays bounded by the size seen at open."""
+    parts: list[bytes] = []
+    total = 0
+    for block in file.chunks():
+        total += len(block)
+        if total > file.size:
+            raise RetriableError(f"{file.rel!r} changed while it was being read. Read it again.")
+        parts.append(block)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 # -- listings ------------------------------------------------------------------------------------------

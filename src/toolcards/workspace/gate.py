@@ -136,11 +136,15 @@ class WriteGate:
         """
         if data is None and digest is None:
             raise ValueError("record_read needs the data or its digest")
-        record = ReadRecord(digest=digest or content_digest(data or b""), full=full)
+        digest = digest or content_digest(data or b"")
         with self._lock:
+            record = self._record_of(agent, path)
+            if record is None or record.digest != digest or record.full != full:
+                record = ReadRecord(digest=digest, full=full)
+            # else: read again unchanged, the record it has says the same (records are frozen)
             self._store(agent, path, record)
             if data is not None:
-                self.snapshots.add(record.digest, data)
+                self.snapshots.add(digest, data)
         return record
 
     def record_write(

@@ -88,12 +88,12 @@ from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
-from toolcards.workspace.documents import MAX_DOCUMENT_BYTES, document_markdown, is_document
+from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import grep
-from toolcards.workspace.images import MAX_IMAGE_BYTES, image_for_model, is_image, require_image
+from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
 from toolcards.workspace.models import (
     MAX_EDITS,
@@ -135,6 +135,8 @@ TREE_SIGNATURE_MAX_AGE_S = 1.0
 """The tree's version (a walk of its entries) is taken again at most this often."""
 
 _SERVES = frozenset({Channels.TOOL_CALL, Channels.COMMAND})
+_CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
+"""What a document or an image ends with: a file ending otherwise is read as text."""
 _MAX_VIEW_PATH = 4096
 _NOTICE_ROOM = 200
 
@@ -272,7 +274,6 @@ class WorkspaceTool(ToolCard):
         self._root = root
         self._tree = Tree(root)
         self._agent = str(observer.address)
-        self._cache_dir = internal_dir() / "cache"
         self._team = (team_id, observer.team.publish)
         self._hub = None
         self._workspace_hub()
@@ -322,15 +323,15 @@ class WorkspaceTool(ToolCard):
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
         with self.tree.open_file(path) as file:
             rel = file.rel
-            name = PurePosixPath(rel)
+            # Most files end in neither kind of suffix, and then need no path parsed to say so.
+            name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
             data: bytes | None
-            if is_document(name):
-                assert self._cache_dir is not None
+            if name is not None and is_document(name):
                 source = file.read_all(MAX_DOCUMENT_BYTES, too_large=DOCUMENT_TOO_LARGE)
-                text = document_markdown(source, name.suffix, self._cache_dir, shown_as=rel)
+                text = document_markdown(source, name.suffix, self._cache(), shown_as=rel)
                 page = page_of_text(text, offset, limit, max_chars=budget)
                 digest, data = content_digest(source), source
-            elif is_image(name):
+            elif name is not None and is_image(name):
                 raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
             else:
                 read = read_page(file, offset, limit, max_chars=budget)
@@ -377,8 +378,7 @@ class WorkspaceTool(ToolCard):
             source = file.read_all(MAX_IMAGE_BYTES, too_large=IMAGE_TOO_LARGE)
             rel = file.rel
         max_dimension = self.param("workspace_view", WorkspaceViewParam).max_dimension
-        assert self._cache_dir is not None
-        data, media_type = image_for_model(source, self._cache_dir, max_dimension, shown_as=rel)
+        data, media_type = image_for_model(source, self._cache(), max_dimension, shown_as=rel)
         return BinaryContent(data=data, media_type=media_type)
 
     # -- changing ---------------------------------------------------------------------------------
@@ -486,10 +486,16 @@ class WorkspaceTool(ToolCard):
         hub = self._hub
         if hub is None or hub.retired:
             team_id, publish = self.bound(self._team)
-            hub = workspace_hub(self.root)
+            hub = workspace_hub(self.root, resolved=True)
             hub.attach(team_id, publish, self.disk_mb, self.sync)
             self._hub = hub
         return hub
+
+    def _cache(self) -> Path:
+        # Found at the first document or image, not at bind: most cards never need it.
+        if self._cache_dir is None:
+            self._cache_dir = internal_dir() / "cache"
+        return self._cache_dir
 
     def _actor_proxy(self) -> WorkspaceProxy:
         # The hub starts the actor at the first change and replaces a stopped one

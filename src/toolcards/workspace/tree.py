@@ -184,6 +184,10 @@ class OpenFile:
                     break
                 remaining -= len(block)
                 yield block
+                if remaining == 0 and len(block) < want:
+                    # Short of the byte past the size fstat gave: the end, without a read to
+                    # hear it. A file that grew meanwhile shows in the fstat below.
+                    break
             after = os.fstat(self.fd)
         except OSError as exc:
             raise file_error(exc, "read", self.rel) from exc

@@ -218,11 +218,14 @@ def probe_tree_locks(directory: Path | None = None) -> str | None:
         ``None`` when locks work, else one line for the operator: where, on which file
         system, why, and what to do.
     """
-    where = Path(os.path.realpath(directory if directory is not None else internal_dir() / "locks"))
+    given = str(directory if directory is not None else internal_dir(create=False) / "locks")
     with _probed_lock:
-        if str(where) not in _probed:
-            _probed[str(where)] = _probe(where)
-        return _probed[str(where)]
+        if given not in _probed:  # resolved at the first probe only: every bind asks
+            where = os.path.realpath(given)
+            if where not in _probed:
+                _probed[where] = _probe(Path(where))
+            _probed[given] = _probed[where]
+        return _probed[given]
 
 
 def _probe(directory: Path) -> str | None:
