@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Which interpreter .venv was made from: "<version> <base prefix>" (the same for a venv and its base).
 IDENTITY := import sys; print(sys.version.split()[0], sys.base_prefix)
-LINT_PATHS := src tests bench scripts
+LINT_PATHS := .  # everything ruff reads, README.md's Python blocks included
 
 .PHONY: test demo lint bench wheel-check venv clean FORCE
 
