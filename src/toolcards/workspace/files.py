@@ -437,11 +437,16 @@ def _list_level(
             f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
             "use workspace_glob to find files in it)"
         )
-    dirs = sorted((e for e in entries if e.is_directory), key=_sort_key)
-    files = sorted((e for e in entries if not e.is_directory), key=_sort_key)
+    dirs: list[Entry] = []
+    files: list[Entry] = []
+    for entry in entries:
+        (dirs if entry.kind == stat.S_IFDIR else files).append(entry)
+    dirs.sort(key=_sort_key)
+    files.sort(key=_sort_key)
     ordered = [*dirs, *files]
     for index, entry in enumerate(ordered):
-        check_deadline()
+        if index % 256 == 0:
+            check_deadline()
         if budget[0] <= 0:
             budget[0] = -1
             return

@@ -91,6 +91,8 @@ def display_name(name: str) -> str:
     File names that are not valid UTF-8 reach Python with their bad bytes as lone
     surrogates, which cannot be encoded for a model; they become U+FFFD here.
     """
+    if name.isascii():  # most names: nothing to replace, and no round trip through bytes
+        return name
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
