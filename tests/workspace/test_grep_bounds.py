@@ -143,10 +143,8 @@ def test_a_line_the_tree_does_not_hold_is_left_out(tmp_path: Path, monkeypatch: 
     # As ripgrep reports a file it read through a directory swapped for a symlink meanwhile.
     (tmp_path / "a.txt").write_text("hit inside\n")
     (tmp_path / "b.txt").write_text("hit b\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     script = "printf './a.txt\\0001:1:0:hit outside\\n./b.txt\\0001:1:0:hit b\\n./c.txt\\0001:1:0:hit c\\n'"
-    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(bin_dir, script))
+    use_fake_rg(tmp_path, monkeypatch, script)
     assert grep(tmp_path, "hit") == (
         "b.txt:1: hit b\n(2 matching lines were left out: their files changed while being searched, "
         "or they lie too far into a very large file to be read again)"
@@ -156,15 +154,12 @@ def test_a_line_the_tree_does_not_hold_is_left_out(tmp_path: Path, monkeypatch: 
 def test_lines_of_one_file_are_each_checked_against_the_tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The file is read again once for all its lines, but each line is compared on its own.
     (tmp_path / "a.txt").write_text("hit one\nmiss\nhit three\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     records = [
         "./a.txt\\0001:1:0:hit one",
         "./a.txt\\0002:1:8:hit two",  # the tree holds "miss" there
         "./a.txt\\0003:1:13:hit three",
     ]
-    script = "printf '" + "\\n".join(records) + "\\n'"
-    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(bin_dir, script))
+    use_fake_rg(tmp_path, monkeypatch, "printf '" + "\\n".join(records) + "\\n'")
     assert grep(tmp_path, "hit") == (
         "a.txt:1: hit one\na.txt:3: hit three\n(1 matching line was left out: its file changed while being "
         "searched, or it lies too far into a very large file to be read again)"
@@ -174,12 +169,11 @@ def test_lines_of_one_file_are_each_checked_against_the_tree(tmp_path: Path, mon
 def test_a_malformed_record_is_skipped_and_the_next_ones_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "a.txt").write_text("hit a\n")
     (tmp_path / "b.txt").write_text("x\nhit b\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     # The middle record has no numbers; the last has no column (ripgrep's form for an empty
     # match at the end of a line), so its second number is the offset.
-    script = "printf './a.txt\\0001:1:0:hit a\\n./a.txt\\000x:y:hit\\n./b.txt\\0002:2:hit b\\n'"
-    monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(bin_dir, script))
+    use_fake_rg(
+        tmp_path, monkeypatch, "printf './a.txt\\0001:1:0:hit a\\n./a.txt\\000x:y:hit\\n./b.txt\\0002:2:hit b\\n'"
+    )
     assert grep(tmp_path, "hit") == "a.txt:1: hit a\nb.txt:2: hit b"
 
 
@@ -187,10 +181,8 @@ def slow_writer(tmp_path: Path, files: int) -> str:
     """A fake ripgrep writing one record per file, 20 ms apart, as ripgrep writes a file's lines when it is done."""
     for index in range(files):
         (tmp_path / f"f{index:02}.txt").write_text("hit\n")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
     steps = [f"printf './f{index:02}.txt\\0001:1:0:hit\\n'; sleep 0.02" for index in range(files)]
-    return fake_rg(bin_dir, "\n".join(steps))
+    return fake_rg_in_bin(tmp_path, "\n".join(steps))
 
 
 @pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "no-pidfd"])
@@ -364,6 +356,19 @@ def test_a_passed_deadline_stops_the_search(many_files: Path, use_rg: bool) -> N
     with deadline_after(0.0), pytest.raises(ToolTimeout):
         time.sleep(0.01)
         grep(many_files, "hit", use_rg=use_rg)
+
+
+def fake_rg_in_bin(tmp_path: Path, script: str) -> str:
+    """:func:`fake_rg` in a new ``bin`` directory of ``tmp_path`` (which the search leaves alone)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    return fake_rg(bin_dir, script)
+
+
+def use_fake_rg(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> None:
+    """Make grep run ``script`` as its ripgrep (see :func:`fake_rg_in_bin`)."""
+    rg = fake_rg_in_bin(tmp_path, script)
+    monkeypatch.setattr(grep_module, "find_rg", lambda: rg)
 
 
 def fake_rg(tmp_path: Path, script: str) -> str:
