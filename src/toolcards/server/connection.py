@@ -45,7 +45,14 @@ if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
     from toolcards.server.session import AgentSession
 
-__all__ = ["DISCOVER", "HANDSHAKE_VERSIONS", "LATEST_HANDSHAKE_VERSION", "MODERN_VERSION_KEY", "McpConnection"]
+__all__ = [
+    "DISCOVER",
+    "HANDSHAKE_VERSIONS",
+    "LATEST_HANDSHAKE_VERSION",
+    "MODERN_VERSION_KEY",
+    "McpConnection",
+    "has_modern_envelope",
+]
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The protocol versions reached through ``initialize`` (the SDK's
@@ -107,7 +114,7 @@ class McpConnection:
             return self._initialize(params or {})
         if method == DISCOVER:  # the stateless protocol's probe: not served, so the client falls back
             raise RequestError(METHOD_NOT_FOUND, "Method not found", method)
-        if params and _has_modern_envelope(params):
+        if params and has_modern_envelope(params):
             raise RequestError(
                 INVALID_REQUEST,
                 "this connection serves the handshake protocol era; "
@@ -230,7 +237,8 @@ class McpConnection:
         return {}
 
 
-def _has_modern_envelope(params: Params) -> bool:
+def has_modern_envelope(params: Params) -> bool:
+    """Whether a request's ``params`` carry the stateless protocol's per-request envelope."""
     meta = params.get("_meta")
     return isinstance(meta, dict) and MODERN_VERSION_KEY in meta
 

@@ -20,7 +20,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from toolcards.server.connection import DISCOVER, MODERN_VERSION_KEY
+from toolcards.server.connection import DISCOVER, has_modern_envelope
 
 if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
@@ -40,8 +40,7 @@ def opens_stateless(frame: bytes) -> bool:
     if not isinstance(message, dict) or "id" not in message or message.get("method") in NOT_OPENING:
         return False
     params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    return isinstance(meta, dict) and MODERN_VERSION_KEY in meta
+    return isinstance(params, dict) and has_modern_envelope(params)
 
 
 class StatelessHandoff:

@@ -75,10 +75,14 @@ class _LineStart:
 
     at: re.Pattern[str]
     after_break: re.Pattern[str]
+    skip_without_cr: re.Pattern[str] | None = None
+    """Where it has one: a run of lines that do not match, as one match, for a text without
+    carriage returns (a search for the next matching line tries every line break)."""
 
     @classmethod
-    def of(cls, expression: str) -> _LineStart:
-        return cls(re.compile(expression), re.compile(f"\n(?:{expression})"))
+    def of(cls, expression: str, *, skip_without_cr: str | None = None) -> _LineStart:
+        skip = None if skip_without_cr is None else re.compile(skip_without_cr)
+        return cls(re.compile(expression), re.compile(f"\n(?:{expression})"), skip)
 
 
 _HEADER_LINE = _LineStart.of(r"--- |\+\+\+ |@@")
@@ -87,9 +91,8 @@ _NOT_HUNK_LINE = _LineStart.of(r"[^ +\-\\\r\n]|\r[^\n]|--- ")
 """A line that is neither empty nor starts with ``' '``, ``'+'``, ``'-'``, ``'\\'``, or that may be a file header."""
 _CHANGE_OR_BOUNDARY = _LineStart.of(r"[+\-]|@@|diff ")
 """A changed line, or one that may start the next hunk or file."""
-_NON_EMPTY_LINE = _LineStart.of(r"[^\r\n]|\r[^\n]")
-_EMPTY_LINES = re.compile(r"\n*")
-"""Empty lines, in a text without carriage returns."""
+_NON_EMPTY_LINE = _LineStart.of(r"[^\r\n]|\r[^\n]", skip_without_cr=r"\n*")
+"""A line with any character (in a text without carriage returns, a run of empty lines is ``\n*``)."""
 _NOT_BLANK = _LineStart.of(r"[^\S\n]*\S")
 """A line with something besides whitespace."""
 _NOT_MARKER = _LineStart.of(r"[^\\]|\n|\Z")
@@ -411,11 +414,10 @@ class _PatchLines(Sequence[str]):
         text, start = self._text, self.offset(index)
         if pattern.at.match(text, start):
             return index
-        if pattern is _NON_EMPTY_LINE and not self._crlf:
-            # A run of empty lines is one match of "\n*", where a search tries every line break.
-            empty = _EMPTY_LINES.match(text, start)
-            assert empty is not None  # "\n*" matches anywhere
-            return min(index + empty.end() - start, self._size)
+        if pattern.skip_without_cr is not None and not self._crlf:
+            skipped = pattern.skip_without_cr.match(text, start)
+            assert skipped is not None  # a run may be empty: it matches anywhere
+            return min(index + text.count("\n", start, skipped.end()), self._size)
         match = pattern.after_break.search(text, start)
         if match is None:
             return self._size
