@@ -14,6 +14,7 @@ import pykka
 
 from bench.timing import Case, measure
 from toolcards import COMMAND, TOOL_CALL, BaseToolParam, Channels, Tool, ToolCard, ToolFactory, capability
+from toolcards.actors.caller_runs import CallerRunsActor
 
 
 class PingParam(BaseToolParam):
@@ -31,6 +32,11 @@ class PingCard(ToolCard):
 
 
 class PingActor(pykka.ThreadingActor):
+    def ping(self, x: int) -> int:
+        return x + 1
+
+
+class CallerRunsPingActor(CallerRunsActor):
     def ping(self, x: int) -> int:
         return x + 1
 
@@ -63,6 +69,12 @@ def run() -> list[Case]:
         actor = measure(lambda: proxy.ping(1).get(), repeat=5000)
     finally:
         ref.stop()
+    ref = CallerRunsPingActor.start()
+    proxy = ref.proxy()
+    try:
+        caller_runs = measure(lambda: proxy.ping(1).get(), repeat=5000)
+    finally:
+        ref.stop()
     overhead = pipeline.median - direct.median
     function_overhead = via_function.median - tool_call.median
     return [
@@ -86,4 +98,9 @@ def run() -> list[Case]:
             target=0.001,
         ),
         Case.timed("bare pykka ask (proxy.ping().get())", actor, "for scale: an actor round trip"),
+        Case.timed(
+            "CallerRunsActor ask (proxy.ping().get())",
+            caller_runs,
+            "the base of the planning, graph and workspace actors: the waiting caller runs the message",
+        ),
     ]

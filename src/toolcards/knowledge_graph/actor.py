@@ -61,6 +61,7 @@ from typing import TYPE_CHECKING, Any
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
+from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError
 from toolcards.knowledge_graph.batch import UpdateBatch, stage_update
@@ -140,7 +141,7 @@ def _embedding_text(entity: Entity) -> str:
     return "\n".join([head, *entity.observations])
 
 
-class KnowledgeGraphActor(pykka.ThreadingActor):
+class KnowledgeGraphActor(CallerRunsActor):
     """One team's knowledge graph. Every public method runs in the actor's thread.
 
     Construction loads the namespace from ``store`` (in the caller's thread; raises

@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
+from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError
 from toolcards.planning.batch import StagedBatch, stage_update, unknown_task
@@ -129,7 +130,7 @@ def _query_terms(query: str) -> list[str]:
     return terms or words
 
 
-class PlanningActor(pykka.ThreadingActor):
+class PlanningActor(CallerRunsActor):
     """The planning board of one team; every method runs on the actor's thread, one at a time.
 
     Call it through a proxy: ``proxy = PlanningActor.start(team_id, store).proxy()``, then

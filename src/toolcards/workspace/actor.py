@@ -74,6 +74,7 @@ from typing import Any, Literal, cast
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
+from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.deadline import deadline_after
 from toolcards.core.events import StateChanged
 from toolcards.core.tree_usage import MIB, workspace_usage
@@ -139,7 +140,7 @@ class _Change:
     """What the writer knows of it afterwards (see ``WriteGate.record_write``)."""
 
 
-class WorkspaceActor(pykka.ThreadingActor):
+class WorkspaceActor(CallerRunsActor):
     """Serializes every change to one workspace tree and keeps each agent's read records.
 
     Every public method runs on the actor's thread, one message at a time. Mutations block
