@@ -217,6 +217,7 @@ def test_stop_answers_what_was_asked_before_it_and_refuses_what_comes_after() ->
         proxy.record("after").get()
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+ warns about forking with threads
 def test_a_forked_child_gets_its_own_watch() -> None:
     parent = Recorder.start()
     try:
