@@ -84,6 +84,12 @@ class Recorder(CallerRunsActor):
     def on_receive(self, message: Any) -> Any:
         if message == "boom":
             raise RuntimeError("a tell that fails")
+        if isinstance(message, tuple) and message[0] == "hold":
+            _, running, release = message
+            running.set()
+            release.wait(WAIT_S)
+            self.log.append("held")
+            return None
         self.log.append(message)
         return message
 
@@ -242,3 +248,16 @@ def test_a_forked_child_gets_its_own_watch() -> None:
         assert answer == b"\x00" and os.waitstatus_to_exitcode(status) == 0
     finally:
         parent.stop()
+
+
+def test_an_ask_behind_a_running_message_waits_for_it_then_runs(actor: pykka.ActorProxy[Recorder]) -> None:
+    release, running = threading.Event(), threading.Event()
+    actor.actor_ref.tell(("hold", running, release))  # run by the actor's thread, holds the lock
+    assert running.wait(WAIT_S)
+    answers: list[Any] = []
+    waiter = threading.Thread(target=lambda: answers.append(actor.record("after").get()))
+    waiter.start()
+    release.set()
+    waiter.join(WAIT_S)
+    assert answers == ["after"]
+    assert actor.log.get() == ["held", "after"]

@@ -8,10 +8,11 @@ nothing stands in the way:
 
 * an ask is queued without waking the actor's thread (a tell still wakes it);
 * the caller that then blocks on the answer (``future.get()`` with no timeout) takes the
-  actor's serial lock, if it is free, and runs the messages at the head of the mailbox
-  itself, up to and including its own;
-* otherwise (the lock is taken, the head is a stop, the wait has a timeout) it wakes the
-  actor's thread and waits for its answer, as with pykka;
+  actor's serial lock (waiting while another message runs) and runs the messages at the
+  head of the mailbox itself, up to and including its own;
+* when that cannot be done (the head is a stop or a tell's custom message, the actor has
+  not started, the wait has a timeout) it wakes the actor's thread and waits for its
+  answer, as with pykka;
 * an ask nobody waits on (a future dropped or kept unread) is handed to the actor's thread
   within ``_Watch.PERIOD_S`` (10 ms) by one watching thread per process.
 
@@ -190,7 +191,7 @@ os.register_at_fork(after_in_child=_WATCH.forget)
 
 
 class CallerRunsActor(pykka.ThreadingActor):
-    """A pykka ``ThreadingActor`` whose waiting callers run its queued messages when it is idle.
+    """A pykka ``ThreadingActor`` whose waiting callers run its queued messages themselves.
 
     Subclass it instead of ``pykka.ThreadingActor``; nothing else changes for callers
     (``proxy.method(...).get()``, :func:`toolcards.actors.ask`). See the module docstring for
@@ -240,14 +241,14 @@ class CallerRunsActor(pykka.ThreadingActor):
     # -- a waiting caller's thread ----------------------------------------------------
 
     def _run_queued_until(self, answer: _Answer) -> None:
-        """Run queued messages in this thread until ``answer`` is set, if the actor is idle.
+        """Run queued messages in this thread until ``answer`` is set.
 
-        Returns at once when the actor's lock is taken, when it has not started or has
-        stopped, or when the message at the head is not one a caller may run; the caller
-        then waits for the actor's thread.
+        Waits for the actor's lock when a message is running (one wake-up when it is
+        released, against two when the actor's thread answers). Returns without running
+        anything when the actor has not started or has stopped, and stops at a message a
+        caller may not run; the caller then wakes the actor's thread and waits for it.
         """
-        if not self._serial.acquire(blocking=False):
-            return
+        self._serial.acquire()
         try:
             mailbox = self._mailbox
             while answer._result is None and self._ready and not self.actor_stopped.is_set():
