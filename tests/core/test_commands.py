@@ -2,14 +2,26 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.core.cards import BasketCard, GreeterCard
-from toolcards import CommandNotRecognized, CommandRegistry, RetriableError, ToolFactory
+from toolcards import (
+    CommandNotRecognized,
+    CommandRegistry,
+    GuardError,
+    RetriableError,
+    Tool,
+    ToolExecutionRecord,
+    ToolFactory,
+)
 from toolcards.core.commands import MAX_COMMAND_CHARS, split_command
+from toolcards.core.guards import GuardContext
+from toolcards.core.schema import ArgsSchema
 
 
 @pytest.fixture
@@ -127,3 +139,139 @@ def test_positional_words_bind_in_order_and_keywords_by_name() -> None:
     assert registry.parse("/greet_someone times=2 Ann") == ("greet_someone", {"times": "2", "name": "Ann"})
     assert registry.parse("/greet_someone 'Ann Lee'") == ("greet_someone", {"name": "Ann Lee"})
     assert registry.dispatch("/greet_someone Ann 2") == "Hello, Ann! Hello, Ann!"
+
+
+# -- plain words for plain parameters: converted here, the same answer as validation's ----------
+
+
+def tally(label: str, count: int, note: str = "none") -> str:
+    """Count something.
+
+    Args:
+        label: What is counted.
+        count: How many.
+        note: A remark.
+    """
+    if label == "crash":
+        raise ValueError("boom")
+    return repr((label, count, note))
+
+
+def flagged(label: str, loud: bool = False) -> str:
+    """A bool parameter: lax words ("yes", "on") are validation's to read."""
+    return repr((label, loud))
+
+
+def registries(**options: object) -> tuple[CommandRegistry, CommandRegistry]:
+    """A registry of ``tally`` and ``flagged``, and one that always takes the general road."""
+    tools = [Tool.from_function(tally, **options), Tool.from_function(flagged, **options)]
+    fast, general = CommandRegistry(tools), CommandRegistry(tools)
+    general._plans = {}  # no word plans: every command parsed and validated in full
+    return fast, general
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tools whose arguments pydantic validated, in order."""
+    seen: list[str] = []
+    validate = ArgsSchema.validate
+
+    def counted(self: ArgsSchema, tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        seen.append(tool_name)
+        return validate(self, tool_name, args)
+
+    monkeypatch.setattr(ArgsSchema, "validate", counted)
+    return seen
+
+
+def test_plain_words_are_converted_without_validation(validations: list[str]) -> None:
+    fast, general = registries()
+    for text in ["/tally apples 3", "/tally apples 007 ripe", "/tally 3 3", "/tally count=4 3", "/tally x=1 3"]:
+        assert fast.dispatch(text) == general.dispatch(text)
+    assert fast.dispatch("/tally count=4 3") == "('3', 4, 'none')"  # a keyword binds by name first
+    assert fast.dispatch("/tally apples 3") == "('apples', 3, 'none')"
+    validations.clear()
+    fast.dispatch("/tally apples 3")
+    assert validations == []
+    # What the words cannot settle is validation's: a keyword, quoting, a lax int, a bool.
+    for text in ["/tally apples count=3", "/tally 'apples' 3", "/tally apples +3", "/flagged a yes"]:
+        validations.clear()
+        fast.dispatch(text)
+        assert validations, text
+
+
+def test_what_the_words_cannot_settle_gets_validations_error(validations: list[str]) -> None:
+    fast, _ = registries()
+    assert fast.dispatch("/tally apples").startswith("Error: Invalid arguments for tally")
+    assert "count" in fast.dispatch("/tally apples many")
+    assert fast.dispatch("/tally apples -2") == "('apples', -2, 'none')"
+    assert fast.dispatch("/tally apples 1.5").startswith("Error: Invalid arguments for tally")
+    # Extra words join into the last text parameter, as the general road binds them.
+    assert fast.dispatch("/tally apples 3 very ripe ones") == "('apples', 3, 'very ripe ones')"
+
+
+NUMBER_WORDS = ["3", "007", "0", "-1", "+2", "1_000", "1.0", "NaN", "\u0663", "\u00b2", "9" * 18, "9" * 19]
+OTHER_WORDS = ["apples", "x=1", "count=4", "\u00e9", "'a b'", '"q"', "a\\ b", ""]
+WORDS = st.sampled_from([*NUMBER_WORDS, *OTHER_WORDS])
+SEPARATORS = st.sampled_from([" ", "  ", "\t", " \x0b", "\xa0", "\x1c"])
+
+
+@settings(max_examples=1500, derandomize=True, deadline=None)
+@given(st.sampled_from(["/tally", "/flagged"]), st.lists(st.tuples(SEPARATORS, WORDS), max_size=4))
+def test_word_plans_answer_as_the_general_road_does(command: str, words: list[tuple[str, str]]) -> None:
+    fast, general = registries()
+    text = command + "".join(separator + word for separator, word in words)
+    assert outcome(fast, text) == outcome(general, text)
+
+
+def outcome(registry: CommandRegistry, text: str) -> str:
+    try:
+        return registry.dispatch(text)
+    except CommandNotRecognized as exc:
+        return f"not recognized: {exc}"
+
+
+def test_the_argument_limit_holds_on_every_road() -> None:
+    limit = 60
+    fast, general = registries(max_argument_chars=limit)
+    for length in range(limit):
+        text = f"/tally {'a' * length} 3"
+        assert fast.dispatch(text) == general.dispatch(text)
+    refused = fast.dispatch(f"/tally {'a' * limit} 3")
+    assert refused.startswith("Error: The arguments of tally are") and f"limit of {limit}" in refused
+
+
+def test_guards_approval_records_and_errors_on_converted_words() -> None:
+    records: list[ToolExecutionRecord] = []
+    seen: list[dict[str, Any]] = []
+
+    def watch(ctx: GuardContext) -> dict[str, Any] | None:
+        seen.append(dict(ctx.args))
+        if ctx.args["label"] == "secret":
+            raise GuardError("Counting secrets is not allowed.")
+        if ctx.args["label"] == "rewrite":
+            return {"label": "rewritten", "count": "many"}
+        return None
+
+    fast, _ = registries(guards=(watch,), record_sink=records.append, agent="@Ann")
+    assert fast.dispatch("/tally apples 3") == "('apples', 3, 'none')"
+    assert seen == [{"label": "apples", "count": 3, "note": "none"}]
+    assert fast.dispatch("/tally secret 3") == "Error: Counting secrets is not allowed."
+    assert fast.dispatch("/tally rewrite 3").startswith("Error: Invalid arguments for tally")  # validated again
+    assert fast.dispatch("/tally crash 3") == "Error: tally failed: ValueError: boom"
+    assert [(r.tool, r.channel, r.agent, r.success) for r in records] == [
+        ("tally", "command", "@Ann", True),
+        ("tally", "command", "@Ann", False),
+        ("tally", "command", "@Ann", False),
+        ("tally", "command", "@Ann", False),
+    ]
+    assert records[-1].error == "ToolFailed: tally failed: ValueError: boom"
+
+    guarded, _ = registries(requires_approval=True)
+    assert "needs a human's approval" in guarded.dispatch("/tally apples 3")
+    assert guarded.dispatch("/tally apples 3", approved=True) == "('apples', 3, 'none')"
+
+
+def test_a_bounded_text_parameter_is_left_to_validation(registry) -> None:  # type: ignore[no-untyped-def]
+    # greet_someone's name is Annotated with a length bound: no word plan may skip it.
+    assert registry.dispatch("/greet_someone " + "a" * 41).startswith("Error: Invalid arguments for greet_someone")

@@ -44,6 +44,33 @@ def test_sync_call_validates_and_returns() -> None:
         tool.call_sync("[1, 2]")
 
 
+def test_validated_arguments_skip_validation_only() -> None:
+    """call_validated_sync runs what follows validation as call_sync does: budget, envelope,
+    async handlers, limits and the timeout."""
+    budgeted = Tool.from_function(echo, output_budget=100, max_concurrency=1)
+    long = budgeted.call_validated_sync({"text": "a", "times": 500}, Channels.COMMAND)
+    assert long == budgeted.call_sync({"text": "a", "times": 500}) and "showed 100 of 500 characters" in long
+    untrusted = Tool.from_function(echo, untrusted_output=True)
+    wrapped = untrusted.call_validated_sync({"text": "x", "times": 1}, Channels.COMMAND)
+    assert wrapped.startswith("[BEGIN UNTRUSTED OUTPUT") and "\nx\n" in wrapped
+
+    async def later(text: str) -> str:
+        """Echo later."""
+        return text
+
+    assert Tool.from_function(later).call_validated_sync({"text": "b"}, Channels.COMMAND) == "b"
+    release = threading.Event()
+
+    def slow() -> str:
+        """Wait."""
+        release.wait(5)
+        return "late"
+
+    with pytest.raises(ToolTimeout):
+        Tool.from_function(slow, timeout_s=0.05).call_validated_sync({}, Channels.COMMAND)
+    release.set()
+
+
 def test_instructions_are_appended_to_the_description() -> None:
     tool = Tool.from_function(echo, instructions="Only echo greetings.")
     assert tool.description == "Echo text.\n\nOnly echo greetings."

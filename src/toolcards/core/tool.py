@@ -271,6 +271,49 @@ class Tool:
         self._succeed(channel, call_id, started, span)
         return result
 
+    def call_validated_sync(self, kwargs: dict[str, Any], channel: Channels, approved: bool = False) -> Any:
+        """:meth:`call_sync` for arguments already exactly what :attr:`args` would return.
+
+        Decoding, the size limit and validation are the caller's to have done: ``kwargs``
+        holds every parameter, each of its own type (defaults filled in), as
+        ``args.validate`` gives them. Guards, approval, limits, the handler, the budget,
+        records and error translation run as in :meth:`call_sync`. The slash-command parser
+        calls it for commands whose words it converts itself (plain ``str`` and ``int``
+        parameters), which skips pydantic for them.
+
+        Raises:
+            The same as :meth:`call_sync`.
+
+        Added in 0.2.
+        """
+        started = time.perf_counter()
+        span = call_id = None
+        if "opentelemetry.trace" in sys.modules and tracing():
+            call_id = f"{self.name}-{next(_call_ids)}"
+            span = start_tool_span(self, channel.value, call_id)
+        try:
+            if self.guards:
+                kwargs = self._guarded(kwargs, channel)
+            if self.requires_approval and not approved:
+                self._approve(kwargs, channel, call_id)
+            if self._semaphore is not None:
+                with self._semaphore:
+                    result = self._run_sync(kwargs)
+            elif self.timeout_s is None and not self._is_async:  # what _run_sync would do, one call less
+                result = self.handler(**kwargs)
+            else:
+                result = self._run_sync(kwargs)
+            if type(result) not in _UNBUDGETED:  # numbers and None: neither budgeted nor wrapped
+                result = self._finish(result)
+        except BaseException as exc:
+            self._fail(exc, channel, call_id, started, span)
+        # _succeed, inline: most calls have neither a sink nor a span.
+        if self.record_sink:
+            self._record(channel, call_id, started, None)
+        if span is not None:
+            span.finish(None)
+        return result
+
     async def call(
         self,
         arguments: Mapping[str, Any] | str | None = None,
@@ -315,6 +358,12 @@ class Tool:
     def _prepare(self, arguments: Mapping[str, Any] | str | None, channel: Channels) -> dict[str, Any]:
         raw = decode_arguments(self.name, arguments, self.max_argument_chars)
         kwargs = self.args.validate(self.name, raw)
+        if self.guards:
+            kwargs = self._guarded(kwargs, channel)
+        return kwargs
+
+    def _guarded(self, kwargs: dict[str, Any], channel: Channels) -> dict[str, Any]:
+        """``kwargs`` after every guard, in order; a rewrite is validated again."""
         for guard in self.guards:
             rewritten = guard(GuardContext(tool=self, args=kwargs, channel=channel, agent=self.agent))
             if rewritten is not None:
@@ -406,7 +455,7 @@ class Tool:
             tool=self.name,
             call_id=call_id or f"{self.name}-{next(_call_ids)}",
             agent=self.agent,
-            channel=channel.value,
+            channel=channel._value_,  # .value is two Python-level calls (enum's descriptor)
             success=error is None,
             error=error,
             latency_ms=(time.perf_counter() - started) * 1000.0,
