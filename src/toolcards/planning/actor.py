@@ -131,7 +131,10 @@ def _query_terms(query: str) -> list[str]:
 
 
 class PlanningActor(CallerRunsActor):
-    """The planning board of one team; every method runs on the actor's thread, one at a time.
+    """The planning board of one team; its methods run one at a time, in the order sent.
+
+    A method runs on the actor's thread or on the thread of a caller waiting for its answer
+    (:class:`~toolcards.actors.caller_runs.CallerRunsActor`), always under the actor's lock.
 
     Call it through a proxy: ``proxy = PlanningActor.start(team_id, store).proxy()``, then
     ``proxy.update(...).get()``; cast the proxy to :class:`PlanningProxy` for type checking.
@@ -143,7 +146,7 @@ class PlanningActor(CallerRunsActor):
         store: where the board is persisted; it must outlive the actor.
         embedding: the embedding provider for semantic search; ``None`` means keyword-only.
         publish: called with a :class:`StateChanged` after every committed, non-empty
-            change, on the actor's thread: it must not block. An exception it raises is
+            change, under the actor's lock: it must not block. An exception it raises is
             logged and ignored (the change is committed either way).
 
     The board is loaded by the constructor, in the thread that starts the actor, so a store

@@ -143,7 +143,8 @@ class _Change:
 class WorkspaceActor(CallerRunsActor):
     """Serializes every change to one workspace tree and keeps each agent's read records.
 
-    Every public method runs on the actor's thread, one message at a time. Mutations block
+    Every public method runs one message at a time, under the actor's lock (on its thread or
+    on a waiting caller's: :class:`~toolcards.actors.caller_runs.CallerRunsActor`). Mutations block
     the actor for their disk I/O (an ``fsync`` per file written) and, for edits, the
     engine's search (about a millisecond for a fuzzy edit in a 2,000-line file); each runs
     holding :attr:`tree_lock`, so it also waits while another process changes the tree
