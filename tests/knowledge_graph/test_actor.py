@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from typing import cast
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.knowledge_graph.conftest import HASHING, StartGraph
 from toolcards.core.events import StateChanged
@@ -20,8 +24,15 @@ from toolcards.knowledge_graph import (
     RelationCreate,
     RelationDelete,
 )
-from toolcards.knowledge_graph.render import path_text, render_search_result, render_update_report
-from toolcards.store import Change, MemoryStore, Transaction
+from toolcards.knowledge_graph.actor import _relation_key, _relation_row_key
+from toolcards.knowledge_graph.render import (
+    SUMMARY_TOP,
+    path_text,
+    render_graph_summary,
+    render_search_result,
+    render_update_report,
+)
+from toolcards.store import Change, MemoryStore, SQLiteStore, Transaction
 from toolcards.store.transaction import StagedWrite
 
 
@@ -524,3 +535,73 @@ def test_names_starting_with_the_query_come_right_after_an_exact_one(start_graph
 
     assert names[:3] == ["Auth", "AuthService", "AuthServiceClient"]
     assert "Billing" in names
+
+
+def summary_from_scratch(kg: KnowledgeGraphProxy) -> str:
+    """The summary rendered from a full copy of the graph, as if nothing were kept between calls."""
+    graph = kg.graph().get()
+    roots = sorted(entity.name for entity in graph.entities if entity.is_root)
+    types = {entity.name: entity.entity_type for entity in graph.entities}
+    return render_graph_summary(
+        entity_count=len(graph.entities),
+        relation_count=len(graph.relations),
+        entity_types=Counter(entity.entity_type for entity in graph.entities),
+        relation_types=Counter(relation.relation_type for relation in graph.relations),
+        first_roots=[(name, types[name]) for name in roots[:SUMMARY_TOP]],
+        root_count=len(roots),
+        search_tool="search_graph",
+    )
+
+
+def test_summary_kept_between_calls_follows_every_kind_of_change(start_graph: StartGraph, store: MemoryStore) -> None:
+    kg = start_graph()
+    assert kg.summary().get() == summary_from_scratch(kg)
+    # Enough roots at once to be sorted in as a run, then one by one.
+    kg.update(
+        "a",
+        create_entities=[ent(f"node {i:03d}", f"type{i % 3}", root=i % 2 == 0) for i in range(100)],
+        create_relations=[rel(f"node {i:03d}", f"node {i + 1:03d}", f"rel{i % 4}") for i in range(99)],
+    ).get()
+    assert kg.summary().get() == summary_from_scratch(kg)
+    steps: list[dict[str, object]] = [
+        {"create_entities": [ent("a root", "type9", root=True), ent("zzz", "type0")]},
+        {"update_entities": [EntityUpdate(name="node 000", is_root=False), EntityUpdate(name="zzz", is_root=True)]},
+        {"update_entities": [EntityUpdate(name="node 001", is_root=True, entity_type="type7")]},
+        {"delete_entities": ["node 002", "a root"]},
+        {"delete_relations": [RelationDelete(from_entity="node 010", to_entity="node 011", relation_type="rel2")]},
+        {"create_relations": [rel("zzz", "node 004", "rel9")]},
+        {"update_entities": [EntityUpdate(name="node 004", description="no change to the summary")]},
+    ]
+    for step in steps:
+        before = kg.summary().get()
+        kg.update("a", **step).get()
+        expected = summary_from_scratch(kg)
+        assert kg.summary().get() == expected
+        assert kg.summary(search_tool=None).get() == expected.rsplit("\n", 1)[0]
+        assert before != expected or "description" in str(step)
+    # A restart rebuilds what the summary keeps from the store.
+    expected = summary_from_scratch(kg)
+    kg.stop()
+    assert start_graph().summary().get() == expected
+
+
+def test_summary_follows_another_writer_of_a_shared_store(start_graph: StartGraph, sqlite_store: SQLiteStore) -> None:
+    ours = start_graph(on=sqlite_store)
+    ours.update("a", create_entities=[ent("Alice", "person", root=True)]).get()
+    first = ours.summary().get()
+    other_store = SQLiteStore(sqlite_store.path)  # its own connection, as another process has
+    try:
+        other = cast(KnowledgeGraphProxy, KnowledgeGraphActor.start("team-1", other_store, None).proxy())
+        other.update("b", create_entities=[ent("Bob", "person", root=True)], delete_entities=["Alice"]).get()
+        other.stop()
+    finally:
+        other_store.close()
+    assert ours.summary().get() == summary_from_scratch(ours) != first
+    assert "Root entities: Bob [person]." in ours.summary().get()
+
+
+@given(st.lists(st.text(min_size=1, max_size=8), min_size=3, max_size=3))
+def test_a_relation_row_key_is_its_triple_as_json(triple: list[str]) -> None:
+    key = (triple[0], triple[1], triple[2])
+    assert _relation_row_key(key) == json.dumps(triple, ensure_ascii=False)
+    assert _relation_key(_relation_row_key(key)) == key

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from toolcards.knowledge_graph.search import (
     KeywordIndex,
@@ -11,6 +15,7 @@ from toolcards.knowledge_graph.search import (
     shortest_paths,
     tokenize,
     top_k,
+    words_of,
 )
 
 
@@ -94,3 +99,63 @@ def test_shortest_paths_respect_the_depth_bound() -> None:
 def test_shortest_paths_skip_unreachable_targets_and_the_source() -> None:
     graph = _graph([("A", "B"), ("C", "D")])
     assert shortest_paths("A", ["A", "D", "Z"], lambda n: graph.get(n, []), max_depth=4) == {}
+
+
+_TEXT = st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(" _-.,'\"\t\nAZaz09"), max_size=40)
+
+
+@given(_TEXT)
+def test_words_of_finds_the_letter_and_digit_runs_of_the_unicode_pattern(text: str) -> None:
+    assert words_of(text) == re.findall(r"[^\W_]+", text.lower())
+
+
+@given(_TEXT.filter(str.isascii))
+def test_words_of_ascii_text_matches_the_unicode_pattern(text: str) -> None:
+    assert words_of(text) == re.findall(r"[^\W_]+", text.lower())
+
+
+def _state(index: KeywordIndex) -> tuple[object, ...]:
+    return (index._postings, index._documents, index._names, index._sorted_names)
+
+
+_KEYS = st.sampled_from(["a", "b", "c", "d"])
+_NAMES = st.sampled_from(["Alpha", "alpha beta", "Beta", "gamma", "Gamma ray"])
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("upsert"), st.lists(st.tuples(_KEYS, _NAMES, st.lists(_NAMES, max_size=2)), max_size=40)),
+        st.tuples(st.just("remove"), _KEYS),
+    ),
+    max_size=12,
+)
+
+
+@given(_OPS)
+def test_keyword_index_after_any_upserts_and_removes_equals_one_built_from_scratch(
+    ops: list[tuple[str, object]],
+) -> None:
+    index = KeywordIndex()
+    current: dict[str, tuple[str, list[str]]] = {}
+    for op, arg in ops:
+        if op == "upsert":
+            assert isinstance(arg, list)
+            index.upsert_many(arg)
+            for key, name, texts in arg:
+                current[key] = (name, texts)
+        else:
+            assert isinstance(arg, str)
+            index.remove(arg)
+            current.pop(arg, None)
+    fresh = KeywordIndex()
+    for key, (name, texts) in current.items():
+        fresh.upsert(key, name, texts)
+    assert _state(index) == _state(fresh)
+
+
+def test_a_renamed_entity_moves_in_the_name_lookup() -> None:
+    index = KeywordIndex()
+    index.upsert("k", "Alpha", ["one"])
+    index.upsert("k", "Alpha", ["two"])  # same name: its place in the sorted names is kept
+    assert index.name_matches("alp", 5) == ["k"]
+    index.upsert("k", "Beta", ["two"])
+    assert index.name_matches("alp", 5) == []
+    assert index.name_matches("beta", 5) == ["k"]

@@ -49,13 +49,14 @@ Events
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
-import heapq
 import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from json.encoder import encode_basestring as _json_string
 from typing import TYPE_CHECKING, Any
 
 import pykka
@@ -117,6 +118,8 @@ QUERY_EMBEDDING_TIMEOUT_S = 2.0
 """Longest a search waits for its query's embedding before answering with keyword results."""
 
 MAX_TOP_K = 100
+_INSORT_MAX = 32
+"""New roots inserted one by one into the sorted list; more are appended and sorted in."""
 MAX_NEIGHBOURS = 20
 """Neighbours listed per hit; the rest are counted."""
 MAX_EDGES = 50
@@ -126,7 +129,9 @@ MAX_PATH_ENDPOINTS = 5
 
 
 def _relation_row_key(key: RelationKey) -> str:
-    return json.dumps(list(key), ensure_ascii=False)
+    """``json.dumps(list(key), ensure_ascii=False)``, the stored key, written without building
+    an encoder per call (a batch of 2,000 relations spent ~15 ms doing that)."""
+    return f"[{_json_string(key[0])}, {_json_string(key[1])}, {_json_string(key[2])}]"
 
 
 def _relation_key(row_key: str) -> RelationKey:
@@ -186,7 +191,11 @@ class KnowledgeGraphActor(CallerRunsActor):
         """Entity name → keys of the relations touching it, in both directions."""
         self._entity_types: Counter[str] = Counter()
         self._relation_types: Counter[str] = Counter()
-        self._roots: dict[str, None] = {}
+        self._roots: list[str] = []
+        """Names of the root entities, sorted: the summary lists the first few."""
+        self._summaries: dict[str | None, str] = {}
+        """The summary text by search tool, for the graph at ``_summaries_version``."""
+        self._summaries_version = -1
         self._keywords = KeywordIndex()
         self._seq = 0
 
@@ -270,17 +279,23 @@ class KnowledgeGraphActor(CallerRunsActor):
         only on the graph, so it is the same after a restart.
         """
         self._refresh()
-        return render_graph_summary(
-            entity_count=len(self._entities),
-            relation_count=len(self._relations),
-            entity_types=self._entity_types,
-            relation_types=self._relation_types,
-            first_roots=[
-                (name, self._entities[name].entity_type) for name in heapq.nsmallest(SUMMARY_TOP, self._roots)
-            ],
-            root_count=len(self._roots),
-            search_tool=search_tool,
-        )
+        # Asked before every model request, and the graph changes far less often: render it
+        # once per committed version.
+        if self._summaries_version != self._version:
+            self._summaries.clear()
+            self._summaries_version = self._version
+        text = self._summaries.get(search_tool)
+        if text is None:
+            text = self._summaries[search_tool] = render_graph_summary(
+                entity_count=len(self._entities),
+                relation_count=len(self._relations),
+                entity_types=self._entity_types,
+                relation_types=self._relation_types,
+                first_roots=[(name, self._entities[name].entity_type) for name in self._roots[:SUMMARY_TOP]],
+                root_count=len(self._roots),
+                search_tool=search_tool,
+            )
+        return text
 
     def search(
         self,
@@ -566,19 +581,28 @@ class KnowledgeGraphActor(CallerRunsActor):
     # -- state ----------------------------------------------------------------------
 
     def _put_entities(self, entities: Sequence[Entity]) -> None:
+        new_roots: list[str] = []
         for entity in entities:
             previous = self._entities.get(entity.name)
             if previous is not None:
                 self._entity_types[previous.entity_type] -= 1
                 if not self._entity_types[previous.entity_type]:
                     del self._entity_types[previous.entity_type]
+            was_root = previous is not None and previous.is_root
             self._entities[entity.name] = entity
             self._entity_types[entity.entity_type] += 1
             self._links.setdefault(entity.name, {})
-            if entity.is_root:
-                self._roots.setdefault(entity.name, None)
-            else:
-                self._roots.pop(entity.name, None)
+            if entity.is_root and not was_root:
+                new_roots.append(entity.name)
+            elif was_root and not entity.is_root:
+                self._unroot(entity.name)
+        if len(new_roots) <= _INSORT_MAX:
+            for name in new_roots:
+                bisect.insort(self._roots, name)
+        else:
+            # Two sorted runs: the list's sort merges them in linear time.
+            self._roots.extend(new_roots)
+            self._roots.sort()
         self._keywords.upsert_many(
             (entity.name, entity.name, [entity.entity_type, entity.description, *entity.observations])
             for entity in entities
@@ -591,11 +615,17 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._entity_types[entity.entity_type] -= 1
         if not self._entity_types[entity.entity_type]:
             del self._entity_types[entity.entity_type]
-        self._roots.pop(name, None)
+        if entity.is_root:
+            self._unroot(name)
         self._links.pop(name, None)
         self._keywords.remove(name)
         if self._vectors is not None:
             self._vectors.forget(name)
+
+    def _unroot(self, name: str) -> None:
+        index = bisect.bisect_left(self._roots, name)
+        if index < len(self._roots) and self._roots[index] == name:
+            del self._roots[index]
 
     def _put_relation(self, key: RelationKey, relation: Relation | None) -> None:
         previous = self._relations.pop(key, None)

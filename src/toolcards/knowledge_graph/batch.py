@@ -98,25 +98,28 @@ class UpdateBatch:
 
     def create_relation(self, item: RelationCreate) -> None:
         """Stage a new relation; a missing end is an error, an existing triple is skipped."""
-        relation = Relation(
-            from_entity=item.from_entity,
-            to_entity=item.to_entity,
-            relation_type=item.relation_type,
-            description=item.description,
-        )
-        missing = [name for name in _unique([item.from_entity, item.to_entity]) if self.entity(name) is None]
+        from_entity, to_entity = item.from_entity, item.to_entity
+        ends = (from_entity,) if from_entity == to_entity else (from_entity, to_entity)
+        missing = [name for name in ends if self.entity(name) is None]
         if missing:
             names = " and ".join(f"{name!r}{self.suggestion(name)}" for name in missing)
             verb = "do" if len(missing) > 1 else "does"
             self.report.errors.append(
-                f"Relation {relation_text(relation)}: entity {names} {verb} not exist. "
+                f"Relation {relation_text(item)}: entity {names} {verb} not exist. "
                 "Create it in create_entities (the same call works) or fix the name."
             )
             return
-        if self.relation(relation.key) is not None:
+        relation = Relation(
+            from_entity=from_entity,
+            to_entity=to_entity,
+            relation_type=item.relation_type,
+            description=item.description,
+        )
+        key = relation.key
+        if self.relation(key) is not None:
             self.report.skipped_relations.append(relation)
             return
-        self.relations[relation.key] = relation
+        self.relations[key] = relation
         self.report.created_relations.append(relation)
 
     def update_entity(self, item: EntityUpdate) -> None:
