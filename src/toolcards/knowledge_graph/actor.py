@@ -147,7 +147,8 @@ def _embedding_text(entity: Entity) -> str:
 
 
 class KnowledgeGraphActor(CallerRunsActor):
-    """One team's knowledge graph. Every public method runs in the actor's thread.
+    """One team's knowledge graph. Its public methods run one at a time, under the actor's lock
+    (on its thread or on a waiting caller's: :class:`~toolcards.actors.caller_runs.CallerRunsActor`).
 
     Construction loads the namespace from ``store`` (in the caller's thread; raises
     ``StoreError`` if it cannot be read). ``on_start`` restores stored vectors and, when
