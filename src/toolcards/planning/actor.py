@@ -336,7 +336,7 @@ class PlanningActor(CallerRunsActor):
         if query is None or not query.strip():
             tasks = candidates if candidates is not None else list(self._tasks.values())
             shown = _best(tasks, limit, key=lambda task: task.id)
-            return SearchPage(total=len(tasks), hits=[SearchHit(task=task, match="filter") for task in shown])
+            return _page(len(tasks), [{"task": task, "match": "filter"} for task in shown])
         texts = self._texts.items() if candidates is None else [(task.id, self._texts[task.id]) for task in candidates]
         keyword = _keyword_buckets(query, texts)
         semantic = self._semantic_scores(query, candidates)
@@ -361,8 +361,8 @@ class PlanningActor(CallerRunsActor):
         for _, task_id in _best(ranked, limit):
             in_keyword, in_semantic = task_id not in semantic or task_id in both, task_id in semantic
             match: MatchKind = "both" if in_keyword and in_semantic else "keyword" if in_keyword else "semantic"
-            hits.append(SearchHit(task=self._tasks[task_id], match=match, similarity=semantic.get(task_id)))
-        return SearchPage(total=total, hits=hits)
+            hits.append({"task": self._tasks[task_id], "match": match, "similarity": semantic.get(task_id)})
+        return _page(total, hits)
 
     def when_indexed(self) -> concurrent.futures.Future[None]:
         """Return a future that resolves once every committed description has its vector.
@@ -616,6 +616,13 @@ class PlanningActor(CallerRunsActor):
         except Exception:
             logger.exception("Catching up %s before embedding overdue descriptions failed.", self._namespace)
         self._vectors.embed_overdue()
+
+
+def _page(total: int, hits: list[dict[str, Any]]) -> SearchPage:
+    """The page validated in one call: the same models as building each ``SearchHit`` and
+    then the page, at half the cost (each model's ``__init__`` is a Python-level call; a page
+    of 50 hits of a 200-task board took a quarter of the search)."""
+    return SearchPage.model_validate({"total": total, "hits": hits})
 
 
 def _keyword_buckets(query: str, texts: Collection[tuple[int, str]]) -> dict[float, list[int]]:
