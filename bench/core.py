@@ -12,7 +12,7 @@ from typing import ClassVar
 
 import pykka
 
-from bench.timing import Case, measure
+from bench.timing import Case, Stats, measure
 from toolcards import COMMAND, TOOL_CALL, BaseToolParam, Channels, Tool, ToolCard, ToolFactory, capability
 from toolcards.actors.caller_runs import CallerRunsActor
 
@@ -41,6 +41,16 @@ class CallerRunsPingActor(CallerRunsActor):
         return x + 1
 
 
+def _ask(actor_class: type[PingActor] | type[CallerRunsPingActor]) -> Stats:
+    """An ask of a method that does nothing, through a proxy: the actor round trip."""
+    ref = actor_class.start()
+    proxy = ref.proxy()
+    try:
+        return measure(lambda: proxy.ping(1).get(), repeat=5000)
+    finally:
+        ref.stop()
+
+
 def ping(x: int) -> int:
     """Add one."""
     return x + 1
@@ -63,18 +73,7 @@ def run() -> list[Case]:
     function = factory.get_tools()[0]
     tool_call = measure(lambda: tool.call_sync({"x": 1}, channel=Channels.TOOL_CALL), repeat=20000)
     via_function = measure(lambda: function(x=1), repeat=20000)
-    ref = PingActor.start()
-    proxy = ref.proxy()
-    try:
-        actor = measure(lambda: proxy.ping(1).get(), repeat=5000)
-    finally:
-        ref.stop()
-    ref = CallerRunsPingActor.start()
-    proxy = ref.proxy()
-    try:
-        caller_runs = measure(lambda: proxy.ping(1).get(), repeat=5000)
-    finally:
-        ref.stop()
+    actor, caller_runs = _ask(PingActor), _ask(CallerRunsPingActor)
     overhead = pipeline.median - direct.median
     function_overhead = via_function.median - tool_call.median
     return [
