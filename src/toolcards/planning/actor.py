@@ -78,7 +78,7 @@ from toolcards.planning.models import (
     UpdateReport,
     normalize_agent_name,
 )
-from toolcards.planning.render import render_plan
+from toolcards.planning.render import PLAN_LIMIT, render_hits, render_plan
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 from toolcards.store.codec import JSONText
 
@@ -330,13 +330,39 @@ class PlanningActor(CallerRunsActor):
         The best hits are selected before any is built, so a query matching every task of a
         large board costs one pass over it, not a sorted list of objects it will not show.
         """
+        total, hits = self._best_hits(query, status, owner, creator, limit)
+        return _page(total, [{"task": task, "match": match, "similarity": score} for task, match, score in hits])
+
+    def render_search(
+        self,
+        query: str | None = None,
+        status: TaskStatus | None = None,
+        owner: str | None = None,
+        creator: str | None = None,
+        limit: int = PLAN_LIMIT,
+    ) -> str:
+        """:meth:`search_page` as a model reads it (:func:`~toolcards.planning.render.render_search`),
+        rendered from the board itself: what ``search_planning`` answers, without a page of
+        models built only to be turned into text."""
+        total, hits = self._best_hits(query, status, owner, creator, limit)
+        return render_hits(total, [(task, match) for task, match, _ in hits], limit=limit)
+
+    def _best_hits(
+        self,
+        query: str | None,
+        status: TaskStatus | None,
+        owner: str | None,
+        creator: str | None,
+        limit: int | None,
+    ) -> tuple[int, list[tuple[Task, MatchKind, float | None]]]:
+        """(how many matched, the best ``limit`` as (task, how it matched, similarity)), best first."""
         self._refresh()
         filtered = status is not None or owner is not None or creator is not None
         candidates = list(self._filtered(status, owner, creator)) if filtered else None
         if query is None or not query.strip():
             tasks = candidates if candidates is not None else list(self._tasks.values())
             shown = _best(tasks, limit, key=lambda task: task.id)
-            return _page(len(tasks), [{"task": task, "match": "filter"} for task in shown])
+            return len(tasks), [(task, "filter", None) for task in shown]
         texts = self._texts.items() if candidates is None else [(task.id, self._texts[task.id]) for task in candidates]
         keyword = _keyword_buckets(query, texts)
         semantic = self._semantic_scores(query, candidates)
@@ -357,12 +383,12 @@ class PlanningActor(CallerRunsActor):
             # max(ranked) is the worst entry so far (scores are negated for ascending order).
             if limit is None or len(ranked) < limit or -max(ranked)[0] <= score:
                 ranked += [(-score, task_id) for task_id in _best(keyword_only, limit)]
-        hits = []
+        hits: list[tuple[Task, MatchKind, float | None]] = []
         for _, task_id in _best(ranked, limit):
             in_keyword, in_semantic = task_id not in semantic or task_id in both, task_id in semantic
             match: MatchKind = "both" if in_keyword and in_semantic else "keyword" if in_keyword else "semantic"
-            hits.append({"task": self._tasks[task_id], "match": match, "similarity": semantic.get(task_id)})
-        return _page(total, hits)
+            hits.append((self._tasks[task_id], match, semantic.get(task_id)))
+        return total, hits
 
     def when_indexed(self) -> concurrent.futures.Future[None]:
         """Return a future that resolves once every committed description has its vector.
@@ -676,6 +702,7 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     render = proxy_method(PlanningActor.render)
     search = proxy_method(PlanningActor.search)
     search_page = proxy_method(PlanningActor.search_page)
+    render_search = proxy_method(PlanningActor.render_search)
     seq = proxy_method(PlanningActor.seq)
     tasks = proxy_method(PlanningActor.tasks)
     update = proxy_method(PlanningActor.update)

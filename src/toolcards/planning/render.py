@@ -44,6 +44,7 @@ __all__ = [
     "OWNERS_LIMIT",
     "PLAN_LIMIT",
     "plan_footer",
+    "render_hits",
     "render_plan",
     "render_search",
     "render_task",
@@ -194,15 +195,20 @@ def render_search(found: Sequence[SearchHit] | SearchPage, *, limit: int = PLAN_
     ``limit`` hits are listed, in the order given (best first). Never raises.
     """
     hits, total = (found.hits, found.total) if isinstance(found, SearchPage) else (found, len(found))
+    return render_hits(total, [(hit.task, hit.match) for hit in hits[:limit]], limit=limit)
+
+
+def render_hits(total: int, hits: Sequence[tuple[Task, str]], *, limit: int = PLAN_LIMIT) -> str:
+    """:func:`render_search` from ``total`` and the best hits as (task, how it matched). Never raises."""
     if not total:
         return "No task matches. Loosen the filters or rephrase the query."
     head = f"{total} task{'s' if total != 1 else ''} match"
     if total == 1:
         head += "es"
     lines = [head + ":"]
-    for hit in hits[:limit]:
-        label = "" if hit.match == "filter" else f" [{hit.match} match]"
-        lines.append(f"- {render_task_line(hit.task)}{label}")
+    for task, match in hits[:limit]:
+        label = "" if match == "filter" else f" [{match} match]"
+        lines.append(f"- {render_task_line(task)}{label}")
     if total > min(limit, len(hits)):
         lines.append(f"... {total - min(limit, len(hits))} more not shown; narrow the query or filters.")
     return "\n".join(lines)

@@ -30,7 +30,7 @@ from toolcards.core.views import view
 from toolcards.errors import RetriableError
 from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
-from toolcards.planning.render import PLAN_LIMIT, render_search, render_task, render_update_report
+from toolcards.planning.render import PLAN_LIMIT, render_task, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
@@ -166,10 +166,9 @@ class PlanningTool(ToolCard):
             owner: e.g. @Bob; "" for unassigned.
             creator: e.g. @Alice.
         """
-        page = self.ask(
-            self.board.search_page(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
+        return self.ask(
+            self.board.render_search(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
         )
-        return render_search(page)
 
     # -- views (read-only, for people looking at the team) ----------------------------------
 
