@@ -49,7 +49,6 @@ Events
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import functools
 import json
@@ -90,6 +89,7 @@ from toolcards.knowledge_graph.search import (
     shortest_paths,
 )
 from toolcards.knowledge_graph.search import top_k as best_scores
+from toolcards.knowledge_graph.sorted_list import discard, insort_all
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 from toolcards.store.codec import JSONText
 
@@ -118,8 +118,6 @@ QUERY_EMBEDDING_TIMEOUT_S = 2.0
 """Longest a search waits for its query's embedding before answering with keyword results."""
 
 MAX_TOP_K = 100
-_INSORT_MAX = 32
-"""New roots inserted one by one into the sorted list; more are appended and sorted in."""
 MAX_NEIGHBOURS = 20
 """Neighbours listed per hit; the rest are counted."""
 MAX_EDGES = 50
@@ -596,14 +594,8 @@ class KnowledgeGraphActor(CallerRunsActor):
             if entity.is_root and not was_root:
                 new_roots.append(entity.name)
             elif was_root and not entity.is_root:
-                self._unroot(entity.name)
-        if len(new_roots) <= _INSORT_MAX:
-            for name in new_roots:
-                bisect.insort(self._roots, name)
-        else:
-            # Two sorted runs: the list's sort merges them in linear time.
-            self._roots.extend(new_roots)
-            self._roots.sort()
+                discard(self._roots, entity.name)
+        insort_all(self._roots, new_roots)
         self._keywords.upsert_many(
             (entity.name, entity.name, [entity.entity_type, entity.description, *entity.observations])
             for entity in entities
@@ -617,16 +609,11 @@ class KnowledgeGraphActor(CallerRunsActor):
         if not self._entity_types[entity.entity_type]:
             del self._entity_types[entity.entity_type]
         if entity.is_root:
-            self._unroot(name)
+            discard(self._roots, name)
         self._links.pop(name, None)
         self._keywords.remove(name)
         if self._vectors is not None:
             self._vectors.forget(name)
-
-    def _unroot(self, name: str) -> None:
-        index = bisect.bisect_left(self._roots, name)
-        if index < len(self._roots) and self._roots[index] == name:
-            del self._roots[index]
 
     def _put_relation(self, key: RelationKey, relation: Relation | None) -> None:
         previous = self._relations.pop(key, None)

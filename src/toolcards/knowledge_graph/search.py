@@ -50,6 +50,8 @@ from collections import deque
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import TypeVar
 
+from toolcards.knowledge_graph.sorted_list import discard, insort_all
+
 __all__ = [
     "DEFAULT_ALPHA",
     "DEFAULT_THRESHOLD",
@@ -84,8 +86,6 @@ _STOP_WORDS = frozenset(
 
 _NAME = 1
 _OTHER = 2
-_INSORT_MAX = 32
-"""Names added one by one into the sorted list; a larger batch is sorted and merged in."""
 
 Node = TypeVar("Node", bound=Hashable)
 Edge = TypeVar("Edge")
@@ -189,15 +189,7 @@ class KeywordIndex:
                 else:
                     posting[key] = mask
             names[key] = compared
-        entries = [(compared, key) for key, compared in added.items()]
-        if len(entries) <= _INSORT_MAX:
-            for entry in entries:
-                bisect.insort(self._sorted_names, entry)
-        else:
-            # Two sorted runs: the list's sort merges them in C, in linear time.
-            entries.sort()
-            self._sorted_names.extend(entries)
-            self._sorted_names.sort()
+        insort_all(self._sorted_names, [(compared, key) for key, compared in added.items()])
 
     def remove(self, key: str) -> None:
         """Forget entity ``key``; a no-op if it is not indexed."""
@@ -218,8 +210,7 @@ class KeywordIndex:
 
     def _unsort(self, key: str) -> None:
         """Take ``key`` out of the sorted names."""
-        index = bisect.bisect_left(self._sorted_names, (self._names[key], key))
-        del self._sorted_names[index]
+        discard(self._sorted_names, (self._names[key], key))
 
     def scores(self, query: str) -> dict[str, float]:
         """Keyword score (see the module docstring) of every entity matching a query term."""
