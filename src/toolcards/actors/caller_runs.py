@@ -59,8 +59,9 @@ class _Answer(pykka.ThreadingFuture[Any]):
     """The future of an ask to a :class:`CallerRunsActor`.
 
     Its ask is queued *unannounced*: the actor's thread is not woken for it. Whoever comes
-    for the answer announces it: ``get()`` runs the queued messages itself when the actor is
-    idle, and otherwise (or with a timeout) wakes the actor's thread and waits. For a future
+    for the answer announces it: ``get()`` runs the queued messages itself (after the one
+    running now, if any), and when it cannot (or with a timeout) wakes the actor's thread and
+    waits. For a future
     nobody reads (dropped, or kept), :data:`_WATCH` wakes the actor's thread within
     ``_Watch.PERIOD_S``.
     """
