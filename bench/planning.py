@@ -19,6 +19,7 @@ from typing import cast
 import pykka
 
 from bench.timing import Case, Stats, measure
+from toolcards.core.idempotency import CallKey
 from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam
@@ -80,10 +81,27 @@ def _writes(directory: Path, size: int) -> list[Case]:
     def create(i: int) -> object:
         return proxy.update("@Agent2", create=[TaskCreate(description=f"New task {i}")]).get()
 
+    def keyed(i: int) -> object:
+        change = TaskUpdate(id=target, status="started" if i % 2 else "pending", output=f"keyed {i}")
+        return proxy.update("@Agent1", update=[change], call=CallKey(key=f"@Agent1|u|{size}-{i}", digest="d")).get()
+
+    def replayed(i: int) -> object:
+        return proxy.update("@Agent1", update=[], call=CallKey(key=f"@Agent1|u|{size}-{i % 300}", digest="d")).get()
+
     note = "through the actor proxy, SQLite commit included; median of 300"
     rows = [
         Case.timed(f"update 1 task, board of {size:,}", _measure(update, 300), note, target=0.3),
         Case.timed(f"create 1 task, board of {size:,}", _measure(create, 300), note),
+        Case.timed(
+            f"update 1 task with an idempotency key, board of {size:,}",
+            _measure(keyed, 300),
+            "the call's record commits with the change; median of 300",
+        ),
+        Case.timed(
+            f"the same keyed update sent again, board of {size:,}",
+            _measure(replayed, 300),
+            "answered from the record, nothing written; median of 300",
+        ),
     ]
     pykka.ActorRegistry.stop_all()
     store.close()

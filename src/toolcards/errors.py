@@ -11,6 +11,7 @@ acts on the error::
     │   ├── ApprovalRequired    the tool needs a human's approval and did not get it
     │   ├── ActorUnavailable    the actor behind a tool is stopped or did not answer
     │   └── StoreError          persistence failed; nothing was written
+    │       └── OutcomeUnknown  a commit's answer was lost: it may or may not be written
     ├── ObserverGone            a card's observer (its agent) no longer exists
     ├── WiringError             a developer mistake found when cards are bound
     └── CommandNotRecognized    a slash command that no card provides
@@ -28,6 +29,7 @@ __all__ = [
     "CommandNotRecognized",
     "GuardError",
     "ObserverGone",
+    "OutcomeUnknown",
     "RetriableError",
     "StoreError",
     "ToolFailed",
@@ -84,7 +86,36 @@ class CommandNotRecognized(ToolcardsError):
 
 
 class StoreError(ToolFailed):
-    """A persistence transaction failed; nothing of it was written."""
+    """A persistence transaction failed; nothing of it was written (but see :class:`OutcomeUnknown`).
+
+    Attributes:
+        transient: ``True`` when the store was unreachable for the moment (a lost
+            connection, a server restarting, a lock held too long): the store reconnects by
+            itself and the same call is likely to succeed in a few seconds. ``False`` when
+            someone must act (a damaged file, a full disk, a wrong password).
+    """
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class OutcomeUnknown(StoreError):
+    """The connection was lost while a commit was answered, and the store could not learn
+    afterwards whether it was committed.
+
+    The write may be in the store or not. Read the state it changes before doing it again,
+    or send it again with the same idempotency key, which applies it at most once
+    (:mod:`toolcards.core.idempotency`).
+
+    Attributes:
+        check: what a model can call to see whether the write is there (set by the actor
+            that knows its state), or ``None``.
+    """
+
+    def __init__(self, message: str, *, check: str | None = None) -> None:
+        super().__init__(message, transient=True)
+        self.check = check
 
 
 class ApprovalRequired(ToolFailed):

@@ -72,7 +72,8 @@ def test_entity_and_relation_to_it_can_be_created_in_one_batch(kg: KnowledgeGrap
 def test_duplicate_entity_name_is_an_error(kg: KnowledgeGraphProxy) -> None:
     kg.update("a", create_entities=[ent("A", "person", "first")]).get()
     report = kg.update("a", create_entities=[ent("A", "team", "second"), ent("A", "x"), ent("B")]).get()
-    assert report.created_entities == ["B"]
+    assert report.created_entities == []
+    assert [e.name for e in kg.entities().get()] == ["A"]
     assert len(report.errors) == 2
     assert "'A' already exists" in report.errors[0]
     assert "update_entities" in report.errors[0]
@@ -138,14 +139,14 @@ def test_update_adds_and_removes_observations_and_sets_fields(kg: KnowledgeGraph
     assert (a.entity_type, a.description, a.is_root) == ("robot", "old", True)
 
 
-def test_removing_a_missing_observation_reports_it_and_applies_the_rest(kg: KnowledgeGraphProxy) -> None:
+def test_removing_a_missing_observation_is_refused_and_nothing_applies(kg: KnowledgeGraphProxy) -> None:
     kg.update("a", create_entities=[ent("A", "t", "", "fact one")]).get()
     report = kg.update(
         "a", update_entities=[EntityUpdate(name="A", remove_observations=["fact two"], add_observations=["fact 3"])]
     ).get()
-    assert report.updated_entities == ["A"]
+    assert report.updated_entities == []
     assert "no observation 'fact two'" in report.errors[0]
-    assert kg.entities().get()[0].observations == ["fact one", "fact 3"]
+    assert kg.entities().get()[0].observations == ["fact one"]
 
 
 def test_update_without_effect_changes_nothing(kg: KnowledgeGraphProxy, events: list[StateChanged]) -> None:
@@ -185,7 +186,7 @@ def test_fixed_order_lets_a_batch_create_then_delete(kg: KnowledgeGraphProxy) ->
     assert [e.observations for e in kg.entities().get()] == [[], ["new"]]
 
 
-def test_all_failures_come_together_after_the_valid_parts(kg: KnowledgeGraphProxy, store: MemoryStore) -> None:
+def test_all_refusals_come_together_and_nothing_is_written(kg: KnowledgeGraphProxy, store: MemoryStore) -> None:
     report = kg.update(
         "a",
         create_entities=[ent("A"), ent("A")],
@@ -194,14 +195,11 @@ def test_all_failures_come_together_after_the_valid_parts(kg: KnowledgeGraphProx
         delete_entities=["Ghost"],
     ).get()
     assert len(report.errors) == 4
-    assert report.created_entities == ["A"]
-    assert [r.key for r in report.created_relations] == [("A", "A", "uses")]
+    assert (report.created_entities, report.created_relations, report.seq) == ([], [], None)
     rendered = render_update_report(report)
-    assert rendered.startswith("Applied: created entities A; created 1 relation.")
+    assert rendered.startswith("Nothing was applied (a batch is all or nothing). Fix these and send the whole batch")
     assert rendered.count("\n- ") == 4
-    stored = store.load("team-1/#KnowledgeGraphTool").rows
-    assert set(stored["entities"]) == {"A"}
-    assert len(stored["relations"]) == 1
+    assert store.load("team-1/#KnowledgeGraphTool").rows == {}
 
 
 def test_one_store_transaction_per_batch(start_graph: StartGraph) -> None:

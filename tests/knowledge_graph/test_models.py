@@ -95,28 +95,28 @@ def test_relation_key_is_the_triple() -> None:
     assert RelationDelete(from_entity="a", to_entity="b", relation_type="uses").key == ("a", "b", "uses")
 
 
-def test_update_report_renders_applied_skipped_and_errors() -> None:
+def test_update_report_renders_applied_and_skipped() -> None:
     rel = Relation(from_entity="A", to_entity="B", relation_type="uses")
-    report = UpdateReport(
-        created_entities=["A", "B"],
-        created_relations=[rel],
-        skipped_relations=[rel],
-        errors=["Entity 'C' does not exist."],
-    )
+    report = UpdateReport(created_entities=["A", "B"], created_relations=[rel], skipped_relations=[rel])
     assert report.changed
     assert render_update_report(report) == (
-        "Applied: created entities A, B; created 1 relation.\n"
-        "Skipped existing relations: A -[uses]-> B.\n"
-        "Not applied; fix these and resend only them:\n"
-        "- Entity 'C' does not exist."
+        "Applied: created entities A, B; created 1 relation.\nSkipped existing relations: A -[uses]-> B."
+    )
+    replayed = report.model_copy(update={"seq": 4, "replayed": True})
+    assert render_update_report(replayed).startswith(
+        "This call was already applied (graph change 4); nothing was written again.\nApplied: created entities A, B"
     )
 
 
-def test_update_report_without_changes() -> None:
-    report = UpdateReport(errors=["bad"])
+def test_update_report_with_refusals_says_nothing_was_applied() -> None:
+    report = UpdateReport(errors=["Entity 'C' does not exist.", "bad"])
     assert not report.changed
     assert report.summary_line() == "no changes"
-    assert render_update_report(report).startswith("No changes applied.")
+    assert render_update_report(report) == (
+        "Nothing was applied (a batch is all or nothing). Fix these and send the whole batch again:\n"
+        "- Entity 'C' does not exist.\n- bad"
+    )
+    assert render_update_report(UpdateReport()) == "No changes applied."
 
 
 def test_update_report_caps_listed_names() -> None:

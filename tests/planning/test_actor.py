@@ -74,10 +74,10 @@ def test_creating_an_existing_id_is_an_error_not_a_second_row(start: StartActor)
     proxy = start()
     proxy.update("@A", create=[TaskCreate(id=5, description="original")]).get(timeout=WAIT)
     report = proxy.update("@B", create=[TaskCreate(id=5, description="copy"), *create("other")]).get(timeout=WAIT)
-    assert report.created == [6]
+    assert report.created == []
     assert [(e.operation, e.task_id) for e in report.errors] == [("create", 5)]
     assert "Task 5 already exists" in report.errors[0].message
-    assert [t.id for t in proxy.tasks().get(timeout=WAIT)] == [5, 6]
+    assert [t.id for t in proxy.tasks().get(timeout=WAIT)] == [5]
     assert proxy.get_task(5).get(timeout=WAIT).description == "original"
 
 
@@ -108,8 +108,9 @@ def test_empty_agent_name_is_a_wiring_error(start: StartActor) -> None:
 def test_description_over_300_chars_is_refused_with_the_limit(start: StartActor) -> None:
     proxy = start()
     report = proxy.update("@A", create=create("x" * 301, "y" * 300)).get(timeout=WAIT)
-    assert report.created == [1]
+    assert report.created == []
     assert report.errors[0].message == "The description is 301 chars; the limit is 300. Shorten it."
+    assert proxy.update("@A", create=create("y" * 300)).get(timeout=WAIT).created == [1]
     report = proxy.update("@A", update=[TaskUpdate(id=1, description="z" * 400)]).get(timeout=WAIT)
     assert "400 chars; the limit is 300" in report.errors[0].message
     assert proxy.get_task(1).get(timeout=WAIT).description == "y" * 300
@@ -158,8 +159,9 @@ def test_update_changes_only_the_given_fields_and_bumps_updated_at(start: StartA
 def test_dependencies_must_exist_on_the_board(start: StartActor) -> None:
     proxy = start()
     report = proxy.update("@A", create=[*create("a"), *create("b", dependencies=[1, 8, 9])]).get(timeout=WAIT)
-    assert report.created == [1]
+    assert report.created == []
     assert report.errors[0].message.startswith("Dependencies 8, 9 do not exist")
+    assert proxy.tasks().get(timeout=WAIT) == []
 
 
 def test_dependencies_may_name_tasks_created_earlier_in_the_batch(start: StartActor) -> None:
@@ -217,16 +219,18 @@ def test_a_batch_applies_create_then_update_then_delete(start: StartActor) -> No
     assert [(t.id, t.status) for t in proxy.tasks().get(timeout=WAIT)] == [(2, "started")]
 
 
-def test_every_valid_part_is_applied_and_every_failure_reported_together(start: StartActor) -> None:
+def test_a_batch_with_a_refused_part_applies_nothing_and_reports_every_refusal(start: StartActor) -> None:
     proxy = start()
     proxy.update("@A", create=create("keep", "drop")).get(timeout=WAIT)
+    before = proxy.tasks().get(timeout=WAIT)
+    seq = proxy.seq().get(timeout=WAIT)
     report = proxy.update(
         "@A",
         create=[*create("fine"), *create("x" * 301), TaskCreate(id=1, description="dup")],
         update=[TaskUpdate(id=1, status="started"), TaskUpdate(id=99, status="started")],
         delete=[2, 42],
     ).get(timeout=WAIT)
-    assert (report.created, report.updated, report.deleted) == ([3], [1], [2])
+    assert (report.created, report.updated, report.deleted, report.seq) == ([], [], [], None)
     assert [(e.operation, e.index, e.task_id) for e in report.errors] == [
         ("create", 1, None),
         ("create", 2, 1),
@@ -234,11 +238,23 @@ def test_every_valid_part_is_applied_and_every_failure_reported_together(start: 
         ("delete", 1, 42),
     ]
     text = render_update_report(report)
-    assert text.startswith("Created task 3. Updated task 1. Deleted task 2.")
-    assert "4 changes failed" in text
+    assert text.startswith("Nothing was applied (a batch is all or nothing). Fix these and send the whole batch again:")
     assert "- update task 99: Task 99 does not exist." in text
     assert "- delete task 42: Task 42 does not exist." in text
-    assert [t.id for t in proxy.tasks().get(timeout=WAIT)] == [1, 3]
+    assert proxy.tasks().get(timeout=WAIT) == before
+    assert proxy.seq().get(timeout=WAIT) == seq
+
+
+def test_a_task_created_and_deleted_in_one_batch_is_never_written(start: StartActor) -> None:
+    proxy = start()
+    report = proxy.update("@A", create=[TaskCreate(id=30, description="gone"), *create("kept")], delete=[30]).get(
+        timeout=WAIT
+    )
+    assert (report.created, report.deleted, report.errors) == ([30, 31], [30], [])
+    assert [t.id for t in proxy.tasks().get(timeout=WAIT)] == [31]
+    # The next update works on the mirror the batch left (no half-applied memory).
+    assert proxy.update("@A", update=[TaskUpdate(id=31, status="completed")]).get(timeout=WAIT).updated == [31]
+    assert proxy.update("@A", create=[TaskCreate(id=30, description="again")]).get(timeout=WAIT).created == [30]
 
 
 def test_an_update_that_changes_nothing_writes_nothing(store: MemoryStore, start: StartActor) -> None:

@@ -137,30 +137,28 @@ def test_report_render_lists_what_was_applied() -> None:
     assert report.summary() == "created tasks 8, 9; updated task 3; deleted task 4; unlinked task 5"
 
 
-def test_report_render_lists_every_failure_after_the_applied_parts() -> None:
+def test_report_render_lists_every_refusal_and_says_nothing_was_applied() -> None:
     report = UpdateReport(
-        created=[8],
         errors=[
             UpdateFailure(operation="update", index=0, task_id=12, message="Task 12 does not exist."),
             UpdateFailure(operation="create", index=1, task_id=None, message="The description is 301 chars."),
         ],
     )
-    text = render_update_report(report)
-    lines = text.splitlines()
-    assert lines[0] == "Created task 8."
-    assert "2 changes failed" in lines[1]
-    assert "the rest was" in lines[1]
-    assert lines[2] == "- update task 12: Task 12 does not exist."
-    assert lines[3] == "- create item 2: The description is 301 chars."
-
-
-def test_report_render_says_when_nothing_was_applied() -> None:
-    failure = UpdateFailure(operation="delete", index=0, task_id=5, message="Task 5 does not exist.")
-    report = UpdateReport(errors=[failure])
     assert not report.changed
     assert report.summary() == ""
-    assert render_update_report(report) == "Nothing was applied:\n- delete task 5: Task 5 does not exist."
+    assert render_update_report(report).splitlines() == [
+        "Nothing was applied (a batch is all or nothing). Fix these and send the whole batch again:",
+        "- update task 12: Task 12 does not exist.",
+        "- create item 2: The description is 301 chars.",
+    ]
+    one = UpdateReport(errors=[UpdateFailure(operation="delete", index=0, task_id=5, message="Gone.")])
+    assert render_update_report(one).startswith("Nothing was applied (a batch is all or nothing). Fix this and")
     assert render_update_report(UpdateReport()).startswith("Nothing to do")
+
+
+def test_a_replayed_report_says_the_call_was_already_applied() -> None:
+    text = render_update_report(UpdateReport(created=[4], seq=9, replayed=True))
+    assert text == "This call was already applied (board change 9); nothing was written again. Created task 4."
 
 
 def test_report_mentions_unchanged_tasks() -> None:

@@ -47,7 +47,7 @@ def test_creator_is_stamped_never_taken_from_the_model(alice: FakeObserver) -> N
     assert "Creator: @Alice" in commands(alice)[GetPlanningTaskParam](task_id=1)
 
 
-def test_valid_parts_apply_and_every_failure_is_reported(alice: FakeObserver) -> None:
+def test_a_refused_part_applies_nothing_and_every_refusal_is_reported(alice: FakeObserver) -> None:
     update(alice, create_tasks=[{"description": "first"}])
     with pytest.raises(RetriableError) as err:
         update(
@@ -56,9 +56,10 @@ def test_valid_parts_apply_and_every_failure_is_reported(alice: FakeObserver) ->
             update_tasks=[{"id": 99, "status": "started"}],
         )
     message = str(err.value)
-    assert "1" in message and "99" in message and "300" in message
+    assert message.startswith("Nothing was applied (a batch is all or nothing)")
+    assert "Task 1 already exists" in message and "Task 99 does not exist" in message and "300" in message
     plan = commands(alice)[GetPlanningParam]()
-    assert "second" in plan and "dup" not in plan
+    assert "first" in plan and "second" not in plan and "dup" not in plan
 
 
 def test_search_and_lookup(alice: FakeObserver) -> None:

@@ -128,7 +128,7 @@ class CommandRegistry:
             return name, {params[0]: rest[0]} if len(rest) == 1 else dict(zip(params, rest, strict=False))
         return name, _bind_tokens(tool, params, rest)
 
-    def dispatch(self, text: str, *, approved: bool = False) -> str:
+    def dispatch(self, text: str, *, approved: bool = False, idempotency_key: str | None = None) -> str:
         """Run a slash command and return its result as text.
 
         A known command's failure (bad arguments, a retriable or terminal error, a refused
@@ -138,6 +138,9 @@ class CommandRegistry:
             text: The command, e.g. ``/add_note "buy milk"``.
             approved: The caller approved this call of a tool that ``requires_approval``
                 (otherwise the tool's approver decides, and without one it is refused).
+            idempotency_key: The caller's key of this command, the same when it sends the
+                command again: a command that changes the team's state is then applied at
+                most once (:mod:`toolcards.core.idempotency`).
 
         Raises:
             CommandNotRecognized: the command is unknown (so callers can fall through to
@@ -161,10 +164,12 @@ class CommandRegistry:
                 if " ".join(words) == rest:
                     kwargs = plan.arguments(words)
             if kwargs is not None and plan is not None:
-                result = plan.tool.call_validated_sync(kwargs, Channels.COMMAND, approved)
+                result = plan.tool.call_validated_sync(kwargs, Channels.COMMAND, approved, idempotency_key)
             else:
                 name, args = self.parse(text)
-                result = self._tools[name].call_sync(args, channel=Channels.COMMAND, approved=approved)
+                result = self._tools[name].call_sync(
+                    args, channel=Channels.COMMAND, approved=approved, idempotency_key=idempotency_key
+                )
         except (RetriableError, ToolFailed) as exc:
             return "Error: " + " ".join(str(exc).split())
         if isinstance(result, str):

@@ -55,12 +55,14 @@ from toolcards.core.channels import Channels
 from toolcards.core.deadline import deadline_after
 from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard, GuardContext
+from toolcards.core.idempotency import call_key, calling
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
 from toolcards.core.schema import ArgsSchema, build_args_schema
 from toolcards.core.tracing import ToolSpan, start_tool_span, tracing
 from toolcards.errors import (
     GuardError,
     ObserverGone,
+    OutcomeUnknown,
     RetriableError,
     StoreError,
     ToolcardsError,
@@ -226,6 +228,7 @@ class Tool:
         channel: Channels = Channels.COMMAND,
         call_id: str | None = None,
         approved: bool = False,
+        idempotency_key: str | None = None,
     ) -> Any:
         """Run the pipeline in the calling thread and return the (budgeted) result.
 
@@ -239,6 +242,11 @@ class Tool:
             call_id: The caller's id of this call (default: a generated one).
             approved: The caller approved this call (a human did, or the caller is trusted
                 to run tools that ``requires_approval``); the approver is not asked.
+            idempotency_key: The client's key of this call, the same when it sends the call
+                again (:mod:`toolcards.core.idempotency`). For a tool that ``mutates``, the
+                handler runs as that call (:func:`~toolcards.core.idempotency.current_call`),
+                and a store-backed tool answers a repeat with the first answer instead of
+                writing again. Ignored by tools that do not mutate.
 
         Raises:
             RetriableError: invalid or too large arguments, a guard's denial, a timeout, or
@@ -250,6 +258,8 @@ class Tool:
         Changed in 0.2: a tool that ``requires_approval`` runs only once approved
         (``approved``, or its ``approver``), and arguments past ``max_argument_chars`` are
         refused.
+
+        Changed in 0.3: ``idempotency_key``.
         """
         started = time.perf_counter()
         span = None
@@ -260,18 +270,20 @@ class Tool:
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
                 self._approve(kwargs, channel, call_id)
-            if self._semaphore is not None:
-                with self._semaphore:
-                    result = self._run_sync(kwargs)
+            if idempotency_key is not None and self.mutates:
+                with calling(call_key(self.agent, self.name, idempotency_key, kwargs)):
+                    result = self._run_limited(kwargs)
             else:
-                result = self._run_sync(kwargs)
+                result = self._run_limited(kwargs)
             result = self._finish(result)
         except BaseException as exc:
             self._fail(exc, channel, call_id, started, span)
         self._succeed(channel, call_id, started, span)
         return result
 
-    def call_validated_sync(self, kwargs: dict[str, Any], channel: Channels, approved: bool = False) -> Any:
+    def call_validated_sync(
+        self, kwargs: dict[str, Any], channel: Channels, approved: bool = False, idempotency_key: str | None = None
+    ) -> Any:
         """:meth:`call_sync` for arguments already exactly what :attr:`args` would return.
 
         Decoding, the size limit and validation are the caller's to have done: ``kwargs``
@@ -296,13 +308,13 @@ class Tool:
                 kwargs = self._guarded(kwargs, channel)
             if self.requires_approval and not approved:
                 self._approve(kwargs, channel, call_id)
-            if self._semaphore is not None:
-                with self._semaphore:
-                    result = self._run_sync(kwargs)
-            elif self.timeout_s is None and not self._is_async:  # what _run_sync would do, one call less
-                result = self.handler(**kwargs)
+            if idempotency_key is not None and self.mutates:
+                with calling(call_key(self.agent, self.name, idempotency_key, kwargs)):
+                    result = self._run_limited(kwargs)
+            elif self._semaphore is None and self.timeout_s is None and not self._is_async:
+                result = self.handler(**kwargs)  # what _run_limited would do, two calls less
             else:
-                result = self._run_sync(kwargs)
+                result = self._run_limited(kwargs)
             if type(result) not in _UNBUDGETED:  # numbers and None: neither budgeted nor wrapped
                 result = self._finish(result)
         except BaseException as exc:
@@ -321,6 +333,7 @@ class Tool:
         channel: Channels = Channels.TOOL_CALL,
         call_id: str | None = None,
         approved: bool = False,
+        idempotency_key: str | None = None,
     ) -> Any:
         """Run the pipeline without blocking the event loop; same contract as :meth:`call_sync`.
 
@@ -330,7 +343,12 @@ class Tool:
 
         if not self._is_async:
             return await asyncio.to_thread(
-                self.call_sync, arguments, channel=channel, call_id=call_id, approved=approved
+                self.call_sync,
+                arguments,
+                channel=channel,
+                call_id=call_id,
+                approved=approved,
+                idempotency_key=idempotency_key,
             )
         started = time.perf_counter()
         span = None
@@ -341,14 +359,16 @@ class Tool:
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
                 await asyncio.to_thread(self._approve, kwargs, channel, call_id)
-            if self._semaphore is not None:
-                await asyncio.to_thread(self._semaphore.acquire)
-                try:
+            key = call_key(self.agent, self.name, idempotency_key, kwargs) if idempotency_key and self.mutates else None
+            with calling(key):
+                if self._semaphore is not None:
+                    await asyncio.to_thread(self._semaphore.acquire)
+                    try:
+                        result = await self._run_async(kwargs)
+                    finally:
+                        self._semaphore.release()
+                else:
                     result = await self._run_async(kwargs)
-                finally:
-                    self._semaphore.release()
-            else:
-                result = await self._run_async(kwargs)
             result = self._finish(result)
         except BaseException as exc:
             self._fail(exc, channel, call_id, started, span)
@@ -379,6 +399,13 @@ class Tool:
         request = ApprovalRequest(tool=self, args=view, channel=channel, agent=self.agent, call_id=call_id)
         if self.approver(request) is not True:
             raise declined(self.name)
+
+    def _run_limited(self, kwargs: dict[str, Any]) -> Any:
+        """The handler's result, within the tool's concurrency limit."""
+        if self._semaphore is not None:
+            with self._semaphore:
+                return self._run_sync(kwargs)
+        return self._run_sync(kwargs)
 
     def _run_sync(self, kwargs: dict[str, Any]) -> Any:
         if self._is_async:
@@ -500,17 +527,40 @@ _HOST_PATH = re.compile(r"(?<![\w.])/(?:[^\s/:'\"()]+/)*([^\s/:'\"()]+)")
 
 
 def _store_failure(tool_name: str, exc: StoreError) -> StoreError:
-    """A short :class:`StoreError` for the model; the full one (file, cause, fix) goes to the log.
+    """A short :class:`StoreError` for the model, saying what it may do next; the full one
+    (file or server, cause, fix) goes to the log.
 
-    The original stays reachable as ``__cause__`` for code that wants the detail.
+    Three cases, told apart because each calls for something else: an outcome the store
+    could not learn (:class:`OutcomeUnknown`: check before doing it again), a transient
+    outage (nothing was changed, retry shortly: the store reconnects by itself), and any
+    other failure (nothing was changed, someone must look). The original stays reachable as
+    ``__cause__`` for code that wants the detail.
     """
-    logger.error("tool %s: %s", tool_name, exc)
     first = str(exc).split(". ", 1)[0].rstrip(".")
     cause = _HOST_PATH.sub(r"\1", first)
-    failure = StoreError(
-        f"{tool_name} could not use the team's shared state, so nothing was changed ({cause}). "
-        "Tell the user: an operator must look at the store (the server's log has the details)."
-    )
+    failure: StoreError
+    if isinstance(exc, OutcomeUnknown):
+        logger.warning("tool %s: %s", tool_name, exc)
+        check = f"{exc.check} shows whether it was" if exc.check else "read what it changes to see whether it was"
+        failure = OutcomeUnknown(
+            f"{tool_name} may or may not have been applied: the team's store lost its connection while "
+            f"committing it and could not tell afterwards. Before doing it again, check: {check}; "
+            "redo only what is missing.",
+            check=exc.check,
+        )
+    elif exc.transient:
+        logger.warning("tool %s: %s", tool_name, exc)
+        failure = StoreError(
+            f"{tool_name} could not reach the team's shared state for the moment ({cause}), so nothing was "
+            "changed. The store reconnects by itself: retry in a few seconds; if it keeps failing, tell the user.",
+            transient=True,
+        )
+    else:
+        logger.error("tool %s: %s", tool_name, exc)
+        failure = StoreError(
+            f"{tool_name} could not use the team's shared state, so nothing was changed ({cause}). "
+            "Tell the user: the server's log says what is wrong with the store."
+        )
     failure.for_model = True  # type: ignore[attr-defined]
     failure.__cause__ = exc
     return failure

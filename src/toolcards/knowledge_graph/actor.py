@@ -63,6 +63,7 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.events import StateChanged
+from toolcards.core.idempotency import CallKey
 from toolcards.errors import RetriableError
 from toolcards.knowledge_graph.batch import UpdateBatch, stage_update
 from toolcards.knowledge_graph.models import (
@@ -91,6 +92,7 @@ from toolcards.knowledge_graph.search import (
 from toolcards.knowledge_graph.search import top_k as best_scores
 from toolcards.knowledge_graph.sorted_list import discard, insort_all
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
+from toolcards.store.calls import CALLS, CallLog
 from toolcards.store.codec import JSONText
 
 if TYPE_CHECKING:
@@ -197,6 +199,8 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._summaries_version = -1
         self._keywords = KeywordIndex()
         self._seq = 0
+        self._calls = CallLog()
+        """The keyed calls the graph's writes answered, for exactly-once retries."""
 
         self._vectors: TextVectors | None = None
         """The entities' embeddings; ``None`` without an embedding (and until ``on_start``)."""
@@ -407,16 +411,22 @@ class KnowledgeGraphActor(CallerRunsActor):
         delete_entities: Sequence[str] = (),
         create_relations: Sequence[RelationCreate] = (),
         delete_relations: Sequence[RelationDelete] = (),
+        call: CallKey | None = None,
     ) -> UpdateReport:
         """Apply one batch: create entities, create relations, update entities, delete
         relations, delete entities, in that order.
 
-        An entity and relations to it can be created in the same batch. Invalid parts
-        (a duplicate name, a relation to a missing entity, an unknown entity or
-        relation, an observation to remove that is not there) are reported in
-        ``UpdateReport.errors``; the valid parts are applied. A relation whose triple
+        An entity and relations to it can be created in the same batch. A batch is all or
+        nothing: invalid parts (a duplicate name, a relation to a missing entity, an
+        unknown entity or relation, an observation to remove that is not there) are
+        reported in ``UpdateReport.errors`` and nothing is written. A relation whose triple
         already exists is skipped, not duplicated. Deleting an entity deletes its
         relations.
+
+        ``call`` is the call's idempotency key
+        (:func:`toolcards.core.idempotency.current_call`): its answer is recorded with the
+        change, and the batch sent again with the same key returns that answer
+        (``replayed``) without writing again, in any process.
 
         Returns:
             The report; when it changed something, the batch is committed (one store
@@ -427,6 +437,9 @@ class KnowledgeGraphActor(CallerRunsActor):
 
         Raises:
             StoreError: the transaction failed; nothing of the batch was applied.
+            OutcomeUnknown: the store lost its connection while committing and could not
+                learn the outcome; send the batch again with the same ``call``.
+            ToolFailed: ``call``'s key was used before with other arguments.
         """
         self._refresh()
         stage = functools.partial(
@@ -448,15 +461,21 @@ class KnowledgeGraphActor(CallerRunsActor):
             self._store.write(self.namespace, since=self._version) as txn,
         ):
             self._absorb(txn.catch_up)
+            replayed = self._calls.replay(call, "update_graph")
+            if replayed is not None:
+                return UpdateReport.model_validate(replayed).model_copy(update={"replayed": True})
             batch = stage(self._entities, self._relations, self._links)
             report = batch.report
             if not report.changed:
                 return report
             seq = self._seq + 1
+            report.seq = seq
+            calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
             changes = self._rows_of(batch, embedded)
             changes.append(Change(collection=_META, key="seq", value=seq))
-            txn.stage(changes)
+            txn.stage(changes + calls)
         assert txn.committed is not None
+        self._calls.committed(calls)
 
         # Committed: mirror it in memory. Upserts first, so relations find their ends.
         self._put_entities([entity for entity in batch.entities.values() if entity is not None])
@@ -466,7 +485,6 @@ class KnowledgeGraphActor(CallerRunsActor):
             if entity is None:
                 self._drop_entity(name)
         self._seq, self._version = seq, txn.committed
-        report.seq = seq
         if self._vectors is not None:
             self._vectors.embed([name for name, entity in batch.entities.items() if entity is not None], ready=embedded)
         self._emit(f"{agent}: {report.summary_line()}", seq)
@@ -506,6 +524,8 @@ class KnowledgeGraphActor(CallerRunsActor):
                 self._seq = int(change.value or 0)
             elif change.collection == _VECTORS:
                 vectors[change.key] = change.value
+            elif change.collection == CALLS:
+                self._calls.absorb(change)
         present = [entity for entity in entities.values() if entity is not None]
         retexted = [
             entity.name
@@ -544,6 +564,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._roots.clear()
         self._keywords = KeywordIndex()
         self._seq = 0
+        self._calls.clear()
         if self._vectors is not None:
             self._vectors.clear()
 

@@ -9,7 +9,7 @@ Rules: an entity name is unique; a relation needs both entities; a relation whos
 ``(from, to, type)`` triple exists is skipped (reported, not duplicated); deleting an
 entity deletes its relations; an update removes observations (exact text) before adding
 new ones, and duplicates are dropped. A broken part becomes an error message that says
-what to do next, and the other parts still apply.
+what to do next, and a batch is all or nothing: one broken part and nothing of it is staged.
 """
 
 from __future__ import annotations
@@ -145,7 +145,7 @@ class UpdateBatch:
         if absent:
             listed = "; ".join(repr(text) for text in absent)
             self.report.errors.append(
-                f"Entity {item.name!r} has no observation {listed}; its other changes were applied. "
+                f"Entity {item.name!r} has no observation {listed}. "
                 "Remove observations by their exact text as search results show it."
             )
         if updated != entity:
@@ -199,7 +199,8 @@ def stage_update(
 
     Returns:
         The staged rows and the report; ``report.changed`` says whether there is anything
-        to commit.
+        to commit. When a part is refused, nothing is staged and the report lists only
+        the refusals.
     """
     batch = UpdateBatch(entities, relations, links)
     for create in create_entities:
@@ -212,4 +213,8 @@ def stage_update(
         batch.delete_relation(relation_delete)
     for name in delete_entities:
         batch.delete_entity(name.strip())
+    if batch.report.errors:  # all or nothing
+        batch.entities.clear()
+        batch.relations.clear()
+        batch.report = UpdateReport(errors=batch.report.errors)
     return batch

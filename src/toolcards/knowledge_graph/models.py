@@ -190,8 +190,9 @@ def plural(count: int, word: str) -> str:
 class UpdateReport(BaseModel):
     """What one ``update`` batch did.
 
-    Everything listed outside ``errors`` is committed. ``errors`` lists the parts that
-    were not applied, each with what to do about it.
+    A batch is all or nothing. Everything listed outside ``errors`` is committed; when
+    ``errors`` lists a refused part (each with what to do about it), nothing of the batch
+    was written and the other lists are empty.
     """
 
     created_entities: list[str] = Field(default_factory=list)
@@ -205,6 +206,9 @@ class UpdateReport(BaseModel):
     errors: list[str] = Field(default_factory=list)
     seq: int | None = None
     """The state's sequence number after this batch; ``None`` if nothing changed."""
+    replayed: bool = False
+    """This is the answer of an earlier attempt of the same call (same idempotency key),
+    which applied it; nothing was written again."""
 
     @property
     def changed(self) -> bool:

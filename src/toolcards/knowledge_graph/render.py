@@ -43,14 +43,21 @@ def relation_text(relation: Relation | RelationCreate | RelationDelete) -> str:
 
 
 def render_update_report(report: UpdateReport) -> str:
-    """What a batch applied, skipped, and what failed and why."""
-    lines = [f"Applied: {report.summary_line()}." if report.changed else "No changes applied."]
+    """What a batch applied and skipped, or every refused part and why (a batch is all or nothing)."""
+    if report.errors:
+        count = len(report.errors)
+        head = (
+            f"Nothing was applied (a batch is all or nothing). Fix {'these' if count > 1 else 'this'} "
+            "and send the whole batch again:"
+        )
+        return "\n".join([head, *(f"- {error}" for error in report.errors)])
+    lines = []
+    if report.replayed:
+        lines.append(f"This call was already applied (graph change {report.seq}); nothing was written again.")
+    lines.append(f"Applied: {report.summary_line()}." if report.changed else "No changes applied.")
     if report.skipped_relations:
         skipped = [relation_text(r) for r in report.skipped_relations]
         lines.append(f"Skipped existing relations: {listed_names(skipped)}.")
-    if report.errors:
-        lines.append("Not applied; fix these and resend only them:")
-        lines.extend(f"- {error}" for error in report.errors)
     return "\n".join(lines)
 
 

@@ -25,10 +25,11 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.views import view
-from toolcards.errors import RetriableError
+from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete, SearchResult
 from toolcards.knowledge_graph.render import render_search_result, render_update_report
@@ -117,7 +118,7 @@ class KnowledgeGraphTool(ToolCard):
         delete_relations: list[RelationDelete] | None = None,
     ) -> str:
         """Record knowledge in one batch: entities are created before relations and deleted
-        after them. Valid parts apply even if others fail.
+        after them. All or nothing: if a part fails, nothing is applied.
 
         Args:
             delete_entities: Names; their relations go too.
@@ -127,17 +128,22 @@ class KnowledgeGraphTool(ToolCard):
                 "Nothing to do: give at least one of create_entities, update_entities, "
                 "delete_entities, create_relations, delete_relations."
             )
-        report = self.ask(
-            self.graph.update(
-                self._agent,
-                create_entities=create_entities or (),
-                update_entities=update_entities or (),
-                delete_entities=delete_entities or (),
-                create_relations=create_relations or (),
-                delete_relations=delete_relations or (),
-            ),
-            actor=ACTOR_NAME,
-        )
+        try:
+            report = self.ask(
+                self.graph.update(
+                    self._agent,
+                    create_entities=create_entities or (),
+                    update_entities=update_entities or (),
+                    delete_entities=delete_entities or (),
+                    create_relations=create_relations or (),
+                    delete_relations=delete_relations or (),
+                    call=current_call(),
+                ),
+                actor=ACTOR_NAME,
+            )
+        except OutcomeUnknown as exc:
+            exc.check = "search_graph"
+            raise
         if report.errors:
             raise RetriableError(render_update_report(report))
         return render_update_report(report)

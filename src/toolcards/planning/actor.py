@@ -65,6 +65,7 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.events import StateChanged
+from toolcards.core.idempotency import CallKey
 from toolcards.errors import RetriableError
 from toolcards.planning.batch import StagedBatch, stage_update, unknown_task
 from toolcards.planning.models import (
@@ -80,6 +81,7 @@ from toolcards.planning.models import (
 )
 from toolcards.planning.render import PLAN_LIMIT, render_hits, render_plan
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
+from toolcards.store.calls import CALLS, CallLog
 from toolcards.store.codec import JSONText
 
 if TYPE_CHECKING:
@@ -174,6 +176,8 @@ class PlanningActor(CallerRunsActor):
         self._next_id = 1
         self._version = 0
         """The store version the board in memory is the state of."""
+        self._calls = CallLog()
+        """The keyed calls the board's writes answered, for exactly-once retries."""
         self._vectors: TextVectors | None = None
         """Semantic search; ``None`` when no embedding is configured."""
         self._loaded: Snapshot | None = store.load(self._namespace)
@@ -415,11 +419,14 @@ class PlanningActor(CallerRunsActor):
         create: Sequence[TaskCreate] = (),
         update: Sequence[TaskUpdate] = (),
         delete: Sequence[int] = (),
+        *,
+        call: CallKey | None = None,
     ) -> UpdateReport:
         """Apply one batch on behalf of ``agent``: creates, then updates, then deletes.
 
-        Each part is checked against the board as the earlier parts left it, and applied
-        on its own: a refused part changes nothing, the others still apply. Rules:
+        Each part is checked against the board as the earlier parts left it. A batch is all
+        or nothing: when a part is refused, nothing is written and the report lists every
+        refused part. Rules:
         a created task's ``id`` must be positive and not on the board (omitted: the next
         free id, never a deleted one); descriptions are 1 to 300 characters; output is cut
         to 150; ``dependencies`` must name tasks on the board, not the task itself, and
@@ -431,14 +438,21 @@ class PlanningActor(CallerRunsActor):
             create: tasks to add.
             update: changes to existing tasks; omitted fields stay as they are.
             delete: ids of tasks to remove.
+            call: the call's idempotency key (:func:`toolcards.core.idempotency.current_call`):
+                its answer is recorded with the change, and a batch sent again with the same
+                key returns that answer (``replayed``) without writing again, in any process.
 
         Returns:
-            An :class:`UpdateReport` listing what was applied and every refused part with
-            the reason; its ``render()`` is the text for the model.
+            An :class:`UpdateReport` listing what was applied, or every refused part with
+            the reason.
 
         Raises:
             StoreError: the transaction failed; nothing of the batch was applied, in
                 memory or in the store.
+            OutcomeUnknown: the store lost its connection while committing and could not
+                learn the outcome; the batch may be on the board. Send it again with the
+                same ``call`` to apply it at most once.
+            ToolFailed: ``call``'s key was used before with other arguments.
             ValueError: ``agent`` is empty (a wiring mistake, not the model's).
 
         Everything reported as applied is committed to the store before this returns.
@@ -452,6 +466,9 @@ class PlanningActor(CallerRunsActor):
         with writing, self._store.write(self._namespace, since=self._version) as txn:
             # Validate against the board as every process left it, under the board's lock.
             self._absorb(txn.catch_up)
+            replayed = self._calls.replay(call, "update_planning")
+            if replayed is not None:
+                return UpdateReport.model_validate(replayed).model_copy(update={"replayed": True})
             batch = stage_update(
                 self._tasks,
                 self._dependents,
@@ -465,8 +482,9 @@ class PlanningActor(CallerRunsActor):
             if not batch.changed:
                 return batch.report()
             seq = self._seq + 1
-            txn.stage(self._rows_of(batch, seq))
             report = batch.report(seq)
+            calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
+            txn.stage(self._rows_of(batch, seq) + calls)
         # Committed: mirror it in memory.
         assert txn.committed is not None
         for task_id, task in batch.tasks.items():
@@ -474,6 +492,7 @@ class PlanningActor(CallerRunsActor):
                 self._remove(task_id)
             else:
                 self._put(task)
+        self._calls.committed(calls)
         self._seq, self._next_id, self._version = seq, batch.next_id, txn.committed
         self._after_commit(batch.described, batch.deleted)
         self._emit(report)
@@ -496,6 +515,7 @@ class PlanningActor(CallerRunsActor):
             self._dependents.clear()
             self._texts.clear()
             self._seq, self._next_id = 0, 1
+            self._calls.clear()
             changes = [
                 Change(collection=collection, key=key, value=value)
                 for collection, rows in catch_up.rows.items()
@@ -528,6 +548,8 @@ class PlanningActor(CallerRunsActor):
                 self._next_id = max(self._next_id, int(board.get("next_id", 1)))
             elif change.collection == _VECTORS:
                 vectors[change.key] = change.value
+            elif change.collection == CALLS:
+                self._calls.absorb(change)
         self._version = catch_up.version
         if self._vectors is not None:
             # Another process wrote these tasks and embeds them itself: drop vectors made

@@ -9,8 +9,9 @@ Rules: a created task's ``id`` must be positive and not on the board (omitted: t
 next free id, never a deleted one); descriptions are 1 to 300 characters; ``dependencies``
 must name tasks on the board, not the task itself, and form no cycle; the creator is the
 calling agent. Deleting a task removes its id from the dependencies of the tasks that
-waited on it (reported as ``unlinked``). A refused part becomes an :class:`UpdateFailure`
-saying what to do next; the other parts still apply.
+waited on it (reported as ``unlinked``); a task created and deleted in one batch is never
+written. A refused part becomes an :class:`UpdateFailure` saying what to do next, and a
+batch is all or nothing: one refused part and nothing of it is written.
 """
 
 from __future__ import annotations
@@ -69,11 +70,16 @@ class StagedBatch:
 
     @property
     def changed(self) -> bool:
-        """Whether the batch writes anything (its report's ``changed``)."""
-        return bool(self.tasks)
+        """Whether the batch writes anything: no part was refused and something changes."""
+        return bool(self.tasks) and not self.errors
 
     def report(self, seq: int | None = None) -> UpdateReport:
-        """What the batch does, for the model; ``seq`` is the board's change number once committed."""
+        """What the batch does, for the model; ``seq`` is the board's change number once committed.
+
+        A batch with a refused part writes nothing: its report lists only the refusals.
+        """
+        if self.errors:
+            return UpdateReport(errors=self.errors)
         # A task both unlinked and deleted in this batch is reported as deleted only.
         unlinked = [task_id for task_id in self.unlinked if self.task(task_id) is not None]
         return UpdateReport(
@@ -156,7 +162,11 @@ class StagedBatch:
             self.tasks[dependent] = waiting.model_copy(update={"dependencies": deps, "updated_at": now})
             if dependent not in self.unlinked:
                 self.unlinked.append(dependent)
-        self.tasks[task_id] = None
+        if task_id in self.committed:
+            self.tasks[task_id] = None
+        else:  # created by this batch: it is never written
+            del self.tasks[task_id]
+            self.described.discard(task_id)
         self.deleted.append(task_id)
 
     # -- checks ---------------------------------------------------------------------------------

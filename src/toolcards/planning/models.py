@@ -168,8 +168,9 @@ def task_ids(ids: list[int]) -> str:
 class UpdateReport(BaseModel):
     """What one :meth:`~toolcards.planning.actor.PlanningActor.update` batch did.
 
-    Everything listed in ``created``/``updated``/``deleted`` is committed; every entry of
-    ``errors`` is a part that was refused and not applied.
+    A batch is all or nothing. Everything listed in ``created``/``updated``/``deleted`` is
+    committed; when ``errors`` lists a refused part, nothing of the batch was written and
+    the other lists are empty.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -184,8 +185,12 @@ class UpdateReport(BaseModel):
     unlinked: list[int] = Field(default_factory=list)
     """Tasks whose ``dependencies`` lost a deleted task's id."""
     errors: list[UpdateFailure] = Field(default_factory=list)
+    """The refused parts; when there is one, nothing of the batch was written."""
     seq: int | None = None
     """The board's change number after this batch; ``None`` when nothing changed."""
+    replayed: bool = False
+    """This is the answer of an earlier attempt of the same call (same idempotency key),
+    which applied it; nothing was written again."""
 
     @property
     def changed(self) -> bool:

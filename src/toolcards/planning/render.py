@@ -239,13 +239,22 @@ def _failure_text(failure: UpdateFailure) -> str:
 
 
 def render_update_report(report: UpdateReport) -> str:
-    """A batch as a model reads it: what was applied, then every failure and what to do.
+    """A batch as a model reads it: what was applied, or every refused part and what to do.
 
-    Example: ``"Created task 8. Updated task 3.\n1 change failed and was not applied
-    (the rest was); fix it and retry only it:\n- update task 12: Task 12 does not
-    exist. ..."``
+    A batch is all or nothing, so a report with refusals applied nothing. Example:
+    ``"Nothing was applied (a batch is all or nothing). Fix this and send the whole batch
+    again:\n- update task 12: Task 12 does not exist. ..."``
     """
+    if report.errors:
+        count = len(report.errors)
+        head = (
+            f"Nothing was applied (a batch is all or nothing). Fix {'these' if count > 1 else 'this'} "
+            "and send the whole batch again:"
+        )
+        return "\n".join([head, *(f"- {_failure_text(error)}" for error in report.errors)])
     lines = []
+    if report.replayed:
+        lines.append(f"This call was already applied (board change {report.seq}); nothing was written again.")
     for verb, ids in (("Created", report.created), ("Updated", report.updated), ("Deleted", report.deleted)):
         if ids:
             lines.append(f"{verb} {task_ids(ids)}.")
@@ -253,17 +262,4 @@ def render_update_report(report: UpdateReport) -> str:
         lines.append(f"Removed deleted ids from the dependencies of {task_ids(report.unlinked)}.")
     if report.unchanged:
         lines.append(f"No change needed for {task_ids(report.unchanged)}.")
-    applied = " ".join(lines)
-    if not report.errors:
-        return applied or "Nothing to do: give create, update or delete."
-    count = len(report.errors)
-    if report.changed:
-        head = (
-            f"{count} change{'s' if count > 1 else ''} failed and {'were' if count > 1 else 'was'} "
-            f"not applied (the rest was); fix {'them' if count > 1 else 'it'} and retry only "
-            f"{'those' if count > 1 else 'it'}:"
-        )
-    else:
-        head = "Nothing was applied. Fix these and retry:" if count > 1 else "Nothing was applied:"
-    failures = "\n".join(f"- {_failure_text(error)}" for error in report.errors)
-    return "\n".join(part for part in (applied, head, failures) if part)
+    return " ".join(lines) or "Nothing to do: give create, update or delete."

@@ -24,10 +24,11 @@ from pydantic import PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.views import view
-from toolcards.errors import RetriableError
+from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
 from toolcards.planning.render import PLAN_LIMIT, render_task, render_update_report
@@ -134,7 +135,7 @@ class PlanningTool(ToolCard):
         delete_tasks: list[int] | None = None,
     ) -> str:
         """Change the team plan in one batch: create, then update, then delete.
-        Valid parts apply even if others fail.
+        All or nothing: if a part fails, nothing is applied.
 
         Args:
             create_tasks: New tasks (you are recorded as creator).
@@ -143,10 +144,16 @@ class PlanningTool(ToolCard):
         """
         if not (create_tasks or update_tasks or delete_tasks):
             raise RetriableError("Nothing to do: give create_tasks, update_tasks or delete_tasks.")
-        report = self.ask(
-            self.board.update(self._agent, create_tasks or (), update_tasks or (), delete_tasks or ()),
-            actor=PLANNING_ACTOR_NAME,
-        )
+        try:
+            report = self.ask(
+                self.board.update(
+                    self._agent, create_tasks or (), update_tasks or (), delete_tasks or (), call=current_call()
+                ),
+                actor=PLANNING_ACTOR_NAME,
+            )
+        except OutcomeUnknown as exc:
+            exc.check = "search_planning"
+            raise
         if report.errors:
             raise RetriableError(render_update_report(report))
         return render_update_report(report)

@@ -118,7 +118,11 @@ class CardToolset(AbstractToolset[Any]):
         target = self._tools[name]
         try:
             return await target.call(
-                tool_args, channel=Channels.TOOL_CALL, call_id=ctx.tool_call_id, approved=ctx.tool_call_approved
+                tool_args,
+                channel=Channels.TOOL_CALL,
+                call_id=ctx.tool_call_id,
+                approved=ctx.tool_call_approved,
+                idempotency_key=_idempotency_key(ctx),
             )
         except CallNotApproved as exc:
             if exc.deferrable:
@@ -143,3 +147,16 @@ class CardToolset(AbstractToolset[Any]):
             if section or mode == "append"
         ]
         return parts or None
+
+
+def _idempotency_key(ctx: RunContext[Any]) -> str | None:
+    """The key that names this tool call when it is made again: the run, its step and the
+    call's id.
+
+    The run id is fresh per run and stays the same when a durable workflow executes the run
+    again, and the step tells apart calls of providers that number their ids per response
+    (``call_0``); so a repeat of this call has this key and no other call does.
+    """
+    if ctx.run_id is None or ctx.tool_call_id is None:
+        return None
+    return f"{ctx.run_id}/{ctx.run_step}/{ctx.tool_call_id}"

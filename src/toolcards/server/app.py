@@ -339,38 +339,54 @@ class TeamServer:
         }
 
     async def call(
-        self, session: AgentSession, name: str, arguments: Any, *, call_id: str | None = None
+        self,
+        session: AgentSession,
+        name: str,
+        arguments: Any,
+        *,
+        call_id: str | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """The ``tools/call`` result of tool ``name`` (or a facade meta tool) for ``session``.
+
+        ``idempotency_key`` is the client's key of the call
+        (:func:`toolcards.server.idempotency.idempotency_key`): a
+        mutating call sent again with it is applied at most once.
 
         Never raises for the tool's sake: every failure is a result with ``isError`` and a
         message the model can act on, never "Internal server error".
         """
         try:
-            return await self._call(session, name, arguments, call_id)
+            return await self._call(session, name, arguments, call_id, idempotency_key)
         except Exception as exc:
             return call_failure(name, exc)
 
-    async def _call(self, session: AgentSession, name: str, arguments: Any, call_id: str | None) -> dict[str, Any]:
+    async def _call(
+        self, session: AgentSession, name: str, arguments: Any, call_id: str | None, key: str | None
+    ) -> dict[str, Any]:
         if self.config.facade and name in META_TOOLS:
             catalog, metas = self._facade(session)
             if name != CALL_TOOL:
-                return await self._run(metas[name], arguments, call_id)
+                return await self._run(metas[name], arguments, call_id, key)
             try:
                 request = metas[CALL_TOOL].args.validate(CALL_TOOL, arguments or {})
                 target = catalog.resolve(request["name"])
             except RetriableError as exc:
                 return error_wire(str(exc))
-            return await self._run(target, request["arguments"] or {}, call_id)
+            return await self._run(target, request["arguments"] or {}, call_id, key)
         tool = session.tools.get(name)
         if tool is None:
             return error_wire(unknown_tool_message(name, session.tools, facade=self.config.facade))
-        return await self._run(tool, arguments, call_id)
+        return await self._run(tool, arguments, call_id, key)
 
-    async def _run(self, tool: Tool, arguments: Any, call_id: str | None) -> dict[str, Any]:
+    async def _run(self, tool: Tool, arguments: Any, call_id: str | None, key: str | None) -> dict[str, Any]:
         try:
             value = await tool.call(
-                arguments, channel=Channels.TOOL_CALL, call_id=call_id, approved=self.config.approve_all
+                arguments,
+                channel=Channels.TOOL_CALL,
+                call_id=call_id,
+                approved=self.config.approve_all,
+                idempotency_key=key,
             )
         except ApprovalRequired as exc:
             if not exc.deferrable:  # an approver of the session's factory refused it

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcards.server.call_span import call_span, mark_tool_error
+from toolcards.server.idempotency import idempotency_key
 from toolcards.server.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -194,7 +195,8 @@ class McpConnection:
         assert self.protocol_version is not None
         with call_span(name, call_id, self.protocol_version, meta) as span:
             session = await self._lease()
-            result = await self.team_server.call(session, name, arguments, call_id=call_id)
+            key = idempotency_key(meta, None, call_id)
+            result = await self.team_server.call(session, name, arguments, call_id=call_id, idempotency_key=key)
             mark_tool_error(span, result)
             return result
 

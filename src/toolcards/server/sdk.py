@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from toolcards.server.app import AGENT_HEADER
+from toolcards.server.idempotency import idempotency_key
 from toolcards.server.jsonrpc import RequestError
 from toolcards.server.results import call_failure
 
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from toolcards.server.session import AgentSession
 
 __all__ = ["sdk_server"]
+
+SESSION_HEADER = "mcp-session-id"
 
 
 def sdk_server(team_server: TeamServer) -> Server[Any]:
@@ -103,9 +106,12 @@ class _Handlers:
 
     async def call_tool(self, ctx: ServerRequestContext[Any, Any], params: Any) -> Any:
         call_id = None if ctx.request_id is None else str(ctx.request_id)
+        headers = getattr(ctx.request, "headers", None)
+        session_id = headers.get(SESSION_HEADER) if headers is not None else None
+        key = idempotency_key(params.meta, session_id, ctx.request_id)
         try:
             session = await self.session_for(ctx)
-            wire = await self.team.call(session, params.name, params.arguments, call_id=call_id)
+            wire = await self.team.call(session, params.name, params.arguments, call_id=call_id, idempotency_key=key)
         except Exception as exc:
             wire = call_failure(params.name, exc)
         return _model("CallToolResult", wire)

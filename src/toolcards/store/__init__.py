@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from toolcards.errors import StoreError
+from toolcards.errors import OutcomeUnknown, StoreError
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store, Transaction
+from toolcards.store.calls import CallLog
 from toolcards.store.codec import JSONText
 from toolcards.store.default import MEMORY, close_default_stores, default_store, describe_location, open_store
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
@@ -26,11 +27,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MEMORY",
+    "CallLog",
     "CatchUp",
     "Change",
     "Delta",
     "JSONText",
     "MemoryStore",
+    "OutcomeUnknown",
     "PostgresStore",
     "RecordedEvent",
     "SQLiteStore",

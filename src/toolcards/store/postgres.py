@@ -50,7 +50,12 @@ tested with an empty query and replaced if dead, so a server restart costs the n
 reconnection, not an error. When a connection turns out to be lost anyway (a network drop
 leaves no trace on the socket), the idle ones are tested too and the first round trip of a
 read, load, write or drop is retried once (nothing was committed).
-A ``COMMIT`` whose answer is lost is never retried: the error says the outcome is unknown.
+A ``COMMIT`` whose answer is lost is never sent again. The transaction's id, read when the
+write began, lets the store ask the server afterwards (``pg_xact_status``, on a fresh
+connection, for up to ``settle_timeout``) whether it committed: if so the write succeeds
+as if nothing had happened, if it was rolled back the error says nothing was written, and
+only when the server cannot be asked in time is the outcome reported as unknown
+(:class:`~toolcards.errors.OutcomeUnknown`).
 
 Needs the ``postgres`` extra (``psycopg`` 3 and ``psycopg_pool``), imported when a store is
 opened, so importing this module costs nothing without it.
@@ -60,15 +65,17 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import math
 import os
 import re
 import select
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from toolcards.errors import StoreError
+from toolcards.errors import OutcomeUnknown, StoreError
 from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
 from toolcards.store.codec import decode_value
 from toolcards.store.default import describe_location
@@ -84,6 +91,11 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 _T = TypeVar("_T")
+
+logger = logging.getLogger(__name__)
+
+_SETTLE_POLL_S: Final = 0.2
+"""Seconds between two questions about a lost commit's outcome."""
 
 SCHEMA_VERSION: Final = 1
 """Stored in ``toolcards_schema``; a database with a higher one is refused."""
@@ -110,7 +122,11 @@ _CREATE: Final = (
 _ENSURE_HEAD: Final = (
     "INSERT INTO namespaces (namespace, version, purged) VALUES (%(ns)s, 0, 0) ON CONFLICT (namespace) DO NOTHING"
 )
-_LOCK_HEAD: Final = "SELECT version, purged FROM namespaces WHERE namespace = %(ns)s FOR UPDATE"
+# The transaction's id comes along: it is what tells, after a lost COMMIT, whether it committed.
+_LOCK_HEAD: Final = (
+    "SELECT version, purged, pg_current_xact_id()::text FROM namespaces WHERE namespace = %(ns)s FOR UPDATE"
+)
+_XACT_STATUS: Final = "SELECT pg_xact_status(%s::xid8)"
 # Under the lock, so the head cannot move; a writer behind the purge gets no rows here and
 # reads the whole namespace instead.
 _CHANGED_SINCE: Final = (
@@ -173,6 +189,9 @@ class PostgresStore(Store):
             from the pool) before failing.
         lock_timeout: seconds a :meth:`write` or :meth:`drop` waits for another writer
             of the same namespace before failing.
+        settle_timeout: seconds a :meth:`write` or :meth:`drop` whose connection was lost
+            during ``COMMIT`` keeps asking the server whether it committed, before raising
+            :class:`~toolcards.errors.OutcomeUnknown`.
 
     Opening connects at once, checks the database and creates the tables if missing (see
     the module documentation), so a wrong URL, password or database fails here.
@@ -198,11 +217,13 @@ class PostgresStore(Store):
         max_size: int = 10,
         connect_timeout: float = 10.0,
         lock_timeout: float = 30.0,
+        settle_timeout: float = 10.0,
     ) -> None:
         if not 0 <= min_size <= max_size or max_size < 1:
             raise ValueError(f"need 0 <= min_size <= max_size and max_size >= 1, not {min_size} and {max_size}")
-        if connect_timeout <= 0 or lock_timeout <= 0:
-            raise ValueError(f"timeouts must be positive, not {connect_timeout} and {lock_timeout}")
+        if connect_timeout <= 0 or lock_timeout <= 0 or settle_timeout < 0:
+            raise ValueError(f"timeouts must be positive, not {connect_timeout}, {lock_timeout} and {settle_timeout}")
+        self._settle_timeout = settle_timeout
         self._url = url
         self._masked = _mask(url)
         self._max_size = max_size
@@ -331,15 +352,22 @@ class PostgresStore(Store):
         block short (no network calls, no embedding); writers of other namespaces are not
         held up. Two round trips when the writer's cache is current or a delta behind.
 
+        When the connection is lost while the commit is answered, the store asks the server
+        (on a new connection, for up to ``settle_timeout`` seconds) whether the transaction
+        committed: committed, the block ends as if nothing had happened; rolled back, it
+        raises a transient :class:`StoreError`; with no answer in time,
+        :class:`~toolcards.errors.OutcomeUnknown`.
+
         Raises:
             StoreError: the lock was not granted within ``lock_timeout``, a statement
-                failed (nothing was written), the connection was lost during ``COMMIT``
-                (the message says the outcome is unknown), or the store is closed.
+                failed (nothing was written), or the store is closed.
+            OutcomeUnknown: the connection was lost during ``COMMIT`` and the server could
+                not be asked in time whether it committed.
         """
         self._check_process()
         import psycopg
 
-        conn, version, purged, catch_up = self._begin_write(namespace, since)
+        conn, version, purged, catch_up, xid = self._begin_write(namespace, since)
         try:
             txn = StagedWrite(namespace, version, catch_up)
             try:
@@ -356,9 +384,14 @@ class PostgresStore(Store):
             except (psycopg.Error, ValueError) as exc:
                 lost = conn.broken
                 self._rollback(conn)
-                txn.finish(committed=False)
                 action = f"committing {len(txn.staged)} change(s) to namespace {namespace!r}"
-                raise self._error(action, exc, commit_unknown=lost) from exc
+                try:
+                    if not lost:
+                        raise self._error(action, exc) from exc
+                    self._settle(action, xid, exc)
+                except BaseException:
+                    txn.finish(committed=False)
+                    raise
             txn.finish(committed=True)
         finally:
             self._release(conn)
@@ -370,23 +403,72 @@ class PostgresStore(Store):
         version is marked purged, so each cache of the namespace reloads it (empty) at its
         next read.
 
+        A lost ``COMMIT`` is settled as in :meth:`write`.
+
         Raises:
-            StoreError: the transaction failed (nothing was deleted), the connection was
-                lost during ``COMMIT`` (the message says the outcome is unknown), or the
-                store is closed.
+            StoreError: the transaction failed (nothing was deleted), or the store is closed.
+            OutcomeUnknown: the connection was lost during ``COMMIT`` and the server could
+                not be asked in time whether it committed.
         """
         self._check_process()
         import psycopg
 
-        conn, version, _, _ = self._begin_write(namespace, None)
+        conn, version, _, _, xid = self._begin_write(namespace, None)
         try:
             psycopg.ClientCursor(conn).execute(_DROP, {"ns": namespace, "version": version + 1})
         except (psycopg.Error, ValueError) as exc:
             lost = conn.broken
             self._rollback(conn)
-            raise self._error(f"dropping namespace {namespace!r}", exc, commit_unknown=lost) from exc
+            action = f"dropping namespace {namespace!r}"
+            if not lost:
+                raise self._error(action, exc) from exc
+            self._settle(action, xid, exc)
         finally:
             self._release(conn)
+
+    def _settle(self, action: str, xid: str, exc: Exception) -> None:
+        """After the connection was lost during a ``COMMIT``: return when the server says
+        transaction ``xid`` committed; raise when it rolled back or cannot be asked in time.
+
+        Asks ``pg_xact_status`` on fresh connections (not the pool's, which may all be
+        reconnecting) until the server answers ``committed`` or ``aborted``, or
+        ``settle_timeout`` passes. ``in progress`` means the server has not yet noticed the
+        lost connection: ask again.
+
+        Raises:
+            StoreError: the transaction was rolled back (transient: nothing was written).
+            OutcomeUnknown: no answer within ``settle_timeout``.
+        """
+        import psycopg
+
+        deadline = time.monotonic() + self._settle_timeout
+        while True:
+            status = None
+            with (
+                contextlib.suppress(psycopg.Error),
+                psycopg.connect(self._url, autocommit=True, connect_timeout=2) as conn,
+            ):
+                found = conn.execute(_XACT_STATUS, (xid,)).fetchone()
+                status = None if found is None else found[0]
+            if status == "committed":
+                logger.warning(
+                    "Store %s: the connection was lost while %s; the server says it committed.", self._masked, action
+                )
+                return
+            if status == "aborted":
+                raise StoreError(
+                    f"Store {self._masked}: {action} failed ({_one_line(exc)}). The connection was lost during the "
+                    "commit and the server rolled it back: nothing was written. Retry.",
+                    transient=True,
+                ) from exc
+            if time.monotonic() >= deadline:
+                raise OutcomeUnknown(
+                    f"Store {self._masked}: {action} failed ({_one_line(exc)}). The connection was lost during the "
+                    f"commit and the server could not be asked within {self._settle_timeout:g} s whether it "
+                    "committed, so the write may or may not be in the store: read it again before deciding to "
+                    "retry, or retry with the same idempotency key."
+                ) from exc
+            time.sleep(_SETTLE_POLL_S)
 
     def close(self) -> None:
         """Close the pool's connections; calling it again does nothing.
@@ -428,8 +510,12 @@ class PostgresStore(Store):
             self._check_idle_connections()
         raise AssertionError("unreachable: the second attempt returns or raises")
 
-    def _begin_write(self, namespace: str, since: int | None) -> tuple[_Conn, int, int, CatchUp | None]:
-        """Open the transaction, lock the namespace and compute the catch-up; one round trip."""
+    def _begin_write(self, namespace: str, since: int | None) -> tuple[_Conn, int, int, CatchUp | None, str]:
+        """Open the transaction, lock the namespace and compute the catch-up; one round trip.
+
+        Returns the connection, the namespace's version and purge point, the catch-up, and
+        the transaction's id (what :meth:`_settle` asks the server about).
+        """
         import psycopg
 
         action = f"starting a write to namespace {namespace!r}"
@@ -445,7 +531,7 @@ class PostgresStore(Store):
                 cursor.nextset()  # past the INSERT of a missing head
                 row = cursor.fetchone()
                 assert row is not None  # the row exists: it was inserted above if missing
-                version, purged = row
+                version, purged, xid = row
                 catch_up: CatchUp | None = None
                 if since is not None:
                     cursor.nextset()
@@ -468,7 +554,7 @@ class PostgresStore(Store):
                 self._release(conn)
                 raise
             else:
-                return conn, version, purged, catch_up
+                return conn, version, purged, catch_up, xid
         raise AssertionError("unreachable: the second attempt returns or raises")
 
     @staticmethod
@@ -545,7 +631,8 @@ class PostgresStore(Store):
         return StoreError(
             f"Store {self._masked}: {action} failed (no pooled connection within {self._connect_timeout:g} s). "
             f"All {self._max_size} connections were busy, or the pool was still reconnecting after an outage: "
-            "retry; if it persists, open the store with a larger max_size or keep write blocks short."
+            "retry; if it persists, open the store with a larger max_size or keep write blocks short.",
+            transient=True,
         )
 
     def _release(self, conn: _Conn) -> None:
@@ -636,15 +723,11 @@ class PostgresStore(Store):
             "or use default_store(), which reopens a closed shared store."
         )
 
-    def _error(self, action: str, exc: Exception, *, commit_unknown: bool = False) -> StoreError:
-        if commit_unknown:
-            hint = (
-                "The connection was lost during the commit, so the write may or may not have been committed: "
-                "read the namespace again before deciding to retry."
-            )
-        else:
-            hint = self._hint(exc)
-        return StoreError(f"Store {self._masked}: {action} failed ({_one_line(exc)}). {hint}")
+    def _error(self, action: str, exc: Exception) -> StoreError:
+        return StoreError(
+            f"Store {self._masked}: {action} failed ({_one_line(exc)}). {self._hint(exc)}",
+            transient=_transient(exc),
+        )
 
     def _hint(self, exc: Exception) -> str:
         from psycopg_pool import PoolTimeout
@@ -690,6 +773,21 @@ class PostgresStore(Store):
         if sqlstate.startswith(("08", "57")) or sqlstate == "":
             return f"Check that PostgreSQL is running and reachable at {server} (pg_isready), then retry."
         return f"Look in the server's log at {server} for the cause."
+
+
+def _transient(exc: Exception) -> bool:
+    """Whether ``exc`` says the server was out of reach for the moment, not that something is
+    wrong: a lost or refused connection, a server shutting down or starting, a pool still
+    reconnecting, a lock or a conflict that a retry gets past."""
+    from psycopg import OperationalError
+    from psycopg_pool import PoolTimeout
+
+    if isinstance(exc, PoolTimeout):
+        return True
+    sqlstate = getattr(exc, "sqlstate", None) or ""
+    if sqlstate:
+        return sqlstate.startswith(("08", "57P")) or sqlstate in ("55P03", "40001", "40P01", "53300")
+    return isinstance(exc, OperationalError)  # no answer from a server: it could not be reached
 
 
 def _usable(conn: _Conn) -> bool:

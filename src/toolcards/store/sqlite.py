@@ -481,7 +481,10 @@ class SQLiteStore(Store):
         return self._conn
 
     def _error(self, action: str, exc: sqlite3.Error | ValueError) -> StoreError:
-        return StoreError(f"Store {self._path}: {action} failed ({exc}). {self._hint(exc)}")
+        code = getattr(exc, "sqlite_errorcode", None)
+        # Another process held the file's lock past the busy timeout: the next call gets it.
+        busy = code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return StoreError(f"Store {self._path}: {action} failed ({exc}). {self._hint(exc)}", transient=busy)
 
     def _hint(self, exc: sqlite3.Error | ValueError) -> str:
         code = getattr(exc, "sqlite_errorcode", None)
