@@ -31,7 +31,7 @@ from toolcards.errors import (
 
 if TYPE_CHECKING:
     from toolcards.actors.address import ActorAddress
-    from toolcards.actors.system import ActorSystem, Team
+    from toolcards.actors.system import ActorSystem, TeamHandle
     from toolcards.core.approval import ApprovalRequest, Approver
     from toolcards.core.card import Capability, ToolCard, capability
     from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
+    from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
     from toolcards.workspace.tool import WorkspaceTool
 
@@ -70,8 +71,10 @@ _LAZY = {
     "CommandRegistry": "toolcards.core.commands",
     "Guard": "toolcards.core.guards",
     "GuardContext": "toolcards.core.guards",
+    "Member": "toolcards.team.team",
     "StateChanged": "toolcards.core.events",
-    "Team": "toolcards.actors.system",
+    "Team": "toolcards.team.team",
+    "TeamHandle": "toolcards.actors.system",
     "TeamAgent": "toolcards.core.observer",
     "TeamManagementToolObserver": "toolcards.core.observer",
     "Tool": "toolcards.core.tool",
@@ -145,6 +148,7 @@ __all__ = [
     "GuardError",
     "KnowledgeGraphTool",
     "MCPTool",
+    "Member",
     "MessagingTool",
     "ObserverGone",
     "OutcomeUnknown",
@@ -155,6 +159,7 @@ __all__ = [
     "StoreError",
     "Team",
     "TeamAgent",
+    "TeamHandle",
     "TeamManagementToolObserver",
     "TeamTool",
     "Tool",

@@ -16,14 +16,14 @@ if TYPE_CHECKING:
     from toolcards.actors.address import ActorAddress
     from toolcards.actors.asking import ask, ask_async
     from toolcards.actors.orchestrator import EventSubscriber, Orchestrator
-    from toolcards.actors.system import ActorSystem, Team
+    from toolcards.actors.system import ActorSystem, TeamHandle
 
 _LAZY = {
     "ActorAddress": "toolcards.actors.address",
     "ActorSystem": "toolcards.actors.system",
     "EventSubscriber": "toolcards.actors.orchestrator",
     "Orchestrator": "toolcards.actors.orchestrator",
-    "Team": "toolcards.actors.system",
+    "TeamHandle": "toolcards.actors.system",
     "ask": "toolcards.actors.asking",
     "ask_async": "toolcards.actors.asking",
 }
@@ -50,7 +50,7 @@ __all__ = [
     "JournalFactory",
     "MemoryJournal",
     "Orchestrator",
-    "Team",
+    "TeamHandle",
     "ask",
     "ask_async",
 ]

@@ -7,7 +7,7 @@ Events go to the team's :class:`~toolcards.actors.journal.EventJournal`, which n
 Frequent ones (a record of every tool call) are published *batched*
 (:meth:`Orchestrator.publish_batched`): the caller only queues them, and within
 :data:`BATCH_DELAY_S` they reach the journal together, in one write, and then the subscribers,
-so the calls that made them are never held up by the log. A ``Team`` handle queues them in
+so the calls that made them are never held up by the log. A ``TeamHandle`` queues them in
 an :class:`EventQueue` and sends the orchestrator one message per batch, not one per event:
 each message wakes the orchestrator's thread, which then competes with the caller for the
 interpreter.

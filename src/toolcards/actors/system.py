@@ -1,4 +1,4 @@
-"""``ActorSystem`` and ``Team``: starting, finding and stopping a process's actors."""
+"""``ActorSystem`` and ``TeamHandle``: starting, finding and stopping a process's actors."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from toolcards.actors.asking import ask
 from toolcards.actors.journal import JournalFactory
 from toolcards.actors.orchestrator import EventQueue, EventSubscriber, Orchestrator, Publish, QueuedEvents
 
-__all__ = ["ActorSystem", "Team"]
+__all__ = ["ActorSystem", "TeamHandle"]
 
 A = TypeVar("A", bound=pykka.Actor)
 P = TypeVar("P", bound=pykka.ActorProxy[Any])
 
 
-class Team:
+class TeamHandle:
     """A handle on one team's :class:`Orchestrator`, usable from any thread.
 
     Every method is an ask to the orchestrator and blocks the calling thread briefly;
@@ -138,11 +138,11 @@ class ActorSystem:
 
     def __init__(self, *, journal: JournalFactory | None = None) -> None:
         self._journal = journal
-        self._teams: dict[str, Team] = {}
+        self._teams: dict[str, TeamHandle] = {}
         self._lock = threading.Lock()
         self._stopped = False
 
-    def team(self, team_id: str) -> Team:
+    def team(self, team_id: str) -> TeamHandle:
         """The team called ``team_id``, starting its orchestrator if needed (thread-safe)."""
         with self._lock:
             if self._stopped:
@@ -150,7 +150,7 @@ class ActorSystem:
             team = self._teams.get(team_id)
             if team is None or not team.ref.is_alive():
                 log = self._journal(team_id) if self._journal is not None else None
-                team = Team(team_id, Orchestrator.start(team_id, log))
+                team = TeamHandle(team_id, Orchestrator.start(team_id, log))
                 self._teams[team_id] = team
             return team
 

@@ -50,7 +50,7 @@ from toolcards.errors import ObserverGone, WiringError
 if TYPE_CHECKING:
     import pykka
 
-__all__ = ["Capability", "ToolCard", "capability"]
+__all__ = ["Capability", "ToolCard", "capability", "observer_hint"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 P = TypeVar("P", bound=BaseToolParam)
@@ -229,8 +229,7 @@ class ToolCard(BaseModel):
         if required is not None and not isinstance(observer, required):
             raise WiringError(
                 f"{type(self).__name__} needs an observer implementing {required.__name__}, "
-                f"got {type(observer).__name__}. Bind it to a team member (toolcards.testing."
-                "FakeObserver in tests)."
+                f"got {type(observer).__name__}. {observer_hint(type(self).__name__, required.__name__)}"
             )
         try:
             self._observer_ref = weakref.ref(observer)
@@ -455,3 +454,17 @@ def _agent_name(card: ToolCard) -> str | None:
 def _default_kind(class_name: str) -> str:
     stem = class_name.removesuffix("Card").removesuffix("Tool") or class_name
     return re.sub(r"(?<!^)(?=[A-Z])", "_", stem).lower()
+
+
+def observer_hint(card: str, required: str) -> str:
+    """What to pass for a card that needs an observer of kind ``required``, with an example."""
+    if required == "TeamManagementToolObserver":
+        return (
+            f"{card} hires and fires, so it works for members of a runtime: "
+            f"team = toolcards.Team('acme'); runtime = team.runtime(); then list {card} in a role's cards."
+        )
+    return (
+        f"{card} works for a member of a team: team = toolcards.Team('acme'); "
+        f"Agent(model, toolsets=[team.member('Alice').toolset({card}())]), "
+        "or ToolFactory(cards, observer=team.member('Alice'))."
+    )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcards.core.approval import Approver
 from toolcards.core.callables import command_function, prompt_function, tool_function
-from toolcards.core.card import ToolCard
+from toolcards.core.card import ToolCard, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard
@@ -95,7 +95,8 @@ class ToolFactory:
                     required = type(card).requires_observer
                     assert required is not None
                     raise WiringError(
-                        f"{label} needs an observer implementing {required.__name__}; pass observer= to ToolFactory."
+                        f"{label} needs an observer implementing {required.__name__} and none was given. "
+                        + observer_hint(label, required.__name__)
                     )
                 built = card.build_tools()
             except WiringError as exc:

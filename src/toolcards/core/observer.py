@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from toolcards.actors.address import ActorAddress
 
 if TYPE_CHECKING:
-    from toolcards.actors.system import Team
+    from toolcards.actors.system import TeamHandle
 
 __all__ = ["ActorToolObserver", "TeamAgent", "TeamManagementToolObserver", "ToolObserver", "log_tool_call"]
 
@@ -38,7 +38,7 @@ class ActorToolObserver(ToolObserver, Protocol):
         """This agent's own address (its name is stamped on what it creates)."""
 
     @property
-    def team(self) -> Team:
+    def team(self) -> TeamHandle:
         """The team's orchestrator: roster, ``get_or_spawn`` of tool actors, events."""
 
     @property
@@ -75,7 +75,7 @@ class TeamAgent:
     with a shared log every process of the team sees them (the dashboard's call log).
     """
 
-    def __init__(self, name: str, team: Team, *, role: str = "agent", user_id: str | None = None) -> None:
+    def __init__(self, name: str, team: TeamHandle, *, role: str = "agent", user_id: str | None = None) -> None:
         self._address = ActorAddress(name=name, role=role, team_id=team.team_id, agent_id=name)
         self._team = team
         self._user_id = user_id
@@ -86,7 +86,7 @@ class TeamAgent:
         return self._address
 
     @property
-    def team(self) -> Team:
+    def team(self) -> TeamHandle:
         """The team's orchestrator handle."""
         return self._team
 
@@ -105,12 +105,12 @@ class TeamAgent:
         log_tool_call(self._team, event)
 
 
-def log_tool_call(team: Team, event: Any) -> None:
+def log_tool_call(team: TeamHandle, event: Any) -> None:
     """Queue ``event`` for ``team``'s log if it is the record of a tool call worth keeping.
 
     System-prompt sections render before every model request: only their failures are
     logged, so the log shows what agents did rather than what they read. The record is
-    written with others in one batch (``Team.publish_batched``): the call is not held up.
+    written with others in one batch (``TeamHandle.publish_batched``): the call is not held up.
     """
     from toolcards.core.events import ToolExecutionRecord
 

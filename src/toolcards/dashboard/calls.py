@@ -7,7 +7,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from toolcards.actors.system import Team
+    from toolcards.actors.system import TeamHandle
 
 __all__ = ["CALL_LOG_SIZE", "CallLog"]
 
@@ -25,7 +25,7 @@ class CallLog:
     team; an unchanged log costs the store's cheap version check.
     """
 
-    def __init__(self, team: Team, size: int = CALL_LOG_SIZE) -> None:
+    def __init__(self, team: TeamHandle, size: int = CALL_LOG_SIZE) -> None:
         self._team = team
         self._lock = threading.Lock()
         self._records: deque[dict[str, Any]] = deque(maxlen=size)

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import anyio
     from starlette.types import ASGIApp
 
-    from toolcards.actors.system import Team
+    from toolcards.actors.system import TeamHandle
     from toolcards.core.card import ToolCard
 
 __all__ = ["DEFAULT_DASHBOARD_PORT", "dashboard_asgi", "dashboard_for", "serve_dashboard"]
@@ -32,7 +32,7 @@ DEFAULT_DASHBOARD_PORT = 8766
 """``toolcards dashboard``'s port (``serve`` has 8765)."""
 
 
-def dashboard_for(team: Team, cards: Sequence[ToolCard]) -> DashboardHub:
+def dashboard_for(team: TeamHandle, cards: Sequence[ToolCard]) -> DashboardHub:
     """The hub of ``team``'s dashboard, its ``cards`` (fresh, unbound) bound to a viewer.
 
     Blocks while the cards bind (their actors start and load the team's state); the graph

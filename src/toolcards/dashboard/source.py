@@ -29,7 +29,7 @@ from toolcards.dashboard.viewer import TeamViewer
 from toolcards.errors import RetriableError
 
 if TYPE_CHECKING:
-    from toolcards.actors.system import Team
+    from toolcards.actors.system import TeamHandle
     from toolcards.core.card import ToolCard
     from toolcards.core.views import View
 
@@ -49,7 +49,7 @@ class UnknownView(LookupError):
 class TeamSource:
     """The views of ``team`` whose cards are ``cards`` (fresh, unbound: they are bound here)."""
 
-    def __init__(self, team: Team, cards: Sequence[ToolCard]) -> None:
+    def __init__(self, team: TeamHandle, cards: Sequence[ToolCard]) -> None:
         self.team = team
         self.viewer = TeamViewer(team)
         self.factory = ToolFactory([card for card in cards if type(card).offers_views()], observer=self.viewer)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from toolcards.core.observer import TeamAgent
 
 if TYPE_CHECKING:
-    from toolcards.actors.system import Team
+    from toolcards.actors.system import TeamHandle
 
 __all__ = ["VIEWER_NAME", "TeamViewer"]
 
@@ -21,7 +21,7 @@ class TeamViewer(TeamAgent):
     no tool, so it has no records to log.
     """
 
-    def __init__(self, team: Team) -> None:
+    def __init__(self, team: TeamHandle) -> None:
         super().__init__(VIEWER_NAME, team, role="dashboard")
 
     def notify_event(self, event: Any) -> None:

@@ -34,7 +34,7 @@ from toolcards.core.observer import TeamAgent
 from toolcards.core.registry import dump_cards, load_cards
 
 if TYPE_CHECKING:
-    from toolcards.actors.system import Team
+    from toolcards.actors.system import TeamHandle
     from toolcards.core.card import ToolCard
     from toolcards.core.tool import Tool
 
@@ -68,7 +68,7 @@ class SessionAgent(TeamAgent):
     and its calls arrive through the server.
     """
 
-    def __init__(self, name: str, team: Team, *, role: str = "mcp_client", user_id: str | None = None) -> None:
+    def __init__(self, name: str, team: TeamHandle, *, role: str = "mcp_client", user_id: str | None = None) -> None:
         super().__init__(name, team, role=role, user_id=user_id)
 
     def notify_event(self, event: Any) -> None:
@@ -125,7 +125,7 @@ class AgentSessions:
 
     def __init__(
         self,
-        team: Team,
+        team: TeamHandle,
         cards: Callable[[], Sequence[ToolCard]] | Iterable[ToolCard],
         *,
         user_id: str | None = None,

@@ -4,6 +4,8 @@
   events, and the rules for member names.
 * :mod:`~toolcards.team.member` — :class:`MemberActor`, a Pykka actor hosting one
   pydantic-ai agent, the observer its cards are bound to.
+* :mod:`~toolcards.team.team` — :class:`Team` and :class:`Member`: an application's own
+  agents on a team (``toolcards.Team("acme").member("Alice").toolset(...)``).
 * :mod:`~toolcards.team.runtime` — :class:`TeamRuntime`: hire, fire, message, wait.
 * :mod:`~toolcards.team.tool` — :class:`TeamTool` (kind ``"team"``: hire, fire, roster,
   roles) and :class:`MessagingTool` (kind ``"messaging"``: ``send_message``).
@@ -30,6 +32,7 @@ from toolcards.team.models import (
     validate_member_name,
 )
 from toolcards.team.runtime import ModelFactory, TeamRuntime
+from toolcards.team.team import Member, Team
 from toolcards.team.tool import (
     FireParam,
     HireParam,
@@ -47,6 +50,7 @@ __all__ = [
     "NAME_PATTERN",
     "FireParam",
     "HireParam",
+    "Member",
     "MemberActor",
     "MemberFired",
     "MemberHired",
@@ -58,6 +62,7 @@ __all__ = [
     "RosterParam",
     "RunFinished",
     "SendMessageParam",
+    "Team",
     "TeamMessage",
     "TeamRuntime",
     "TeamTool",

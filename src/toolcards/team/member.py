@@ -33,7 +33,7 @@ import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors.address import ActorAddress
-from toolcards.actors.system import Team
+from toolcards.actors.system import TeamHandle
 from toolcards.core.card import ToolCard
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT
 from toolcards.core.factory import ToolFactory
@@ -45,6 +45,7 @@ from toolcards.team.tool import MessagingTool, TeammatesParam, TeamTool
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent
+    from pydantic_ai.agent import AbstractAgent
     from pydantic_ai.messages import ModelMessage
 
     from toolcards.core.commands import CommandRegistry
@@ -100,7 +101,7 @@ class MemberActor(pykka.ThreadingActor):
         self._history: list[ModelMessage] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._factory = ToolFactory(_member_cards(profile), observer=self)
-        self._agent = _build_agent(model, address, profile, self._factory)
+        self._agent, self._run_options = _build_agent(model, address, profile, self._factory)
 
     # -- the observer contract (called directly, from the member's tool threads) --------------
 
@@ -110,7 +111,7 @@ class MemberActor(pykka.ThreadingActor):
         return self._address
 
     @property
-    def team(self) -> Team:
+    def team(self) -> TeamHandle:
         """The team's orchestrator handle."""
         return self._runtime.team
 
@@ -235,7 +236,9 @@ class MemberActor(pykka.ThreadingActor):
         assert self._loop is not None, "on_start creates the loop before any message"
         token = _running.set(self._address)
         try:
-            result = self._loop.run_until_complete(self._agent.run(message.as_prompt(), message_history=self._history))
+            result = self._loop.run_until_complete(
+                self._agent.run(message.as_prompt(), message_history=self._history, **self._run_options)
+            )
         except Exception as exc:
             self._publish(
                 RunFinished(
@@ -249,7 +252,7 @@ class MemberActor(pykka.ThreadingActor):
         finally:
             _running.reset(token)
         self._history = result.all_messages()
-        output = str(result.output)
+        output = _output_text(result.output)
         self._publish(
             RunFinished(team_id=self.team_id, member=self._address.handle, sender=message.sender, output=output)
         )
@@ -303,14 +306,29 @@ def _member_cards(profile: RoleProfile) -> list[ToolCard]:
     return cards
 
 
-def _build_agent(model: Any, address: ActorAddress, profile: RoleProfile, factory: ToolFactory) -> Agent[None, str]:
+def _build_agent(
+    model: Any, address: ActorAddress, profile: RoleProfile, factory: ToolFactory
+) -> tuple[AbstractAgent[Any, Any], dict[str, Any]]:
+    """The member's agent and what each of its runs adds.
+
+    For a model (or model string), a new agent with the member's identity, instructions and
+    cards. For a prebuilt agent, that agent as it is — its own tools, output type, history
+    processors — with the identity, instructions and cards given to each run, so one agent
+    object may serve several members.
+    """
     from pydantic_ai import Agent
+    from pydantic_ai.agent import AbstractAgent
 
     identity = f"You are {address.handle} ({profile.role}) in team {address.team_id}. {profile.description}"
     instructions = [identity, profile.instructions] if profile.instructions else [identity]
-    return Agent(
-        model,
-        name=address.name,
-        instructions=instructions,
-        toolsets=[factory.toolset(), *factory.get_toolsets()],
-    )
+    toolsets = [factory.toolset(), *factory.get_toolsets()]
+    if isinstance(model, AbstractAgent):
+        return model, {"instructions": instructions, "toolsets": toolsets}
+    agent: Agent[None, str] = Agent(model, name=address.name, instructions=instructions, toolsets=toolsets)
+    return agent, {}
+
+
+def _output_text(output: Any) -> str:
+    """A run's output as text: a structured output (a pydantic model) as its JSON."""
+    dump = getattr(output, "model_dump_json", None)
+    return str(dump()) if callable(dump) else str(output)

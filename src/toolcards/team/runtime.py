@@ -1,6 +1,6 @@
 """``TeamRuntime``: hiring, firing and messaging the LLM members of one team.
 
-The runtime sits on a team's orchestrator (:class:`~toolcards.actors.system.Team`): role
+The runtime sits on a team's orchestrator (:class:`~toolcards.actors.system.TeamHandle`): role
 profiles go in its catalog, members in its roster. Each member is an
 :class:`~toolcards.team.member.MemberActor` actor::
 
@@ -35,7 +35,7 @@ import pykka
 
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.asking import ask
-from toolcards.actors.system import Team
+from toolcards.actors.system import TeamHandle
 from toolcards.core.registry import load_cards
 from toolcards.errors import ActorUnavailable, RetriableError, WiringError
 from toolcards.team.member import MemberActor, MemberProxy, running_member
@@ -57,7 +57,9 @@ if TYPE_CHECKING:
 __all__ = ["ModelFactory", "TeamRuntime"]
 
 ModelFactory = Callable[[RoleProfile], Any]
-"""Builds the pydantic-ai model (or model string) for a member of the given profile."""
+"""Builds the pydantic-ai model (or model string) for a member of the given profile; or a
+prebuilt ``pydantic_ai.Agent`` (or a function returning one), which members of the profile
+run with the cards' toolsets and their identity added to each run."""
 
 
 @dataclass(kw_only=True)
@@ -84,7 +86,7 @@ class TeamRuntime:
 
     def __init__(
         self,
-        team: Team,
+        team: TeamHandle,
         *,
         models: Mapping[str, ModelFactory] | None = None,
         user_id: str | None = None,
@@ -357,7 +359,7 @@ class TeamRuntime:
         factory = self._models.get(profile.model)
         try:
             if factory is not None:
-                return factory(profile)
+                return factory if _is_agent(factory) else factory(profile)
             from pydantic_ai.models import infer_model
 
             return infer_model(profile.model)
@@ -403,3 +405,13 @@ def _member_choices(members: list[ActorAddress]) -> str:
     if not members:
         return "There is no other member."
     return f"Members: {', '.join(m.handle for m in members)}. Retry with one of these names."
+
+
+def _is_agent(value: Any) -> bool:
+    """Whether ``value`` is a pydantic-ai agent (without importing pydantic-ai to tell)."""
+    module = type(value).__module__
+    if not module.startswith("pydantic_ai"):
+        return False
+    from pydantic_ai.agent import AbstractAgent
+
+    return isinstance(value, AbstractAgent)
