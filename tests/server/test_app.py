@@ -54,7 +54,7 @@ def test_every_tool_call_capability_is_listed_with_the_pipeline_schema(
     expected = {
         tool.name: tool for tool in ToolFactory(team_server.config.build_cards(), observer=alice).tools(TOOL_CALL)
     }
-    assert set(listed) == set(expected)
+    assert set(listed) == {*expected, "get_team_context"}  # the cards' context, as a tool
     for name, tool in expected.items():
         assert listed[name].input_schema == tool.parameters_schema
         assert listed[name].description == tool.description
@@ -334,7 +334,7 @@ def test_facade_mode_lists_the_meta_tools_and_the_hot_ones(system: ActorSystem) 
             await server.aclose()
 
     names, found, described, calls = asyncio.run(main())
-    assert names == ["search_tools", "describe_tool", "call_tool", "add_note"]
+    assert names == ["search_tools", "describe_tool", "call_tool", "add_note", "get_team_context"]
     assert found[0]["name"] == "echo" and found[0]["summary"] == "Repeat some text." and found[0]["score"] > 0
     assert described["input_schema"]["required"] == ["text"]
     via_facade, invalid, unknown, direct, no_query = calls

@@ -398,7 +398,7 @@ def test_facade_mode_lists_the_meta_tools_and_hot_tools_and_calls_through_them(t
     try:
         server.initialize()
         listed = [tool["name"] for tool in server.answer(1, "tools/list")["result"]["tools"]]
-        assert listed == ["search_tools", "describe_tool", "call_tool", "echo"]
+        assert listed == ["search_tools", "describe_tool", "call_tool", "echo", "get_team_context"]
         found = server.call(2, "search_tools", query="repeat some text")["result"]["structuredContent"]["result"]
         assert found[0]["name"] == "echo"
         assert text(server.call(3, "call_tool", name="whoami")) == "@raw-client"
@@ -425,3 +425,48 @@ def test_a_signal_as_stdin_closes_does_not_cut_the_flush_short(team_yaml: Path) 
             assert server.process.wait(timeout=TIMEOUT_S) == 0, b"".join(server.stderr).decode()
         finally:
             server.kill()
+
+
+def test_the_plan_reaches_a_pydantic_ai_model_that_reads_no_resources(tmp_path: Path) -> None:
+    """pydantic-ai's MCPToolset reads no resources: the live context reaches its model as a
+    tool result, and the stable part (what to call) through the server's instructions."""
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    import toolcards
+    from toolcards.planning import PlanningTool
+    from toolcards.store import close_default_stores
+
+    env = {**os.environ, "TOOLCARDS_STORE": str(tmp_path / "state.db")}
+    config = tmp_path / "team.yaml"
+    config.write_text("team_id: ctx-team\ncards:\n  - kind: planning\n")
+    # Another member of the team (this process, the same store) put a task on the board.
+    os.environ["TOOLCARDS_STORE"] = env["TOOLCARDS_STORE"]
+    try:
+        with toolcards.Team("ctx-team") as team:
+            tools = {t.name: t for t in team.member("Planner").factory(PlanningTool()).tools()}
+            task = {"description": "Migrate the billing database", "owner": "@Ops"}
+            tools["update_planning"].call_sync({"create_tasks": [task]})
+    finally:
+        del os.environ["TOOLCARDS_STORE"]
+        close_default_stores()
+
+    seen: dict[str, Any] = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.setdefault("instructions", info.instructions or "")
+        returns = [part for message in messages for part in message.parts if isinstance(part, ToolReturnPart)]
+        if not returns:
+            return ModelResponse(parts=[ToolCallPart("get_team_context", {})])
+        seen["context"] = returns[0].content
+        return ModelResponse(parts=[TextPart("done")])
+
+    command = serve_command(config, "--agent", "Ops")
+    transport = StdioTransport(command=command[0], args=command[1:], cwd=str(REPO), env=env)
+    toolset = MCPToolset(transport, init_timeout=TIMEOUT_S, include_instructions=True)
+    assert Agent(FunctionModel(model), toolsets=[toolset]).run_sync("go").output == "done"
+    assert "Call get_team_context before starting work" in seen["instructions"]
+    assert "Migrate the billing database (creator @Planner)" in seen["context"]

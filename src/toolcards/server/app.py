@@ -42,7 +42,7 @@ import re
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolcards.core.approval import ApprovalRequired
@@ -52,8 +52,10 @@ from toolcards.server.config import ServeConfig
 from toolcards.server.facade import CALL_TOOL, META_TOOLS, ToolCatalog, meta_tools, summary, unknown_tool_message
 from toolcards.server.jsonrpc import INVALID_PARAMS, RequestError
 from toolcards.server.resources import (
+    CONTEXT_TOOL,
     PROMPT_MIME_TYPE,
     ResourceNotifier,
+    context_tool,
     prompt_name,
     prompt_uri,
     render_prompt,
@@ -147,6 +149,7 @@ class TeamServer:
         self._facades: weakref.WeakKeyDictionary[AgentSession, tuple[ToolCatalog, dict[str, Tool]]] = (
             weakref.WeakKeyDictionary()
         )
+        self._context_tools: weakref.WeakKeyDictionary[AgentSession, Tool] = weakref.WeakKeyDictionary()
         self._last_sweep = time.monotonic()
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop astart() attached to
 
@@ -295,9 +298,17 @@ class TeamServer:
 
     @functools.cached_property
     def instructions(self) -> str:
-        """What the server tells the client about itself (``instructions``)."""
+        """What the server tells the client about itself (``instructions``): the stable part
+        of the context. The live part (the plan, the graph) changes between requests, so it is
+        served by :data:`CONTEXT_TOOL` and by the resources, never frozen in here."""
         team = self.config.team_id
-        text = f"Tools of team {team}; you act as one of its agents. Shared context: resources toolcards://{team}/*."
+        text = f"Tools of team {team}; you act as one of its agents, sharing its board, knowledge and files."
+        if self.config.context_tool:
+            text += (
+                f" Call {CONTEXT_TOOL} before starting work and after others may have changed things: it returns "
+                "the team's live context (the plan, what the team knows)."
+            )
+        text += f" The same context: resources toolcards://{team}/*."
         if self.config.facade:
             text += " Find tools with search_tools, see arguments with describe_tool, run them with call_tool."
         return text
@@ -323,11 +334,26 @@ class TeamServer:
 
     def listed_tools(self, session: AgentSession) -> list[Tool]:
         """The tools ``tools/list`` shows to ``session``."""
+        context = self._context_tool(session)
+        extra = [context] if context is not None else []
         if not self.config.facade:
-            return list(session.tools.values())
+            return [*session.tools.values(), *extra]
         _, metas = self._facade(session)
         hot = [session.tools[name] for name in self.config.hot_tools if name in session.tools]
-        return [*metas.values(), *hot]
+        return [*metas.values(), *hot, *extra]
+
+    def _context_tool(self, session: AgentSession) -> Tool | None:
+        """``session``'s :data:`CONTEXT_TOOL`, or ``None`` when it is off or there is no context."""
+        if not self.config.context_tool or not session.prompts or CONTEXT_TOOL in session.tools:
+            return None
+        tool = self._context_tools.get(session)
+        if tool is None:
+            # The tool must not hold the session (the key of its weak cache): only its tools.
+            tools = session.tools
+            tool = self._context_tools[session] = context_tool(
+                session.prompts, lambda text: self._as_served(tools, text)
+            )
+        return tool
 
     def tools_page(self, session: AgentSession) -> dict[str, Any]:
         """The ``tools/list`` result for ``session``."""
@@ -375,6 +401,8 @@ class TeamServer:
                 return error_wire(str(exc))
             return await self._run(target, request["arguments"] or {}, call_id, key)
         tool = session.tools.get(name)
+        if tool is None and name == CONTEXT_TOOL:
+            tool = self._context_tool(session)
         if tool is None:
             return error_wire(unknown_tool_message(name, session.tools, facade=self.config.facade))
         return await self._run(tool, arguments, call_id, key)
@@ -432,13 +460,13 @@ class TeamServer:
             raise RequestError(code, f"Unknown {what} {name!r}. Known: {known}.")
         return tool
 
-    def _as_served(self, session: AgentSession, text: str) -> str:
+    def _as_served(self, tools: Mapping[str, Tool], text: str) -> str:
         """``text`` as this server's clients read it: in facade mode, a context that names tools
         ``tools/list`` does not show says how to reach them."""
         if not self.config.facade:
             return text
         listed = {*META_TOOLS, *self.config.hot_tools}
-        named = [name for name in session.tools if name not in listed and re.search(rf"\b{re.escape(name)}\b", text)]
+        named = [name for name in tools if name not in listed and re.search(rf"\b{re.escape(name)}\b", text)]
         if not named:
             return text
         return f"{text}\nThe tools named above are reached through {CALL_TOOL}(name, arguments)."
@@ -450,7 +478,7 @@ class TeamServer:
             RequestError: ``uri`` is not one of the team's resources (``RESOURCE_NOT_FOUND``).
         """
         tool = self._prompt_tool(session, prompt_name(self.config.team_id, uri) or uri, "resource")
-        text = self._as_served(session, await render_prompt(tool))
+        text = self._as_served(session.tools, await render_prompt(tool))
         return {"contents": [{"uri": uri, "text": text, "mimeType": PROMPT_MIME_TYPE}]}
 
     async def get_prompt(self, session: AgentSession, name: str) -> dict[str, Any]:
@@ -460,7 +488,7 @@ class TeamServer:
             RequestError: no prompt is called ``name`` (invalid params).
         """
         tool = self._prompt_tool(session, name, "prompt")
-        text = self._as_served(session, await render_prompt(tool))
+        text = self._as_served(session.tools, await render_prompt(tool))
         return {
             "description": summary(tool.description),
             "messages": [{"role": "user", "content": {"type": "text", "text": text}}],

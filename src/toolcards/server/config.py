@@ -10,6 +10,7 @@ A config is YAML (or JSON, which is YAML) with one team::
         read_only: true
     facade: false              # true: list search_tools/describe_tool/call_tool instead
     hot_tools: [get_planning]  # in facade mode, also list these tools directly
+    context_tool: true         # list get_team_context: the live context as a tool result
     approve_all: false         # true: run tools marked requires_approval without asking
     imports: [mypkg.cards]     # modules to import first (cards register when defined)
     user_id: null              # the human the team works for, if any
@@ -58,6 +59,9 @@ class ServeConfig(BaseModel):
     """Tools listed directly in facade mode, next to the meta tools."""
     approve_all: bool = False
     """Run tools marked ``requires_approval`` without a human approval (MCP has no approval flow)."""
+    context_tool: bool = True
+    """List ``get_team_context``, which returns the team's live context (the plan, the graph
+    summary: what the cards' system prompts render), for clients that read no resources."""
     imports: list[str] = Field(default_factory=list)
     """Modules imported before the cards are loaded, so card classes they define are known."""
     user_id: str | None = None

@@ -8,6 +8,10 @@ is offered twice, so clients that read resources and clients that read prompts b
 
 The text is rendered for the agent reading it, so "your tasks" means the caller's tasks.
 
+Many clients read neither (pydantic-ai's ``MCPToolset`` among them), so the same sections
+are also one tool, :data:`CONTEXT_TOOL` (:func:`context_tool`): every section, rendered for
+the caller when it is called.
+
 When the team's state changes (an actor publishes ``StateChanged(source="#PlanningTool")``
 on the team's event log), :class:`ResourceNotifier` sends ``notifications/resources/updated``
 for the affected resources: to ``subscriptions/listen`` streams (the stateless protocol)
@@ -23,7 +27,7 @@ import asyncio
 import logging
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
 
@@ -33,11 +37,22 @@ from toolcards.errors import RetriableError, ToolFailed
 if TYPE_CHECKING:
     from toolcards.core.tool import Tool
 
-__all__ = ["PROMPT_MIME_TYPE", "ResourceNotifier", "affected_prompts", "prompt_name", "prompt_uri", "render_prompt"]
+__all__ = [
+    "CONTEXT_TOOL",
+    "PROMPT_MIME_TYPE",
+    "ResourceNotifier",
+    "affected_prompts",
+    "context_tool",
+    "prompt_name",
+    "prompt_uri",
+    "render_prompt",
+]
 
 logger = logging.getLogger("toolcards.server")
 
 PROMPT_MIME_TYPE = "text/markdown"
+CONTEXT_TOOL = "get_team_context"
+"""The tool that returns every system prompt section of the caller's cards."""
 SCHEME = "toolcards"
 _SUFFIX = re.compile(r"(tool|actor|card)$")
 
@@ -67,6 +82,31 @@ async def render_prompt(tool: Tool) -> str:
         logger.warning("system prompt %s failed: %s", tool.name, exc)
         return f"({tool.name} is unavailable: {exc})"
     return "" if result is None else str(result)
+
+
+def context_tool(prompts: Mapping[str, Tool], served: Callable[[str], str]) -> Tool:
+    """:data:`CONTEXT_TOOL` over ``prompts`` (the caller's SYSTEM_PROMPT tools, in order).
+
+    Each section is rendered through its own pipeline, as an agent's instructions are; a
+    failing one renders as a line saying it is unavailable. ``served`` adapts the text to how
+    the server offers its tools (facade mode).
+    """
+    from toolcards.core.tool import Tool
+
+    def get_team_context() -> str:
+        """The team's live context: the plan, what the team knows, your part in it."""
+        sections = []
+        for tool in prompts.values():
+            try:
+                result = tool.call_sync({}, channel=Channels.SYSTEM_PROMPT)
+            except (RetriableError, ToolFailed) as exc:
+                logger.warning("system prompt %s failed: %s", tool.name, exc)
+                result = f"({tool.name} is unavailable: {exc})"
+            if result:
+                sections.append(str(result))
+        return served("\n\n".join(sections) or "The team has no shared context yet.")
+
+    return Tool.from_function(get_team_context, name=CONTEXT_TOOL)
 
 
 def _stem(label: str) -> str:
