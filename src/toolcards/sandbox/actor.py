@@ -360,7 +360,7 @@ class SandboxActor(pykka.ThreadingActor):
         stops the command (docker: the command runs in the container, not under the client).
         """
         limits = policy.limits
-        quota = self._usage.at_start(limits.disk_mb)
+        quota = self._usage.at_start(limits.disk_mb, file_size_mb=limits.file_size_mb)
         cgroup = self._new_cgroup(policy) if contained else None
         rlimits = self._child_rlimits(policy, quota) if contained else []
         handles: list[RunningProcess] = []
