@@ -1,5 +1,6 @@
-"""Fixtures for the sandbox tests: a workspace, actors per backend that runs here, and
-helpers to find processes a command may have left behind."""
+"""Fixtures for the sandbox tests: a workspace, actors per backend that runs here, a fake
+``docker`` that records its calls, and helpers to find processes a command may have left
+behind."""
 
 from __future__ import annotations
 
@@ -98,3 +99,37 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
 def fork_bomb_contained() -> bool:
     """Whether a fork bomb's process count is capped here (cgroup, or RLIMIT_NPROC as non-root)."""
     return cgroup_support().version is not None or os.geteuid() != 0
+
+
+FAKE_DOCKER = """#!/bin/sh
+# Records its argv (one argument per line, a blank line after each call) and prints canned output.
+printf '%s\\n' "$@" >> "$FAKE_DOCKER_LOG"
+printf '\\n' >> "$FAKE_DOCKER_LOG"
+case "$1" in
+  image)
+    if [ -n "$FAKE_DOCKER_NO_IMAGE" ]; then echo "Error: No such image" >&2; exit 1; fi
+    echo sha256:abc ;;
+  run) echo 0123456789abcdef ;;
+  exec) echo "fake output"; exit "${FAKE_DOCKER_EXIT:-0}" ;;
+  rm) echo removed ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``docker`` that records its argv in the returned file (read it with :func:`calls`)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "docker"
+    exe.write_text(FAKE_DOCKER)
+    exe.chmod(0o755)
+    log = tmp_path / "docker.log"
+    log.touch()
+    monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return log
+
+
+def calls(log: Path) -> list[list[str]]:
+    return [block.splitlines() for block in log.read_text().split("\n\n") if block]

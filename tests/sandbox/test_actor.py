@@ -95,7 +95,10 @@ def test_conflicts_list_what_one_actor_cannot_vary(workspace: Path, tmp_path: Pa
 def test_symlink_cwd_escape_is_refused(workspace: Path, tmp_path: Path) -> None:
     (workspace / "out").symlink_to(tmp_path)
     result = run_via_proxy(start_local(workspace), "ls", cwd="out")
-    assert result.error == "SandboxError: cwd 'out': path escapes the workspace root — use a path relative to it"
+    assert result.error == (
+        "SandboxError: cwd 'out': path escapes the workspace root — use a path relative to it "
+        "('out' is a symlink that leads out of it)."
+    )
 
 
 def test_a_call_may_shorten_the_timeout_but_not_extend_it(workspace: Path) -> None:

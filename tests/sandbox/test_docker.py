@@ -11,42 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import SandboxRef, live_processes_with, marker, run_via_proxy, wait_until
+from tests.sandbox.conftest import SandboxRef, calls, live_processes_with, marker, run_via_proxy, wait_until
 from toolcards.sandbox import DockerSandboxActor, ExecLimits
 from toolcards.sandbox.docker import GROUP_WRAPPER, KILL_SCRIPT, docker_available
-
-FAKE_DOCKER = """#!/bin/sh
-# Records its argv (one argument per line, a blank line after each call) and prints canned output.
-printf '%s\\n' "$@" >> "$FAKE_DOCKER_LOG"
-printf '\\n' >> "$FAKE_DOCKER_LOG"
-case "$1" in
-  image)
-    if [ -n "$FAKE_DOCKER_NO_IMAGE" ]; then echo "Error: No such image" >&2; exit 1; fi
-    echo sha256:abc ;;
-  run) echo 0123456789abcdef ;;
-  exec) echo "fake output"; exit "${FAKE_DOCKER_EXIT:-0}" ;;
-  rm) echo removed ;;
-esac
-"""
-
-
-@pytest.fixture
-def fake_docker(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A ``docker`` that records its argv in the returned file (read it with :func:`calls`)."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    exe = bin_dir / "docker"
-    exe.write_text(FAKE_DOCKER)
-    exe.chmod(0o755)
-    log = tmp_path / "docker.log"
-    log.touch()
-    monkeypatch.setenv("FAKE_DOCKER_LOG", str(log))
-    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
-    return log
-
-
-def calls(log: Path) -> list[list[str]]:
-    return [block.splitlines() for block in log.read_text().split("\n\n") if block]
 
 
 def start(workspace: Path, **options: object) -> SandboxRef:

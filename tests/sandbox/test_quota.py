@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.sandbox.conftest import StartSandbox, run_via_proxy, wait_until
+from tests.sandbox.conftest import SandboxRef, StartSandbox, run_via_proxy, wait_until
 from toolcards import ToolFactory
+from toolcards.core import tree_usage as tree_usage_module
 from toolcards.errors import RetriableError
 from toolcards.sandbox import ExecLimits
 from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart, WorkspaceUsage, tree_usage
@@ -84,6 +85,38 @@ def test_the_final_check_catches_growth_between_ticks(tmp_path: Path) -> None:
     assert watch.exceeded
 
 
+def test_a_shrink_since_the_last_walk_is_seen_by_the_next_command(tmp_path: Path) -> None:
+    usage = WorkspaceUsage(tmp_path)
+    write(tmp_path / "a.bin", 8 * MIB)
+    assert usage.at_start(10).remaining_bytes <= 2 * MIB
+    os.remove(tmp_path / "a.bin")
+    assert usage.at_start(10).remaining_bytes > 9 * MIB
+
+
+def test_far_from_the_quota_a_shrink_is_walked_only_when_the_spacing_allows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 8 MB used of 1,024 with 100 MB files: no walk can change the command's limits, so
+    # one is made only as often as the spacing lets walks happen.
+    usage = WorkspaceUsage(tmp_path)
+    write(tmp_path / "a.bin", 8 * MIB)
+    assert usage.at_start(1_024, file_size_mb=100).start_bytes >= 8 * MIB
+    os.remove(tmp_path / "a.bin")
+    monkeypatch.setattr(tree_usage_module, "WALK_SPACING", 1e9)
+    assert usage.at_start(1_024, file_size_mb=100).start_bytes >= 8 * MIB  # the remembered bound
+    monkeypatch.setattr(tree_usage_module, "WALK_SPACING", 0.0)
+    assert usage.at_start(1_024, file_size_mb=100).start_bytes < MIB
+
+
+def test_near_the_quota_a_shrink_is_always_walked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tree_usage_module, "WALK_SPACING", 1e9)
+    usage = WorkspaceUsage(tmp_path)
+    write(tmp_path / "a.bin", 8 * MIB)
+    assert usage.at_start(10, file_size_mb=100).remaining_bytes <= 2 * MIB
+    os.remove(tmp_path / "a.bin")
+    assert usage.at_start(10, file_size_mb=100).remaining_bytes > 9 * MIB
+
+
 # -- real commands ---------------------------------------------------------------------------
 
 FIFTEEN_FILES = "for i in $(seq 15); do head -c 10M /dev/urandom > f$i.bin || exit 9; done"
@@ -122,3 +155,35 @@ def test_the_model_reads_a_retriable_error_saying_what_to_do(alice: FakeObserver
     message = str(caught.value)
     assert "disk quota" in message and "delete files you no longer need" in message
     assert "[BEGIN UNTRUSTED OUTPUT" in message
+
+
+THREE_FILES = "for i in 1 2 3; do head -c 10M /dev/urandom > f$i.bin || exit 9; done"
+
+
+def fill_past_the_quota(ref: SandboxRef) -> None:
+    result = run_via_proxy(ref, THREE_FILES)
+    assert result.stopped == "disk quota", result.render()
+
+
+def test_a_sandboxed_rm_after_a_quota_stop_frees_the_quota_for_the_next_command(
+    sandbox: StartSandbox, workspace: Path
+) -> None:
+    ref = sandbox(ExecLimits(disk_mb=20), timeout_s=60)
+    fill_past_the_quota(ref)
+    removed = run_via_proxy(ref, "rm -f f*.bin")
+    assert removed.exit_code == 0, removed.render()
+    result = run_via_proxy(ref, "head -c 5M /dev/zero > small.bin && echo done")
+    assert (result.exit_code, result.stdout, result.stopped) == (0, "done\n", None), result.render()
+    assert (workspace / "small.bin").stat().st_size == 5 * MIB
+
+
+def test_a_delete_outside_the_sandbox_after_a_quota_stop_is_seen_by_the_next_command(
+    sandbox: StartSandbox, workspace: Path
+) -> None:
+    ref = sandbox(ExecLimits(disk_mb=20), timeout_s=60)
+    fill_past_the_quota(ref)
+    for path in workspace.glob("f*.bin"):
+        os.remove(path)
+    result = run_via_proxy(ref, "head -c 5M /dev/zero > small.bin && echo done")
+    assert (result.exit_code, result.stdout, result.stopped) == (0, "done\n", None), result.render()
+    assert (workspace / "small.bin").stat().st_size == 5 * MIB

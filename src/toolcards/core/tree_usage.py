@@ -9,7 +9,9 @@ entries take ~80 ms), capped at :data:`MAX_ENTRIES` entries. :class:`WorkspaceUs
 remembers the last walk of one tree and estimates the current usage without walking: the
 tree cannot have grown by more than its filesystem did since (one ``statvfs``), so the last
 walk plus that growth is an upper bound; only when the bound passes a quota is a new walk
-needed.
+needed. The bound says nothing about a shrink: when the filesystem holds less than at the
+last walk, files may have been deleted from the tree, and
+:meth:`WorkspaceUsage.at_start` walks again before the next command (see there for when).
 
 What it counts: allocated blocks (``st_blocks``, as ``du`` does), hard links once, nothing
 on another filesystem mounted inside the tree (``du -x``), symlinks not followed. Space
@@ -31,6 +33,7 @@ __all__ = [
     "MAX_AGE_S",
     "MAX_ENTRIES",
     "MIB",
+    "WALK_SPACING",
     "QuotaStart",
     "TreeUsage",
     "WorkspaceUsage",
@@ -48,6 +51,9 @@ ESTIMATE_SLACK = 4 * MIB
 """Filesystem growth since the last walk below which a command starts without walking."""
 MAX_AGE_S = 30.0
 """A remembered usage older than this is measured again before a command starts."""
+WALK_SPACING = 20.0
+"""A walk that can wait starts at least this many times the last walk's duration after it
+ended, so walking takes at most ~5 % of the time on a large tree."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,16 +182,46 @@ class WorkspaceUsage:
             return self.measure()
         return last.bytes + max(filesystem_used(self.root) - last.filesystem_used, 0)
 
-    def at_start(self, quota_mb: int) -> QuotaStart:
-        """The quota for a command about to start; walks unless a recent walk still holds."""
+    def at_start(self, quota_mb: int, *, file_size_mb: int | None = None) -> QuotaStart:
+        """The quota for a command about to start, whose files may each reach ``file_size_mb``
+        (``None``: no cap of its own). Blocks for a walk when one is needed.
+
+        The remembered usage is reused, after one ``statvfs``, while it still holds: the
+        last walk is under :data:`MAX_AGE_S` old and the filesystem has grown by less than
+        :data:`ESTIMATE_SLACK` since (the start is then the walk plus that growth, an upper
+        bound). When the filesystem holds less than at the last walk, files may have left
+        the tree and the remembered usage may be too high, so the tree is walked again:
+
+        * always when the remembered usage leaves less than ``file_size_mb`` below the quota
+          (it would set the command's file cap, so space freed after a quota stop is seen
+          by the very next command);
+        * otherwise (no cap could change) once :data:`WALK_SPACING` times the last walk's
+          duration has passed since it, so that space freed outside the tree on a busy
+          filesystem does not make every command walk a large tree.
+
+        Never raises (see :func:`tree_usage`).
+        """
+        quota = quota_mb * MIB
         last = self._last
-        fresh = (
-            last is not None
-            and time.monotonic() - last.at < MAX_AGE_S
-            and filesystem_used(self.root) - last.filesystem_used < ESTIMATE_SLACK
-        )
-        start = self.estimate() if fresh else self.measure()
-        return QuotaStart(start_bytes=start, quota_bytes=quota_mb * MIB)
+        if last is None:
+            return QuotaStart(start_bytes=self.measure(), quota_bytes=quota)
+        used = filesystem_used(self.root)
+        now = time.monotonic()
+        grown = used - last.filesystem_used
+        if now - last.at >= MAX_AGE_S or grown >= ESTIMATE_SLACK:
+            start = self.measure()
+        elif grown >= 0:
+            start = last.bytes + grown
+        elif (
+            file_size_mb is None
+            or quota - last.bytes < file_size_mb * MIB
+            or now >= last.at + WALK_SPACING * last.duration_s
+        ):
+            start = self.measure()
+        else:
+            # Still an upper bound: the tree cannot hold more than before the shrink.
+            start = last.bytes
+        return QuotaStart(start_bytes=start, quota_bytes=quota)
 
     def last_walk_duration(self) -> float:
         """Seconds the last walk took (0 before the first)."""

@@ -20,7 +20,8 @@ from toolcards.sandbox.actor import (
     SeatbeltSandboxActor,
     sandbox_actor_class,
 )
-from toolcards.sandbox.guards import CWD_ESCAPE_MESSAGE, MAX_COMMAND_CHARS, check_allowed, command_name
+from toolcards.sandbox.cwd import CWD_ESCAPE_MESSAGE
+from toolcards.sandbox.guards import MAX_COMMAND_CHARS, check_allowed, command_name
 from toolcards.sandbox.models import (
     DEFAULT_ALLOWED_COMMANDS,
     BwrapOptions,

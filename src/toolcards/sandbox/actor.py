@@ -53,9 +53,10 @@ from toolcards.core.tree_usage import workspace_usage
 from toolcards.errors import WiringError
 from toolcards.sandbox.bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
 from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
+from toolcards.sandbox.cwd import cwd_vanished, resolve_cwd
 from toolcards.sandbox.docker import CONTAINER_PATH, CONTAINER_WORKSPACE, DockerContainer
 from toolcards.sandbox.environment import python_bin_dirs, sandbox_env
-from toolcards.sandbox.guards import CommandRefused, check_allowed, resolve_cwd
+from toolcards.sandbox.guards import CommandRefused, check_allowed
 from toolcards.sandbox.local import hide_host_process, launcher_argv, local_path_env, shell_argv
 from toolcards.sandbox.models import (
     BwrapOptions,
@@ -123,6 +124,9 @@ class SandboxActor(pykka.ThreadingActor):
     options_class: ClassVar[type[SandboxOptions]] = SandboxOptions
     scratch_prefix: ClassVar[str] = "toolcards-sandbox-"
     """Name prefix of the private host directory :meth:`_scratch_dir` creates."""
+    workspace_mount: ClassVar[str | None] = None
+    """Where a command sees the workspace when not at its host path (``/workspace``), so a
+    symlink the command made to it is followed like the command would (see :mod:`.cwd`)."""
     shared_options: ClassVar[tuple[str, ...]] = ("max_concurrent",)
     """Option fields that hold for the whole actor, not per command: every card of a team
     must agree on them (see :meth:`conflicts`)."""
@@ -226,7 +230,9 @@ class SandboxActor(pykka.ThreadingActor):
 
         The policy's allowlist, limits, deadline, disk quota and backend options apply to
         this command only; the actor's shared settings (the workspace, the number of
-        concurrent commands, :attr:`shared_options`) stay the actor's.
+        concurrent commands, :attr:`shared_options`) stay the actor's. ``cwd`` is checked
+        here, once, for every backend (:func:`~toolcards.sandbox.cwd.resolve_cwd`): one no
+        command can start in is refused in the workspace's terms before anything runs.
 
         Thread-safe; this is what :meth:`run`'s worker calls. Call it on the actor object
         from your own thread, never through a proxy: there it would run on the actor thread
@@ -238,7 +244,7 @@ class SandboxActor(pykka.ThreadingActor):
         if refusal is not None:
             return self._refused(cmd, refusal)
         try:
-            host_cwd, rel_cwd = resolve_cwd(self.workspace, cwd)
+            host_cwd, rel_cwd = resolve_cwd(self.workspace, cwd, mount=self.workspace_mount)
         except CommandRefused as exc:
             return self._refused(cmd, str(exc))
         if timeout_s is not None and timeout_s <= 0:
@@ -250,6 +256,10 @@ class SandboxActor(pykka.ThreadingActor):
             try:
                 result = self._execute(cmd, host_cwd, rel_cwd, deadline, policy)
             except SpawnFailed as exc:
+                if not host_cwd.is_dir():
+                    # Removed after it was checked (by another command, say); the spawn's
+                    # error would name the host path.
+                    return self._refused(cmd, cwd_vanished(rel_cwd))
                 return self._failed(cmd, f"SandboxError: {exc}")
             except OSError as exc:
                 return self._failed(cmd, f"SandboxError: {type(exc).__name__}: {exc}")
@@ -330,6 +340,9 @@ class SandboxActor(pykka.ThreadingActor):
     ) -> ExecResult:
         """Run one allowed command in ``rel_cwd`` (``host_cwd`` on the host) and wait for it.
 
+        Both name a directory inside the workspace, checked and free of symlinks, ``.`` and
+        ``..``; ``rel_cwd`` is ``"."`` for the root.
+
         Apply ``policy`` (limits, backend options, disk quota) to this command; ``timeout_s``
         is its deadline, already capped by the policy. Called in a worker thread, possibly
         several at once: must be thread-safe.
@@ -360,7 +373,7 @@ class SandboxActor(pykka.ThreadingActor):
         stops the command (docker: the command runs in the container, not under the client).
         """
         limits = policy.limits
-        quota = self._usage.at_start(limits.disk_mb)
+        quota = self._usage.at_start(limits.disk_mb, file_size_mb=limits.file_size_mb)
         cgroup = self._new_cgroup(policy) if contained else None
         rlimits = self._child_rlimits(policy, quota) if contained else []
         handles: list[RunningProcess] = []
@@ -594,6 +607,7 @@ class BwrapSandboxActor(SandboxActor):
     isolation = "Linux namespaces, only /workspace is writable, no network unless allowed"
     options_class = BwrapOptions
     scratch_prefix = "toolcards-etc-"
+    workspace_mount = WORKSPACE_MOUNT
     _etc: EtcSnapshot | None = None
 
     def _etc_snapshot(self) -> EtcSnapshot:
@@ -665,6 +679,7 @@ class DockerSandboxActor(SandboxActor):
     mode = "docker"
     isolation = "a container per team, only /workspace and /tmp writable, no network unless allowed"
     options_class = DockerOptions
+    workspace_mount = CONTAINER_WORKSPACE
     shared_options = (
         *SandboxActor.shared_options,
         "image",

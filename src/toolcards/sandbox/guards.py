@@ -1,4 +1,4 @@
-"""Checks a command passes before it is spawned: its first word and its working directory.
+"""The check a command passes before it is spawned: its first word, against the allowlist.
 
 The allowlist reads only the first word, so it is a usability filter (it tells the model
 early which tools are expected), not a security boundary: ``bash -c '...'`` runs anything
@@ -12,27 +12,25 @@ is read: in ``make && psql`` only ``make`` is checked, and quoting after the fir
 left to the shell. Reading stops there, so the cost is linear in the words read, never in
 the whole line (``shlex`` itself is quadratic in a token's length: a 2 MB word took over a
 minute), and a line longer than :data:`MAX_COMMAND_CHARS` is refused before it is read.
+
+The command's working directory is checked by :mod:`toolcards.sandbox.cwd`; a refusal from
+either is a :class:`CommandRefused`.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from toolcards.core.deadline import check_deadline
 
 __all__ = [
-    "CWD_ESCAPE_MESSAGE",
     "MAX_COMMAND_CHARS",
     "CommandRefused",
     "check_allowed",
     "command_name",
-    "resolve_cwd",
 ]
-
-CWD_ESCAPE_MESSAGE = "path escapes the workspace root — use a path relative to it"
 
 MAX_COMMAND_CHARS = 65_536
 """Longest command line accepted, in characters. Longer scripts belong in a file the
@@ -153,30 +151,3 @@ def check_allowed(cmd: str, allowed: Iterable[str]) -> str | None:
     if name == "cd":
         message += ". To run in a subdirectory, pass it as the cwd argument instead of using cd."
     return message
-
-
-def resolve_cwd(workspace: Path, cwd: str) -> tuple[Path, PurePosixPath]:
-    """The host directory for ``cwd`` and its path relative to the workspace root.
-
-    ``cwd`` must be relative, without ``..``, and must not leave the workspace through a
-    symlink. ``""`` and ``"."`` mean the root.
-
-    Raises:
-        CommandRefused: ``SandboxError: cwd ...: path escapes the workspace root — use a
-            path relative to it``, or the directory does not exist.
-    """
-    root = workspace.resolve()
-    if cwd in ("", "."):
-        return root, PurePosixPath(".")
-    relative = PurePosixPath(cwd.replace(os.sep, "/"))
-    if relative.is_absolute() or ".." in relative.parts or Path(cwd).is_absolute():
-        raise CommandRefused(f"SandboxError: cwd {cwd!r}: {CWD_ESCAPE_MESSAGE}")
-    target = (root / relative).resolve()
-    if not target.is_relative_to(root):
-        raise CommandRefused(f"SandboxError: cwd {cwd!r}: {CWD_ESCAPE_MESSAGE}")
-    if not target.is_dir():
-        raise CommandRefused(
-            f"SandboxError: cwd {cwd!r} is not a directory in the workspace. "
-            "Create it first (mkdir -p) or pass an existing directory."
-        )
-    return target, PurePosixPath(target.relative_to(root).as_posix())

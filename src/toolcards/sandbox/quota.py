@@ -19,7 +19,9 @@ Cost. A walk is one ``lstat`` per entry (about 4 µs here; 18,000 entries take ~
 capped at :data:`MAX_ENTRIES` entries (beyond, the sum is a lower bound). The usage of a
 tree is remembered between commands: a command starts without a walk when the filesystem
 has not grown by more than :data:`ESTIMATE_SLACK` since the last one, not longer than
-:data:`MAX_AGE_S` ago. The watchdog never walks more often than once per
+:data:`MAX_AGE_S` ago, and has not shrunk (a shrink may be files deleted from the tree, by
+a command, a workspace tool or anything else: the next command near the quota walks, see
+:meth:`WorkspaceUsage.at_start`). The watchdog never walks more often than once per
 :data:`WALK_SPACING` times the last walk's duration, so it uses at most a few percent of a
 core on a large tree.
 
@@ -41,6 +43,7 @@ from toolcards.core.tree_usage import (
     MAX_AGE_S,
     MAX_ENTRIES,
     MIB,
+    WALK_SPACING,
     QuotaStart,
     TreeUsage,
     WorkspaceUsage,
@@ -68,8 +71,6 @@ TICK_S = 0.02
 """How often the watchdog reads the filesystem's used space."""
 PERIOD_S = 2.0
 """Longest time between two walks while a command runs (catches growth the estimate hides)."""
-WALK_SPACING = 20.0
-"""A walk starts at least this many times its last duration after the previous one ended."""
 
 
 class DiskWatch:
