@@ -327,6 +327,7 @@ def test_facade_mode_lists_the_meta_tools_and_the_hot_ones(system: ActorSystem) 
                     await c.call_tool("call_tool", {"name": "ecko"}),
                     await c.call_tool("echo", {"text": "direct"}),
                     await c.call_tool("search_tools", {}),
+                    await c.call_tool("get_team_context", {}),  # unlisted in facade mode, callable by name
                 ]
                 assert found.structured_content is not None and described.structured_content is not None
                 return names, found.structured_content["result"], described.structured_content, calls
@@ -334,10 +335,11 @@ def test_facade_mode_lists_the_meta_tools_and_the_hot_ones(system: ActorSystem) 
             await server.aclose()
 
     names, found, described, calls = asyncio.run(main())
-    assert names == ["search_tools", "describe_tool", "call_tool", "add_note", "get_team_context"]
+    assert names == ["search_tools", "describe_tool", "call_tool", "add_note"]
     assert found[0]["name"] == "echo" and found[0]["summary"] == "Repeat some text." and found[0]["score"] > 0
     assert described["input_schema"]["required"] == ["text"]
-    via_facade, invalid, unknown, direct, no_query = calls
+    via_facade, invalid, unknown, direct, no_query, context = calls
+    assert not context.is_error and text_of(context)
     assert text_of(via_facade) == "hi hi"
     assert invalid.is_error and "Invalid arguments for echo: text" in text_of(invalid)
     assert unknown.is_error and "Did you mean echo?" in text_of(unknown)

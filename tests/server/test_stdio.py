@@ -398,7 +398,7 @@ def test_facade_mode_lists_the_meta_tools_and_hot_tools_and_calls_through_them(t
     try:
         server.initialize()
         listed = [tool["name"] for tool in server.answer(1, "tools/list")["result"]["tools"]]
-        assert listed == ["search_tools", "describe_tool", "call_tool", "echo", "get_team_context"]
+        assert listed == ["search_tools", "describe_tool", "call_tool", "echo"]
         found = server.call(2, "search_tools", query="repeat some text")["result"]["structuredContent"]["result"]
         assert found[0]["name"] == "echo"
         assert text(server.call(3, "call_tool", name="whoami")) == "@raw-client"

@@ -335,12 +335,15 @@ class TeamServer:
     def listed_tools(self, session: AgentSession) -> list[Tool]:
         """The tools ``tools/list`` shows to ``session``."""
         context = self._context_tool(session)
-        extra = [context] if context is not None else []
         if not self.config.facade:
-            return [*session.tools.values(), *extra]
+            return [*session.tools.values(), *([context] if context is not None else [])]
+        # In facade mode the context tool is listed only as a hot tool; the server's
+        # instructions name it, and every tool stays callable by name.
         _, metas = self._facade(session)
         hot = [session.tools[name] for name in self.config.hot_tools if name in session.tools]
-        return [*metas.values(), *hot, *extra]
+        if context is not None and CONTEXT_TOOL in self.config.hot_tools:
+            hot.append(context)
+        return [*metas.values(), *hot]
 
     def _context_tool(self, session: AgentSession) -> Tool | None:
         """``session``'s :data:`CONTEXT_TOOL`, or ``None`` when it is off or there is no context."""
