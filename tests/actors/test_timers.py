@@ -1,0 +1,45 @@
+"""The process's one timer thread: callbacks at their time, in order, cancellable."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from toolcards.actors.timers import call_at, call_later
+
+WAIT = 10.0
+
+
+def test_callbacks_run_in_time_order_on_one_thread() -> None:
+    ran: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    def note(name: str) -> None:
+        ran.append((name, threading.current_thread().name))
+        if len(ran) == 3:
+            done.set()
+
+    now = time.monotonic()
+    call_at(now + 0.3, lambda: note("third"))
+    call_at(now + 0.1, lambda: note("first"))
+    call_later(0.2, lambda: note("second"))
+    assert done.wait(WAIT)
+    assert [name for name, _ in ran] == ["first", "second", "third"]
+    assert {thread for _, thread in ran} == {"toolcards-timers"}
+
+
+def test_a_cancelled_callback_does_not_run_and_a_failing_one_stops_nothing() -> None:
+    ran: list[str] = []
+    done = threading.Event()
+    handle = call_later(0.05, lambda: ran.append("cancelled"))
+    handle.cancel()
+    call_later(0.06, lambda: 1 / 0)  # logged, the thread goes on
+    call_later(0.1, done.set)
+    assert done.wait(WAIT)
+    assert ran == []
+
+
+def test_a_callback_due_in_the_past_runs_at_once() -> None:
+    done = threading.Event()
+    call_at(time.monotonic() - 5, done.set)
+    assert done.wait(WAIT)
