@@ -76,6 +76,7 @@ def test_two_stores_on_one_file_see_each_others_commits(db_path: Path) -> None:
 
 
 def test_default_path_honours_toolcards_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "custom").mkdir()  # an explicit path's directory is not created for it
     monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "custom" / "db.sqlite"))
 
     store = SQLiteStore()
@@ -102,18 +103,7 @@ def test_unknown_synchronous_mode_is_refused(db_path: Path) -> None:
 
 # --- error translation -------------------------------------------------------------------------
 
-
-def test_missing_directory_raises_store_error_naming_path_and_fix(tmp_path: Path) -> None:
-    path = tmp_path / "missing" / "state.db"
-
-    with pytest.raises(StoreError) as raised:
-        SQLiteStore(path)
-
-    message = str(raised.value)
-    assert str(path) in message
-    assert "TOOLCARDS_STORE" in message
-    assert "writable directory" in message
-    assert isinstance(raised.value.__cause__, sqlite3.Error)
+# A missing directory, or a path under a file: tests/store/test_default.py, for every road to a path.
 
 
 def test_directory_in_place_of_the_file_raises_store_error(tmp_path: Path) -> None:
@@ -141,18 +131,6 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
 
     with pytest.raises(StoreError, match="schema version 99"):
         SQLiteStore(db_path)
-
-
-def test_default_directory_that_cannot_be_created_raises_store_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "a-file").write_text("")
-    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "a-file" / "state.db"))
-
-    with pytest.raises(StoreError, match="TOOLCARDS_STORE") as raised:
-        SQLiteStore()
-
-    assert isinstance(raised.value.__cause__, OSError)
 
 
 def test_row_written_by_another_program_raises_store_error_naming_it(db_path: Path) -> None:

@@ -35,7 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import sqlite3
+import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -91,7 +93,10 @@ class SQLiteStore(Store):
     Args:
         path: the database file; ``None`` means ``toolcards.core.locations.store_path()``
             (``TOOLCARDS_STORE``, else ``<workspaces root>/.toolcards/state.db``). The file
-            is created if missing; its directory must exist.
+            is created if missing. Its directory must exist, except the default one, which is
+            created: a path whose directory is missing is refused with a message naming the
+            directory (``mkdir -p`` it, or correct the path), since a mistyped path would
+            otherwise start an empty team in a new place while its state sits in the old one.
         synchronous: ``"normal"`` (default) survives the process being killed;
             ``"full"`` also survives power loss, with one fsync per write.
         busy_timeout: seconds to wait for another process's write lock before failing.
@@ -358,6 +363,7 @@ class SQLiteStore(Store):
                 conn.execute("ROLLBACK")
 
     def _connect(self) -> sqlite3.Connection:
+        self._refuse_a_missing_directory()
         self._refuse_what_is_not_ours()
         try:
             conn = sqlite3.connect(
@@ -371,6 +377,26 @@ class SQLiteStore(Store):
             conn.close()
             raise
         return conn
+
+    def _refuse_a_missing_directory(self) -> None:
+        # SQLite would answer "unable to open database file" and leave the reader guessing.
+        path, parent = self._path, self._path.parent
+        try:
+            is_directory = stat.S_ISDIR(os.stat(parent).st_mode)
+        except FileNotFoundError:
+            raise StoreError(
+                f"Store {path}: the directory {parent} does not exist. Create it (mkdir -p "
+                f"{shlex.quote(str(parent))}) or correct the path (TOOLCARDS_STORE or --store); toolcards "
+                "creates only its default directory, <workspaces root>/.toolcards."
+            ) from None
+        except NotADirectoryError:
+            is_directory = False
+        except OSError:
+            return  # connecting reports it, with the hint for its error code
+        if not is_directory:
+            raise StoreError(
+                f"Store {path}: {parent} is not a directory. Correct the path (TOOLCARDS_STORE or --store)."
+            )
 
     def _refuse_what_is_not_ours(self) -> None:
         """Look at the file before anything is written to it (opening switches it to WAL).
