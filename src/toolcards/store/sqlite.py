@@ -35,9 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import sqlite3
-import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -46,6 +44,7 @@ from typing import Final, Literal
 from toolcards.errors import StoreError
 from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
 from toolcards.store.codec import decode_value
+from toolcards.store.sqlite_file import create_store_file, examine
 from toolcards.store.transaction import StagedWrite
 
 __all__ = ["SQLiteStore"]
@@ -101,8 +100,12 @@ class SQLiteStore(Store):
             ``"full"`` also survives power loss, with one fsync per write.
         busy_timeout: seconds to wait for another process's write lock before failing.
 
-    Opening connects at once, switches the file to WAL mode and creates (or migrates) the
-    tables, so a bad location fails here rather than at the first write.
+    Opening looks at the file before anything is written to it and refuses, untouched, one
+    that is not a toolcards store or whose data was probably lost (an empty file, a file
+    without the log holding its tables: see :mod:`toolcards.store.sqlite_file`); creates a
+    missing store whole (tables, then WAL mode, put in place at once, so no process ever
+    sees it half made); then connects and migrates an older schema. A bad location fails
+    here rather than at the first write.
 
     Threads: the store holds **one connection behind a lock**; every method blocks until the
     lock is free, and a :meth:`write` holds it for its whole ``with`` block. Measured on 2
@@ -363,8 +366,9 @@ class SQLiteStore(Store):
                 conn.execute("ROLLBACK")
 
     def _connect(self) -> sqlite3.Connection:
-        self._refuse_a_missing_directory()
-        self._refuse_what_is_not_ours()
+        # What the file is gets decided before SQLite writes to it (see sqlite_file).
+        if examine(self._path, schema_version=SCHEMA_VERSION, busy_timeout=self._busy_timeout, error=self._error):
+            create_store_file(self._path, self._prepare, error=self._error)
         try:
             conn = sqlite3.connect(
                 self._path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
@@ -378,89 +382,16 @@ class SQLiteStore(Store):
             raise
         return conn
 
-    def _refuse_a_missing_directory(self) -> None:
-        # SQLite would answer "unable to open database file" and leave the reader guessing.
-        path, parent = self._path, self._path.parent
-        try:
-            is_directory = stat.S_ISDIR(os.stat(parent).st_mode)
-        except FileNotFoundError:
-            raise StoreError(
-                f"Store {path}: the directory {parent} does not exist. Create it (mkdir -p "
-                f"{shlex.quote(str(parent))}) or correct the path (TOOLCARDS_STORE or --store); toolcards "
-                "creates only its default directory, <workspaces root>/.toolcards."
-            ) from None
-        except NotADirectoryError:
-            is_directory = False
-        except OSError:
-            return  # connecting reports it, with the hint for its error code
-        if not is_directory:
-            raise StoreError(
-                f"Store {path}: {parent} is not a directory. Correct the path (TOOLCARDS_STORE or --store)."
-            )
-
-    def _refuse_what_is_not_ours(self) -> None:
-        """Look at the file before anything is written to it (opening switches it to WAL).
-
-        A database file that is empty or missing while its write-ahead log holds data has
-        lost its committed changes: opening it would make SQLite discard the log. A file
-        that is not SQLite, or a SQLite database of another program, is not written to.
-        """
-        path = self._path
-        wal = path.with_name(path.name + "-wal")
-        if path.exists() and not path.is_file():
-            return  # connecting fails with the hint for a directory or a device
-        try:
-            size = path.stat().st_size if path.exists() else None
-            wal_size = wal.stat().st_size if wal.exists() else 0
-        except OSError as exc:
-            raise StoreError(f"Store {path}: cannot look at the file ({exc.strerror or exc}).") from exc
-        if not size:
-            if wal_size:
-                state = "is empty" if size == 0 else "is missing"
-                raise StoreError(
-                    f"Store {path}: the database file {state} but its write-ahead log {wal.name} holds "
-                    f"{wal_size:,} bytes of changes, which opening it would discard. Restore {path.name} from a "
-                    f"backup; to start an empty store instead, move {path.name} and {wal.name} aside."
-                )
-            return
-        try:
-            with path.open("rb") as handle:
-                header = handle.read(16)
-        except OSError as exc:
-            raise StoreError(f"Store {path}: cannot read the file ({exc.strerror or exc}).") from exc
-        if header != b"SQLite format 3\x00":
-            raise StoreError(
-                f"Store {path} is not a SQLite database (it holds {size:,} bytes of something else); nothing "
-                "was written to it. Set TOOLCARDS_STORE to another file, or move this one aside."
-            )
-        tables = self._tables_of(path)
-        ours = {"records", "namespaces"}
-        foreign = sorted(name for name in tables if name not in ours and not name.startswith("sqlite_"))
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            raise StoreError(
-                f"Store {path} is a SQLite database of another program (tables: {shown}); toolcards writes "
-                "nothing to it. Set TOOLCARDS_STORE to a file of its own."
-            )
-
-    def _tables_of(self, path: Path) -> list[str]:
-        try:
-            probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=self._busy_timeout)
-        except sqlite3.Error as exc:
-            raise self._error("opening", exc) from exc
-        try:
-            rows = probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        except sqlite3.Error as exc:
-            raise self._error("reading the list of tables", exc) from exc
-        finally:
-            probe.close()
-        return [name for (name,) in rows]
-
     def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Create or migrate the tables, then switch to WAL mode (a file made new gets both)."""
         try:
-            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
             conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
             (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"Store {self._path}: schema version {version} is newer than this toolcards "
+                    f"understands ({SCHEMA_VERSION}). Upgrade toolcards, or set TOOLCARDS_STORE to another file."
+                )
             if version < SCHEMA_VERSION:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -477,6 +408,9 @@ class SQLiteStore(Store):
                 except BaseException:
                     self._rollback(conn)
                     raise
+            # After the tables: a new file written in rollback-journal mode holds them itself,
+            # so a WAL-mode file without tables is one whose log was lost (see sqlite_file).
+            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
         except sqlite3.Error as exc:
             raise self._error("opening", exc) from exc
         if mode != "wal":
@@ -484,11 +418,6 @@ class SQLiteStore(Store):
                 f"Store {self._path}: the file system refused WAL mode (journal mode is {mode!r}). "
                 "Put the database on a local file system, e.g. set TOOLCARDS_STORE to a path under /tmp; "
                 "to share a team across hosts use a PostgreSQL store (TOOLCARDS_STORE=postgresql://...)."
-            )
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"Store {self._path}: schema version {version} is newer than this toolcards "
-                f"understands ({SCHEMA_VERSION}). Upgrade toolcards, or set TOOLCARDS_STORE to another file."
             )
 
     def _check_process(self) -> None:
