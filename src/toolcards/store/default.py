@@ -11,7 +11,8 @@ A location is one string, the value of ``TOOLCARDS_STORE`` or of ``--store``:
 
 ``open_store(location)`` makes a new store. ``default_store()`` returns the process-wide
 store for ``toolcards.core.locations.store_location()``, so all actors of a process share one
-connection (or pool); ``close_default_stores()`` closes those at shutdown.
+connection (or pool); ``close_default_stores()`` closes those at shutdown, and runs by itself
+when the interpreter exits normally.
 
 A ``:memory:`` default store cannot be shared, so two processes using one as the team's
 store would silently serve two different teams: the second process to try is refused (an
@@ -21,7 +22,9 @@ the first, names its pid).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import logging
 import os
 import re
 import threading
@@ -127,17 +130,38 @@ def default_store() -> Store:
 def close_default_stores() -> None:
     """Close every store :func:`default_store` opened; the next call opens a fresh one.
 
-    Blocks until calls running on those stores finish. Committed data needs no flushing.
+    Also runs when the interpreter exits normally, so a SQLite store's log is checkpointed
+    into its database file (see :meth:`SQLiteStore.close`) even when nobody closed it: a
+    copy of that file alone then holds everything. Blocks until calls running on those
+    stores finish. Committed data needs no flushing.
+
+    Raises:
+        StoreError: closing a store failed; every other store is closed all the same.
     """
     global _memory_guard
     with _lock:
         stores = list(_shared.values())
         _shared.clear()
         guard, _memory_guard = _memory_guard, None
+    failure: StoreError | None = None
     for store in stores:
-        store.close()
+        try:
+            store.close()
+        except StoreError as exc:
+            failure = failure or exc
     if guard is not None:
         guard.close()
+    if failure is not None:
+        raise failure
+
+
+def _close_at_exit() -> None:
+    # Actor threads still running at exit may hold the shared store for ever, so it is
+    # never freed and SQLite never gets the close at which it would checkpoint.
+    try:
+        close_default_stores()
+    except StoreError as exc:
+        logging.getLogger(__name__).warning("%s", exc)
 
 
 def _guard_memory_store() -> None:
@@ -183,3 +207,4 @@ def _forget_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
+atexit.register(_close_at_exit)

@@ -34,6 +34,7 @@ processes, which network file systems do not give. Across hosts, use PostgreSQL.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -48,6 +49,8 @@ from toolcards.store.sqlite_file import create_store_file, examine
 from toolcards.store.transaction import StagedWrite
 
 __all__ = ["SQLiteStore"]
+
+_log = logging.getLogger(__name__)
 
 SCHEMA_VERSION: Final = 2
 """Stored in ``PRAGMA user_version``; 1 (no versions) is migrated, a higher one refused."""
@@ -282,10 +285,22 @@ class SQLiteStore(Store):
             self._known[namespace] = version + 1
 
     def close(self) -> None:
-        """Close the connection; calling it again does nothing.
+        """Checkpoint the log into the database file, then close the connection; calling it
+        again does nothing.
 
-        Blocks until a running call of another thread finishes. Afterwards every method
-        raises :class:`StoreError`. Committed data needs no flushing: it is durable already.
+        Committed data needs no flushing, it is durable already; but until a checkpoint it
+        may be only in the ``-wal`` file, so a copy of the database file alone would lack
+        it. Close therefore copies the log into the file and empties it
+        (``PRAGMA wal_checkpoint(TRUNCATE)``), once and without waiting: that completes when
+        no other connection is reading an older snapshot or writing (always, when this is
+        the last connection), and otherwise stops where it must, logged at debug level, with
+        every change still safe in the log. Blocks until a running call of another thread
+        finishes. Afterwards every method raises :class:`StoreError`.
+
+        Changed in 0.2: checkpoints before closing.
+
+        Raises:
+            StoreError: closing the connection failed (a failed checkpoint does not raise).
         """
         if os.getpid() != self._pid:
             # In a forked child the lock may have been held by a parent thread at fork time,
@@ -296,10 +311,32 @@ class SQLiteStore(Store):
             conn, self._conn = self._conn, None
             if conn is None:
                 return
+            self._checkpoint(conn)
             try:
                 conn.close()
             except sqlite3.Error as exc:
                 raise self._error("closing", exc) from exc
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        # No busy wait: a reader may hold its snapshot for as long as it likes, and a close
+        # must not hang on it. SQLite itself checkpoints only when the last connection closes.
+        try:
+            conn.execute("PRAGMA busy_timeout=0")
+            busy, logged, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            _log.debug(
+                "Store %s: the checkpoint at close failed (%s); the changes stay in its -wal file.", self._path, exc
+            )
+            return
+        if busy:
+            _log.debug(
+                "Store %s: the checkpoint at close stopped at %s of %s log frames: another connection is "
+                "reading an older snapshot or writing. The changes stay in the -wal file, which belongs "
+                "with the database file.",
+                self._path,
+                copied,
+                logged,
+            )
 
     # -- statements (the caller holds self._lock) ------------------------------------------
 
