@@ -29,14 +29,22 @@ import os
 import re
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from toolcards.errors import StoreError
 from toolcards.store.base import Store
 from toolcards.store.memory import MemoryStore
 from toolcards.store.sqlite import SQLiteStore
 
-__all__ = ["MEMORY", "close_default_stores", "default_store", "describe_location", "open_store"]
+__all__ = [
+    "MEMORY",
+    "close_default_stores",
+    "default_store",
+    "describe_location",
+    "location_kind",
+    "open_store",
+    "sqlite_path",
+]
 
 MEMORY = ":memory:"
 """The location that selects a :class:`~toolcards.store.MemoryStore`."""
@@ -73,24 +81,47 @@ def open_store(location: str | Path | None = None) -> Store:
         except OSError:
             # SQLiteStore reports the failed directory creation with what to do about it.
             return SQLiteStore()
-    if isinstance(location, Path):
-        return SQLiteStore(location)
-    if location == MEMORY:
+    kind = location_kind(location)
+    if kind == "memory":
         return MemoryStore()
-    match = _URL.match(location)
-    if match is None:
-        return SQLiteStore(location)
-    scheme = match["scheme"].lower()
-    if scheme == "sqlite":
-        return SQLiteStore(location[match.end() :])
-    if scheme in _POSTGRES_SCHEMES:
+    if kind == "postgresql":
         from toolcards.store.postgres import PostgresStore
 
-        return PostgresStore(location)
+        return PostgresStore(str(location))
+    return SQLiteStore(sqlite_path(location))
+
+
+def location_kind(location: str | Path) -> Literal["sqlite", "postgresql", "memory"]:
+    """Which store ``location`` selects, without opening it (see :func:`open_store`).
+
+    Raises:
+        StoreError: ``location`` is a URL of a scheme no store serves.
+    """
+    if isinstance(location, Path):
+        return "sqlite"
+    if location == MEMORY:
+        return "memory"
+    match = _URL.match(location)
+    if match is None:
+        return "sqlite"
+    scheme = match["scheme"].lower()
+    if scheme == "sqlite":
+        return "sqlite"
+    if scheme in _POSTGRES_SCHEMES:
+        return "postgresql"
     raise StoreError(
         f"Unknown store location scheme {scheme!r} in {describe_location(location)}. Use a file path "
         "(SQLite), postgresql://user@host:port/database (PostgreSQL) or :memory:."
     )
+
+
+def sqlite_path(location: str | Path) -> Path:
+    """The absolute database file of a SQLite ``location`` (a path, or ``sqlite:///path``)."""
+    text = str(location)
+    match = _URL.match(text)
+    if match is not None and match["scheme"].lower() == "sqlite":
+        text = text[match.end() :]
+    return Path(os.path.abspath(os.path.expanduser(text)))
 
 
 def describe_location(location: str | Path) -> str:

@@ -495,8 +495,9 @@ class SQLiteStore(Store):
             )
         if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
             return (
-                f"{path} is not a valid toolcards database. Move it aside (its state is lost unless you "
-                "restore a backup) or set TOOLCARDS_STORE to another path."
+                f"{path} is not a valid toolcards database. Move it aside together with its -wal and -shm files "
+                "(they belong to it), then restore a copy made by `toolcards backup` in its place (without one, "
+                "its state is lost), or set TOOLCARDS_STORE to another path."
             )
         if primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
             return f"Make {path}, its -wal and -shm files, and {parent} writable by this process."
