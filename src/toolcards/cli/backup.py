@@ -79,7 +79,13 @@ def run(args: argparse.Namespace) -> int:
     from toolcards.store import MEMORY, backup_sqlite_store, describe_location, location_kind, sqlite_path
     from toolcards.store.sqlite_backup import destination_problem
 
-    location: str = args.store or store_location()
+    try:
+        location: str = args.store or store_location()
+    except OSError as exc:
+        raise StoreError(
+            f"Cannot find the default store: its directory cannot be created ({exc.strerror or exc}). Set "
+            "TOOLCARDS_STORE (or --store) to the store's file, or TOOLCARDS_WORKSPACES_ROOT to its workspaces root."
+        ) from exc
     kind = location_kind(location)
     destination = args.destination.expanduser().absolute()
     if kind == "postgresql":

@@ -39,9 +39,9 @@ from typing import Final
 
 from toolcards.errors import StoreError
 
-__all__ = ["SQLITE_HEADER", "create_store_file", "examine", "log_of"]
+__all__ = ["create_store_file", "examine"]
 
-SQLITE_HEADER: Final = b"SQLite format 3\x00"
+_SQLITE_HEADER: Final = b"SQLite format 3\x00"
 """The first 16 bytes of every SQLite database."""
 
 ErrorFor = Callable[[str, sqlite3.Error], StoreError]
@@ -57,7 +57,7 @@ _NO_HARD_LINKS: Final = frozenset({errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS})
 _SHOWN: Final = 5
 
 
-def log_of(path: Path) -> Path:
+def _log_of(path: Path) -> Path:
     """The write-ahead log beside the database ``path``: its changes not yet in ``path``."""
     return path.with_name(path.name + "-wal")
 
@@ -83,7 +83,7 @@ def examine(path: Path, *, schema_version: int, busy_timeout: float, error: Erro
             The message names the file, the likely cause and what to do.
     """
     _refuse_a_missing_directory(path)
-    wal = log_of(path)
+    wal = _log_of(path)
     try:
         found = os.stat(path)
     except FileNotFoundError:
@@ -120,7 +120,7 @@ def examine(path: Path, *, schema_version: int, busy_timeout: float, error: Erro
             header = handle.read(100)
     except OSError as exc:
         raise StoreError(f"Store {path}: cannot read the file ({exc.strerror or exc}).") from exc
-    if not header.startswith(SQLITE_HEADER):
+    if not header.startswith(_SQLITE_HEADER):
         raise StoreError(
             f"Store {path} is not a SQLite database (it holds {found.st_size:,} bytes of something else); nothing "
             "was written to it. Set TOOLCARDS_STORE to another file, or move this one aside."
@@ -241,7 +241,7 @@ def _judge(path: Path, schema: _Schema, *, schema_version: int, wal_mode: bool) 
         )
     if not schema.objects and not schema.user_version and not schema.application_id:
         if wal_mode:
-            wal = log_of(path)
+            wal = _log_of(path)
             raise StoreError(
                 f"Store {path} is a SQLite database in WAL mode with no tables, and no write-ahead log beside it "
                 f"holds them: its data was probably lost (a copy of {path.name} made without its {wal.name}, "
