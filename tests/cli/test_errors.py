@@ -132,7 +132,7 @@ SERVE_MISTAKES = [
     (["--config", "unknown-field.yaml"], 1, ["unknown-field.yaml", "nosuchfield", "toolcards cards"]),
     (["--config", "unknown-key.yaml"], 1, ["unknown-key.yaml", "bogus_option"]),
     (["--config", "broken.yaml"], 1, ["broken.yaml", "not valid YAML", "line 2"]),
-    (["--store", "no/such/dir/state.db"], 1, ["no/such/dir", "writable directory"]),
+    (["--store", "no/such/dir/state.db"], 1, ["no/such/dir", "does not exist", "mkdir -p"]),
     (["--transport", "http", "--host", "nosuch.invalid"], 1, ["nosuch.invalid", "does not resolve"]),
 ]
 

@@ -43,3 +43,37 @@ def test_entry_point_cards_load(monkeypatch: pytest.MonkeyPatch) -> None:
     assert card_kinds()["third_party"] == "tests.core.cards:BasketCard"
     loaded: list[Any] = load_cards([{"kind": "third_party"}])
     assert isinstance(loaded[0], BasketCard)
+
+
+@pytest.mark.parametrize(
+    ("data", "given"),
+    [
+        (None, "None"),
+        ({"kind": "test_greeter"}, "a mapping (keys: kind)"),
+        ("test_greeter", "str 'test_greeter'"),
+        (42, "int 42"),
+    ],
+)
+def test_what_is_not_a_list_of_cards_is_refused_naming_what_was_given(data: Any, given: str) -> None:
+    with pytest.raises(WiringError) as err:
+        load_cards(data)
+
+    message = str(err.value)
+    assert "a list of card mappings" in message
+    assert f"not {given}" in message
+
+
+def test_a_single_card_mapping_is_told_to_be_put_in_a_list() -> None:
+    with pytest.raises(WiringError, match=r"put it in a list: \[\{'kind': 'test_greeter'\}\]"):
+        load_cards({"kind": "test_greeter"})  # type: ignore[arg-type]
+
+
+def test_entries_that_are_not_mappings_are_named_with_their_value() -> None:
+    with pytest.raises(WiringError) as err:
+        load_cards([{"kind": "test_greeter"}, 3, "planning", {"kind": 7}])  # type: ignore[list-item]
+
+    message = str(err.value)
+    assert "card #1: must be a mapping with a 'kind' key, not int 3" in message
+    assert "card #2: must be a mapping with a 'kind' key, not str 'planning'" in message
+    assert "card #3: 'kind' must be the name of a card kind (text), not int 7" in message
+    assert "card #0" not in message

@@ -96,3 +96,16 @@ def test_the_compose_sketch_serves_a_team_config_that_loads() -> None:
         assert environment["TOOLCARDS_STORE"].startswith("postgresql://")
     config = load_config(docker / "team.yaml")
     assert {card["kind"] for card in config.cards} == {"planning", "knowledge_graph", "workspace"}
+
+
+@pytest.mark.parametrize("text", ["", "\n", "# the team\n", "---\n"])
+def test_an_empty_config_file_is_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "team.yaml"
+    path.write_text(text)
+
+    with pytest.raises(WiringError) as info:
+        load_config(path)
+
+    message = str(info.value)
+    assert f"Config {path} is empty" in message
+    assert "leave --config out" in message

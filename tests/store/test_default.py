@@ -125,11 +125,78 @@ def test_concurrent_first_calls_open_one_store() -> None:
 
 
 def test_default_store_reports_an_unusable_location(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "a-file").write_text("")
-    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "a-file" / "state.db"))
+    (tmp_path / "a-directory").mkdir()
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "a-directory"))
 
     with pytest.raises(StoreError, match="TOOLCARDS_STORE"):
         default_store()
+
+
+def _open_sqlite_at(how: str, path: Path, monkeypatch: pytest.MonkeyPatch) -> Store:
+    """Open the SQLite store at ``path`` the way ``how`` names: each road a user can take to it."""
+    if how == "SQLiteStore(path)":
+        return SQLiteStore(path)
+    if how == "open_store('sqlite:///path')":
+        return open_store(f"sqlite://{path}")
+    monkeypatch.setenv("TOOLCARDS_STORE", str(path))
+    return {"SQLiteStore()": SQLiteStore, "open_store()": open_store, "default_store()": default_store}[how]()
+
+
+ROADS = ["SQLiteStore(path)", "open_store('sqlite:///path')", "SQLiteStore()", "open_store()", "default_store()"]
+
+
+@pytest.mark.parametrize("how", ROADS)
+def test_an_explicit_path_in_a_missing_directory_is_refused_naming_it_and_the_fix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    missing = tmp_path / "no-such-dir" / "team"
+    path = missing / "state.db"
+
+    with pytest.raises(StoreError) as raised:
+        _open_sqlite_at(how, path, monkeypatch)
+
+    message = str(raised.value)
+    assert f"Store {path}: the directory {missing} does not exist" in message
+    assert f"mkdir -p {missing}" in message
+    assert "correct the path" in message
+    assert not (tmp_path / "no-such-dir").exists()  # nothing created on the way to refusing
+
+
+@pytest.mark.parametrize("how", ROADS)
+def test_an_explicit_path_under_a_file_is_refused_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    (tmp_path / "a-file").write_text("notes")
+    path = tmp_path / "a-file" / "state.db"
+
+    with pytest.raises(StoreError, match=rf"Store {path}: {tmp_path / 'a-file'} is not a directory\. Correct the path"):
+        _open_sqlite_at(how, path, monkeypatch)
+
+    assert (tmp_path / "a-file").read_text() == "notes"
+
+
+def test_the_default_location_is_created_with_the_workspaces_root(tmp_path: Path) -> None:
+    root = tmp_path / "workspaces"
+    assert not root.exists()
+
+    store = default_store()
+
+    assert isinstance(store, SQLiteStore)
+    assert store.path == root / ".toolcards" / "state.db"
+    assert store.path.is_file()
+
+
+def test_a_default_location_that_cannot_be_created_names_what_to_set(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("TOOLCARDS_WORKSPACES_ROOT", str(tmp_path / "a-file" / "workspaces"))
+
+    with pytest.raises(StoreError, match="TOOLCARDS_WORKSPACES_ROOT") as raised:
+        default_store()
+
+    assert "TOOLCARDS_STORE" in str(raised.value)
+    assert isinstance(raised.value.__cause__, OSError)
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")

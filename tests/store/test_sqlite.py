@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sqlite3
@@ -76,6 +77,7 @@ def test_two_stores_on_one_file_see_each_others_commits(db_path: Path) -> None:
 
 
 def test_default_path_honours_toolcards_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "custom").mkdir()  # an explicit path's directory is not created for it
     monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "custom" / "db.sqlite"))
 
     store = SQLiteStore()
@@ -102,18 +104,7 @@ def test_unknown_synchronous_mode_is_refused(db_path: Path) -> None:
 
 # --- error translation -------------------------------------------------------------------------
 
-
-def test_missing_directory_raises_store_error_naming_path_and_fix(tmp_path: Path) -> None:
-    path = tmp_path / "missing" / "state.db"
-
-    with pytest.raises(StoreError) as raised:
-        SQLiteStore(path)
-
-    message = str(raised.value)
-    assert str(path) in message
-    assert "TOOLCARDS_STORE" in message
-    assert "writable directory" in message
-    assert isinstance(raised.value.__cause__, sqlite3.Error)
+# A missing directory, or a path under a file: tests/store/test_default.py, for every road to a path.
 
 
 def test_directory_in_place_of_the_file_raises_store_error(tmp_path: Path) -> None:
@@ -141,18 +132,6 @@ def test_newer_schema_is_refused(db_path: Path) -> None:
 
     with pytest.raises(StoreError, match="schema version 99"):
         SQLiteStore(db_path)
-
-
-def test_default_directory_that_cannot_be_created_raises_store_error(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "a-file").write_text("")
-    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "a-file" / "state.db"))
-
-    with pytest.raises(StoreError, match="TOOLCARDS_STORE") as raised:
-        SQLiteStore()
-
-    assert isinstance(raised.value.__cause__, OSError)
 
 
 def test_row_written_by_another_program_raises_store_error_naming_it(db_path: Path) -> None:
@@ -353,3 +332,156 @@ def test_sigkill_loses_no_acknowledged_change(db_path: Path, synchronous: str) -
     assert written == set(range(len(written)))
     assert len(written) - max(acked) - 1 in (0, 1)
     assert rows == {f"{i}-{p}": {"i": i, "part": p} for i in written for p in "abc"}
+
+
+# --- a clean exit leaves the main file whole ---------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main_file_alone(db: Path, elsewhere: Path) -> Path:
+    """Copy ``db`` without its ``-wal`` or ``-shm``, as ``cp state.db`` does; returns the copy."""
+    elsewhere.mkdir()
+    copy = elsewhere / db.name
+    copy.write_bytes(db.read_bytes())
+    return copy
+
+
+@pytest.mark.slow
+def test_after_toolcards_call_exits_the_main_file_alone_holds_every_task(tmp_path: Path) -> None:
+    db = tmp_path / "team" / "state.db"
+    db.parent.mkdir()
+    env = {**os.environ, "TOOLCARDS_WORKSPACES_ROOT": str(tmp_path / "workspaces"), "TOOLCARDS_STORE": str(db)}
+    for task in ("Ship the release", "Write the notes"):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "toolcards.cli",
+                "call",
+                "/update_planning",
+                f'create_tasks=[{{"description": "{task}"}}]',
+            ],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+
+    copy = main_file_alone(db, tmp_path / "copy")
+    store = SQLiteStore(copy)
+    tasks = store.load("default/#PlanningTool").rows["tasks"]
+    store.close()
+    assert sorted(task["description"] for task in tasks.values()) == ["Ship the release", "Write the notes"]
+
+
+HOLDER = """
+import sys
+from toolcards.store import SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+store.load("ns")
+print("open", flush=True)
+sys.stdin.readline()
+store.close()
+"""
+
+WRITES_AND_CLOSES = """
+import sys
+from toolcards.store import SQLiteStore
+
+store = SQLiteStore(sys.argv[1])
+for i in range(200):
+    store.put("ns", "rows", {str(i): {"i": i}})
+store.close()
+"""
+
+
+@pytest.mark.slow
+def test_a_writer_exiting_beside_an_idle_process_leaves_every_row_in_the_main_file(
+    db_path: Path, tmp_path: Path
+) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(db_path)], cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "open\n"
+        done = subprocess.run(
+            [sys.executable, "-c", WRITES_AND_CLOSES, str(db_path)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+
+        # The holder still has the file open: the writer's close was not the last one.
+        copy = main_file_alone(db_path, tmp_path / "copy")
+        store = SQLiteStore(copy)
+        rows = store.load("ns").rows.get("rows", {})
+        store.close()
+        assert rows == {str(i): {"i": i} for i in range(200)}
+    finally:
+        holder.communicate("\n", timeout=60)
+
+
+def test_close_does_not_wait_for_a_reader_holding_an_old_snapshot(
+    db_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(db_path, busy_timeout=600)
+    store.put("ns", "rows", {"before": 1})
+    reader = raw(db_path)
+    reader.execute("BEGIN")
+    assert reader.execute("SELECT count(*) FROM records").fetchone() == (1,)  # a snapshot, held
+    store.put("ns", "rows", {"after": 2})
+
+    caplog.set_level(logging.DEBUG, logger="toolcards.store")
+    closer = threading.Thread(target=store.close)
+    closer.start()
+    closer.join(timeout=120)  # with a wait for the reader, this close would take 600 s
+
+    assert not closer.is_alive()
+    assert store.closed
+    assert any("checkpoint" in record.getMessage() and str(db_path) in record.getMessage() for record in caplog.records)
+    reader.execute("COMMIT")
+    reader.close()
+    reopened = SQLiteStore(db_path)
+    assert reopened.load("ns").rows == {"rows": {"before": 1, "after": 2}}
+    reopened.close()
+
+
+DEFAULT_STORE_LEFT_OPEN = """
+import threading
+from toolcards.store import default_store
+
+store = default_store()
+store.put("ns", "rows", {str(i): i for i in range(100)})
+# Held by a thread still running at exit, as an actor's thread may hold it: never freed.
+threading.Thread(target=lambda held=store: threading.Event().wait(), daemon=True).start()
+"""
+
+
+@pytest.mark.slow
+def test_a_process_exiting_with_its_default_store_open_leaves_the_rows_in_the_main_file(
+    db_path: Path, tmp_path: Path
+) -> None:
+    env = {**os.environ, "TOOLCARDS_STORE": str(db_path), "TOOLCARDS_WORKSPACES_ROOT": str(tmp_path / "ws")}
+    done = subprocess.run(
+        [sys.executable, "-c", DEFAULT_STORE_LEFT_OPEN],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+    copy = main_file_alone(db_path, tmp_path / "copy")
+    store = SQLiteStore(copy)
+    assert store.load("ns").rows == {"rows": {str(i): i for i in range(100)}}
+    store.close()

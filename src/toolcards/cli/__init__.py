@@ -6,6 +6,7 @@
     toolcards cards [--json]                                            the card kinds available
     toolcards call [--config team.yaml] [--agent NAME] '/get_planning'  run one command
     toolcards dashboard [--config team.yaml] [--store ...]              watch a team live in a browser
+    toolcards backup [--store ...] [--force] DEST                       copy the team's store while it runs
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
 
 Each command is a module here with ``register(subparsers, parents)`` and is listed in
@@ -33,6 +34,7 @@ COMMANDS: tuple[str, ...] = (
     "toolcards.cli.cards",
     "toolcards.cli.call",
     "toolcards.cli.dashboard",
+    "toolcards.cli.backup",
     "toolcards.cli.demo",
     "toolcards.cli.fetch_models",
 )

@@ -130,10 +130,18 @@ def store_location() -> str:
 
 def store_path() -> Path:
     """The SQLite state database: ``TOOLCARDS_STORE`` when it names a file, else
-    ``<root>/.toolcards/state.db``. The file's directory is created."""
+    ``<root>/.toolcards/state.db``.
+
+    The default's directory is created (with the workspaces root). A ``TOOLCARDS_STORE``
+    file's directory is not: the store refuses to open in a directory that does not exist,
+    because a mistyped path would otherwise start an empty team somewhere new.
+
+    Changed in 0.2: the directory of a ``TOOLCARDS_STORE`` file is no longer created.
+
+    Raises:
+        OSError: the default directory cannot be created.
+    """
     override = os.environ.get("TOOLCARDS_STORE")
     if override and override != ":memory:" and ("://" not in override or override.startswith("sqlite://")):
-        path = Path(override.removeprefix("sqlite://")).expanduser().resolve()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        return Path(override.removeprefix("sqlite://")).expanduser().resolve()
     return internal_dir() / "state.db"

@@ -4,11 +4,14 @@ Each card class has a ``kind``. A list of cards dumps to plain data (``[{"kind":
 ...fields}]``) that round-trips exactly through JSON and YAML, so a team's abilities are
 a config file. Built-in kinds are imported only when a config names them; third-party
 cards register through the entry-point group ``toolcards.cards`` (``name = "pkg.mod:Card"``).
+Bad config, whatever its shape, is a :class:`~toolcards.errors.WiringError` naming what was
+expected and what was given.
 """
 
 from __future__ import annotations
 
 import importlib
+import reprlib
 import threading
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -111,28 +114,66 @@ def dump_cards(cards: Iterable[ToolCard]) -> list[dict[str, Any]]:
 def load_cards(data: Iterable[Mapping[str, Any]]) -> list[ToolCard]:
     """Cards from data made by :func:`dump_cards` (or written by hand).
 
+    Args:
+        data: a list (or another iterable, but not a string or a mapping) of mappings, each
+            with a ``kind`` and that card's fields.
+
     Raises:
-        WiringError: an entry has no ``kind``, an unknown kind, or invalid fields; every
-            problem is listed with its position.
+        WiringError: ``data`` is not a list of card mappings (``None``, a string, one card's
+            mapping on its own...); or an entry is not a mapping, has no ``kind``, names an
+            unknown kind or has invalid fields: every problem is listed with its position.
     """
     from pydantic import ValidationError
 
     cards: list[ToolCard] = []
     problems: list[str] = []
-    for index, entry in enumerate(data):
-        if not isinstance(entry, Mapping) or "kind" not in entry:
-            problems.append(f"card #{index}: needs a 'kind' key")
+    for index, entry in enumerate(_entries(data)):
+        if not isinstance(entry, Mapping):
+            problems.append(f"card #{index}: must be a mapping with a 'kind' key, not {_given(entry)}")
+            continue
+        if "kind" not in entry:
+            keys = ", ".join(str(key) for key in entry) or "no keys"
+            problems.append(f"card #{index}: needs a 'kind' key (it has {keys})")
+            continue
+        kind = entry["kind"]
+        if not isinstance(kind, str):
+            problems.append(f"card #{index}: 'kind' must be the name of a card kind (text), not {_given(kind)}")
             continue
         fields = {k: v for k, v in entry.items() if k != "kind"}
         try:
-            cards.append(card_class(str(entry["kind"])).model_validate(fields))
+            cards.append(card_class(kind).model_validate(fields))
         except WiringError as exc:
             problems.append(f"card #{index}: {exc}")
         except ValidationError as exc:
             details = "; ".join(
                 f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors(include_url=False)
             )
-            problems.append(f"card #{index} ({entry['kind']}): {details}")
+            problems.append(f"card #{index} ({kind}): {details}")
     if problems:
         raise WiringError("Invalid card config: " + " | ".join(problems))
     return cards
+
+
+def _entries(data: object) -> Iterable[object]:
+    """``data`` if it can be a list of cards; a string or a mapping iterates, but as characters or keys."""
+    expected = "Card config must be a list of card mappings ([{'kind': ...}, ...])"
+    if isinstance(data, Mapping):
+        hint = ""
+        if "kind" in data:
+            more = ", ..." if len(data) > 1 else ""
+            hint = f" If it is one card, put it in a list: [{{'kind': {data['kind']!r}{more}}}]."
+        raise WiringError(f"{expected}, not {_given(data)}.{hint}")
+    if isinstance(data, str | bytes) or not isinstance(data, Iterable):
+        raise WiringError(f"{expected}, not {_given(data)}.")
+    return data
+
+
+def _given(value: object) -> str:
+    """What a config held where something else was expected, short enough for one line."""
+    if value is None:
+        return "None"
+    if isinstance(value, Mapping):
+        keys = [str(key) for key in value]
+        shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
+        return f"a mapping (keys: {shown})" if keys else "an empty mapping"
+    return f"{type(value).__name__} {reprlib.repr(value)}"

@@ -131,7 +131,7 @@ def load_config(path: str | Path) -> ServeConfig:
     The cards are not built here (see :meth:`ServeConfig.build_cards`).
 
     Raises:
-        WiringError: the file is missing, is not YAML, or does not describe a team; the
+        WiringError: the file is missing, empty, not YAML, or does not describe a team; the
             message names the file and every problem.
     """
     import yaml
@@ -146,7 +146,11 @@ def load_config(path: str | Path) -> ServeConfig:
     except yaml.YAMLError as exc:
         raise WiringError(f"Config {source} is not valid YAML: {_yaml_problem(exc)}.") from exc
     if data is None:
-        data = {}
+        # An empty file is a mistake (the wrong file, or one cut short), not a team without cards.
+        raise WiringError(
+            f"Config {source} is empty. Describe a team in it (team_id, and cards: `toolcards cards` lists the "
+            "kinds), or leave --config out to serve the default team."
+        )
     if isinstance(data, list):
         # A bare list of cards is a team with the default id.
         data = {"cards": data}

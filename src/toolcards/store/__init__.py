@@ -6,7 +6,8 @@ answers a read, and writes every update inside :meth:`Store.write`, which locks 
 namespace, hands it what changed since its version and commits before the actor answers.
 :class:`SQLiteStore` (one WAL-mode file, the default) serves the processes of one host;
 :class:`PostgresStore` serves several hosts; :class:`MemoryStore` keeps the same contract
-in one process for tests. Every failure is a :class:`~toolcards.errors.StoreError`.
+in one process for tests. :func:`backup_sqlite_store` copies a SQLite store while it is in
+use. Every failure is a :class:`~toolcards.errors.StoreError`.
 """
 
 from __future__ import annotations
@@ -17,10 +18,19 @@ from toolcards.errors import OutcomeUnknown, StoreError
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store, Transaction
 from toolcards.store.calls import CallLog
 from toolcards.store.codec import JSONText
-from toolcards.store.default import MEMORY, close_default_stores, default_store, describe_location, open_store
+from toolcards.store.default import (
+    MEMORY,
+    close_default_stores,
+    default_store,
+    describe_location,
+    location_kind,
+    open_store,
+    sqlite_path,
+)
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
 from toolcards.store.memory import MemoryStore
 from toolcards.store.sqlite import SQLiteStore
+from toolcards.store.sqlite_backup import SQLiteBackup, backup_sqlite_store
 
 if TYPE_CHECKING:
     from toolcards.store.postgres import PostgresStore
@@ -36,16 +46,20 @@ __all__ = [
     "OutcomeUnknown",
     "PostgresStore",
     "RecordedEvent",
+    "SQLiteBackup",
     "SQLiteStore",
     "Snapshot",
     "Store",
     "StoreError",
     "StoreJournal",
     "Transaction",
+    "backup_sqlite_store",
     "close_default_stores",
     "default_store",
     "describe_location",
+    "location_kind",
     "open_store",
+    "sqlite_path",
     "store_journals",
 ]
 

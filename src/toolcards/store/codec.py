@@ -87,7 +87,8 @@ def decode_value(namespace: str, collection: str, key: str, text: str) -> JSONVa
     except ValueError as exc:
         raise StoreError(
             f"Row {collection}/{key} of namespace {namespace!r} holds text that is not JSON ({exc}). "
-            "Something other than toolcards wrote it: delete the row or restore the database from a backup."
+            "Something other than toolcards wrote it: delete the row or restore the database from a backup "
+            "(for a SQLite store, one made by `toolcards backup`)."
         ) from exc
 
 

@@ -11,7 +11,8 @@ A location is one string, the value of ``TOOLCARDS_STORE`` or of ``--store``:
 
 ``open_store(location)`` makes a new store. ``default_store()`` returns the process-wide
 store for ``toolcards.core.locations.store_location()``, so all actors of a process share one
-connection (or pool); ``close_default_stores()`` closes those at shutdown.
+connection (or pool); ``close_default_stores()`` closes those at shutdown, and runs by itself
+when the interpreter exits normally.
 
 A ``:memory:`` default store cannot be shared, so two processes using one as the team's
 store would silently serve two different teams: the second process to try is refused (an
@@ -21,19 +22,29 @@ the first, names its pid).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import logging
 import os
 import re
 import threading
 from pathlib import Path
-from typing import IO
+from typing import IO, Literal
 
 from toolcards.errors import StoreError
 from toolcards.store.base import Store
 from toolcards.store.memory import MemoryStore
 from toolcards.store.sqlite import SQLiteStore
 
-__all__ = ["MEMORY", "close_default_stores", "default_store", "describe_location", "open_store"]
+__all__ = [
+    "MEMORY",
+    "close_default_stores",
+    "default_store",
+    "describe_location",
+    "location_kind",
+    "open_store",
+    "sqlite_path",
+]
 
 MEMORY = ":memory:"
 """The location that selects a :class:`~toolcards.store.MemoryStore`."""
@@ -70,24 +81,47 @@ def open_store(location: str | Path | None = None) -> Store:
         except OSError:
             # SQLiteStore reports the failed directory creation with what to do about it.
             return SQLiteStore()
-    if isinstance(location, Path):
-        return SQLiteStore(location)
-    if location == MEMORY:
+    kind = location_kind(location)
+    if kind == "memory":
         return MemoryStore()
-    match = _URL.match(location)
-    if match is None:
-        return SQLiteStore(location)
-    scheme = match["scheme"].lower()
-    if scheme == "sqlite":
-        return SQLiteStore(location[match.end() :])
-    if scheme in _POSTGRES_SCHEMES:
+    if kind == "postgresql":
         from toolcards.store.postgres import PostgresStore
 
-        return PostgresStore(location)
+        return PostgresStore(str(location))
+    return SQLiteStore(sqlite_path(location))
+
+
+def location_kind(location: str | Path) -> Literal["sqlite", "postgresql", "memory"]:
+    """Which store ``location`` selects, without opening it (see :func:`open_store`).
+
+    Raises:
+        StoreError: ``location`` is a URL of a scheme no store serves.
+    """
+    if isinstance(location, Path):
+        return "sqlite"
+    if location == MEMORY:
+        return "memory"
+    match = _URL.match(location)
+    if match is None:
+        return "sqlite"
+    scheme = match["scheme"].lower()
+    if scheme == "sqlite":
+        return "sqlite"
+    if scheme in _POSTGRES_SCHEMES:
+        return "postgresql"
     raise StoreError(
         f"Unknown store location scheme {scheme!r} in {describe_location(location)}. Use a file path "
         "(SQLite), postgresql://user@host:port/database (PostgreSQL) or :memory:."
     )
+
+
+def sqlite_path(location: str | Path) -> Path:
+    """The absolute database file of a SQLite ``location`` (a path, or ``sqlite:///path``)."""
+    text = str(location)
+    match = _URL.match(text)
+    if match is not None and match["scheme"].lower() == "sqlite":
+        text = text[match.end() :]
+    return Path(os.path.abspath(os.path.expanduser(text)))
 
 
 def describe_location(location: str | Path) -> str:
@@ -127,17 +161,38 @@ def default_store() -> Store:
 def close_default_stores() -> None:
     """Close every store :func:`default_store` opened; the next call opens a fresh one.
 
-    Blocks until calls running on those stores finish. Committed data needs no flushing.
+    Also runs when the interpreter exits normally, so a SQLite store's log is checkpointed
+    into its database file (see :meth:`SQLiteStore.close`) even when nobody closed it: a
+    copy of that file alone then holds everything. Blocks until calls running on those
+    stores finish. Committed data needs no flushing.
+
+    Raises:
+        StoreError: closing a store failed; every other store is closed all the same.
     """
     global _memory_guard
     with _lock:
         stores = list(_shared.values())
         _shared.clear()
         guard, _memory_guard = _memory_guard, None
+    failure: StoreError | None = None
     for store in stores:
-        store.close()
+        try:
+            store.close()
+        except StoreError as exc:
+            failure = failure or exc
     if guard is not None:
         guard.close()
+    if failure is not None:
+        raise failure
+
+
+def _close_at_exit() -> None:
+    # Actor threads still running at exit may hold the shared store for ever, so it is
+    # never freed and SQLite never gets the close at which it would checkpoint.
+    try:
+        close_default_stores()
+    except StoreError as exc:
+        logging.getLogger(__name__).warning("%s", exc)
 
 
 def _guard_memory_store() -> None:
@@ -183,3 +238,4 @@ def _forget_after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_forget_after_fork)
+atexit.register(_close_at_exit)

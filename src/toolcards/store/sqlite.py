@@ -34,6 +34,7 @@ processes, which network file systems do not give. Across hosts, use PostgreSQL.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sqlite3
 import threading
@@ -44,9 +45,12 @@ from typing import Final, Literal
 from toolcards.errors import StoreError
 from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
 from toolcards.store.codec import decode_value
+from toolcards.store.sqlite_file import create_store_file, examine
 from toolcards.store.transaction import StagedWrite
 
 __all__ = ["SQLiteStore"]
+
+_log = logging.getLogger(__name__)
 
 SCHEMA_VERSION: Final = 2
 """Stored in ``PRAGMA user_version``; 1 (no versions) is migrated, a higher one refused."""
@@ -91,13 +95,20 @@ class SQLiteStore(Store):
     Args:
         path: the database file; ``None`` means ``toolcards.core.locations.store_path()``
             (``TOOLCARDS_STORE``, else ``<workspaces root>/.toolcards/state.db``). The file
-            is created if missing; its directory must exist.
+            is created if missing. Its directory must exist, except the default one, which is
+            created: a path whose directory is missing is refused with a message naming the
+            directory (``mkdir -p`` it, or correct the path), since a mistyped path would
+            otherwise start an empty team in a new place while its state sits in the old one.
         synchronous: ``"normal"`` (default) survives the process being killed;
             ``"full"`` also survives power loss, with one fsync per write.
         busy_timeout: seconds to wait for another process's write lock before failing.
 
-    Opening connects at once, switches the file to WAL mode and creates (or migrates) the
-    tables, so a bad location fails here rather than at the first write.
+    Opening looks at the file before anything is written to it and refuses, untouched, one
+    that is not a toolcards store or whose data was probably lost (an empty file, a file
+    without the log holding its tables: see :mod:`toolcards.store.sqlite_file`); creates a
+    missing store whole (tables, then WAL mode, put in place at once, so no process ever
+    sees it half made); then connects and migrates an older schema. A bad location fails
+    here rather than at the first write.
 
     Threads: the store holds **one connection behind a lock**; every method blocks until the
     lock is free, and a :meth:`write` holds it for its whole ``with`` block. Measured on 2
@@ -274,10 +285,22 @@ class SQLiteStore(Store):
             self._known[namespace] = version + 1
 
     def close(self) -> None:
-        """Close the connection; calling it again does nothing.
+        """Checkpoint the log into the database file, then close the connection; calling it
+        again does nothing.
 
-        Blocks until a running call of another thread finishes. Afterwards every method
-        raises :class:`StoreError`. Committed data needs no flushing: it is durable already.
+        Committed data needs no flushing, it is durable already; but until a checkpoint it
+        may be only in the ``-wal`` file, so a copy of the database file alone would lack
+        it. Close therefore copies the log into the file and empties it
+        (``PRAGMA wal_checkpoint(TRUNCATE)``), once and without waiting: that completes when
+        no other connection is reading an older snapshot or writing (always, when this is
+        the last connection), and otherwise stops where it must, logged at debug level, with
+        every change still safe in the log. Blocks until a running call of another thread
+        finishes. Afterwards every method raises :class:`StoreError`.
+
+        Changed in 0.2: checkpoints before closing.
+
+        Raises:
+            StoreError: closing the connection failed (a failed checkpoint does not raise).
         """
         if os.getpid() != self._pid:
             # In a forked child the lock may have been held by a parent thread at fork time,
@@ -288,10 +311,32 @@ class SQLiteStore(Store):
             conn, self._conn = self._conn, None
             if conn is None:
                 return
+            self._checkpoint(conn)
             try:
                 conn.close()
             except sqlite3.Error as exc:
                 raise self._error("closing", exc) from exc
+
+    def _checkpoint(self, conn: sqlite3.Connection) -> None:
+        # No busy wait: a reader may hold its snapshot for as long as it likes, and a close
+        # must not hang on it. SQLite itself checkpoints only when the last connection closes.
+        try:
+            conn.execute("PRAGMA busy_timeout=0")
+            busy, logged, copied = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            _log.debug(
+                "Store %s: the checkpoint at close failed (%s); the changes stay in its -wal file.", self._path, exc
+            )
+            return
+        if busy:
+            _log.debug(
+                "Store %s: the checkpoint at close stopped at %s of %s log frames: another connection is "
+                "reading an older snapshot or writing. The changes stay in the -wal file, which belongs "
+                "with the database file.",
+                self._path,
+                copied,
+                logged,
+            )
 
     # -- statements (the caller holds self._lock) ------------------------------------------
 
@@ -358,7 +403,9 @@ class SQLiteStore(Store):
                 conn.execute("ROLLBACK")
 
     def _connect(self) -> sqlite3.Connection:
-        self._refuse_what_is_not_ours()
+        # What the file is gets decided before SQLite writes to it (see sqlite_file).
+        if examine(self._path, schema_version=SCHEMA_VERSION, busy_timeout=self._busy_timeout, error=self._error):
+            create_store_file(self._path, self._prepare, error=self._error)
         try:
             conn = sqlite3.connect(
                 self._path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
@@ -372,69 +419,16 @@ class SQLiteStore(Store):
             raise
         return conn
 
-    def _refuse_what_is_not_ours(self) -> None:
-        """Look at the file before anything is written to it (opening switches it to WAL).
-
-        A database file that is empty or missing while its write-ahead log holds data has
-        lost its committed changes: opening it would make SQLite discard the log. A file
-        that is not SQLite, or a SQLite database of another program, is not written to.
-        """
-        path = self._path
-        wal = path.with_name(path.name + "-wal")
-        if path.exists() and not path.is_file():
-            return  # connecting fails with the hint for a directory or a device
-        try:
-            size = path.stat().st_size if path.exists() else None
-            wal_size = wal.stat().st_size if wal.exists() else 0
-        except OSError as exc:
-            raise StoreError(f"Store {path}: cannot look at the file ({exc.strerror or exc}).") from exc
-        if not size:
-            if wal_size:
-                state = "is empty" if size == 0 else "is missing"
-                raise StoreError(
-                    f"Store {path}: the database file {state} but its write-ahead log {wal.name} holds "
-                    f"{wal_size:,} bytes of changes, which opening it would discard. Restore {path.name} from a "
-                    f"backup; to start an empty store instead, move {path.name} and {wal.name} aside."
-                )
-            return
-        try:
-            with path.open("rb") as handle:
-                header = handle.read(16)
-        except OSError as exc:
-            raise StoreError(f"Store {path}: cannot read the file ({exc.strerror or exc}).") from exc
-        if header != b"SQLite format 3\x00":
-            raise StoreError(
-                f"Store {path} is not a SQLite database (it holds {size:,} bytes of something else); nothing "
-                "was written to it. Set TOOLCARDS_STORE to another file, or move this one aside."
-            )
-        tables = self._tables_of(path)
-        ours = {"records", "namespaces"}
-        foreign = sorted(name for name in tables if name not in ours and not name.startswith("sqlite_"))
-        if foreign:
-            shown = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            raise StoreError(
-                f"Store {path} is a SQLite database of another program (tables: {shown}); toolcards writes "
-                "nothing to it. Set TOOLCARDS_STORE to a file of its own."
-            )
-
-    def _tables_of(self, path: Path) -> list[str]:
-        try:
-            probe = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=self._busy_timeout)
-        except sqlite3.Error as exc:
-            raise self._error("opening", exc) from exc
-        try:
-            rows = probe.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-        except sqlite3.Error as exc:
-            raise self._error("reading the list of tables", exc) from exc
-        finally:
-            probe.close()
-        return [name for (name,) in rows]
-
     def _prepare(self, conn: sqlite3.Connection) -> None:
+        """Create or migrate the tables, then switch to WAL mode (a file made new gets both)."""
         try:
-            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
             conn.execute(f"PRAGMA synchronous={self._synchronous.upper()}")
             (version,) = conn.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"Store {self._path}: schema version {version} is newer than this toolcards "
+                    f"understands ({SCHEMA_VERSION}). Upgrade toolcards, or set TOOLCARDS_STORE to another file."
+                )
             if version < SCHEMA_VERSION:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
@@ -451,6 +445,9 @@ class SQLiteStore(Store):
                 except BaseException:
                     self._rollback(conn)
                     raise
+            # After the tables: a new file written in rollback-journal mode holds them itself,
+            # so a WAL-mode file without tables is one whose log was lost (see sqlite_file).
+            (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
         except sqlite3.Error as exc:
             raise self._error("opening", exc) from exc
         if mode != "wal":
@@ -458,11 +455,6 @@ class SQLiteStore(Store):
                 f"Store {self._path}: the file system refused WAL mode (journal mode is {mode!r}). "
                 "Put the database on a local file system, e.g. set TOOLCARDS_STORE to a path under /tmp; "
                 "to share a team across hosts use a PostgreSQL store (TOOLCARDS_STORE=postgresql://...)."
-            )
-        if version > SCHEMA_VERSION:
-            raise StoreError(
-                f"Store {self._path}: schema version {version} is newer than this toolcards "
-                f"understands ({SCHEMA_VERSION}). Upgrade toolcards, or set TOOLCARDS_STORE to another file."
             )
 
     def _check_process(self) -> None:
@@ -503,8 +495,9 @@ class SQLiteStore(Store):
             )
         if primary in (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT):
             return (
-                f"{path} is not a valid toolcards database. Move it aside (its state is lost unless you "
-                "restore a backup) or set TOOLCARDS_STORE to another path."
+                f"{path} is not a valid toolcards database. Move it aside together with its -wal and -shm files "
+                "(they belong to it), then restore a copy made by `toolcards backup` in its place (without one, "
+                "its state is lost), or set TOOLCARDS_STORE to another path."
             )
         if primary in (sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM, sqlite3.SQLITE_AUTH):
             return f"Make {path}, its -wal and -shm files, and {parent} writable by this process."
