@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -23,8 +24,9 @@ P = TypeVar("P", bound=pykka.ActorProxy[Any])
 class TeamHandle:
     """A handle on one team's :class:`Orchestrator`, usable from any thread.
 
-    Every method is an ask to the orchestrator and blocks the calling thread briefly;
-    call them from worker threads or sync tools, not from an event loop.
+    Most methods are asks to the orchestrator and block the calling thread briefly; call
+    them from worker threads or sync tools, not from an event loop. :meth:`provide`,
+    :meth:`service`, :meth:`note_activity` and :meth:`last_activity` never block.
     """
 
     def __init__(self, team_id: str, ref: pykka.ActorRef[Orchestrator]) -> None:
@@ -33,6 +35,31 @@ class TeamHandle:
         self._proxy = ref.proxy()
         self._label = f"orchestrator of team {team_id}"
         self._queued = EventQueue()
+        self._services: dict[str, Any] = {}
+        self._activity: dict[str, float] = {}
+
+    # -- in this process, without an ask ---------------------------------------------------
+
+    def provide(self, name: str, service: Any) -> None:
+        """Offer ``service`` to the team's other cards in this process under ``name``.
+
+        How one domain reaches another's actor without importing it: the mailbox offers
+        ``"mailbox"``, the board ``"path_reservations"``; the first to provide a name keeps it.
+        """
+        self._services.setdefault(name, service)
+
+    def service(self, name: str) -> Any | None:
+        """The service offered under ``name`` in this process, or ``None`` (no such card here)."""
+        return self._services.get(name)
+
+    def note_activity(self, member: str) -> None:
+        """Record that ``member`` (its handle, ``@Name``) made a tool call now; what renews
+        the leases of the tasks it claimed."""
+        self._activity[member] = time.monotonic()
+
+    def last_activity(self, member: str) -> float | None:
+        """When ``member`` last made a tool call in this process (``time.monotonic()``), if ever."""
+        return self._activity.get(member)
 
     @overload
     def get_or_spawn(self, name: str, actor_class: type[A], *args: Any, proxy: type[P], **kwargs: Any) -> P: ...

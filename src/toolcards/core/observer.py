@@ -106,7 +106,8 @@ class TeamAgent:
 
 
 def log_tool_call(team: TeamHandle, event: Any) -> None:
-    """Queue ``event`` for ``team``'s log if it is the record of a tool call worth keeping.
+    """Queue ``event`` for ``team``'s log if it is the record of a tool call worth keeping,
+    and note the calling member's activity (:meth:`TeamHandle.note_activity`).
 
     System-prompt sections render before every model request: only their failures are
     logged, so the log shows what agents did rather than what they read. The record is
@@ -118,6 +119,8 @@ def log_tool_call(team: TeamHandle, event: Any) -> None:
         return
     if event.channel == "system_prompt" and event.success:
         return
+    if event.agent:
+        team.note_activity(event.agent)
     try:
         team.publish_batched(event)
     except Exception:  # a team that stopped: its log is gone, the call itself succeeded
