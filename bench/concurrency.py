@@ -104,7 +104,7 @@ def _write(number: int, i: int, flipped: bool = False) -> tuple[str, dict[str, A
     """
     kind = i % 3
     if kind == 0:
-        change = {"id": _task_of(number), "status": "started" if i % 2 else "pending", "output": f"step {i}"}
+        change = {"id": _task_of(number), "status": "in_progress" if i % 2 else "pending", "output": f"step {i}"}
         return "update_planning", {"update_tasks": [change]}
     if kind == 1:
         entity = {"name": _entity_of(number), "description": f"worked on at step {i}"}

@@ -51,7 +51,7 @@ def _broad_query(i: int) -> str:
 
 def _start(store: SQLiteStore, size: int, embedding: EmbeddingParam | None = None) -> PlanningProxy:
     proxy = cast(PlanningProxy, PlanningActor.start(f"bench-{size}", store, embedding).proxy())
-    statuses = ("pending", "started", "completed", "abort")
+    statuses = ("pending", "in_progress", "completed", "aborted")
     tasks = [
         TaskCreate(
             description=_description(i),
@@ -75,14 +75,14 @@ def _writes(directory: Path, size: int) -> list[Case]:
     target = size // 2
 
     def update(i: int) -> object:
-        change = TaskUpdate(id=target, status="started" if i % 2 else "pending", output=f"run {i}")
+        change = TaskUpdate(id=target, status="in_progress" if i % 2 else "pending", output=f"run {i}")
         return proxy.update("@Agent1", update=[change]).get()
 
     def create(i: int) -> object:
         return proxy.update("@Agent2", create=[TaskCreate(description=f"New task {i}")]).get()
 
     def keyed(i: int) -> object:
-        change = TaskUpdate(id=target, status="started" if i % 2 else "pending", output=f"keyed {i}")
+        change = TaskUpdate(id=target, status="in_progress" if i % 2 else "pending", output=f"keyed {i}")
         return proxy.update("@Agent1", update=[change], call=CallKey(key=f"@Agent1|u|{size}-{i}", digest="d")).get()
 
     def replayed(i: int) -> object:

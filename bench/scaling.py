@@ -179,7 +179,7 @@ def _board_at(size: int, system: Any) -> dict[str, tuple[Call, Call | None]]:
     observer = FakeObserver("Agent1", f"scale-board-{size}", system=system)
     card = PlanningTool()
     tools = _tools([card], observer)
-    statuses = ("pending", "started", "completed", "abort")
+    statuses = ("pending", "in_progress", "completed", "aborted")
     tasks = [
         TaskCreate(description=_description(i), owner=_AGENTS[i % len(_AGENTS)], status=statuses[i % 4])  # type: ignore[arg-type]
         for i in range(size)
@@ -191,7 +191,7 @@ def _board_at(size: int, system: Any) -> dict[str, tuple[Call, Call | None]]:
 
     def update() -> object:
         i = next(counter)
-        change = {"id": middle, "status": "started" if i % 2 else "pending", "output": f"run {i}"}
+        change = {"id": middle, "status": "in_progress" if i % 2 else "pending", "output": f"run {i}"}
         return tools["update_planning"](update_tasks=[change])
 
     def create() -> object:

@@ -167,7 +167,7 @@ def _updates(store: Store, kind: str, target_ms: float, conditions: str) -> list
         task_id = size // 2
 
         def update(i: int, proxy: PlanningProxy = proxy, task_id: int = task_id) -> object:
-            change = TaskUpdate(id=task_id, status="started" if i % 2 else "pending", output=f"run {i}")
+            change = TaskUpdate(id=task_id, status="in_progress" if i % 2 else "pending", output=f"run {i}")
             return proxy.update("@Agent1", update=[change]).get()
 
         try:
@@ -277,7 +277,7 @@ def _burst_main(conn: Connection, location: str, team: str, number: int, count: 
                 report = proxy.update(agent, create=[TaskCreate(description=f"writer {number} task {i}")]).get()
                 created.extend(report.created)
             else:
-                change = TaskUpdate(id=created[-1], status="started", output=f"writer {number} step {i}")
+                change = TaskUpdate(id=created[-1], status="in_progress", output=f"writer {number} step {i}")
                 report = proxy.update(agent, update=[change]).get()
             latencies.append(time.perf_counter() - started)
             if report.errors:

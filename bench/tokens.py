@@ -16,7 +16,7 @@ Cases:
 * **context**: the text of every system-prompt capability (the plan and the graph summary)
   for one agent, on a board of 200 tasks: 5 agents (a planner who created everything and 4
   workers owning 40 tasks each; the last 40 are the planner's own), 50 dependencies,
-  80-character descriptions, statuses cycling pending / started / completed / completed.
+  80-character descriptions, statuses cycling pending / in_progress / completed / completed.
   A worker's context, the planner's, and the team's average (1 planner, 4 workers).
 * **facade**: ``toolcards serve --facade``'s ``tools/list`` against the full list, same team.
 * **prompt caching**: a worker runs 30 model requests (29 tool calls, then an answer) against
@@ -151,7 +151,7 @@ def _tool_definition_rows() -> list[Row]:
 def _board() -> tuple[list[Any], list[Any]]:
     from toolcards.planning import TaskCreate
 
-    statuses = ("pending", "started", "completed", "completed")
+    statuses = ("pending", "in_progress", "completed", "completed")
     creates = []
     for index in range(200):
         owner = WORKERS[index // 40] if index < 160 else PLANNER
@@ -345,7 +345,7 @@ def _cache_rows(turns: int = 30) -> list[Row]:
             def change(number: int, board: Any = board) -> None:
                 if number % 3 == 0:  # the board changes every third request
                     task_id = 1 + (number // 3) % 40
-                    change_one = {"id": task_id, "status": "started", "output": f"step {number}"}
+                    change_one = {"id": task_id, "status": "in_progress", "output": f"step {number}"}
                     board.call_sync({"update_tasks": [change_one]})
 
             fake = _FakeOpenAI(turns, change)

@@ -115,7 +115,7 @@ DISABLED = [
 ]
 
 BAD_CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("update_planning", {"update_tasks": [{"id": 404, "status": "started"}]}),
+    ("update_planning", {"update_tasks": [{"id": 404, "status": "in_progress"}]}),
     ("update_planning", {"delete_tasks": [404]}),
     ("update_planning", {"create_tasks": [{"description": "x", "dependencies": [404]}]}),
     ("update_planning", {}),

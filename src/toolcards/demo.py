@@ -156,7 +156,7 @@ def _builder_steps(prompt: str, plan: str, returns: list[Any]) -> list[tuple[str
         runs = [str(r.content) for r in returns if r.tool_name == "exec_command"]
         works = bool(runs) and "hello-world" in runs[-1]
         return [
-            ("update_planning", {"update_tasks": [{"id": task, "status": "started"}]}),
+            ("update_planning", {"update_tasks": [{"id": task, "status": "in_progress"}]}),
             ("workspace_read", {"path": "slugify.py"}),
             ("workspace_write", {"path": "slugify.py", "content": SLUGIFY}),
             ("exec_command", {"cmd": "python -c 'from slugify import slugify; print(slugify(\"Hello, World!\"))'"}),
@@ -195,7 +195,7 @@ def _builder_steps(prompt: str, plan: str, returns: list[Any]) -> list[tuple[str
         passed = bool(runs) and "exit code: 0" in runs[-1]
         verdict = "3 tests pass" if passed else "tests fail: see the sandbox output"
         return [
-            ("update_planning", {"update_tasks": [{"id": task, "status": "started"}]}),
+            ("update_planning", {"update_tasks": [{"id": task, "status": "in_progress"}]}),
             ("workspace_read", {"path": "test_slugify.py"}),
             ("workspace_write", {"path": "test_slugify.py", "content": TEST_SLUGIFY}),
             ("exec_command", {"cmd": "python test_slugify.py"}),
@@ -216,7 +216,7 @@ def _builder_steps(prompt: str, plan: str, returns: list[Any]) -> list[tuple[str
             ),
             (
                 "update_planning",
-                {"update_tasks": [{"id": task, "status": "completed" if passed else "started", "output": verdict}]},
+                {"update_tasks": [{"id": task, "status": "completed" if passed else "in_progress", "output": verdict}]},
             ),
             ("send_message", {"to": "Lead", "text": f"slugify() tests: {verdict}."}),
         ]

@@ -27,7 +27,7 @@ PLAN = "\n".join(
 
 
 def test_labels_say_what_a_line_is_about() -> None:
-    assert line_label("- #12 [started] Ship it") == "#12"
+    assert line_label("- #12 [in_progress] Ship it") == "#12"
     assert line_label("Owners: @Ann 2") == "Owners"
     assert line_label("**Team planning:** 3 tasks") == "**Team planning"
     assert line_label("a line without a label") is None

@@ -43,13 +43,13 @@ def test_a_task_created_over_mcp_appears_within_a_second_and_moves_column(page: 
     expect()(task).to_be_visible(timeout=LIVE_S * 1000)
     task_id = task.get_attribute("data-task-id")
 
-    call_tool(
+    call_tool(  # a synonym, as models send them: the board holds the status it stands for
         served.url,
         "update_planning",
-        {"update_tasks": [{"id": int(task_id or 0), "status": "started", "owner": "@Bob"}]},
+        {"update_tasks": [{"id": int(task_id or 0), "status": "doing", "owner": "@Bob"}]},
         agent="Bob",
     )
-    moved = page.locator(f".column[data-status='started'] .task[data-task-id='{task_id}']")
+    moved = page.locator(f".column[data-status='in_progress'] .task[data-task-id='{task_id}']")
     expect()(moved).to_be_visible(timeout=LIVE_S * 1000)
     expect()(moved).to_contain_text("@Bob")
     expect()(page.locator(f".column[data-status='pending'] .task[data-task-id='{task_id}']")).to_have_count(0)
@@ -59,6 +59,7 @@ def test_a_task_created_over_mcp_appears_within_a_second_and_moves_column(page: 
     expect()(drawer).to_be_visible()
     expect()(drawer).to_contain_text("Write the release notes")
     expect()(drawer).to_contain_text("@Alice")  # the creator
+    expect()(drawer.locator("dd[data-status='in_progress']")).to_have_text("In progress")
     page.keyboard.press("Escape")
     expect()(drawer).to_be_hidden()
 
@@ -173,7 +174,7 @@ def seeded(served: Process) -> Process:
                     "id": 102,
                     "description": "Implement the tokenizer",
                     "owner": "@Builder-1",
-                    "status": "started",
+                    "status": "in_progress",
                     "dependencies": [101],
                 },
                 {
@@ -186,7 +187,7 @@ def seeded(served: Process) -> Process:
                 {
                     "id": 105,
                     "description": "Support Excel dialect",
-                    "status": "abort",
+                    "status": "cancelled",
                     "output": "Out of scope for 1.0",
                 },
             ]
@@ -225,6 +226,24 @@ def seeded(served: Process) -> Process:
     )
     call_tool(served.url, "workspace_write", {"path": "src/parser.py", "content": "def parse(text):\n    ...\n"})
     return served
+
+
+def test_the_board_has_a_column_per_status_named_by_the_api_s_words(page: Any, seeded: Process) -> None:
+    """Columns carry the four statuses as data (what the API and the tools say) and a label
+    for people; a task created with a synonym sits in the column of its status."""
+    columns = page.locator(".column")
+    expect()(columns).to_have_count(4, timeout=TAB_S * 1000)
+    assert [columns.nth(i).get_attribute("data-status") for i in range(4)] == [
+        "pending",
+        "in_progress",
+        "completed",
+        "aborted",
+    ]
+    # The DOM's text: the stylesheet shows headings in capitals.
+    headings = [(columns.nth(i).locator("h2").text_content() or "").split(" · ")[0] for i in range(4)]
+    assert headings == ["Pending", "In progress", "Completed", "Aborted"]
+    expect()(page.locator(".column[data-status='aborted'] .task[data-task-id='105']")).to_be_visible()
+    expect()(page.locator(".column[data-status='in_progress'] .task[data-task-id='102']")).to_be_visible()
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -144,10 +144,10 @@ def test_update_changes_only_the_given_fields_and_bumps_updated_at(start: StartA
     proxy = start()
     proxy.update("@A", create=create("write docs", owner="@Bob", output="draft")).get(timeout=WAIT)
     before = proxy.get_task(1).get(timeout=WAIT)
-    report = proxy.update("@C", update=[TaskUpdate(id=1, status="started")]).get(timeout=WAIT)
+    report = proxy.update("@C", update=[TaskUpdate(id=1, status="in_progress")]).get(timeout=WAIT)
     after = proxy.get_task(1).get(timeout=WAIT)
     assert report.updated == [1]
-    assert after.status == "started"
+    assert after.status == "in_progress"
     assert (after.description, after.owner, after.output, after.creator) == ("write docs", "@Bob", "draft", "@A")
     assert after.updated_at >= before.updated_at
     assert after.created_at == before.created_at
@@ -212,11 +212,11 @@ def test_a_batch_applies_create_then_update_then_delete(start: StartActor) -> No
     report = proxy.update(
         "@A",
         create=create("new"),
-        update=[TaskUpdate(id=2, status="started"), TaskUpdate(id=1, status="completed")],
+        update=[TaskUpdate(id=2, status="in_progress"), TaskUpdate(id=1, status="completed")],
         delete=[1],
     ).get(timeout=WAIT)
     assert (report.created, report.updated, report.deleted) == ([2], [2, 1], [1])
-    assert [(t.id, t.status) for t in proxy.tasks().get(timeout=WAIT)] == [(2, "started")]
+    assert [(t.id, t.status) for t in proxy.tasks().get(timeout=WAIT)] == [(2, "in_progress")]
 
 
 def test_a_batch_with_a_refused_part_applies_nothing_and_reports_every_refusal(start: StartActor) -> None:
@@ -227,7 +227,7 @@ def test_a_batch_with_a_refused_part_applies_nothing_and_reports_every_refusal(s
     report = proxy.update(
         "@A",
         create=[*create("fine"), *create("x" * 301), TaskCreate(id=1, description="dup")],
-        update=[TaskUpdate(id=1, status="started"), TaskUpdate(id=99, status="started")],
+        update=[TaskUpdate(id=1, status="in_progress"), TaskUpdate(id=99, status="in_progress")],
         delete=[2, 42],
     ).get(timeout=WAIT)
     assert (report.created, report.updated, report.deleted, report.seq) == ([], [], [], None)
@@ -285,7 +285,7 @@ def test_a_write_costs_what_changed_not_the_board_size(store: MemoryStore, start
     proxy = start(on=spy)
     proxy.update("@A", create=create(*(f"task {i}" for i in range(300)))).get(timeout=WAIT)
     spy.applied.clear()
-    proxy.update("@A", update=[TaskUpdate(id=150, status="started")]).get(timeout=WAIT)
+    proxy.update("@A", update=[TaskUpdate(id=150, status="in_progress")]).get(timeout=WAIT)
     proxy.update("@A", create=create("one more")).get(timeout=WAIT)
     proxy.update("@A", delete=[7]).get(timeout=WAIT)
     for batch in spy.applied:
@@ -317,8 +317,8 @@ def test_state_changed_is_published_for_every_change_with_a_persisted_seq(start:
     events: list[StateChanged] = []
     proxy = start(team_id="team-7", publish=events.append)
     proxy.update("@A", create=create("a", "b")).get(timeout=WAIT)
-    proxy.update("@A", update=[TaskUpdate(id=9, status="started")]).get(timeout=WAIT)  # only a failure
-    report = proxy.update("@A", update=[TaskUpdate(id=1, status="started")], delete=[2]).get(timeout=WAIT)
+    proxy.update("@A", update=[TaskUpdate(id=9, status="in_progress")]).get(timeout=WAIT)  # only a failure
+    report = proxy.update("@A", update=[TaskUpdate(id=1, status="in_progress")], delete=[2]).get(timeout=WAIT)
     assert report.seq == 2
     assert [(e.team_id, e.source, e.seq) for e in events] == [
         ("team-7", "#PlanningTool", 1),
@@ -357,7 +357,7 @@ def seed(proxy: PlanningProxy) -> None:
     proxy.update(
         "@Alice",
         create=[
-            TaskCreate(description="Implement auth module", owner="@Alice", status="started"),
+            TaskCreate(description="Implement auth module", owner="@Alice", status="in_progress"),
             TaskCreate(description="Fix flaky database migration test", owner="@Bob"),
             TaskCreate(description="Write the login page for users"),
             TaskCreate(description="Review PR #42", owner="@Bob", output="approved", status="completed"),

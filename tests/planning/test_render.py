@@ -42,7 +42,7 @@ def task(
 
 BOARD = [
     task(7, "Review PR #42", owner="@Bob", output="pending"),
-    task(3, "Implement auth module", status="started", owner="@Alice"),
+    task(3, "Implement auth module", status="in_progress", owner="@Alice"),
     task(4, "Write release notes", owner="@Carol", creator="@Carol"),
     task(5, "Tidy CI cache", creator="@Carol"),
     task(6, "Benchmark search", owner="@Bob", creator="@Bob", status="completed"),
@@ -52,10 +52,10 @@ BOARD = [
 def test_plan_for_an_agent_lists_its_tasks_in_the_documented_format() -> None:
     assert render_plan(BOARD, "@Alice") == "\n".join(
         [
-            "**Team planning:** 5 tasks (3 pending, 1 started, 1 completed)",
+            "**Team planning:** 5 tasks (3 pending, 1 in_progress, 1 completed)",
             "Owners: @Bob 2, @Alice 1, @Carol 1, unassigned 1",
             "**Your tasks** (you own or created them):",
-            "- #3 [started] Implement auth module",
+            "- #3 [in_progress] Implement auth module",
             "- #7 [pending] Review PR #42 — Output: pending (owner @Bob)",
             "get_planning_task(id) shows a task in full; search_planning(...) filters the board.",
         ]
@@ -69,7 +69,7 @@ def test_the_reader_is_left_out_of_its_own_rows_and_others_are_named() -> None:
     everything = render_plan(BOARD, "@Carol", filter_by_agent=False).splitlines()
     assert "- #4 [pending] Write release notes" in everything
     assert "- #5 [pending] Tidy CI cache (unassigned)" in everything
-    assert "- #3 [started] Implement auth module (owner @Alice, creator @Alice)" in everything
+    assert "- #3 [in_progress] Implement auth module (owner @Alice, creator @Alice)" in everything
 
 
 def test_plan_normalises_the_agent_name() -> None:
@@ -155,7 +155,7 @@ def test_search_results_say_how_each_hit_matched() -> None:
     ]
     assert render_search(hits).splitlines() == [
         "2 tasks match:",
-        "- #3 [started] Implement auth module (owner @Alice, creator @Alice) [both match]",
+        "- #3 [in_progress] Implement auth module (owner @Alice, creator @Alice) [both match]",
         "- #7 [pending] Review PR #42 — Output: pending (owner @Bob, creator @Alice) [keyword match]",
     ]
 

@@ -53,7 +53,7 @@ def test_a_refused_part_applies_nothing_and_every_refusal_is_reported(alice: Fak
         update(
             alice,
             create_tasks=[{"description": "second"}, {"id": 1, "description": "dup"}, {"description": "y" * 301}],
-            update_tasks=[{"id": 99, "status": "started"}],
+            update_tasks=[{"id": 99, "status": "in_progress"}],
         )
     message = str(err.value)
     assert message.startswith("Nothing was applied (a batch is all or nothing)")
@@ -93,13 +93,13 @@ def test_an_agent_plans_and_sees_the_plan_in_its_context(alice: FakeObserver) ->
         seen.append(info.instructions)
         if isinstance(messages[-1].parts[-1], ToolReturnPart):
             return ModelResponse(parts=[TextPart("planned")])
-        tasks = json.dumps([{"description": "Implement auth module", "owner": "@Alice", "status": "started"}])
+        tasks = json.dumps([{"description": "Implement auth module", "owner": "@Alice", "status": "in_progress"}])
         return ModelResponse(parts=[ToolCallPart("update_planning", {"create_tasks": tasks})])
 
     factory = ToolFactory([PlanningTool()], observer=alice)
     assert Agent(FunctionModel(model), toolsets=[factory.toolset()]).run_sync("plan").output == "planned"
     assert seen[0] == "**Team planning:** no tasks yet."
-    assert "- #1 [started] Implement auth module\n" in (seen[1] or "")
+    assert "- #1 [in_progress] Implement auth module\n" in (seen[1] or "")
 
 
 def test_a_worker_finds_a_finished_task_s_output_from_its_compact_plan(alice: FakeObserver, bob: FakeObserver) -> None:

@@ -1,8 +1,9 @@
 """The team planning board: tasks with owners, statuses and dependencies, shared by a team.
 
 * :mod:`~toolcards.planning.models` — the data: :class:`Task`, the model-facing inputs
-  :class:`TaskCreate` / :class:`TaskUpdate`, and the results :class:`UpdateReport` and
-  :class:`SearchHit`.
+  :class:`TaskCreate` / :class:`TaskUpdate`, the results :class:`UpdateReport` and
+  :class:`SearchHit`, and the four statuses (``pending``, ``in_progress``, ``completed``,
+  ``aborted``) with the synonyms read as them (:func:`normalize_status`).
 * :mod:`~toolcards.planning.actor` — :class:`PlanningActor`, one per team, which owns the board
   and persists every change through :mod:`toolcards.store` before acknowledging it.
 * :mod:`~toolcards.planning.render` — the board as text a model reads.
@@ -24,6 +25,8 @@ from toolcards.planning.actor import (
 from toolcards.planning.models import (
     DESCRIPTION_MAX,
     OUTPUT_MAX,
+    STATUS_SYNONYMS,
+    TASK_STATUSES,
     MatchKind,
     SearchHit,
     SearchPage,
@@ -34,6 +37,7 @@ from toolcards.planning.models import (
     UpdateFailure,
     UpdateReport,
     normalize_agent_name,
+    normalize_status,
     truncate_output,
 )
 from toolcards.planning.render import (
@@ -59,6 +63,8 @@ __all__ = [
     "QUERY_EMBEDDING_TIMEOUT_S",
     "SEMANTIC_MIN_SCORE",
     "SEMANTIC_TOP_K",
+    "STATUS_SYNONYMS",
+    "TASK_STATUSES",
     "GetPlanningParam",
     "GetPlanningTaskParam",
     "MatchKind",
@@ -76,6 +82,7 @@ __all__ = [
     "UpdatePlanningParam",
     "UpdateReport",
     "normalize_agent_name",
+    "normalize_status",
     "render_plan",
     "render_search",
     "render_task",

@@ -78,6 +78,7 @@ from toolcards.planning.models import (
     TaskUpdate,
     UpdateReport,
     normalize_agent_name,
+    normalize_status,
 )
 from toolcards.planning.render import PLAN_LIMIT, render_hits, render_plan
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
@@ -291,7 +292,7 @@ class PlanningActor(CallerRunsActor):
     def search(
         self,
         query: str | None = None,
-        status: TaskStatus | None = None,
+        status: str | None = None,
         owner: str | None = None,
         creator: str | None = None,
     ) -> list[SearchHit]:
@@ -304,7 +305,9 @@ class PlanningActor(CallerRunsActor):
                 **meaning** when the cosine of its description's embedding with the
                 query's is at least 0.5 (best 20 only). Hits are the union, each labelled
                 ``keyword``, ``semantic`` or ``both``, best first.
-            status: keep only tasks with this status.
+            status: keep only tasks with this status; a synonym is read as its status
+                (``"done"`` keeps ``completed`` tasks, see
+                :func:`~toolcards.planning.models.normalize_status`).
             owner: keep only tasks owned by this agent (``"Bob"`` means ``"@Bob"``);
                 ``""`` keeps only unassigned tasks.
             creator: keep only tasks created by this agent.
@@ -315,6 +318,10 @@ class PlanningActor(CallerRunsActor):
             provider is unavailable, or the query's embedding took longer than
             :data:`QUERY_EMBEDDING_TIMEOUT_S`.
 
+        Raises:
+            RetriableError: ``status`` is not a status or a synonym of one; the message
+                names the four statuses.
+
         Linear in the board size. With an embedding configured it can hold up the actor
         for at most :data:`QUERY_EMBEDDING_TIMEOUT_S` while the query is embedded.
         """
@@ -323,7 +330,7 @@ class PlanningActor(CallerRunsActor):
     def search_page(
         self,
         query: str | None = None,
-        status: TaskStatus | None = None,
+        status: str | None = None,
         owner: str | None = None,
         creator: str | None = None,
         limit: int | None = None,
@@ -340,7 +347,7 @@ class PlanningActor(CallerRunsActor):
     def render_search(
         self,
         query: str | None = None,
-        status: TaskStatus | None = None,
+        status: str | None = None,
         owner: str | None = None,
         creator: str | None = None,
         limit: int = PLAN_LIMIT,
@@ -354,15 +361,16 @@ class PlanningActor(CallerRunsActor):
     def _best_hits(
         self,
         query: str | None,
-        status: TaskStatus | None,
+        status: str | None,
         owner: str | None,
         creator: str | None,
         limit: int | None,
     ) -> tuple[int, list[tuple[Task, MatchKind, float | None]]]:
         """(how many matched, the best ``limit`` as (task, how it matched, similarity)), best first."""
+        wanted = None if status is None else _status_filter(status)
         self._refresh()
-        filtered = status is not None or owner is not None or creator is not None
-        candidates = list(self._filtered(status, owner, creator)) if filtered else None
+        filtered = wanted is not None or owner is not None or creator is not None
+        candidates = list(self._filtered(wanted, owner, creator)) if filtered else None
         if query is None or not query.strip():
             tasks = candidates if candidates is not None else list(self._tasks.values())
             shown = _best(tasks, limit, key=lambda task: task.id)
@@ -431,7 +439,9 @@ class PlanningActor(CallerRunsActor):
         free id, never a deleted one); descriptions are 1 to 300 characters; output is cut
         to 150; ``dependencies`` must name tasks on the board, not the task itself, and
         form no cycle; the creator is ``agent``. Deleting a task removes its id from the
-        dependencies of the tasks that waited on it (reported as ``unlinked``).
+        dependencies of the tasks that waited on it (reported as ``unlinked``). Statuses
+        arrive as one of the four: :class:`TaskCreate` and :class:`TaskUpdate` read a
+        synonym (``"done"``) as its status when they are built, and refuse other words.
 
         Args:
             agent: the calling agent, stamped as creator (``"Alice"`` means ``"@Alice"``).
@@ -597,6 +607,7 @@ class PlanningActor(CallerRunsActor):
     # -- search internals --------------------------------------------------------------
 
     def _filtered(self, status: TaskStatus | None, owner: str | None, creator: str | None) -> Iterable[Task]:
+        """The tasks passing every filter given; ``status`` is already one of the four."""
         tasks: Iterable[Task] = self._tasks.values()
         if status is not None:
             tasks = (task for task in tasks if task.status == status)
@@ -664,6 +675,15 @@ class PlanningActor(CallerRunsActor):
         except Exception:
             logger.exception("Catching up %s before embedding overdue descriptions failed.", self._namespace)
         self._vectors.embed_overdue()
+
+
+def _status_filter(word: str) -> TaskStatus:
+    """``word`` as the status a search keeps, read as validation reads it; the refusal is the
+    model's to fix, like any other argument."""
+    try:
+        return normalize_status(word)
+    except ValueError as exc:
+        raise RetriableError(str(exc)) from None
 
 
 def _page(total: int, hits: list[dict[str, Any]]) -> SearchPage:

@@ -10,6 +10,13 @@ Two kinds of model live here:
 * Board data and results — :class:`Task`, :class:`UpdateReport`, :class:`UpdateFailure`,
   :class:`SearchHit`. All are frozen, so the actor can hand them to other threads.
 
+Task statuses are one vocabulary everywhere: ``pending``, ``in_progress``, ``completed``,
+``aborted`` (:data:`TASK_STATUSES`), the words agents' todo tools use. :data:`TaskStatus`
+carries the one normalisation (:func:`normalize_status`), so every model and tool argument
+typed with it reads the common synonyms (``done``, ``started``, ``cancelled``, ``todo``...)
+and the words of stored boards as these four, while its JSON schema lists only the four.
+A word that is not a status is refused naming the four, with a hint where one helps.
+
 Agent names are normalised to ``@Name`` everywhere (:func:`normalize_agent_name`):
 ``"Alice"``, ``" @Alice "`` and ``"@@Alice"`` all become ``"@Alice"``; case is kept, so
 ``"@alice"`` and ``"@Alice"`` are different agents. An empty name means "unassigned".
@@ -18,19 +25,23 @@ Rules the schema cannot enforce without failing a whole batch (description lengt
 unique ids, existing dependencies, cycles) are checked by
 :class:`toolcards.planning.actor.PlanningActor`, which applies every valid part of a batch and
 reports the others. Output longer than :data:`OUTPUT_MAX` is cut here, on validation,
-never refused. This module imports pydantic only.
+never refused. This module imports pydantic (and its ``pydantic_core``) only.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from types import MappingProxyType
 from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 __all__ = [
     "DESCRIPTION_MAX",
     "OUTPUT_MAX",
+    "STATUS_SYNONYMS",
+    "TASK_STATUSES",
     "MatchKind",
     "SearchHit",
     "SearchPage",
@@ -41,6 +52,7 @@ __all__ = [
     "UpdateFailure",
     "UpdateReport",
     "normalize_agent_name",
+    "normalize_status",
     "truncate_output",
 ]
 
@@ -49,11 +61,59 @@ DESCRIPTION_MAX = 300
 OUTPUT_MAX = 150
 """Longest stored task output, in characters; longer ones are cut to fit, ending in ``...``."""
 
-TaskStatus = Literal["pending", "started", "completed", "abort"]
-"""Where a task stands. ``completed`` and ``abort`` are closed."""
-
 MatchKind = Literal["filter", "keyword", "semantic", "both"]
 """How a search hit matched: by filters alone (no query), by words, by meaning, or both."""
+
+_Status = Literal["pending", "in_progress", "completed", "aborted"]
+
+TASK_STATUSES: tuple[_Status, ...] = ("pending", "in_progress", "completed", "aborted")
+"""Every task status, in the order the plan counts them and the dashboard shows its columns;
+``completed`` and ``aborted`` are closed."""
+
+_SYNONYMS_OF: dict[_Status, tuple[str, ...]] = {
+    "pending": ("todo", "to do", "open", "new", "not started", "queued"),
+    "in_progress": ("started", "doing", "active", "in progress", "wip", "working"),
+    "completed": ("done", "complete", "finished", "closed", "resolved"),
+    "aborted": ("abort", "cancelled", "canceled", "dropped", "abandoned", "wontfix"),
+}
+STATUS_SYNONYMS: MappingProxyType[str, _Status] = MappingProxyType(
+    {word: status for status, words in _SYNONYMS_OF.items() for word in words}
+)
+"""Other words for a status, read as the status they map to. Keys are folded as
+:func:`normalize_status` folds its input (lower case, ``_`` and ``-`` as spaces, one space
+between words), so ``"In-Progress"`` and ``" WIP "`` are found too. ``started`` and
+``abort`` are also what boards written before 0.3 hold."""
+
+# Words a model sends that are not a status, with what it means to say instead.
+_HINTS: dict[str, str] = {
+    **dict.fromkeys(
+        ("blocked", "waiting", "on hold", "paused", "stuck"),
+        "a task waiting on other tasks keeps its status and lists them in dependencies",
+    ),
+    **dict.fromkeys(
+        ("review", "in review", "testing", "qa"),
+        "work under review or test is in_progress until it is completed",
+    ),
+    **dict.fromkeys(
+        ("failed", "failure", "error"),
+        "a task that failed is aborted (say why in output), or pending to be tried again",
+    ),
+}
+# Worded as pydantic refuses an enum value (a number, say), so every refusal reads alike.
+_STATUS_CHOICES = ", ".join(f"'{status}'" for status in TASK_STATUSES[:-1]) + f" or '{TASK_STATUSES[-1]}'"
+
+
+def _fold(word: str) -> str:
+    return " ".join(word.replace("_", " ").replace("-", " ").casefold().split())
+
+
+# Every accepted word, as sent (the statuses themselves) and folded; a status as sent costs
+# one lookup, which is how every stored task and most arguments arrive.
+_STATUS_WORDS: dict[str, _Status] = {
+    **{status: status for status in TASK_STATUSES},
+    **{_fold(status): status for status in TASK_STATUSES},
+    **STATUS_SYNONYMS,
+}
 
 
 def normalize_agent_name(name: str) -> str:
@@ -70,6 +130,60 @@ def truncate_output(output: str) -> str:
     if len(output) <= OUTPUT_MAX:
         return output
     return output[: OUTPUT_MAX - 3] + "..."
+
+
+def normalize_status(word: str) -> TaskStatus:
+    """Return the status ``word`` means: one of :data:`TASK_STATUSES`, or the status a word of
+    :data:`STATUS_SYNONYMS` stands for (``"Done"`` → ``"completed"``, ``"in progress"`` →
+    ``"in_progress"``). Case is ignored, and ``_``, ``-`` and runs of spaces read as one space.
+
+    This is what validation of :data:`TaskStatus` does; call it for a status that arrives
+    outside a model (a filter, a query string).
+
+    Raises:
+        ValueError: ``word`` is not a status; the message quotes it, names the four
+            statuses and, for words such as ``blocked`` or ``failed``, what to send instead.
+    """
+    status = _status_of(word)
+    if status is None:
+        raise ValueError(f"{word!r} is not a task status. {_status_refusal(word)}.")
+    return status
+
+
+def _status_of(word: str) -> _Status | None:
+    status = _STATUS_WORDS.get(word)
+    return status if status is not None else _STATUS_WORDS.get(_fold(word))
+
+
+def _status_refusal(word: str) -> str:
+    hint = _HINTS.get(_fold(word))
+    return f"Input should be {_STATUS_CHOICES}" + (f"; {hint}" if hint else "")
+
+
+def _validate_status(value: object) -> object:
+    """:func:`normalize_status` for validation; anything but text goes on to the enum, which
+    refuses it with the same list."""
+    if not isinstance(value, str):
+        return value
+    status = _status_of(value)
+    if status is None:
+        # Not a ValueError: pydantic would prefix "Value error, " to the text a model reads.
+        raise PydanticCustomError("task_status", _status_refusal(value))
+    return status
+
+
+TaskStatus = Annotated[_Status, BeforeValidator(_validate_status)]
+"""Where a task stands: ``pending``, ``in_progress``, ``completed`` or ``aborted``
+(:data:`TASK_STATUSES`); the last two are closed.
+
+Validation reads synonyms and the words of older boards as these four
+(:func:`normalize_status`) and refuses other words naming them; the JSON schema is an enum
+of the four alone, so a model reads one vocabulary and its other words still work. Every model
+and tool argument carrying a status uses this type, so every channel answers alike.
+
+Changed in 0.3: ``started`` and ``abort`` became ``in_progress`` and ``aborted``; both
+are still read, in arguments and in stored boards.
+"""
 
 
 def _normalize_if_str(value: object) -> object:

@@ -10,12 +10,15 @@ its owner and creator only when they are someone else, closed tasks are one line
 (their outputs are a ``get_planning_task`` away), and the order is stable (status group,
 then id), so the text changes only where the board did. For ``@Alice``::
 
-    **Team planning:** 5 tasks (3 pending, 1 started, 1 completed)
+    **Team planning:** 5 tasks (3 pending, 1 in_progress, 1 completed)
     Owners: @Bob 2, @Alice 1, @Carol 1, unassigned 1
     **Your tasks** (you own or created them):
-    - #3 [started] Implement auth module
+    - #3 [in_progress] Implement auth module
     - #7 [pending] Review PR #42 — Output: pending (owner @Bob)
     get_planning_task(id) shows a task in full; search_planning(...) filters the board.
+
+Statuses are written as the words a model sends back (``in_progress``, not "in
+progress"), so what it reads in the plan is what it can put in an update or a filter.
 
 A tool is named only when the reader can call it: the card passes the names of the lookup
 and search tools it exposes (``None`` when it does not).
@@ -29,6 +32,7 @@ from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
 from toolcards.planning.models import (
+    TASK_STATUSES,
     SearchHit,
     SearchPage,
     Task,
@@ -59,10 +63,8 @@ OWNERS_LIMIT = 10
 EMPTY_PLAN = "**Team planning:** no tasks yet."
 """The whole plan when the board is empty."""
 
-_CLOSED: tuple[TaskStatus, ...] = ("completed", "abort")
-_STATUS_ORDER: tuple[TaskStatus, ...] = ("pending", "started", "completed", "abort")
-_STATUS_WORD = {"pending": "pending", "started": "started", "completed": "completed", "abort": "aborted"}
-_CLOSED_LABEL = {"completed": "Completed", "abort": "Aborted"}
+_CLOSED: tuple[TaskStatus, ...] = ("completed", "aborted")
+_CLOSED_LABEL = {"completed": "Completed", "aborted": "Aborted"}
 
 
 def plan_footer(get_tool: str | None, search_tool: str | None) -> str | None:
@@ -127,7 +129,7 @@ def render_plan(
         tasks: every task on the board, in any order.
         agent: the reader, e.g. ``"@Alice"`` (normalised here).
         filter_by_agent: list only tasks ``agent`` owns or created; otherwise all.
-        limit: most open tasks listed (pending and started, by id); a line says how many
+        limit: most open tasks listed (pending and in_progress, by id); a line says how many
             more there are. Closed tasks (completed, aborted) are one line of ids each.
         get_tool: the name of the tool that shows one task, if the reader has it.
         search_tool: the name of the tool that searches the board, if the reader has it.
@@ -147,7 +149,7 @@ def render_plan(
     listed = [task for task in board if me in (task.owner, task.creator)] if filter_by_agent else board
     open_listed = [task for task in listed if task.status not in _CLOSED]
     total = len(board)
-    counts = ", ".join(f"{statuses[status]} {_STATUS_WORD[status]}" for status in _STATUS_ORDER if statuses[status])
+    counts = ", ".join(f"{statuses[status]} {status}" for status in TASK_STATUSES if statuses[status])
     lines = [
         f"**Team planning:** {total} task{'s' if total != 1 else ''} ({counts})",
         _owners_line(owners),

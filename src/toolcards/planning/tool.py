@@ -12,6 +12,10 @@ committed to the store before the tool answers, so an acknowledged update surviv
 | ``search_planning(query, status, owner, creator)`` | TOOL_CALL, COMMAND | keyword ∪ semantic hits, labelled |
 
 The creator of a task is stamped from the calling agent, never taken from the model.
+A status is ``pending``, ``in_progress``, ``completed`` or ``aborted``, the only words the
+schemas list and the plan shows; the words models also use (``done``, ``started``,
+``cancelled``, ``todo``...) are read as these on every channel
+(:data:`~toolcards.planning.models.TaskStatus`), and other words are refused naming the four.
 
 One view (:mod:`toolcards.core.views`): ``planning.board``, every task with all its fields.
 """
@@ -140,8 +144,9 @@ class PlanningTool(ToolCard):
         Args:
             create_tasks: New tasks (you are recorded as creator).
             update_tasks: Changes to existing tasks; omitted fields stay as they are.
-            delete_tasks: Ids of tasks to delete.
         """
+        # delete_tasks has no Args entry on purpose: its name and type (a list of integers)
+        # say what it takes, and a description is paid for on every request.
         if not (create_tasks or update_tasks or delete_tasks):
             raise RetriableError("Nothing to do: give create_tasks, update_tasks or delete_tasks.")
         try:

@@ -5,12 +5,15 @@
 
 (function () {
   const SVG = "http://www.w3.org/2000/svg";
+  // The board's four statuses (the words the API, the tools and the plan use), in column
+  // order, each with the label people read; data-status attributes hold the word itself.
   const STATUSES = [
     ["pending", "Pending"],
-    ["started", "In progress"],
-    ["completed", "Done"],
-    ["abort", "Aborted"],
+    ["in_progress", "In progress"],
+    ["completed", "Completed"],
+    ["aborted", "Aborted"],
   ];
+  const STATUS_LABEL = new Map(STATUSES);
   const PALETTE = ["#2563eb", "#16a34a", "#d97706", "#9333ea", "#dc2626", "#0891b2",
     "#db2777", "#65a30d", "#4f46e5", "#ea580c", "#0d9488", "#7c3aed"];
   const TABS = ["board", "graph", "calls", "team", "files"];
@@ -203,7 +206,7 @@
     }
     const data = await api("planning.board");
     const tasks = data.tasks;
-    count("count-board", tasks.filter((t) => t.status === "pending" || t.status === "started").length || null);
+    count("count-board", tasks.filter((t) => t.status === "pending" || t.status === "in_progress").length || null);
     const byId = new Map(tasks.map((t) => [t.id, t]));
     clear(board);
     for (const [status, title] of STATUSES) {
@@ -241,13 +244,13 @@
     const deps = task.dependencies.length
       ? el("span", {}, ...task.dependencies.map((id, i) => {
         const dep = byId.get(id);
-        return el("span", {}, i ? ", " : "", `#${id}${dep ? ` ${dep.description} (${dep.status})` : ""}`);
+        return el("span", {}, i ? ", " : "", `#${id}${dep ? ` ${dep.description} (${statusLabel(dep.status)})` : ""}`);
       }))
       : "none";
     const dependents = [...byId.values()].filter((t) => t.dependencies.includes(task.id)).map((t) => "#" + t.id);
     openDrawer(`Task #${task.id}`, el("dl", { class: "fields" },
       el("dt", { text: "Description" }), el("dd", { text: task.description }),
-      el("dt", { text: "Status" }), el("dd", { text: task.status }),
+      el("dt", { text: "Status" }), el("dd", { "data-status": task.status, text: statusLabel(task.status) }),
       el("dt", { text: "Owner" }), el("dd", { text: task.owner || "unassigned" }),
       el("dt", { text: "Creator" }), el("dd", { text: task.creator }),
       el("dt", { text: "Depends on" }), el("dd", {}, deps),
@@ -255,6 +258,10 @@
       el("dt", { text: "Output" }), el("dd", { text: task.output || "—" }),
       el("dt", { text: "Created" }), el("dd", { text: dateTime(task.created_at) }),
       el("dt", { text: "Updated" }), el("dd", { text: dateTime(task.updated_at) })));
+  }
+
+  function statusLabel(status) {
+    return STATUS_LABEL.get(status) || status;
   }
 
   function openDrawer(title, content) {
