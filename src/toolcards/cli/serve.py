@@ -319,11 +319,11 @@ async def _serve(
 
             # Handlers first: a signal after "serving" is announced must stop us cleanly.
             await tasks.start(on_signal)
-            fallback = None
+            fallback = cookie_routes = None
             if hub is not None:
-                from toolcards.dashboard.app import dashboard_app
+                from toolcards.dashboard.app import dashboard_app, is_dashboard_read
 
-                fallback = dashboard_app(hub, loopback_only=args.no_token)
+                fallback, cookie_routes = dashboard_app(hub, loopback_only=args.no_token), is_dashboard_read
             await serve_http(
                 team_server,
                 host=args.host,
@@ -336,6 +336,7 @@ async def _serve(
                 stop=stop,
                 on_ready=lambda url: _announce(team_server.config.team_id, url, args, hub is not None),
                 fallback=fallback,
+                cookie_routes=cookie_routes,
                 on_stop=hub.close if hub is not None else None,
             )
             tasks.cancel_scope.cancel()

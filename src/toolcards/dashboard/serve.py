@@ -15,7 +15,7 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from toolcards.dashboard.app import dashboard_app
+from toolcards.dashboard.app import dashboard_app, is_dashboard_read
 from toolcards.dashboard.hub import DashboardHub
 from toolcards.dashboard.source import TeamSource
 
@@ -46,12 +46,15 @@ def dashboard_for(team: Team, cards: Sequence[ToolCard]) -> DashboardHub:
 
 
 def dashboard_asgi(hub: DashboardHub, *, host: str, token: str | None) -> ASGIApp:
-    """The dashboard app behind ``token`` (``None``: no token, loopback ``Host`` names only)."""
+    """The dashboard app behind ``token`` (``None``: no token, loopback ``Host`` names only).
+
+    The cookie the ``/?token=`` link sets opens the dashboard's routes (:func:`is_dashboard_read`).
+    """
     from toolcards.server.http import TokenAuth, check_bind
 
     check_bind(host, token)
     app = dashboard_app(hub, loopback_only=not token)
-    return TokenAuth(app, token) if token else app
+    return TokenAuth(app, token, cookie_routes=is_dashboard_read) if token else app
 
 
 async def serve_dashboard(
