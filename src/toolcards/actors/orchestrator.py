@@ -29,6 +29,7 @@ import pykka
 
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.journal import EventJournal, MemoryJournal
+from toolcards.actors.returned_errors import ReturnedErrorFilter  # noqa: F401  (attaches it to pykka's logger)
 
 __all__ = [
     "BATCH_DELAY_S",
