@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcards.cli.agent_option import add_agent_option
 from toolcards.cli.console import UsageError, configure_logging, one_line, progress
-from toolcards.cli.http_options import add_http_options, check_access
+from toolcards.cli.http_options import add_http_options, check_access, client_limits
 from toolcards.cli.store_option import add_store_option, open_team_store
 
 if TYPE_CHECKING:
@@ -338,6 +338,7 @@ async def _serve(
                 fallback=fallback,
                 cookie_routes=cookie_routes,
                 on_stop=hub.close if hub is not None else None,
+                limits=client_limits(args),
             )
             tasks.cancel_scope.cancel()
     finally:

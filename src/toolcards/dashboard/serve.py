@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from toolcards.actors.system import Team
     from toolcards.core.card import ToolCard
+    from toolcards.server.client_limits import ClientLimits
 
 __all__ = ["DEFAULT_DASHBOARD_PORT", "dashboard_asgi", "dashboard_for", "serve_dashboard"]
 
@@ -67,6 +68,7 @@ async def serve_dashboard(
     sockets: Sequence[socket.socket] | None = None,
     stop: anyio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
+    limits: ClientLimits | None = None,
 ) -> None:
     """Serve ``hub``'s dashboard with uvicorn until ``stop`` is set (or the task is cancelled).
 
@@ -75,6 +77,7 @@ async def serve_dashboard(
             generated, and the URL given to ``on_ready`` carries it (``/?token=...``).
         no_token: Serve without a token (loopback only).
         sockets: Listening sockets from :func:`toolcards.server.http.listen`; closed at the end.
+        limits: How slowly and how much a client may send (see :func:`~toolcards.server.http.serve_asgi`).
 
     Raises:
         WiringError: ``no_token`` on an address other machines can reach.
@@ -93,6 +96,7 @@ async def serve_dashboard(
             stop=stop,
             on_ready=None if on_ready is None else lambda bound: on_ready(endpoint_url(host, bound, "/", generated)),
             on_stop=hub.close,  # open event streams end, so the server can stop at once
+            limits=limits,
         )
     finally:
         hub.close()

@@ -20,6 +20,10 @@
   once, with one message, and nothing has to be stopped.
 * ``X-Agent-Name: <name>`` picks the agent a request acts as (see
   :mod:`toolcards.server.app`).
+* A client that sends too slowly is dropped: a request's headers must arrive within 10 s
+  and its body at 1 KB/s after 10 s of grace; headers are at most 16 KiB
+  (:class:`~toolcards.server.client_limits.ClientLimits`, ``limits=``). Answers are not
+  timed: long tool calls and event streams live on.
 
 The MCP endpoint is ``http://<host>:<port>/mcp``. Sessions are stateful for handshake-era
 clients (so resource-updated notifications reach them on their GET stream) and answered
@@ -41,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from toolcards.errors import WiringError
+from toolcards.server.client_limits import ClientLimits
 
 if TYPE_CHECKING:
     import anyio
@@ -415,6 +420,7 @@ async def serve_http(
     fallback: ASGIApp | None = None,
     cookie_routes: CookieRoutes | None = None,
     on_stop: Callable[[], None] | None = None,
+    limits: ClientLimits | None = None,
 ) -> None:
     """Serve ``team_server`` with uvicorn until ``stop`` is set (or the task is cancelled).
 
@@ -434,6 +440,7 @@ async def serve_http(
         cookie_routes: The requests of ``fallback`` the dashboard cookie may authorise (see
             :func:`http_app`).
         on_stop: Called when ``stop`` is set, before the server stops (to end long streams).
+        limits: How slowly and how much a client may send (default :class:`ClientLimits`()).
 
     Raises:
         WiringError: ``no_token`` on an address other machines can reach (or with a
@@ -468,6 +475,7 @@ async def serve_http(
         on_ready=None if on_ready is None else lambda bound: on_ready(endpoint_url(host, bound, path, generated)),
         on_stop=on_stop,
         failed=f"The HTTP server on {endpoint_url(host, port, path)} failed to start; uvicorn logged why.",
+        limits=limits,
     )
 
 
@@ -480,13 +488,16 @@ async def serve_asgi(
     on_ready: Callable[[int], None] | None = None,
     on_stop: Callable[[], None] | None = None,
     failed: str = "The HTTP server failed to start; uvicorn logged why.",
+    limits: ClientLimits | None = None,
 ) -> None:
     """Serve ``app`` with uvicorn on listening ``sockets`` until ``stop`` is set (or the task
     is cancelled), then close the sockets.
 
     uvicorn's own signal handling is off: the caller decides what SIGINT/SIGTERM do.
     ``on_ready`` gets the bound port once connections are accepted; ``on_stop`` runs when
-    ``stop`` is set, before the server stops (to end long-lived streams).
+    ``stop`` is set, before the server stops (to end long-lived streams). Every connection
+    is held to ``limits`` (default :class:`ClientLimits`(); see
+    :mod:`toolcards.server.limited_protocol`).
 
     Raises:
         RuntimeError: ``failed``, when uvicorn could not start (it exits the process on its own).
@@ -501,8 +512,18 @@ async def serve_asgi(
         def capture_signals(self) -> Any:
             yield  # the caller owns SIGINT/SIGTERM
 
+    from toolcards.server.limited_protocol import limited_protocol
+
+    limits = limits or ClientLimits()
     try:
-        config = uvicorn.Config(app, log_level="warning", lifespan="on" if lifespan else "off", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on" if lifespan else "off",
+            access_log=False,
+            http=limited_protocol(limits),
+            h11_max_incomplete_event_size=limits.max_header_bytes,
+        )
         server = Server(config)
 
         async def watch() -> None:
