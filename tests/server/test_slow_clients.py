@@ -42,9 +42,8 @@ BOUND_S = 60.0
 """Longest a test waits for something that should happen within a few seconds."""
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
-    directory = tmp_path_factory.mktemp("slow-clients")
+def serve(directory: Path) -> Process:
+    """``toolcards serve --transport http`` of :data:`TEAM` with :data:`LIMITS`, from ``directory``."""
     (directory / "team.yaml").write_text(TEAM)
     env = {
         **{name: value for name, value in os.environ.items() if name != "TOOLCARDS_TOKEN"},
@@ -52,7 +51,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
         "TOOLCARDS_WORKSPACES_ROOT": str(directory / "workspaces"),
         "TOOLCARDS_STORE": str(directory / "state.db"),
     }
-    process = Process(ServeProcess(directory / "team.yaml", env, *LIMITS), env)
+    return Process(ServeProcess(directory / "team.yaml", env, *LIMITS), env)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Process]:
+    process = serve(tmp_path_factory.mktemp("slow-clients"))
     try:
         yield process
     finally:
@@ -210,6 +214,32 @@ def test_event_streams_and_long_calls_outlive_the_limits(served: Process) -> Non
     finally:
         events.close()
         mcp_stream.close()
+
+
+def test_sigterm_stops_the_server_while_an_mcp_stream_is_open(tmp_path: Path) -> None:
+    served = serve(tmp_path)
+    stream = connect(served)
+    try:
+        session = initialize(served)
+        stream.sendall(
+            request_head(
+                served,
+                "GET",
+                "/mcp",
+                "Accept: text/event-stream",
+                f"Mcp-Session-Id: {session}",
+                "Mcp-Protocol-Version: 2025-06-18",
+            )
+            + b"\r\n"
+        )
+        assert stream.recv(65536).startswith(b"HTTP/1.1 200 ")
+        served.stop()  # SIGTERM; SIGKILL if the process has not ended 30 s later
+    finally:
+        stream.close()
+    lines = served.served.lines
+    assert served.served.process.returncode == 0, lines[-5:]
+    assert lines[-2:] == ["toolcards: ending sessions and flushing state", "toolcards: stopped"]
+    assert not any("Traceback" in line for line in lines)
 
 
 def initialize(served: Process) -> str:

@@ -495,9 +495,9 @@ async def serve_asgi(
 
     uvicorn's own signal handling is off: the caller decides what SIGINT/SIGTERM do.
     ``on_ready`` gets the bound port once connections are accepted; ``on_stop`` runs when
-    ``stop`` is set, before the server stops (to end long-lived streams). Every connection
-    is held to ``limits`` (default :class:`ClientLimits`(); see
-    :mod:`toolcards.server.limited_protocol`).
+    ``stop`` is set, before the server stops (to end long-lived streams); a connection still
+    being answered ``SHUTDOWN_GRACE_S`` later is closed. Every connection is held to ``limits``
+    (default :class:`ClientLimits`(); see :mod:`toolcards.server.limited_protocol`).
 
     Raises:
         RuntimeError: ``failed``, when uvicorn could not start (it exits the process on its own).

@@ -13,6 +13,12 @@ request has arrived: the answer, a long tool call or an event stream, is not tim
 state is looked at after each chunk of data is handled and after each response, which is
 where it can change.
 
+When serving stops, a connection still being answered gets :data:`SHUTDOWN_GRACE_S` to
+finish, then is closed: an event stream never finishes by itself (every connected MCP client
+keeps a GET on ``/mcp`` open), and uvicorn would wait for it forever, so SIGTERM did not stop
+the server. Closing the connection ends the stream the way a client leaving does; uvicorn's own
+``timeout_graceful_shutdown`` cancels the application's task instead, and logs a traceback for it.
+
 The size of a request's line and headers is bounded twice. h11 refuses (``400``) a request
 whose head is still incomplete past ``max_header_bytes``, which bounds what is buffered while
 it arrives; but it checks only what it could not parse yet, so a larger head that arrives in
@@ -32,12 +38,14 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from toolcards.server.client_limits import ClientLimits
 
-__all__ = ["LimitedH11Protocol", "limited_protocol"]
+__all__ = ["SHUTDOWN_GRACE_S", "LimitedH11Protocol", "limited_protocol"]
 
 logger = logging.getLogger("toolcards.server")
 
 Phase = Literal["headers", "body"] | None
 """What the client is sending that is timed: a request's headers, its body, or nothing."""
+SHUTDOWN_GRACE_S = 5.0
+"""How long a connection still being answered when serving stops may go on."""
 
 
 def limited_protocol(limits: ClientLimits) -> type[asyncio.Protocol]:
@@ -87,6 +95,16 @@ class LimitedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._enter(None)
         super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        if not self.transport.is_closing():  # an answer still going: a stream, a long call
+            self.loop.call_later(SHUTDOWN_GRACE_S, self._close_after_grace)
+
+    def _close_after_grace(self) -> None:
+        if not self.transport.is_closing() and self.transport.get_protocol() is self:
+            logger.debug("closed a connection still being answered %g s after serving stopped", SHUTDOWN_GRACE_S)
+            self.transport.close()
 
     # -- the timer --------------------------------------------------------------------------
 
