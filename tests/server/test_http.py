@@ -100,19 +100,35 @@ def test_each_server_generates_its_own_token(team_server: TeamServer, config: An
         other.close()
 
 
-def test_the_query_token_sets_a_strict_http_only_cookie_that_later_requests_use(team_server: TeamServer) -> None:
-    with serving(team_server) as url:
+def test_the_dashboard_cookie_opens_the_dashboards_reads_and_never_the_endpoint(team_server: TeamServer) -> None:
+    from tests.server.test_token_auth import Recorder
+    from toolcards.dashboard.app import is_dashboard_read
+
+    def get(url: str, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as response:
+                return response.status, {k.lower(): v for k, v in response.headers.items()}
+        except urllib.error.HTTPError as error:
+            return error.code, {k.lower(): v for k, v in error.headers.items()}
+
+    # The endpoint's own path is also one of the dashboard's: the endpoint still wins.
+    with serving(team_server, fallback=Recorder(), cookie_routes=is_dashboard_read, path="/api/events") as url:
         status, headers, _ = post(url, {})
+        assert status == 200 and "set-cookie" not in headers  # the query opens the endpoint, sets nothing
+        root = bare(url).removesuffix("/api/events")
+        status, headers = get(f"{root}/?token={token_of(url)}", {})
         assert status == 200
         cookie = headers["set-cookie"]
         name_value, *attributes = [part.strip() for part in cookie.split(";")]
         assert {"HttpOnly", "SameSite=Strict", "Path=/"} <= set(attributes)
         name, _, value = name_value.partition("=")
         assert name == f"toolcards-{urlsplit(url).port}"
-        assert token_of(url) not in cookie  # a digest of the token, not the token
-        status, headers, _ = post(bare(url), {"Cookie": f"other=1; {name_value}"})
+        assert token_of(url) not in cookie  # a digest, not the token
+
+        status, headers = get(f"{root}/api/team", {"Cookie": f"other=1; {name_value}"})
         assert status == 200 and "set-cookie" not in headers  # already has it
-        assert post(bare(url), {"Cookie": f"{name}={value[:-1]}x"})[0] == 401
+        assert get(f"{root}/api/team", {"Cookie": f"{name}={value[:-1]}x"})[0] == 401
+        assert post(bare(url), {"Cookie": name_value})[0] == 401
         assert post(f"{bare(url)}?token=wrong", {})[0] == 401
 
 

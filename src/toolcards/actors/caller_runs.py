@@ -18,7 +18,8 @@ nothing stands in the way:
 
 What made the actor safe stays true: messages run one at a time, under one lock, in the
 order they were sent; ``on_start`` runs before any message and ``on_stop`` after the last;
-answers, errors and ``ActorDeadError`` reach callers as before. Two things differ from
+answers, errors and ``ActorDeadError`` reach callers as before (an error is not logged but
+as one DEBUG line: see :mod:`toolcards.actors.returned_errors`). Two things differ from
 pykka's thread-only model, and actors that opt in must not depend on them:
 
 * a method may run on a caller's thread, not the actor's, so it must not rely on thread
@@ -45,6 +46,8 @@ from typing import Any
 
 import pykka
 from pykka import messages
+
+from toolcards.actors.returned_errors import log_returned
 
 __all__ = ["CallerRunsActor"]
 
@@ -275,9 +278,11 @@ class CallerRunsActor(pykka.ThreadingActor):
             response = self._handle_receive(envelope.message)
             if envelope.reply_to is not None:
                 envelope.reply_to.set(response)
-        except Exception:
+        except Exception as exc:
             if envelope.reply_to is not None:
-                logger.info("Exception returned from %s to caller:", self, exc_info=sys.exc_info())
+                # The caller's to report (a refusal is the model's to read): one DEBUG line,
+                # never pykka's INFO traceback carrying the message (file text, say).
+                log_returned(self, exc)
                 envelope.reply_to.set_exception()
             else:
                 self._handle_failure(*sys.exc_info())

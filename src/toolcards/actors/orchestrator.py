@@ -29,6 +29,8 @@ import pykka
 
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.journal import EventJournal, MemoryJournal
+from toolcards.actors.journal_failures import JournalFailures
+from toolcards.actors.returned_errors import ReturnedErrorFilter  # noqa: F401  (attaches it to pykka's logger)
 
 __all__ = [
     "BATCH_DELAY_S",
@@ -72,6 +74,7 @@ class Orchestrator(pykka.ThreadingActor):
         self._tool_actors: dict[str, pykka.ActorRef[Any]] = {}
         self._profiles: dict[str, Any] = {}
         self._journal: EventJournal = journal if journal is not None else MemoryJournal()
+        self._journal_failures = JournalFailures(team_id)
         self._local_seq = 0
         self._subscribers: dict[int, EventSubscriber] = {}
         self._next_token = 1
@@ -158,16 +161,18 @@ class Orchestrator(pykka.ThreadingActor):
         """Append ``event`` to the team's journal, notify subscribers, return its sequence number.
 
         Batched events published before it are written first, so the log keeps their order.
-        If the journal cannot take it (a store failure), the failure is logged and the
-        event still reaches this process's subscribers, numbered after the last one seen.
+        If the journal cannot take it (a store failure), the failure is logged (one line:
+        :class:`~toolcards.actors.journal_failures.JournalFailures`) and the event still
+        reaches this process's subscribers, numbered after the last one seen.
         """
         self._flush()
         try:
             seq = self._journal.append(event)
-        except Exception:
-            logger.exception("team %s: the event log could not take %s", self.team_id, type(event).__name__)
+        except Exception as exc:
+            self._journal_failures.write_failed(1, exc)
             seq = max(self._local_seq, self._watched) + 1
         else:
+            self._journal_failures.write_worked()
             self._own.add(seq)
         self._local_seq = max(self._local_seq, seq)
         self._deliver(seq, event)
@@ -231,10 +236,11 @@ class Orchestrator(pykka.ThreadingActor):
         events, self._batch = self._batch, []
         try:
             seq = self._journal.append_all(events)
-        except Exception:
-            logger.exception("team %s: the event log could not take %d events", self.team_id, len(events))
+        except Exception as exc:
+            self._journal_failures.write_failed(len(events), exc)
             seq = max(self._local_seq, self._watched) + 1
         else:
+            self._journal_failures.write_worked()
             self._own.add(seq)
         self._local_seq = max(self._local_seq, seq)
         for event in events:
@@ -293,11 +299,10 @@ class Orchestrator(pykka.ThreadingActor):
     def _start_watching(self) -> None:
         try:
             self._watched = self._journal.head()
-        except Exception:
-            logger.exception(
-                "team %s: cannot read the event log; other processes' events are not watched", self.team_id
-            )
+        except Exception as exc:
+            self._journal_failures.read_failed(exc)
             return
+        self._journal_failures.read_worked()
         self._own = {seq for seq in self._own if seq > self._watched}
         stop = self._watching = threading.Event()
         ref = self.actor_ref
@@ -317,9 +322,10 @@ class Orchestrator(pykka.ThreadingActor):
         self._flush()  # this process's batch goes first, so its events are not seen twice
         try:
             events = self._journal.since(self._watched)
-        except Exception:
-            logger.exception("team %s: reading the event log failed", self.team_id)
+        except Exception as exc:
+            self._journal_failures.read_failed(exc)
             return
+        self._journal_failures.read_worked()
         for seq, event in events:
             self._watched = max(self._watched, seq)
             if seq in self._own:  # this process's, handed over when it was written

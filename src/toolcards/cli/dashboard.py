@@ -23,7 +23,7 @@ import signal
 from typing import Any
 
 from toolcards.cli.console import configure_logging, one_line, progress
-from toolcards.cli.http_options import add_http_options, check_access
+from toolcards.cli.http_options import add_http_options, check_access, client_limits
 from toolcards.cli.serve import build_config
 from toolcards.cli.store_option import add_store_option, open_team_store
 
@@ -122,5 +122,6 @@ async def _serve(hub: Any, args: argparse.Namespace, sockets: list[Any]) -> None
             sockets=sockets,
             stop=stop,
             on_ready=ready,
+            limits=client_limits(args),
         )
         tasks.cancel_scope.cancel()

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolcards.cli.agent_option import add_agent_option
 from toolcards.cli.console import UsageError, configure_logging, one_line, progress
-from toolcards.cli.http_options import add_http_options, check_access
+from toolcards.cli.http_options import add_http_options, check_access, client_limits
 from toolcards.cli.store_option import add_store_option, open_team_store
 
 if TYPE_CHECKING:
@@ -319,11 +319,11 @@ async def _serve(
 
             # Handlers first: a signal after "serving" is announced must stop us cleanly.
             await tasks.start(on_signal)
-            fallback = None
+            fallback = cookie_routes = None
             if hub is not None:
-                from toolcards.dashboard.app import dashboard_app
+                from toolcards.dashboard.app import dashboard_app, is_dashboard_read
 
-                fallback = dashboard_app(hub, loopback_only=args.no_token)
+                fallback, cookie_routes = dashboard_app(hub, loopback_only=args.no_token), is_dashboard_read
             await serve_http(
                 team_server,
                 host=args.host,
@@ -336,7 +336,9 @@ async def _serve(
                 stop=stop,
                 on_ready=lambda url: _announce(team_server.config.team_id, url, args, hub is not None),
                 fallback=fallback,
+                cookie_routes=cookie_routes,
                 on_stop=hub.close if hub is not None else None,
+                limits=client_limits(args),
             )
             tasks.cancel_scope.cancel()
     finally:

@@ -507,7 +507,9 @@ def _translate(tool_name: str, exc: BaseException) -> BaseException:
     unreachable = _actor_error(tool_name, exc)
     if unreachable is not None:
         return unreachable
-    logger.error("tool %s raised %s", tool_name, type(exc).__name__, exc_info=exc)
+    from toolcards.core.unexpected import log_unexpected  # the rare road: loaded when a tool has a bug
+
+    log_unexpected(logger, f"tool {tool_name}", exc)  # never its message: it may quote file text
     return ToolFailed(f"{tool_name} failed: {type(exc).__name__}: {exc}")
 
 

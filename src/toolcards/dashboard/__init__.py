@@ -22,7 +22,7 @@ Starlette, uvicorn and numpy (the ``dashboard`` extra) load when a dashboard is 
 
 from __future__ import annotations
 
-from toolcards.dashboard.app import CONTENT_SECURITY_POLICY, SecurityHeaders, dashboard_app
+from toolcards.dashboard.app import CONTENT_SECURITY_POLICY, SecurityHeaders, dashboard_app, is_dashboard_read
 from toolcards.dashboard.calls import CallLog
 from toolcards.dashboard.hub import DashboardHub
 from toolcards.dashboard.layout import GraphLayout, force_layout
@@ -44,5 +44,6 @@ __all__ = [
     "dashboard_asgi",
     "dashboard_for",
     "force_layout",
+    "is_dashboard_read",
     "serve_dashboard",
 ]

@@ -17,14 +17,17 @@ the token) and ``Cache-Control: no-store``. The page builds every text it shows 
 ``textContent``: tasks, entities, file contents, tool errors are data, never markup.
 
 Authentication is the caller's: wrap the app in :class:`~toolcards.server.http.TokenAuth`
-(:func:`~toolcards.dashboard.serve.dashboard_asgi` does). Without a token (loopback only),
-requests must name a loopback ``Host``, so a web page that rebinds its own name to this
-machine cannot read the team.
+with ``cookie_routes=is_dashboard_read`` (:func:`~toolcards.dashboard.serve.dashboard_asgi`
+and ``toolcards serve`` do), so the cookie set by the printed ``/?token=`` link opens these
+routes, read with GET or HEAD, and nothing else. Without a token (loopback only), requests
+must name a loopback ``Host``, so a web page that rebinds its own name to this machine cannot
+read the team.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from importlib import resources
 from typing import TYPE_CHECKING
 
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["CONTENT_SECURITY_POLICY", "STATIC_FILES", "SecurityHeaders", "dashboard_app"]
+__all__ = ["CONTENT_SECURITY_POLICY", "STATIC_FILES", "SecurityHeaders", "dashboard_app", "is_dashboard_read"]
 
 logger = logging.getLogger("toolcards.dashboard")
 
@@ -65,6 +68,22 @@ _HEADERS = [
     (b"cross-origin-resource-policy", b"same-origin"),
 ]
 _LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+_READ_PATH = re.compile(r"/(?:static/[^/]+|api/team|api/views/[^/]+|api/files/image|api/events)?")
+"""The paths of the routes above; a test checks it against the app's routes."""
+
+
+def is_dashboard_read(scope: Scope) -> bool:
+    """Whether ``scope`` is a GET or HEAD of one of the dashboard's routes (all of them reads).
+
+    What the dashboard cookie may authorise (``TokenAuth(cookie_routes=...)``): a browser
+    sends that cookie to every port of the host, so it opens reads of the team and nothing
+    that changes it or reaches its tools.
+    """
+    return (
+        scope["type"] == "http"
+        and scope.get("method") in ("GET", "HEAD")
+        and _READ_PATH.fullmatch(str(scope.get("path", ""))) is not None
+    )
 
 
 class SecurityHeaders:

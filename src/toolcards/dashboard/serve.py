@@ -15,7 +15,7 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from toolcards.dashboard.app import dashboard_app
+from toolcards.dashboard.app import dashboard_app, is_dashboard_read
 from toolcards.dashboard.hub import DashboardHub
 from toolcards.dashboard.source import TeamSource
 
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from toolcards.actors.system import TeamHandle
     from toolcards.core.card import ToolCard
+    from toolcards.server.client_limits import ClientLimits
 
 __all__ = ["DEFAULT_DASHBOARD_PORT", "dashboard_asgi", "dashboard_for", "serve_dashboard"]
 
@@ -46,12 +47,15 @@ def dashboard_for(team: TeamHandle, cards: Sequence[ToolCard]) -> DashboardHub:
 
 
 def dashboard_asgi(hub: DashboardHub, *, host: str, token: str | None) -> ASGIApp:
-    """The dashboard app behind ``token`` (``None``: no token, loopback ``Host`` names only)."""
+    """The dashboard app behind ``token`` (``None``: no token, loopback ``Host`` names only).
+
+    The cookie the ``/?token=`` link sets opens the dashboard's routes (:func:`is_dashboard_read`).
+    """
     from toolcards.server.http import TokenAuth, check_bind
 
     check_bind(host, token)
     app = dashboard_app(hub, loopback_only=not token)
-    return TokenAuth(app, token) if token else app
+    return TokenAuth(app, token, cookie_routes=is_dashboard_read) if token else app
 
 
 async def serve_dashboard(
@@ -64,6 +68,7 @@ async def serve_dashboard(
     sockets: Sequence[socket.socket] | None = None,
     stop: anyio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
+    limits: ClientLimits | None = None,
 ) -> None:
     """Serve ``hub``'s dashboard with uvicorn until ``stop`` is set (or the task is cancelled).
 
@@ -72,6 +77,7 @@ async def serve_dashboard(
             generated, and the URL given to ``on_ready`` carries it (``/?token=...``).
         no_token: Serve without a token (loopback only).
         sockets: Listening sockets from :func:`toolcards.server.http.listen`; closed at the end.
+        limits: How slowly and how much a client may send (see :func:`~toolcards.server.http.serve_asgi`).
 
     Raises:
         WiringError: ``no_token`` on an address other machines can reach.
@@ -90,6 +96,7 @@ async def serve_dashboard(
             stop=stop,
             on_ready=None if on_ready is None else lambda bound: on_ready(endpoint_url(host, bound, "/", generated)),
             on_stop=hub.close,  # open event streams end, so the server can stop at once
+            limits=limits,
         )
     finally:
         hub.close()

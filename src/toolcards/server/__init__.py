@@ -22,7 +22,9 @@
   change notifications;
 * :mod:`~toolcards.server.results` — return values as MCP content;
 * :mod:`~toolcards.server.stdio`, :mod:`~toolcards.server.http` — transports; over HTTP a
-  token on every request (generated unless given), host checks.
+  token on every request (generated unless given), host checks;
+* :mod:`~toolcards.server.client_limits`, :mod:`~toolcards.server.limited_protocol` — how
+  slowly and how much an HTTP client may send, and the uvicorn protocol that holds it to that.
 
 This package is an adapter: it imports the core and the actor runtime, never a domain
 package (cards come from the config). ``mcp`` and ``uvicorn`` load when the SDK server is
@@ -32,6 +34,7 @@ built (HTTP, in-process clients); serving stdio never loads them.
 from __future__ import annotations
 
 from toolcards.server.app import AGENT_HEADER, TeamServer
+from toolcards.server.client_limits import ClientLimits
 from toolcards.server.config import DEFAULT_TEAM_CARDS, ServeConfig, default_config, load_config
 from toolcards.server.facade import BM25Index, ToolCatalog
 from toolcards.server.http import TokenAuth, check_bind, endpoint_url, http_app, is_loopback, listen, serve_http
@@ -46,6 +49,7 @@ __all__ = [
     "AgentSession",
     "AgentSessions",
     "BM25Index",
+    "ClientLimits",
     "ResourceNotifier",
     "ServeConfig",
     "SessionAgent",

@@ -9,9 +9,9 @@
   (``http://127.0.0.1:8765/mcp?token=...``). ``no_token=True`` serves without one, and
   only on loopback (:func:`check_bind` refuses any other address).
 * The token is accepted as ``Authorization: Bearer <token>``, or as ``?token=<token>`` in
-  the URL, which also sets an HttpOnly, SameSite=Strict cookie so a browser's later
-  requests need no query. Anything else gets ``401`` with a one-line JSON error.
-  Comparisons take constant time.
+  the URL. Opening a dashboard page with ``?token=`` also sets an HttpOnly, SameSite=Strict
+  cookie, which opens the dashboard's read-only routes and nothing else (not ``/mcp``).
+  Anything else gets ``401`` with a one-line JSON error. Comparisons take constant time.
 * DNS-rebinding protection stays on: requests must name an allowed ``Host`` (and
   ``Origin``, when a browser sends one). On loopback the SDK allows ``127.0.0.1``,
   ``localhost`` and ``[::1]`` on any port; on another address the bound host, this
@@ -20,6 +20,10 @@
   once, with one message, and nothing has to be stopped.
 * ``X-Agent-Name: <name>`` picks the agent a request acts as (see
   :mod:`toolcards.server.app`).
+* A client that sends too slowly is dropped: a request's headers must arrive within 10 s
+  and its body at 1 KB/s after 10 s of grace; headers are at most 16 KiB
+  (:class:`~toolcards.server.client_limits.ClientLimits`, ``limits=``). Answers are not
+  timed: long tool calls and event streams live on.
 
 The MCP endpoint is ``http://<host>:<port>/mcp``. Sessions are stateful for handshake-era
 clients (so resource-updated notifications reach them on their GET stream) and answered
@@ -41,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
 from toolcards.errors import WiringError
+from toolcards.server.client_limits import ClientLimits
 
 if TYPE_CHECKING:
     import anyio
@@ -106,43 +111,61 @@ def endpoint_url(host: str, port: int, path: str = DEFAULT_PATH, token: str | No
     return f"{url}?{TOKEN_QUERY}={token}" if token else url
 
 
+CookieRoutes = Callable[["Scope"], bool]
+"""Which requests the dashboard cookie may authorise: a predicate on the ASGI scope."""
+
+
 class TokenAuth:
     """ASGI middleware: an HTTP request is passed on only if it carries the token, else 401.
 
     Accepted, each compared in constant time:
 
-    * ``Authorization: Bearer <token>`` (what API clients send);
-    * ``?token=<token>`` in the URL; the response then sets a cookie (HttpOnly,
-      SameSite=Strict, named after the port, holding a digest of the token, not the token),
-      so a browser that opened the link once needs no query on later requests;
-    * that cookie.
+    * ``Authorization: Bearer <token>`` (what API clients send), on every route;
+    * ``?token=<token>`` in the URL, on every route;
+    * the dashboard cookie, only on the requests ``cookie_routes`` admits: the dashboard's
+      read-only routes (:func:`toolcards.dashboard.app.is_dashboard_read`). A request with
+      the query token on such a route sets it (HttpOnly, SameSite=Strict, ``Path=/``, named
+      ``toolcards-<port>``), so a browser that opened the printed link needs no query later.
+      Without ``cookie_routes`` no cookie is set or accepted.
+
+    The cookie is a lesser credential than the token, by design. Browsers send a host's
+    cookies to every port of that host, so any local listener the user's browser visits
+    receives it: it must not open anything that changes the team or reaches its tools
+    (``/mcp``: tool calls, writes, commands). Its value is an HMAC of
+    ``dashboard:<port>`` keyed by the token: never the token itself, and worthless at a
+    server on another port even when both were given the same token.
 
     A wrong credential is not an error of its own: the request is refused unless another one
     it carries is right. Lifespan scopes pass through; a websocket without the token is
     closed.
     """
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(self, app: ASGIApp, token: str, *, cookie_routes: CookieRoutes | None = None) -> None:
         if not token:
             raise ValueError("TokenAuth needs a non-empty token")
         self.app = app
+        self.cookie_routes = cookie_routes
         self._token = token.encode("utf-8")
-        self._cookie_value = hmac.new(self._token, b"toolcards cookie", hashlib.sha256).hexdigest().encode()
+        self._cookie_values: dict[int | None, bytes] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        cookie_name = self._cookie_name(scope)
         headers = self._headers(scope)
-        if self._bearer_ok(headers) or self._cookie_ok(headers, cookie_name):
+        browsing = self.cookie_routes is not None and self.cookie_routes(scope)
+        if self._bearer_ok(headers) or (browsing and self._cookie_ok(headers, scope)):
             await self.app(scope, receive, send)
         elif self._query_ok(scope):
-            await self.app(scope, receive, self._setting_cookie(send, cookie_name))
+            await self.app(scope, receive, self._setting_cookie(send, scope) if browsing else send)
         elif scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
         else:
             await _unauthorized(send)
+
+    def cookie_for(self, port: int | None) -> str:
+        """The ``name=value`` of the dashboard cookie this middleware sets on ``port``."""
+        return f"{_cookie_name(port)}={self._cookie_value(port).decode()}"
 
     # -- credentials --------------------------------------------------------------------
 
@@ -157,22 +180,23 @@ class TokenAuth:
             )
         return headers
 
-    @staticmethod
-    def _cookie_name(scope: Scope) -> str:
-        # Browsers share cookies between the ports of a host: one name per port keeps two
-        # servers on one machine from overwriting each other's cookie.
-        server = scope.get("server")
-        return f"toolcards-{server[1]}" if server and server[1] is not None else "toolcards"
+    def _cookie_value(self, port: int | None) -> bytes:
+        value = self._cookie_values.get(port)
+        if value is None:
+            purpose = f"dashboard:{'' if port is None else port}".encode()
+            value = self._cookie_values[port] = hmac.new(self._token, purpose, hashlib.sha256).hexdigest().encode()
+        return value
 
     def _bearer_ok(self, headers: dict[bytes, bytes]) -> bool:
         scheme, _, credential = headers.get(b"authorization", b"").partition(b" ")
         return scheme.lower() == b"bearer" and hmac.compare_digest(credential.strip(), self._token)
 
-    def _cookie_ok(self, headers: dict[bytes, bytes], name: str) -> bool:
-        wanted = name.encode()
+    def _cookie_ok(self, headers: dict[bytes, bytes], scope: Scope) -> bool:
+        port = _port(scope)
+        wanted, expected = _cookie_name(port).encode(), self._cookie_value(port)
         for pair in headers.get(b"cookie", b"").split(b";"):
             key, _, value = pair.strip().partition(b"=")
-            if key == wanted and hmac.compare_digest(value, self._cookie_value):
+            if key == wanted and hmac.compare_digest(value, expected):
                 return True
         return False
 
@@ -181,8 +205,8 @@ class TokenAuth:
         provided = [value for key, value in parse_qsl(query) if key == TOKEN_QUERY]
         return bool(provided) and hmac.compare_digest(provided[0].encode("utf-8"), self._token)
 
-    def _setting_cookie(self, send: Send, name: str) -> Send:
-        cookie = f"{name}={self._cookie_value.decode()}; Path=/; HttpOnly; SameSite=Strict".encode()
+    def _setting_cookie(self, send: Send, scope: Scope) -> Send:
+        cookie = f"{self.cookie_for(_port(scope))}; Path=/; HttpOnly; SameSite=Strict".encode()
 
         async def send_with_cookie(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -190,6 +214,17 @@ class TokenAuth:
             await send(message)
 
         return send_with_cookie
+
+
+def _port(scope: Scope) -> int | None:
+    server = scope.get("server")
+    return server[1] if server else None
+
+
+def _cookie_name(port: int | None) -> str:
+    # Browsers share cookies between the ports of a host: one name per port keeps two
+    # servers on one machine from overwriting each other's cookie.
+    return "toolcards" if port is None else f"toolcards-{port}"
 
 
 async def _unauthorized(send: Send) -> None:
@@ -307,6 +342,7 @@ def http_app(
     path: str = DEFAULT_PATH,
     allowed_hosts: Sequence[str] = (),
     fallback: ASGIApp | None = None,
+    cookie_routes: CookieRoutes | None = None,
 ) -> ASGIApp:
     """The ASGI app serving ``team_server`` at ``path`` (call once per TeamServer).
 
@@ -319,6 +355,9 @@ def http_app(
             that reaches the port can call the team's tools.
         fallback: The app for every other path (``toolcards serve`` puts the dashboard at
             ``/``), behind the same token.
+        cookie_routes: The requests of ``fallback`` the dashboard cookie may authorise (its
+            read-only routes); never the MCP endpoint, whatever it admits. ``None``: the
+            token is needed everywhere and no cookie is set (see :class:`TokenAuth`).
 
     Raises:
         WiringError: neither ``token`` nor ``no_token`` (or both) is given, or ``no_token``
@@ -334,9 +373,13 @@ def http_app(
         host=host,
         transport_security=_security_settings(host, allowed_hosts),
     )
+    browser_routes: CookieRoutes | None = None
     if fallback is not None:
-        app = _EndpointOrElse(app, path, fallback)
-    return TokenAuth(app, token) if token else app
+        routed = _EndpointOrElse(app, path, fallback)
+        app = routed
+        if cookie_routes is not None:
+            browser_routes = routed.beside_endpoint(cookie_routes)
+    return TokenAuth(app, token, cookie_routes=browser_routes) if token else app
 
 
 class _EndpointOrElse:
@@ -347,15 +390,19 @@ class _EndpointOrElse:
         self.path = path.rstrip("/") or "/"
         self.other = other
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    def beside_endpoint(self, routes: CookieRoutes) -> CookieRoutes:
+        """``routes``, except requests for the endpoint: whatever ``routes`` says of its path."""
+        return lambda scope: not self.is_endpoint(scope) and routes(scope)
+
+    def is_endpoint(self, scope: Scope) -> bool:
+        """Whether ``scope`` goes to the endpoint (a lifespan event does too)."""
         if scope["type"] == "lifespan":
-            await self.endpoint(scope, receive, send)
-            return
+            return True
         path = str(scope.get("path", ""))
-        if path == self.path or path.startswith(self.path + "/"):
-            await self.endpoint(scope, receive, send)
-        else:
-            await self.other(scope, receive, send)
+        return path == self.path or path.startswith(self.path + "/")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await (self.endpoint if self.is_endpoint(scope) else self.other)(scope, receive, send)
 
 
 async def serve_http(
@@ -371,7 +418,9 @@ async def serve_http(
     stop: anyio.Event | None = None,
     on_ready: Callable[[str], None] | None = None,
     fallback: ASGIApp | None = None,
+    cookie_routes: CookieRoutes | None = None,
     on_stop: Callable[[], None] | None = None,
+    limits: ClientLimits | None = None,
 ) -> None:
     """Serve ``team_server`` with uvicorn until ``stop`` is set (or the task is cancelled).
 
@@ -388,7 +437,10 @@ async def serve_http(
             ends in ``?token=...`` when the token was generated here (a token the caller
             passed is not repeated).
         fallback: Served at every other path, behind the same token (see :func:`http_app`).
+        cookie_routes: The requests of ``fallback`` the dashboard cookie may authorise (see
+            :func:`http_app`).
         on_stop: Called when ``stop`` is set, before the server stops (to end long streams).
+        limits: How slowly and how much a client may send (default :class:`ClientLimits`()).
 
     Raises:
         WiringError: ``no_token`` on an address other machines can reach (or with a
@@ -406,6 +458,7 @@ async def serve_http(
             path=path,
             allowed_hosts=allowed_hosts,
             fallback=fallback,
+            cookie_routes=cookie_routes,
         )
         if listening is None:
             listening = listen(host, port)
@@ -422,6 +475,7 @@ async def serve_http(
         on_ready=None if on_ready is None else lambda bound: on_ready(endpoint_url(host, bound, path, generated)),
         on_stop=on_stop,
         failed=f"The HTTP server on {endpoint_url(host, port, path)} failed to start; uvicorn logged why.",
+        limits=limits,
     )
 
 
@@ -434,13 +488,16 @@ async def serve_asgi(
     on_ready: Callable[[int], None] | None = None,
     on_stop: Callable[[], None] | None = None,
     failed: str = "The HTTP server failed to start; uvicorn logged why.",
+    limits: ClientLimits | None = None,
 ) -> None:
     """Serve ``app`` with uvicorn on listening ``sockets`` until ``stop`` is set (or the task
     is cancelled), then close the sockets.
 
     uvicorn's own signal handling is off: the caller decides what SIGINT/SIGTERM do.
     ``on_ready`` gets the bound port once connections are accepted; ``on_stop`` runs when
-    ``stop`` is set, before the server stops (to end long-lived streams).
+    ``stop`` is set, before the server stops (to end long-lived streams); a connection still
+    being answered ``SHUTDOWN_GRACE_S`` later is closed. Every connection is held to ``limits``
+    (default :class:`ClientLimits`(); see :mod:`toolcards.server.limited_protocol`).
 
     Raises:
         RuntimeError: ``failed``, when uvicorn could not start (it exits the process on its own).
@@ -455,8 +512,18 @@ async def serve_asgi(
         def capture_signals(self) -> Any:
             yield  # the caller owns SIGINT/SIGTERM
 
+    from toolcards.server.limited_protocol import limited_protocol
+
+    limits = limits or ClientLimits()
     try:
-        config = uvicorn.Config(app, log_level="warning", lifespan="on" if lifespan else "off", access_log=False)
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="on" if lifespan else "off",
+            access_log=False,
+            http=limited_protocol(limits),
+            h11_max_incomplete_event_size=limits.max_header_bytes,
+        )
         server = Server(config)
 
         async def watch() -> None:

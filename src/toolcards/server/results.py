@@ -26,6 +26,8 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
+from toolcards.core.unexpected import log_unexpected
+
 if TYPE_CHECKING:
     import mcp_types
 
@@ -41,8 +43,9 @@ def error_wire(message: str) -> dict[str, Any]:
 
 def call_failure(name: str, exc: Exception) -> dict[str, Any]:
     """The result of a call of ``name`` that failed outside the pipeline (logged with its
-    traceback): the model reads what went wrong instead of "Internal server error"."""
-    logger.error("tools/call %s failed", name, exc_info=exc)
+    traceback, without its message): the model reads what went wrong instead of "Internal
+    server error"."""
+    log_unexpected(logger, f"tools/call {name}", exc)
     return error_wire(f"{name} failed: {type(exc).__name__}: {exc}")
 
 
