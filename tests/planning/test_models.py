@@ -79,7 +79,17 @@ def test_schema_states_the_rules_a_model_must_respect() -> None:
     create = compact_json_schema(TaskCreate.model_json_schema())
     update = compact_json_schema(TaskUpdate.model_json_schema())
     props = create["properties"]
-    assert set(props) == {"id", "description", "status", "owner", "output", "dependencies"}
+    assert set(props) == {
+        "id",
+        "description",
+        "status",
+        "owner",
+        "output",
+        "dependencies",
+        "priority",
+        "requires",
+        "paths",
+    }
     assert create["required"] == ["description"]
     assert "300" in props["description"]["description"]
     assert "150" in props["output"]["description"]

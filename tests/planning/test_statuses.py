@@ -133,7 +133,14 @@ def test_every_tool_schema_shows_the_four_and_nothing_else(alice: FakeObserver) 
         found[tool.name] = text.count(json.dumps(CANONICAL))
         for word in ("started", "done", 'abort"', "cancelled"):
             assert word not in text, (tool.name, word)
-    assert found == {"get_planning_task": 0, "update_planning": 2, "search_planning": 1}
+    assert found == {
+        "get_planning_task": 0,
+        "update_planning": 2,
+        "search_planning": 1,
+        "claim_task": 0,
+        "next_task": 0,
+        "release_task": 0,
+    }
 
 
 # -- through the tool pipeline (what a model, MCP and pydantic-ai reach) -----------------------
@@ -145,14 +152,14 @@ def test_a_synonym_is_read_on_every_tool_call_path(word: str, status: str, alice
     board["update_planning"].call_sync(
         {
             "create_tasks": [
-                {"description": "made", "status": word},
-                {"description": "changed", "status": other_than(status)},
+                {"description": "made", "status": word, "output": "ok"},
+                {"description": "changed", "status": other_than(status), "output": "ok"},
             ]
         },
         channel=Channels.TOOL_CALL,
     )
     answer = board["update_planning"].call_sync(
-        {"update_tasks": [{"id": 2, "status": word}]}, channel=Channels.TOOL_CALL
+        {"update_tasks": [{"id": 2, "status": word, "output": "ok"}]}, channel=Channels.TOOL_CALL
     )
     assert answer == "Updated task 2."
     for task_id in (1, 2):
@@ -189,7 +196,11 @@ def test_pydantic_ai_agents_send_synonyms_through_both_attachments(alice: FakeOb
         if isinstance(last, ToolReturnPart):
             return ModelResponse(parts=[TextPart(str(last.content))])
         return ModelResponse(
-            parts=[ToolCallPart("update_planning", {"create_tasks": [{"description": "x", "status": "Done"}]})]
+            parts=[
+                ToolCallPart(
+                    "update_planning", {"create_tasks": [{"description": "x", "status": "Done", "output": "ok"}]}
+                )
+            ]
         )
 
     factory = ToolFactory([PlanningTool()], observer=alice)
@@ -231,11 +242,11 @@ def test_an_mcp_client_sends_synonyms_and_reads_the_four() -> None:
 def test_a_synonym_is_read_on_the_command_channel(word: str, status: str, alice: FakeObserver) -> None:
     # Every tool as a command, as `toolcards call` serves them (update_planning included).
     registry = CommandRegistry(ToolFactory([PlanningTool()], observer=alice).tools())
-    created = json.dumps([{"description": "made", "status": word}])
+    created = json.dumps([{"description": "made", "status": word, "output": "ok"}])
     assert registry.dispatch(f"/update_planning create_tasks={shlex.quote(created)}") == "Created task 1."
     changing = json.dumps([{"description": "changed", "status": other_than(status)}])
     assert registry.dispatch(f"/update_planning create_tasks={shlex.quote(changing)}") == "Created task 2."
-    changed = json.dumps([{"id": 2, "status": word}])
+    changed = json.dumps([{"id": 2, "status": word, "output": "ok"}])
     assert registry.dispatch(f"/update_planning update_tasks={shlex.quote(changed)}") == "Updated task 2."
     assert status_of(registry.dispatch("/get_planning_task 1")) == status
     found = registry.dispatch(f"/search_planning status={shlex.quote(word)}")

@@ -150,8 +150,11 @@ def test_round_trip_and_channels() -> None:
     with FakeObserver("Ann") as ann:
         factory = ToolFactory([PlanningTool()], observer=ann)
         assert sorted(t.name for t in factory.tools()) == [
+            "claim_task",
             "get_planning",
             "get_planning_task",
+            "next_task",
+            "release_task",
             "search_planning",
             "update_planning",
         ]
@@ -159,4 +162,7 @@ def test_round_trip_and_channels() -> None:
             "get_planning_task",
             "update_planning",
             "search_planning",
+            "claim_task",
+            "next_task",
+            "release_task",
         ]

@@ -241,6 +241,13 @@ class ToolCard(BaseModel):
     def on_bind(self, observer: Any) -> None:
         """Hook: set up runtime handles (actor proxies, clients) for ``observer``."""
 
+    def on_tools_bound(self, tool_names: frozenset[str]) -> None:
+        """Hook: the names of every tool the agent can call through the factory that bound
+        this card (its own and its sibling cards'), once they are all built.
+
+        Added in 0.3.
+        """
+
     def get_observer(self) -> Any:
         """The bound observer; annotate the variable it is assigned to with the protocol the
         card requires (the factory checked it at bind).

@@ -121,6 +121,9 @@ class ToolFactory:
 
         callable_names = {tool.name for tool in tools if Channels.TOOL_CALL in tool.channels}
         unreachable = (known_tool_names() | {tool.name for tool in tools}) - callable_names
+        siblings = frozenset(callable_names)
+        for card in self.cards:
+            card.on_tools_bound(siblings)
         return [
             tool.replace(
                 guards=guards + tool.guards, record_sink=self._records, approver=self.approve, unreachable=unreachable

@@ -54,8 +54,10 @@ import heapq
 import logging
 import math
 import re
+import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -64,16 +66,23 @@ import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors.caller_runs import CallerRunsActor
-from toolcards.core.events import StateChanged
+from toolcards.actors.timers import TimerHandle, call_later
+from toolcards.core.events import StateChanged, ToolcardsEvent
 from toolcards.core.idempotency import CallKey
 from toolcards.errors import RetriableError
 from toolcards.planning.batch import StagedBatch, stage_update, unknown_task
+from toolcards.planning.claims import ReadyQueue, claim_refusal, history_line, none_ready, with_history
 from toolcards.planning.models import (
+    Claim,
+    ClaimAction,
+    ClaimChanged,
+    ClaimReport,
     MatchKind,
     SearchHit,
     SearchPage,
     Task,
     TaskCreate,
+    TaskReady,
     TaskStatus,
     TaskUpdate,
     UpdateReport,
@@ -81,14 +90,17 @@ from toolcards.planning.models import (
     normalize_status,
 )
 from toolcards.planning.render import PLAN_LIMIT, render_hits, render_plan
-from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
+from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store, Transaction
 from toolcards.store.calls import CALLS, CallLog
 from toolcards.store.codec import JSONText
 
 if TYPE_CHECKING:
+    from toolcards.actors.system import TeamHandle
     from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVectors
 
 __all__ = [
+    "DEFAULT_LEASE_S",
+    "LEASE_TICK_S",
     "PLANNING_ACTOR_NAME",
     "QUERY_EMBEDDING_TIMEOUT_S",
     "SEMANTIC_MIN_SCORE",
@@ -109,7 +121,14 @@ SEMANTIC_TOP_K = 20
 QUERY_EMBEDDING_TIMEOUT_S = 2.0
 """Longest a search waits for its query's embedding before answering keyword-only."""
 
+DEFAULT_LEASE_S = 300.0
+"""A claim's lease when the card sets none: five minutes without a tool call ends it."""
+LEASE_TICK_S = 0.5
+"""How often each board renews the leases of its process's active members and ends the
+leases that ran out (in whichever process notices first)."""
+
 _TASKS = "tasks"
+_CLAIMS = "claims"
 _META = "meta"
 _VECTORS = "vectors"
 _BOARD_KEY = "board"
@@ -151,6 +170,9 @@ class PlanningActor(CallerRunsActor):
         publish: called with a :class:`StateChanged` after every committed, non-empty
             change, under the actor's lock: it must not block. An exception it raises is
             logged and ignored (the change is committed either way).
+        team: the team's handle in this process: the members' activity renews their
+            claims' leases, and its ``"mailbox"`` service (when the team has one here) tells
+            members when a task they own becomes ready.
 
     The board is loaded by the constructor, in the thread that starts the actor, so a store
     that cannot be read raises :class:`~toolcards.errors.StoreError` to whoever starts it
@@ -162,7 +184,9 @@ class PlanningActor(CallerRunsActor):
         team_id: str,
         store: Store,
         embedding: EmbeddingParam | None = None,
-        publish: Callable[[StateChanged], None] | None = None,
+        publish: Callable[[ToolcardsEvent], None] | None = None,
+        *,
+        team: TeamHandle | None = None,
     ) -> None:
         super().__init__()
         self._team_id = team_id
@@ -170,6 +194,13 @@ class PlanningActor(CallerRunsActor):
         self._namespace = f"{team_id}/{PLANNING_ACTOR_NAME}"
         self._embedding = embedding
         self._publish = publish
+        self._team = team
+        self._claims: dict[int, Claim] = {}
+        """The claims on the board, by task id (mirror of the ``claims`` collection)."""
+        self._queue = ReadyQueue()
+        self._renewed: dict[int, float] = {}
+        """Task id → when this process last renewed its claim (``time.monotonic()``)."""
+        self._tick: TimerHandle | None = None
         self._tasks: dict[int, Task] = {}
         self._dependents: dict[int, set[int]] = {}
         self._texts: dict[int, str] = {}
@@ -204,14 +235,17 @@ class PlanningActor(CallerRunsActor):
             )
             keys = [str(task_id) for task_id in self._tasks]
             self._vectors.load(keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
+        self._schedule_tick()
 
     def on_stop(self) -> None:
-        """Stop the embedding threads; runs on the actor's thread.
+        """Stop the embedding threads and the lease ticks; runs on the actor's thread.
 
         Waits up to 5 s for an embedding call in progress; vectors not yet stored are
         dropped (they are recomputed on the next start); every committed update is
         already in the store.
         """
+        if self._tick is not None:
+            self._tick.cancel()
         if self._vectors is not None:
             self._vectors.close()
 
@@ -222,11 +256,17 @@ class PlanningActor(CallerRunsActor):
         traceback: TracebackType | None,
     ) -> None:
         """Stop the embedding threads when the actor dies of an unexpected exception."""
+        if self._tick is not None:
+            self._tick.cancel()
         if self._vectors is not None:
             self._vectors.close(wait_s=0)
 
     def on_receive(self, message: Any) -> Any:
-        """Handle the embedding worker's and grace timer's messages; others go to pykka's default."""
+        """Handle the lease tick, the embedding worker's and grace timer's messages; others go
+        to pykka's default."""
+        if isinstance(message, _LeaseTick):
+            self._on_tick()
+            return None
         if self._vectors is not None:
             from toolcards.vector import GraceElapsed, TextsEmbedded
 
@@ -429,6 +469,7 @@ class PlanningActor(CallerRunsActor):
         delete: Sequence[int] = (),
         *,
         call: CallKey | None = None,
+        require_output: bool = False,
     ) -> UpdateReport:
         """Apply one batch on behalf of ``agent``: creates, then updates, then deletes.
 
@@ -451,6 +492,11 @@ class PlanningActor(CallerRunsActor):
             call: the call's idempotency key (:func:`toolcards.core.idempotency.current_call`):
                 its answer is recorded with the change, and a batch sent again with the same
                 key returns that answer (``replayed``) without writing again, in any process.
+            require_output: refuse to complete a task that has no output.
+
+        A change that completes, aborts, reassigns, reopens or deletes a claimed task ends
+        its claim. When a task is completed, the owners of tasks whose last open dependency
+        it was are told (the team's mailbox, when this process has one).
 
         Returns:
             An :class:`UpdateReport` listing what was applied, or every refused part with
@@ -488,25 +534,380 @@ class PlanningActor(CallerRunsActor):
                 update=update,
                 delete=delete,
                 now=datetime.now(UTC),
+                require_output=require_output,
             )
             if not batch.changed:
                 return batch.report()
             seq = self._seq + 1
             report = batch.report(seq)
+            ended = self._claims_ended_by(batch)
             calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
-            txn.stage(self._rows_of(batch, seq) + calls)
+            claim_rows = [Change(collection=_CLAIMS, key=str(task_id), value=None) for task_id in ended]
+            txn.stage(self._rows_of(batch, seq) + claim_rows + calls)
+            completed = [
+                task_id
+                for task_id, task in batch.tasks.items()
+                if task is not None and task.status == "completed" and self._status_of(task_id) != "completed"
+            ]
         # Committed: mirror it in memory.
         assert txn.committed is not None
+        for task_id in ended:
+            self._drop_claim(task_id)
         for task_id, task in batch.tasks.items():
             if task is None:
                 self._remove(task_id)
             else:
                 self._put(task)
         self._calls.committed(calls)
+        self._tell_ready_owners(completed, agent=creator)
         self._seq, self._next_id, self._version = seq, batch.next_id, txn.committed
         self._after_commit(batch.described, batch.deleted)
         self._emit(report)
         return report
+
+    # -- claims ------------------------------------------------------------------------
+
+    def claim(
+        self,
+        agent: str,
+        task_id: int,
+        *,
+        tools: Collection[str] | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+        call: CallKey | None = None,
+    ) -> ClaimReport:
+        """Claim task ``task_id`` for ``agent``, atomically across every process of the team.
+
+        The task becomes ``in_progress``, owned by ``agent``, under a lease of ``lease_s``
+        seconds that ``agent``'s tool calls renew. Claiming a task ``agent`` already holds
+        renews the lease.
+
+        Args:
+            agent: the claimer (``"Alice"`` means ``"@Alice"``).
+            task_id: the task.
+            tools: the claimer's tool names, checked against the task's ``requires``
+                (``None``: not checked).
+            lease_s: the lease; positive.
+            call: the call's idempotency key (see :meth:`update`).
+
+        Raises:
+            RetriableError: no such task, or it cannot be claimed (closed, claimed by a
+                member whose lease holds, assigned to another member, waiting on open
+                dependencies, needing tools the claimer lacks); the message says which and
+                what to do.
+            StoreError / OutcomeUnknown: the transaction failed (see :meth:`update`).
+
+        Committed before it returns; one store transaction.
+        """
+        member = _member(agent)
+        lease_s = _checked_lease(lease_s)
+        with self._store.write(self._namespace, since=self._version) as txn:
+            self._absorb(txn.catch_up)
+            replayed = self._calls.replay(call, "claim_task")
+            if replayed is not None:
+                return ClaimReport.model_validate(replayed).model_copy(update={"replayed": True})
+            task = self._tasks.get(task_id)
+            if task is None:
+                raise RetriableError(unknown_task(task_id))
+            now = time.time()
+            refusal = claim_refusal(
+                task,
+                member,
+                self._claims.get(task_id),
+                self._queue.waiting_on(task, self._tasks),
+                _missing(task, tools),
+                now,
+            )
+            if refusal is not None:
+                raise RetriableError(refusal)
+            staged = self._stage_claim(txn, task, member, lease_s, now, call)
+        return self._committed_claim(staged, txn)
+
+    def next_task(
+        self,
+        agent: str,
+        *,
+        tools: Collection[str] | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+        call: CallKey | None = None,
+    ) -> ClaimReport:
+        """Claim the best task ready for ``agent`` and return it (see :meth:`claim`).
+
+        Ready: ``pending``, unclaimed, unassigned or assigned to ``agent``, every dependency
+        completed, its ``requires`` among ``tools``. Best: highest priority, then oldest.
+        The choice and the claim are one transaction, so two members asking at once get two
+        different tasks.
+
+        Raises:
+            RetriableError: no task is ready for ``agent``; the message counts what keeps
+                the open tasks away (dependencies, other members' claims, assignments,
+                missing tools), with an example of each.
+        """
+        member = _member(agent)
+        lease_s = _checked_lease(lease_s)
+        with self._store.write(self._namespace, since=self._version) as txn:
+            self._absorb(txn.catch_up)
+            replayed = self._calls.replay(call, "next_task")
+            if replayed is not None:
+                return ClaimReport.model_validate(replayed).model_copy(update={"replayed": True})
+
+            def fits(task_id: int) -> bool:
+                task = self._tasks[task_id]
+                return task.owner in (None, member) and not _missing(task, tools)
+
+            found = self._queue.best(fits)
+            if found is None:
+                raise RetriableError(
+                    none_ready(
+                        self._tasks.values(),
+                        member,
+                        self._claims,
+                        lambda task: self._queue.waiting_on(task, self._tasks),
+                        lambda task: _missing(task, tools),
+                    )
+                )
+            staged = self._stage_claim(txn, self._tasks[found], member, lease_s, time.time(), call)
+        return self._committed_claim(staged, txn)
+
+    def release(self, agent: str, task_id: int, reason: str = "", *, call: CallKey | None = None) -> Task:
+        """Give back task ``task_id``: it returns to ``pending``, unassigned; the claim ends.
+
+        Only the member holding the task (its claim, or its ownership) may release it.
+
+        Raises:
+            RetriableError: no such task, or ``agent`` does not hold it (the message says who does).
+
+        Committed before it returns; one store transaction.
+        """
+        member = _member(agent)
+        with self._store.write(self._namespace, since=self._version) as txn:
+            self._absorb(txn.catch_up)
+            replayed = self._calls.replay(call, "release_task")
+            if replayed is not None:
+                return Task.model_validate(replayed)
+            task = self._tasks.get(task_id)
+            if task is None:
+                raise RetriableError(unknown_task(task_id))
+            claim = self._claims.get(task_id)
+            holder = claim.member if claim is not None else task.owner
+            if holder != member:
+                who = f"it is held by {holder}" if holder else "nobody holds it"
+                raise RetriableError(f"You do not hold task {task_id}: {who}. Only its holder can release it.")
+            if task.status in ("completed", "aborted") and claim is None:
+                raise RetriableError(f"Task {task_id} is {task.status}; there is nothing to release.")
+            note = f"released by {member}" + (f": {reason.strip()[:200]}" if reason.strip() else "")
+            released = self._stage_release(txn, [task], {task_id: note})
+        self._committed_release(released, txn)
+        self._emit_claims([("released", released[0].id, member)])
+        return released[0]
+
+    def claims(self) -> list[Claim]:
+        """Every claim on the board, by task id (after catching up)."""
+        self._refresh()
+        return [self._claims[task_id] for task_id in sorted(self._claims)]
+
+    def _stage_claim(
+        self, txn: Transaction, task: Task, member: str, lease_s: float, now: float, call: CallKey | None
+    ) -> _StagedClaim:
+        previous = self._claims.get(task.id)
+        renewed = previous is not None and previous.member == member
+        claim = Claim(
+            task_id=task.id,
+            member=member,
+            since=previous.since if renewed and previous is not None else now,
+            until=now + lease_s,
+            lease_s=lease_s,
+        )
+        claimed = task
+        if not renewed:
+            claimed = with_history(
+                task,
+                history_line(now, f"claimed by {member}"),
+                status="in_progress",
+                owner=member,
+                updated_at=datetime.now(UTC),
+            )
+        seq = self._seq + 1
+        report = ClaimReport(task=claimed, until=claim.until, lease_s=lease_s, renewed=renewed)
+        calls = self._calls.record(call, report.model_dump(mode="json"), txn.version + 1)
+        txn.stage(
+            [
+                Change(collection=_TASKS, key=str(task.id), value=JSONText(claimed.model_dump_json())),
+                Change(collection=_CLAIMS, key=str(task.id), value=claim.model_dump(mode="json")),
+                Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": self._next_id}),
+                *calls,
+            ]
+        )
+        return _StagedClaim(report=report, claim=claim, task=claimed, seq=seq, calls=calls)
+
+    def _committed_claim(self, staged: _StagedClaim, txn: Transaction) -> ClaimReport:
+        """Mirror a committed claim in memory and announce it."""
+        assert txn.committed is not None
+        self._claims[staged.claim.task_id] = staged.claim
+        self._renewed[staged.claim.task_id] = time.monotonic()
+        self._put(staged.task)
+        self._calls.committed(staged.calls)
+        self._seq, self._version = staged.seq, txn.committed
+        if not staged.report.renewed:
+            self._emit_claims([("claimed", staged.claim.task_id, staged.claim.member)])
+        return staged.report
+
+    def _stage_release(self, txn: Transaction, tasks: Iterable[Task], notes: Mapping[int, str]) -> list[Task]:
+        """Stage ``tasks`` back to ``pending``, unassigned, their claims deleted, each task's
+        note in its history; returns the released tasks (mirror them with :meth:`_committed_release`)."""
+        now, stamp = time.time(), datetime.now(UTC)
+        released = [
+            with_history(task, history_line(now, notes[task.id]), status="pending", owner=None, updated_at=stamp)
+            for task in tasks
+        ]
+        seq = self._seq + 1
+        rows = [
+            Change(collection=_TASKS, key=str(task.id), value=JSONText(task.model_dump_json())) for task in released
+        ]
+        rows += [Change(collection=_CLAIMS, key=str(task.id), value=None) for task in released]
+        rows.append(Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": self._next_id}))
+        txn.stage(rows)
+        return released
+
+    def _committed_release(self, released: list[Task], txn: Transaction) -> None:
+        assert txn.committed is not None
+        for task in released:
+            self._drop_claim(task.id)
+            self._put(task)
+        self._seq, self._version = self._seq + 1, txn.committed
+
+    def _drop_claim(self, task_id: int) -> None:
+        self._claims.pop(task_id, None)
+        self._renewed.pop(task_id, None)
+        task = self._tasks.get(task_id)
+        if task is not None:
+            self._queue.refresh(task, self._claims)
+
+    def _claims_ended_by(self, batch: StagedBatch) -> list[int]:
+        """The claims a batch ends: of tasks it deletes, closes, reopens or gives to another member."""
+        ended = []
+        for task_id, task in batch.tasks.items():
+            claim = self._claims.get(task_id)
+            if claim is not None and (task is None or task.status != "in_progress" or task.owner != claim.member):
+                ended.append(task_id)
+        return ended
+
+    def _status_of(self, task_id: int) -> str | None:
+        task = self._tasks.get(task_id)
+        return None if task is None else task.status
+
+    def _tell_ready_owners(self, completed: list[int], agent: str) -> None:
+        """Tell the owners of tasks whose last open dependency was just completed (never raises)."""
+        if not completed:
+            return
+        ready: dict[int, int] = {}
+        for task_id in completed:
+            for dependent in self._dependents.get(task_id, ()):
+                task = self._tasks.get(dependent)
+                if (
+                    task is not None
+                    and task.owner
+                    and task.status == "pending"
+                    and not self._queue.waiting_on(task, self._tasks)
+                ):
+                    ready[dependent] = task_id
+        mailbox = self._team.service("mailbox") if self._team is not None else None
+        for dependent, finished in ready.items():
+            owner = self._tasks[dependent].owner
+            text = (
+                f"Task {dependent} is ready: its last dependency, task {finished}, was completed by {agent}. "
+                f"Claim it with claim_task({dependent})."
+            )
+            if self._publish is not None:
+                with contextlib.suppress(Exception):
+                    self._publish(TaskReady(team_id=self._team_id, task_id=dependent, owner=owner or "", text=text))
+            if mailbox is not None and owner:
+                try:
+                    mailbox.notify(owner, text, sender=PLANNING_ACTOR_NAME)
+                except Exception:
+                    logger.exception("Telling %s that task %s is ready failed.", owner, dependent)
+
+    def _emit_claims(self, changes: list[tuple[ClaimAction, int, str]]) -> None:
+        """Publish one :class:`ClaimChanged` per claim that started or ended, and the board's change."""
+        if self._publish is None or not changes:
+            return
+        try:
+            for action, task_id, member in changes:
+                self._publish(ClaimChanged(team_id=self._team_id, action=action, task_id=task_id, member=member))
+            summary = "; ".join(f"task {task_id} {action} by {member}" for action, task_id, member in changes)
+            self._publish(
+                StateChanged(team_id=self._team_id, source=PLANNING_ACTOR_NAME, seq=self._seq, summary=summary)
+            )
+        except Exception:
+            logger.exception("Publishing the claims of %s failed; they are committed.", self._namespace)
+
+    # -- the lease tick ----------------------------------------------------------------
+
+    def _schedule_tick(self) -> None:
+        ref = self.actor_ref
+        self._tick = call_later(LEASE_TICK_S, lambda: ref.tell(_LeaseTick()) if ref.is_alive() else None)
+
+    def _on_tick(self) -> None:
+        """Renew the leases of members active in this process; end those that ran out.
+
+        Runs every :data:`LEASE_TICK_S` on the actor's thread. Reading what other processes
+        committed first is what lets any live process end a lease whose owner died.
+        """
+        try:
+            self._refresh()
+            now = time.time()
+            expired = [claim for claim in self._claims.values() if claim.until <= now]
+            if expired:
+                self._expire()
+            self._renew()
+        except Exception:
+            log = logger.debug if self._store.closed else logger.exception
+            log("The lease tick of %s failed; the next one tries again.", self._namespace)
+        finally:
+            self._schedule_tick()
+
+    def _expire(self) -> None:
+        with self._store.write(self._namespace, since=self._version) as txn:
+            self._absorb(txn.catch_up)  # a renewal another process committed counts
+            now = time.time()
+            expired = [claim for claim in self._claims.values() if claim.until <= now and claim.task_id in self._tasks]
+            if not expired:
+                return
+            notes = {claim.task_id: f"lease of {claim.member} expired" for claim in expired}
+            released = self._stage_release(txn, [self._tasks[claim.task_id] for claim in expired], notes)
+        self._committed_release(released, txn)
+        self._emit_claims([("expired", claim.task_id, claim.member) for claim in expired])
+
+    def _renew(self) -> None:
+        """Extend the leases of claims whose member made a tool call here since the last renewal,
+        once a third of the lease has passed (one write for all of them)."""
+        if self._team is None or not self._claims:
+            return
+        now, clock = time.time(), time.monotonic()
+        due = []
+        for claim in self._claims.values():
+            active = self._team.last_activity(claim.member)
+            renewed = self._renewed.get(claim.task_id, 0.0)
+            if active is not None and active > renewed and claim.until - now < claim.lease_s * 2 / 3:
+                due.append(claim)
+        if not due:
+            return
+        with self._store.write(self._namespace, since=self._version) as txn:
+            self._absorb(txn.catch_up)
+            renewed_claims = [
+                claim.model_copy(update={"until": now + claim.lease_s})
+                for claim in due
+                if self._claims.get(claim.task_id) == claim
+            ]
+            txn.stage(
+                Change(collection=_CLAIMS, key=str(claim.task_id), value=claim.model_dump(mode="json"))
+                for claim in renewed_claims
+            )
+        if txn.committed is not None:
+            self._version = txn.committed
+        for claim in renewed_claims:
+            self._claims[claim.task_id] = claim
+            self._renewed[claim.task_id] = clock
 
     # -- the store -------------------------------------------------------------------
 
@@ -526,6 +927,8 @@ class PlanningActor(CallerRunsActor):
             self._texts.clear()
             self._seq, self._next_id = 0, 1
             self._calls.clear()
+            self._claims.clear()
+            self._queue.clear()
             changes = [
                 Change(collection=collection, key=key, value=value)
                 for collection, rows in catch_up.rows.items()
@@ -560,6 +963,8 @@ class PlanningActor(CallerRunsActor):
                 vectors[change.key] = change.value
             elif change.collection == CALLS:
                 self._calls.absorb(change)
+            elif change.collection == _CLAIMS:
+                self._absorb_claim(int(change.key), change.value)
         self._version = catch_up.version
         if self._vectors is not None:
             # Another process wrote these tasks and embeds them itself: drop vectors made
@@ -588,12 +993,23 @@ class PlanningActor(CallerRunsActor):
         self._texts[task.id] = _search_text(task)
         for dep in task.dependencies:
             self._dependents.setdefault(dep, set()).add(task.id)
+        self._queue.put(task, old, self._tasks, self._dependents, self._claims)
 
     def _remove(self, task_id: int) -> None:
         old = self._tasks.pop(task_id)
         self._texts.pop(task_id, None)
         for dep in old.dependencies:
             self._dependents.get(dep, set()).discard(task_id)
+        self._queue.remove(old, self._tasks, self._dependents, self._claims)
+
+    def _absorb_claim(self, task_id: int, value: Any) -> None:
+        if value is None:
+            self._drop_claim(task_id)
+            return
+        self._claims[task_id] = Claim.model_validate(value)
+        task = self._tasks.get(task_id)
+        if task is not None:
+            self._queue.refresh(task, self._claims)
 
     def _emit(self, report: UpdateReport) -> None:
         if self._publish is None:
@@ -733,6 +1149,43 @@ def _best(items: Iterable[T], limit: int | None, key: Callable[[T], Any] | None 
     return sorted(items, key=key) if limit is None else heapq.nsmallest(limit, items, key=key)
 
 
+class _LeaseTick:
+    """The timer's message: renew and end leases (see :meth:`PlanningActor._on_tick`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _StagedClaim:
+    report: ClaimReport
+    claim: Claim
+    task: Task
+    seq: int
+    calls: list[Change]
+
+
+def _task_row(task: Task) -> Change:
+    return Change(collection=_TASKS, key=str(task.id), value=JSONText(task.model_dump_json()))
+
+
+def _member(agent: str) -> str:
+    member = normalize_agent_name(agent)
+    if not member:
+        raise ValueError(f"A claim needs the calling agent's name, got {agent!r}.")
+    return member
+
+
+def _checked_lease(lease_s: float) -> float:
+    if not (isinstance(lease_s, int | float) and math.isfinite(lease_s) and lease_s > 0):
+        raise RetriableError(f"A lease of {lease_s!r} seconds is not valid: give a positive number of seconds.")
+    return float(lease_s)
+
+
+def _missing(task: Task, tools: Collection[str] | None) -> list[str]:
+    """The tools ``task`` requires that are not among ``tools`` (``None``: not checked)."""
+    if tools is None or not task.requires:
+        return []
+    return [name for name in task.requires if name not in tools]
+
+
 class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     """A typed proxy of :class:`PlanningActor`: each method returns a ``pykka.Future`` of its result.
 
@@ -749,3 +1202,7 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     tasks = proxy_method(PlanningActor.tasks)
     update = proxy_method(PlanningActor.update)
     when_indexed = proxy_method(PlanningActor.when_indexed)
+    claim = proxy_method(PlanningActor.claim)
+    next_task = proxy_method(PlanningActor.next_task)
+    release = proxy_method(PlanningActor.release)
+    claims = proxy_method(PlanningActor.claims)

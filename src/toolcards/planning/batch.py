@@ -30,7 +30,7 @@ from toolcards.planning.models import (
     UpdateReport,
 )
 
-__all__ = ["StagedBatch", "stage_update", "unknown_task"]
+__all__ = ["StagedBatch", "path_problems", "stage_update", "unknown_task"]
 
 
 def unknown_task(task_id: int) -> str:
@@ -61,6 +61,8 @@ class StagedBatch:
     deleted: list[int] = field(default_factory=list)
     unlinked: list[int] = field(default_factory=list)
     errors: list[UpdateFailure] = field(default_factory=list)
+    require_output: bool = False
+    """Completing a task needs an output."""
 
     def task(self, task_id: int) -> Task | None:
         """The task as this batch sees it: staged if staged, else committed; ``None`` if absent."""
@@ -108,6 +110,9 @@ class StagedBatch:
             owner=item.owner,
             creator=creator,
             dependencies=tuple(item.dependencies),
+            priority=item.priority,
+            requires=tuple(dict.fromkeys(item.requires)),
+            paths=tuple(dict.fromkeys(item.paths)),
             created_at=now,
             updated_at=now,
         )
@@ -127,6 +132,9 @@ class StagedBatch:
             problems.extend(_description_problems(change.description))
         if change.dependencies is not None:
             problems.extend(self._dependency_problems(change.id, change.dependencies))
+        output = change.output if change.output is not None else task.output
+        if self.require_output and change.status == "completed" and task.status != "completed" and not output:
+            problems.append(_output_needed(change.id))
         if problems:
             self.errors.append(
                 UpdateFailure(operation="update", index=index, task_id=change.id, message=" ".join(problems))
@@ -141,6 +149,8 @@ class StagedBatch:
             fields["owner"] = change.owner or None
         if change.dependencies is not None and tuple(change.dependencies) != task.dependencies:
             fields["dependencies"] = tuple(change.dependencies)
+        if change.priority is not None and change.priority != task.priority:
+            fields["priority"] = change.priority
         if not fields:
             self.unchanged.append(change.id)
             return
@@ -181,6 +191,10 @@ class StagedBatch:
             )
         problems.extend(_description_problems(item.description))
         problems.extend(self._dependency_problems(task_id, item.dependencies))
+        problems.extend(path_problems(item.paths))
+        problems.extend(requires_problems(item.requires))
+        if self.require_output and item.status == "completed" and not item.output:
+            problems.append(_output_needed(task_id))
         return " ".join(problems)
 
     def _dependency_problems(self, task_id: int, dependencies: Sequence[int]) -> list[str]:
@@ -239,6 +253,7 @@ def stage_update(
     update: Sequence[TaskUpdate] = (),
     delete: Sequence[int] = (),
     now: datetime,
+    require_output: bool = False,
 ) -> StagedBatch:
     """Stage one batch on behalf of ``creator``: creates, then updates, then deletes.
 
@@ -248,11 +263,12 @@ def stage_update(
         next_id: the board's next free id.
         creator: the calling agent, normalised (``"@Alice"``).
         now: the time stamped on every staged task.
+        require_output: refuse to complete a task without an output.
 
     Returns:
         The staged tasks, the advanced next id, and everything the report needs.
     """
-    batch = StagedBatch(committed=committed, dependents=dependents, next_id=next_id)
+    batch = StagedBatch(committed=committed, dependents=dependents, next_id=next_id, require_output=require_output)
     for index, item in enumerate(create):
         batch.create(index, item, creator, now)
     for index, change in enumerate(update):
@@ -260,6 +276,52 @@ def stage_update(
     for index, task_id in enumerate(delete):
         batch.delete(index, task_id, now)
     return batch
+
+
+def path_problems(paths: Sequence[str]) -> list[str]:
+    """Why each of ``paths`` (workspace globs a task reserves) cannot be reserved: it must stay
+    inside the workspace (relative, no ``..`` leaving it, no NUL), at most :data:`NAMES_MAX`
+    of at most :data:`NAME_CHARS` characters."""
+    problems = _list_problems("paths", paths)
+    for pattern in paths:
+        parts = pattern.replace("\\", "/").split("/")
+        depth = 0
+        for part in parts:
+            depth += -1 if part == ".." else 0 if part in ("", ".") else 1
+            if depth < 0:
+                break
+        if "\x00" in pattern or pattern.startswith(("/", "~")) or depth < 0 or not pattern.strip():
+            problems.append(
+                f"Path {pattern!r} is not a glob inside the workspace; use a relative pattern such as 'src/api/**'."
+            )
+    return problems
+
+
+NAMES_MAX = 20
+"""Most entries in a task's ``requires`` or ``paths``."""
+NAME_CHARS = 200
+"""Longest entry in a task's ``requires`` or ``paths``."""
+
+
+def requires_problems(names: Sequence[str]) -> list[str]:
+    """Why ``names`` (the tools a task requires) are not a valid list."""
+    return _list_problems("requires", names)
+
+
+def _list_problems(field: str, items: Sequence[str]) -> list[str]:
+    problems = []
+    if len(items) > NAMES_MAX:
+        problems.append(f"{field} lists {len(items)} entries; the limit is {NAMES_MAX}.")
+    if any(not item.strip() or len(item) > NAME_CHARS for item in items):
+        problems.append(f"Each entry of {field} must be 1 to {NAME_CHARS} characters.")
+    return problems
+
+
+def _output_needed(task_id: int) -> str:
+    return (
+        f"Task {task_id} cannot be completed without an output: put what was done (or where the result is) in "
+        "output, max 150 chars, and complete it in the same update."
+    )
 
 
 def _description_problems(description: str) -> list[str]:

@@ -37,16 +37,24 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 from pydantic_core import PydanticCustomError
 
+from toolcards.core.events import ToolcardsEvent
+
 __all__ = [
     "DESCRIPTION_MAX",
+    "HISTORY_MAX",
     "OUTPUT_MAX",
     "STATUS_SYNONYMS",
     "TASK_STATUSES",
+    "Claim",
+    "ClaimAction",
+    "ClaimChanged",
+    "ClaimReport",
     "MatchKind",
     "SearchHit",
     "SearchPage",
     "Task",
     "TaskCreate",
+    "TaskReady",
     "TaskStatus",
     "TaskUpdate",
     "UpdateFailure",
@@ -56,6 +64,8 @@ __all__ = [
     "truncate_output",
 ]
 
+HISTORY_MAX = 10
+"""Lines of claim history a task keeps."""
 DESCRIPTION_MAX = 300
 """Longest accepted task description, in characters; longer ones are refused."""
 OUTPUT_MAX = 150
@@ -204,6 +214,9 @@ _OwnerInput = Annotated[str | None, BeforeValidator(_normalize_if_str)]
 _Owner = Annotated[str | None, BeforeValidator(_normalize_if_str), AfterValidator(_empty_is_none)]
 _Output = Annotated[str, AfterValidator(truncate_output)]
 _Ids = Annotated[list[int], AfterValidator(_unique)]
+# Checked by the board's rules (planning/batch.py), not the schema: every word of a schema
+# is paid for on every request.
+_Names = list[str]
 
 
 class TaskCreate(BaseModel):
@@ -219,6 +232,9 @@ class TaskCreate(BaseModel):
     owner: _Owner = Field(default=None, description="Agent, e.g. @Alice.")
     output: _Output = Field(default="", description="Result; cut to 150 chars.")
     dependencies: _Ids = Field(default_factory=list, description="Existing task ids; no cycles.")
+    priority: int = Field(default=0, description="Higher first.")
+    requires: _Names = Field(default_factory=list, description="Tools a claimer needs.")
+    paths: _Names = Field(default_factory=list, description="Globs it reserves.")
 
 
 class TaskUpdate(BaseModel):
@@ -232,6 +248,7 @@ class TaskUpdate(BaseModel):
     owner: _OwnerInput = Field(default=None, description='"" unassigns.')
     output: _Output | None = Field(default=None, description="Cut to 150 chars.")
     dependencies: _Ids | None = Field(default=None, description="Replaces the list; no cycles.")
+    priority: int | None = None
 
 
 class Task(BaseModel):
@@ -252,12 +269,80 @@ class Task(BaseModel):
     """The agent that created the task, stamped by the actor, never chosen by a model."""
     dependencies: tuple[int, ...] = ()
     """Ids of tasks on the board this task waits on; they form no cycle."""
+    priority: int = 0
+    """Higher is taken first by ``next_task``; ties go to the older task."""
+    requires: tuple[str, ...] = ()
+    """Tool names a member needs to claim the task (e.g. ``exec_command``)."""
+    paths: tuple[str, ...] = ()
+    """Workspace globs reserved for the task's owner while it is claimed."""
+    history: tuple[str, ...] = ()
+    """The last :data:`HISTORY_MAX` claims, releases and expiries, oldest first, one line each."""
     created_at: datetime
     updated_at: datetime
 
     def involves(self, agent: str) -> bool:
         """Whether ``agent`` (already normalised) owns or created this task."""
         return agent in (self.owner, self.creator)
+
+
+class Claim(BaseModel):
+    """A member's lease on a task it claimed (``claim_task``, ``next_task``), as stored.
+
+    The claim holds while :attr:`until` is ahead: the member's tool calls renew it, and it
+    ends when the member releases the task, completes or aborts it, leaves the team, or lets
+    the lease run out. Times are seconds since the epoch, so every process and host reads one
+    deadline (their clocks must agree to a second or so).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    task_id: int
+    member: str
+    """The claimer's handle, ``@Name``; also the task's owner while the claim holds."""
+    since: float
+    until: float
+    """When the lease ends unless it is renewed."""
+    lease_s: float
+    """How long each renewal extends it."""
+
+
+class ClaimReport(BaseModel):
+    """What ``claim_task`` / ``next_task`` did: the task as claimed, and the lease."""
+
+    model_config = ConfigDict(frozen=True)
+
+    task: Task
+    until: float
+    """When the lease ends unless the member's tool calls renew it (seconds since the epoch)."""
+    lease_s: float
+    renewed: bool = False
+    """The member already held the task; only the lease was extended."""
+    replayed: bool = False
+    """The answer of an earlier attempt of the same call (same idempotency key)."""
+
+
+ClaimAction = Literal["claimed", "released", "expired", "left"]
+"""How a claim started or ended."""
+
+
+class ClaimChanged(ToolcardsEvent):
+    """A claim started or ended: ``claimed``, ``released`` (by its holder, or by a change to
+    the task), ``expired`` (its lease ran out) or ``left`` (its holder left the team)."""
+
+    kind: Literal["claim_changed"] = "claim_changed"
+    action: ClaimAction
+    task_id: int
+    member: str
+
+
+class TaskReady(ToolcardsEvent):
+    """The last open dependency of an owned task was completed: its owner can start it."""
+
+    kind: Literal["task_ready"] = "task_ready"
+    task_id: int
+    owner: str
+    text: str
+    """What the owner is told."""
 
 
 class UpdateFailure(BaseModel):

@@ -31,8 +31,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 
+from toolcards.planning.claims import left_in_words
 from toolcards.planning.models import (
     TASK_STATUSES,
+    ClaimReport,
     SearchHit,
     SearchPage,
     Task,
@@ -48,6 +50,7 @@ __all__ = [
     "OWNERS_LIMIT",
     "PLAN_LIMIT",
     "plan_footer",
+    "render_claim",
     "render_hits",
     "render_plan",
     "render_search",
@@ -108,10 +111,40 @@ def render_task(task: Task) -> str:
         f"Owner: {task.owner or 'unassigned'}",
         f"Creator: {task.creator}",
         "Depends on: " + (", ".join(str(i) for i in task.dependencies) or "nothing"),
+    ]
+    if task.priority:
+        lines.append(f"Priority: {task.priority}")
+    if task.requires:
+        lines.append("Requires tools: " + ", ".join(task.requires))
+    if task.paths:
+        lines.append("Reserves paths while claimed: " + ", ".join(task.paths))
+    lines += [
         f"Created: {task.created_at.isoformat(timespec='seconds')}",
         f"Updated: {task.updated_at.isoformat(timespec='seconds')}",
     ]
+    if task.history:
+        lines.append("History: " + "; ".join(task.history))
     return "\n".join(lines)
+
+
+def render_claim(report: ClaimReport) -> str:
+    """What a claim gives the model: the task, and how long the lease holds.
+
+    Example: ``"You hold task 7 (lease 5 min, renewed by your tool calls; release_task gives it
+    back): #7 [in_progress] Write the parser (creator @Alice)"``.
+    """
+    task = report.task
+    if report.replayed:
+        head = f"This call was already applied: you hold task {task.id}"
+    elif report.renewed:
+        head = f"You already hold task {task.id}; its lease was renewed"
+    else:
+        head = f"You hold task {task.id}"
+    lease = left_in_words(report.lease_s)
+    text = f"{head} (lease {lease}, renewed by your tool calls; release_task gives it back): {render_task_line(task)}"
+    if task.paths:
+        text += "\nPaths reserved for you: " + ", ".join(task.paths)
+    return text
 
 
 def render_plan(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
@@ -33,9 +33,9 @@ from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
-from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
+from toolcards.planning.actor import DEFAULT_LEASE_S, PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
-from toolcards.planning.render import PLAN_LIMIT, render_task, render_update_report
+from toolcards.planning.render import PLAN_LIMIT, render_claim, render_task, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
@@ -68,6 +68,24 @@ class SearchPlanningParam(BaseToolParam):
     expose: set[Channels] = {TOOL_CALL, COMMAND}
 
 
+class ClaimTaskParam(BaseToolParam):
+    """Claim one task, atomically across the team."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class NextTaskParam(BaseToolParam):
+    """Claim the best ready task."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ReleaseTaskParam(BaseToolParam):
+    """Give a claimed task back."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
 class PlanningTool(ToolCard):
     """The team's planning board. ``embedding`` turns on semantic search (keyword-only without)."""
 
@@ -78,8 +96,16 @@ class PlanningTool(ToolCard):
     get_planning_task: GetPlanningTaskParam | bool = True
     update_planning: UpdatePlanningParam | bool = True
     search_planning: SearchPlanningParam | bool = True
+    claim_task: ClaimTaskParam | bool = True
+    next_task: NextTaskParam | bool = True
+    release_task: ReleaseTaskParam | bool = True
     embedding: EmbeddingParam | None = None
+    lease_s: float = Field(default=DEFAULT_LEASE_S, gt=0, allow_inf_nan=False)
+    """Seconds a claim lasts without a tool call of its holder; each call renews it."""
+    require_output: bool = True
+    """Completing a task needs an output (what was done, or where the result is)."""
     _board: PlanningProxy | None = PrivateAttr(default=None)
+    _tools: frozenset[str] | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
@@ -91,8 +117,13 @@ class PlanningTool(ToolCard):
             default_store(),
             self.embedding,
             team.publish,
+            team=team,
             proxy=PlanningProxy,
         )
+
+    def on_tools_bound(self, tool_names: frozenset[str]) -> None:
+        """Keep the agent's tool names: a task's ``requires`` are checked against them."""
+        self._tools = tool_names
 
     @property
     def board(self) -> PlanningProxy:
@@ -152,7 +183,12 @@ class PlanningTool(ToolCard):
         try:
             report = self.ask(
                 self.board.update(
-                    self._agent, create_tasks or (), update_tasks or (), delete_tasks or (), call=current_call()
+                    self._agent,
+                    create_tasks or (),
+                    update_tasks or (),
+                    delete_tasks or (),
+                    call=current_call(),
+                    require_output=self.require_output,
                 ),
                 actor=PLANNING_ACTOR_NAME,
             )
@@ -181,6 +217,37 @@ class PlanningTool(ToolCard):
         return self.ask(
             self.board.render_search(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
         )
+
+    @capability("claim_task", mutates=True)
+    def claim(self, task_id: int) -> str:
+        """Claim a task; nobody else can take it while your tool calls keep its lease."""
+        report = self._claiming(self.board.claim(self._agent, task_id, **self._claim_options()))
+        return render_claim(report)
+
+    @capability("next_task", mutates=True)
+    def take_next(self) -> str:
+        """Claim the best task ready for you, or learn why none is."""
+        return render_claim(self._claiming(self.board.next_task(self._agent, **self._claim_options())))
+
+    @capability("release_task", mutates=True)
+    def release(self, task_id: int, reason: str = "") -> str:
+        """Give back a task you hold; it returns to pending.
+
+        Args:
+            reason: For whoever takes it next.
+        """
+        task = self._claiming(self.board.release(self._agent, task_id, reason, call=current_call()))
+        return f"Released task {task.id}; it is pending again."
+
+    def _claim_options(self) -> dict[str, Any]:
+        return {"tools": self._tools, "lease_s": self.lease_s, "call": current_call()}
+
+    def _claiming(self, future: Any) -> Any:
+        try:
+            return self.ask(future, actor=PLANNING_ACTOR_NAME)
+        except OutcomeUnknown as exc:
+            exc.check = "get_planning_task"
+            raise
 
     # -- views (read-only, for people looking at the team) ----------------------------------
 
