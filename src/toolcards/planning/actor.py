@@ -69,6 +69,7 @@ from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.actors.timers import TimerHandle, call_later
 from toolcards.core.events import StateChanged, ToolcardsEvent
 from toolcards.core.idempotency import CallKey
+from toolcards.core.services import MAILBOX
 from toolcards.errors import RetriableError
 from toolcards.planning.batch import StagedBatch, stage_update, unknown_task
 from toolcards.planning.claims import ReadyQueue, claim_refusal, history_line, none_ready, with_history
@@ -78,6 +79,7 @@ from toolcards.planning.models import (
     ClaimChanged,
     ClaimReport,
     MatchKind,
+    ReservationMode,
     SearchHit,
     SearchPage,
     Task,
@@ -574,6 +576,7 @@ class PlanningActor(CallerRunsActor):
         *,
         tools: Collection[str] | None = None,
         lease_s: float = DEFAULT_LEASE_S,
+        paths_mode: ReservationMode = "refuse",
         call: CallKey | None = None,
     ) -> ClaimReport:
         """Claim task ``task_id`` for ``agent``, atomically across every process of the team.
@@ -588,6 +591,8 @@ class PlanningActor(CallerRunsActor):
             tools: the claimer's tool names, checked against the task's ``requires``
                 (``None``: not checked).
             lease_s: the lease; positive.
+            paths_mode: what other members' writes to the task's ``paths`` meet while the
+                claim holds (:meth:`reservations`).
             call: the call's idempotency key (see :meth:`update`).
 
         Raises:
@@ -620,7 +625,7 @@ class PlanningActor(CallerRunsActor):
             )
             if refusal is not None:
                 raise RetriableError(refusal)
-            staged = self._stage_claim(txn, task, member, lease_s, now, call)
+            staged = self._stage_claim(txn, task, member, lease_s, paths_mode, now, call)
         return self._committed_claim(staged, txn)
 
     def next_task(
@@ -629,6 +634,7 @@ class PlanningActor(CallerRunsActor):
         *,
         tools: Collection[str] | None = None,
         lease_s: float = DEFAULT_LEASE_S,
+        paths_mode: ReservationMode = "refuse",
         call: CallKey | None = None,
     ) -> ClaimReport:
         """Claim the best task ready for ``agent`` and return it (see :meth:`claim`).
@@ -666,7 +672,7 @@ class PlanningActor(CallerRunsActor):
                         lambda task: _missing(task, tools),
                     )
                 )
-            staged = self._stage_claim(txn, self._tasks[found], member, lease_s, time.time(), call)
+            staged = self._stage_claim(txn, self._tasks[found], member, lease_s, paths_mode, time.time(), call)
         return self._committed_claim(staged, txn)
 
     def release(self, agent: str, task_id: int, reason: str = "", *, call: CallKey | None = None) -> Task:
@@ -706,8 +712,32 @@ class PlanningActor(CallerRunsActor):
         self._refresh()
         return [self._claims[task_id] for task_id in sorted(self._claims)]
 
+    def reservations(self, member: str = "") -> list[tuple[str, str, int, ReservationMode]]:
+        """The paths reserved by live claims of members other than ``member``, after catching up.
+
+        Returns ``(glob, holder, task id, mode)`` tuples: plain data, because the workspace
+        matches them with its own glob rules and must not import the board's models.
+        """
+        self._refresh()
+        asking = normalize_agent_name(member)
+        now = time.time()
+        found = []
+        for claim in self._claims.values():
+            task = self._tasks.get(claim.task_id)
+            if task is None or not task.paths or claim.member == asking or claim.until <= now:
+                continue
+            found += [(pattern, claim.member, task.id, claim.paths_mode) for pattern in task.paths]
+        return found
+
     def _stage_claim(
-        self, txn: Transaction, task: Task, member: str, lease_s: float, now: float, call: CallKey | None
+        self,
+        txn: Transaction,
+        task: Task,
+        member: str,
+        lease_s: float,
+        paths_mode: ReservationMode,
+        now: float,
+        call: CallKey | None,
     ) -> _StagedClaim:
         previous = self._claims.get(task.id)
         renewed = previous is not None and previous.member == member
@@ -717,6 +747,7 @@ class PlanningActor(CallerRunsActor):
             since=previous.since if renewed and previous is not None else now,
             until=now + lease_s,
             lease_s=lease_s,
+            paths_mode=paths_mode,
         )
         claimed = task
         if not renewed:
@@ -811,7 +842,7 @@ class PlanningActor(CallerRunsActor):
                     and not self._queue.waiting_on(task, self._tasks)
                 ):
                     ready[dependent] = task_id
-        mailbox = self._team.service("mailbox") if self._team is not None else None
+        mailbox = self._team.service(MAILBOX) if self._team is not None else None
         for dependent, finished in ready.items():
             owner = self._tasks[dependent].owner
             text = (
@@ -823,7 +854,7 @@ class PlanningActor(CallerRunsActor):
                     self._publish(TaskReady(team_id=self._team_id, task_id=dependent, owner=owner or "", text=text))
             if mailbox is not None and owner:
                 try:
-                    mailbox.notify(owner, text, sender=PLANNING_ACTOR_NAME)
+                    mailbox(owner, text, sender=PLANNING_ACTOR_NAME)
                 except Exception:
                     logger.exception("Telling %s that task %s is ready failed.", owner, dependent)
 
@@ -1206,3 +1237,4 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     next_task = proxy_method(PlanningActor.next_task)
     release = proxy_method(PlanningActor.release)
     claims = proxy_method(PlanningActor.claims)
+    reservations = proxy_method(PlanningActor.reservations)

@@ -50,6 +50,7 @@ __all__ = [
     "ClaimChanged",
     "ClaimReport",
     "MatchKind",
+    "ReservationMode",
     "SearchHit",
     "SearchPage",
     "Task",
@@ -285,6 +286,11 @@ class Task(BaseModel):
         return agent in (self.owner, self.creator)
 
 
+ReservationMode = Literal["refuse", "warn"]
+"""``refuse``: another member's write to a reserved path is refused; ``warn``: it goes
+through with a warning naming the holder."""
+
+
 class Claim(BaseModel):
     """A member's lease on a task it claimed (``claim_task``, ``next_task``), as stored.
 
@@ -304,6 +310,8 @@ class Claim(BaseModel):
     """When the lease ends unless it is renewed."""
     lease_s: float
     """How long each renewal extends it."""
+    paths_mode: ReservationMode = "refuse"
+    """What a write by another member to the task's ``paths`` meets while the claim holds."""
 
 
 class ClaimReport(BaseModel):

@@ -22,6 +22,7 @@ One view (:mod:`toolcards.core.views`): ``planning.board``, every task with all 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar
 
 from pydantic import Field, PrivateAttr
@@ -31,10 +32,11 @@ from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.services import PATH_RESERVATIONS
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.planning.actor import DEFAULT_LEASE_S, PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
-from toolcards.planning.models import TaskCreate, TaskStatus, TaskUpdate
+from toolcards.planning.models import ReservationMode, TaskCreate, TaskStatus, TaskUpdate
 from toolcards.planning.render import PLAN_LIMIT, render_claim, render_task, render_update_report
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
@@ -104,6 +106,9 @@ class PlanningTool(ToolCard):
     """Seconds a claim lasts without a tool call of its holder; each call renews it."""
     require_output: bool = True
     """Completing a task needs an output (what was done, or where the result is)."""
+    reservations: ReservationMode = "refuse"
+    """While a task is claimed, another member's workspace write to one of its ``paths`` is
+    refused (``refuse``) or goes through with a warning (``warn``)."""
     _board: PlanningProxy | None = PrivateAttr(default=None)
     _tools: frozenset[str] | None = PrivateAttr(default=None)
 
@@ -120,6 +125,8 @@ class PlanningTool(ToolCard):
             team=team,
             proxy=PlanningProxy,
         )
+        # The workspace asks for the paths reserved by claims; only the board's proxy is kept.
+        team.provide(PATH_RESERVATIONS, functools.partial(_reserved_paths, self._board))
 
     def on_tools_bound(self, tool_names: frozenset[str]) -> None:
         """Keep the agent's tool names: a task's ``requires`` are checked against them."""
@@ -240,7 +247,7 @@ class PlanningTool(ToolCard):
         return f"Released task {task.id}; it is pending again."
 
     def _claim_options(self) -> dict[str, Any]:
-        return {"tools": self._tools, "lease_s": self.lease_s, "call": current_call()}
+        return {"tools": self._tools, "lease_s": self.lease_s, "paths_mode": self.reservations, "call": current_call()}
 
     def _claiming(self, future: Any) -> Any:
         try:
@@ -260,3 +267,9 @@ class PlanningTool(ToolCard):
         """The planning board: every task, with all its fields."""
         tasks = self.ask(self.board.tasks(), actor=PLANNING_ACTOR_NAME)
         return {"tasks": [task.model_dump(mode="json") for task in tasks]}
+
+
+def _reserved_paths(board: PlanningProxy, member: str) -> list[tuple[str, str, int, ReservationMode]]:
+    from toolcards.actors.asking import ask
+
+    return ask(board.reservations(member), actor=PLANNING_ACTOR_NAME)

@@ -72,6 +72,7 @@ on a named pipe. Their version is a digest of the tree's entries, taken at most 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
 
@@ -106,6 +107,8 @@ from toolcards.workspace.models import (
     WorkspacePath,
     content_digest,
 )
+from toolcards.workspace.patch import parse_patch
+from toolcards.workspace.reservations import check_reservations
 from toolcards.workspace.tree import Tree
 from toolcards.workspace.tree_lock import probe_tree_locks
 
@@ -243,6 +246,8 @@ class WorkspaceTool(ToolCard):
     _hub: WorkspaceHub | None = PrivateAttr(default=None)
     _team: tuple[str, Any] | None = PrivateAttr(default=None)
     _agent: str = PrivateAttr(default="")
+    _member: str = PrivateAttr(default="")
+    _handle: Any = PrivateAttr(default=None)
     _cache_dir: Path | None = PrivateAttr(default=None)
     _signature: tuple[float, str] = PrivateAttr(default=(float("-inf"), ""))
 
@@ -274,6 +279,8 @@ class WorkspaceTool(ToolCard):
         self._root = root
         self._tree = Tree(root)
         self._agent = str(observer.address)
+        self._member = observer.address.handle
+        self._handle = observer.team
         self._team = (team_id, observer.team.publish)
         self._hub = None
         self._workspace_hub()
@@ -390,7 +397,7 @@ class WorkspaceTool(ToolCard):
         Args:
             path: Relative to the workspace root.
         """
-        return self.ask(self._actor_proxy().write(self._agent, path, content), actor=self._actor_name)
+        return self._change("workspace_write", [path], lambda: self._actor_proxy().write(self._agent, path, content))
 
     @capability("workspace_edit", mutates=True)
     def edit_file(
@@ -401,8 +408,10 @@ class WorkspaceTool(ToolCard):
         Args:
             old_string: Must be unique unless replace_all.
         """
-        return self.ask(
-            self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all), actor=self._actor_name
+        return self._change(
+            "workspace_edit",
+            [path],
+            lambda: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all),
         )
 
     @capability("workspace_multi_edit", mutates=True)
@@ -421,7 +430,11 @@ class WorkspaceTool(ToolCard):
                 f"The edits hold {size:,} characters in all, more than {MAX_PATCH_CHARS:,}. Split them into "
                 "several calls, or write the file whole."
             )
-        return self.ask(self._actor_proxy().multi_edit(self._agent, edits), actor=self._actor_name)
+        return self._change(
+            "workspace_multi_edit",
+            [edit.path for edit in edits],
+            lambda: self._actor_proxy().multi_edit(self._agent, edits),
+        )
 
     @capability("workspace_patch", mutates=True)
     def patch_files(self, patch_text: PatchText) -> str:
@@ -430,17 +443,18 @@ class WorkspaceTool(ToolCard):
         Args:
             patch_text: '--- a/path' '+++ b/path' then '@@' hunks; /dev/null to add or delete a file.
         """
-        return self.ask(self._actor_proxy().patch(self._agent, patch_text), actor=self._actor_name)
+        paths = [path for change in parse_patch(patch_text) for path in (change.old_path, change.new_path) if path]
+        return self._change("workspace_patch", paths, lambda: self._actor_proxy().patch(self._agent, patch_text))
 
     @capability("workspace_delete", mutates=True)
     def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
-        return self.ask(self._actor_proxy().delete(self._agent, path), actor=self._actor_name)
+        return self._change("workspace_delete", [path], lambda: self._actor_proxy().delete(self._agent, path))
 
     @capability("workspace_mkdir", mutates=True)
     def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
-        return self.ask(self._actor_proxy().mkdir(self._agent, path), actor=self._actor_name)
+        return self._change("workspace_mkdir", [path], lambda: self._actor_proxy().mkdir(self._agent, path))
 
     @capability("workspace_rmdir", mutates=True)
     def remove_directory(self, path: WorkspacePath, recursive: bool = False) -> str:
@@ -449,7 +463,10 @@ class WorkspaceTool(ToolCard):
         Args:
             recursive: Also remove everything in it.
         """
-        return self.ask(self._actor_proxy().rmdir(self._agent, path, recursive, remaining()), actor=self._actor_name)
+        deadline = remaining()
+        return self._change(
+            "workspace_rmdir", [path], lambda: self._actor_proxy().rmdir(self._agent, path, recursive, deadline)
+        )
 
     # -- views (read-only, for people looking at the team) ------------------------------------
 
@@ -480,6 +497,14 @@ class WorkspaceTool(ToolCard):
         return image_bytes(self.tree, _view_path(path))
 
     # -- internals ----------------------------------------------------------------------------------
+
+    def _change(self, tool: str, paths: list[str], send: Callable[[], Any]) -> str:
+        """Check ``paths`` against other members' reservations
+        (:mod:`toolcards.workspace.reservations`), then ``send()`` the change to the tree's
+        actor and return its answer, with the reservations' warning if any."""
+        warning = check_reservations(self._handle, self._member, paths, tool=tool)
+        answer: str = self.ask(send(), actor=self._actor_name)
+        return f"{answer}\n{warning}" if warning else answer
 
     def _workspace_hub(self) -> WorkspaceHub:
         # After stop_workspace_actors the registry holds a new hub: attach to it again.
