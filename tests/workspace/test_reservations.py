@@ -43,7 +43,7 @@ def test_a_claimed_task_s_paths_refuse_other_members_writes(team: toolcards.Team
     assert bob["workspace_write"].call_sync({"path": "src/web/page.py", "content": "y = 2\n"}).startswith("Created")
     assert ann["workspace_write"].call_sync({"path": "src/api/users.py", "content": "x = 1\n"}).startswith("Created")
     patch = "--- /dev/null\n+++ b/src/api/new.py\n@@ -0,0 +1 @@\n+z = 3\n"
-    with pytest.raises(RetriableError, match="workspace_patch was not applied: src/api/new.py is reserved by @Ann"):
+    with pytest.raises(RetriableError, match=r"workspace_patch was not applied: src/api/new\.py is reserved by @Ann"):
         bob["workspace_patch"].call_sync({"patch_text": patch})
 
     ann["release_task"].call_sync({"task_id": 1})
