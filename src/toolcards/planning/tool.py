@@ -75,6 +75,7 @@ class PlanningTool(ToolCard):
     update_planning: UpdatePlanningParam | bool = True
     search_planning: SearchPlanningParam | bool = True
     embedding: EmbeddingParam | None = None
+    """How texts are embedded for search by meaning; ``None``: keyword search only."""
     _board: PlanningProxy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
