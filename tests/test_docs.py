@@ -144,6 +144,13 @@ def test_every_toolcards_command_the_pages_show_exists_with_its_options() -> Non
     assert not problems, "\n".join(problems)
 
 
+def test_the_command_line_page_introduces_every_command() -> None:
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = page.split("\n\n")[2]  # the table under the first sentence
+    missing = [name for name in _subcommands() if f"| `toolcards {name}` |" not in table]
+    assert not missing, f"add a row for each to the table at the top of docs/cli.md: {missing}"
+
+
 # -- the generated reference ----------------------------------------------------------------------
 
 
