@@ -2,7 +2,8 @@
 # Both build .venv and install everything (.[all,dev]) with PYTHON: by default the first
 # Python >= 3.11 on PATH; `make test PYTHON=python3.11` (a name or a path) picks one, and a
 # .venv made by another interpreter is then rebuilt. `make wheel-check` builds the wheel and
-# sdist and runs the README from the wheel installed outside the repository.
+# sdist and runs the README and the docs from the wheel installed outside the repository.
+# `make docs` builds the documentation site into site/ (make test builds it too, strictly).
 
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null && { command -v $$p; break; }; \
@@ -14,7 +15,7 @@ STAMP := $(VENV)/.installed
 IDENTITY := import sys; print(sys.version.split()[0], sys.base_prefix)
 LINT_PATHS := .  # everything ruff reads, README.md's Python blocks included
 
-.PHONY: test demo lint bench wheel-check venv clean FORCE
+.PHONY: test demo lint docs bench wheel-check venv clean FORCE
 
 # Rewritten only when the interpreter changes, so the install below reruns only then.
 $(VENV)/.python: FORCE
@@ -45,6 +46,7 @@ test: venv
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)
 	$(BIN)/mypy --strict src
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir site
 	$(BIN)/coverage erase
 	$(BIN)/coverage run -m pytest -q -p no:cacheprovider
 	$(BIN)/coverage combine -q
@@ -52,6 +54,9 @@ test: venv
 
 demo: venv
 	$(BIN)/toolcards demo
+
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 bench: venv
 	@$(BIN)/toolcards fetch-models >/dev/null || echo "warning: the local embedding model is missing; its rows will say so" >&2
@@ -66,4 +71,4 @@ wheel-check: venv
 	$(BIN)/python scripts/wheel_check.py
 
 clean:
-	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache dist
+	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .mypy_cache .ruff_cache dist site

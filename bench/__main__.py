@@ -3,8 +3,8 @@
 Each row is one case: its median and 95th percentile, its target when it has one, and
 whether the target was met. A group that needs something absent prints one ``skipped``
 row; a group that raises prints one ``error`` row and the others still run.
-``--markdown`` prints the table for the README instead: a line naming the machine, Python
-and date, then one row per case.
+``--markdown`` prints the table for ``docs/benchmarks.md`` instead: a line naming the
+machine, Python and date, then one row per case.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def _columns(case: Case) -> tuple[str, str, str, str]:
 
 
 def markdown(rows: Iterable[Row], *, names: list[str], machine_line: str) -> str:
-    """The README's benchmark table: who measured where, then one row per case."""
+    """The benchmark table of ``docs/benchmarks.md``: who measured where, then one row per case."""
     command = " ".join(["python -m bench --markdown", *names])
     lines = [
         f"Measured with `{command}` on {machine_line}.",
@@ -195,7 +195,7 @@ def run_group(name: str) -> tuple[list[Row], bool]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("names", nargs="*", help="benchmark groups to run (default: all)")
-    parser.add_argument("--markdown", action="store_true", help="print the README's table, with the machine")
+    parser.add_argument("--markdown", action="store_true", help="print the table for docs/benchmarks.md")
     args = parser.parse_args(argv)
     available = groups()
     names = args.names or available

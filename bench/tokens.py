@@ -363,7 +363,7 @@ def _cache_rows(turns: int = 30) -> list[Row]:
     for mode, (share, total) in results.items():
         how = "TeamContext capability" if mode == "updates" else f"CardToolset(context={mode!r})"
         # The >= 90 % goal is for the cache-friendly attachments; "rewrite" (the default)
-        # trades prefix for the fewest tokens sent, as the README's "Tokens" section shows.
+        # trades prefix for the fewest tokens sent, as docs/tokens.md shows.
         cache_friendly = mode != "rewrite"
         note = (
             f"share of each request's tokens repeating the previous request's start; {total:,} o200k tokens sent in all"

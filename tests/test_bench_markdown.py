@@ -1,6 +1,6 @@
 """``python -m bench``: one table of every group's cases, with p95, targets and met/missed.
 
-The README's table (``--markdown``) names each row by its case and the machine it ran on; a
+The table of docs/benchmarks.md (``--markdown``) names each row by its case and the machine it ran on; a
 group that cannot run here is one ``skipped`` row, one that raises is one ``error`` row.
 """
 

@@ -1,6 +1,6 @@
-"""The wheel check's own logic: which README blocks it runs, and what it refuses in a wheel or sdist.
+"""The wheel check's own logic: which docs blocks it runs, and what it refuses in a wheel or sdist.
 
-The check itself (build, install outside the repository, run the README and the demo) is
+The check itself (build, install outside the repository, run the docs' blocks and the demo) is
 ``make wheel-check``, which CI runs; these tests keep its rules from rotting silently.
 """
 
@@ -13,6 +13,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -28,7 +29,7 @@ def _load(name: str) -> ModuleType:
     return module
 
 
-readme_blocks = _load("run_readme_blocks")
+doc_blocks = _load("run_doc_blocks")
 wheel_check = _load("wheel_check")
 
 GOOD_METADATA = "\n".join(
@@ -43,16 +44,29 @@ GOOD_METADATA = "\n".join(
 )
 
 
-def test_blocks_are_found_with_their_line_numbers() -> None:
-    text = "# title\n\n```python\nx = 1\n```\n\n```bash\nmake\n```\n\n```python\nassert x == 1\n```\n"
-    assert readme_blocks.python_blocks(text) == [(3, "x = 1\n"), (11, "assert x == 1\n")]
+def test_blocks_are_found_with_their_line_numbers_and_no_run_reasons() -> None:
+    text = (
+        "# title\n\n```python\nx = 1\n```\n\n```bash\nmake\n```\n\n"
+        "<!-- no-run: needs a Docker daemon -->\n```python\nassert x == 1\n```\n"
+    )
+    blocks = doc_blocks.blocks_of(text, "page.md")
+    assert [(b.line, b.code, b.no_run) for b in blocks] == [
+        (3, "x = 1\n", None),
+        (12, "assert x == 1\n", "needs a Docker daemon"),
+    ]
+    assert blocks[1].where == "page.md:12"
+    # Written to a file, the code keeps its line on the page, so tracebacks name that line.
+    assert blocks[0].script().splitlines()[3] == "x = 1"
 
 
-def test_the_runner_finds_every_block_the_readme_test_runs() -> None:
-    from tests.test_readme import python_blocks
+def test_the_wheel_check_runs_the_blocks_the_docs_test_runs() -> None:
+    from tests.test_docs import BLOCKS
 
-    found = readme_blocks.python_blocks((REPO / "README.md").read_text(encoding="utf-8"))
-    assert [code for _, code in found] == python_blocks()
+    def described(blocks: list[Any]) -> list[tuple[str, str, str | None]]:
+        return [(block.where, block.code, block.no_run) for block in blocks]
+
+    assert described(doc_blocks.all_blocks()) == described(BLOCKS)
+    assert {block.page for block in BLOCKS} >= {"README.md", "docs/getting-started.md"}
 
 
 def _wheel(path: Path, *, drop: str = "", extra: str = "", metadata: str = GOOD_METADATA) -> Path:

@@ -72,7 +72,7 @@ def test_a_local_commands_parent_holds_no_secret(workspace: Path) -> None:
 
 
 def test_local_mode_does_not_hide_the_host_process_itself(workspace: Path) -> None:
-    # Documented (README "Sandboxed shell", local.py): the launcher's parent is the host
+    # Documented (docs/cards/sandbox.md, local.py): the launcher's parent is the host
     # process, and a process of the same user reads its /proc environ.
     found = probe("local", workspace)
     assert found["grandparent"] and found["scan"]

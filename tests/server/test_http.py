@@ -186,7 +186,7 @@ def test_a_pydantic_ai_agent_over_http(team_server: TeamServer) -> None:
         return ModelResponse(parts=[ToolCallPart("whoami", {})])
 
     with serving(team_server) as url:
-        # As the README shows: the bare endpoint, the token as a bearer header.
+        # As docs/serving.md shows: the bare endpoint, the token as a bearer header.
         headers = {"Authorization": f"Bearer {token_of(url)}", "X-Agent-Name": "Ivy"}
         agent = Agent(FunctionModel(respond), toolsets=[MCPToolset(bare(url), headers=headers)])
         assert agent.run_sync("who am I?").output == "@Ivy"

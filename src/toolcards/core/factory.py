@@ -183,7 +183,7 @@ class ToolFactory:
         a changed system prompt reaches the model (:class:`~toolcards.pydantic_ai.CardToolset`):
         rendered afresh into the instructions (the default), or ``"append"``ed as a change so the
         start of every request stays cacheable. With a provider that caches prompts,
-        ``Agent(model, capabilities=[TeamContext(factory)])`` costs least (README, "Tokens").
+        ``Agent(model, capabilities=[TeamContext(factory)])`` costs least (``docs/tokens.md``).
         """
         from toolcards.pydantic_ai.toolset import CardToolset
 

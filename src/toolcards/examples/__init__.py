@@ -1,4 +1,4 @@
-"""Small programs that run offline, shipped with the package so the README's samples import them.
+"""Small programs that run offline, shipped with the package so the docs' samples import them.
 
 * :mod:`toolcards.examples.quickstart` — a card with one tool, one system prompt and one
   command, driven by a scripted pydantic-ai model: ``python -m toolcards.examples.quickstart``.

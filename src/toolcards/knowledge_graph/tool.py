@@ -73,6 +73,7 @@ class KnowledgeGraphTool(ToolCard):
     update_graph: UpdateGraphParam | bool = True
     search_graph: SearchGraphParam | bool = True
     embedding: EmbeddingParam | None = None
+    """How texts are embedded for search by meaning; ``None``: keyword search only."""
     _graph: KnowledgeGraphProxy | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:

@@ -121,6 +121,7 @@ class MCPHTTPConnectionConfig(_MCPConnectionBase):
     """An MCP server reached over streamable HTTP (SSE when the URL ends in ``/sse``)."""
 
     transport: Literal["http"] = "http"
+    """Selects this kind of connection in a config file."""
     url: str
     """The endpoint, e.g. ``https://mcp.example.com/mcp``."""
     headers: dict[str, str] = Field(default_factory=dict)
@@ -163,11 +164,15 @@ class MCPStdioConnectionConfig(_MCPConnectionBase):
     """
 
     transport: Literal["stdio"] = "stdio"
+    """Selects this kind of connection in a config file."""
     command: str = Field(min_length=1)
     """The executable, e.g. ``npx`` or ``/usr/bin/python3``."""
     args: list[str] = Field(default_factory=list)
+    """Arguments after ``command``."""
     env: dict[str, str] = Field(default_factory=dict)
+    """Variables added to the subprocess's small safe environment."""
     cwd: str | None = None
+    """The subprocess's working directory (default: this process's)."""
     keep_alive: bool = True
     """Keep the subprocess running between connections (one agent run each, unless the
     agent is entered with ``async with``); ``False`` respawns it every time (~1 s)."""

@@ -27,6 +27,7 @@ class MCPTool(ToolCard):
     kind: ClassVar[str] = "mcp"
 
     connections: list[MCPConnectionConfig] = Field(default_factory=list)
+    """The servers, each over stdio or HTTP (``transport``); one toolset per server."""
 
     def get_toolsets(self) -> list[Any]:
         """One pydantic-ai toolset per connection. Building connects to nothing; the agent

@@ -21,11 +21,11 @@ Agent names are normalised to ``@Name`` everywhere (:func:`normalize_agent_name`
 ``"Alice"``, ``" @Alice "`` and ``"@@Alice"`` all become ``"@Alice"``; case is kept, so
 ``"@alice"`` and ``"@Alice"`` are different agents. An empty name means "unassigned".
 
-Rules the schema cannot enforce without failing a whole batch (description length,
-unique ids, existing dependencies, cycles) are checked by
-:class:`toolcards.planning.actor.PlanningActor`, which applies every valid part of a batch and
-reports the others. Output longer than :data:`OUTPUT_MAX` is cut here, on validation,
-never refused. This module imports pydantic (and its ``pydantic_core``) only.
+Rules the schema cannot check part by part (description length, unique ids, existing
+dependencies, cycles) are checked by :class:`toolcards.planning.actor.PlanningActor`, which
+reports every refused part of a batch together; a batch with a refused part applies nothing.
+Output longer than :data:`OUTPUT_MAX` is cut here, on validation, never refused. This module
+imports pydantic (and its ``pydantic_core``) and the core's event base only.
 """
 
 from __future__ import annotations
@@ -260,6 +260,7 @@ class Task(BaseModel):
     id: int
     """Unique on the board; never reused after a delete."""
     status: TaskStatus
+    """Where the task stands (:data:`TaskStatus`)."""
     description: str
     """At most :data:`DESCRIPTION_MAX` characters."""
     output: _Output = ""
@@ -279,7 +280,9 @@ class Task(BaseModel):
     history: tuple[str, ...] = ()
     """The last :data:`HISTORY_MAX` claims, releases and expiries, oldest first, one line each."""
     created_at: datetime
+    """When the task was created (UTC)."""
     updated_at: datetime
+    """When the task last changed (UTC)."""
 
     def involves(self, agent: str) -> bool:
         """Whether ``agent`` (already normalised) owns or created this task."""

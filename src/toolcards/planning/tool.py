@@ -102,6 +102,7 @@ class PlanningTool(ToolCard):
     next_task: NextTaskParam | bool = True
     release_task: ReleaseTaskParam | bool = True
     embedding: EmbeddingParam | None = None
+    """How texts are embedded for search by meaning; ``None``: keyword search only."""
     lease_s: float = Field(default=DEFAULT_LEASE_S, gt=0, allow_inf_nan=False)
     """Seconds a claim lasts without a tool call of its holder; each call renews it."""
     require_output: bool = True

@@ -29,7 +29,7 @@ the graph summary). ``context`` says how a section that changed reaches the mode
   as compact updates: the cheapest mode wherever the provider caches prompts).
 
 ``python -m bench tokens`` measures the three on a 30-request run whose board changes every
-3 requests; the README's "Tokens" section gives the figures and which to choose.
+3 requests; ``docs/tokens.md`` gives the figures and which to choose.
 """
 
 from __future__ import annotations

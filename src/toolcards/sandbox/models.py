@@ -121,6 +121,7 @@ class LocalOptions(SandboxOptions):
     """The ``local`` backend: process limits only, no filesystem or network isolation."""
 
     backend: Literal["local"] = "local"
+    """The backend these options are for (set from the card's ``mode``)."""
     hide_host_process: bool = False
     """Mark the process running toolcards non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``)
     when the sandbox starts, so commands of the same non-root user can no longer read its
@@ -133,6 +134,7 @@ class BwrapOptions(SandboxOptions):
     """The ``bwrap`` backend (Linux bubblewrap)."""
 
     backend: Literal["bwrap"] = "bwrap"
+    """The backend these options are for (set from the card's ``mode``)."""
     allow_network: bool = False
     """Share the host's network namespace (otherwise only a private loopback exists)."""
     bind_python: bool = True
@@ -142,31 +144,39 @@ class BwrapOptions(SandboxOptions):
     ro_binds: tuple[str, ...] = ()
     """Extra host paths bound read-only at the same place (toolchains, caches)."""
     bwrap_path: str = "bwrap"
+    """The bubblewrap executable."""
 
 
 class DockerOptions(SandboxOptions):
     """The ``docker`` backend: one container per team, ``docker exec`` per command."""
 
     backend: Literal["docker"] = "docker"
+    """The backend these options are for (set from the card's ``mode``)."""
     image: str = "toolcards-sandbox:latest"
     """Image built from ``docker/Dockerfile``: ``docker build -t toolcards-sandbox docker/``."""
     docker_path: str = "docker"
+    """The docker client executable."""
     allow_network: bool = False
+    """Attach the container to docker's bridge network (otherwise it has none)."""
     cpus: float = Field(default=1.0, gt=0)
     """CPUs the container may use (``--cpus``)."""
     tmp_size_mb: int = Field(default=256, ge=1)
     """Size of the container's tmpfs ``/tmp``."""
     container_prefix: str = "toolcards-sandbox"
+    """Name prefix of the team's container."""
 
 
 class SeatbeltOptions(SandboxOptions):
     """The ``seatbelt`` backend (macOS ``sandbox-exec``)."""
 
     backend: Literal["seatbelt"] = "seatbelt"
+    """The backend these options are for (set from the card's ``mode``)."""
     allow_network: bool = False
+    """Allow network access (otherwise the profile denies it)."""
     ro_paths: tuple[str, ...] = ()
     """Extra host paths the command may read (system paths and the workspace always)."""
     sandbox_exec_path: str = "/usr/bin/sandbox-exec"
+    """The ``sandbox-exec`` executable."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -72,12 +72,19 @@ class ExecTool(ToolCard):
     requires_observer: ClassVar[type | None] = ActorToolObserver
 
     mode: str = "auto"
+    """The sandbox backend: ``auto``, ``bwrap``, ``docker``, ``seatbelt``, ``local``, or a mode
+    registered in ``SANDBOX_ACTOR_CLASSES``. Every card of a team must name the same one."""
     workspace_id: WorkspaceId | None = None
+    """The tree commands run in (default: the team id), the one ``WorkspaceTool`` edits."""
     timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    """Seconds a command may run before it and its process group are killed (exit code 124)."""
     limits: ExecLimits = Field(default_factory=ExecLimits)
+    """Resource limits of each command of this card."""
     allowed_commands: list[str] = Field(default_factory=lambda: list(DEFAULT_ALLOWED_COMMANDS))
     """First words a command may start with (a usability filter; the backend is the security)."""
     options: dict[str, Any] = Field(default_factory=dict)
+    """The backend's own settings, validated into its options model (``LocalOptions``,
+    ``BwrapOptions``, ``DockerOptions``, ``SeatbeltOptions``) when the card binds."""
     exec_command: ExecCommandParam | bool = True
     _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)

@@ -25,7 +25,9 @@ class WebSearchParam(BaseToolParam):
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
     max_results: int = Field(default=5, ge=1, le=20)
+    """Results per search when the model asks for no number (at most ``settings.max_results``)."""
     search_depth: Literal["basic", "advanced"] = "basic"
+    """Tavily's search depth when the model asks for none: ``"advanced"`` finds more and costs more."""
 
 
 class WebFetchParam(BaseToolParam):
@@ -47,6 +49,7 @@ class SearchTool(ToolCard):
     kind: ClassVar[str] = "search"
 
     settings: TavilySettings = Field(default_factory=TavilySettings)
+    """How the card reaches Tavily and what it keeps of the answers."""
     web_search: WebSearchParam | bool = True
     web_fetch: WebFetchParam | bool = True
     web_crawl: WebCrawlParam | bool = False

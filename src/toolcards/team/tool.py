@@ -77,7 +77,10 @@ def _offered(card: ToolCard, field: str) -> bool:
 
 
 class TeamTool(ToolCard):
-    """Team management for an agent allowed to change its team (see the module docstring)."""
+    """Hire and fire team members, with the roster and the hireable roles in context.
+
+    For an agent allowed to change its team; the module docstring says what the model sees.
+    """
 
     kind: ClassVar[str] = "team"
     requires_observer: ClassVar[type | None] = TeamManagementToolObserver
@@ -154,7 +157,9 @@ class TeammatesParam(BaseToolParam):
 
 
 class MessagingTool(ToolCard):
-    """Messages between team members (see the module docstring).
+    """Messages between team members, with the list of teammates in context.
+
+    The module docstring says what the model sees.
 
     Every :class:`~toolcards.team.member.MemberActor` gets one unless its role's cards
     configure their own.

@@ -202,7 +202,9 @@ class WorkspaceRmdirParam(WorkspaceParam):
 
 
 class WorkspaceTool(ToolCard):
-    """A workspace tree for a team's agents: see the module docstring for the tools.
+    """A tree of files a team's agents read, search and change without losing each other's work.
+
+    The module docstring lists the tools.
 
     Args:
         read_only: Offer only the tools that change nothing.
