@@ -122,7 +122,7 @@ class PlanningTool(ToolCard):
             agent.team_id,
             default_store(),
             self.embedding,
-            team.publish,
+            team.publish_batched,
             team=team,
             proxy=PlanningProxy,
         )
