@@ -7,6 +7,9 @@ namespace, hands it what changed since its version and commits before the actor 
 :class:`SQLiteStore` (one WAL-mode file, the default) serves the processes of one host;
 :class:`PostgresStore` serves several hosts; :class:`MemoryStore` keeps the same contract
 in one process for tests. Every failure is a :class:`~toolcards.errors.StoreError`.
+
+The runtime's shared parts live here too, injected into ``ActorSystem``: each team's event log
+(``store_journals()``) and its roster of every process's members (``store_presence()``).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from toolcards.store.codec import JSONText
 from toolcards.store.default import MEMORY, close_default_stores, default_store, describe_location, open_store
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
 from toolcards.store.memory import MemoryStore
+from toolcards.store.presence import StorePresence, store_presence
 from toolcards.store.sqlite import SQLiteStore
 
 if TYPE_CHECKING:
@@ -41,12 +45,14 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreJournal",
+    "StorePresence",
     "Transaction",
     "close_default_stores",
     "default_store",
     "describe_location",
     "open_store",
     "store_journals",
+    "store_presence",
 ]
 
 
