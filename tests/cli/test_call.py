@@ -159,3 +159,19 @@ def test_an_unusable_store_is_one_line(
     assert main(["call", "--store", "mysql://db/team", "/get_planning"]) == 1
     err = capsys.readouterr().err
     assert err.startswith("toolcards: error: Unknown store location scheme 'mysql'") and err.count("\n") == 1
+
+
+def test_a_name_a_live_member_of_another_process_holds_gets_a_suffix(
+    team_yaml: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import toolcards
+
+    # A front-door member on the same store, in another actor system: to the roster, another process.
+    with toolcards.Team("cli-team") as team:
+        team.member("Ann")
+        assert main(["call", "--config", str(team_yaml), "--agent", "Ann", "/whoami"]) == 0
+        captured = capsys.readouterr()
+        assert captured.out == "@Ann-2\n"
+        assert captured.err.startswith("@Ann is already a member of team cli-team, in process ")
+        assert captured.err.endswith("Acting as @Ann-2.\n")
+        assert [member.handle for member in team.handle.present_members()] == ["@Ann"]  # @Ann-2 left

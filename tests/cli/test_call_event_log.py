@@ -75,7 +75,13 @@ def test_an_event_log_that_cannot_be_written_is_one_line_after_the_answer(tmp_pa
     assert done.returncode == 0, done.stderr
     assert done.stdout == "hello\n"
     assert "Traceback" not in done.stderr
-    (line,) = done.stderr.splitlines()
-    assert line.startswith("toolcards: team cli-team: ") and "could not be written to the event log" in line
+    # One line per thing that could not be written: the event log, and the roster the call joins.
+    lines = done.stderr.splitlines()
+    assert all(line.startswith("toolcards: team cli-team: ") for line in lines)
+    assert [line for line in lines if "#roster" in line] == [
+        line for line in lines if "roster only for now; the team's could not take it" in line
+    ]
+    (line,) = [line for line in lines if "#roster" not in line]
+    assert "could not be written to the event log" in line
     assert str(store) in line and "'cli-team/#events'" in line  # where
     assert "disk I/O error" in line or "disk is full" in line  # why, as SQLite tells it

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import os
+import threading
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -84,6 +87,44 @@ def call_tool(mcp_url: str, tool: str, arguments: dict[str, Any], agent: str = "
     # In a thread of its own: Playwright's sync API keeps an event loop running in this one.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(anyio.run, run).result(timeout=60)
+
+
+@contextlib.contextmanager
+def connected(mcp_url: str, agent: str, *calls: tuple[str, dict[str, Any]]) -> Iterator[None]:
+    """An MCP client of the handshake protocol connected as ``agent`` while the block runs,
+    after making ``calls``; it disconnects (its session ends) when the block ends."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    ready, done = threading.Event(), threading.Event()
+    failure: list[BaseException] = []
+
+    async def run() -> None:
+        transport = streamable_http_client(mcp_url, http_client=httpx2.AsyncClient(headers={"X-Agent-Name": agent}))
+        try:
+            async with Client(transport, mode="legacy") as client:
+                await client.call_tool("get_planning", {})  # joins the roster
+                for tool, arguments in calls:
+                    await client.call_tool(tool, arguments)
+                ready.set()
+                await anyio.to_thread.run_sync(done.wait)
+        except BaseException as exc:
+            failure.append(exc)
+            ready.set()
+
+    thread = threading.Thread(target=anyio.run, args=(run,), daemon=True)
+    thread.start()
+    assert ready.wait(60), f"{agent} did not connect"
+    if failure:
+        raise failure[0]
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(60)
+        if failure:
+            raise failure[0]
 
 
 def get(

@@ -1,5 +1,5 @@
 """The dashboard in a real browser (Debian's chromium through Playwright), against a real
-``toolcards serve`` process changed by real MCP clients.
+``toolcards serve`` process changed by real MCP clients and by members in processes of their own.
 
 The only waits are Playwright's bounded ``expect(...)`` waits: a change must show within
 one second, without a reload. Screenshots of every view at 1280×800 go to
@@ -8,12 +8,14 @@ one second, without a reload. Screenshots of every view at 1280×800 go to
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.dashboard.conftest import ARTIFACTS
-from tests.dashboard.servers import Process, call_tool
+from tests.dashboard.servers import Process, call_tool, connected, team_env
+from tests.team.presence_worker import Worker
 
 pytestmark = pytest.mark.slow
 
@@ -21,6 +23,8 @@ LIVE_S = 1.0
 """A change must be on the open page within this long."""
 TAB_S = 5.0
 """A tab shown for the first time loads within this long (a loaded machine lays out a graph slowly)."""
+PRESENCE_MS = 30_000
+"""Bound on a member's arrival or departure reaching the page (a killed process's: its 2 s TTL)."""
 
 
 def expect() -> Any:
@@ -115,6 +119,34 @@ def test_the_tool_call_log_shows_every_call_and_filters_by_agent_and_tool(page: 
     rows = page.locator("#calls tbody tr")
     expect()(rows).to_have_count(1)
     expect()(rows.first).to_contain_text("ok")
+
+
+def test_the_team_tab_lists_every_process_members_and_drops_those_who_left(
+    page: Any, served: Process, team_dir: Path
+) -> None:
+    env = team_env(team_dir)
+    scout = Worker("lookout", "Scout", env, interval_s=0.2, ttl_s=2.0)  # a process of its own
+    ghost = Worker("lookout", "Ghost", env, interval_s=0.2, ttl_s=2.0)
+    try:
+        open_tab(page, "team")
+        members = page.locator("#members tbody")
+        expect()(members.locator("tr[data-handle='@Scout']")).to_contain_text(str(scout.pid), timeout=PRESENCE_MS)
+        expect()(members.locator("tr[data-handle='@Ghost']")).to_be_visible(timeout=PRESENCE_MS)
+
+        with connected(served.url, "Visitor", ("search_planning", {"query": "visiting"})):
+            expect()(members.locator("tr[data-handle='@Visitor']")).to_contain_text("mcp_client", timeout=PRESENCE_MS)
+            calls = page.locator("#agents-seen tbody tr[data-handle='@Visitor']")
+            expect()(calls).to_contain_text("present", timeout=PRESENCE_MS)
+        expect()(members.locator("tr[data-handle='@Visitor']")).to_have_count(0, timeout=PRESENCE_MS)
+        expect()(calls).to_contain_text("left")  # its calls stay, marked as gone
+
+        assert scout.ask("leave") == "left"
+        expect()(members.locator("tr[data-handle='@Scout']")).to_have_count(0, timeout=PRESENCE_MS)
+        ghost.kill()
+        expect()(members.locator("tr[data-handle='@Ghost']")).to_have_count(0, timeout=PRESENCE_MS)
+    finally:
+        scout.stop()
+        ghost.stop()
 
 
 def test_a_hostile_file_renders_as_text_and_opens_no_dialog(page: Any, served: Process) -> None:

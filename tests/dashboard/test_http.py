@@ -1,5 +1,6 @@
 """The dashboard over HTTP, without a browser: the token, the headers, and reading the team
-from another process through the shared store (``toolcards dashboard`` beside ``serve``)."""
+from another process through the shared store (``toolcards dashboard`` beside ``serve``),
+its roster included: members of every process, dropped when they leave or their process dies."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.dashboard.servers import Process, call_tool, dashboard, get, team_env, view
+from tests.dashboard.servers import Process, call_tool, connected, dashboard, get, team_env, view
+from tests.team.presence_worker import Worker
 
 pytestmark = pytest.mark.slow
 
@@ -101,3 +103,45 @@ def test_a_dashboard_process_shows_what_the_serve_process_does(served: Process, 
     assert found and found[0]["success"] and found[0]["channel"] == "tool_call"
     roster = view(standalone.origin, standalone.token, "team.roster")
     assert "@Erin" in {agent["handle"] for agent in roster["agents_seen"]}
+
+
+PRESENCE = {"interval_s": 0.2, "ttl_s": 2.0}
+"""Workers renew their presence every 0.2 s; killed, they drop out 2 s after the last renewal."""
+
+
+def present(process: Process) -> dict[str, dict[str, Any]]:
+    return {member["handle"]: member for member in view(process.origin, process.token, "team.roster")["members"]}
+
+
+def test_the_roster_shows_every_process_members_and_drops_those_who_left(
+    served: Process, standalone: Process, team_dir: Path
+) -> None:
+    env = team_env(team_dir)
+    scout = Worker("lookout", "Scout", env, **PRESENCE)
+    ghost = Worker("lookout", "Ghost", env, **PRESENCE)
+    try:
+        with connected(served.url, "Visitor", ("search_planning", {"query": "anything"})):
+            assert eventually(lambda: {"@Visitor", "@Scout", "@Ghost"} <= present(standalone).keys(), timeout=30)
+            members = present(standalone)
+            assert (members["@Scout"]["pid"], members["@Scout"]["role"]) == (scout.pid, "agent")
+            assert members["@Visitor"]["pid"] == served.served.process.pid
+            assert members["@Visitor"]["role"] == "mcp_client" and members["@Visitor"]["seen"]
+
+            def visitor_calls() -> Any:
+                agents = view(standalone.origin, standalone.token, "team.roster")["agents_seen"]
+                return next((agent for agent in agents if agent["handle"] == "@Visitor"), None)
+
+            assert eventually(visitor_calls)["present"] is True
+
+        # The client disconnected: its session ended, and every process's roster lost it.
+        assert eventually(lambda: "@Visitor" not in present(standalone), timeout=30)
+        assert eventually(lambda: visitor_calls()["present"] is False)  # its calls stay, marked as left
+
+        assert scout.ask("leave") == "left"
+        assert "@Scout" not in present(standalone)  # committed before the worker said so
+
+        ghost.kill()  # no leave: it drops out once its TTL has passed
+        assert eventually(lambda: "@Ghost" not in present(standalone), timeout=30)
+    finally:
+        scout.stop()
+        ghost.stop()

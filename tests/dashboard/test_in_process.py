@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -87,6 +89,33 @@ def test_the_call_log_holds_every_agents_calls_from_the_teams_log(system: ActorS
     ]
     assert "Task 99 does not exist" in rows[0]["error"]
     assert source.render("team.roster")["agents_seen"][0]["handle"] == "@Ann"
+
+
+def test_the_roster_is_the_teams_present_members_and_calls_do_not_keep_anyone_in_it(system: ActorSystem) -> None:
+    from toolcards.core.observer import TeamAgent
+
+    team = system.team("roster")
+    source = TeamSource(team, [PlanningTool()])
+    empty = source.version("team.roster")
+    ann = TeamAgent("Ann", team, role="builder")
+    team.register_member(ann.address)
+    tools = {t.name: t for t in ToolFactory([PlanningTool()], observer=ann).tools()}
+    tools["update_planning"].call_sync({"create_tasks": [{"description": "x"}]})
+
+    roster = source.render("team.roster")
+    [member] = roster["members"]
+    assert (member["handle"], member["role"], member["host"]) == ("@Ann", "builder", socket.gethostname())
+    assert member["pid"] == os.getpid() and member["joined"] <= member["seen"]
+    assert roster["agents_seen"][0]["handle"] == "@Ann" and roster["agents_seen"][0]["present"]
+    joined = source.version("team.roster")
+    assert joined != empty
+
+    team.unregister_member("Ann", reason="session ended")
+
+    roster = source.render("team.roster")
+    assert roster["members"] == []
+    assert [(a["handle"], a["calls"], a["present"]) for a in roster["agents_seen"]] == [("@Ann", 1, False)]
+    assert source.version("team.roster") not in (empty, joined)
 
 
 def test_served_views_events_and_renders_cached_by_version(team: tuple[FakeObserver, TeamSource]) -> None:

@@ -61,8 +61,12 @@ def test_the_last_lease_closes_the_session(system: ActorSystem) -> None:
     sessions.release(first)
     assert not first.closed and [m.name for m in team.members()] == ["Alice"]
     sessions.release(second)
-    assert first.closed and team.members() == []
+    assert first.closed and team.members() == [] and team.present_members() == []
     assert sessions.get("Alice") is None
+    assert [(e.kind, e.member.name, getattr(e, "reason", None)) for _, e in team.events()] == [
+        ("member_joined", "Alice", None),
+        ("member_left", "Alice", "session ended"),
+    ]
 
 
 def test_idle_sessions_without_leases_are_swept(system: ActorSystem) -> None:

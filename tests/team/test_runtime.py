@@ -10,7 +10,7 @@ import pytest
 from pydantic_ai.models.test import TestModel
 
 from toolcards import RetriableError, WiringError
-from toolcards.actors import ActorSystem
+from toolcards.actors import ActorSystem, MemberLeft
 from toolcards.team import MemberActor, MemberFired, MemberHired, RoleProfile, TeamRuntime
 
 
@@ -81,6 +81,9 @@ def test_fire_stops_the_actor_and_leaves_the_roster(runtime: TeamRuntime) -> Non
     assert not ref.is_alive()
     assert [m.name for m in runtime.roster()] == ["Builder-2"]
     assert [e.member.name for _, e in runtime.team.events() if isinstance(e, MemberFired)] == ["Builder-1"]
+    left = [(e.member.name, e.reason) for _, e in runtime.team.events() if isinstance(e, MemberLeft)]
+    assert left == [("Builder-1", "fired")]  # once: the stopping actor found itself gone already
+    assert [m.handle for m in runtime.team.present_members()] == ["@Builder-2"]
     with pytest.raises(RetriableError, match=r"No member called 'Builder-1'. Members: @Builder-2. Retry"):
         runtime.fire("Builder-1")
     with pytest.raises(

@@ -197,3 +197,26 @@ def test_a_runtime_member_can_run_your_prebuilt_agent() -> None:
         runtime.hire("writer", "Wren")
         assert runtime.ask("Wren", "write") == "built"
     assert "House rules." in seen[0] and "You are @Wren (writer) in team acme" in seen[0]
+
+
+def test_a_name_held_by_another_process_is_refused_and_close_leaves_every_roster(shared_env: dict[str, str]) -> None:
+    from toolcards.actors import ActorSystem, MemberLeft
+    from toolcards.store import store_journals, store_presence
+
+    # Another actor system on the same store has a presence of its own: another process, to the roster.
+    with ActorSystem(journal=store_journals(), presence=store_presence()) as elsewhere:
+        toolcards.Team("acme", system=elsewhere).member("Alice")
+        with toolcards.Team("acme") as team:
+            with pytest.raises(
+                WiringError,
+                match=r"@Alice is already a member of team acme, in process \d+ on host .+ "
+                r"Give this agent another name, e.g. team.member\('Alice-2'\)",
+            ):
+                team.member("Alice")
+            team.member("Bob")
+            assert [m.handle for m in team.handle.present_members()] == ["@Alice", "@Bob"]
+        other = elsewhere.team("acme")
+        assert [m.handle for m in other.present_members()] == ["@Alice"]  # Bob left at close
+        assert [(e.member.handle, e.reason) for _, e in other.events() if isinstance(e, MemberLeft)] == [
+            ("@Bob", "left")
+        ]

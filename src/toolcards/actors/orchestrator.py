@@ -15,6 +15,13 @@ When the journal is shared with other processes, the orchestrator also watches i
 has subscribers: every :data:`WATCH_INTERVAL_S` it hands them the events other processes
 appended (a board change made by another server, say), so a subscriber sees the whole
 team's events, its own process's at once and the others' within that interval.
+
+The roster is this process's members (and the actors hosting them); every join and leave is
+also reported to the team's :class:`~toolcards.actors.presence.Presence`, which answers for
+every process of the team, and published as a
+:class:`~toolcards.actors.events.MemberJoined` or :class:`~toolcards.actors.events.MemberLeft`.
+A shared presence is renewed (and swept for members of processes that stopped) by one timer
+per orchestrator, every ``presence.beat_interval_s``.
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ from typing import Any
 import pykka
 
 from toolcards.actors.address import ActorAddress
+from toolcards.actors.events import LeaveReason, MemberEvent, MemberLeft
 from toolcards.actors.journal import EventJournal, MemoryJournal
 from toolcards.actors.journal_failures import JournalFailures
+from toolcards.actors.presence import MemoryPresence, Presence, PresentMember
 from toolcards.actors.returned_errors import ReturnedErrorFilter  # noqa: F401  (attaches it to pykka's logger)
 
 __all__ = [
@@ -64,13 +73,15 @@ class Orchestrator(pykka.ThreadingActor):
 
     Every method runs on the orchestrator's own thread, one message at a time. None of
     them blocks for long: spawning an actor only starts its thread (its ``on_start`` runs
-    there, not here), and subscribers are expected to return quickly.
+    there, not here), and subscribers are expected to return quickly. Joins, leaves and
+    the presence's beats wait for one write to the presence's store (and the event log's).
     """
 
-    def __init__(self, team_id: str, journal: EventJournal | None = None) -> None:
+    def __init__(self, team_id: str, journal: EventJournal | None = None, presence: Presence | None = None) -> None:
         super().__init__()
         self.team_id = team_id
         self._members: dict[str, tuple[ActorAddress, pykka.ActorRef[Any] | None]] = {}
+        self._presence: Presence = presence if presence is not None else MemoryPresence(team_id)
         self._tool_actors: dict[str, pykka.ActorRef[Any]] = {}
         self._profiles: dict[str, Any] = {}
         self._journal: EventJournal = journal if journal is not None else MemoryJournal()
@@ -89,8 +100,28 @@ class Orchestrator(pykka.ThreadingActor):
         self._batch_due: threading.Event | None = None
         self._stopping = threading.Event()
 
+    def on_start(self) -> None:
+        """Start renewing the team's presence, if it needs renewing (runs on the actor's thread)."""
+        interval = self._presence.beat_interval_s
+        if interval is None:
+            return
+        stop = self._stopping
+        ref = self.actor_ref
+
+        def tick() -> None:
+            while not stop.wait(interval):
+                try:
+                    ref.tell(_Beat())
+                except pykka.ActorDeadError:
+                    return
+
+        threading.Thread(target=tick, name=f"{self.team_id} presence", daemon=True).start()
+
     def on_stop(self) -> None:
-        """Write the waiting batch, stop watching the journal and the batch timer."""
+        """Members still on the roster leave (``reason="left"``), then write the waiting batch and
+        stop the timers. Blocks on the presence's store and the event log."""
+        for name in list(self._members):
+            self.unregister_member(name)
         self._flush()
         self._stopping.set()
         if self._watching is not None:
@@ -125,20 +156,88 @@ class Orchestrator(pykka.ThreadingActor):
     # -- roster -------------------------------------------------------------------------
 
     def register_member(self, address: ActorAddress, ref: pykka.ActorRef[Any] | None = None) -> None:
-        """Add an agent to the roster; raises ``ValueError`` if the name is taken by a live member."""
-        current = self._members.get(address.name)
-        if current is not None and (current[1] is None or current[1].is_alive()):
-            raise ValueError(f"{address.handle} is already a member of team {self.team_id}.")
-        self._members[address.name] = (address, ref)
+        """Add an agent to this process's roster and the team's presence, and publish its
+        :class:`~toolcards.actors.events.MemberJoined`.
 
-    def unregister_member(self, name: str) -> ActorAddress | None:
-        """Remove an agent from the roster; returns its address, or ``None`` if unknown."""
+        A member whose actor died is replaced (it leaves first). When the presence cannot be
+        written (its store is out of reach) the failure is logged and the member joins this
+        process's roster alone; the presence's next beat puts it in the team's.
+
+        Raises:
+            ValueError: a live member holds the name: one of this process, or one of another
+                process the presence knows is live (the message says where).
+        """
+        current = self._members.get(address.name)
+        if current is not None:
+            if current[1] is None or current[1].is_alive():
+                raise ValueError(f"{address.handle} is already a member of team {self.team_id}.")
+            self.unregister_member(address.name)
+        try:
+            events = self._presence.join(address)
+        except ValueError:
+            raise
+        except Exception as exc:
+            logger.warning(
+                "team %s: %s joins this process's roster only for now; the team's could not take it: %s",
+                self.team_id,
+                address.handle,
+                exc,
+            )
+            events = []
+        self._members[address.name] = (address, ref)
+        self._announce(events)
+
+    def unregister_member(self, name: str, reason: LeaveReason = "left") -> ActorAddress | None:
+        """Remove an agent from this process's roster and the team's presence, and publish its
+        :class:`~toolcards.actors.events.MemberLeft` with ``reason``.
+
+        Returns its address, or ``None`` if it is not a member here. When the presence cannot
+        be written the failure is logged: the member is no longer renewed, so it leaves the
+        team's roster when its presence expires (``reason="expired"``).
+        """
         entry = self._members.pop(name, None)
-        return entry[0] if entry else None
+        if entry is None:
+            return None
+        try:
+            events = self._presence.leave(name, reason)
+        except Exception as exc:
+            logger.warning(
+                "team %s: %s left this process's roster; the team's could not take it and will let it expire: %s",
+                self.team_id,
+                entry[0].handle,
+                exc,
+            )
+            events = []
+        self._announce(events)
+        return entry[0]
 
     def members(self) -> list[ActorAddress]:
-        """The roster, in the order members joined."""
+        """This process's roster, in the order members joined."""
         return [address for address, _ in self._members.values()]
+
+    def present_members(self) -> list[PresentMember]:
+        """Every live member of the team, in every process the presence knows, in the order they
+        joined. Reads the presence's store; its failure is raised."""
+        return self._presence.present()
+
+    def _beat(self) -> None:
+        try:
+            events = self._presence.beat()
+        except Exception as exc:
+            logger.warning("team %s: renewing the team's presence failed: %s", self.team_id, exc)
+            return
+        self._announce(events)
+
+    def _announce(self, events: list[MemberEvent]) -> None:
+        for event in events:
+            self.publish(event)
+        departures = [event for event in events if isinstance(event, MemberLeft)]
+        if not departures:
+            return
+        try:
+            self._presence.announced(departures)
+        except Exception as exc:  # another process announces them again: at least once
+            logger.warning("team %s: the presence could not note departures as announced: %s", self.team_id, exc)
 
     def member_ref(self, name: str) -> pykka.ActorRef[Any] | None:
         """The actor hosting member ``name``, if it is an actor."""
@@ -287,6 +386,8 @@ class Orchestrator(pykka.ThreadingActor):
             return None
         if isinstance(message, _Watch):
             self._watch()
+        elif isinstance(message, _Beat):
+            self._beat()
         return None
 
     def _deliver(self, seq: int, event: Any) -> None:
@@ -346,6 +447,12 @@ class _Watch:
 
 class _Flush:
     """The batch timer's tick: write the waiting batch."""
+
+    __slots__ = ()
+
+
+class _Beat:
+    """The presence timer's tick: renew this process's members, sweep out expired ones."""
 
     __slots__ = ()
 

@@ -12,8 +12,10 @@ import pykka
 
 from toolcards.actors.address import ActorAddress
 from toolcards.actors.asking import ask
+from toolcards.actors.events import LeaveReason
 from toolcards.actors.journal import JournalFactory
 from toolcards.actors.orchestrator import EventQueue, EventSubscriber, Orchestrator, Publish, QueuedEvents
+from toolcards.actors.presence import PresenceFactory, PresentMember
 
 __all__ = ["ActorSystem", "TeamHandle"]
 
@@ -118,18 +120,41 @@ class TeamHandle:
         return events
 
     def register_member(self, address: ActorAddress, ref: pykka.ActorRef[Any] | None = None) -> None:
-        """Add an agent to the roster (``ValueError`` if the name is taken)."""
+        """Add an agent to this process's roster and the team's presence; it is present in
+        every process's :meth:`present_members` when this returns (the presence's write is
+        committed), and its ``MemberJoined`` is published.
+
+        Raises:
+            ValueError: the name is taken by a live member, of this process or of another
+                one of the team (the message says where).
+        """
         ask(self._proxy.register_member(address, ref), actor=self._label)
 
-    def unregister_member(self, name: str) -> ActorAddress | None:
-        """Remove an agent from the roster."""
-        address: ActorAddress | None = ask(self._proxy.unregister_member(name), actor=self._label)
+    def unregister_member(self, name: str, reason: LeaveReason = "left") -> ActorAddress | None:
+        """Remove an agent from this process's roster and the team's presence, publishing its
+        ``MemberLeft`` with ``reason``; returns its address (``None``: not a member here).
+
+        Changed in 0.2: ``reason``, and the member leaves every process's roster at once.
+        """
+        address: ActorAddress | None = ask(self._proxy.unregister_member(name, reason), actor=self._label)
         return address
 
     def members(self) -> list[ActorAddress]:
-        """The roster."""
+        """This process's roster, in the order members joined (:meth:`member_ref` finds their actors)."""
         members: list[ActorAddress] = ask(self._proxy.members(), actor=self._label)
         return members
+
+    def present_members(self) -> list[PresentMember]:
+        """The whole team's live members, in every process sharing its presence, in the order
+        they joined: name, role, handle, process and host, joined and last seen.
+
+        With the default presence, this process's members only. Reads the presence's store
+        (a cheap check when nothing changed) on the orchestrator's thread.
+
+        Added in 0.2.
+        """
+        present: list[PresentMember] = ask(self._proxy.present_members(), actor=self._label)
+        return present
 
     def member_ref(self, name: str) -> pykka.ActorRef[Any] | None:
         """The actor hosting member ``name``."""
@@ -161,10 +186,15 @@ class ActorSystem:
             this process; ``toolcards.store.store_journals()`` keeps them in the team's store,
             shared by every process of the team (``toolcards serve`` and ``toolcards call``
             use that).
+        presence: makes each team's presence (who is in the team). The default knows this
+            process's members only; ``toolcards.store.store_presence()`` keeps the team's
+            roster in its store, one for every process of the team (``toolcards.Team``,
+            ``toolcards serve``, ``call`` and ``dashboard`` use that). Added in 0.2.
     """
 
-    def __init__(self, *, journal: JournalFactory | None = None) -> None:
+    def __init__(self, *, journal: JournalFactory | None = None, presence: PresenceFactory | None = None) -> None:
         self._journal = journal
+        self._presence = presence
         self._teams: dict[str, TeamHandle] = {}
         self._lock = threading.Lock()
         self._stopped = False
@@ -177,7 +207,8 @@ class ActorSystem:
             team = self._teams.get(team_id)
             if team is None or not team.ref.is_alive():
                 log = self._journal(team_id) if self._journal is not None else None
-                team = TeamHandle(team_id, Orchestrator.start(team_id, log))
+                presence = self._presence(team_id) if self._presence is not None else None
+                team = TeamHandle(team_id, Orchestrator.start(team_id, log, presence))
                 self._teams[team_id] = team
             return team
 
@@ -198,7 +229,9 @@ class ActorSystem:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop every team in order: agents, then tool actors (flushing state), then orchestrators.
 
-        Idempotent. Blocks until every actor has stopped or ``timeout`` passed per actor.
+        Members still on a roster leave it (``reason="left"``), so other processes stop seeing
+        them at once. Idempotent. Blocks until every actor has stopped or ``timeout`` passed
+        per actor.
         """
         with self._lock:
             if self._stopped:

@@ -33,13 +33,17 @@ import argparse
 import os
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolcards.cli.agent_option import add_agent_option
 from toolcards.cli.console import UsageError
 from toolcards.cli.store_option import add_store_option, open_team_store
 
-__all__ = ["command_text", "register", "run"]
+if TYPE_CHECKING:
+    from toolcards.actors.system import TeamHandle
+    from toolcards.server.session import SessionAgent
+
+__all__ = ["command_text", "join_as", "register", "run"]
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -66,6 +70,26 @@ def command_text(words: list[str]) -> str:
     return text if text.startswith("/") else f"/{text}"
 
 
+def join_as(team: TeamHandle, name: str, *, user_id: str | None) -> SessionAgent:
+    """Join ``team`` as agent ``name``, or as ``name-2``, ``name-3``... when a live member of
+    the team (in another process: a server's MCP client, another ``toolcards call``) holds it,
+    as ``toolcards serve`` names its clients; a changed name is said on stderr."""
+    from toolcards.server.session import SessionAgent
+
+    refusal = ""
+    for attempt in range(1, 100):
+        agent = SessionAgent(name if attempt == 1 else f"{name}-{attempt}", team, role="cli", user_id=user_id)
+        try:
+            team.register_member(agent.address)
+        except ValueError as exc:
+            refusal = refusal or str(exc)
+            continue
+        if refusal:
+            print(f"{refusal} Acting as {agent.address.handle}.", file=sys.stderr)
+        return agent
+    raise UsageError(f"--agent {name}: every name from {name} to {name}-99 is taken in team {team.team_id}.")
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the command (or list the commands); returns the exit code."""
     from toolcards.actors.system import ActorSystem
@@ -76,8 +100,8 @@ def run(args: argparse.Namespace) -> int:
     from toolcards.core.factory import ToolFactory
     from toolcards.errors import CommandNotRecognized, RetriableError, WiringError
     from toolcards.server.config import default_config, load_config
-    from toolcards.server.session import SessionAgent
     from toolcards.store.journal import store_journals
+    from toolcards.store.presence import store_presence
 
     if args.config and not os.path.isfile(args.config):
         raise UsageError(f"--config {args.config}: no such file. Pass a team config (YAML), or leave --config out.")
@@ -88,10 +112,9 @@ def run(args: argparse.Namespace) -> int:
         except WiringError as exc:
             raise UsageError(f"--team {args.team!r}: {exc}") from exc
     open_team_store(args)
-    with ActorSystem(journal=store_journals()) as system:
+    with ActorSystem(journal=store_journals(), presence=store_presence()) as system:
         team = system.team(config.team_id)
-        agent = SessionAgent(args.agent, team, role="cli", user_id=config.user_id)
-        team.register_member(agent.address)
+        agent = join_as(team, args.agent, user_id=config.user_id)
 
         def approve(request: ApprovalRequest) -> bool:
             if args.approve:

@@ -7,8 +7,11 @@ agent; only cards that offer views are bound (a sandbox is never started to be l
 Two views come from the team itself:
 
 * ``team.calls``: the last tool calls of every process (:class:`~toolcards.dashboard.calls.CallLog`);
-* ``team.roster``: the members this process knows (with their roles), the team's role
-  catalog, and every agent the call log saw (agents served by other processes).
+* ``team.roster``: the team's present members, every process's (from the team's presence:
+  ``TeamHandle.present_members``), with role, process and host and when their process last
+  renewed them; the team's role catalog; and the call statistics of every agent the call log
+  saw, each marked ``present`` or not (a member whose session ended, who was fired or whose
+  process died keeps its statistics, never its place in the roster).
 
 ``knowledge_graph.graph`` is sent with the positions of its entities
 (:class:`~toolcards.dashboard.layout.GraphLayout`, computed once per graph version).
@@ -80,7 +83,11 @@ class TeamSource:
                 versions[name] = ("error", type(exc).__name__)
         calls = self.calls.refresh()
         versions[CALLS_VIEW] = calls
-        versions[ROSTER_VIEW] = (calls, tuple(address.handle for address in self.team.members()))
+        try:
+            versions[ROSTER_VIEW] = self._roster_version(calls)
+        except Exception as exc:  # the presence's store out of reach: the other views go on
+            logger.debug("version of %s failed: %s", ROSTER_VIEW, exc)
+            versions[ROSTER_VIEW] = ("error", type(exc).__name__)
         return versions
 
     def version(self, name: str) -> Hashable:
@@ -92,7 +99,7 @@ class TeamSource:
         if name == CALLS_VIEW:
             return self.calls.refresh()
         if name == ROSTER_VIEW:
-            return (self.calls.refresh(), tuple(address.handle for address in self.team.members()))
+            return self._roster_version(self.calls.refresh())
         view = self._view(name)
         return view.current_version()
 
@@ -110,6 +117,7 @@ class TeamSource:
             self.calls.refresh()
             return {"calls": self.calls.rows()}
         if name == ROSTER_VIEW:
+            self.calls.refresh()
             return self._roster()
         view = self._view(name)
         unknown = sorted(set(params) - self._parameters[name])
@@ -149,19 +157,35 @@ class TeamSource:
         positions = self.layout.positions(version, names, edges)
         return {**graph, "positions": {name: [round(x, 3), round(y, 3)] for name, (x, y) in positions.items()}}
 
+    def _roster_version(self, calls: int) -> Hashable:
+        # Renewals count: the page shows when each member was last seen.
+        return (calls, tuple((member.membership, member.seen) for member in self.team.present_members()))
+
     def _roster(self) -> dict[str, Any]:
+        present = self.team.present_members()
         members = [
-            {"name": address.name, "handle": address.handle, "role": address.role}
-            for address in self.team.members()
-            if address.name != self.viewer.address.name
+            {
+                "name": member.name,
+                "handle": member.handle,
+                "role": member.role,
+                "host": member.host,
+                "pid": member.pid,
+                "joined": member.joined.isoformat(),
+                "seen": member.seen.isoformat(),
+            }
+            for member in present
         ]
+        here = {member.handle for member in present}
         roles = {role: str(getattr(profile, "description", "")) for role, profile in self.team.profiles().items()}
         seen: dict[str, dict[str, Any]] = {}
         for call in self.calls.rows():  # newest first
             agent = call.get("agent")
             if not agent:
                 continue
-            entry = seen.setdefault(agent, {"handle": agent, "calls": 0, "failed": 0, "last_call": call.get("at")})
+            entry = seen.setdefault(
+                agent,
+                {"handle": agent, "calls": 0, "failed": 0, "last_call": call.get("at"), "present": agent in here},
+            )
             entry["calls"] += 1
             entry["failed"] += 0 if call.get("success") else 1
         return {"team_id": self.team_id, "members": members, "roles": roles, "agents_seen": list(seen.values())}

@@ -15,8 +15,11 @@ Sessions end in two ways:
 * a client of the stateless protocol has no connection to end: its session closes after
   ``idle_timeout_s`` without a request (checked by :meth:`AgentSessions.sweep`).
 
-Closing a session removes its agent from the roster. Opening and closing block on asks to
-the team's orchestrator: call them from a worker thread, never from an event loop.
+Closing a session removes its agent from the roster (``reason="session ended"``): with the
+team's presence in the store, every process of the team sees it gone when the close returns.
+A name another live member holds, here or in another process of the team, gets a suffix
+(``Alice-2``). Opening and closing block on asks to the team's orchestrator: call them from
+a worker thread, never from an event loop.
 """
 
 from __future__ import annotations
@@ -262,8 +265,8 @@ class AgentSessions:
         )
 
     def _register(self, key: str) -> SessionAgent:
-        # A name already taken by another member (an in-process agent) gets a suffix, so
-        # the client still joins rather than failing.
+        # A name already taken by another live member (of this process or another) gets a
+        # suffix, so the client still joins rather than failing.
         for attempt in range(1, 100):
             name = key if attempt == 1 else f"{key}-{attempt}"
             agent = SessionAgent(name, self.team, user_id=self.user_id)
@@ -287,7 +290,7 @@ class AgentSessions:
 
     def _unregister(self, agent: SessionAgent) -> None:
         try:
-            self.team.unregister_member(agent.address.name)
+            self.team.unregister_member(agent.address.name, reason="session ended")
         except Exception:
             # The team may already be stopping; the roster goes with it.
             logger.debug("could not unregister %s", agent.address.handle, exc_info=True)

@@ -8,6 +8,9 @@ namespace, hands it what changed since its version and commits before the actor 
 :class:`PostgresStore` serves several hosts; :class:`MemoryStore` keeps the same contract
 in one process for tests. :func:`backup_sqlite_store` copies a SQLite store while it is in
 use. Every failure is a :class:`~toolcards.errors.StoreError`.
+
+The runtime's shared parts live here too, injected into ``ActorSystem``: each team's event log
+(``store_journals()``) and its roster of every process's members (``store_presence()``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from toolcards.store.default import (
 )
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
 from toolcards.store.memory import MemoryStore
+from toolcards.store.presence import StorePresence, store_presence
 from toolcards.store.sqlite import SQLiteStore
 from toolcards.store.sqlite_backup import SQLiteBackup, backup_sqlite_store
 
@@ -52,6 +56,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreJournal",
+    "StorePresence",
     "Transaction",
     "backup_sqlite_store",
     "close_default_stores",
@@ -61,6 +66,7 @@ __all__ = [
     "open_store",
     "sqlite_path",
     "store_journals",
+    "store_presence",
 ]
 
 

@@ -160,7 +160,8 @@ class TeamRuntime:
             )
             if profile is None or profile.role not in allowed:
                 raise RetriableError(_role_problem(role, profile, allowed))
-            taken = [m.name for m in self.team.members()]
+            # Every process's members: a name held elsewhere would be refused at registration.
+            taken = list({m.name for m in self.team.members()} | {m.name for m in self.team.present_members()})
             if name is None:
                 name = default_member_name(profile.role, [*taken, *self._used_names])
             else:
@@ -219,7 +220,7 @@ class TeamRuntime:
             record = self._members.get(ref.actor_urn) if ref is not None else None
             if record is not None:
                 record.leaving.set()
-            self.team.unregister_member(target.name)
+            self.team.unregister_member(target.name, reason="fired")
         self.team.publish(MemberFired(team_id=self.team_id, member=target, fired_by=by.handle if by else None))
         if ref is not None:
             if not wait:

@@ -69,9 +69,9 @@ class _SharedSystem:
     def acquire(self) -> ActorSystem:
         with self._lock:
             if self._system is None:
-                from toolcards.store import store_journals
+                from toolcards.store import store_journals, store_presence
 
-                self._system = ActorSystem(journal=store_journals())
+                self._system = ActorSystem(journal=store_journals(), presence=store_presence())
             self._users += 1
             if not self._watching:
                 self._watching = True
@@ -111,7 +111,7 @@ class Team:
         user_id: The human the team works for, passed to cards.
         system: An :class:`~toolcards.actors.ActorSystem` of your own to run the team's
             actors in (you stop it); by default the process's shared one, which keeps the
-            team's event log in its store.
+            team's event log and roster in its store.
 
     Use it as a context manager (``with`` or ``async with``), or call :meth:`close` /
     :meth:`aclose`, when the team's work in this process is done. Thread-safe.
@@ -164,9 +164,13 @@ class Team:
         with :meth:`Member.toolset` (for a pydantic-ai agent), :meth:`Member.factory` or
         :meth:`Member.commands`.
 
+        The member is in the team's roster, seen by every process of the team
+        (:meth:`~toolcards.actors.TeamHandle.present_members`), until :meth:`close` (or its
+        process ends: killed, it drops out once its presence expires, 30 s by default).
+
         Raises:
-            WiringError: the name is not valid, the team is closed, or another member of this
-                process already has the name.
+            WiringError: the name is not valid, the team is closed, or a live member already
+                has the name: another member of this process, or of another process of the team.
         """
         try:
             checked = validate_member_name(name)
@@ -181,11 +185,9 @@ class Team:
             member = Member(checked, self, role=role)
             try:
                 self._handle.register_member(member.address)
-            except ValueError:
-                raise WiringError(
-                    f"{checked!r} is already a member of team {self._name!r} in this process (a runtime member or an "
-                    f"MCP client). Give this agent another name, e.g. team.member({checked + '-2'!r})."
-                ) from None
+            except ValueError as exc:
+                hint = f"team.member({checked + '-2'!r})"
+                raise WiringError(f"{exc} Give this agent another name, e.g. {hint}.") from None
             self._members[checked.lower()] = member
             return member
 
@@ -207,9 +209,10 @@ class Team:
     # -- lifetime ------------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Leave the team: members leave the roster, runtimes stop their members, and the
-        actors stop once no :class:`Team` of the process uses them. Idempotent; blocks
-        while actors stop. The team's state stays in its store."""
+        """Leave the team: members leave the roster (every process sees them gone when this
+        returns), runtimes stop their members, and the actors stop once no :class:`Team` of
+        the process uses them. Idempotent; blocks while actors stop. The team's state stays
+        in its store."""
         with self._lock:
             if self._closed:
                 return
@@ -300,4 +303,4 @@ class Member(TeamAgent):
     def _leave(self) -> None:
         # The team's actors may be stopping already: the roster goes with them.
         with contextlib.suppress(Exception):
-            self.team.unregister_member(self.address.name)
+            self.team.unregister_member(self.address.name, reason="left")

@@ -567,20 +567,24 @@
   async function loadRoster() {
     const roster = await api("team.roster");
     const members = clear(document.querySelector("#members tbody"));
-    for (const m of roster.members) members.append(el("tr", {}, el("td", { text: m.handle }), el("td", { text: m.role })));
-    if (!roster.members.length) members.append(el("tr", {}, el("td", { colspan: 2, class: "muted", text: "Nobody is connected to this server." })));
+    for (const m of roster.members) {
+      members.append(el("tr", { "data-handle": m.handle }, el("td", { text: m.handle }), el("td", { text: m.role }),
+        el("td", { class: "muted", title: `joined ${dateTime(m.joined)}`, text: `${m.host} · ${m.pid}` }),
+        el("td", { title: m.seen, text: time(m.seen) })));
+    }
+    if (!roster.members.length) members.append(el("tr", {}, el("td", { colspan: 4, class: "muted", text: "Nobody is in the team right now." })));
     const seen = clear(document.querySelector("#agents-seen tbody"));
     for (const a of roster.agents_seen) {
-      seen.append(el("tr", {}, el("td", { text: a.handle }), el("td", { class: "num", text: a.calls }),
-        el("td", { class: "num", text: a.failed }), el("td", { text: time(a.last_call) })));
+      const now = el("span", { class: "result " + (a.present ? "ok" : "gone"), text: a.present ? "present" : "left" });
+      seen.append(el("tr", { "data-handle": a.handle }, el("td", { text: a.handle }), el("td", {}, now),
+        el("td", { class: "num", text: a.calls }), el("td", { class: "num", text: a.failed }), el("td", { text: time(a.last_call) })));
     }
-    if (!roster.agents_seen.length) seen.append(el("tr", {}, el("td", { colspan: 4, class: "muted", text: "No tool calls yet." })));
+    if (!roster.agents_seen.length) seen.append(el("tr", {}, el("td", { colspan: 5, class: "muted", text: "No tool calls yet." })));
     const roles = clear($("roles"));
     const entries = Object.entries(roster.roles);
     for (const [role, description] of entries) roles.append(el("li", {}, el("strong", { text: role }), description ? ` — ${description}` : ""));
     if (!entries.length) roles.append(el("li", { class: "muted", text: "No role profiles registered here." }));
-    const handles = new Set([...roster.members.map((m) => m.handle), ...roster.agents_seen.map((a) => a.handle)]);
-    count("count-team", handles.size || null);
+    count("count-team", roster.members.length || null);
   }
 
   // -- files -----------------------------------------------------------------------------
