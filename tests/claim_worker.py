@@ -6,8 +6,8 @@ door, binds a planning card, prints ``ready``, waits for ``go`` on stdin, then:
     race TASK      claims task TASK once; prints ``won`` or ``refused <message>``.
     hold TASK      claims task TASK (lease from ``LEASE_S``), prints ``held``, then keeps
                    working (a tool call every 0.1 s) until it is killed.
-    drain          takes tasks with next_task until none is ready; prints ``took <id>`` for
-                   each, then ``done``.
+    drain          takes tasks with next_task until none is ready, completing each; prints
+                   ``took <id>`` for each, then ``done``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,10 @@ def main(mode: str, name: str, arg: str | None) -> None:
                     text = tools["next_task"].call_sync({})
                 except RetriableError:
                     break
-                say("took " + text.split("You hold task ", 1)[1].split(" ", 1)[0])
+                task_id = int(text.split("You hold task ", 1)[1].split(" ", 1)[0])
+                say(f"took {task_id}")
+                done = {"id": task_id, "status": "completed", "output": "done"}
+                tools["update_planning"].call_sync({"update_tasks": [done]})
             say("done")
 
 

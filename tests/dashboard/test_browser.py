@@ -8,6 +8,7 @@ one second, without a reload. Screenshots of every view at 1280×800 go to
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -257,6 +258,13 @@ def seeded(served: Process) -> Process:
         agent="Lead",
     )
     call_tool(served.url, "workspace_write", {"path": "src/parser.py", "content": "def parse(text):\n    ...\n"})
+    call_tool(
+        served.url,
+        "update_planning",
+        {"create_tasks": [{"id": 106, "description": "Document the dialect options"}]},
+        agent="Lead",
+    )
+    call_tool(served.url, "claim_task", {"task_id": 106}, agent="Writer")
     return served
 
 
@@ -276,6 +284,14 @@ def test_the_board_has_a_column_per_status_named_by_the_api_s_words(page: Any, s
     assert headings == ["Pending", "In progress", "Completed", "Aborted"]
     expect()(page.locator(".column[data-status='aborted'] .task[data-task-id='105']")).to_be_visible()
     expect()(page.locator(".column[data-status='in_progress'] .task[data-task-id='102']")).to_be_visible()
+
+
+def test_a_claimed_task_shows_its_holder_and_lease(page: Any, seeded: Process) -> None:
+    claimed = page.locator(".column[data-status='in_progress'] .task[data-task-id='106']")
+    expect()(claimed).to_be_visible(timeout=TAB_S * 1000)
+    expect()(claimed.locator(".chip.owner")).to_have_text("@Writer")
+    expect()(claimed.locator(".chip.claim")).to_have_text(re.compile(r"claimed · lease [45] min"))
+    assert page.locator(".task[data-task-id='102'] .chip.claim").count() == 0  # in progress, not claimed
 
 
 @pytest.mark.parametrize("width", [1280, 390])

@@ -234,3 +234,18 @@ def test_the_ready_queue_follows_status_dependencies_and_claims() -> None:
     queue.refresh(tasks[10], claimed)
     put(task(3, priority=5))
     assert queue.best(lambda task_id: task_id != 3) == 10 and queue.ids() == [3, 10]
+
+
+def test_a_member_leaving_the_team_gives_back_its_tasks() -> None:
+    with toolcards.Team("leavers") as team:
+        watcher = {t.name: t for t in team.member("Watcher").factory(PlanningTool()).tools()}
+        watcher["update_planning"].call_sync({"create_tasks": [{"description": "half done"}]})
+        ann_team = toolcards.Team("leavers")
+        ann = {t.name: t for t in ann_team.member("Ann").factory(PlanningTool()).tools()}
+        ann["claim_task"].call_sync({"task_id": 1})
+        ann_team.close()  # Ann leaves: her session of the team ends
+        deadline = time.monotonic() + WAIT
+        while "[pending]" not in (text := watcher["get_planning_task"].call_sync({"task_id": 1})):
+            assert time.monotonic() < deadline, text
+            time.sleep(0.05)
+        assert "@Ann left the team (left)" in text and "Owner: unassigned" in text

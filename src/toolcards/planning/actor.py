@@ -66,6 +66,7 @@ import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors.caller_runs import CallerRunsActor
+from toolcards.actors.events import MemberLeft
 from toolcards.actors.timers import TimerHandle, call_later
 from toolcards.core.events import StateChanged, ToolcardsEvent
 from toolcards.core.idempotency import CallKey
@@ -203,6 +204,7 @@ class PlanningActor(CallerRunsActor):
         self._renewed: dict[int, float] = {}
         """Task id → when this process last renewed its claim (``time.monotonic()``)."""
         self._tick: TimerHandle | None = None
+        self._unsubscribe: Callable[[], None] | None = None
         self._tasks: dict[int, Task] = {}
         self._dependents: dict[int, set[int]] = {}
         self._texts: dict[int, str] = {}
@@ -238,6 +240,15 @@ class PlanningActor(CallerRunsActor):
             keys = [str(task_id) for task_id in self._tasks]
             self._vectors.load(keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
         self._schedule_tick()
+        if self._team is not None:
+            # A member leaving the team (in any process) gives back what it claimed.
+            ref = self.actor_ref
+
+            def on_event(_seq: int, event: Any) -> None:
+                if isinstance(event, MemberLeft) and ref.is_alive():
+                    ref.tell(_MemberGone(event.member.handle, event.reason))
+
+            self._unsubscribe = self._team.subscribe(on_event)
 
     def on_stop(self) -> None:
         """Stop the embedding threads and the lease ticks; runs on the actor's thread.
@@ -248,6 +259,9 @@ class PlanningActor(CallerRunsActor):
         """
         if self._tick is not None:
             self._tick.cancel()
+        if self._unsubscribe is not None:
+            with contextlib.suppress(Exception):  # the team may be stopping first
+                self._unsubscribe()
         if self._vectors is not None:
             self._vectors.close()
 
@@ -268,6 +282,9 @@ class PlanningActor(CallerRunsActor):
         to pykka's default."""
         if isinstance(message, _LeaseTick):
             self._on_tick()
+            return None
+        if isinstance(message, _MemberGone):
+            self._release_member(message.member, message.reason)
             return None
         if self._vectors is not None:
             from toolcards.vector import GraceElapsed, TextsEmbedded
@@ -712,6 +729,12 @@ class PlanningActor(CallerRunsActor):
         self._refresh()
         return [self._claims[task_id] for task_id in sorted(self._claims)]
 
+    def view_version(self) -> tuple[int, int]:
+        """The board's change number and a stamp of its leases (after catching up): what a
+        view of the board must be drawn again for."""
+        self._refresh()
+        return self._seq, hash(tuple(sorted((claim.task_id, claim.until) for claim in self._claims.values())))
+
     def reservations(self, member: str = "") -> list[tuple[str, str, int, ReservationMode]]:
         """The paths reserved by live claims of members other than ``member``, after catching up.
 
@@ -750,7 +773,9 @@ class PlanningActor(CallerRunsActor):
             paths_mode=paths_mode,
         )
         claimed = task
-        if not renewed:
+        seq = self._seq
+        rows = [Change(collection=_CLAIMS, key=str(task.id), value=claim.model_dump(mode="json"))]
+        if not renewed:  # a renewal changes the lease only: no task row, no board change
             claimed = with_history(
                 task,
                 history_line(now, f"claimed by {member}"),
@@ -758,17 +783,14 @@ class PlanningActor(CallerRunsActor):
                 owner=member,
                 updated_at=datetime.now(UTC),
             )
-        seq = self._seq + 1
+            seq += 1
+            rows += [
+                _task_row(claimed),
+                Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": self._next_id}),
+            ]
         report = ClaimReport(task=claimed, until=claim.until, lease_s=lease_s, renewed=renewed)
         calls = self._calls.record(call, report.model_dump(mode="json"), txn.version + 1)
-        txn.stage(
-            [
-                Change(collection=_TASKS, key=str(task.id), value=JSONText(claimed.model_dump_json())),
-                Change(collection=_CLAIMS, key=str(task.id), value=claim.model_dump(mode="json")),
-                Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": self._next_id}),
-                *calls,
-            ]
-        )
+        txn.stage([*rows, *calls])
         return _StagedClaim(report=report, claim=claim, task=claimed, seq=seq, calls=calls)
 
     def _committed_claim(self, staged: _StagedClaim, txn: Transaction) -> ClaimReport:
@@ -908,6 +930,25 @@ class PlanningActor(CallerRunsActor):
             released = self._stage_release(txn, [self._tasks[claim.task_id] for claim in expired], notes)
         self._committed_release(released, txn)
         self._emit_claims([("expired", claim.task_id, claim.member) for claim in expired])
+
+    def _release_member(self, member: str, reason: str) -> None:
+        """Give back every task ``member`` holds: it left the team (never raises)."""
+        try:
+            self._refresh()
+            if not any(claim.member == member for claim in self._claims.values()):
+                return
+            with self._store.write(self._namespace, since=self._version) as txn:
+                self._absorb(txn.catch_up)
+                held = [claim for claim in self._claims.values() if claim.member == member]
+                if not held:
+                    return
+                notes = {claim.task_id: f"{member} left the team ({reason})" for claim in held}
+                released = self._stage_release(txn, [self._tasks[claim.task_id] for claim in held], notes)
+            self._committed_release(released, txn)
+            self._emit_claims([("left", claim.task_id, member) for claim in held])
+        except Exception:
+            log = logger.debug if self._store.closed else logger.exception
+            log("Releasing the tasks of %s, who left, failed; their leases will end them.", member)
 
     def _renew(self) -> None:
         """Extend the leases of claims whose member made a tool call here since the last renewal,
@@ -1185,6 +1226,14 @@ class _LeaseTick:
 
 
 @dataclass(frozen=True, slots=True)
+class _MemberGone:
+    """A member left the team: its claims end (see :meth:`PlanningActor._release_member`)."""
+
+    member: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class _StagedClaim:
     report: ClaimReport
     claim: Claim
@@ -1238,3 +1287,4 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     release = proxy_method(PlanningActor.release)
     claims = proxy_method(PlanningActor.claims)
     reservations = proxy_method(PlanningActor.reservations)
+    view_version = proxy_method(PlanningActor.view_version)

@@ -23,6 +23,8 @@ One view (:mod:`toolcards.core.views`): ``planning.board``, every task with all 
 from __future__ import annotations
 
 import functools
+import time
+from collections.abc import Hashable
 from typing import Any, ClassVar
 
 from pydantic import Field, PrivateAttr
@@ -263,11 +265,22 @@ class PlanningTool(ToolCard):
         """The board's change number: one more per committed change, in any process."""
         return self.ask(self.board.seq(), actor=PLANNING_ACTOR_NAME)
 
-    @view("planning.board", version=board_version)
+    def board_view_version(self) -> Hashable:
+        """The board's change number and its claims' leases: renewals change no task but the
+        lease time shown."""
+        return self.ask(self.board.view_version(), actor=PLANNING_ACTOR_NAME)
+
+    @view("planning.board", version=board_view_version)
     def board_view(self) -> dict[str, Any]:
-        """The planning board: every task, with all its fields."""
+        """The planning board: every task with all its fields, and the claims with their
+        leases (``until`` in seconds since the epoch, beside the server's ``now``)."""
         tasks = self.ask(self.board.tasks(), actor=PLANNING_ACTOR_NAME)
-        return {"tasks": [task.model_dump(mode="json") for task in tasks]}
+        claims = self.ask(self.board.claims(), actor=PLANNING_ACTOR_NAME)
+        return {
+            "tasks": [task.model_dump(mode="json") for task in tasks],
+            "claims": [claim.model_dump(mode="json") for claim in claims],
+            "now": time.time(),
+        }
 
 
 def _reserved_paths(board: PlanningProxy, member: str) -> list[tuple[str, str, int, ReservationMode]]:

@@ -206,6 +206,9 @@
     }
     const data = await api("planning.board");
     const tasks = data.tasks;
+    // Lease times are the server's: shift them by the difference of the two clocks.
+    const skew = Date.now() / 1000 - (data.now || Date.now() / 1000);
+    const claims = new Map((data.claims || []).map((c) => [c.task_id, { ...c, until: c.until + skew }]));
     count("count-board", tasks.filter((t) => t.status === "pending" || t.status === "in_progress").length || null);
     const byId = new Map(tasks.map((t) => [t.id, t]));
     clear(board);
@@ -214,14 +217,25 @@
       const column = el("div", { class: "column", "data-status": status },
         el("h2", {}, el("span", { class: "swatch" }), `${title} · ${mine.length}`));
       if (!mine.length) column.append(el("div", { class: "none", text: "No tasks" }));
-      for (const task of mine) column.append(taskCard(task, byId));
+      for (const task of mine) column.append(taskCard(task, byId, claims.get(task.id)));
       board.append(column);
     }
   }
 
-  function taskCard(task, byId) {
+  function leaseLeft(claim) {
+    const left = Math.max(0, Math.round(claim.until - Date.now() / 1000));
+    return left < 90 ? `${left} s` : `${Math.round(left / 60)} min`;
+  }
+
+  function taskCard(task, byId, claim) {
     const meta = el("div", { class: "meta" });
     meta.append(el("span", { class: "chip owner", title: "owner", text: task.owner || "unassigned" }));
+    if (claim) {
+      meta.append(el("span", {
+        class: "chip claim", title: "claimed: the lease ends unless its holder keeps working",
+        "data-until": claim.until, text: `claimed · lease ${leaseLeft(claim)}`,
+      }));
+    }
     meta.append(el("span", { class: "chip", title: "creator", text: "by " + task.creator }));
     if (task.dependencies.length) {
       const open = task.dependencies.filter((id) => {
@@ -257,7 +271,8 @@
       el("dt", { text: "Needed by" }), el("dd", { text: dependents.join(", ") || "none" }),
       el("dt", { text: "Output" }), el("dd", { text: task.output || "—" }),
       el("dt", { text: "Created" }), el("dd", { text: dateTime(task.created_at) }),
-      el("dt", { text: "Updated" }), el("dd", { text: dateTime(task.updated_at) })));
+      el("dt", { text: "Updated" }), el("dd", { text: dateTime(task.updated_at) }),
+      el("dt", { text: "History" }), el("dd", { text: (task.history || []).join("; ") || "—" })));
   }
 
   function statusLabel(status) {
@@ -695,6 +710,12 @@
       $("panel-" + name).hidden = name !== state.tab;
     }
     connect();
+    // Lease times count down between board changes.
+    setInterval(() => {
+      for (const chip of document.querySelectorAll(".chip.claim")) {
+        chip.textContent = `claimed · lease ${leaseLeft({ until: Number(chip.dataset.until) })}`;
+      }
+    }, 5000);
   }
 
   document.addEventListener("DOMContentLoaded", start);
