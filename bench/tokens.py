@@ -18,7 +18,9 @@ Cases:
   workers owning 40 tasks each; the last 40 are the planner's own), 50 dependencies,
   80-character descriptions, statuses cycling pending / in_progress / completed / completed.
   A worker's context, the planner's, and the team's average (1 planner, 4 workers).
-* **facade**: ``toolcards serve --facade``'s ``tools/list`` against the full list, same team.
+* **facade**: ``toolcards serve --facade``'s ``tools/list`` against the full list, same team;
+  every field of each tool definition is counted (name, title, description, input schema,
+  annotations, output schema).
 * **prompt caching**: a worker runs 30 model requests (29 tool calls, then an answer) against
   a local stand-in for the OpenAI Chat Completions API, which records each request body as
   pydantic-ai's ``OpenAIChatModel`` sends it; every third request another agent changes the
@@ -220,7 +222,7 @@ def _facade_rows() -> list[Row]:
     from toolcards.server import TeamServer
     from toolcards.server.config import ServeConfig
 
-    async def listed(facade: bool) -> int:
+    async def listed(facade: bool) -> tuple[int, int]:
         config = ServeConfig(team_id="tokens-facade", cards=dump_cards(_cards(search=False)), facade=facade)
         server = TeamServer(config)
         try:
@@ -228,15 +230,26 @@ def _facade_rows() -> list[Row]:
                 tools = (await client.list_tools()).tools
         finally:
             server.close()
-        payload = [{"name": t.name, "description": t.description, "parameters": t.input_schema} for t in tools]
-        return count_tokens(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+        # Every field of each tool definition as the client receives it: the name, description
+        # and input schema a model reads, and the title, annotations and output schema clients
+        # read; and the same without those three (what the list was before they were added).
+        payload = [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in tools]
+        plain = [{key: t[key] for key in ("name", "description", "inputSchema")} for t in payload]
+        return count_tokens(_compact(payload)), count_tokens(_compact(plain))
 
     with tempfile.TemporaryDirectory() as temp:
         os.environ["TOOLCARDS_WORKSPACES_ROOT"] = temp
-        full = asyncio.run(listed(False))
-        facade = asyncio.run(listed(True))
+        full, plain = asyncio.run(listed(False))
+        facade, _ = asyncio.run(listed(True))
     return [
-        Case("MCP tools/list, full", float(full), "o200k; default team without web search", unit="tokens"),
+        Case(
+            "MCP tools/list, full",
+            float(full),
+            f"o200k; default team without web search; every field of each tool; {plain:,} without titles, "
+            f"annotations and output schemas ({full / plain:.3f}x); target: 1.1x that",
+            unit="tokens",
+            target=1.1 * plain,
+        ),
         Case(
             "MCP tools/list, facade",
             float(facade),
@@ -245,6 +258,10 @@ def _facade_rows() -> list[Row]:
             target=0.1 * full,
         ),
     ]
+
+
+def _compact(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 class _FakeOpenAI:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from toolcards.errors import (
     ActorUnavailable,
     ApprovalRequired,
+    CallCancelled,
     CommandNotRecognized,
     GuardError,
     ObserverGone,
@@ -136,6 +137,7 @@ __all__ = [
     "ApprovalRequired",
     "Approver",
     "BaseToolParam",
+    "CallCancelled",
     "Capability",
     "Channels",
     "CommandArg",

@@ -25,6 +25,7 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
@@ -102,14 +103,14 @@ class KnowledgeGraphTool(ToolCard):
         observer: ActorToolObserver = self.get_observer()
         return observer.address.handle
 
-    @capability("get_graph")
+    @capability("get_graph", hints=ToolHints(title="Knowledge graph"))
     def summary(self) -> str:
         """A summary of the team knowledge graph."""
         search = self.param("search_graph")
         hint = "search_graph" if search is not None and TOOL_CALL in search.expose else None
         return self.ask(self.graph.summary(search_tool=hint), actor=ACTOR_NAME)
 
-    @capability("update_graph", mutates=True)
+    @capability("update_graph", mutates=True, hints=ToolHints(title="Change graph", destructive=True))
     def update(
         self,
         create_entities: list[EntityCreate] | None = None,
@@ -149,7 +150,7 @@ class KnowledgeGraphTool(ToolCard):
             raise RetriableError(render_update_report(report))
         return render_update_report(report)
 
-    @capability("search_graph")
+    @capability("search_graph", hints=ToolHints(title="Search graph", completions={"query": "complete_entity_name"}))
     def search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=500)],
@@ -176,6 +177,11 @@ class KnowledgeGraphTool(ToolCard):
             find_paths=find_paths,
         )
         return render_search_result(result)
+
+    def complete_entity_name(self, prefix: str) -> list[str]:
+        """Entity names starting with ``prefix`` (a client completing a search for one)."""
+        names: list[str] = self.ask(self.graph.entity_names(prefix), actor=ACTOR_NAME)
+        return names
 
     def _search(self, query: str, mode: Literal["hybrid", "keyword", "vector"], **options: Any) -> SearchResult:
         if self.embedding is None:

@@ -313,6 +313,12 @@ class PlanningActor(CallerRunsActor):
             raise RetriableError(unknown_task(task_id))
         return task
 
+    def task_ids(self, prefix: str = "", limit: int = 100) -> list[int]:
+        """The ids of tasks whose decimal form starts with ``prefix``, smallest first, at most
+        ``limit`` (for a client completing a task id). Reads memory only. Added in 0.3."""
+        self._refresh()
+        return sorted(task_id for task_id in self._tasks if str(task_id).startswith(prefix))[:limit]
+
     def tasks(self) -> list[Task]:
         """Return every task, by id. Linear in the board size, after catching up."""
         self._refresh()
@@ -1280,6 +1286,7 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     render_search = proxy_method(PlanningActor.render_search)
     seq = proxy_method(PlanningActor.seq)
     tasks = proxy_method(PlanningActor.tasks)
+    task_ids = proxy_method(PlanningActor.task_ids)
     update = proxy_method(PlanningActor.update)
     when_indexed = proxy_method(PlanningActor.when_indexed)
     claim = proxy_method(PlanningActor.claim)

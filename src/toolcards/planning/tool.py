@@ -31,6 +31,7 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
@@ -149,7 +150,7 @@ class PlanningTool(ToolCard):
         param = self.param(field)
         return param is not None and TOOL_CALL in param.expose
 
-    @capability("get_planning")
+    @capability("get_planning", hints=ToolHints(title="Team plan"))
     def show_plan(self) -> str:
         """The team plan: task counts, owners and your tasks."""
         param = self.param("get_planning", GetPlanningParam)
@@ -163,7 +164,7 @@ class PlanningTool(ToolCard):
             actor=PLANNING_ACTOR_NAME,
         )
 
-    @capability("get_planning_task")
+    @capability("get_planning_task", hints=ToolHints(title="Get task", completions={"task_id": "complete_task_id"}))
     def get_task(self, task_id: int) -> str:
         """Get one task by id.
 
@@ -172,7 +173,7 @@ class PlanningTool(ToolCard):
         """
         return render_task(self.ask(self.board.get_task(task_id), actor=PLANNING_ACTOR_NAME))
 
-    @capability("update_planning", mutates=True)
+    @capability("update_planning", mutates=True, hints=ToolHints(title="Change plan", destructive=True))
     def update(
         self,
         create_tasks: list[TaskCreate] | None = None,
@@ -209,7 +210,7 @@ class PlanningTool(ToolCard):
             raise RetriableError(render_update_report(report))
         return render_update_report(report)
 
-    @capability("search_planning")
+    @capability("search_planning", hints=ToolHints(title="Search tasks"))
     def search(
         self,
         query: str | None = None,
@@ -228,18 +229,18 @@ class PlanningTool(ToolCard):
             self.board.render_search(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
         )
 
-    @capability("claim_task", mutates=True)
+    @capability("claim_task", mutates=True, hints=ToolHints(title="Claim task"))
     def claim(self, task_id: int) -> str:
         """Claim a task; nobody else can take it while your tool calls keep its lease."""
         report = self._claiming(self.board.claim(self._agent, task_id, **self._claim_options()))
         return render_claim(report)
 
-    @capability("next_task", mutates=True)
+    @capability("next_task", mutates=True, hints=ToolHints(title="Take next task"))
     def take_next(self) -> str:
         """Claim the best task ready for you, or learn why none is."""
         return render_claim(self._claiming(self.board.next_task(self._agent, **self._claim_options())))
 
-    @capability("release_task", mutates=True)
+    @capability("release_task", mutates=True, hints=ToolHints(title="Release task"))
     def release(self, task_id: int, reason: str = "") -> str:
         """Give back a task you hold; it returns to pending.
 
@@ -248,6 +249,12 @@ class PlanningTool(ToolCard):
         """
         task = self._claiming(self.board.release(self._agent, task_id, reason, call=current_call()))
         return f"Released task {task.id}; it is pending again."
+
+    def complete_task_id(self, prefix: str) -> list[str]:
+        """Task ids starting with ``prefix`` (a client completing ``task_id``)."""
+        if prefix and not prefix.isdigit():
+            return []
+        return [str(task_id) for task_id in self.ask(self.board.task_ids(prefix), actor=PLANNING_ACTOR_NAME)]
 
     def _claim_options(self) -> dict[str, Any]:
         return {"tools": self._tools, "lease_s": self.lease_s, "paths_mode": self.reservations, "call": current_call()}

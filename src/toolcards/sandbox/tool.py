@@ -14,9 +14,12 @@ cards and every difference, never a silent merge.
 
 What the model reads: a command that ran (whatever its exit code) returns the exit code,
 stdout and stderr (each capped, saying what was cut) inside the untrusted-output envelope.
-A command that did not run or was stopped is an error, so adapters report it as one
-(pydantic-ai retry, MCP ``isError``): a refusal (not allowed, bad ``cwd``, too long) and a
-command stopped at the disk quota are ``RetriableError``; one stopped at its deadline is
+A call cancelled by its caller kills the command's process group at once, or keeps it from
+starting (:mod:`toolcards.core.cancel`); while it runs, it reports how long it has run to a
+caller that listens (:mod:`toolcards.core.progress`). A command that did not run or was
+stopped is an error, so adapters report it as one (pydantic-ai retry, MCP ``isError``): a
+refusal (not allowed, bad ``cwd``, too long) and a command stopped at the disk quota are
+``RetriableError``; one stopped at its deadline is
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
@@ -32,14 +35,17 @@ from typing import Annotated, Any, ClassVar, cast
 from pydantic import Field, PrivateAttr
 
 from toolcards.core.bounds import unlisted_bound
+from toolcards.core.cancel import CANCELLED_MESSAGE, current_cancel
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
-from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
-from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
+from toolcards.core.progress import current_progress
+from toolcards.errors import CallCancelled, RetriableError, ToolFailed, ToolTimeout, WiringError
+from toolcards.sandbox.actor import CANCEL_STOP, QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
 
@@ -145,6 +151,7 @@ class ExecTool(ToolCard):
         untrusted_output=True,
         output_budget=21_000,
         mutates=True,  # a command may change any file of the workspace
+        hints=ToolHints(title="Run command", destructive=True, open_world=True, long_running=True),
     )
     def run(
         self,
@@ -159,7 +166,10 @@ class ExecTool(ToolCard):
             cwd: Directory relative to the workspace root.
             timeout_s: Seconds before it is killed (at most the configured limit).
         """
-        running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
+        sandbox = self.bound(self._sandbox)
+        running = self.ask(
+            sandbox.run(cmd, cwd, timeout_s, self._policy, current_cancel(), current_progress()), actor=ACTOR_NAME
+        )
         result: ExecResult = self.ask(running, actor=ACTOR_NAME)
         return _answer(result, self.limits.output_chars)
 
@@ -172,7 +182,10 @@ def _answer(result: ExecResult, output_chars: int) -> str:
             stopped at the disk quota (with its output, in the untrusted envelope).
         ToolTimeout: the command was stopped at its deadline (with its output).
         ToolFailed: the sandbox could not run it, or shut down while it ran.
+        CallCancelled: the call was cancelled; the command was killed or never started.
     """
+    if result.stopped == CANCEL_STOP:
+        raise CallCancelled(CANCELLED_MESSAGE)
     if result.error is not None:
         if result.refused:
             raise RetriableError(result.error)

@@ -30,6 +30,7 @@ from pydantic import Field
 from toolcards.actors.address import ActorAddress
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.observer import ActorToolObserver, TeamManagementToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError, ToolFailed, WiringError
@@ -94,7 +95,7 @@ class TeamTool(ToolCard):
         manager: TeamManagementToolObserver = self.get_observer()  # checked by the factory at bind
         return manager
 
-    @capability("hire_team_member", mutates=True)
+    @capability("hire_team_member", mutates=True, hints=ToolHints(title="Hire member"))
     def hire(
         self,
         role: Annotated[str, Field(min_length=1, max_length=NAME_MAX)],
@@ -114,7 +115,7 @@ class TeamTool(ToolCard):
             raise ToolFailed(f"Role {role!r} cannot be hired: {exc}. Tell the user.") from exc
         return f"Hired {member.handle} ({member.role})."
 
-    @capability("fire_team_member", mutates=True)
+    @capability("fire_team_member", mutates=True, hints=ToolHints(title="Fire member", destructive=True))
     def fire(self, name: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)]) -> str:
         """Fire a team member: they stop working and leave the team.
 
@@ -124,7 +125,7 @@ class TeamTool(ToolCard):
         member = self._manager().fire_member(name)
         return f"Fired {member.handle} ({member.role}); they stop after their current turn."
 
-    @capability("team_roster")
+    @capability("team_roster", hints=ToolHints(title="Team roster"))
     def render_roster(self) -> str:
         """The team's members and their roles; you are marked."""
         observer = self._manager()
@@ -134,7 +135,7 @@ class TeamTool(ToolCard):
             return "Team roster: nobody yet."
         return "\n".join([f"Team roster ({len(lines)}):", *lines])
 
-    @capability("hireable_roles")
+    @capability("hireable_roles", hints=ToolHints(title="Roles to hire"))
     def render_roles(self) -> str:
         """The roles you can hire, with what each does."""
         roles = self._manager().hireable_roles()
@@ -175,7 +176,7 @@ class MessagingTool(ToolCard):
         member: ActorToolObserver = self.get_observer()  # checked by the factory at bind
         return member
 
-    @capability("send_message", mutates=True)
+    @capability("send_message", mutates=True, hints=ToolHints(title="Send message"))
     def send(
         self,
         to: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)],
@@ -207,7 +208,7 @@ class MessagingTool(ToolCard):
         observer.team.publish(message)
         return f"Sent to {target.handle}."
 
-    @capability("teammates")
+    @capability("teammates", hints=ToolHints(title="Your teammates"))
     def render_teammates(self) -> str:
         """Who you can message, and how replies reach you."""
         observer = self._member()

@@ -81,12 +81,13 @@ from pydantic import Field, PrivateAttr
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import Channels
-from toolcards.core.deadline import remaining
+from toolcards.core.deadline import check_deadline, remaining
+from toolcards.core.hints import ToolHints
 from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.views import FileBytes, view
-from toolcards.errors import RetriableError, WiringError
+from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
@@ -136,6 +137,8 @@ overrides it); past that the page ends early, at a line, with the offset to read
 
 TREE_SIGNATURE_MAX_AGE_S = 1.0
 """The tree's version (a walk of its entries) is taken again at most this often."""
+COMPLETION_SCAN = 2000
+"""Entries of one directory looked at when completing a path."""
 
 _SERVES = frozenset({Channels.TOOL_CALL, Channels.COMMAND})
 _CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
@@ -315,6 +318,7 @@ class WorkspaceTool(ToolCard):
         "workspace_read",
         untrusted_output=True,
         output_budget=READ_OUTPUT_BUDGET,
+        hints=ToolHints(title="Read file", completions={"path": "complete_path"}),
     )
     def read_file(
         self,
@@ -349,7 +353,7 @@ class WorkspaceTool(ToolCard):
         self._workspace_hub().record_read(self._agent, rel, data, full, digest)
         return shown
 
-    @capability("workspace_list", untrusted_output=True)
+    @capability("workspace_list", untrusted_output=True, hints=ToolHints(title="List directory"))
     def list_directory(self, path: WorkspacePath = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
         """List a directory.
 
@@ -358,7 +362,7 @@ class WorkspaceTool(ToolCard):
         """
         return list_directory(self.tree, path, depth)
 
-    @capability("workspace_glob", untrusted_output=True)
+    @capability("workspace_glob", untrusted_output=True, hints=ToolHints(title="Find files"))
     def glob_files(self, pattern: Pattern, path: WorkspacePath = "") -> str:
         """Find files by glob, e.g. '**/*.py'; newest first.
 
@@ -367,7 +371,7 @@ class WorkspaceTool(ToolCard):
         """
         return glob(self.root, pattern, path)
 
-    @capability("workspace_grep", untrusted_output=True)
+    @capability("workspace_grep", untrusted_output=True, hints=ToolHints(title="Search files"))
     def grep_files(self, pattern: Pattern, path: WorkspacePath = "", include: Pattern = "") -> str:
         """Search file contents by regex; gives path:line: text.
 
@@ -377,7 +381,7 @@ class WorkspaceTool(ToolCard):
         """
         return grep(self.root, pattern, path, include)
 
-    @capability("workspace_view", untrusted_output=True)
+    @capability("workspace_view", untrusted_output=True, hints=ToolHints(title="View image"))
     def view_image(self, path: WorkspacePath) -> Any:
         """View an image file."""
         from pydantic_ai.messages import BinaryContent
@@ -392,7 +396,7 @@ class WorkspaceTool(ToolCard):
 
     # -- changing ---------------------------------------------------------------------------------
 
-    @capability("workspace_write", mutates=True)
+    @capability("workspace_write", mutates=True, hints=ToolHints(title="Write file", destructive=True, idempotent=True))
     def write_file(self, path: WorkspacePath, content: FileContent) -> str:
         """Create or overwrite a file; overwriting needs a full read first.
 
@@ -401,7 +405,7 @@ class WorkspaceTool(ToolCard):
         """
         return self._change("workspace_write", [path], lambda: self._actor_proxy().write(self._agent, path, content))
 
-    @capability("workspace_edit", mutates=True)
+    @capability("workspace_edit", mutates=True, hints=ToolHints(title="Edit file", destructive=True))
     def edit_file(
         self, path: WorkspacePath, old_string: EditString, new_string: EditString, replace_all: bool = False
     ) -> str:
@@ -416,7 +420,7 @@ class WorkspaceTool(ToolCard):
             lambda: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all),
         )
 
-    @capability("workspace_multi_edit", mutates=True)
+    @capability("workspace_multi_edit", mutates=True, hints=ToolHints(title="Edit files", destructive=True))
     def multi_edit_files(
         self,
         edits: Annotated[list[FileEdit], Field(min_length=1, max_length=MAX_EDITS, json_schema_extra=unlisted_bound)],
@@ -438,7 +442,7 @@ class WorkspaceTool(ToolCard):
             lambda: self._actor_proxy().multi_edit(self._agent, edits),
         )
 
-    @capability("workspace_patch", mutates=True)
+    @capability("workspace_patch", mutates=True, hints=ToolHints(title="Apply patch", destructive=True))
     def patch_files(self, patch_text: PatchText) -> str:
         """Apply a unified diff, all or nothing; changed files read before.
 
@@ -448,17 +452,23 @@ class WorkspaceTool(ToolCard):
         paths = [path for change in parse_patch(patch_text) for path in (change.old_path, change.new_path) if path]
         return self._change("workspace_patch", paths, lambda: self._actor_proxy().patch(self._agent, patch_text))
 
-    @capability("workspace_delete", mutates=True)
+    @capability(
+        "workspace_delete", mutates=True, hints=ToolHints(title="Delete file", destructive=True, idempotent=True)
+    )
     def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
         return self._change("workspace_delete", [path], lambda: self._actor_proxy().delete(self._agent, path))
 
-    @capability("workspace_mkdir", mutates=True)
+    @capability("workspace_mkdir", mutates=True, hints=ToolHints(title="Make directory", idempotent=True))
     def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
         return self._change("workspace_mkdir", [path], lambda: self._actor_proxy().mkdir(self._agent, path))
 
-    @capability("workspace_rmdir", mutates=True)
+    @capability(
+        "workspace_rmdir",
+        mutates=True,
+        hints=ToolHints(title="Remove directory", destructive=True, idempotent=True),
+    )
     def remove_directory(self, path: WorkspacePath, recursive: bool = False) -> str:
         """Remove a directory.
 
@@ -469,6 +479,23 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_rmdir", [path], lambda: self._actor_proxy().rmdir(self._agent, path, recursive, deadline)
         )
+
+    def complete_path(self, prefix: str) -> list[str]:
+        """Paths in the tree starting with ``prefix`` (directories end in ``/``), for a client
+        completing a path: the entries of ``prefix``'s directory, hidden ones only when asked."""
+        folder, _, start = prefix.rpartition("/")
+        try:
+            with self.tree.directory(folder) as directory:
+                entries, _ = directory.entries(limit=COMPLETION_SCAN)
+        except (RetriableError, ToolFailed):
+            return []
+        found = [
+            f"{folder}/{entry.name}" if folder else entry.name
+            for entry in entries
+            if entry.name.startswith(start) and (start.startswith(".") or not entry.name.startswith("."))
+        ]
+        kinds = {entry.name: entry.is_directory for entry in entries}
+        return sorted(path + "/" if kinds[path.rpartition("/")[2]] else path for path in found)
 
     # -- views (read-only, for people looking at the team) ------------------------------------
 
@@ -503,8 +530,13 @@ class WorkspaceTool(ToolCard):
     def _change(self, tool: str, paths: list[str], send: Callable[[], Any]) -> str:
         """Check ``paths`` against other members' reservations
         (:mod:`toolcards.workspace.reservations`), then ``send()`` the change to the tree's
-        actor and return its answer, with the reservations' warning if any."""
+        actor and return its answer, with the reservations' warning if any.
+
+        A call cancelled by its caller, or past its deadline, by the time the change would be
+        sent changes nothing (``CallCancelled``, ``ToolTimeout``): once the actor has it, the
+        change is applied whole."""
         warning = check_reservations(self._handle, self._member, paths, tool=tool)
+        check_deadline()
         answer: str = self.ask(send(), actor=self._actor_name)
         return f"{answer}\n{warning}" if warning else answer
 
