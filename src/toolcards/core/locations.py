@@ -28,6 +28,7 @@ __all__ = [
     "WORKSPACE_ID_PATTERN",
     "WorkspaceId",
     "internal_dir",
+    "is_mounted",
     "mount_workspace",
     "store_location",
     "store_path",
@@ -119,6 +120,11 @@ def mount_workspace(directory: str | Path, *, label: str = "") -> str:
     workspace_id = f"root-{stem}-{digest}"
     _mounts[workspace_id] = path
     return workspace_id
+
+
+def is_mounted(workspace_id: str) -> bool:
+    """Whether ``workspace_id`` names a directory given by :func:`mount_workspace`."""
+    return workspace_id in _mounts
 
 
 def workspace_dir(workspace_id: str) -> Path:

@@ -1,7 +1,8 @@
 """``ExecTool``: shell commands in the team workspace, run by the team's sandbox.
 
 Channels: ``exec_command`` is a TOOL_CALL and a COMMAND. One sandbox actor per team
-(``#SandboxActor``, race-free ``get_or_spawn``) serves every agent's calls; commands run
+(``#SandboxActor``, race-free ``get_or_spawn``) serves every agent's calls (a directory
+mounted as a workspace, an MCP client's root, has its own: ``#SandboxActor:<workspace id>``); commands run
 in worker threads, so one agent's long build does not hold up another's ``ls``.
 
 Each card's settings are its own. Every call carries the card's :class:`CommandPolicy`
@@ -39,7 +40,7 @@ from toolcards.core.cancel import CANCELLED_MESSAGE, current_cancel
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
 from toolcards.core.hints import ToolHints
-from toolcards.core.locations import WorkspaceId, workspace_dir
+from toolcards.core.locations import WorkspaceId, is_mounted, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
@@ -94,17 +95,22 @@ class ExecTool(ToolCard):
     exec_command: ExecCommandParam | bool = True
     _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)
+    _actor_name: str = PrivateAttr(default=ACTOR_NAME)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
         actor_class: type[SandboxActor] = sandbox_actor_class(self.mode)
         workspace = workspace_dir(self.workspace_id or agent.team_id)
+        # A directory mounted as a workspace (an MCP client's root) gets a sandbox of its own:
+        # the team's runs in the team's tree.
+        mounted = self.workspace_id is not None and is_mounted(self.workspace_id)
+        self._actor_name = f"{ACTOR_NAME}:{self.workspace_id}" if mounted else ACTOR_NAME
         options = {**self.options, "allowed_commands": tuple(self.allowed_commands)}
         policy = actor_class.policy_for(self.limits, self.timeout_s, options)
         label = f"ExecTool of {agent.address.handle}"
         try:
             sandbox = agent.team.get_or_spawn(
-                ACTOR_NAME,
+                self._actor_name,
                 actor_class,
                 workspace,
                 policy.limits,
@@ -115,13 +121,13 @@ class ExecTool(ToolCard):
             )
         except TypeError:
             # The team's sandbox is of another class (another mode): report it below.
-            ref = agent.team.tool_actors().get(ACTOR_NAME)
+            ref = agent.team.tool_actors().get(self._actor_name)
             if ref is None or not ref.is_alive() or issubclass(ref.actor_class, actor_class):
                 raise
             sandbox = cast(SandboxProxy, ref.proxy())
-        differences = self.ask(sandbox.conflicts(actor_class.mode, workspace, policy), actor=ACTOR_NAME)
+        differences = self.ask(sandbox.conflicts(actor_class.mode, workspace, policy), actor=self._actor_name)
         if differences:
-            owner: str = self.ask(sandbox.owner, actor=ACTOR_NAME)
+            owner: str = self.ask(sandbox.owner, actor=self._actor_name)
             raise WiringError(
                 f"{label} cannot share team {agent.team_id}'s sandbox with {owner}: "
                 + "; ".join(f"{difference} ({label} vs {owner})" for difference in differences)
@@ -168,9 +174,10 @@ class ExecTool(ToolCard):
         """
         sandbox = self.bound(self._sandbox)
         running = self.ask(
-            sandbox.run(cmd, cwd, timeout_s, self._policy, current_cancel(), current_progress()), actor=ACTOR_NAME
+            sandbox.run(cmd, cwd, timeout_s, self._policy, current_cancel(), current_progress()),
+            actor=self._actor_name,
         )
-        result: ExecResult = self.ask(running, actor=ACTOR_NAME)
+        result: ExecResult = self.ask(running, actor=self._actor_name)
         return _answer(result, self.limits.output_chars)
 
 

@@ -74,8 +74,8 @@ class ReplayBuffer(EventStore):
         ):
             self._events.popitem(last=False)
 
-    def __len__(self) -> int:
-        return len(self._events)
+    # No __len__: the SDK tests the store for truth (``if self._event_store``), and an empty
+    # store must still count as one.
 
     def __repr__(self) -> str:
         return f"ReplayBuffer({len(self._events)} events)"

@@ -9,8 +9,9 @@ local directory (a ``file://`` URI) becomes the workspace of the client's agent:
   card of the agent with a ``workspace_id`` field (the workspace, the sandbox) gets that id,
   so its files and commands stay contained in that directory exactly as in any tree;
 * ``roots: read-only`` (the default of ``--roots``) also sets ``read_only`` on those cards,
-  which drops every tool that changes files or runs commands; ``roots: writable`` keeps
-  them.
+  which drops every tool that changes files or runs commands (a card left with nothing, the
+  sandbox, is not bound); ``roots: writable`` keeps them, and commands run in the root
+  (a sandbox of its own, ``#SandboxActor:<workspace id>``).
 
 A client without roots (or whose roots are all remote) works on the team's configured tree,
 as without ``--roots``. When the roots change, the agent's next request opens a session on
@@ -63,12 +64,15 @@ def rooted_cards(
     """A maker of the team's cards working on ``workspace_id`` (read-only unless ``writable``)."""
 
     def cards() -> list[ToolCard]:
-        made = list(make_cards())
-        for card in made:
+        made: list[ToolCard] = []
+        for card in make_cards():
             if "workspace_id" in type(card).model_fields:
                 card.workspace_id = workspace_id  # type: ignore[attr-defined]
                 if mode != "writable":
                     card.read_only = True
+                    if next(card.capabilities(), None) is None:
+                        continue  # nothing left to offer (the sandbox runs commands only): not bound
+            made.append(card)
         return made
 
     return cards

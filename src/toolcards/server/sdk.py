@@ -143,6 +143,7 @@ class _Handlers:
         self.team = team_server
         self._watched: weakref.WeakSet[Any] = weakref.WeakSet()
         self._roots: weakref.WeakKeyDictionary[Any, asyncio.Future[str | None]] = weakref.WeakKeyDictionary()
+        self._sessions: weakref.WeakKeyDictionary[Any, AgentSession] = weakref.WeakKeyDictionary()
 
     def identify(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """The agent name a request acts as (see :mod:`toolcards.server.app` for the order)."""
@@ -163,7 +164,12 @@ class _Handlers:
             self._watched.add(connection)
             connection.exit_stack.push_async_callback(self.team.release, connection)
         workspace = await self._workspace(ctx, connection)
-        return await self.team.lease(connection, key, workspace=workspace)
+        session = await self.team.lease(connection, key, workspace=workspace)
+        previous = self._sessions.get(connection)
+        self._sessions[connection] = session
+        if previous is not None and previous is not session and previous.key.split("\x00")[0] == key:
+            await self.team.release(connection, previous)  # its roots changed: the old tree's session goes
+        return session
 
     # -- roots ------------------------------------------------------------------------------
 
