@@ -164,7 +164,7 @@ def served(workspace: Path, *options: str) -> Iterator[ServeProcess]:
         config.write_text("team_id: conformance\ncards:\n" + "".join(f"  - kind: {k}\n" for k in CARDS))
     env = {
         **os.environ,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),  # the code under test first
         "TOOLCARDS_WORKSPACES_ROOT": str(workspace / "workspaces"),
         "TOOLCARDS_STORE": str(workspace / "state.db"),
     }
@@ -224,7 +224,7 @@ def run_inspector(directory: Path, workspace: Path, target: list[str], headers: 
     results: dict[str, Any] = {}
     env = {
         **os.environ,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),  # the code under test first
         "TOOLCARDS_WORKSPACES_ROOT": str(workspace / "workspaces"),
         "TOOLCARDS_STORE": str(workspace / "state.db"),
         "MCP_CATALOG_PATH": str(workspace / "catalog.json"),
@@ -274,7 +274,15 @@ def main(argv: list[str] | None = None) -> int:
                 headers = ["--header", f"Authorization: Bearer {token}"] if auth == "token" else []
                 bare = url.split("?", 1)[0]
                 report["inspector"][f"http, {auth}"] = run_inspector(directory, workspace, [bare], headers)
-        stdio = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(workspace / "team.yaml")]
+        # The Inspector starts a stdio server with a minimal environment of its own: the server's
+        # variables go on its command line.
+        variables = {
+            "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
+            "TOOLCARDS_WORKSPACES_ROOT": str(workspace / "workspaces"),
+            "TOOLCARDS_STORE": str(workspace / "state.db"),
+        }
+        stdio = ["env", *(f"{key}={value}" for key, value in variables.items())]
+        stdio += [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(workspace / "team.yaml")]
         report["inspector"]["stdio"] = run_inspector(directory, workspace, stdio, [])
     ok = print_report(report)
     if args.json:

@@ -4,6 +4,7 @@ the client's elicitation, on both protocol eras, in-process and over a real ``to
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -165,7 +166,7 @@ def test_over_stdio_the_user_decides_whether_a_write_happens(
 ) -> None:
     monkeypatch.setenv("TOOLCARDS_WORKSPACES_ROOT", str(tmp_path / "workspaces"))
     monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "state.db"))
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "src"), str(REPO)]))  # the code under test first
     config = tmp_path / "team.yaml"
     config.write_text(CONFIG)
     answers = iter(["decline", "accept"])

@@ -45,7 +45,7 @@ def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The team's config; the server subprocesses keep their files and state under ``tmp_path``."""
     monkeypatch.setenv("TOOLCARDS_WORKSPACES_ROOT", str(tmp_path / "workspaces"))
     monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "state.db"))
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "src"), str(REPO)]))  # the code under test first
     config = tmp_path / "team.yaml"
     config.write_text(CONFIG)
     return config

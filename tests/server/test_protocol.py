@@ -77,6 +77,40 @@ def test_annotations_follow_the_protocol_version(default_team: TeamServer) -> No
     assert "execution" not in latest["workspace_read"]
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_searches_return_records_with_their_text(default_team: TeamServer, mode: str) -> None:
+    import jsonschema
+
+    async def work(client: Client) -> dict[str, Any]:
+        await client.call_tool("update_planning", {"create_tasks": [{"description": "ship the parser"}]})
+        entity = {"name": "Parser", "entity_type": "component", "description": "reads the input"}
+        await client.call_tool("update_graph", {"create_entities": [entity]})
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+        return {
+            "tools": tools,
+            "tasks": await client.call_tool("search_planning", {"query": "parser"}),
+            "graph": await client.call_tool("search_graph", {"query": "parser", "mode": "keyword"}),
+        }
+
+    seen = run(default_team, mode, work)
+    for name, key in (("search_planning", "tasks"), ("search_graph", "graph")):
+        result, schema = seen[key], seen["tools"][name].output_schema
+        assert schema is not None and result.structured_content is not None, name
+        jsonschema.validate(result.structured_content, schema)
+        assert result.content[0].text.strip()  # the text stays, for clients that read only text
+    assert seen["tasks"].structured_content["hits"][0]["description"] == "ship the parser"
+    assert "ship the parser" in seen["tasks"].content[0].text
+    assert seen["graph"].structured_content["hits"][0]["name"] == "Parser"
+    assert seen["tools"]["workspace_read"].output_schema is None  # outside data: text in its envelope only
+
+
+def test_a_model_reads_the_text_of_a_search_whatever_the_channel(default_team: TeamServer) -> None:
+    session = asyncio.run(default_team.open_session("Reader"))
+    tool = session.tools["search_planning"]
+    answer = tool.call_sync({"query": "nothing"})
+    assert isinstance(answer, str) and answer.startswith("No task matches")
+
+
 # -- resource templates and completion --------------------------------------------------------
 
 

@@ -6,6 +6,7 @@ in-process."""
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ def text_of(result: types.CallToolResult) -> str:
 def team(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("TOOLCARDS_WORKSPACES_ROOT", str(tmp_path / "workspaces"))
     monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "state.db"))
-    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO / "src"), str(REPO)]))  # the code under test first
     config = tmp_path / "team.yaml"
     config.write_text(CONFIG)
     return config

@@ -67,6 +67,7 @@ from toolcards.core.guards import Guard, GuardContext
 from toolcards.core.hints import NO_HINTS, ToolHints
 from toolcards.core.idempotency import call_key, calling
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
+from toolcards.core.records import Records
 from toolcards.core.schema import ArgsSchema, build_args_schema
 from toolcards.core.tracing import ToolSpan, start_tool_span, tracing
 from toolcards.errors import (
@@ -504,6 +505,10 @@ class Tool:
 
     def _finish(self, result: Any) -> Any:
         kind = type(result)
+        if kind is Records:  # text with its records: the text is budgeted, the records kept...
+            text = self._finish(str(result))
+            # ...unless the tool returns outside data: the envelope protects only the text.
+            return text if self.untrusted_output else result.with_text(text)
         if kind is str:
             if len(result) > self.output_budget:
                 result = apply_budget(result, self.output_budget)

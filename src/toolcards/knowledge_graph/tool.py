@@ -29,6 +29,7 @@ from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.records import Records
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
@@ -62,6 +63,29 @@ class SearchGraphParam(BaseToolParam):
     """Hybrid weight of the (normalised) cosine; ``1 - alpha`` weighs the keyword match."""
     threshold: float = Field(default=0.3, ge=-1, le=1)
     """Minimum raw cosine for a hit of the vector leg."""
+
+
+SEARCH_RECORDS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string"},
+        "mode": {"type": "string"},
+        "hits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "entity_type": {"type": "string"},
+                    "score": {"type": "number"},
+                },
+            },
+        },
+    },
+    "required": ["query", "mode", "hits"],
+}
+"""``search_graph``'s records (``structuredContent`` over MCP): the hits, best first, with the
+mode that found them; neighbours, edges and paths stay in the text."""
 
 
 class KnowledgeGraphTool(ToolCard):
@@ -150,7 +174,12 @@ class KnowledgeGraphTool(ToolCard):
             raise RetriableError(render_update_report(report))
         return render_update_report(report)
 
-    @capability("search_graph", hints=ToolHints(title="Search graph", completions={"query": "complete_entity_name"}))
+    @capability(
+        "search_graph",
+        hints=ToolHints(
+            title="Search graph", output_schema=SEARCH_RECORDS, completions={"query": "complete_entity_name"}
+        ),
+    )
     def search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=500)],
@@ -176,7 +205,15 @@ class KnowledgeGraphTool(ToolCard):
             include_edges=include_edges,
             find_paths=find_paths,
         )
-        return render_search_result(result)
+        records = {
+            "query": result.query,
+            "mode": result.mode,
+            "hits": [
+                {"name": hit.entity.name, "entity_type": hit.entity.entity_type, "score": round(hit.score, 4)}
+                for hit in result.hits
+            ],
+        }
+        return Records(render_search_result(result), records)
 
     def complete_entity_name(self, prefix: str) -> list[str]:
         """Entity names starting with ``prefix`` (a client completing a search for one)."""

@@ -35,6 +35,7 @@ from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.records import Records
 from toolcards.core.services import PATH_RESERVATIONS
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
@@ -89,6 +90,30 @@ class ReleaseTaskParam(BaseToolParam):
     """Give a claimed task back."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+SEARCH_RECORDS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "total": {"type": "integer"},
+        "hits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "description": {"type": "string"},
+                    "status": {"type": "string"},
+                    "owner": {"type": ["string", "null"]},
+                    "match": {"type": "string"},
+                },
+            },
+        },
+    },
+    "required": ["total", "hits"],
+}
+"""``search_planning``'s records (``structuredContent`` over MCP): how many tasks matched, and
+the ones shown, each with how it matched (``filter``, ``keyword``, ``semantic``...)."""
 
 
 class PlanningTool(ToolCard):
@@ -210,7 +235,7 @@ class PlanningTool(ToolCard):
             raise RetriableError(render_update_report(report))
         return render_update_report(report)
 
-    @capability("search_planning", hints=ToolHints(title="Search tasks"))
+    @capability("search_planning", hints=ToolHints(title="Search tasks", output_schema=SEARCH_RECORDS))
     def search(
         self,
         query: str | None = None,
@@ -225,9 +250,10 @@ class PlanningTool(ToolCard):
             owner: e.g. @Bob; "" for unassigned.
             creator: e.g. @Alice.
         """
-        return self.ask(
-            self.board.render_search(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
+        text, records = self.ask(
+            self.board.search_records(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
         )
+        return Records(text, records)
 
     @capability("claim_task", mutates=True, hints=ToolHints(title="Claim task"))
     def claim(self, task_id: int) -> str:

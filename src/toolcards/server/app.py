@@ -56,7 +56,6 @@ from toolcards.core.approval import ApprovalRequired, Approver, approving
 from toolcards.core.channels import Channels
 from toolcards.core.progress import ProgressReporter, ProgressSink, reporting
 from toolcards.errors import RetriableError, ToolFailed, WiringError
-from toolcards.server.approval import ApprovalNeeded, PendingApprovals
 from toolcards.server.config import ServeConfig
 from toolcards.server.definitions import tool_definition
 from toolcards.server.facade import CALL_TOOL, META_TOOLS, ToolCatalog, meta_tools, summary, unknown_tool_message
@@ -72,8 +71,6 @@ from toolcards.server.resources import (
 )
 from toolcards.server.results import call_failure, call_result, error_wire
 from toolcards.server.session import DEFAULT_IDLE_TIMEOUT_S, AgentSession, AgentSessions, agent_name
-from toolcards.server.tasks import TASKS_CAPABILITY, TASKS_VERSION, TaskRegistry
-from toolcards.server.templates import Template, completion_result, matching, template_by_uri, templates_for
 
 if TYPE_CHECKING:
     from mcp.server import Server
@@ -81,6 +78,9 @@ if TYPE_CHECKING:
     from toolcards.actors.system import ActorSystem
     from toolcards.core.card import ToolCard
     from toolcards.core.tool import Tool
+    from toolcards.server.approval import PendingApprovals
+    from toolcards.server.tasks import TaskRegistry
+    from toolcards.server.templates import Template
 
 __all__ = ["AGENT_HEADER", "MODERN_RESOURCE_NOT_FOUND", "RESOURCE_NOT_FOUND", "TeamServer"]
 
@@ -173,10 +173,6 @@ class TeamServer:
         self._templates: weakref.WeakKeyDictionary[AgentSession, list[Template]] = weakref.WeakKeyDictionary()
         self._last_sweep = time.monotonic()
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop astart() attached to
-        self.tasks = TaskRegistry()
-        """Long calls run as MCP tasks (:mod:`toolcards.server.tasks`)."""
-        self.approvals = PendingApprovals()
-        """Approvals asked on the stateless protocol, waiting for their call to come back."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -195,6 +191,20 @@ class TeamServer:
                     self._notifier.bus = self._bus
                 self._server = sdk_server(self)
             return self._server
+
+    @functools.cached_property
+    def tasks(self) -> TaskRegistry:
+        """Long calls run as MCP tasks (:mod:`toolcards.server.tasks`)."""
+        from toolcards.server.tasks import TaskRegistry
+
+        return TaskRegistry()
+
+    @functools.cached_property
+    def approvals(self) -> PendingApprovals:
+        """Approvals asked on the stateless protocol, waiting for their call to come back."""
+        from toolcards.server.approval import PendingApprovals
+
+        return PendingApprovals()
 
     def start(self) -> None:
         """Bind the cards once (checking the wiring), start the team's tool actors and
@@ -320,7 +330,8 @@ class TeamServer:
         self._leases.pop(holder, None)
         if self._notifier is not None:
             self._notifier.forget(holder)
-        self.tasks.forget(holder)
+        if "tasks" in self.__dict__:  # only when a task was ever started
+            self.tasks.forget(holder)
         for leased in held.values():
             await asyncio.to_thread(self.sessions.release, leased)
 
@@ -377,7 +388,9 @@ class TeamServer:
             "resources": {"listChanged": False, "subscribe": True},
             "tools": {"listChanged": False},
         }
-        if version == TASKS_VERSION:
+        if version == "2025-11-25":  # the one version with tasks in its core
+            from toolcards.server.tasks import TASKS_CAPABILITY
+
             capabilities["tasks"] = TASKS_CAPABILITY
         return capabilities
 
@@ -498,9 +511,11 @@ class TeamServer:
                 approved=self.config.approve_all,
                 idempotency_key=key,
             )
-        except ApprovalNeeded as exc:  # the stateless protocol: the client asks and calls again
-            return exc.result()
         except ApprovalRequired as exc:
+            from toolcards.server.approval import ApprovalNeeded
+
+            if isinstance(exc, ApprovalNeeded):  # the stateless protocol: the client asks, then calls again
+                return exc.result()
             if not exc.deferrable:  # an approver refused it
                 return error_wire(str(exc))
             return error_wire(
@@ -568,6 +583,8 @@ class TeamServer:
         """
         name = prompt_name(self.config.team_id, uri) or uri
         if name not in session.prompts:
+            from toolcards.server.templates import matching
+
             matched = matching(self.templates(session), uri)
             if matched is not None:
                 return await self._read_template(matched[0], matched[1], uri, missing)
@@ -586,6 +603,8 @@ class TeamServer:
         """``session``'s resource templates (:mod:`toolcards.server.templates`)."""
         found = self._templates.get(session)
         if found is None:
+            from toolcards.server.templates import templates_for
+
             found = self._templates[session] = templates_for(self.config.team_id, list(session.tools.values()))
         return found
 
@@ -600,6 +619,8 @@ class TeamServer:
         Raises:
             RequestError: the reference is neither one of the templates nor a prompt (``-32602``).
         """
+        from toolcards.server.templates import completion_result, template_by_uri
+
         ref = params.get("ref")
         argument = params.get("argument")
         if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):

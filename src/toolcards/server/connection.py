@@ -144,8 +144,6 @@ class McpConnection:
             "tasks/cancel": self._cancel_task,
             "tasks/list": self._list_tasks,
         }
-        if team_server.tasks.on_status is None:
-            team_server.tasks.on_status = _notify_task_status
 
     def feed(self, frame: bytes | str) -> None:
         """Handle one frame from the client."""
@@ -426,6 +424,8 @@ class McpConnection:
         def run() -> Awaitable[dict[str, Any]]:
             return self._call(name, arguments, call_id, meta)
 
+        if team.tasks.on_status is None:
+            team.tasks.on_status = _notify_task_status
         return team.tasks.start(self, run, task.get("ttl"))
 
     async def _run_call(
