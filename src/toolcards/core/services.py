@@ -10,7 +10,7 @@ process offers it. The names and contracts live here, below both.
 
 from __future__ import annotations
 
-__all__ = ["MAILBOX", "PATH_RESERVATIONS"]
+__all__ = ["CLAIMED_TASK", "MAILBOX", "PATH_RESERVATIONS", "WORKSPACE_COMMANDS"]
 
 PATH_RESERVATIONS = "path_reservations"
 """``service(member) -> [(glob, holder, task_id, mode), ...]``: the workspace globs reserved by
@@ -21,3 +21,17 @@ MAILBOX = "mailbox"
 """``service(to, text, sender=...)``: leave ``text`` in member ``to``'s mailbox (``@Name``).
 Offered by the messaging card; may block briefly; raises ``RetriableError`` for an unknown
 recipient or a full mailbox."""
+
+CLAIMED_TASK = "claimed_task"
+"""``service(member) -> int | None``: the id of the task ``member`` (``@Name``) holds a live
+claim on (the most recently claimed, when several), or ``None``. Offered by the planning
+card; the workspace journal records it with each change. May block briefly (an actor ask)."""
+
+WORKSPACE_COMMANDS = "workspace_commands"
+"""``service(root, member, command, timeout_s) -> context manager``: run a sandboxed command
+inside the ``with`` block, and the workspace journal of the tree at ``root`` (a
+:class:`~pathlib.Path`) scans it before and after, recording what the command changed as
+``member``'s ``exec_command``. Offered by the workspace card; a tree without a journal gets
+a block that does nothing. Entering and leaving block for a scan of the tree (a ``stat`` per
+file; the first scan of a tree reads every file once). Never raises for the journal's own
+failures (they are logged): the command runs anyway."""
