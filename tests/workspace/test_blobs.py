@@ -60,6 +60,8 @@ def test_an_edit_of_one_place_is_stored_as_a_small_delta() -> None:
 
     assert base_info.base is None and info.base == digest(text) and info.depth == 1
     assert info.size < 200 < base_info.size
+    assert info.parts == 0 and info.inline is not None  # small enough to ride in the index
+    assert sorted(store.load(NAMESPACE).rows[BLOBS]) == [digest(text)]
     catalog = {digest(text): base_info, digest(edited): info}
     assert fresh(store).read([digest(edited)], catalog) == {digest(edited): edited}
 
@@ -111,7 +113,7 @@ def test_a_large_version_is_split_into_rows() -> None:
 
 def test_a_missing_or_damaged_row_is_a_store_error_naming_the_version() -> None:
     store = MemoryStore()
-    data = b"content\n" * 100
+    data = os.urandom(1000)
     info = put(BlobStore(store, NAMESPACE), data)
     store.apply(NAMESPACE, [Change(collection=BLOBS, key=digest(data), value="!!not base64!!")])
 

@@ -468,3 +468,21 @@ def test_history_scans_at_most_once_a_second(a: Member, monkeypatch: pytest.Monk
     refusal = a.refused("workspace_undo", dry_run=True)  # an undo always scans first
     assert "by change 2 (made outside the tools, " in refusal
     assert a.ids() == [2, 1]
+
+
+def test_the_journal_works_on_postgresql(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch, alice: FakeObserver
+) -> None:
+    monkeypatch.setenv("TOOLCARDS_STORE", postgres_url)
+    member = Member(alice)
+    member("workspace_write", path="a.txt", content=numbered(300))
+    member.read_and_edit("a.txt", "line 7\n", "line seven\n")
+    (member.root / "big.bin").write_bytes(os.urandom(600_000))  # several rows of the blob namespace
+    assert member.ids() == [2, 1]  # the first scan adopts big.bin
+    member("workspace_delete", path="big.bin")
+    stop_workspace_actors()  # read back from the server
+
+    member("workspace_undo", change_id=3)
+    assert (member.root / "big.bin").stat().st_size == 600_000
+    member("workspace_undo", change_id=2)
+    assert (member.root / "a.txt").read_text() == numbered(300)

@@ -122,9 +122,7 @@ def test_a_scan_holds_a_bounded_amount_of_content_and_the_next_ones_keep_the_res
     from toolcards.workspace import scan
 
     real = scan.scan_tree
-    monkeypatch.setattr(
-        journal_module, "scan_tree", lambda *args, **kwargs: real(*args, **{**kwargs, "memory": 2_500})
-    )
+    monkeypatch.setattr(journal_module, "scan_tree", lambda *args, **kwargs: real(*args, **{**kwargs, "memory": 2_500}))
     for n in range(5):
         (root / f"f{n}.txt").write_bytes(bytes([65 + n]) * 1000)
     tree = Tree(root)

@@ -24,8 +24,10 @@ version needs is known before anything is read.
 
 **Rows.** The payload goes to the store as base64 text, split into rows of at most
 :data:`PART_CHARS` characters (keys ``<digest>``, then ``<digest>/1``, ``<digest>/2``...),
-so no row is large whatever the file. Blobs never change once written; deleting them is
-the journal's retention.
+so no row is large whatever the file. A payload of at most :data:`INLINE_CHARS` characters
+(the delta of a one-line edit) takes no row here: it rides in the index, in
+:attr:`BlobInfo.inline`. Blobs never change once written; deleting them is the journal's
+retention.
 
 Reads keep the versions they decoded in a bounded cache (:data:`CACHE_BYTES`), so undoing a
 recent change reads nothing. Thread-safe.
@@ -49,6 +51,7 @@ from toolcards.store.codec import JSONText
 __all__ = [
     "BLOBS",
     "CACHE_BYTES",
+    "INLINE_CHARS",
     "MAX_DEPTH",
     "PART_CHARS",
     "BlobInfo",
@@ -61,6 +64,11 @@ BLOBS = "blobs"
 
 PART_CHARS = 256 * 1024
 """Characters of base64 text one row holds at most; a larger payload takes several rows."""
+
+INLINE_CHARS = 256
+"""A payload of at most this many characters of base64 (a one-line edit's delta, a tiny file)
+is kept in the journal's index, with what the index records about it, not in a row of its own:
+recording the change then takes one store transaction instead of two."""
 
 MAX_DEPTH = 64
 """Deltas one version may be away from a version stored whole."""
@@ -90,19 +98,32 @@ class BlobInfo:
     size: int
     """Characters it takes in the store (its rows' text)."""
     parts: int
-    """Rows it takes."""
+    """Rows it takes in the blob namespace (0: it is :attr:`inline`)."""
+    inline: str | None = None
+    """Its payload as base64 text, when it is small enough to ride in the index itself
+    (:data:`INLINE_CHARS`)."""
 
     def to_json(self) -> list[object]:
         """The compact form the index stores."""
-        return [self.base, self.depth, self.size, self.parts]
+        value: list[object] = [self.base, self.depth, self.size, self.parts]
+        if self.inline is not None:
+            value.append(self.inline)
+        return value
 
     @classmethod
     def from_json(cls, value: object) -> BlobInfo:
         """Read back what :meth:`to_json` gave."""
-        if not isinstance(value, list) or len(value) != 4:
+        if not isinstance(value, list) or len(value) not in (4, 5):
             raise ValueError(f"not a blob record: {value!r}")
-        base, depth, size, parts = value
-        return cls(base=base if isinstance(base, str) else None, depth=int(depth), size=int(size), parts=int(parts))
+        base, depth, size, parts = value[:4]
+        inline = value[4] if len(value) == 5 and isinstance(value[4], str) else None
+        return cls(
+            base=base if isinstance(base, str) else None,
+            depth=int(depth),
+            size=int(size),
+            parts=int(parts),
+            inline=inline,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +177,10 @@ class BlobStore:
             if delta is not None and base is not None and len(delta) * 2 < len(payload):
                 payload, info_base, depth = delta, base[0], base[2].depth + 1
         text = base64.b64encode(payload).decode("ascii")
-        parts = [text[start : start + PART_CHARS] for start in range(0, len(text), PART_CHARS)] or [""]
+        if len(text) <= INLINE_CHARS:
+            info = BlobInfo(base=info_base, depth=depth, size=len(text), parts=0, inline=text)
+            return EncodedBlob(digest=digest, info=info, rows=())
+        parts = [text[start : start + PART_CHARS] for start in range(0, len(text), PART_CHARS)]
         rows = tuple(
             Change(collection=BLOBS, key=_part_key(digest, index), value=JSONText(f'"{part}"'))
             for index, part in enumerate(parts)
@@ -245,7 +269,11 @@ class BlobStore:
         payloads: dict[str, bytes] = {}
         for digest, info in needed.items():
             try:
-                text = "".join(rows[_part_key(digest, index)] for index in range(info.parts))
+                text = (
+                    info.inline
+                    if info.inline is not None
+                    else "".join(rows[_part_key(digest, index)] for index in range(info.parts))
+                )
                 payloads[digest] = base64.b64decode(text, validate=True)
             except (KeyError, TypeError, binascii.Error) as exc:
                 raise self._damaged(digest, f"its rows are missing or damaged ({type(exc).__name__})") from exc

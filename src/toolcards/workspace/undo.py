@@ -221,7 +221,9 @@ def plan_undo(journal: Journal, tree: Tree, selection: UndoSelection) -> UndoPla
     entries = _selected(journal, selection, rel)
     items = [(entry, item) for entry in entries for item in entry.files if _under(item[0], rel)]
     if not items:
-        raise RetriableError(f"Change {selection.change_id} did not change {rel!r}: nothing to undo.")
+        if selection.change_id is not None:
+            raise RetriableError(f"Change {selection.change_id} did not change {rel!r}: nothing to undo.")
+        raise RetriableError(f"No change matching those filters changed {rel!r}: nothing to undo.")
     paths = list(dict.fromkeys(item[0] for _, item in items))
     current = {path: _read_state(tree, path) for path in paths}
     befores = journal.contents(item[1] for _, item in items)
