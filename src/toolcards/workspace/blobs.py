@@ -10,10 +10,10 @@ stored once is stored once, whoever writes it again.
 * ``z`` — the content compressed with zlib (level 1: a workspace write pays for it);
 * ``r`` — the content as it is, when compressing does not make it smaller;
 * ``d`` — a delta against another version, its *base*: the lengths of the prefix and the
-  suffix the two share (8 bytes each, little-endian), then the middle of the new version
-  compressed with zlib, primed with the base's middle (its last 32 KiB, zlib's window). An
-  edit of one place of a file costs the bytes it changed, a few edits close together
-  little more.
+  suffix the two share (8 bytes each, little-endian), then the middle of the new version:
+  ``r`` and the bytes when it is at most 256 bytes long, else ``z`` and the bytes compressed
+  with zlib, primed with the base's middle (its last 32 KiB, zlib's window). An edit of one
+  place of a file costs the bytes it changed, a few edits close together little more.
 
 A delta is kept when it is smaller than half the compressed version (a delta 32 times
 smaller than the version is kept without compressing the version to compare), and a chain of
@@ -83,6 +83,8 @@ _SURE_DELTA = 32
 """A delta at most this many times smaller than its version is kept without compressing the
 version whole to compare (zlib rarely makes text 16 times smaller)."""
 _HEADER = struct.Struct("<QQ")
+_RAW_MIDDLE = 256
+"""A delta's middle this short is kept as it is."""
 _WRITE_BATCH_CHARS = 8 * 1024 * 1024
 """Characters of payload one blob transaction writes at most (a first scan writes many)."""
 
@@ -340,22 +342,31 @@ def _part_key(digest: str, index: int) -> str:
 
 
 def _delta(base: bytes, data: bytes) -> bytes:
-    """``data`` as a delta against ``base``: what they share at both ends, and the middle."""
+    """``data`` as a delta against ``base``: what they share at both ends, and the middle
+    (as it is when it is short: a compressor costs more to make than a short middle saves)."""
     prefix = _common_prefix(base, data)
     suffix = _common_suffix(base, data, min(len(base), len(data)) - prefix)
     middle = data[prefix : len(data) - suffix]
+    if len(middle) <= _RAW_MIDDLE:
+        return b"d" + _HEADER.pack(prefix, suffix) + b"r" + middle
     primer = base[prefix : len(base) - suffix][-_WINDOW:]
     compressor = zlib.compressobj(1, zdict=primer) if primer else zlib.compressobj(1)
-    return b"d" + _HEADER.pack(prefix, suffix) + compressor.compress(middle) + compressor.flush()
+    return b"d" + _HEADER.pack(prefix, suffix) + b"z" + compressor.compress(middle) + compressor.flush()
 
 
 def _undelta(base: bytes, body: bytes) -> bytes:
     prefix, suffix = _HEADER.unpack_from(body)
-    primer = base[prefix : len(base) - suffix][-_WINDOW:]
-    decompressor = zlib.decompressobj(zdict=primer) if primer else zlib.decompressobj()
-    middle = decompressor.decompress(body[_HEADER.size :]) + decompressor.flush()
     if prefix + suffix > len(base):
         raise struct.error("the delta's ends are longer than its base")
+    kind, rest = body[_HEADER.size : _HEADER.size + 1], body[_HEADER.size + 1 :]
+    if kind == b"r":
+        middle = rest
+    elif kind == b"z":
+        primer = base[prefix : len(base) - suffix][-_WINDOW:]
+        decompressor = zlib.decompressobj(zdict=primer) if primer else zlib.decompressobj()
+        middle = decompressor.decompress(rest) + decompressor.flush()
+    else:
+        raise struct.error(f"unknown middle {kind!r}")
     return base[:prefix] + middle + base[len(base) - suffix :]
 
 

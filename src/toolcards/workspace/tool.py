@@ -565,7 +565,7 @@ class WorkspaceTool(ToolCard):
         path: WorkspacePath | None = None,
         agent: AgentFilter | None = None,
         task_id: int | None = None,
-        limit: Annotated[int, Field(ge=1, le=_MAX_HISTORY, json_schema_extra=unlisted_bound)] = 20,
+        limit: Annotated[int, Field(ge=1, le=_MAX_HISTORY)] = 20,
     ) -> str:
         """Workspace changes, newest first: id, time, who, tool, task, what changed.
 
