@@ -486,3 +486,14 @@ def test_the_journal_works_on_postgresql(
     assert (member.root / "big.bin").stat().st_size == 600_000
     member("workspace_undo", change_id=2)
     assert (member.root / "a.txt").read_text() == numbered(300)
+
+
+def test_a_file_too_large_to_keep_is_recorded_by_digest_and_not_restored(a: Member) -> None:
+    (a.root / "huge.bin").write_bytes(b"\x01" * (16 * 1024 * 1024 + 1))
+    a("workspace_delete", path="huge.bin")
+
+    assert a.history()[0].endswith("@Alice workspace_delete: deleted huge.bin")
+    change = a.factory.cards[0]._journal().entry(1).public().files[0]  # type: ignore[attr-defined]
+    assert (change.before_kept, change.after) == (False, None)
+    assert "was not kept (it was over 16 MiB)" in a.refused("workspace_undo", change_id=1)
+    assert not (a.root / "huge.bin").exists()

@@ -409,34 +409,26 @@ class WorkspaceActor(CallerRunsActor):
                 return replayed
             journal = self.hub.journal
             status = self.tree.status(path) if journal is not None else None
-            if status is None or not stat.S_ISREG(status.st_mode):
-                # Nothing the journal keeps (a link, or the refusal unlink words): delete as asked.
-                rel = self.tree.unlink(path, sync_directory=_SYNC_FLAGS[self.hub.sync][1])
-                answer = f"Deleted {rel}."
-                self._record(agent, [], answer, context, "workspace_delete")
-                self.gate.forget(rel)
-                self._changed(agent, f"deleted {rel}")
-                return answer
-            if status.st_size <= MAX_KEPT_BYTES:
+            kept = status is not None and stat.S_ISREG(status.st_mode)
+            if kept and status is not None and status.st_size <= MAX_KEPT_BYTES:
                 current = self._current(path, "delete")
-                rel, before = current.rel, current.data
-                answer = f"Deleted {rel}."
-                if before is not None:
-                    change = _Change(path=rel, before=before, after=None, mode=current.mode, full=None)
+                if current.data is not None:  # journaled with its content, put back if that fails
+                    answer = f"Deleted {current.rel}."
+                    change = _Change(path=current.rel, before=current.data, after=None, mode=current.mode, full=None)
                     self._commit(agent, [change], answer, context, "workspace_delete")
                     return answer
-            # Too large to keep: deleted, then recorded by digest.
-            with self.tree.open_file(path, "delete") as opened:
-                rel, digest = opened.rel, opened.digest()
-            self.tree.unlink(path, sync_directory=_SYNC_FLAGS[self.hub.sync][1])
+            removed: list[PathChange] = []
+            if kept and status is not None:  # too large to keep: recorded by digest
+                with self.tree.open_file(path, "delete") as opened:
+                    removed.append(
+                        PathChange(
+                            path=opened.rel, before=opened.digest(), after=None, before_mode=status.st_mode & 0o7777
+                        )
+                    )
+            # A link (the link itself), or what unlink refuses in words: nothing the journal keeps.
+            rel = self.tree.unlink(path, sync_directory=_SYNC_FLAGS[self.hub.sync][1])
             answer = f"Deleted {rel}."
-            self._record(
-                agent,
-                [PathChange(path=rel, before=digest, after=None, before_mode=status.st_mode & 0o7777)],
-                answer,
-                context,
-                "workspace_delete",
-            )
+            self._record(agent, removed, answer, context, "workspace_delete")
             self.gate.forget(rel)
             self._changed(agent, f"deleted {rel}")
             return answer
