@@ -152,7 +152,7 @@ def test_serve_says_which_store_it_uses(
     assert err.count("toolcards: error:") == 1
 
 
-def status_of(url: str, headers: dict[str, str] | None = None) -> int:
+def status_of(url: str, headers: dict[str, str] | None = None, *, method: str = "POST") -> int:
     import urllib.error
     import urllib.request
 
@@ -160,8 +160,8 @@ def status_of(url: str, headers: dict[str, str] | None = None) -> int:
     body += b'"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
     request = urllib.request.Request(
         url,
-        data=body,
-        method="POST",
+        data=body if method == "POST" else None,
+        method=method,
         headers={
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -198,13 +198,15 @@ def test_http_serve_generates_a_token_and_prints_it_once(team_yaml: Path) -> Non
             return part.text
 
         assert asyncio.run(whoami()) == "@Lu"
-        # The dashboard's link, printed next, carries the same token, so it opens as it is.
+        # The dashboard's line, printed next, points to the token above instead of repeating it.
         dashboard = process.line_after_announcement().strip()
-        assert dashboard == f"toolcards: dashboard at {endpoint.removesuffix('/mcp')}/?token={token}", dashboard
+        root = endpoint.removesuffix("/mcp") + "/"
+        assert dashboard.startswith(f"toolcards: dashboard at {root} (open it once with the token above"), dashboard
+        assert token not in dashboard
+        assert status_of(f"{root}?token={token}", method="GET") == 200  # the token above opens it
     finally:
         rest = process.stop()
-    _, _, after_the_link = rest.partition("\n")
-    assert token not in after_the_link  # printed only at start, never again
+    assert token not in rest  # printed once, at start, never again
 
 
 @pytest.mark.slow

@@ -24,7 +24,9 @@ tool                       what it does                                      mut
 =========================  ================================================  =======  =======
 
 **Where.** The tree is :func:`toolcards.core.locations.workspace_dir` of ``workspace_id``,
-which defaults to the team id: ``<TOOLCARDS_WORKSPACES_ROOT>/<team_id>``. Give several
+which defaults to the team id: ``<workspaces root>/<team_id>``, the root being the one every
+command finds (``--root``, ``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml``, a legacy
+``./workspaces``, the per-user data directory: :mod:`toolcards.core.lookup`). Give several
 teams the same ``workspace_id`` (``"shared"``) to share one tree. What the card keeps for
 itself (converted documents, scaled images) is under ``internal_dir()/"cache"``, outside
 every tree. Every path a model gives is resolved inside the tree, one component at a time, with symlinks
