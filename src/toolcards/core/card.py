@@ -257,7 +257,8 @@ class ToolCard(BaseModel):
             ObserverGone: the observer was garbage-collected.
         """
         if self._observer_ref is None:
-            raise WiringError(f"{type(self).__name__} is not bound: call card.observer(agent) or use ToolFactory.")
+            name = type(self).__name__
+            raise WiringError(f"{name} is not bound. " + observer_hint(name, "ActorToolObserver"))
         observer = self._observer_ref()
         if observer is None:
             raise ObserverGone(

@@ -81,7 +81,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, PrivateAttr
 
 from toolcards.core.bounds import unlisted_bound
-from toolcards.core.card import ToolCard, capability
+from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
 from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
@@ -297,7 +297,7 @@ class WorkspaceTool(ToolCard):
             WiringError: the card is not bound.
         """
         if self._tree is None:
-            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+            raise WiringError("WorkspaceTool is not bound. " + observer_hint("WorkspaceTool", "ActorToolObserver"))
         return self._tree
 
     @property
@@ -308,7 +308,7 @@ class WorkspaceTool(ToolCard):
             WiringError: the card is not bound.
         """
         if self._root is None:
-            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+            raise WiringError("WorkspaceTool is not bound. " + observer_hint("WorkspaceTool", "ActorToolObserver"))
         return self._root
 
     # -- reading --------------------------------------------------------------------------------
