@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
+    from toolcards.spill.tool import SpilledOutputTool
     from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
     from toolcards.workspace.tool import WorkspaceTool
@@ -155,6 +156,7 @@ __all__ = [
     "PlanningTool",
     "RetriableError",
     "SearchTool",
+    "SpilledOutputTool",
     "StateChanged",
     "StoreError",
     "Team",

@@ -19,6 +19,7 @@ from toolcards.core.channels import Channels
 from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard
 from toolcards.core.params import BaseToolParam
+from toolcards.core.spill import TeamSpill
 from toolcards.core.tool import Tool
 from toolcards.errors import ToolcardsError, WiringError
 
@@ -124,12 +125,31 @@ class ToolFactory:
         siblings = frozenset(callable_names)
         for card in self.cards:
             card.on_tools_bound(siblings)
+        spill = self._spill(tools, siblings)
         return [
             tool.replace(
-                guards=guards + tool.guards, record_sink=self._records, approver=self.approve, unreachable=unreachable
+                guards=guards + tool.guards,
+                record_sink=self._records,
+                approver=self.approve,
+                unreachable=unreachable,
+                spill=spill,
             )
             for tool in tools
         ]
+
+    def _spill(self, tools: list[Tool], callable_names: frozenset[str]) -> TeamSpill | None:
+        """Where this agent's outputs over their budget are kept: its team's sinks, found at
+        each call; ``None`` without a team (outputs are cut)."""
+        team = getattr(self.observer, "team", None)
+        if team is None or not callable(getattr(team, "service", None)):
+            return None
+        commands = frozenset(tool.name for tool in tools if Channels.COMMAND in tool.channels)
+        readers = {
+            Channels.TOOL_CALL: callable_names,
+            Channels.SYSTEM_PROMPT: callable_names,  # the model reading the prompt calls tools
+            Channels.COMMAND: commands,
+        }
+        return TeamSpill(team, readers)
 
     # -- events -----------------------------------------------------------------------------
 
