@@ -6,8 +6,8 @@
     toolcards serve --config team.yaml --transport http --port 8765
     toolcards serve --transport http --host 0.0.0.0 --token "$TOKEN"
 
-Without ``--config`` the team is ``default``: workspace, planning, knowledge graph and exec
-cards with their defaults, files under ``./workspaces`` (``TOOLCARDS_WORKSPACES_ROOT``) and
+Without ``--config`` the team is ``default``: workspace, planning, knowledge graph, exec and
+messaging cards with their defaults, files under ``./workspaces`` (``TOOLCARDS_WORKSPACES_ROOT``) and
 state in the store (``--store``: a SQLite file shared by every process of the host by
 default, or a ``postgresql://`` URL shared across hosts). Any number of ``serve`` and
 ``call`` processes may hold one team at once.
