@@ -244,3 +244,21 @@ def test_concurrent_appliers_lose_nothing(store: Store) -> None:
     assert shared["counts"] == {str(n): rounds for n in range(threads)}
     for n in range(threads):
         assert store.load(f"own-{n}").rows == {"rows": {str(i): i for i in range(rounds)}}
+
+
+def test_namespaces_lists_each_with_its_version_and_live_rows(store: Store) -> None:
+    from toolcards.store import NamespaceSummary
+
+    assert store.namespaces() == ()
+    put(store, "acme/#PlanningTool", "tasks", "1", {"d": "one"})
+    put(store, "acme/#PlanningTool", "tasks", "2", {"d": "two"})
+    put(store, "acme/#PlanningTool", "meta", "seq", 2)
+    store.apply("acme/#PlanningTool", [Change(collection="tasks", key="1", value=None)])  # a tombstone: not counted
+    put(store, "beta/#events", "events", "1", {"e": 1})
+    store.drop("gone/#Graph")  # a namespace with a version and nothing in it
+
+    assert store.namespaces() == (
+        NamespaceSummary(namespace="acme/#PlanningTool", version=4, rows={"meta": 1, "tasks": 1}),
+        NamespaceSummary(namespace="beta/#events", version=1, rows={"events": 1}),
+        NamespaceSummary(namespace="gone/#Graph", version=1, rows={}),
+    )

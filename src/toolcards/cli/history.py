@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from toolcards.cli.console import summary
 from toolcards.cli.team_tool import add_team_options, run_team_tool
 
 __all__ = ["register", "run"]
@@ -31,7 +32,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "history",
         parents=parents,
         help="list what changed in the team's workspace, newest first (or one change's diff)",
-        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+        description=summary(__doc__),
     )
     add_team_options(parser)
     parser.add_argument("--path", metavar="PATH", help="only changes of this file or directory")

@@ -18,7 +18,7 @@ from typing import Any
 
 from toolcards.cli.agent_option import add_agent_option
 from toolcards.cli.console import UsageError
-from toolcards.cli.store_option import add_store_option, open_team_store
+from toolcards.cli.location_options import add_location_options, open_team_store
 
 __all__ = ["add_team_options", "plain_text", "run_team_tool"]
 
@@ -28,11 +28,11 @@ _ENVELOPE_LINE = re.compile(
 
 
 def add_team_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--config``, ``--team``, ``--agent`` and ``--store`` (as ``call`` has them)."""
+    """Add ``--config``, ``--team``, ``--agent``, ``--store`` and ``--root`` (as ``call`` has them)."""
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     add_agent_option(parser, default="cli", help="act as this member (default: cli)")
-    add_store_option(parser)
+    add_location_options(parser)
 
 
 def plain_text(result: str) -> str:
@@ -65,7 +65,7 @@ def run_team_tool(args: argparse.Namespace, tool_name: str, arguments: Mapping[s
             config = config.with_options(team_id=args.team)
         except WiringError as exc:
             raise UsageError(f"--team {args.team!r}: {exc}") from exc
-    open_team_store(args)
+    open_team_store(args, create=True, command="undo" if tool_name == "workspace_undo" else "history")
     with ActorSystem(journal=store_journals(), presence=store_presence()) as system:
         team = system.team(config.team_id)
         agent = join_as(team, args.agent, user_id=config.user_id)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from toolcards.cli.console import summary
 from toolcards.cli.team_tool import add_team_options, run_team_tool
 
 __all__ = ["register", "run"]
@@ -34,7 +35,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "undo",
         parents=parents,
         help="undo changes to the team's workspace from its journal, all or nothing",
-        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+        description=summary(__doc__),
     )
     add_team_options(parser)
     parser.add_argument("change_id", nargs="?", type=int, metavar="ID", help="the change to undo")

@@ -40,7 +40,16 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["TOMBSTONE_RETENTION", "CatchUp", "Change", "Delta", "Snapshot", "Store", "Transaction"]
+__all__ = [
+    "TOMBSTONE_RETENTION",
+    "CatchUp",
+    "Change",
+    "Delta",
+    "NamespaceSummary",
+    "Snapshot",
+    "Store",
+    "Transaction",
+]
 
 JSONValue = Any
 
@@ -91,6 +100,18 @@ class Delta:
     def empty(self) -> bool:
         """Whether nothing was committed after :attr:`since`."""
         return self.version == self.since
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NamespaceSummary:
+    """What a namespace holds, without its values: one entry of :meth:`Store.namespaces`."""
+
+    namespace: str
+    """``"<team_id>/<actor name>"``, e.g. ``"acme/#PlanningTool"``."""
+    version: int
+    """Its committed version (for a team's event log, ``"<team>/#events"``, its last event's number)."""
+    rows: dict[str, int]
+    """Live rows (tombstones left out) per collection, in sorted order: ``{"tasks": 3, "meta": 1}``."""
 
 
 CatchUp: TypeAlias = Snapshot | Delta
@@ -206,6 +227,16 @@ class Store(ABC):
         """The namespace's committed version (0 if it was never written)."""
         return self.read(namespace, since=0).version
 
+    def namespaces(self) -> tuple[NamespaceSummary, ...]:
+        """Every namespace the store holds, sorted by name, with its version and row counts,
+        read in one snapshot. For inspection (``toolcards info``): it counts every row.
+
+        Raises:
+            toolcards.store.StoreError: the read failed or the store is closed.
+            NotImplementedError: a store of your own that does not list its namespaces.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not list its namespaces: implement namespaces().")
+
     @abstractmethod
     def drop(self, namespace: str) -> None:
         """Delete every row of ``namespace`` in one transaction.
@@ -255,3 +286,19 @@ def changes_of(rows: Mapping[str, Mapping[str, JSONValue]]) -> Iterator[Change]:
     for collection, values in rows.items():
         for key, value in values.items():
             yield Change(collection=collection, key=key, value=value)
+
+
+def summarize(heads: Iterable[tuple[str, int]], counts: Iterable[tuple[str, str, int]]) -> tuple[NamespaceSummary, ...]:
+    """:meth:`Store.namespaces` from ``(namespace, version)`` heads and ``(namespace,
+    collection, live rows)`` counts read in one snapshot. A namespace with rows but no head
+    (written before versions existed) has version 0."""
+    versions = {namespace: int(version) for namespace, version in heads}
+    rows: dict[str, dict[str, int]] = {namespace: {} for namespace in versions}
+    for namespace, collection, count in counts:
+        rows.setdefault(namespace, {})[collection] = int(count)
+    return tuple(
+        NamespaceSummary(
+            namespace=namespace, version=versions.get(namespace, 0), rows=dict(sorted(rows[namespace].items()))
+        )
+        for namespace in sorted(rows)
+    )

@@ -76,7 +76,18 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from toolcards.errors import OutcomeUnknown, StoreError
-from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
+from toolcards.store.base import (
+    TOMBSTONE_RETENTION,
+    CatchUp,
+    Change,
+    Delta,
+    JSONValue,
+    NamespaceSummary,
+    Snapshot,
+    Store,
+    Transaction,
+    summarize,
+)
 from toolcards.store.codec import decode_value
 from toolcards.store.default import describe_location
 from toolcards.store.transaction import StagedWrite
@@ -350,6 +361,28 @@ class PostgresStore(Store):
             changes = tuple(_change(namespace, collection, key, text) for _, _, _, collection, key, text in rows[1:])
             return Delta(namespace=namespace, since=since, version=version, changes=changes)
         return _snapshot(namespace, version, [(collection, key, text) for _, _, _, collection, key, text in rows[1:]])
+
+    def namespaces(self) -> tuple[NamespaceSummary, ...]:
+        """Every namespace with its version and live rows per collection (see :meth:`Store.namespaces`).
+
+        Raises:
+            StoreError: the read failed or the store is closed.
+        """
+        self._check_process()
+
+        def work(conn: _Conn) -> tuple[list[tuple[str, int]], list[tuple[str, str, int]]]:
+            with conn.pipeline():
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                heads = conn.execute("SELECT namespace, version FROM namespaces")
+                counts = conn.execute(
+                    "SELECT namespace, collection, count(*) FROM records WHERE value IS NOT NULL "
+                    "GROUP BY namespace, collection"
+                )
+                conn.execute("COMMIT")
+            return heads.fetchall(), counts.fetchall()
+
+        heads, counts = self._run("listing the namespaces", work)
+        return summarize(heads, counts)
 
     def version(self, namespace: str) -> int:
         """The namespace's committed version (0 if it was never written); one round trip, no rows.

@@ -43,7 +43,18 @@ from pathlib import Path
 from typing import Final, Literal
 
 from toolcards.errors import StoreError
-from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
+from toolcards.store.base import (
+    TOMBSTONE_RETENTION,
+    CatchUp,
+    Change,
+    Delta,
+    JSONValue,
+    NamespaceSummary,
+    Snapshot,
+    Store,
+    Transaction,
+    summarize,
+)
 from toolcards.store.codec import decode_value
 from toolcards.store.sqlite_file import create_store_file, examine
 from toolcards.store.transaction import StagedWrite
@@ -87,6 +98,10 @@ _UPSERT: Final = (
 _SET_HEAD: Final = (
     "INSERT INTO namespaces (namespace, version, purged) VALUES (?, ?, ?) "
     "ON CONFLICT (namespace) DO UPDATE SET version = excluded.version, purged = excluded.purged"
+)
+_NAMESPACES: Final = "SELECT namespace, version FROM namespaces"
+_ROW_COUNTS: Final = (
+    "SELECT namespace, collection, count(*) FROM records WHERE value IS NOT NULL GROUP BY namespace, collection"
 )
 _SELECT_KEYS: Final = (
     "SELECT key, value FROM records WHERE namespace = ? AND collection = ? AND value IS NOT NULL AND key IN "
@@ -247,6 +262,23 @@ class SQLiteStore(Store):
             except (sqlite3.Error, ValueError) as exc:
                 raise self._error(f"reading the version of namespace {namespace!r}", exc) from exc
         return version
+
+    def namespaces(self) -> tuple[NamespaceSummary, ...]:
+        """Every namespace with its version and live rows per collection (see :meth:`Store.namespaces`).
+
+        Raises:
+            StoreError: the read failed or the store is closed.
+        """
+        self._check_process()
+        with self._lock:
+            conn = self._connection()
+            try:
+                with self._read_transaction(conn):
+                    heads = conn.execute(_NAMESPACES).fetchall()
+                    counts = conn.execute(_ROW_COUNTS).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error("listing the namespaces", exc) from exc
+        return summarize(heads, counts)
 
     @contextlib.contextmanager
     def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:

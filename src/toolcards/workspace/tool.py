@@ -35,7 +35,9 @@ and after, in the team's store. ``journal_mb`` and ``journal_days`` bound what i
 A change carrying an idempotency key is applied once: a retry gets the first answer.
 
 **Where.** The tree is :func:`toolcards.core.locations.workspace_dir` of ``workspace_id``,
-which defaults to the team id: ``<TOOLCARDS_WORKSPACES_ROOT>/<team_id>``. Give several
+which defaults to the team id: ``<workspaces root>/<team_id>``, the root being the one every
+command finds (``--root``, ``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml``, a legacy
+``./workspaces``, the per-user data directory: :mod:`toolcards.core.lookup`). Give several
 teams the same ``workspace_id`` (``"shared"``) to share one tree. What the card keeps for
 itself (converted documents, scaled images) is under ``internal_dir()/"cache"``, outside
 every tree. Every path a model gives is resolved inside the tree, one component at a time, with symlinks
@@ -73,6 +75,12 @@ Reads, listings, globs, greps and views are wrapped as untrusted output; so is e
 text inside another result or error (an edit's diff, a mismatch hint, a gate refusal).
 Handlers block (disk I/O, actor asks), as every sync handler may.
 
+**Spills.** Any tool's output longer than its budget, for a member with this card, is saved
+whole in the tree's hidden ``.toolcards/spill/`` folder (:mod:`toolcards.workspace.spill`):
+the model reads its head and tail, the path, and the ``workspace_read`` / ``workspace_grep``
+calls that page or search it. Listings, globs and greps skip the folder unless their
+``path`` names it. ``spill_mb`` and ``spill_hours`` bound it; a read-only card spills too.
+
 **Views** (:mod:`toolcards.core.views`, :mod:`toolcards.workspace.browse`):
 ``workspace.tree`` (every entry, bounded), ``workspace.file(path)`` (a text preview, or what
 kind of file it is) and ``workspace.image(path)`` (an image's bytes). They read through the
@@ -91,14 +99,14 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, PrivateAttr
 
 from toolcards.core.bounds import unlisted_bound
-from toolcards.core.card import ToolCard, capability
+from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
 from toolcards.core.idempotency import current_call
 from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
-from toolcards.core.services import WORKSPACE_COMMANDS
+from toolcards.core.services import SPILL_TO_WORKSPACE, WORKSPACE_COMMANDS
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
@@ -108,7 +116,7 @@ from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES,
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
-from toolcards.workspace.grep import grep
+from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
 from toolcards.workspace.history import render_diff, render_history
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
@@ -132,7 +140,15 @@ from toolcards.workspace.models import (
 )
 from toolcards.workspace.patch import parse_patch
 from toolcards.workspace.reservations import check_reservations
-from toolcards.workspace.tree import Tree
+from toolcards.workspace.spill import (
+    DEFAULT_SPILL_HOURS,
+    DEFAULT_SPILL_MB,
+    MemberSpillFolders,
+    is_spill_path,
+    spill_folder,
+    spill_gone,
+)
+from toolcards.workspace.tree import OpenFile, Tree
 from toolcards.workspace.tree_lock import probe_tree_locks
 from toolcards.workspace.undo import UndoSelection
 
@@ -204,6 +220,12 @@ class WorkspaceGlobParam(WorkspaceParam):
 
 class WorkspaceGrepParam(WorkspaceParam):
     """``workspace_grep``."""
+
+    max_results: int = Field(default=MAX_GREP_RESULTS, ge=1, le=MAX_GREP_COLLECTED)
+    """Matching lines shown at most, then a notice with the total. An answer longer than the
+    output budget is spilled: kept whole in ``.toolcards/spill/``, its head and tail shown.
+    Each line shown is read again from its file, within 64 MB a call, so with a large value
+    lines far into large files may be left out (the answer counts them). Added in 0.3."""
 
 
 class WorkspaceViewParam(WorkspaceParam):
@@ -291,6 +313,13 @@ class WorkspaceTool(ToolCard):
             content; past it the oldest changes are dropped first. When cards on one tree
             disagree, the largest applies.
         journal_days: Days the journal keeps a change; the largest of the tree's cards applies.
+        spill_mb: Size of the tree's spill folder, ``.toolcards/spill/``: any tool output
+            longer than its budget is saved there whole (the model reads its head and tail,
+            the path, and how to page or search it). The oldest spills are deleted first when
+            the folder would hold more; spills count against ``disk_mb``. When cards on one
+            tree disagree, the smallest applies. Added in 0.3.
+        spill_hours: Spills older than this are deleted (the smallest of the cards on one
+            tree applies). Added in 0.3.
     """
 
     kind: ClassVar[str] = "workspace"
@@ -302,6 +331,8 @@ class WorkspaceTool(ToolCard):
     journal: bool = True
     journal_mb: int = Field(default=DEFAULT_MAX_MB, ge=1)
     journal_days: float = Field(default=DEFAULT_MAX_AGE_DAYS, gt=0, allow_inf_nan=False)
+    spill_mb: int = Field(default=DEFAULT_SPILL_MB, ge=1)
+    spill_hours: float = Field(default=DEFAULT_SPILL_HOURS, gt=0)
     workspace_read: WorkspaceReadParam | bool = True
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
@@ -363,6 +394,14 @@ class WorkspaceTool(ToolCard):
         self._workspace_hub()
         if self.journal:
             observer.team.provide(WORKSPACE_COMMANDS, functools.partial(journal_command, observer.team))
+        # Outputs over any tool's budget, for this member, are kept in this tree.
+        folder = spill_folder(root)
+        folder.keep(self.spill_mb, self.spill_hours)
+        if observer.team.service(SPILL_TO_WORKSPACE) is None:
+            observer.team.provide(SPILL_TO_WORKSPACE, MemberSpillFolders())  # the first one provided stays
+        spills = observer.team.service(SPILL_TO_WORKSPACE)
+        if isinstance(spills, MemberSpillFolders):
+            spills.add(self._member, folder)
 
     @property
     def tree(self) -> Tree:
@@ -372,7 +411,7 @@ class WorkspaceTool(ToolCard):
             WiringError: the card is not bound.
         """
         if self._tree is None:
-            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+            raise WiringError("WorkspaceTool is not bound. " + observer_hint("WorkspaceTool", "ActorToolObserver"))
         return self._tree
 
     @property
@@ -383,7 +422,7 @@ class WorkspaceTool(ToolCard):
             WiringError: the card is not bound.
         """
         if self._root is None:
-            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+            raise WiringError("WorkspaceTool is not bound. " + observer_hint("WorkspaceTool", "ActorToolObserver"))
         return self._root
 
     # -- reading --------------------------------------------------------------------------------
@@ -407,7 +446,7 @@ class WorkspaceTool(ToolCard):
             limit: Lines.
         """
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
-        with self.tree.open_file(path) as file:
+        with self._open_file(path) as file:
             rel = file.rel
             # Most files end in neither kind of suffix, and then need no path parsed to say so.
             name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
@@ -452,7 +491,12 @@ class WorkspaceTool(ToolCard):
             pattern: Python regex, matched per line.
             include: Only files matching this glob, e.g. '*.py'.
         """
-        return grep(self.root, pattern, path, include)
+        max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
+        try:
+            return grep(self.root, pattern, path, include, max_results=max_results)
+        except RetriableError:
+            self._check_spill_kept(path)
+            raise
 
     @capability("workspace_view", untrusted_output=True)
     def view_image(self, path: WorkspacePath) -> Any:
@@ -681,6 +725,18 @@ class WorkspaceTool(ToolCard):
                 "The workspace journal is off for this tree (journal=False on its cards), so it has no history."
             )
         return journal
+
+    def _open_file(self, path: str) -> OpenFile:
+        try:
+            return self.tree.open_file(path)
+        except RetriableError:
+            self._check_spill_kept(path)
+            raise
+
+    def _check_spill_kept(self, path: str) -> None:
+        """Say so when ``path``, which a call failed on, is a spilled output no longer kept."""
+        if is_spill_path(path) and self.tree.kind(path) is None:
+            raise spill_gone(path, spill_folder(self.root).max_hours) from None
 
     def _workspace_hub(self) -> WorkspaceHub:
         # After stop_workspace_actors the registry holds a new hub: attach to it again.
