@@ -1,9 +1,8 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
 The card gives fifteen capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Ten are on by default; the two
-marked "off" are set to ``True`` (or a param) when a role needs them, and the three of the
-journal are commands unless their param's ``expose`` adds ``TOOL_CALL``:
+model sees and exposed as a tool call and a command. Thirteen are on by default; the two
+marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
 tool                       what it does                                      mutates  default
@@ -22,9 +21,9 @@ tool                       what it does                                      mut
                            nothing
 ``workspace_mkdir``        create a directory and its parents                yes      off
 ``workspace_rmdir``        remove a directory (recursively on request)       yes      off
-``workspace_history``      the journal's changes, newest first, filtered     no       command
-``workspace_diff``         the diff of one change                            no       command
-``workspace_undo``         undo changes, all or nothing (dry run on request) yes      command
+``workspace_history``      the journal's changes, newest first, filtered     no       on
+``workspace_diff``         the diff of one change                            no       on
+``workspace_undo``         undo changes, all or nothing (dry run on request) yes      on
 =========================  ================================================  =======  =======
 
 **The journal** (``journal=True``, the default; :mod:`toolcards.workspace.journal`) records
@@ -264,11 +263,11 @@ class WorkspaceRmdirParam(WorkspaceParam):
 
 
 class JournalParam(WorkspaceParam):
-    """Configuration shared by the journal's capabilities: a command by default (an orchestrator
-    and ``toolcards undo`` use them; a model pays for no definition), a tool call too when
-    ``expose`` says so."""
+    """Configuration shared by the journal's capabilities: a tool call and a command (an
+    orchestrator's, ``toolcards history`` and ``toolcards undo``); ``expose={Channels.COMMAND}``
+    keeps a model from seeing them (their definitions cost about 290 tokens)."""
 
-    expose: set[Channels] = {Channels.COMMAND}
+    expose: set[Channels] = {Channels.TOOL_CALL, Channels.COMMAND}
 
 
 class WorkspaceHistoryParam(JournalParam):
