@@ -210,9 +210,9 @@ def probe_tree_locks(directory: Path | None = None) -> str | None:
 
     ``directory`` defaults to where tree locks are kept (``internal_dir()/"locks"``, on the
     workspaces root's volume); it is created if missing. With OFD locks the probe locks a
-    scratch file through one descriptor and tries again through a second (about 0.1 ms);
-    with the :func:`fcntl.lockf` fallback the second try is made by a short child process
-    (tens of ms). The result is cached per directory per process.
+    scratch file through one descriptor and tries again through a second; with the
+    :func:`fcntl.lockf` fallback the second try is made by a short child process (far slower).
+    The result is cached per directory per process.
 
     Returns:
         ``None`` when locks work, else one line for the operator: where, on which file
