@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from toolcards.core.tree_usage import (
+from toolcards.fs.tree_usage import (
     ESTIMATE_SLACK,
     MAX_AGE_S,
     MAX_ENTRIES,

@@ -15,7 +15,7 @@ The walks of the workspace (listing, glob, grep) never descend into
 follow a symlink, so a link cannot lead a walk out of the tree or into a loop.
 
 Workspace ids follow :func:`validate_workspace_id`, which lives in
-:mod:`toolcards.core.locations` (next to ``workspace_dir``, so every domain working on a
+:mod:`toolcards.fs.locations` (next to ``workspace_dir``, so every domain working on a
 workspace tree agrees on the layout) and is re-exported here.
 
 Nothing here blocks beyond a few ``stat`` calls.
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from toolcards.core.locations import WORKSPACE_ID_PATTERN, validate_workspace_id
+from toolcards.fs.locations import WORKSPACE_ID_PATTERN, validate_workspace_id
 
 __all__ = [
     "ESCAPE_MESSAGE",
