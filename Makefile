@@ -1,8 +1,12 @@
-# The two commands a newcomer needs: `make test` and `make demo`.
+# The two commands a newcomer needs: `make test` and `make demo` (`make help` lists the rest).
 # Both build .venv and install everything (.[all,dev]) with PYTHON: by default the first
 # Python >= 3.11 on PATH; `make test PYTHON=python3.11` (a name or a path) picks one, and a
-# .venv made by another interpreter is then rebuilt. `make wheel-check` builds the wheel and
-# sdist and runs the README and the docs from the wheel installed outside the repository.
+# .venv made by another interpreter is then rebuilt. `make venv` does only that: the
+# environment, every extra included, without running anything (then .venv/bin/toolcards).
+# `make test` first checks the system packages the tests use (bubblewrap, ripgrep, chromium,
+# PostgreSQL: scripts/system_packages.sh) and installs the missing ones when run as root with
+# apt-get, else names them in one line (their tests skip). `make wheel-check` builds the wheel
+# and sdist and runs the README and the docs from the wheel installed outside the repository.
 # `make docs` builds the documentation site into site/ (make test builds it too, strictly).
 
 PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
@@ -15,7 +19,18 @@ STAMP := $(VENV)/.installed
 IDENTITY := import sys; print(sys.version.split()[0], sys.base_prefix)
 LINT_PATHS := .  # everything ruff reads, README.md's Python blocks included
 
-.PHONY: test demo lint docs bench wheel-check venv clean FORCE
+.PHONY: help test demo lint docs bench wheel-check venv clean FORCE
+
+help:
+	@echo "make test         .venv, the system packages the tests use, then lint, types and the suite"
+	@echo "make demo         .venv, then the demo (offline; OPENAI_API_KEY or --model for a real LLM)"
+	@echo "make venv         only the environment: .venv with every extra (.[all,dev]); then .venv/bin/toolcards"
+	@echo "make lint         ruff and mypy"
+	@echo "make bench        the benchmarks (python -m bench)"
+	@echo "make docs         build the documentation site into site/"
+	@echo "make wheel-check  build the wheel and sdist, run the README, the docs and the demo from the installed wheel"
+	@echo "make clean        remove .venv and caches"
+	@echo "PYTHON=python3.11 picks the interpreter (default: the first Python >= 3.11 on PATH)"
 
 # Rewritten only when the interpreter changes, so the install below reruns only then.
 $(VENV)/.python: FORCE
@@ -42,6 +57,7 @@ venv: $(STAMP)
 	@echo "$(VENV) runs $$($(BIN)/python --version) ($$(readlink -f $(BIN)/python))"
 
 test: venv
+	@bash scripts/system_packages.sh
 	@$(BIN)/toolcards fetch-models || echo "warning: the local embedding model is missing; its tests will skip" >&2
 	$(BIN)/ruff check $(LINT_PATHS)
 	$(BIN)/ruff format --check $(LINT_PATHS)

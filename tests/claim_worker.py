@@ -3,7 +3,8 @@
 Run as ``python -m tests.claim_worker MODE NAME [ARG]``. It joins the team through the front
 door, binds a planning card, prints ``ready``, waits for ``go`` on stdin, then:
 
-    race TASK      claims task TASK once; prints ``won`` or ``refused <message>``.
+    race TASK      claims task TASK once; prints ``won`` or ``refused <message>``, then stays
+                   on the team until its stdin closes (leaving would release the claim).
     hold TASK      claims task TASK (lease from ``LEASE_S``), prints ``held``, then keeps
                    working (a tool call every 0.1 s) until it is killed.
     drain          takes tasks with next_task until none is ready, completing each; prints
@@ -34,6 +35,7 @@ def main(mode: str, name: str, arg: str | None) -> None:
                 say("won")
             except RetriableError as exc:
                 say(f"refused {exc}")
+            sys.stdin.read()  # every racer answers before any leaves
         elif mode == "hold":
             tools["claim_task"].call_sync({"task_id": int(arg or 1)})
             say("held")

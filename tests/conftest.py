@@ -12,17 +12,22 @@ import pytest
 
 from tests.postgres_server import PostgresServer, PostgresUnavailable, start_server
 from toolcards.actors.system import ActorSystem
+from toolcards.core.lookup import use_locations
 from toolcards.store import close_default_stores
 from toolcards.testing import FakeObserver
 
 
 @pytest.fixture(autouse=True)
-def isolated_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own workspaces root and state database."""
+def isolated_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Every test gets its own workspaces root and state database, and a per-user data
+    directory of its own (``XDG_DATA_HOME``), so no lookup reaches the real home."""
     root = tmp_path / "workspaces"
     monkeypatch.setenv("TOOLCARDS_WORKSPACES_ROOT", str(root))
     monkeypatch.delenv("TOOLCARDS_STORE", raising=False)
-    return root
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    use_locations()  # no explicit choice left by an earlier test's command line
+    yield root
+    use_locations()
 
 
 @pytest.fixture(autouse=True)

@@ -20,6 +20,7 @@ from toolcards.errors import (
     CallCancelled,
     CommandNotRecognized,
     GuardError,
+    MemberStopped,
     ObserverGone,
     OutcomeUnknown,
     RetriableError,
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
+    from toolcards.spill.tool import SpilledOutputTool
     from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
     from toolcards.workspace.tool import WorkspaceTool
@@ -94,7 +96,7 @@ built-in cards are found through the card registry (:data:`toolcards.core.regist
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        # importlib.metadata costs ~30 ms: read the version only when asked.
+        # importlib.metadata is slow to import: read the version only when asked.
         from importlib.metadata import PackageNotFoundError, version
 
         try:
@@ -151,12 +153,14 @@ __all__ = [
     "KnowledgeGraphTool",
     "MCPTool",
     "Member",
+    "MemberStopped",
     "MessagingTool",
     "ObserverGone",
     "OutcomeUnknown",
     "PlanningTool",
     "RetriableError",
     "SearchTool",
+    "SpilledOutputTool",
     "StateChanged",
     "StoreError",
     "Team",

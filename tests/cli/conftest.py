@@ -31,7 +31,18 @@ def restore_logging() -> Iterator[None]:
 
 
 @pytest.fixture
-def team_yaml(tmp_path: Path) -> Path:
+def team_store(isolated_root: Path) -> Path:
+    """The store of the test's team, created: commands that read a team refuse to start one."""
+    from toolcards.store import open_store
+
+    store = open_store()
+    path = Path(store.path)  # type: ignore[attr-defined]
+    store.close()
+    return path
+
+
+@pytest.fixture
+def team_yaml(tmp_path: Path, team_store: Path) -> Path:
     path = tmp_path / "team.yaml"
     path.write_text(
         "team_id: cli-team\nimports: [tests.server.cards]\ncards:\n  - kind: test_echo\n  - kind: test_notes\n"

@@ -167,8 +167,10 @@ def test_a_missing_store_is_not_created_to_be_backed_up(
 
     assert main(["backup", str(tmp_path / "copy.db")]) == 1
 
-    assert "nowhere.db does not exist: there is nothing to back up" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
+    err = capsys.readouterr().err
+    assert f"toolcards backup found no team: its store {tmp_path / 'nowhere.db'} does not exist" in err
+    assert f"TOOLCARDS_STORE={tmp_path / 'nowhere.db'}" in err  # the step that chose it
+    assert list(tmp_path.iterdir()) == []  # not created, nor anything else
 
 
 def test_a_postgres_store_gets_the_pg_dump_command_without_its_password(

@@ -108,7 +108,7 @@ def test_command_text(words: list[str], text: str) -> None:
 
 
 def test_a_script_writes_the_board_a_server_is_serving(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], team_store: Path
 ) -> None:
     """`call` beside a live team: the server's next read sees the script's writes and vice versa."""
     from toolcards.actors import ActorSystem
@@ -144,11 +144,14 @@ def test_a_script_writes_the_board_a_server_is_serving(
 def test_store_option_selects_the_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    from toolcards.store import SQLiteStore
+
     monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "ignored.db"))
     chosen = tmp_path / "chosen.db"
+    SQLiteStore(chosen).close()
     create = '[{"description": "kept in the chosen store"}]'
     assert main(["call", "--store", str(chosen), "/update_planning", f"create_tasks={create}"]) == 0
-    assert chosen.exists()
+    assert SQLiteStore(chosen).version("default/#PlanningTool") == 1
     assert not (tmp_path / "ignored.db").exists()
 
 

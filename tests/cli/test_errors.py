@@ -30,6 +30,8 @@ from pathlib import Path
 
 import pytest
 
+from toolcards.store import SQLiteStore
+
 pytestmark = pytest.mark.slow
 
 TIMEOUT_S = 60
@@ -68,6 +70,9 @@ def workdir(tmp_path: Path) -> Path:
     (directory / "unknown-key.yaml").write_text("team_id: acme\nbogus_option: 1\n")
     (directory / "broken.yaml").write_text("team_id: [acme\ncards: []\n")
     (directory / "hot.yaml").write_text("team_id: acme\ncards:\n  - kind: planning\n")
+    # The team's store exists, as it does once a team was started: call reads a team, never starts one.
+    (tmp_path / "workspaces" / ".toolcards").mkdir(parents=True)
+    SQLiteStore(tmp_path / "workspaces" / ".toolcards" / "state.db").close()
     return directory
 
 
@@ -153,7 +158,7 @@ def test_a_port_in_use_is_one_line_and_nothing_starts(workdir: Path, port_in_use
 
 def test_without_the_mcp_extra_serve_says_what_to_install(workdir: Path) -> None:
     outcome = run_cli(workdir, "serve", program=[sys.executable, "-c", WITHOUT_MCP])
-    assert_one_error(outcome, 1, "No module named 'mcp'", "pip install 'toolcards[mcp]'")
+    assert_one_error(outcome, 1, "No module named 'mcp'", "pip install 'toolcards[mcp]'", "make venv")
     # toolcards call does not need it.
     assert run_cli(workdir, "call", "/get_planning", program=[sys.executable, "-c", WITHOUT_MCP]).code == 0
 
@@ -171,7 +176,7 @@ CALL_MISTAKES = [
     (["/get_planning_task", "task_id=abc"], 2, ["get_planning_task", "task_id", "'abc'"]),
     (["/get_planning_task"], 2, ["task_id", "Field required"]),
     (["/update_planning", "create_tasks=not json"], 2, ["create_tasks", "valid list"]),
-    (["/no_such_command"], 2, ["/no_such_command", "Known commands: /claim_task, /exec_command"]),
+    (["/no_such_command"], 2, ["/no_such_command", "Known commands: /cancel_reminder, /claim_task, /exec_command"]),
     (['/get_planning_task "unclosed'], 2, ['"unclosed', "never closed"]),
     (["/get_planning_task", "task_id=41"], 1, ["41"]),
 ]

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from tests.cli.conftest import REPO
 from toolcards.cli import build_parser, main
 from toolcards.cli.serve import build_config
+from toolcards.server.config import DEFAULT_TEAM_CARDS
 from toolcards.store import default_store
 
 
@@ -86,7 +87,7 @@ def test_command_line_options_override_the_config(team_yaml: Path, monkeypatch: 
     monkeypatch.setenv("TOOLCARDS_TOKEN", "from-env")
     assert build_parser().parse_args(["serve"]).token == "from-env"
     defaults = build_config(build_parser().parse_args(["serve"]))
-    assert [card["kind"] for card in defaults.cards] == ["workspace", "planning", "knowledge_graph", "exec"]
+    assert [card["kind"] for card in defaults.cards] == list(DEFAULT_TEAM_CARDS)
 
 
 @pytest.mark.slow
@@ -152,7 +153,7 @@ def test_serve_says_which_store_it_uses(
     assert err.count("toolcards: error:") == 1
 
 
-def status_of(url: str, headers: dict[str, str] | None = None) -> int:
+def status_of(url: str, headers: dict[str, str] | None = None, *, method: str = "POST") -> int:
     import urllib.error
     import urllib.request
 
@@ -160,8 +161,8 @@ def status_of(url: str, headers: dict[str, str] | None = None) -> int:
     body += b'"capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}'
     request = urllib.request.Request(
         url,
-        data=body,
-        method="POST",
+        data=body if method == "POST" else None,
+        method=method,
         headers={
             "Content-Type": "application/json",
             "Accept": "application/json, text/event-stream",
@@ -198,13 +199,15 @@ def test_http_serve_generates_a_token_and_prints_it_once(team_yaml: Path) -> Non
             return part.text
 
         assert asyncio.run(whoami()) == "@Lu"
-        # The dashboard's link, printed next, carries the same token, so it opens as it is.
+        # The dashboard's line, printed next, points to the token above instead of repeating it.
         dashboard = process.line_after_announcement().strip()
-        assert dashboard == f"toolcards: dashboard at {endpoint.removesuffix('/mcp')}/?token={token}", dashboard
+        root = endpoint.removesuffix("/mcp") + "/"
+        assert dashboard.startswith(f"toolcards: dashboard at {root} (open it once with the token above"), dashboard
+        assert token not in dashboard
+        assert status_of(f"{root}?token={token}", method="GET") == 200  # the token above opens it
     finally:
         rest = process.stop()
-    _, _, after_the_link = rest.partition("\n")
-    assert token not in after_the_link  # printed only at start, never again
+    assert token not in rest  # printed once, at start, never again
 
 
 @pytest.mark.slow

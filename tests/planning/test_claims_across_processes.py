@@ -70,10 +70,12 @@ def test_ten_processes_racing_for_one_task_leave_one_winner(store_env: dict[str,
     for worker in workers:
         go(worker)
     answers = []
+    for worker in workers:  # each answers, and stays on the team (its claim held) until all did
+        assert worker.stdout is not None
+        answers.append(worker.stdout.readline().strip())
     for worker in workers:
-        out, err = worker.communicate(timeout=WAIT)
+        _, err = worker.communicate(timeout=WAIT)
         assert worker.returncode == 0, err
-        answers.append(out.strip())
     winners = [answer for answer in answers if answer == "won"]
     refusals = [answer for answer in answers if answer.startswith("refused Task 1 is claimed by @W")]
     assert len(winners) == 1 and len(refusals) == 9, answers

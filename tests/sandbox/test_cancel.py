@@ -14,10 +14,10 @@ import pytest
 from tests.sandbox.conftest import backend_class, live_processes_with, marker, wait_until
 from toolcards import ToolFactory
 from toolcards.core.channels import Channels
-from toolcards.core.locations import workspace_dir
 from toolcards.core.progress import ProgressReporter, reporting
 from toolcards.core.tool import Tool
 from toolcards.errors import CallCancelled
+from toolcards.fs.locations import workspace_dir
 from toolcards.sandbox.tool import ExecTool
 from toolcards.testing import FakeObserver
 

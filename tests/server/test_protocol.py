@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.server.test_stdio import INIT, RawServer, text
 from toolcards.actors.system import ActorSystem
-from toolcards.core.locations import workspace_dir
+from toolcards.fs.locations import workspace_dir
 from toolcards.server import TeamServer, default_config
 
 INFO = types.Implementation(name="Prober", version="1")

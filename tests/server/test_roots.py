@@ -17,8 +17,8 @@ from mcp.client.stdio import stdio_client
 
 from tests.server.test_stdio import REPO, stdio_params
 from toolcards.actors.system import ActorSystem
-from toolcards.core.locations import mount_workspace
 from toolcards.errors import RetriableError
+from toolcards.fs.locations import mount_workspace
 from toolcards.server import ServeConfig, TeamServer
 from toolcards.server.roots import first_local_root
 

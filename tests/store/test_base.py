@@ -56,6 +56,25 @@ def test_namespaces_and_collections_are_isolated(store: Store) -> None:
     assert store.load("team-1").rows == {}
 
 
+def test_get_reads_rows_by_key_without_the_namespace(store: Store) -> None:
+    store.put("ns", "blobs", {"a": {"x": 1}, "b": "two", "c": [3]})
+    store.put("ns", "other", {"a": "not this collection"})
+    store.put("ns", "blobs", {"c": None})
+
+    assert store.get("ns", "blobs", ["a", "b", "c", "missing", "a"]) == {"a": {"x": 1}, "b": "two"}
+    assert store.get("ns", "blobs", []) == {}
+    assert store.get("elsewhere", "blobs", ["a"]) == {}
+    found = store.get("ns", "blobs", ["a"])
+    found["a"]["x"] = 2
+    assert store.get("ns", "blobs", ["a"]) == {"a": {"x": 1}}
+
+
+def test_get_reads_many_keys(store: Store) -> None:
+    store.put("ns", "blobs", {str(n): n for n in range(1_200)})
+
+    assert store.get("ns", "blobs", [str(n) for n in range(0, 1_200, 2)]) == {str(n): n for n in range(0, 1_200, 2)}
+
+
 def test_update_replaces_the_value(store: Store) -> None:
     put(store, "ns", "tasks", "1", {"status": "open", "title": "x"})
     put(store, "ns", "tasks", "1", {"status": "done"})
@@ -225,3 +244,21 @@ def test_concurrent_appliers_lose_nothing(store: Store) -> None:
     assert shared["counts"] == {str(n): rounds for n in range(threads)}
     for n in range(threads):
         assert store.load(f"own-{n}").rows == {"rows": {str(i): i for i in range(rounds)}}
+
+
+def test_namespaces_lists_each_with_its_version_and_live_rows(store: Store) -> None:
+    from toolcards.store import NamespaceSummary
+
+    assert store.namespaces() == ()
+    put(store, "acme/#PlanningTool", "tasks", "1", {"d": "one"})
+    put(store, "acme/#PlanningTool", "tasks", "2", {"d": "two"})
+    put(store, "acme/#PlanningTool", "meta", "seq", 2)
+    store.apply("acme/#PlanningTool", [Change(collection="tasks", key="1", value=None)])  # a tombstone: not counted
+    put(store, "beta/#events", "events", "1", {"e": 1})
+    store.drop("gone/#Graph")  # a namespace with a version and nothing in it
+
+    assert store.namespaces() == (
+        NamespaceSummary(namespace="acme/#PlanningTool", version=4, rows={"meta": 1, "tasks": 1}),
+        NamespaceSummary(namespace="beta/#events", version=1, rows={"events": 1}),
+        NamespaceSummary(namespace="gone/#Graph", version=1, rows={}),
+    )

@@ -351,6 +351,7 @@ def main_file_alone(db: Path, elsewhere: Path) -> Path:
 def test_after_toolcards_call_exits_the_main_file_alone_holds_every_task(tmp_path: Path) -> None:
     db = tmp_path / "team" / "state.db"
     db.parent.mkdir()
+    SQLiteStore(db).close()  # toolcards call reads a team, it never starts one
     env = {**os.environ, "TOOLCARDS_WORKSPACES_ROOT": str(tmp_path / "workspaces"), "TOOLCARDS_STORE": str(db)}
     for task in ("Ship the release", "Write the notes"):
         done = subprocess.run(

@@ -2,18 +2,29 @@
 
 ::
 
+    toolcards init [--root DIR] [--store LOCATION]                      keep this project's team here
+    toolcards info [--json]                                             where the team lives, what it holds
     toolcards serve [--config team.yaml] [--transport stdio|http] ...   serve a team over MCP
     toolcards cards [--json]                                            the card kinds available
     toolcards call [--config team.yaml] [--agent NAME] '/get_planning'  run one command
     toolcards dashboard [--config team.yaml] [--store ...]              watch a team live in a browser
     toolcards backup [--store ...] [--force] DEST                       copy the team's store while it runs
+    toolcards history [--path P] [--member NAME] [--diff ID]            what changed in the team's workspace
+    toolcards undo [ID] [--member NAME] [--since WHEN] [--dry-run]      undo workspace changes, all or nothing
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
+    toolcards --version
+
+Every command that works on a team finds it the same way (``--store``/``--root``, the
+environment, a ``toolcards.toml``, a legacy ``./workspaces``, the per-user data directory:
+:mod:`toolcards.core.lookup`); ``toolcards info`` says which step chose it.
 
 Each command is a module here with ``register(subparsers, parents)`` and is listed in
 :data:`COMMANDS`. Results go to stdout; progress and errors go to stderr. An error is one
 line, ``toolcards: error: ...``, naming the bad value and the fix; ``--debug`` shows the
-traceback instead. Exit codes: 0 success, 1 failure, 2 usage error (an option value, an
-unknown command or kind: see :mod:`toolcards.cli.console`), 130 interrupted.
+traceback instead. Exit codes: 0 success, 1 failure, 2 usage error (an option value,
+options that contradict each other, an unknown command or kind: see
+:mod:`toolcards.cli.console`), 130 interrupted. Options are never abbreviated: ``--trans``
+is an error, not ``--transport``.
 """
 
 from __future__ import annotations
@@ -23,18 +34,22 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from toolcards.cli.console import configure_logging, exit_code, one_line, root_error
 
-__all__ = ["COMMANDS", "CommandLineParser", "build_parser", "main"]
+__all__ = ["COMMANDS", "CommandLineParser", "build_parser", "given", "main"]
 
 COMMANDS: tuple[str, ...] = (
+    "toolcards.cli.init",
+    "toolcards.cli.info",
     "toolcards.cli.serve",
     "toolcards.cli.cards",
     "toolcards.cli.call",
     "toolcards.cli.dashboard",
     "toolcards.cli.backup",
+    "toolcards.cli.history",
+    "toolcards.cli.undo",
     "toolcards.cli.demo",
     "toolcards.cli.fetch_models",
 )
@@ -42,22 +57,67 @@ COMMANDS: tuple[str, ...] = (
 
 
 class CommandLineParser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose usage errors are one line on stderr and exit code 2.
+    """An ``ArgumentParser`` whose usage errors are one line on stderr and exit code 2, that
+    never abbreviates options, and that records which options were given (:func:`given`).
 
     The usage summary argparse prints first is left out: the line names the bad value and
     points to ``--help``. Subcommand parsers are of this class too.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # An abbreviation would change meaning when an option is added, and would hide which
+        # option was given from the checks of contradicting options.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse as argparse does, and add this parser's options found in ``args`` to the
+        result's ``given_options`` (a set of option strings, such as ``"--port"``)."""
+        words = list(sys.argv[1:] if args is None else args)
+        parsed, extras = super().parse_known_args(words, namespace)
+        words = words[: words.index("--")] if "--" in words else words
+        options = {option for action in self._actions for option in action.option_strings}
+        found: set[str] = {word.split("=", 1)[0] for word in words if word.split("=", 1)[0] in options}
+        parsed.given_options = set(getattr(parsed, "given_options", ())) | found
+        return parsed, extras
 
     def error(self, message: str) -> NoReturn:
         """Print ``toolcards: error: <message>. See '<prog> --help'.`` and exit with 2."""
         self.exit(2, f"toolcards: error: {message.rstrip('.')}. See '{self.prog} --help'.\n")
 
 
+def given(args: argparse.Namespace, *options: str) -> list[str]:
+    """Those of ``options`` (option strings, ``"--port"``) given on the command line, in order."""
+    found: set[str] = getattr(args, "given_options", set())
+    return [option for option in options if option in found]
+
+
+class _Version(argparse.Action):
+    """``--version``: print ``toolcards <version>`` and exit; the version is read only then
+    (package metadata is slow to read, which every other command would pay for)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kwargs: Any) -> None:
+        import toolcards
+
+        print(f"toolcards {toolcards.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
+    from toolcards.cli.location_options import LOOKUP_HELP
+
     parser = CommandLineParser(
-        prog="toolcards", description="Serve, inspect and drive toolcards teams.", allow_abbrev=False
+        prog="toolcards",
+        description="Serve, inspect and drive toolcards teams.",
+        epilog=f"{LOOKUP_HELP} 'toolcards COMMAND --help' describes a command.",
     )
+    parser.add_argument("--version", action=_Version, help="print the version of toolcards and exit")
     parser.add_argument("--debug", action="store_true", default=False, help="log everything and show tracebacks")
     common = CommandLineParser(add_help=False)
     # SUPPRESS: a subcommand's default must not overwrite a --debug given before it.

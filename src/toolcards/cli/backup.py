@@ -2,12 +2,16 @@
 
 ::
 
-    toolcards backup state-backup.db                 # the store of TOOLCARDS_STORE, else the default
+    toolcards backup state-backup.db                 # the team's store, wherever the lookup finds it
     toolcards backup --store /srv/team/state.db /backups/team-$(date +%F).db
     toolcards backup --force state-backup.db         # replace an existing copy
 
-The store is the one ``serve`` and ``call`` use (``--store``, ``TOOLCARDS_STORE``, else
-``./workspaces/.toolcards/state.db``). A SQLite store is copied online: one consistent
+The store is the one ``serve`` and ``call`` use, found by the same lookup (``--store`` or
+``--root``, ``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml`` here or
+in a parent, a legacy ``./workspaces``, the per-user data directory:
+:mod:`toolcards.core.lookup`); a SQLite store that does not exist there is an error naming
+every step of the lookup. ``--root`` names the store kept under a workspaces root, so it
+cannot be given with ``--store`` (exit code 2). A SQLite store is copied online: one consistent
 snapshot holding everything acknowledged before the copy began, while other processes keep
 writing, checked, flushed and put at DEST at once (see
 :mod:`toolcards.store.sqlite_backup`). DEST is one self-contained file: to restore, point
@@ -29,8 +33,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from toolcards.cli.console import UsageError, progress
-from toolcards.cli.store_option import add_store_option
+from toolcards.cli.console import UsageError, progress, summary
+from toolcards.cli.location_options import LOOKUP_HELP, add_location_options, apply_location_options, require_team_store
 
 __all__ = ["pg_dump_command", "register", "run"]
 
@@ -41,10 +45,11 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "backup",
         parents=parents,
         help="copy the team's store to a file while the team runs (SQLite; pg_dump for PostgreSQL)",
-        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+        description=summary(__doc__),
+        epilog=LOOKUP_HELP,
     )
     parser.add_argument("--force", action="store_true", help="replace DEST if it exists")
-    add_store_option(parser)
+    add_location_options(parser)
     parser.add_argument("destination", metavar="DEST", type=Path, help="the file to write the copy to")
     parser.set_defaults(handler=run)
 
@@ -69,23 +74,21 @@ def run(args: argparse.Namespace) -> int:
     """Back the store up; returns 0 when the copy is in place.
 
     Raises:
-        UsageError: DEST is a directory or the store itself, lies in a directory that does not
-            exist, or exists without ``--force``.
+        UsageError: ``--store`` with ``--root``; DEST is a directory or the store itself, lies in
+            a directory that does not exist, or exists without ``--force``.
         toolcards.store.StoreError: the store is PostgreSQL (its ``pg_dump`` command is printed
             first) or ``:memory:``, missing, not a toolcards store, or the copy failed.
     """
-    from toolcards.core.locations import store_location
     from toolcards.errors import StoreError
     from toolcards.store import MEMORY, backup_sqlite_store, describe_location, location_kind, sqlite_path
     from toolcards.store.sqlite_backup import destination_problem
 
-    try:
-        location: str = args.store or store_location()
-    except OSError as exc:
-        raise StoreError(
-            f"Cannot find the default store: its directory cannot be created ({exc.strerror or exc}). Set "
-            "TOOLCARDS_STORE (or --store) to the store's file, or TOOLCARDS_WORKSPACES_ROOT to its workspaces root."
-        ) from exc
+    if args.store and args.root:
+        raise UsageError(
+            "--root names the store kept under a workspaces root, and --store names the store itself: give one of them."
+        )
+    lookup = apply_location_options(args)
+    location = lookup.store
     kind = location_kind(location)
     destination = args.destination.expanduser().absolute()
     if kind == "postgresql":
@@ -100,6 +103,7 @@ def run(args: argparse.Namespace) -> int:
             f"The store is in memory ({MEMORY}): the team's state lives inside the process that serves it, and no "
             "other process can copy it. Keep a team you want to back up in a SQLite file or a PostgreSQL database."
         )
+    require_team_store(lookup, command="backup")
     source = sqlite_path(location)
     problem = destination_problem(source, destination, overwrite=args.force)
     if problem is not None:

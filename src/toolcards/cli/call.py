@@ -11,9 +11,13 @@
 Every tool of the team's cards is a command here, the ones a model calls included
 (``update_planning``, ``update_graph``); list and JSON arguments are given as JSON text.
 
-The team's actors read its state from the store (``--store``, ``TOOLCARDS_STORE``, else
-``./workspaces/.toolcards/state.db``), the command runs through the COMMAND channel
-(``factory.command_registry().dispatch``), and the actors stop before the process exits.
+The team's actors read its state from the store the lookup finds (``--store``/``--root``,
+``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml`` here or in a parent,
+a legacy ``./workspaces``, the per-user data directory: see :mod:`toolcards.core.lookup`).
+A SQLite store that does not exist there is an error naming every step of the lookup: the
+command never starts an empty team (``toolcards init`` or ``toolcards serve`` starts one).
+The command runs through the COMMAND channel (``factory.command_registry().dispatch``), and
+the actors stop before the process exits.
 The result goes to stdout. A command the team cannot take (unknown, badly quoted, too long,
 or with arguments its tool refuses) prints its ``Error: ...`` line to stderr and exits 2
 without running; a command that ran and failed prints its ``Error: ...`` line and exits 1.
@@ -36,8 +40,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from toolcards.cli.agent_option import add_agent_option
-from toolcards.cli.console import UsageError
-from toolcards.cli.store_option import add_store_option, open_team_store
+from toolcards.cli.console import UsageError, summary
+from toolcards.cli.location_options import LOOKUP_HELP, add_location_options, open_team_store
 
 if TYPE_CHECKING:
     from toolcards.actors.system import TeamHandle
@@ -49,7 +53,11 @@ __all__ = ["command_text", "join_as", "register", "run"]
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``call`` to the command line."""
     parser = subparsers.add_parser(
-        "call", parents=parents, help="run a slash command against a team", description=__doc__.split("\n\n", 1)[0]
+        "call",
+        parents=parents,
+        help="run a slash command against a team",
+        description=summary(__doc__),
+        epilog=LOOKUP_HELP,
     )
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
@@ -57,7 +65,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--approve", action="store_true", help="approve the command if its tool requires a human's approval"
     )
-    add_store_option(parser)
+    add_location_options(parser)
     parser.add_argument("command", nargs="*", metavar="COMMAND", help="e.g. '/get_planning' (omit to list commands)")
     parser.set_defaults(handler=run)
 
@@ -111,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
             config = config.with_options(team_id=args.team)
         except WiringError as exc:
             raise UsageError(f"--team {args.team!r}: {exc}") from exc
-    open_team_store(args)
+    open_team_store(args, create=False, command="call")
     with ActorSystem(journal=store_journals(), presence=store_presence()) as system:
         team = system.team(config.team_id)
         agent = join_as(team, args.agent, user_id=config.user_id)

@@ -13,7 +13,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from toolcards.cli.console import UsageError, one_line, progress
+from toolcards.cli.console import UsageError, one_line, progress, summary
 
 if TYPE_CHECKING:
     from toolcards.core.card import ToolCard
@@ -24,7 +24,7 @@ __all__ = ["describe_card", "describe_kinds", "register", "run"]
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add ``cards`` to the command line."""
     parser = subparsers.add_parser(
-        "cards", parents=parents, help="list the card kinds available", description=__doc__.split("\n\n", 1)[0]
+        "cards", parents=parents, help="list the card kinds available", description=summary(__doc__)
     )
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("kinds", nargs="*", metavar="KIND", help="only these kinds")

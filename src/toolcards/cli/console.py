@@ -13,9 +13,21 @@ interrupted.
 from __future__ import annotations
 
 import logging
+import re
 import sys
+from pathlib import Path
 
-__all__ = ["UsageError", "configure_logging", "exit_code", "one_line", "progress", "root_error"]
+__all__ = [
+    "UsageError",
+    "configure_logging",
+    "exit_code",
+    "install_hint",
+    "one_line",
+    "plain",
+    "progress",
+    "root_error",
+    "summary",
+]
 
 
 class UsageError(Exception):
@@ -45,6 +57,42 @@ def root_error(exc: BaseException) -> BaseException:
 def exit_code(exc: BaseException) -> int:
     """The exit code for a command that failed with ``exc``: 2 for a :class:`UsageError`, else 1."""
     return 2 if isinstance(root_error(exc), UsageError) else 1
+
+
+def plain(text: str) -> str:
+    """``text`` written for a terminal: the reST markup of docstrings taken out.
+
+    ``:role:`~a.b.Name``` becomes ``Name``, ``:role:`title <target>``` becomes ``title``,
+    double and single backquotes and ``**`` are dropped, and a paragraph's closing ``::``
+    becomes ``:``. Help text is built from docstrings, which are written for the docs.
+    """
+    text = re.sub(r":[a-z]+(?::[a-z]+)?:`~?([^`<]*?)\s*(?:<[^>]*>)?`", _role_text, text)
+    text = text.replace("``", "").replace("**", "")
+    text = re.sub(r"`([^`]*)`", r"\1", text)
+    return re.sub(r"::(\s|$)", r":\1", text)
+
+
+def _role_text(match: re.Match[str]) -> str:
+    target = match[1]
+    # ~a.b.Name shows Name, as Sphinx does; a role with an explicit title keeps the title.
+    return target.rsplit(".", 1)[-1] if match[0].split("`", 1)[1].startswith("~") else target
+
+
+def summary(doc: str | None) -> str | None:
+    """A command's description for ``--help``: the first paragraph of its module docstring, plain."""
+    if not doc:
+        return None
+    return plain(" ".join(doc.strip().split("\n\n", 1)[0].split()))
+
+
+def install_hint(extra: str) -> str:
+    """How to install the ``extra`` that is missing: ``pip install 'toolcards[<extra>]'``, and in a
+    clone of the repository, ``make venv``, which installs every extra into ``.venv``."""
+    hint = f"pip install 'toolcards[{extra}]'"
+    checkout = Path(__file__).resolve().parents[3]
+    if (checkout / "Makefile").is_file() and (checkout / "pyproject.toml").is_file():
+        hint += f" (in this clone, {checkout}: make venv installs every extra into .venv)"
+    return hint
 
 
 def _is_cancellation(exc: BaseException) -> bool:

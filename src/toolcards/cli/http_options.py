@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from toolcards.server.client_limits import ClientLimits
 
 __all__ = [
+    "HTTP_OPTIONS",
     "add_http_options",
     "check_access",
     "client_limits",
@@ -31,8 +32,21 @@ __all__ = [
 ]
 
 
+HTTP_OPTIONS = (
+    "--host",
+    "--port",
+    "--token",
+    "--no-token",
+    "--header-timeout",
+    "--body-timeout",
+    "--body-min-rate",
+    "--max-header-bytes",
+)
+"""The options :func:`add_http_options` adds, as written on the command line."""
+
+
 def add_http_options(parser: argparse.ArgumentParser, *, default_port: int, no_token_means: str) -> None:
-    """Add the four options to ``parser``; ``no_token_means`` says what ``--no-token`` lets
+    """Add :data:`HTTP_OPTIONS` to ``parser``; ``no_token_means`` says what ``--no-token`` lets
     every local user do (for its help)."""
     from toolcards.server.http import DEFAULT_HOST
 

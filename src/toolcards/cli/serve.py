@@ -6,22 +6,28 @@
     toolcards serve --config team.yaml --transport http --port 8765
     toolcards serve --transport http --host 0.0.0.0 --token "$TOKEN"
 
-Without ``--config`` the team is ``default``: workspace, planning, knowledge graph and exec
-cards with their defaults, files under ``./workspaces`` (``TOOLCARDS_WORKSPACES_ROOT``) and
-state in the store (``--store``: a SQLite file shared by every process of the host by
-default, or a ``postgresql://`` URL shared across hosts). Any number of ``serve`` and
-``call`` processes may hold one team at once.
+Without ``--config`` the team is ``default``: workspace, planning, knowledge graph, exec and
+messaging cards with their defaults. Its files are under the workspaces root and its state is in the
+store, both found by the lookup every command follows (``--store``/``--root``,
+``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml`` here or in a parent,
+a legacy ``./workspaces``, the per-user data directory: :mod:`toolcards.core.lookup`); the
+store is created there if there is none, which is how a team starts. It is a SQLite file
+shared by every process of the host by default, or a ``postgresql://`` URL shared across
+hosts. Any number of ``serve`` and ``call`` processes may hold one team at once.
 
 Over HTTP every request must carry a token: ``--token`` (or ``TOOLCARDS_TOKEN``), else one
-generated at start and printed once, in the URL (``.../mcp?token=...``). ``--no-token``
-serves without one, on loopback only. The live dashboard (``toolcards dashboard``) is served
-at ``/`` beside the MCP endpoint, behind the same token, unless ``--no-dashboard``.
+generated at start and printed once, in the endpoint's URL (``.../mcp?token=...``).
+``--no-token`` serves without one, on loopback only. The live dashboard
+(``toolcards dashboard``) is served at ``/`` beside the MCP endpoint, behind the same token,
+unless ``--no-dashboard``.
 
 Everything that can be checked before serving is, in this order, so a mistake ends the
-command with one line and no actor left running: the options (exit code 2), the ``mcp``
-extra, the config and its cards, the port, the store, then the cards are bound (an unknown
-``--hot-tool`` is exit code 2). SIGINT/SIGTERM end the sessions and stop the actors, which
-flushes their state, before the process exits.
+command with one line and no actor left running: the options (exit code 2: a bad value, or
+options that contradict each other, such as an HTTP option with ``--transport stdio`` or
+``--hot-tool`` without facade mode), the ``mcp`` extra, the config and its cards, the port,
+the store, then the cards are bound (an unknown ``--hot-tool`` is exit code 2, and so is
+``--approve-all`` when no tool of the team needs an approval). SIGINT/SIGTERM end the
+sessions and stop the actors, which flushes their state, before the process exits.
 """
 
 from __future__ import annotations
@@ -36,17 +42,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolcards.cli.agent_option import add_agent_option
-from toolcards.cli.console import UsageError, configure_logging, one_line, progress
-from toolcards.cli.http_options import add_http_options, check_access, client_limits
-from toolcards.cli.store_option import add_store_option, open_team_store
+from toolcards.cli.console import UsageError, configure_logging, install_hint, one_line, progress, summary
+from toolcards.cli.http_options import HTTP_OPTIONS, add_http_options, check_access, client_limits
+from toolcards.cli.location_options import LOOKUP_HELP, add_location_options, open_team_store
 
 if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
     from toolcards.server.config import ServeConfig
 
-__all__ = ["build_config", "endpoint_path", "register", "run"]
+__all__ = ["build_config", "check_contradictions", "endpoint_path", "register", "run"]
 
-MCP_EXTRA_HINT = "pip install 'toolcards[mcp]'"
+SERVE_HTTP_OPTIONS = (*HTTP_OPTIONS, "--path", "--allow-host", "--no-dashboard")
+"""The options that only HTTP serving reads: refused with ``--transport stdio``."""
 
 
 def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
@@ -57,7 +64,8 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "serve",
         parents=parents,
         help="serve a team's cards over MCP",
-        description=__doc__.split("\n\n", 1)[0] if __doc__ else None,
+        description=summary(__doc__),
+        epilog=LOOKUP_HELP,
     )
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio", help="default: stdio")
@@ -72,9 +80,15 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         metavar="HOST",
         help="also accept this Host header (DNS-rebinding protection); repeatable",
     )
-    parser.add_argument("--facade", action="store_true", default=None, help="list search/describe/call meta tools")
     parser.add_argument(
-        "--hot-tool", action="append", default=[], metavar="NAME", help="in facade mode, also list this tool"
+        "--facade", action="store_true", default=None, help="list search_tools/describe_tool/call_tool meta tools"
+    )
+    parser.add_argument(
+        "--hot-tool",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="in facade mode (--facade, or facade: true in the config), also list this tool; repeatable",
     )
     parser.add_argument(
         "--approve-all",
@@ -91,11 +105,11 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         help="make the client's first root directory its agent's workspace (read-only unless 'writable')",
     )
     parser.add_argument(
-        "--no-dashboard", action="store_true", help="over HTTP, serve only the MCP endpoint (no dashboard at /)"
+        "--no-dashboard", action="store_true", help="serve only the MCP endpoint, no dashboard at / (HTTP)"
     )
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     add_agent_option(parser, default=None, help="name every client's agent NAME (X-Agent-Name still wins)")
-    add_store_option(parser)
+    add_location_options(parser)
     parser.set_defaults(handler=run)
 
 
@@ -124,7 +138,8 @@ def _require_mcp_extra(http: bool) -> None:
                 raise ModuleNotFoundError(f"No module named {module!r}", name=module)
         except ImportError as exc:
             raise ImportError(
-                f"toolcards serve needs the mcp extra, which is missing or broken ({one_line(exc)}): {MCP_EXTRA_HINT}"
+                f"toolcards serve needs the mcp extra, which is missing or broken ({one_line(exc)}): "
+                f"{install_hint('mcp')}"
             ) from exc
 
 
@@ -169,6 +184,47 @@ def build_config(args: argparse.Namespace) -> ServeConfig:
         raise UsageError(f"--team {args.team!r}: {exc}") from exc
 
 
+def check_contradictions(args: argparse.Namespace, config: ServeConfig | None = None) -> None:
+    """Refuse options that would be accepted and do nothing.
+
+    Raises:
+        UsageError: an HTTP option (``--port``, ``--token``, ``--no-dashboard``...) with
+            ``--transport stdio``; or ``--hot-tool`` when the team is not served in facade
+            mode (neither ``--facade`` nor ``facade: true`` in ``config``), where every tool
+            is listed already.
+    """
+    from toolcards.cli import given
+
+    if args.transport != "http":
+        http_only = given(args, *SERVE_HTTP_OPTIONS)
+        if http_only:
+            raise UsageError(
+                f"{', '.join(http_only)} {'applies' if len(http_only) == 1 else 'apply'} to HTTP serving, and this "
+                f"command serves over stdio: add --transport http, or drop {', '.join(http_only)}."
+            )
+    if args.hot_tool and config is not None and not config.facade:
+        raise UsageError(
+            f"--hot-tool {', '.join(args.hot_tool)} lists tools beside the facade's meta tools, and this team is not "
+            "served in facade mode, so every tool is listed already: add --facade (or facade: true in the config), "
+            "or drop --hot-tool."
+        )
+
+
+def _check_approvals(team_server: TeamServer, args: argparse.Namespace) -> None:
+    # --approve-all on a team whose tools never ask for approval would silently do nothing.
+    if not args.approve_all:
+        return
+    from toolcards.core.channels import Channels
+
+    tools = team_server.sessions.catalog().tools(Channels.TOOL_CALL)
+    if not any(tool.requires_approval for tool in tools):
+        raise UsageError(
+            f"--approve-all approves tools that need a human's approval, and no tool of team "
+            f"{team_server.config.team_id} needs one: drop --approve-all (set requires_approval on a "
+            "card's param in the config to make a tool ask)."
+        )
+
+
 def _check_cards(config: ServeConfig, args: argparse.Namespace) -> None:
     from toolcards.errors import WiringError
 
@@ -201,17 +257,19 @@ def run(args: argparse.Namespace) -> int:
     """Serve until stdin closes (stdio) or a signal arrives; returns the exit code."""
     configure_logging(debug=getattr(args, "debug", False), info=True)
     http = args.transport == "http"
+    check_contradictions(args)
     if http:
         check_access(args, reach="act as an agent of the team")
     _require_mcp_extra(http)
     config = build_config(args)
+    check_contradictions(args, config)
     _check_cards(config, args)
 
     from toolcards.server.app import TeamServer
 
     sockets = _listen(args) if http else []
     try:
-        location = open_team_store(args)
+        location = open_team_store(args, create=True, command="serve")
         kinds = ", ".join(str(card["kind"]) for card in config.cards) or "no cards"
         progress(f"starting team {config.team_id} ({kinds}) on {location}")
         team_server = TeamServer(config, agent_name=args.agent)
@@ -219,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
             # Bind the cards before serving, so a wiring mistake (an unknown tool, a workspaces
             # root whose file locks do not work) ends the command with one line.
             _check_hot_tools(team_server, args.hot_tool)
+            _check_approvals(team_server, args)
             team_server.start()
             hub = _dashboard(team_server) if http and not args.no_dashboard else None
         except BaseException:
@@ -258,8 +317,10 @@ def _announce(team_id: str, url: str, args: argparse.Namespace, dashboard: bool)
         root = endpoint.removesuffix(args.path) + "/"
         if args.no_token:
             progress(f"dashboard at {root}")
-        elif query:  # a generated token: the link opens the dashboard, then a cookie keeps it
-            progress(f"dashboard at {root}?{query}")
+        elif query:
+            # A generated token is shown once, in the line above: scrollback and logs hold
+            # one copy of it, and the endpoint's URL is the one clients must be given.
+            progress(f"dashboard at {root} (open it once with the token above: {root}?token=...; a cookie keeps it)")
         else:
             progress(f"dashboard at {root} (open it once with ?token=<your token>; a cookie keeps it)")
 
@@ -271,7 +332,7 @@ def _dashboard(team_server: TeamServer) -> Any:
 
         from toolcards.dashboard.serve import dashboard_for
     except ImportError as exc:
-        progress(f"no dashboard at / ({one_line(exc)}): pip install 'toolcards[dashboard]'")
+        progress(f"no dashboard at / ({one_line(exc)}): {install_hint('dashboard')}")
         return None
     return dashboard_for(team_server.team, team_server.config.build_cards())
 

@@ -51,6 +51,8 @@ from toolcards.errors import ObserverGone, WiringError
 if TYPE_CHECKING:
     import pykka
 
+    from toolcards.core.steering import StopRequest
+
 __all__ = ["Capability", "ToolCard", "capability", "observer_hint"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -258,6 +260,32 @@ class ToolCard(BaseModel):
         Added in 0.3.
         """
 
+    def deliveries(self) -> list[str]:
+        """Hook: texts the agent must read before its next model request, each handed over once.
+
+        The pydantic-ai toolset calls it (through :meth:`ToolFactory.deliveries
+        <toolcards.core.factory.ToolFactory.deliveries>`) before every model request of a run
+        and adds each text to that request as a user message, so an agent mid-run reads news
+        without waiting for its run to end (:mod:`toolcards.core.steering`). What it returns
+        is delivered: the card marks it so, and never returns it again. Called from a worker
+        thread; may block briefly (an actor ask). Default: nothing.
+
+        Added in 0.3.
+        """
+        return []
+
+    def take_stop(self) -> StopRequest | None:
+        """Hook: a request that the agent stop its run, taken by this call, or ``None``.
+
+        Checked by the adapters before every model request and every tool call of an agent
+        (:mod:`toolcards.core.steering`): a request returned here is delivered, and never
+        returned again. Called from a worker thread; should cost next to nothing when there is
+        no request. Default: ``None``.
+
+        Added in 0.3.
+        """
+        return None
+
     def get_observer(self) -> Any:
         """The bound observer; annotate the variable it is assigned to with the protocol the
         card requires (the factory checked it at bind).
@@ -267,7 +295,8 @@ class ToolCard(BaseModel):
             ObserverGone: the observer was garbage-collected.
         """
         if self._observer_ref is None:
-            raise WiringError(f"{type(self).__name__} is not bound: call card.observer(agent) or use ToolFactory.")
+            name = type(self).__name__
+            raise WiringError(f"{name} is not bound. " + observer_hint(name, "ActorToolObserver"))
         observer = self._observer_ref()
         if observer is None:
             raise ObserverGone(
@@ -438,7 +467,7 @@ class _PrivateValue:
     Runtime handles are private attributes, read on every call. Without this, a read misses
     the normal lookup and goes through pydantic's ``__getattr__``, which probes the attribute
     for a descriptor on every read (a failed ``hasattr``, so an exception, after the one the
-    missed lookup raised): ~3 µs a read (pydantic issue #12081), against ~0.2 µs here. What
+    missed lookup raised; pydantic issue #12081), an order of magnitude slower. What
     is stored, and how pydantic sets, copies and deletes it, is unchanged; attributes whose
     default is a descriptor are left to pydantic.
     """

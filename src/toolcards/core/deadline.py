@@ -57,7 +57,7 @@ def check_deadline() -> None:
     """Raise :class:`~toolcards.errors.ToolTimeout` if the current call's deadline has passed,
     :class:`~toolcards.errors.CallCancelled` if its caller cancelled it.
 
-    Costs two context-variable reads and a clock read (~0.1 µs); call it every few hundred
+    Costs two context-variable reads and a clock read; call it every few hundred
     iterations of a loop rather than on each.
 
     Changed in 0.3: also raises ``CallCancelled``.

@@ -51,8 +51,8 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.core.cancel import CancelToken, cancelling, current_cancel
 from toolcards.core.progress import ProgressReporter, current_progress, reporting
-from toolcards.core.tree_usage import workspace_usage
 from toolcards.errors import WiringError
+from toolcards.fs.tree_usage import workspace_usage
 from toolcards.sandbox.bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
 from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
 from toolcards.sandbox.cwd import cwd_vanished, resolve_cwd

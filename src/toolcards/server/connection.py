@@ -369,8 +369,8 @@ class McpConnection:
         self._roots_task = asyncio.ensure_future(self._roots())
 
     async def _roots(self) -> None:
-        from toolcards.core.locations import mount_workspace
         from toolcards.errors import RetriableError
+        from toolcards.fs.locations import mount_workspace
         from toolcards.server.roots import first_local_root
 
         assert self._roots_ready is not None

@@ -5,7 +5,7 @@ With ``roots`` set in the config (``--roots``), the server asks for them once th
 is initialized, and again on ``notifications/roots/list_changed``. The first root that is a
 local directory (a ``file://`` URI) becomes the workspace of the client's agent:
 
-* it is given a workspace id (:func:`~toolcards.core.locations.mount_workspace`), and every
+* it is given a workspace id (:func:`~toolcards.fs.locations.mount_workspace`), and every
   card of the agent with a ``workspace_id`` field (the workspace, the sandbox) gets that id,
   so its files and commands stay contained in that directory exactly as in any tree;
 * ``roots: read-only`` (the default of ``--roots``) also sets ``read_only`` on those cards,

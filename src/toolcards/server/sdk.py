@@ -189,8 +189,8 @@ class _Handlers:
         import mcp_types
         from mcp.shared.message import ServerMessageMetadata
 
-        from toolcards.core.locations import mount_workspace
         from toolcards.errors import RetriableError
+        from toolcards.fs.locations import mount_workspace
         from toolcards.server.roots import first_local_root
 
         try:

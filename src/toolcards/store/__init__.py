@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolcards.errors import OutcomeUnknown, StoreError
-from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store, Transaction
+from toolcards.store.base import CatchUp, Change, Delta, NamespaceSummary, Snapshot, Store, Transaction
 from toolcards.store.calls import CallLog
 from toolcards.store.codec import JSONText
 from toolcards.store.default import (
@@ -47,6 +47,7 @@ __all__ = [
     "Delta",
     "JSONText",
     "MemoryStore",
+    "NamespaceSummary",
     "OutcomeUnknown",
     "PostgresStore",
     "RecordedEvent",

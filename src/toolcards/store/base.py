@@ -35,12 +35,21 @@ against all three.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-__all__ = ["TOMBSTONE_RETENTION", "CatchUp", "Change", "Delta", "Snapshot", "Store", "Transaction"]
+__all__ = [
+    "TOMBSTONE_RETENTION",
+    "CatchUp",
+    "Change",
+    "Delta",
+    "NamespaceSummary",
+    "Snapshot",
+    "Store",
+    "Transaction",
+]
 
 JSONValue = Any
 
@@ -93,6 +102,18 @@ class Delta:
         return self.version == self.since
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NamespaceSummary:
+    """What a namespace holds, without its values: one entry of :meth:`Store.namespaces`."""
+
+    namespace: str
+    """``"<team_id>/<actor name>"``, e.g. ``"acme/#PlanningTool"``."""
+    version: int
+    """Its committed version (for a team's event log, ``"<team>/#events"``, its last event's number)."""
+    rows: dict[str, int]
+    """Live rows (tombstones left out) per collection, in sorted order: ``{"tasks": 3, "meta": 1}``."""
+
+
 CatchUp: TypeAlias = Snapshot | Delta
 """What a cache at some version must apply to be current: a :class:`Delta`, or a whole
 :class:`Snapshot` when the change log no longer reaches back that far."""
@@ -141,6 +162,21 @@ class Store(ABC):
         Raises:
             toolcards.store.StoreError: the read failed or the store is closed.
         """
+
+    def get(self, namespace: str, collection: str, keys: Iterable[str]) -> dict[str, JSONValue]:
+        """The current values of ``keys`` in ``collection`` of ``namespace``, without loading the
+        namespace: for rows read one at a time, such as large values a cache leaves out.
+
+        Keys that were never written, or are deleted, are left out of the result; values are
+        fresh objects the caller owns. The built-in stores answer with one query; this default
+        loads the namespace, so a store of your own is correct before it is fast.
+
+        Raises:
+            toolcards.store.StoreError: the read failed, a stored value is not JSON, or the
+                store is closed.
+        """
+        rows = self.load(namespace).rows.get(collection, {})
+        return {key: rows[key] for key in keys if key in rows}
 
     @abstractmethod
     def read(self, namespace: str, since: int) -> CatchUp:
@@ -191,6 +227,16 @@ class Store(ABC):
         """The namespace's committed version (0 if it was never written)."""
         return self.read(namespace, since=0).version
 
+    def namespaces(self) -> tuple[NamespaceSummary, ...]:
+        """Every namespace the store holds, sorted by name, with its version and row counts,
+        read in one snapshot. For inspection (``toolcards info``): it counts every row.
+
+        Raises:
+            toolcards.store.StoreError: the read failed or the store is closed.
+            NotImplementedError: a store of your own that does not list its namespaces.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not list its namespaces: implement namespaces().")
+
     @abstractmethod
     def drop(self, namespace: str) -> None:
         """Delete every row of ``namespace`` in one transaction.
@@ -235,8 +281,17 @@ def apply_rows(rows: dict[str, dict[str, JSONValue]], changes: Iterable[Change])
             rows.setdefault(change.collection, {})[change.key] = change.value
 
 
-def changes_of(rows: Mapping[str, Mapping[str, JSONValue]]) -> Iterator[Change]:
-    """Every row of ``{collection: {key: value}}`` as a :class:`Change`."""
-    for collection, values in rows.items():
-        for key, value in values.items():
-            yield Change(collection=collection, key=key, value=value)
+def summarize(heads: Iterable[tuple[str, int]], counts: Iterable[tuple[str, str, int]]) -> tuple[NamespaceSummary, ...]:
+    """:meth:`Store.namespaces` from ``(namespace, version)`` heads and ``(namespace,
+    collection, live rows)`` counts read in one snapshot. A namespace with rows but no head
+    (written before versions existed) has version 0."""
+    versions = {namespace: int(version) for namespace, version in heads}
+    rows: dict[str, dict[str, int]] = {namespace: {} for namespace in versions}
+    for namespace, collection, count in counts:
+        rows.setdefault(namespace, {})[collection] = int(count)
+    return tuple(
+        NamespaceSummary(
+            namespace=namespace, version=versions.get(namespace, 0), rows=dict(sorted(rows[namespace].items()))
+        )
+        for namespace in sorted(rows)
+    )

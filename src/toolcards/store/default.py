@@ -10,9 +10,12 @@ A location is one string, the value of ``TOOLCARDS_STORE`` or of ``--store``:
 * ``:memory:``: a :class:`~toolcards.store.MemoryStore`, private to one process.
 
 ``open_store(location)`` makes a new store. ``default_store()`` returns the process-wide
-store for ``toolcards.core.locations.store_location()``, so all actors of a process share one
-connection (or pool); ``close_default_stores()`` closes those at shutdown, and runs by itself
-when the interpreter exits normally.
+store for the location the lookup finds (:mod:`toolcards.core.lookup`: ``--store`` or
+``use_locations()``, ``TOOLCARDS_STORE``, a ``toolcards.toml``, a legacy ``./workspaces``,
+the per-user data directory), so all actors of a process share one connection (or pool),
+and it creates a SQLite store there if there is none yet: that is how a team starts.
+``close_default_stores()`` closes those at shutdown, and runs by itself when the
+interpreter exits normally.
 
 A ``:memory:`` default store cannot be shared, so two processes using one as the team's
 store would silently serve two different teams: the second process to try is refused (an
@@ -61,8 +64,8 @@ def open_store(location: str | Path | None = None) -> Store:
     """Open a new store for ``location``.
 
     Args:
-        location: ``None`` for ``store_location()`` (``TOOLCARDS_STORE``, else
-            ``<workspaces root>/.toolcards/state.db``); ``":memory:"``; a
+        location: ``None`` for the location the lookup finds
+            (:func:`toolcards.fs.locations.store_location`); ``":memory:"``; a
             ``postgresql://`` URL; or a database file path (``sqlite:///path`` too).
 
     Returns:
@@ -74,10 +77,8 @@ def open_store(location: str | Path | None = None) -> Store:
             PostgreSQL driver is not installed; the message names the location and the fix.
     """
     if location is None:
-        from toolcards.core.locations import store_location
-
         try:
-            location = store_location()
+            location = _found_location()
         except OSError:
             # SQLiteStore reports the failed directory creation with what to do about it.
             return SQLiteStore()
@@ -126,8 +127,9 @@ def sqlite_path(location: str | Path) -> Path:
 
 def describe_location(location: str | Path) -> str:
     """``location`` safe to print: a URL's password is replaced by ``***``."""
-    text = str(location)
-    return re.sub(r"(://[^:/@]+:)[^@/]*@", r"\1***@", text)
+    from toolcards.core.lookup import masked
+
+    return masked(str(location))
 
 
 def default_store() -> Store:
@@ -141,11 +143,10 @@ def default_store() -> Store:
     Raises:
         StoreError: the store cannot be opened; or the location is ``:memory:`` and another
             process already keeps this workspaces root's team state in its memory.
+        WiringError: the lookup failed (an unreadable ``toolcards.toml``, no home directory).
     """
-    from toolcards.core.locations import store_location
-
     try:
-        location = store_location()
+        location = _found_location()
     except OSError:
         # SQLiteStore reports the failed directory creation with what to do about it.
         return SQLiteStore()
@@ -156,6 +157,16 @@ def default_store() -> Store:
                 _guard_memory_store()
             store = _shared[location] = open_store(location)
         return store
+
+
+def _found_location() -> str:
+    """The location the lookup finds; for the default file under the workspaces root, its
+    directory is made (a file named by an option, the environment or a project file must be
+    in a directory that exists)."""
+    from toolcards.fs.locations import store_location, store_path
+
+    location = store_location()
+    return str(store_path()) if location_kind(location) == "sqlite" else location
 
 
 def close_default_stores() -> None:
@@ -200,7 +211,7 @@ def _guard_memory_store() -> None:
     global _memory_guard
     import fcntl
 
-    from toolcards.core.locations import internal_dir
+    from toolcards.fs.locations import internal_dir
 
     if _memory_guard is not None:
         return

@@ -13,11 +13,23 @@ from __future__ import annotations
 import bisect
 import contextlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from toolcards.errors import StoreError
-from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
+from toolcards.store.base import (
+    TOMBSTONE_RETENTION,
+    CatchUp,
+    Change,
+    Delta,
+    JSONValue,
+    NamespaceSummary,
+    Snapshot,
+    Store,
+    Transaction,
+    summarize,
+)
 from toolcards.store.codec import decode_value
 from toolcards.store.transaction import StagedWrite
 
@@ -80,6 +92,17 @@ class MemoryStore(Store):
             rows = sorted((ck, text) for ck, (text, _) in space.rows.items() if text is not None)
         return _snapshot(namespace, version, rows)
 
+    def get(self, namespace: str, collection: str, keys: Iterable[str]) -> dict[str, JSONValue]:
+        """The current values of ``keys`` in ``collection`` (see :meth:`Store.get`).
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        with self._lock:
+            space = self._live().get(namespace) or _Namespace()
+            found = [(key, space.rows.get((collection, key), (None, 0))[0]) for key in keys]
+        return {key: decode_value(namespace, collection, key, text) for key, text in found if text is not None}
+
     def read(self, namespace: str, since: int) -> CatchUp:
         """Return what was committed to ``namespace`` after ``since`` (see :meth:`Store.read`).
 
@@ -115,6 +138,23 @@ class MemoryStore(Store):
         with self._lock:
             space = self._live().get(namespace)
             return 0 if space is None else space.version
+
+    def namespaces(self) -> tuple[NamespaceSummary, ...]:
+        """Every namespace with its version and live rows per collection (see :meth:`Store.namespaces`).
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        with self._lock:
+            spaces = self._live()
+            heads = [(namespace, space.version) for namespace, space in spaces.items()]
+            live = Counter(
+                (namespace, c)
+                for namespace, space in spaces.items()
+                for (c, _), (text, _) in space.rows.items()
+                if text is not None
+            )
+        return summarize(heads, ((namespace, c, count) for (namespace, c), count in live.items()))
 
     @contextlib.contextmanager
     def write(self, namespace: str, since: int | None) -> Iterator[Transaction]:

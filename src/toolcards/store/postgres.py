@@ -76,7 +76,18 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from toolcards.errors import OutcomeUnknown, StoreError
-from toolcards.store.base import TOMBSTONE_RETENTION, CatchUp, Change, Delta, JSONValue, Snapshot, Store, Transaction
+from toolcards.store.base import (
+    TOMBSTONE_RETENTION,
+    CatchUp,
+    Change,
+    Delta,
+    JSONValue,
+    NamespaceSummary,
+    Snapshot,
+    Store,
+    Transaction,
+    summarize,
+)
 from toolcards.store.codec import decode_value
 from toolcards.store.default import describe_location
 from toolcards.store.transaction import StagedWrite
@@ -143,6 +154,9 @@ _BEGIN_LOCK_CHANGED: Final = f"{_BEGIN_LOCK}; {_CHANGED_SINCE}"
 _HEAD: Final = "SELECT version FROM namespaces WHERE namespace = %s"
 _ROWS: Final = (
     "SELECT collection, key, value FROM records WHERE namespace = %s AND value IS NOT NULL ORDER BY collection, key"
+)
+_SELECT_KEYS: Final = (
+    "SELECT key, value FROM records WHERE namespace = %s AND collection = %s AND value IS NOT NULL AND key = ANY(%s)"
 )
 # One statement, one snapshot: part 0 is the head, part 1 the delta (when the change log
 # reaches back to `since`), part 2 the whole namespace (when it does not).
@@ -304,6 +318,24 @@ class PostgresStore(Store):
         version, rows = self._run(f"loading namespace {namespace!r}", work)
         return _snapshot(namespace, version, rows)
 
+    def get(self, namespace: str, collection: str, keys: Iterable[str]) -> dict[str, JSONValue]:
+        """The current values of ``keys`` in ``collection`` (see :meth:`Store.get`): one query,
+        one round trip.
+
+        Raises:
+            StoreError: the read failed, a stored value is not JSON, or the store is closed.
+        """
+        wanted = list(dict.fromkeys(keys))
+        self._check_process()
+        if not wanted:
+            return {}
+
+        def work(conn: _Conn) -> list[tuple[str, str]]:
+            return conn.execute(_SELECT_KEYS, (namespace, collection, wanted)).fetchall()
+
+        rows = self._run(f"reading rows of namespace {namespace!r}", work)
+        return {key: decode_value(namespace, collection, key, text) for key, text in rows}
+
     def read(self, namespace: str, since: int) -> CatchUp:
         """Return what was committed to ``namespace`` after ``since`` (see :meth:`Store.read`).
 
@@ -329,6 +361,28 @@ class PostgresStore(Store):
             changes = tuple(_change(namespace, collection, key, text) for _, _, _, collection, key, text in rows[1:])
             return Delta(namespace=namespace, since=since, version=version, changes=changes)
         return _snapshot(namespace, version, [(collection, key, text) for _, _, _, collection, key, text in rows[1:]])
+
+    def namespaces(self) -> tuple[NamespaceSummary, ...]:
+        """Every namespace with its version and live rows per collection (see :meth:`Store.namespaces`).
+
+        Raises:
+            StoreError: the read failed or the store is closed.
+        """
+        self._check_process()
+
+        def work(conn: _Conn) -> tuple[list[tuple[str, int]], list[tuple[str, str, int]]]:
+            with conn.pipeline():
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                heads = conn.execute("SELECT namespace, version FROM namespaces")
+                counts = conn.execute(
+                    "SELECT namespace, collection, count(*) FROM records WHERE value IS NOT NULL "
+                    "GROUP BY namespace, collection"
+                )
+                conn.execute("COMMIT")
+            return heads.fetchall(), counts.fetchall()
+
+        heads, counts = self._run("listing the namespaces", work)
+        return summarize(heads, counts)
 
     def version(self, namespace: str) -> int:
         """The namespace's committed version (0 if it was never written); one round trip, no rows.

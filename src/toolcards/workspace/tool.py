@@ -1,7 +1,7 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
-The card gives twelve capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Ten are on by default; the two
+The card gives fifteen capabilities, each a field ``<Param> | bool`` named like the tool the
+model sees and exposed as a tool call and a command. Thirteen are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
@@ -21,10 +21,22 @@ tool                       what it does                                      mut
                            nothing
 ``workspace_mkdir``        create a directory and its parents                yes      off
 ``workspace_rmdir``        remove a directory (recursively on request)       yes      off
+``workspace_history``      the journal's changes, newest first, filtered     no       on
+``workspace_diff``         the diff of one change                            no       on
+``workspace_undo``         undo changes, all or nothing (dry run on request) yes      on
 =========================  ================================================  =======  =======
 
-**Where.** The tree is :func:`toolcards.core.locations.workspace_dir` of ``workspace_id``,
-which defaults to the team id: ``<TOOLCARDS_WORKSPACES_ROOT>/<team_id>``. Give several
+**The journal** (``journal=True``, the default; :mod:`toolcards.workspace.journal`) records
+every change of the tree — through these tools, by a sandboxed ``exec_command`` (the tree
+is scanned before and after each command), or from outside, noticed at the next scan —
+with who made it, when, with which tool, for which claimed task, and the content before
+and after, in the team's store. ``journal_mb`` and ``journal_days`` bound what it keeps.
+A change carrying an idempotency key is applied once: a retry gets the first answer.
+
+**Where.** The tree is :func:`toolcards.fs.locations.workspace_dir` of ``workspace_id``,
+which defaults to the team id: ``<workspaces root>/<team_id>``, the root being the one every
+command finds (``--root``, ``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml``, a legacy
+``./workspaces``, the per-user data directory: :mod:`toolcards.core.lookup`). Give several
 teams the same ``workspace_id`` (``"shared"``) to share one tree. What the card keeps for
 itself (converted documents, scaled images) is under ``internal_dir()/"cache"``, outside
 every tree. Every path a model gives is resolved inside the tree, one component at a time, with symlinks
@@ -62,6 +74,12 @@ Reads, listings, globs, greps and views are wrapped as untrusted output; so is e
 text inside another result or error (an edit's diff, a mismatch hint, a gate refusal).
 Handlers block (disk I/O, actor asks), as every sync handler may.
 
+**Spills.** Any tool's output longer than its budget, for a member with this card, is saved
+whole in the tree's hidden ``.toolcards/spill/`` folder (:mod:`toolcards.workspace.spill`):
+the model reads its head and tail, the path, and the ``workspace_read`` / ``workspace_grep``
+calls that page or search it. Listings, globs and greps skip the folder unless their
+``path`` names it. ``spill_mb`` and ``spill_hours`` bound it; a read-only card spills too.
+
 **Views** (:mod:`toolcards.core.views`, :mod:`toolcards.workspace.browse`):
 ``workspace.tree`` (every entry, bounded), ``workspace.file(path)`` (a text preview, or what
 kind of file it is) and ``workspace.image(path)`` (an image's bytes). They read through the
@@ -72,6 +90,7 @@ on a named pipe. Their version is a digest of the tree's entries, taken at most 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
@@ -79,24 +98,35 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field, PrivateAttr
 
 from toolcards.core.bounds import unlisted_bound
-from toolcards.core.card import ToolCard, capability
+from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import check_deadline, remaining
 from toolcards.core.hints import ToolHints
-from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
+from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.services import SPILL_TO_WORKSPACE, WORKSPACE_COMMANDS
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, ToolFailed, WiringError
+from toolcards.fs.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
+from toolcards.workspace.command_journal import claimed_task, journal_command
 from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
-from toolcards.workspace.grep import grep
+from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
+from toolcards.workspace.history import render_diff, render_history
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
+from toolcards.workspace.journal import (
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_MB,
+    ChangeContext,
+    Journal,
+    JournalSettings,
+)
 from toolcards.workspace.models import (
     MAX_EDITS,
     MAX_PATCH_CHARS,
@@ -110,15 +140,28 @@ from toolcards.workspace.models import (
 )
 from toolcards.workspace.patch import parse_patch
 from toolcards.workspace.reservations import check_reservations
-from toolcards.workspace.tree import Tree
+from toolcards.workspace.spill import (
+    DEFAULT_SPILL_HOURS,
+    DEFAULT_SPILL_MB,
+    MemberSpillFolders,
+    is_spill_path,
+    spill_folder,
+    spill_gone,
+)
+from toolcards.workspace.tree import OpenFile, Tree
 from toolcards.workspace.tree_lock import probe_tree_locks
+from toolcards.workspace.undo import UndoSelection
 
 __all__ = [
+    "HISTORY_SCAN_INTERVAL_S",
     "READ_OUTPUT_BUDGET",
+    "JournalParam",
     "WorkspaceDeleteParam",
+    "WorkspaceDiffParam",
     "WorkspaceEditParam",
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
+    "WorkspaceHistoryParam",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
     "WorkspaceMultiEditParam",
@@ -127,6 +170,7 @@ __all__ = [
     "WorkspaceReadParam",
     "WorkspaceRmdirParam",
     "WorkspaceTool",
+    "WorkspaceUndoParam",
     "WorkspaceViewParam",
     "WorkspaceWriteParam",
 ]
@@ -134,6 +178,10 @@ __all__ = [
 READ_OUTPUT_BUDGET = 60_000
 """Characters ``workspace_read`` returns at most by default (a param's ``output_budget``
 overrides it); past that the page ends early, at a line, with the offset to read on."""
+
+HISTORY_SCAN_INTERVAL_S = 1.0
+"""``workspace_history`` scans the tree first (to list what changed outside the tools) when
+this process has not scanned it for this long; sandboxed commands and undos always scan."""
 
 TREE_SIGNATURE_MAX_AGE_S = 1.0
 """The tree's version (a walk of its entries) is taken again at most this often."""
@@ -145,6 +193,13 @@ _CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
 """What a document or an image ends with: a file ending otherwise is read as text."""
 _MAX_VIEW_PATH = 4096
 _NOTICE_ROOM = 200
+_MAX_HISTORY = 500
+
+AgentFilter = Annotated[str, Field(max_length=200, json_schema_extra=unlisted_bound)]
+"""A member to filter the journal by (``@Bob``, ``Bob``, or ``outside``)."""
+
+SinceText = Annotated[str, Field(max_length=100, json_schema_extra=unlisted_bound)]
+"""A change id, an ISO 8601 time or an age (``30m``, ``2h``, ``1d``)."""
 
 
 class WorkspaceParam(BaseToolParam):
@@ -167,6 +222,12 @@ class WorkspaceGlobParam(WorkspaceParam):
 
 class WorkspaceGrepParam(WorkspaceParam):
     """``workspace_grep``."""
+
+    max_results: int = Field(default=MAX_GREP_RESULTS, ge=1, le=MAX_GREP_COLLECTED)
+    """Matching lines shown at most, then a notice with the total. An answer longer than the
+    output budget is spilled: kept whole in ``.toolcards/spill/``, its head and tail shown.
+    Each line shown is read again from its file, within 64 MB a call, so with a large value
+    lines far into large files may be left out (the answer counts them). Added in 0.3."""
 
 
 class WorkspaceViewParam(WorkspaceParam):
@@ -204,6 +265,26 @@ class WorkspaceRmdirParam(WorkspaceParam):
     """``workspace_rmdir``."""
 
 
+class JournalParam(WorkspaceParam):
+    """Configuration shared by the journal's capabilities: a tool call and a command (an
+    orchestrator's, ``toolcards history`` and ``toolcards undo``); ``expose={Channels.COMMAND}``
+    keeps a model from seeing them (their definitions cost about 290 tokens)."""
+
+    expose: set[Channels] = {Channels.TOOL_CALL, Channels.COMMAND}
+
+
+class WorkspaceHistoryParam(JournalParam):
+    """``workspace_history``."""
+
+
+class WorkspaceDiffParam(JournalParam):
+    """``workspace_diff``."""
+
+
+class WorkspaceUndoParam(JournalParam):
+    """``workspace_undo``."""
+
+
 class WorkspaceTool(ToolCard):
     """A tree of files a team's agents read, search and change without losing each other's work.
 
@@ -225,6 +306,22 @@ class WorkspaceTool(ToolCard):
             makes a write several times faster on most disks; a killed process still loses
             nothing, but after a power loss or an OS crash recent files may be lost or
             empty. When cards on one tree disagree, the safest applies. Added in 0.2.
+        journal: Keep the tree's journal: every change (through these tools, by a
+            sandboxed command, or from outside, noticed at the next scan) with who made it,
+            when, with which tool, for which task, and the content before and after, in the
+            team's store; ``workspace_history``, ``workspace_diff`` and ``workspace_undo``
+            read it. The journal is kept when any card of the tree asks for it.
+        journal_mb: Megabytes of history the journal keeps beyond the tree's current
+            content; past it the oldest changes are dropped first. When cards on one tree
+            disagree, the largest applies.
+        journal_days: Days the journal keeps a change; the largest of the tree's cards applies.
+        spill_mb: Size of the tree's spill folder, ``.toolcards/spill/``: any tool output
+            longer than its budget is saved there whole (the model reads its head and tail,
+            the path, and how to page or search it). The oldest spills are deleted first when
+            the folder would hold more; spills count against ``disk_mb``. When cards on one
+            tree disagree, the smallest applies. Added in 0.3.
+        spill_hours: Spills older than this are deleted (the smallest of the cards on one
+            tree applies). Added in 0.3.
     """
 
     kind: ClassVar[str] = "workspace"
@@ -233,6 +330,11 @@ class WorkspaceTool(ToolCard):
     workspace_id: WorkspaceId | None = None
     disk_mb: int = Field(default=1024, ge=1)
     sync: Sync = "normal"
+    journal: bool = True
+    journal_mb: int = Field(default=DEFAULT_MAX_MB, ge=1)
+    journal_days: float = Field(default=DEFAULT_MAX_AGE_DAYS, gt=0, allow_inf_nan=False)
+    spill_mb: int = Field(default=DEFAULT_SPILL_MB, ge=1)
+    spill_hours: float = Field(default=DEFAULT_SPILL_HOURS, gt=0)
     workspace_read: WorkspaceReadParam | bool = True
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
@@ -245,6 +347,9 @@ class WorkspaceTool(ToolCard):
     workspace_delete: WorkspaceDeleteParam | bool = True
     workspace_mkdir: WorkspaceMkdirParam | bool = False
     workspace_rmdir: WorkspaceRmdirParam | bool = False
+    workspace_history: WorkspaceHistoryParam | bool = True
+    workspace_diff: WorkspaceDiffParam | bool = True
+    workspace_undo: WorkspaceUndoParam | bool = True
 
     _root: Path | None = PrivateAttr(default=None)
     _tree: Tree | None = PrivateAttr(default=None)
@@ -289,6 +394,16 @@ class WorkspaceTool(ToolCard):
         self._team = (team_id, observer.team.publish)
         self._hub = None
         self._workspace_hub()
+        if self.journal:
+            observer.team.provide(WORKSPACE_COMMANDS, functools.partial(journal_command, observer.team))
+        # Outputs over any tool's budget, for this member, are kept in this tree.
+        folder = spill_folder(root)
+        folder.keep(self.spill_mb, self.spill_hours)
+        if observer.team.service(SPILL_TO_WORKSPACE) is None:
+            observer.team.provide(SPILL_TO_WORKSPACE, MemberSpillFolders())  # the first one provided stays
+        spills = observer.team.service(SPILL_TO_WORKSPACE)
+        if isinstance(spills, MemberSpillFolders):
+            spills.add(self._member, folder)
 
     @property
     def tree(self) -> Tree:
@@ -298,7 +413,7 @@ class WorkspaceTool(ToolCard):
             WiringError: the card is not bound.
         """
         if self._tree is None:
-            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+            raise WiringError("WorkspaceTool is not bound. " + observer_hint("WorkspaceTool", "ActorToolObserver"))
         return self._tree
 
     @property
@@ -309,7 +424,7 @@ class WorkspaceTool(ToolCard):
             WiringError: the card is not bound.
         """
         if self._root is None:
-            raise WiringError("WorkspaceTool is not bound: use it through ToolFactory(..., observer=agent).")
+            raise WiringError("WorkspaceTool is not bound. " + observer_hint("WorkspaceTool", "ActorToolObserver"))
         return self._root
 
     # -- reading --------------------------------------------------------------------------------
@@ -334,7 +449,7 @@ class WorkspaceTool(ToolCard):
             limit: Lines.
         """
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
-        with self.tree.open_file(path) as file:
+        with self._open_file(path) as file:
             rel = file.rel
             # Most files end in neither kind of suffix, and then need no path parsed to say so.
             name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
@@ -379,7 +494,12 @@ class WorkspaceTool(ToolCard):
             pattern: Python regex, matched per line.
             include: Only files matching this glob, e.g. '*.py'.
         """
-        return grep(self.root, pattern, path, include)
+        max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
+        try:
+            return grep(self.root, pattern, path, include, max_results=max_results)
+        except RetriableError:
+            self._check_spill_kept(path)
+            raise
 
     @capability("workspace_view", untrusted_output=True, hints=ToolHints(title="View image"))
     def view_image(self, path: WorkspacePath) -> Any:
@@ -403,7 +523,9 @@ class WorkspaceTool(ToolCard):
         Args:
             path: Relative to the workspace root.
         """
-        return self._change("workspace_write", [path], lambda: self._actor_proxy().write(self._agent, path, content))
+        return self._change(
+            "workspace_write", [path], lambda context: self._actor_proxy().write(self._agent, path, content, context)
+        )
 
     @capability("workspace_edit", mutates=True, hints=ToolHints(title="Edit file", destructive=True))
     def edit_file(
@@ -417,7 +539,7 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_edit",
             [path],
-            lambda: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all),
+            lambda context: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all, context),
         )
 
     @capability("workspace_multi_edit", mutates=True, hints=ToolHints(title="Edit files", destructive=True))
@@ -439,7 +561,7 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_multi_edit",
             [edit.path for edit in edits],
-            lambda: self._actor_proxy().multi_edit(self._agent, edits),
+            lambda context: self._actor_proxy().multi_edit(self._agent, edits, context),
         )
 
     @capability("workspace_patch", mutates=True, hints=ToolHints(title="Apply patch", destructive=True))
@@ -450,19 +572,25 @@ class WorkspaceTool(ToolCard):
             patch_text: '--- a/path' '+++ b/path' then '@@' hunks; /dev/null to add or delete a file.
         """
         paths = [path for change in parse_patch(patch_text) for path in (change.old_path, change.new_path) if path]
-        return self._change("workspace_patch", paths, lambda: self._actor_proxy().patch(self._agent, patch_text))
+        return self._change(
+            "workspace_patch", paths, lambda context: self._actor_proxy().patch(self._agent, patch_text, context)
+        )
 
     @capability(
         "workspace_delete", mutates=True, hints=ToolHints(title="Delete file", destructive=True, idempotent=True)
     )
     def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
-        return self._change("workspace_delete", [path], lambda: self._actor_proxy().delete(self._agent, path))
+        return self._change(
+            "workspace_delete", [path], lambda context: self._actor_proxy().delete(self._agent, path, context)
+        )
 
     @capability("workspace_mkdir", mutates=True, hints=ToolHints(title="Make directory", idempotent=True))
     def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
-        return self._change("workspace_mkdir", [path], lambda: self._actor_proxy().mkdir(self._agent, path))
+        return self._change(
+            "workspace_mkdir", [path], lambda context: self._actor_proxy().mkdir(self._agent, path, context)
+        )
 
     @capability(
         "workspace_rmdir",
@@ -477,7 +605,82 @@ class WorkspaceTool(ToolCard):
         """
         deadline = remaining()
         return self._change(
-            "workspace_rmdir", [path], lambda: self._actor_proxy().rmdir(self._agent, path, recursive, deadline)
+            "workspace_rmdir",
+            [path],
+            lambda context: self._actor_proxy().rmdir(self._agent, path, recursive, deadline, context),
+        )
+
+    # -- the journal ------------------------------------------------------------------------------
+
+    @capability("workspace_history", untrusted_output=True)
+    def show_history(
+        self,
+        path: WorkspacePath | None = None,
+        agent: AgentFilter | None = None,
+        task_id: int | None = None,
+        limit: Annotated[int, Field(ge=1, le=_MAX_HISTORY)] = 20,
+    ) -> str:
+        """Workspace changes, newest first: id, time, who, tool, task, what changed.
+
+        Args:
+            path: A file or directory.
+            agent: e.g. '@Bob'; 'outside' for changes made without the tools.
+        """
+        journal = self._journal()
+        if journal.seconds_since_scan >= HISTORY_SCAN_INTERVAL_S:  # what changed outside the tools
+            self.ask(self._actor_proxy().scan(), actor=self._actor_name)
+        else:
+            journal.refresh()  # what other processes recorded
+        rel = self.tree.resolve(path) if path else None
+        member = _member_filter(agent)
+        entries = journal.history(path=rel, member=member, task_id=task_id, limit=limit)
+        return render_history(entries, filtered=bool(path or agent or task_id is not None))
+
+    @capability("workspace_diff", untrusted_output=True)
+    def show_diff(self, change_id: int) -> str:
+        """The unified diff of one change."""
+        journal = self._journal()
+        entry = journal.entry(change_id).public()
+        digests = [
+            digest
+            for change in entry.files
+            for digest, kept in ((change.before, change.before_kept), (change.after, change.after_kept))
+            if digest and kept
+        ]
+        return render_diff(entry, journal.contents(digests))
+
+    @capability("workspace_undo", mutates=True, hints=ToolHints(destructive=True))
+    def undo_changes(
+        self,
+        change_id: int | None = None,
+        path: WorkspacePath | None = None,
+        agent: AgentFilter | None = None,
+        task_id: int | None = None,
+        since: SinceText | None = None,
+        dry_run: bool = False,
+    ) -> str:
+        """Undo one change (default: your last) or all matching the filters; all or nothing, itself undoable.
+
+        Args:
+            path: Only this file or directory.
+            agent: e.g. '@Bob'.
+            since: A change id, an ISO time or an age like '2h'.
+            dry_run: Only show what would change.
+        """
+        self._journal()
+        selection = UndoSelection(
+            change_id=change_id,
+            path=path,
+            member=agent,
+            task_id=task_id,
+            since=since,
+            caller=self._member,
+        )
+        return self._change(
+            "workspace_undo",
+            [path] if path else [],
+            lambda context: self._actor_proxy().undo(self._agent, selection, dry_run, context),
+            checked=not dry_run,
         )
 
     def complete_path(self, prefix: str) -> list[str]:
@@ -527,18 +730,44 @@ class WorkspaceTool(ToolCard):
 
     # -- internals ----------------------------------------------------------------------------------
 
-    def _change(self, tool: str, paths: list[str], send: Callable[[], Any]) -> str:
+    def _change(
+        self, tool: str, paths: list[str], send: Callable[[ChangeContext], Any], *, checked: bool = True
+    ) -> str:
         """Check ``paths`` against other members' reservations
-        (:mod:`toolcards.workspace.reservations`), then ``send()`` the change to the tree's
-        actor and return its answer, with the reservations' warning if any.
+        (:mod:`toolcards.workspace.reservations`), then ``send(context)`` the change to the
+        tree's actor and return its answer, with the reservations' warning if any. The
+        context carries the tool, the member's claimed task (when the journal is on) and the
+        call's idempotency key.
 
         A call cancelled by its caller, or past its deadline, by the time the change would be
         sent changes nothing (``CallCancelled``, ``ToolTimeout``): once the actor has it, the
         change is applied whole."""
-        warning = check_reservations(self._handle, self._member, paths, tool=tool)
+        warning = check_reservations(self._handle, self._member, paths, tool=tool) if checked else ""
+        task_id = claimed_task(self._handle, self._member) if self.journal else None
+        context = ChangeContext(tool=tool, task_id=task_id, call=current_call())
         check_deadline()
-        answer: str = self.ask(send(), actor=self._actor_name)
+        answer: str = self.ask(send(context), actor=self._actor_name)
         return f"{answer}\n{warning}" if warning else answer
+
+    def _journal(self) -> Journal:
+        journal = self._workspace_hub().journal
+        if journal is None:
+            raise RetriableError(
+                "The workspace journal is off for this tree (journal=False on its cards), so it has no history."
+            )
+        return journal
+
+    def _open_file(self, path: str) -> OpenFile:
+        try:
+            return self.tree.open_file(path)
+        except RetriableError:
+            self._check_spill_kept(path)
+            raise
+
+    def _check_spill_kept(self, path: str) -> None:
+        """Say so when ``path``, which a call failed on, is a spilled output no longer kept."""
+        if is_spill_path(path) and self.tree.kind(path) is None:
+            raise spill_gone(path, spill_folder(self.root).max_hours) from None
 
     def _workspace_hub(self) -> WorkspaceHub:
         # After stop_workspace_actors the registry holds a new hub: attach to it again.
@@ -546,7 +775,12 @@ class WorkspaceTool(ToolCard):
         if hub is None or hub.retired:
             team_id, publish = self.bound(self._team)
             hub = workspace_hub(self.root, resolved=True)
-            hub.attach(team_id, publish, self.disk_mb, self.sync)
+            settings = (
+                JournalSettings(max_bytes=self.journal_mb * 1024 * 1024, max_age_s=self.journal_days * 86_400)
+                if self.journal
+                else None
+            )
+            hub.attach(team_id, publish, self.disk_mb, self.sync, settings)
             self._hub = hub
         return hub
 
@@ -564,6 +798,14 @@ class WorkspaceTool(ToolCard):
     @property
     def _actor_name(self) -> str:
         return f"#WorkspaceActor:{self.root.name}"
+
+
+def _member_filter(agent: str | None) -> str | None:
+    """``agent`` as the journal names members: ``@Name``, or ``""`` for outside the tools."""
+    if agent is None or not agent.strip():
+        return None
+    bare = agent.strip().lstrip("@").strip()
+    return "" if bare.lower() == "outside" else f"@{bare}"
 
 
 def _view_path(path: str) -> str:

@@ -13,8 +13,8 @@ step that failed, for each caller to word. Blocks on disk I/O.
 Without the flush (``sync_data=False``) an existing target is swapped with the temporary in
 one ``renameat2(RENAME_EXCHANGE)`` and the old file then unlinked, where the system offers
 that call. ext4 (``auto_da_alloc``) allocates and starts writing a file renamed over another,
-which makes that rename cost 0.3-0.7 ms on a slow disk: the flush this mode chose not to pay.
-An exchange is as atomic for readers and costs about 0.04 ms.
+which makes that rename pay for a flush this mode chose not to pay. An exchange is as
+atomic for readers and writes nothing back.
 """
 
 from __future__ import annotations
@@ -26,9 +26,17 @@ import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
-__all__ = ["atomic_write", "atomic_write_at"]
+__all__ = ["Readable", "atomic_write", "atomic_write_at"]
+
+
+class Readable(Protocol):
+    """What content can be read from, piece by piece (a binary file, a stream of encoded text)."""
+
+    def read(self, size: int, /) -> bytes:
+        """Up to ``size`` more bytes; ``b""`` at the end."""
+
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -46,7 +54,7 @@ def _temporary_name(name: str) -> str:
 def atomic_write_at(
     dir_fd: int,
     name: str,
-    data: bytes | BinaryIO,
+    data: bytes | Readable,
     *,
     mode: int | None = None,
     sync_data: bool = True,
@@ -55,7 +63,8 @@ def atomic_write_at(
     """Replace (or create) the file ``name`` in the directory ``dir_fd`` with ``data``, atomically.
 
     Args:
-        data: the content, as bytes or as a binary stream read to its end in 1 MiB pieces.
+        data: the content, as bytes or as a binary stream (anything :class:`Readable`) read to
+            its end in 1 MiB pieces.
         mode: permission bits, set exactly (whatever the umask). Default: ``0o666`` less the
             umask. A caller that keeps an old file's permissions passes them.
         sync_data: flush the temporary (``fdatasync``) before the rename, so that after a
@@ -98,7 +107,7 @@ def atomic_write_at(
 
 def atomic_write(
     path: Path,
-    data: bytes | BinaryIO,
+    data: bytes | Readable,
     *,
     mode: int | None = None,
     directory_mode: int = 0o777,

@@ -1,10 +1,12 @@
-"""Process-wide locations, read from the environment when first needed.
+"""Process-wide locations: the workspaces root, the workspace trees in it, the store.
 
-``TOOLCARDS_WORKSPACES_ROOT`` (default ``./workspaces``) holds one directory per
+Where the root and the store are is decided by the lookup of :mod:`toolcards.core.lookup`
+(``--store``/``--root`` or :func:`~toolcards.core.lookup.use_locations`, then
+``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, then a ``toolcards.toml``, then a legacy
+``./workspaces``, then the per-user data directory). The root holds one directory per
 workspace, ``<root>/<workspace_id>`` (:func:`workspace_dir`), plus ``.toolcards/``, where
-toolcards keeps its own files (the state database, caches) outside every workspace tree.
-Workspace ids never start with ``.``, so no workspace can be ``.toolcards``.
-``TOOLCARDS_STORE`` overrides the database location.
+toolcards keeps its own files (the state database by default, caches, locks) outside every
+workspace tree. Workspace ids never start with ``.``, so no workspace can be ``.toolcards``.
 
 Every domain that works on a workspace tree (the workspace files, the sandbox) finds it
 through :func:`workspace_dir`, so they agree on the layout without importing each other.
@@ -22,6 +24,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator
 
+from toolcards.core.lookup import default_store_of, locate
 from toolcards.errors import RetriableError
 
 __all__ = [
@@ -44,22 +47,17 @@ WORKSPACE_ID_PATTERN = re.compile(r"[A-Za-z0-9._-]{1,128}")
 def workspaces_root() -> Path:
     """The directory that holds every team workspace (created on first use).
 
-    Resolved once per configured value (and working directory, for a relative one); later
-    calls only check that it is still a directory, and make it again if it is gone.
+    Found by :func:`toolcards.core.lookup.locate` (resolved once per explicit choice,
+    environment and working directory); later calls only check that it is still a
+    directory, and make it again if it is gone.
+
+    Raises:
+        WiringError: the lookup failed (an unreadable ``toolcards.toml``, no home directory).
     """
-    configured = os.path.expanduser(os.environ.get("TOOLCARDS_WORKSPACES_ROOT") or "workspaces")
-    key = (configured, "" if os.path.isabs(configured) else os.getcwd())
-    root = _roots.get(key)
-    if root is not None and os.path.isdir(root):
-        return root
-    root = Path(configured).resolve()
-    root.mkdir(parents=True, exist_ok=True)
-    _roots[key] = root
+    root = locate().root
+    if not os.path.isdir(root):
+        root.mkdir(parents=True, exist_ok=True)
     return root
-
-
-_roots: dict[tuple[str, str], Path] = {}
-"""Each configured workspaces root (with the working directory it is relative to) resolved."""
 
 
 def validate_workspace_id(workspace_id: str) -> str:
@@ -163,28 +161,32 @@ def internal_dir(*, create: bool = True) -> Path:
 
 
 def store_location() -> str:
-    """Where the team's state lives: ``TOOLCARDS_STORE`` as given, else the default file.
+    """Where the team's state lives, as :func:`toolcards.core.lookup.locate` finds it.
 
-    A file path (SQLite), a ``postgresql://`` URL, or ``:memory:``; see
-    :func:`toolcards.store.open_store`.
+    A file path (SQLite, absolute), a ``postgresql://`` URL, or ``:memory:``; see
+    :func:`toolcards.store.open_store`. Nothing is created.
+
+    Raises:
+        WiringError: the lookup failed (an unreadable ``toolcards.toml``, no home directory).
     """
-    return os.environ.get("TOOLCARDS_STORE") or str(store_path())
+    return locate().store
 
 
 def store_path() -> Path:
-    """The SQLite state database: ``TOOLCARDS_STORE`` when it names a file, else
+    """The SQLite state database: the store's file when the lookup names one, else
     ``<root>/.toolcards/state.db``.
 
-    The default's directory is created (with the workspaces root). A ``TOOLCARDS_STORE``
-    file's directory is not: the store refuses to open in a directory that does not exist,
-    because a mistyped path would otherwise start an empty team somewhere new.
-
-    Changed in 0.2: the directory of a ``TOOLCARDS_STORE`` file is no longer created.
+    The default's directory is created (with the workspaces root). The directory of a file
+    named by ``--store``, ``TOOLCARDS_STORE`` or a ``toolcards.toml`` is not: the store
+    refuses to open in a directory that does not exist, because a mistyped path would
+    otherwise start an empty team somewhere new.
 
     Raises:
         OSError: the default directory cannot be created.
+        WiringError: the lookup failed.
     """
-    override = os.environ.get("TOOLCARDS_STORE")
-    if override and override != ":memory:" and ("://" not in override or override.startswith("sqlite://")):
-        return Path(override.removeprefix("sqlite://")).expanduser().resolve()
+    lookup = locate()
+    named = lookup.store_file
+    if named is not None and str(named) != default_store_of(lookup.root):
+        return named
     return internal_dir() / "state.db"

@@ -1,0 +1,149 @@
+"""The command line's surface, as a user meets it: ``--version``, help without markup, options
+that contradict each other refused, a generated token shown once, install hints that name real
+extras. Every case runs the real CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from tests.cli.conftest import REPO
+from toolcards.cli import build_parser
+
+pytestmark = pytest.mark.slow
+
+# What a docstring's reST looks like when it leaks into a terminal.
+MARKUP = re.compile(r"``|`[^`\s][^`]*`|\*\*|:(?:class|mod|func|meth|data|attr|exc|obj|ref):")
+
+
+def toolcards(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolcards.cli", *args],
+        cwd=cwd,
+        env=env if env is not None else dict(os.environ),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def command_names() -> list[str]:
+    parser = build_parser()
+    (subparsers,) = [action for action in parser._actions if action.dest == "command"]
+    return sorted(subparsers.choices)  # type: ignore[arg-type]
+
+
+def test_version_prints_the_installed_version(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    done = toolcards("--version", cwd=tmp_path)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"toolcards {version('toolcards')}\n", "")
+
+
+@pytest.mark.parametrize("command", ["", *command_names()])
+def test_help_is_plain_text(command: str, tmp_path: Path) -> None:
+    done = toolcards(*([command] if command else []), "--help", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("usage: toolcards")
+    leaked = [line for line in done.stdout.splitlines() if MARKUP.search(line)]
+    assert leaked == [], f"markup in `toolcards {command} --help`"
+
+
+def test_the_help_tells_where_the_team_lives(tmp_path: Path) -> None:
+    text = " ".join(toolcards("--help", cwd=tmp_path).stdout.split())
+    assert "--store/--root; TOOLCARDS_STORE/TOOLCARDS_WORKSPACES_ROOT; a toolcards.toml" in text
+    assert "~/.local/share/toolcards/workspaces" in text and "toolcards info" in text
+    assert {"init", "info"} <= set(command_names())
+
+
+CONTRADICTIONS = [
+    (["serve", "--port", "9000"], ["--port applies to HTTP serving", "--transport http"]),
+    (["serve", "--token", "abc", "--no-dashboard"], ["--token, --no-dashboard apply to HTTP serving"]),
+    (["serve", "--host", "0.0.0.0", "--allow-host", "x"], ["--host, --allow-host apply to HTTP serving"]),
+    (["serve", "--transport", "stdio", "--path", "/x"], ["--path applies to HTTP serving"]),
+    (["serve", "--hot-tool", "get_planning"], ["--hot-tool get_planning", "not served in facade mode", "--facade"]),
+    (["serve", "--approve-all"], ["--approve-all", "no tool of team default needs one"]),
+    (["serve", "--transport", "http", "--no-token", "--token", "abc"], ["--no-token contradicts the token"]),
+    (["fetch-models", "--check", "--timeout", "5"], ["--timeout limits downloads, and --check downloads nothing"]),
+    (["fetch-models", "--requirements", "--timeout", "5"], ["--requirements downloads nothing"]),
+    (["backup", "--store", "a.db", "--root", "ws", "copy.db"], ["--root names the store kept under", "one of them"]),
+    (["serve", "--trans", "http"], ["unrecognized arguments: --trans"]),  # options are never abbreviated
+]
+
+
+@pytest.mark.parametrize(("args", "named"), CONTRADICTIONS, ids=[" ".join(case[0]) for case in CONTRADICTIONS])
+def test_options_that_would_do_nothing_are_refused(args: list[str], named: list[str], tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCARDS_TOKEN"}
+    done = toolcards(*args, cwd=tmp_path, env=env)
+
+    assert done.returncode == 2, done.stderr
+    error = done.stderr.strip().splitlines()[-1]
+    assert error.startswith("toolcards: error: ") and "Traceback" not in done.stderr
+    for text in named:
+        assert text in error
+
+
+def test_what_the_options_do_not_contradict_is_accepted(tmp_path: Path) -> None:
+    facade = tmp_path / "facade.yaml"
+    facade.write_text("team_id: acme\nfacade: true\ncards:\n  - kind: planning\n")
+    # The token from the environment is not an option given: stdio serving ignores it quietly.
+    env = {**os.environ, "TOOLCARDS_TOKEN": "from-the-environment"}
+    for args in (["serve"], ["serve", "--config", str(facade), "--hot-tool", "search_planning"], ["serve", "--facade"]):
+        done = toolcards(*args, cwd=tmp_path, env=env)  # stdin is closed: it starts, then stops
+        assert done.returncode == 0, (args, done.stderr)
+
+
+def test_the_dashboard_shows_its_generated_token_once(team_store: Path, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "TOOLCARDS_TOKEN"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "toolcards.cli", "dashboard", "--port", "0"],
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stderr is not None
+        lines: list[str] = []
+        while not (lines and "dashboard of team default at " in lines[-1]):
+            line = process.stderr.readline()
+            assert line, "".join(lines)
+            lines.append(line)
+        token = re.search(r"\?token=(\S+)", lines[-1])
+        assert token, lines[-1]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        out, rest = process.communicate(timeout=60)
+    assert ("".join(lines) + rest + out).count(token[1]) == 1
+
+
+def test_every_install_hint_names_a_real_extra() -> None:
+    extras = set(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"])
+    places = [REPO / "README.md", REPO / "Makefile", *(REPO / "docs").glob("*.md"), *(REPO / "src").rglob("*.py")]
+    places += [*(REPO / "scripts").glob("*"), *(REPO / "bench").rglob("*.py")]
+    named: dict[str, set[str]] = {}
+    for path in places:
+        for match in re.finditer(r"toolcards\[([A-Za-z0-9_,\s-]+)\]", path.read_text(encoding="utf-8")):
+            for extra in match[1].split(","):
+                named.setdefault(extra.strip(), set()).add(str(path.relative_to(REPO)))
+    assert named, "no install hint found: the search is broken"
+    assert {extra: where for extra, where in named.items() if extra not in extras} == {}
+
+
+def test_a_missing_extra_s_hint_says_make_venv_in_a_clone() -> None:
+    from toolcards.cli.console import install_hint
+
+    hint = install_hint("dashboard")
+    assert hint.startswith("pip install 'toolcards[dashboard]'") and "make venv" in hint
