@@ -18,9 +18,10 @@ live claims of members other than ``member`` (``@Name``); ``mode`` is ``"refuse"
 ``"warn"``. Offered by the planning card; may block briefly (an actor ask)."""
 
 MAILBOX = "mailbox"
-"""``service(to, text, sender=...)``: leave ``text`` in member ``to``'s mailbox (``@Name``).
-Offered by the messaging card; may block briefly; raises ``RetriableError`` for an unknown
-recipient or a full mailbox."""
+"""``service(to, text, sender=...)``: leave ``text`` in the durable mailbox of member ``to``
+(``@Name``; a role reaches each of its members), wherever in the team it runs. Offered by the
+messaging card; may block briefly (a store write); raises ``RetriableError`` for a recipient
+that is not a live member of the team, or a full mailbox."""
 
 SPILL_TO_WORKSPACE = "spill_to_workspace"
 """A :class:`~toolcards.core.spill.SpillSink` keeping outputs over a tool's budget as files of
