@@ -81,6 +81,7 @@ from toolcards.core.tree_usage import MIB, workspace_usage
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.edit import apply_edit
 from toolcards.workspace.gate import WriteGate
+from toolcards.workspace.index import workspace_index
 from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
 from toolcards.workspace.os_errors import Doing, file_error
 from toolcards.workspace.patch import apply_patch
@@ -356,6 +357,7 @@ class WorkspaceActor(CallerRunsActor):
         with self._changing():
             rel = self.tree.unlink(path, sync_directory=_SYNC_FLAGS[self.hub.sync][1])
             self.gate.forget(rel)
+            self._tell_index(written=[rel])
             self._changed(agent, f"deleted {rel}")
             return f"Deleted {rel}."
 
@@ -383,12 +385,24 @@ class WorkspaceActor(CallerRunsActor):
                 if recursive:  # part of it may be gone
                     with contextlib.suppress(RetriableError, ToolFailed):
                         self.gate.forget(self.tree.resolve(path), below=True)
+                        self._tell_index(removed_below=self.tree.resolve(path))
                 raise
             self.gate.forget(rel, below=True)
+            self._tell_index(removed_below=rel)
             self._changed(agent, f"removed directory {rel}/")
             return f"Removed directory {rel}/."
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _tell_index(self, *, written: Sequence[str] = (), removed_below: str | None = None) -> None:
+        """Bring the tree's search index (when one was made) up to these changes at once."""
+        index = workspace_index(self.hub.root, create=False)
+        if index is None:
+            return
+        if written:
+            index.note_written(written)
+        if removed_below is not None:
+            index.note_removed_below(removed_below)
 
     @contextlib.contextmanager
     def _changing(self) -> Iterator[None]:
@@ -434,6 +448,7 @@ class WorkspaceActor(CallerRunsActor):
                     raise  # nothing to undo, and its message already names the file
                 raise self._rolled_back(change, done, exc) from exc
             done.append(change)
+        self._tell_index(written=[change.path for change in changes])
         for change in changes:
             if change.after is None:
                 self.gate.forget(change.path)

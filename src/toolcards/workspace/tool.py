@@ -103,6 +103,7 @@ from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
+from toolcards.workspace.index import workspace_index
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
 from toolcards.workspace.models import (
@@ -417,7 +418,7 @@ class WorkspaceTool(ToolCard):
         """
         max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
         try:
-            return grep(self.root, pattern, path, include, max_results=max_results)
+            return grep(self.root, pattern, path, include, max_results=max_results, index=workspace_index(self.root))
         except RetriableError:
             self._check_spill_kept(path)
             raise

@@ -19,6 +19,7 @@ give the same codes.
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import threading
 from array import array
@@ -170,6 +171,13 @@ class Postings:
                 self._cache.popitem(last=False)
         return bits
 
+    def weight(self, code: int) -> int:
+        """Bytes of trigram ``code``'s list (0 when no file holds it): rarer trigrams weigh less."""
+        index = bisect.bisect_left(self._codes, code)
+        if index == len(self._codes) or self._codes[index] != code:
+            return 0
+        return self._offsets[index + 1] - self._offsets[index]
+
     def all_bits(self) -> Iterable[tuple[int, int]]:
         """Every (code, bitmap), ascending by code, without filling the cache."""
         for index, code in enumerate(self._codes):
@@ -200,7 +208,7 @@ class Postings:
         offsets.frombytes(raw_offsets)
         if len(kinds) != len(codes) or len(offsets) != len(codes) + 1 or offsets[0] != 0 or offsets[-1] != len(blob):
             raise ValueError("posting tables of different lengths")
-        if any(later <= earlier for earlier, later in zip(codes, codes[1:], strict=False)):
+        if any(later <= earlier for earlier, later in itertools.pairwise(codes)):
             raise ValueError("trigram codes out of order")
         if codes and codes[-1] > 0xFFFFFF:
             raise ValueError("trigram code out of range")

@@ -35,7 +35,7 @@ import struct
 import sys
 import threading
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from toolcards.workspace.glob import MAX_WALK_DEPTH
