@@ -30,10 +30,23 @@ pytestmark = pytest.mark.skipif(find_rg() is None, reason="ripgrep is not instal
 
 _OLD = time.time() - 3600
 
-WORDS = ["alpha", "Beta", "gamma", "delta", "KELVIN", "straße", "ſtar", "café", "naïve", "x_1", "def", "ab", "αβγ", "42"]
-PIECES = st.sampled_from(
-    [*WORDS, " ", " ", "\t", "\r", "-", ".", "(", ")", "é", "\u212a", "\ufffd", "0", "9", "_"]
-)
+WORDS = [
+    "alpha",
+    "Beta",
+    "gamma",
+    "delta",
+    "KELVIN",
+    "straße",
+    "ſtar",
+    "café",
+    "naïve",
+    "x_1",
+    "def",
+    "ab",
+    "αβγ",
+    "42",
+]
+PIECES = st.sampled_from([*WORDS, " ", " ", "\t", "\r", "-", ".", "(", ")", "é", "\u212a", "\ufffd", "0", "9", "_"])
 LINE = st.lists(PIECES, max_size=12).map("".join)
 
 
@@ -59,7 +72,18 @@ def file_bytes(draw: st.DrawFn) -> bytes:
 
 
 PATHS = st.sampled_from(
-    ["a.txt", "b.py", "sub/c.txt", "sub/d.md", "sub/deep/e.py", ".hidden", "sub/.f.txt", "g.log", "build/h.txt", "k.TXT"]
+    [
+        "a.txt",
+        "b.py",
+        "sub/c.txt",
+        "sub/d.md",
+        "sub/deep/e.py",
+        ".hidden",
+        "sub/.f.txt",
+        "g.log",
+        "build/h.txt",
+        "k.TXT",
+    ]
 )
 TREES = st.dictionaries(PATHS, file_bytes(), min_size=1, max_size=8)
 
@@ -131,7 +155,12 @@ _counter = iter(range(10**9))
     files=TREES,
     ignore=st.sampled_from(["", "*.log\n", "build/\n", "sub/\n!sub/d.md\n", "*.txt\n"]),
     searches=st.lists(
-        st.tuples(patterns(), st.sampled_from(["", "sub", "sub/deep"]), st.sampled_from(["", "*.txt", "sub/**", "*.py"]), st.sampled_from([1, 3, 100])),
+        st.tuples(
+            patterns(),
+            st.sampled_from(["", "sub", "sub/deep"]),
+            st.sampled_from(["", "*.txt", "sub/**", "*.py"]),
+            st.sampled_from([1, 3, 100]),
+        ),
         min_size=1,
         max_size=4,
     ),

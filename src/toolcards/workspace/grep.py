@@ -103,8 +103,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.glob import MAX_WALK_DEPTH, check_glob, glob_regex, open_beneath, walk_files
-from toolcards.workspace.paths import SKIPPED_DIRS, display_name
 from toolcards.workspace.literals import analyse
+from toolcards.workspace.paths import SKIPPED_DIRS, display_name
 from toolcards.workspace.tree import Directory, OpenFile, Tree
 
 if TYPE_CHECKING:
@@ -242,7 +242,9 @@ def grep(
                 index is not None
                 and use_rg is None
                 and isinstance(base, Directory)
-                and _search_indexed(index, compiled, rg=rg, base=base, named=tree.real_root, accepts=accepts, found=found)
+                and _search_indexed(
+                    index, compiled, rg=rg, base=base, named=tree.real_root, accepts=accepts, found=found
+                )
             ):
                 pass
             elif rg is not None:
@@ -758,8 +760,14 @@ def _search_indexed(
     if others:
         if rg is not None:
             _search_rg(
-                rg, rust_pattern=compiled.rust, base=base, named=os.path.join(named, base.rel), include="",
-                accepts=accepts, found=found, files=relative,
+                rg,
+                rust_pattern=compiled.rust,
+                base=base,
+                named=os.path.join(named, base.rel),
+                include="",
+                accepts=accepts,
+                found=found,
+                files=relative,
             )
         else:
             by_python += others

@@ -55,7 +55,7 @@ class IgnoreRules:
         for directory, lines in lines_by_directory.items():
             try:
                 specs[directory] = GitIgnoreSpec.from_lines(lines)
-            except Exception:  # noqa: BLE001 - a rule pathspec cannot read leaves that file's rules out
+            except Exception:
                 continue
         return cls(specs)
 

@@ -40,7 +40,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -98,6 +98,8 @@ class _Entry:
     irregular: bool = False
     """Its text has a lone ``\\r`` or a U+FFFD."""
     long_line: bool = False
+    ignored: bool = False
+    """Left out by the tree's ignore files."""
     racy: bool = False
     """Modified less than :data:`RACY_S` before it was read: kept open, read again later."""
 
@@ -316,7 +318,7 @@ class WorkspaceIndex:
     def _build(self, generation: int) -> None:
         try:
             self._build_once(generation)
-        except Exception:  # noqa: BLE001 - a failed build leaves the index unready: grep uses ripgrep
+        except Exception:
             _log.exception("building the workspace index of %s failed", self.root)
             with self._lock:
                 if generation == self._generation:
@@ -329,7 +331,8 @@ class WorkspaceIndex:
         with self._root_fd() as root_fd:
             walk = stat_walk(root_fd, watch=watch)
             rules = IgnoreRules.read(
-                walk.files, lambda rel: read_small_text(root_fd, rel, lambda fd, r: open_beneath(fd, r, directory=False))
+                walk.files,
+                lambda rel: read_small_text(root_fd, rel, lambda fd, r: open_beneath(fd, r, directory=False)),
             )
             rels = sorted(walk.files)
             with self._lock:
@@ -380,7 +383,7 @@ class WorkspaceIndex:
             self._building = False
 
     @contextlib.contextmanager
-    def _root_fd(self) -> Iterable[int]:
+    def _root_fd(self) -> Iterator[int]:
         fd = os.open(self.root, _DIRECTORY_FLAGS)
         try:
             yield fd
@@ -409,6 +412,16 @@ class WorkspaceIndex:
                 if entry.ascii:
                     simple.add(rel)
         return Candidates(files, frozenset(simple), frozenset(plain))
+
+    def listing(self, wanted: Callable[[str, bool], bool]) -> dict[str, FileStat | None]:
+        """The files not ignored for which ``wanted(rel, is_text)`` holds, with their ``stat``
+        (None while it cannot be trusted: read such a file at every look); call :meth:`refresh` first."""
+        with self._lock:
+            return {
+                rel: None if entry.racy else entry.stat
+                for rel, entry in self._entries.items()
+                if not entry.ignored and wanted(rel, entry.kind == _TEXT or entry.racy)
+            }
 
     def check(self) -> None:
         """Check the tables fit together; drop and rebuild the index when they do not.
@@ -452,7 +465,7 @@ def _read_file(root_fd: int, rel: str, rules: IgnoreRules) -> tuple[_Entry | Non
     try:
         before = FileStat.of(os.fstat(fd))
         if rules.ignores(rel):
-            return _Entry(before, _OPEN), None
+            return _Entry(before, _OPEN, ignored=True), None
         if before.size > MAX_INDEXED_BYTES:
             return _Entry(before, _OPEN), None
         text = text_as_searched(fd, MAX_INDEXED_BYTES)

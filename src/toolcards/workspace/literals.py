@@ -341,9 +341,7 @@ class _Parser:
                 chars.add(first)
         self.at += 1
         small = countable and not categories and not negated and len(chars) <= _MAX_CLASS_CHARS
-        return _Class(
-            frozenset(chars) if small else None, fold, categories=categories, negated=negated, ascii=ascii
-        )
+        return _Class(frozenset(chars) if small else None, fold, categories=categories, negated=negated, ascii=ascii)
 
     def _class_char(self) -> str:
         char = self._peek()

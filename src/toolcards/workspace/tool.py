@@ -96,16 +96,19 @@ from toolcards.core.params import BaseToolParam
 from toolcards.core.services import SPILL_TO_WORKSPACE
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, WiringError
+from toolcards.vector.param import EmbeddingParam
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
+from toolcards.workspace.file_search import DEFAULT_TOP_K, MAX_TOP_K, file_search
+from toolcards.workspace.file_search import render as render_hits
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
-from toolcards.workspace.index import workspace_index
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
+from toolcards.workspace.index import workspace_index
 from toolcards.workspace.models import (
     MAX_EDITS,
     MAX_PATCH_CHARS,
@@ -190,6 +193,14 @@ class WorkspaceGrepParam(WorkspaceParam):
     lines far into large files may be left out (the answer counts them). Added in 0.3."""
 
 
+class WorkspaceSearchParam(WorkspaceParam):
+    """``workspace_search``. Added in 0.4."""
+
+    embedding: EmbeddingParam | None = Field(default_factory=EmbeddingParam)
+    """How chunks are embedded for search by meaning: the offline local model by default
+    (the one the planning board and the knowledge graph use); ``None``: keywords only."""
+
+
 class WorkspaceViewParam(WorkspaceParam):
     """``workspace_view``."""
 
@@ -267,6 +278,7 @@ class WorkspaceTool(ToolCard):
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
     workspace_grep: WorkspaceGrepParam | bool = True
+    workspace_search: WorkspaceSearchParam | bool = True
     workspace_view: WorkspaceViewParam | bool = True
     workspace_write: WorkspaceWriteParam | bool = True
     workspace_edit: WorkspaceEditParam | bool = True
@@ -422,6 +434,27 @@ class WorkspaceTool(ToolCard):
         except RetriableError:
             self._check_spill_kept(path)
             raise
+
+    @capability("workspace_search", untrusted_output=True)
+    def search_files(
+        self,
+        query: Pattern,
+        path_prefix: WorkspacePath | None = None,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = DEFAULT_TOP_K,
+    ) -> str:
+        """Find passages by meaning and keywords; gives path:L10-42 to open with workspace_read.
+
+        Args:
+            query: What you look for, in words.
+            path_prefix: Only files under this directory.
+        """
+        prefix = "" if not path_prefix else self.tree.resolve(path_prefix)
+        param = self.param("workspace_search", WorkspaceSearchParam)
+        finder = file_search(
+            self.root, cache_dir=self._cache(), embedding=param.embedding, use_embeddings=param.embedding is not None
+        )
+        hits, notes = finder.search(query, "" if prefix == "." else prefix, top_k)
+        return render_hits(hits, notes, query)
 
     @capability("workspace_view", untrusted_output=True)
     def view_image(self, path: WorkspacePath) -> Any:
