@@ -69,7 +69,7 @@ def test_text_files_are_narrowed_binary_files_dropped_ignored_files_kept_open(in
     assert _candidates(index, "gamma", "sub") == ["sub/c.txt"]
     status = index.status()
     assert status.ready and status.files_done == status.files_total == 6
-    assert 0 < status.index_bytes
+    assert status.index_bytes > 0
 
 
 def test_outside_changes_are_seen_at_the_next_search(index: WorkspaceIndex, tree: Path) -> None:
@@ -134,7 +134,7 @@ def test_a_changed_ignore_file_rebuilds_the_index(index: WorkspaceIndex, tree: P
 
 def test_a_damaged_index_is_dropped_and_rebuilt(index: WorkspaceIndex) -> None:
     index.check()
-    index._entries["a.py"].number = 999  # noqa: SLF001 - damage on purpose
+    index._entries["a.py"].number = 999
     with pytest.raises(ValueError, match="damaged"):
         index.check()
     assert not index.ready or index.wait_ready(60)

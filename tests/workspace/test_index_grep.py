@@ -166,6 +166,7 @@ _counter = iter(range(10**9))
     ),
     shell_changes=st.dictionaries(PATHS, st.one_of(st.none(), file_bytes()), max_size=3),
     tool_changes=st.dictionaries(PATHS, st.one_of(st.none(), file_bytes()), max_size=2),
+    just_now=st.booleans(),
 )
 def test_the_index_answers_as_ripgrep(
     scratch: Path,
@@ -174,6 +175,7 @@ def test_the_index_answers_as_ripgrep(
     searches: list[tuple[str, str, str, int]],
     shell_changes: dict[str, bytes | None],
     tool_changes: dict[str, bytes | None],
+    just_now: bool,
 ) -> None:
     root = scratch / f"t{next(_counter)}"
     root.mkdir()
@@ -194,7 +196,8 @@ def test_the_index_answers_as_ripgrep(
             if data is None:
                 (root / rel).unlink(missing_ok=True)
             else:
-                _write(root, {rel: data}, _OLD + 10)
+                # Just now: too recent for the index to trust the stat (read at the search).
+                _write(root, {rel: data}, time.time() if just_now else _OLD + 10)
         compare()
         for rel, data in tool_changes.items():  # the workspace's own writes: told at once
             if data is None:

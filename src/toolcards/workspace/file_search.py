@@ -30,6 +30,7 @@ Thread-safe; one :class:`FileSearch` per tree and process (:func:`file_search`).
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import math
 import os
@@ -562,7 +563,7 @@ class FileSearch:
         if service is None or not service.available:
             return False
         with self._lock:
-            slots = sorted(self._to_embed)[:_EMBED_BATCH]
+            slots = list(itertools.islice(self._to_embed, _EMBED_BATCH))
             texts = [f"{self._chunks.paths[slot]}\n{self._chunks.texts[slot]}" for slot in slots]
         if not slots:
             return False
@@ -589,11 +590,13 @@ class FileSearch:
 
     # -- loading from outside (benchmarks) ----------------------------------------------------------
 
-    def load_vectors(self, vectors: npt.NDArray[np.float32]) -> None:
-        """Use ``vectors`` (one row per slot) as the chunks' embeddings (benchmarks only)."""
+    def use_vectors(self, service: EmbeddingService, vectors: npt.NDArray[np.float32]) -> None:
+        """Rank by ``vectors`` (one L2-normalised row per chunk slot) and embed queries with
+        ``service``: embeddings made elsewhere (benchmarks)."""
         import numpy as np
 
         with self._lock:
+            self._embeddings = service
             self._vectors = vectors
             self._embedded = np.ones(len(vectors), dtype=bool)
             self._to_embed.clear()

@@ -103,7 +103,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace.glob import MAX_WALK_DEPTH, check_glob, glob_regex, open_beneath, walk_files
-from toolcards.workspace.literals import analyse
+from toolcards.workspace.literals import analyse, text_properties
 from toolcards.workspace.paths import SKIPPED_DIRS, display_name
 from toolcards.workspace.tree import Directory, OpenFile, Tree
 
@@ -708,6 +708,9 @@ _MAX_LISTED_BYTES = 256 * 1024
 _MAX_LISTED_FRACTION = 0.5
 """Past this fraction of the indexed files as candidates, ripgrep searches the whole base."""
 
+_PYTHON_FILE_BYTES = 1024 * 1024
+"""A larger candidate is left to ripgrep."""
+
 _MAX_PYTHON_FILES = 48
 """Past this many candidates ``re`` could confirm, ripgrep confirms them all (one process)."""
 
@@ -744,42 +747,60 @@ def _search_indexed(
     if rg is not None and len(candidates.files) > _MAX_LISTED_FRACTION * index.status().files_total:
         return False  # most files may match: ripgrep's own walk is as quick
     files = [rel for rel in candidates.files if accepts is None or accepts(rel)]
+    if rg is not None and sum(len(rel) + 3 for rel in files) > _MAX_LISTED_BYTES:
+        return False  # too many names for one command line
     agree_ascii = facts.python_agrees(ascii_text=True, irregular=False, long_line=False)
     agree_plain = facts.python_agrees(ascii_text=False, irregular=False, long_line=False)
-    by_python = [
-        rel for rel in files if (rel in candidates.simple and agree_ascii) or (rel in candidates.plain and agree_plain)
+    likely = [
+        rel
+        for rel in files
+        if rel in candidates.unsure
+        or (rel in candidates.simple and agree_ascii)
+        or (rel in candidates.plain and agree_plain)
     ]
-    if rg is not None and len(by_python) > _MAX_PYTHON_FILES:
-        by_python = []  # one ripgrep over many files is quicker than reading each here
-    python_set = set(by_python)
-    others = [rel for rel in files if rel not in python_set]
+    if rg is not None and len(likely) > _MAX_PYTHON_FILES:
+        likely = []  # one ripgrep over many files is quicker than reading each here
     prefix = f"{below}/" if below else ""
-    relative = [rel[len(prefix) :] for rel in others]
-    if rg is not None and sum(len(rel) + 3 for rel in relative) > _MAX_LISTED_BYTES:
-        return False
-    if others:
-        if rg is not None:
-            _search_rg(
-                rg,
-                rust_pattern=compiled.rust,
-                base=base,
-                named=os.path.join(named, base.rel),
-                include="",
-                accepts=accepts,
-                found=found,
-                files=relative,
-            )
-        else:
-            by_python += others
-    for rel in by_python:
+    by_rg = [rel for rel in files if rel not in set(likely)]
+    for rel in likely:
+        # What re may search is decided on the text read now, not on what the index saw.
         try:
             fd = open_beneath(base.fd, rel[len(prefix) :], directory=False)
         except OSError:
             continue
         try:
+            text = text_as_searched(fd, _PYTHON_FILE_BYTES)
+            if rg is not None and (text is None or not facts.python_agrees(**text_properties(text)._asdict())):
+                by_rg.append(rel)
+                continue
+            os.lseek(fd, 0, os.SEEK_SET)
             _search_file(fd, rel, compiled, found=found)
         finally:
             os.close(fd)
+    if not by_rg:
+        return True
+    if rg is None:
+        for rel in by_rg:
+            try:
+                fd = open_beneath(base.fd, rel[len(prefix) :], directory=False)
+            except OSError:
+                continue
+            try:
+                _search_file(fd, rel, compiled, found=found)
+            finally:
+                os.close(fd)
+        return True
+    relative = sorted(rel[len(prefix) :] for rel in by_rg)
+    _search_rg(
+        rg,
+        rust_pattern=compiled.rust,
+        base=base,
+        named=os.path.join(named, base.rel),
+        include="",
+        accepts=accepts,
+        found=found,
+        files=relative,
+    )
     return True
 
 

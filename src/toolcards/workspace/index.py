@@ -47,7 +47,7 @@ from pathlib import Path
 from toolcards.workspace.glob import open_beneath
 from toolcards.workspace.grep import text_as_searched
 from toolcards.workspace.ignore_rules import IgnoreRules, read_small_text
-from toolcards.workspace.literals import Query
+from toolcards.workspace.literals import Query, text_properties
 from toolcards.workspace.trigrams import Postings, PostingsBuilder, codes_of_texts, index_bytes, set_bits, trigram_set
 from toolcards.workspace.watch import FileStat, TreeWatch, inotify_available, stat_walk
 
@@ -70,9 +70,6 @@ RACY_S = 2.0
 """A file modified less than this long before it was read stays open until read again:
 two changes within one tick of the file system's clock (up to 2 s on some) leave the same
 ``stat``."""
-
-LONG_LINE_CHARS = 64 * 1024
-"""A line longer than this is searched by ripgrep, never by Python's ``re``."""
 
 _BATCH_FILES = 256
 """Files read between two looks at the lock and the progress during a build."""
@@ -130,6 +127,8 @@ class Candidates:
     """Those whose text is ASCII, without a lone ``\\r`` or U+FFFD, and without very long lines."""
     plain: frozenset[str]
     """Those without a lone ``\\r``, U+FFFD or very long line (non-ASCII text allowed)."""
+    unsure: frozenset[str]
+    """Those changed too recently for the index to know their text (read them to decide)."""
 
 
 class _Built:
@@ -261,7 +260,7 @@ class WorkspaceIndex:
                     for rel in walk.files:
                         self._reindex(root_fd, rel)
                 for rel in changes.paths:
-                    self._reindex(root_fd, rel)
+                    self._reindex_if_changed(root_fd, rel)
             self._settle_racy(root_fd)
             if len(self._fresh) > max(64, len(self._entries) // _REBUILD_FRESH_FRACTION) and not self._building:
                 self._start_build()
@@ -288,6 +287,18 @@ class WorkspaceIndex:
         if entry is not None and entry.number >= 0:
             self._stale |= 1 << entry.number
         self._fresh.pop(rel, None)
+
+    def _reindex_if_changed(self, root_fd: int, rel: str) -> None:
+        """Read ``rel`` again unless its ``stat`` is the one the index holds (the lock is held)."""
+        entry = self._entries.get(rel)
+        if entry is not None and entry.stat is not None:
+            try:
+                found = FileStat.of(os.stat(rel, dir_fd=root_fd, follow_symlinks=False))
+            except OSError:
+                found = None
+            if found == entry.stat:
+                return
+        self._reindex(root_fd, rel)
 
     def _reindex(self, root_fd: int, rel: str) -> None:
         """Read ``rel`` again (the lock is held) and file it under its new kind."""
@@ -403,15 +414,17 @@ class WorkspaceIndex:
             found += [rel for rel, codes in self._fresh.items() if _satisfied(query, codes)]
             found += [rel for rel, entry in self._entries.items() if entry.kind == _OPEN]
             files = sorted({rel for rel in found if rel.startswith(prefix)})
-            simple, plain = set(), set()
+            simple, plain, unsure = set(), set(), set()
             for rel in files:
                 entry = self._entries.get(rel)
+                if entry is not None and entry.racy:
+                    unsure.add(rel)
                 if entry is None or entry.kind != _TEXT or entry.irregular or entry.long_line:
                     continue
                 plain.add(rel)
                 if entry.ascii:
                     simple.add(rel)
-        return Candidates(files, frozenset(simple), frozenset(plain))
+        return Candidates(files, frozenset(simple), frozenset(plain), frozenset(unsure))
 
     def listing(self, wanted: Callable[[str, bool], bool]) -> dict[str, FileStat | None]:
         """The files not ignored for which ``wanted(rel, is_text)`` holds, with their ``stat``
@@ -480,9 +493,10 @@ def _read_file(root_fd: int, rel: str, rules: IgnoreRules) -> tuple[_Entry | Non
         return _Entry(after, _OPEN, racy=True), None
     if "\x00" in text:
         return _Entry(after, _BINARY), None
-    irregular = "\ufffd" in text or ("\r" in text and text.count("\r") != text.count("\r\n"))
-    long_line = len(text) > LONG_LINE_CHARS and max(len(line) for line in text.split("\n")) > LONG_LINE_CHARS
-    entry = _Entry(after, _TEXT, ascii=text.isascii(), irregular=irregular, long_line=long_line)
+    properties = text_properties(text)
+    entry = _Entry(
+        after, _TEXT, ascii=properties.ascii_text, irregular=properties.irregular, long_line=properties.long_line
+    )
     return entry, index_bytes(text)
 
 

@@ -43,12 +43,15 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 __all__ = [
+    "LONG_LINE_CHARS",
     "MAX_PYTHON_MATCH_CHARS",
     "MAX_PYTHON_PATHS",
     "TRUE",
     "PatternFacts",
     "Query",
+    "TextProperties",
     "analyse",
+    "text_properties",
     "trigram_codes_of",
 ]
 
@@ -117,6 +120,27 @@ class PatternFacts:
         if self.unicode_tables and not ascii_text:
             return False
         return not (self.any_char and irregular)
+
+
+LONG_LINE_CHARS = 64 * 1024
+"""A line longer than this is searched by ripgrep, never by Python's ``re``."""
+
+
+class TextProperties(NamedTuple):
+    """What :meth:`PatternFacts.python_agrees` asks of a file's text."""
+
+    ascii_text: bool
+    irregular: bool
+    """It holds a lone ``\\r`` or a U+FFFD."""
+    long_line: bool
+    """A line is longer than :data:`LONG_LINE_CHARS`."""
+
+
+def text_properties(text: str) -> TextProperties:
+    """The properties of ``text`` (as grep reads it) that decide which engine may search it."""
+    irregular = "\ufffd" in text or ("\r" in text and text.count("\r") != text.count("\r\n"))
+    long_line = len(text) > LONG_LINE_CHARS and max(len(line) for line in text.split("\n")) > LONG_LINE_CHARS
+    return TextProperties(text.isascii(), irregular, long_line)
 
 
 def trigram_codes_of(data: bytes) -> set[int]:
