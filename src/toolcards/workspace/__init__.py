@@ -1,6 +1,6 @@
 """A team's files: read, search and change them without losing anyone's work.
 
-* :class:`WorkspaceTool` — the card: twelve ``workspace_*`` tools, one field each
+* :class:`WorkspaceTool` — the card: thirteen ``workspace_*`` tools, one field each
   (``<Param> | bool``), and ``read_only`` to offer only those that change nothing.
 * :class:`WorkspaceActor` — one per tree (:func:`workspace_actor` finds or starts it,
   :func:`stop_workspace_actors` stops them): serializes every change. Its

@@ -215,6 +215,9 @@ class FileSearch:
         self._wake = threading.Event()
         self._worker: threading.Thread | None = None
         self._closed = False
+        self._synced_version = -1
+        self._unsettled = False
+        """Some file's stat could not be trusted at the last look: look again next time."""
 
     # -- the answer ---------------------------------------------------------------------------------
 
@@ -359,8 +362,13 @@ class FileSearch:
         if not self._index.ready:
             return
         self._index.refresh()
+        version = self._index.version
+        if version == self._synced_version and not self._unsettled:
+            return  # nothing changed in the index since the last look
         listing = self._index.listing(_searchable)
         with self._lock:
+            self._synced_version = version
+            self._unsettled = any(stat is None for stat in listing.values())
             changed = {rel: stat for rel, stat in listing.items() if stat is None or self._stats.get(rel) != stat}
             gone = [rel for rel in self._stats if rel not in listing]
             for rel in gone:

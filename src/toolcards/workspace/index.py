@@ -161,10 +161,16 @@ class WorkspaceIndex:
         self._building = False
         self._rewalk = True
         self._progress = (0, 0)
+        self._version = 0
         self._text_bytes = 0
         self._generation = 0
 
     # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        """One more at every change of what the index holds (a listing may be reused until it moves)."""
+        return self._version
 
     @property
     def truncated(self) -> bool:
@@ -283,6 +289,7 @@ class WorkspaceIndex:
                 self._reindex(root_fd, rel)
 
     def _forget(self, rel: str) -> None:
+        self._version += 1
         entry = self._entries.pop(rel, None)
         if entry is not None and entry.number >= 0:
             self._stale |= 1 << entry.number
@@ -380,6 +387,7 @@ class WorkspaceIndex:
                     watch.close()
                 return
             self._entries = entries
+            self._version += 1
             self._racy = {rel for rel, entry in entries.items() if entry.racy}
             self._truncated = walk.truncated
             self._fresh = {}

@@ -1,7 +1,7 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
-The card gives twelve capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Ten are on by default; the two
+The card gives thirteen capabilities, each a field ``<Param> | bool`` named like the tool the
+model sees and exposed as a tool call and a command. Eleven are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
@@ -12,6 +12,7 @@ tool                       what it does                                      mut
 ``workspace_list``         a directory, flat or as a tree                    no       on
 ``workspace_glob``         files by glob pattern, newest first               no       on
 ``workspace_grep``         lines matching a regex                            no       on
+``workspace_search``       passages by meaning and keywords, cited by lines  no       on
 ``workspace_view``         an image, scaled for a model (``BinaryContent``)  no       on
 ``workspace_write``        create or overwrite a file                        yes      on
 ``workspace_edit``         replace a string; returns the diff                yes      on
