@@ -518,11 +518,10 @@ class WorkspaceTool(ToolCard):
         path_prefix: WorkspacePath | None = None,
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = DEFAULT_TOP_K,
     ) -> str:
-        """Find passages by meaning and keywords; gives path:L10-42 to open with workspace_read.
+        """Find passages by meaning and keywords; gives path:L10-42.
 
         Args:
-            query: What you look for, in words.
-            path_prefix: Only files under this directory.
+            path_prefix: Only under this directory.
         """
         prefix = "" if not path_prefix else self.tree.resolve(path_prefix)
         param = self.param("workspace_search", WorkspaceSearchParam)
