@@ -163,3 +163,15 @@ def test_ignore_rules_follow_git() -> None:
     assert rules.ignores("sub/secret.txt") and not rules.ignores("secret.txt")
     assert not rules.ignores("src/main.py")
     assert not IgnoreRules({}).ignores("a.log")
+
+
+@pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
+def test_an_index_that_fails_is_dropped_and_grep_answers_without_it(
+    index: WorkspaceIndex, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_args: object) -> None:
+        raise RuntimeError("damaged")
+
+    monkeypatch.setattr(index, "candidates", broken)
+    assert grep(tree, "alpha", index=index) == grep(tree, "alpha")
+    assert not index.ready

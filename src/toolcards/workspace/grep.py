@@ -87,6 +87,7 @@ import fcntl
 import functools
 import importlib
 import itertools
+import logging
 import os
 import re
 import selectors
@@ -101,7 +102,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcards.core.deadline import check_deadline
-from toolcards.errors import RetriableError, ToolFailed
+from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
 from toolcards.workspace.glob import MAX_WALK_DEPTH, check_glob, glob_regex, open_beneath, walk_files
 from toolcards.workspace.literals import analyse, text_properties
 from toolcards.workspace.paths import SKIPPED_DIRS, display_name
@@ -109,6 +110,8 @@ from toolcards.workspace.tree import Directory, OpenFile, Tree
 
 if TYPE_CHECKING:
     from toolcards.workspace.index import WorkspaceIndex
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_GREP_COLLECTED",
@@ -740,10 +743,17 @@ def _search_indexed(
     below = "" if base.rel in ("", ".") else base.rel
     if facts.query.is_true or any(part in SKIPPED_DIRS for part in below.split("/")):
         return False
-    index.refresh()
+    try:
+        index.refresh()
+        candidates = index.candidates(facts.query, below)
+    except ToolTimeout:
+        raise
+    except Exception:  # an index that fails is dropped and built again, never trusted
+        _log.exception("the workspace index of %s failed; searching without it while it is rebuilt", named)
+        index.close()
+        return False
     if below and index.truncated:
         return False
-    candidates = index.candidates(facts.query, below)
     if rg is not None and len(candidates.files) > _MAX_LISTED_FRACTION * index.status().files_total:
         return False  # most files may match: ripgrep's own walk is as quick
     files = [rel for rel in candidates.files if accepts is None or accepts(rel)]
