@@ -175,3 +175,13 @@ def test_an_index_that_fails_is_dropped_and_grep_answers_without_it(
     monkeypatch.setattr(index, "candidates", broken)
     assert grep(tree, "alpha", index=index) == grep(tree, "alpha")
     assert not index.ready
+
+
+def test_many_changes_at_once_are_searched_while_a_build_reads_them(
+    index: WorkspaceIndex, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "_REINDEX_AT_ONCE", 1)
+    _write(tree, {"b.md": "omega\n", "sub/c.txt": "nothing\n", "new.txt": "omega too\n"}, _OLD + 5)
+    assert {"b.md", "new.txt", "sub/c.txt"} <= set(_candidates(index, "omega"))
+    assert index.wait_ready(60)
+    assert _candidates(index, "omega") == ["b.md", "new.txt", "node/x.js"]  # node/ is ignored: open

@@ -71,6 +71,10 @@ RACY_S = 2.0
 two changes within one tick of the file system's clock (up to 2 s on some) leave the same
 ``stat``."""
 
+_REINDEX_AT_ONCE = 128
+"""Up to this many changed files are read again during a search; more are left open to
+every search while a background build reads them."""
+
 _BATCH_FILES = 256
 """Files read between two looks at the lock and the progress during a build."""
 
@@ -274,19 +278,37 @@ class WorkspaceIndex:
     def _apply_walk(self, root_fd: int, files: dict[str, FileStat]) -> None:
         for rel in [rel for rel in self._entries if rel not in files]:
             self._forget(rel)
+        changed = []
         for rel, found in files.items():
             entry = self._entries.get(rel)
             if entry is None or entry.stat != found:
-                self._reindex(root_fd, rel)
+                changed.append(rel)
+        self._reindex_many(root_fd, changed)
 
     def _settle_racy(self, root_fd: int) -> None:
         now = time.time_ns()
+        settled = []
         for rel in list(self._racy):
             entry = self._entries.get(rel)
             if entry is None or not entry.racy:
                 self._racy.discard(rel)
             elif entry.stat is None or now - entry.stat.mtime_ns >= RACY_S * 1e9:
+                settled.append(rel)
+        self._reindex_many(root_fd, settled)
+
+    def _reindex_many(self, root_fd: int, rels: list[str]) -> None:
+        """Read ``rels`` again now, or, when they are many (a checkout), leave them open to
+        every search and build the index again in the background (the lock is held)."""
+        if len(rels) <= _REINDEX_AT_ONCE:
+            for rel in rels:
                 self._reindex(root_fd, rel)
+            return
+        for rel in rels:
+            self._forget(rel)
+            self._racy.discard(rel)
+            self._entries[rel] = _Entry(None, _OPEN)
+        if not self._building:
+            self._start_build()
 
     def _forget(self, rel: str) -> None:
         self._version += 1
