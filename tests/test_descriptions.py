@@ -58,6 +58,9 @@ def configurations() -> list[list[dict[str, Any]]]:
         [{"kind": "model", "roster": ROSTER, "default": "fast"}],
         [{"kind": "model", "roster": ROSTER, "list_models": False}],
         [{"kind": "model", "roster": ROSTER, "read_only": True}],
+        [{"kind": "exec", "max_background_runs": 2}],
+        [{"kind": "exec", "max_background_runs": 2, "exec_stop": False, "exec_status": False}],
+        [{"kind": "exec", "max_background_runs": 2, "read_only": True}],
     ]
 
 
