@@ -8,7 +8,9 @@ alone. A misbehaving command is stopped and reported in its :class:`ExecResult`,
 raised; ``ExecTool`` turns refusals and stopped commands into errors for the model.
 
 A command may also run in the background (:mod:`.runs`): started at once, owned by the
-member that started it, read and stopped later by its run id.
+member that started it, read and stopped later by its run id. With ``bwrap``, a command may
+be held to a list of hosts (:mod:`.hosts`): its only way out is a proxy that checks each
+connection (:mod:`.egress`, :mod:`.forwarder`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from toolcards.sandbox.actor import (
 )
 from toolcards.sandbox.cwd import CWD_ESCAPE_MESSAGE
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS, check_allowed, command_name
+from toolcards.sandbox.hosts import HostAllowlist
 from toolcards.sandbox.models import (
     DEFAULT_ALLOWED_COMMANDS,
     BwrapOptions,
@@ -67,6 +70,7 @@ __all__ = [
     "ExecStatusParam",
     "ExecStopParam",
     "ExecTool",
+    "HostAllowlist",
     "LocalOptions",
     "LocalSandboxActor",
     "RunLog",

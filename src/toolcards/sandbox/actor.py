@@ -39,12 +39,13 @@ import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pykka
 from pydantic import ValidationError
@@ -57,7 +58,9 @@ from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
 from toolcards.sandbox.cwd import cwd_vanished, resolve_cwd
 from toolcards.sandbox.docker import CONTAINER_PATH, CONTAINER_WORKSPACE, DockerContainer
 from toolcards.sandbox.environment import python_bin_dirs, sandbox_env
+from toolcards.sandbox.forwarder import EGRESS_MOUNT, forwarder_argv, proxy_env
 from toolcards.sandbox.guards import CommandRefused, check_allowed
+from toolcards.sandbox.hosts import HostAllowlist
 from toolcards.sandbox.local import hide_host_process, launcher_argv, local_path_env, shell_argv
 from toolcards.sandbox.models import (
     BwrapOptions,
@@ -83,6 +86,9 @@ from toolcards.sandbox.process import (
 from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart
 from toolcards.sandbox.runs import RUN_STOP, BackgroundRun, RunRegistry, current_run, running_in_background
 from toolcards.sandbox.seatbelt import seatbelt_argv
+
+if TYPE_CHECKING:
+    from toolcards.sandbox.egress import EgressGate, EgressProxy
 
 __all__ = [
     "QUOTA_STOP",
@@ -708,6 +714,7 @@ class BwrapSandboxActor(SandboxActor):
     scratch_prefix = "toolcards-etc-"
     workspace_mount = WORKSPACE_MOUNT
     _etc: EtcSnapshot | None = None
+    _egress: EgressProxy | None = None
 
     def _etc_snapshot(self) -> EtcSnapshot:
         scratch = self._scratch_dir()
@@ -716,26 +723,83 @@ class BwrapSandboxActor(SandboxActor):
                 self._etc = snapshot_etc(scratch / "etc")
             return self._etc
 
+    def _egress_proxy(self) -> EgressProxy:
+        from toolcards.sandbox.egress import EgressProxy  # asyncio: only for allowlisted commands
+
+        scratch = self._scratch_dir()
+        with self._lock:
+            if self._egress is None:
+                self._egress = EgressProxy(scratch)
+            return self._egress
+
     def _execute(
         self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
     ) -> ExecResult:
         options = policy.options
         assert isinstance(options, BwrapOptions)
         shell = "bash" if Path("/usr/bin/bash").exists() else "sh"
-        argv = bwrap_argv(
-            workspace=self.workspace,
-            rel_cwd=rel_cwd,
-            command=[shell, "-c", cmd],
-            options=options,
-            etc=self._etc_snapshot(),
-        )
-        env = sandbox_env(
-            home=WORKSPACE_MOUNT,
-            path=bwrap_path_env(self.workspace, options),
-            tmpdir="/tmp",
-            options=options,
-        )
-        return self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s, policy=policy)
+        command = [shell, "-c", cmd]
+        gate: EgressGate | None = None
+        if options.allowed_hosts:
+            gate = self._open_gate(options)
+            command = forwarder_argv(_python_inside(options), f"{EGRESS_MOUNT}/{gate.socket_path.name}", command)
+        try:
+            argv = bwrap_argv(
+                workspace=self.workspace,
+                rel_cwd=rel_cwd,
+                command=command,
+                options=options,
+                etc=self._etc_snapshot(),
+                egress=None if gate is None else gate.directory,
+            )
+            env = sandbox_env(
+                home=WORKSPACE_MOUNT,
+                path=bwrap_path_env(self.workspace, options),
+                tmpdir="/tmp",
+                options=options,
+            )
+            if gate is not None:
+                env = {**env, **proxy_env(), **options.env}
+            result = self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s, policy=policy)
+        finally:
+            if gate is not None:
+                self._egress_proxy().close_gate(gate)
+        if gate is not None and gate.notes():
+            result = result.model_copy(update={"notes": (*result.notes, *gate.notes())})
+        return result
+
+    def _open_gate(self, options: BwrapOptions) -> EgressGate:
+        """A gate of the sandbox's proxy for one command; a background run's log hears its refusals."""
+        run = current_run()
+
+        def note(message: str) -> None:
+            if run is not None:
+                run.log.add_text(f"\n[network: {message}]\n")
+
+        try:
+            return self._egress_proxy().open(HostAllowlist(options.allowed_hosts), options.resolve, on_refusal=note)
+        except OSError as exc:
+            raise SpawnFailed(f"could not open the network proxy's socket: {exc}") from exc
+
+    def _close(self) -> None:
+        if self._egress is not None:
+            self._egress.close()
+
+
+def _python_inside(options: BwrapOptions) -> str:
+    """A Python the sandbox can run (for the forwarder): toolcards' own when bound, else the system's.
+
+    Raises:
+        SpawnFailed: none is there; the message says how to get one.
+    """
+    if options.bind_python:
+        return sys.executable
+    if Path("/usr/bin/python3").exists():
+        return "/usr/bin/python3"
+    raise SpawnFailed(
+        "a network allowlist needs a Python inside the sandbox for its forwarder: keep bind_python on "
+        "or install python3 under /usr"
+    )
 
 
 class SeatbeltSandboxActor(SandboxActor):

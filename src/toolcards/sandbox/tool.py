@@ -31,7 +31,7 @@ import dataclasses
 from collections.abc import Iterator
 from typing import Annotated, Any, ClassVar, cast
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import Capability, ToolCard, capability
@@ -43,6 +43,7 @@ from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
+from toolcards.sandbox.hosts import HostAllowlist
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
 from toolcards.sandbox.runs import BackgroundRun
 
@@ -119,6 +120,11 @@ class ExecTool(ToolCard):
     options: dict[str, Any] = Field(default_factory=dict)
     """The backend's own settings, validated into its options model (``LocalOptions``,
     ``BwrapOptions``, ``DockerOptions``, ``SeatbeltOptions``) when the card binds."""
+    network: bool | list[str] | None = None
+    """Where commands may connect. ``False``: nowhere; ``True``: anywhere the host can; a list
+    of hosts (``["example.com", "*.example.org"]``, see :mod:`toolcards.sandbox.hosts`): those
+    only, through a proxy that refuses and reports the rest (mode ``bwrap``); ``None`` (the
+    default): as ``options`` say, which is no network for the isolating backends."""
     background_timeout_s: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds a background run may last before it and its process group are killed."""
     max_background_runs: int = Field(default=0, ge=0, le=64)
@@ -139,7 +145,11 @@ class ExecTool(ToolCard):
         agent: ActorToolObserver = observer
         actor_class: type[SandboxActor] = sandbox_actor_class(self.mode)
         workspace = workspace_dir(self.workspace_id or agent.team_id)
-        options = {**self.options, "allowed_commands": tuple(self.allowed_commands)}
+        options = {
+            **self.options,
+            **self._network_options(actor_class),
+            "allowed_commands": tuple(self.allowed_commands),
+        }
         policy = actor_class.policy_for(self.limits, self.timeout_s, options)
         label = f"ExecTool of {agent.address.handle}"
         try:
@@ -172,6 +182,50 @@ class ExecTool(ToolCard):
         self._sandbox = sandbox
         self._policy = policy
 
+    @field_validator("network")
+    @classmethod
+    def _hosts_parse(cls, network: bool | list[str] | None) -> bool | list[str] | None:
+        if isinstance(network, list):
+            HostAllowlist(network)  # raises ValueError naming every bad entry
+        return network
+
+    def _network_options(self, actor_class: type[SandboxActor]) -> dict[str, Any]:
+        """The backend options that carry :attr:`network` (empty when it is ``None``).
+
+        Raises:
+            WiringError: the backend cannot do what ``network`` asks, or ``options`` says otherwise.
+        """
+        if self.network is None:
+            return {}
+        fields = actor_class.options_class.model_fields
+        mode = actor_class.mode
+        if isinstance(self.network, list):
+            if "allowed_hosts" not in fields:
+                raise WiringError(
+                    f"ExecTool(network={self.network!r}): a host allowlist needs mode 'bwrap'; mode {mode!r} "
+                    "cannot hold a command to some hosts. Use mode='bwrap', or network=True or False."
+                )
+            wanted: dict[str, Any] = {"allowed_hosts": tuple(self.network), "allow_network": False}
+        elif "allow_network" in fields:
+            wanted = {"allow_network": self.network}
+            if "allowed_hosts" in fields:
+                wanted["allowed_hosts"] = ()
+        elif self.network:
+            return {}  # the backend shares the host's network anyway
+        else:
+            raise WiringError(
+                f"ExecTool(network=False): mode {mode!r} cannot cut commands off the network. "
+                "Use mode 'bwrap', 'docker' or 'seatbelt', or leave network unset."
+            )
+        clashes = [
+            f"options[{key!r}]" for key, value in wanted.items() if key in self.options and self.options[key] != value
+        ]
+        if clashes:
+            raise WiringError(
+                f"ExecTool: network={self.network!r} and {', '.join(clashes)} disagree; set the network in one place."
+            )
+        return wanted
+
     def describe(self, field: str) -> str | None:
         """What this card's commands may do: the allowed first words and the network."""
         if field != "exec_command" or self._policy is None:
@@ -179,8 +233,11 @@ class ExecTool(ToolCard):
         options = self._policy.options
         allowed = options.allowed_commands
         words = f"Allowed commands: {', '.join(allowed)}." if allowed else ""
+        hosts = getattr(options, "allowed_hosts", ())
+        if hosts:
+            words = f"{words} Network: only {', '.join(hosts)}, through the proxy in HTTPS_PROXY.".strip()
         # Only a backend that isolates the network can promise there is none.
-        if hasattr(options, "allow_network") and not options.allow_network:
+        elif hasattr(options, "allow_network") and not options.allow_network:
             words = f"{words} No network.".strip()
         return words or None
 
