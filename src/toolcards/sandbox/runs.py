@@ -25,6 +25,7 @@ is thread-safe and none of it blocks, except :meth:`BackgroundRun.wait`.
 from __future__ import annotations
 
 import codecs
+import collections
 import contextlib
 import datetime
 import itertools
@@ -71,7 +72,7 @@ class RunLog:
     def __init__(self, keep_chars: int) -> None:
         self.keep_chars = keep_chars
         self._lock = threading.Lock()
-        self._chunks: list[str] = []
+        self._chunks: collections.deque[str] = collections.deque()
         self._kept = 0
         self._start = 0
         """Offset of the first character kept."""
@@ -105,7 +106,7 @@ class RunLog:
         while excess > 0:
             first = self._chunks[0]
             if len(first) <= excess:
-                self._chunks.pop(0)
+                self._chunks.popleft()
                 cut = len(first)
             else:
                 self._chunks[0] = first[excess:]
