@@ -253,3 +253,19 @@ def test_the_proxy_answers_what_it_cannot_pass_on(proxy: EgressProxy, servers: S
     finally:
         proxy.close_gate(gate)
     assert not gate.directory.exists()
+
+
+def test_a_listed_name_that_resolves_inside_is_refused(proxy: EgressProxy, servers: Servers) -> None:
+    # The proxy runs on the host: a listed name pointed at 127.0.0.1 would reach the host's own
+    # services. An address listed itself, or a name mapped in resolve, is the operator's choice.
+    gate = proxy.open(HostAllowlist(["localhost", "127.0.0.1", "mapped.test"]), {"mapped.test": "127.0.0.1"})
+    try:
+        port = servers.http_port
+        refused = ask(gate.socket_path, f"GET http://localhost:{port}/ HTTP/1.1\r\n\r\n".encode())
+        assert b"403 Forbidden" in refused and b"the name resolves to 127.0.0.1, an internal address" in refused
+        for host in ("127.0.0.1", "mapped.test"):
+            request = f"GET http://{host}:{port}/ok HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n"
+            assert f"hello from {host}:{port} /ok".encode() in ask(gate.socket_path, request.encode())
+        assert "resolve, to reach it" in gate.notes()[0]
+    finally:
+        proxy.close_gate(gate)

@@ -18,7 +18,8 @@ A host not on the list gets ``403 Forbidden`` with a sentence saying why, the re
 logged (logger ``toolcards.sandbox.egress``, WARNING) and kept on the command's
 :class:`EgressGate`, which the sandbox turns into a note of the command's result. Names are
 resolved here, on the host (``resolve`` maps a name to an address first, like curl's
-``--resolve``), so a command never needs DNS.
+``--resolve``), so a command never needs DNS; a name that DNS resolves to an internal address
+(loopback, private, link-local) is refused too, since the proxy runs on the host.
 
 One :class:`EgressProxy` per sandbox runs one event loop thread, started at the first
 command that needs it; each command gets its own gate (socket, allowlist, refusals), closed
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
 import os
 import shutil
@@ -263,7 +265,20 @@ async def _serve(gate: EgressGate, reader: asyncio.StreamReader, writer: asyncio
             gate.refuse(message)
             await _reply(writer, 403, message[0].upper() + message[1:] + ".")
             return
-        address = gate.resolve.get(normalise_host(host), normalise_host(host))
+        try:
+            address = await _address_of(gate, host, port)
+        except OSError as exc:
+            await _reply(writer, 502, f"Could not resolve {host}: {exc}.")
+            return
+        except _Internal as exc:
+            message = (
+                f"refused {method} {host}:{port}: the name resolves to {exc.address}, an internal address "
+                "(loopback, private, link-local); list the address itself, or map the name in the options' "
+                "resolve, to reach it"
+            )
+            gate.refuse(message)
+            await _reply(writer, 403, message[0].upper() + message[1:] + ".")
+            return
         try:
             up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(address, port), _CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
@@ -281,6 +296,50 @@ async def _serve(gate: EgressGate, reader: asyncio.StreamReader, writer: asyncio
         for stream in (writer, upstream):
             if stream is not None:
                 stream.close()
+
+
+class _Internal(Exception):
+    """A listed name resolved to an internal address."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(address)
+        self.address = address
+
+
+async def _address_of(gate: EgressGate, host: str, port: int) -> str:
+    """The address to connect to for ``host``: its ``resolve`` mapping, the address it is, or
+    the first address DNS gives.
+
+    A name that DNS resolves to an internal address (the host's loopback, a private network,
+    link-local) is refused: the proxy runs on the host, so a name under a listed wildcard that
+    someone points at 127.0.0.1 would otherwise reach the host's own services. An address
+    listed itself, or a mapping in ``resolve``, is the operator's choice and is kept.
+
+    Raises:
+        OSError: the name does not resolve.
+        _Internal: it resolves to an internal address.
+    """
+    name = normalise_host(host)
+    mapped = gate.resolve.get(name)
+    if mapped is not None:
+        return mapped
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        pass
+    else:
+        return name  # an address the allowlist names
+    infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    addresses = [str(info[4][0]) for info in infos]
+    for address in addresses:
+        ip = ipaddress.ip_address(address)
+        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped
+        if ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
+            raise _Internal(address)
+    if not addresses:
+        raise OSError(f"no address for {name}")
+    return addresses[0]
 
 
 def _parse(head: bytes) -> tuple[str, str, int, bytes | None]:
