@@ -269,3 +269,17 @@ def test_a_listed_name_that_resolves_inside_is_refused(proxy: EgressProxy, serve
         assert "resolve, to reach it" in gate.notes()[0]
     finally:
         proxy.close_gate(gate)
+
+
+@pytest.mark.usefixtures("bwrap")
+def test_without_the_bound_python_the_systems_runs_the_forwarder(servers: Servers, alice: FakeObserver) -> None:
+    if not Path("/usr/bin/python3").exists():
+        pytest.skip("no system python3 here")
+    card = ExecTool(
+        mode="bwrap",
+        allowed_commands=[],
+        network=["allowed.test"],
+        options={"resolve": HOSTS, "bind_python": False},
+    )
+    out = exec_command(card, alice)(cmd=f"curl -sS http://allowed.test:{servers.http_port}/sys")
+    assert f"hello from allowed.test:{servers.http_port} /sys" in out

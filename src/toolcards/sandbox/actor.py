@@ -741,8 +741,9 @@ class BwrapSandboxActor(SandboxActor):
         command = [shell, "-c", cmd]
         gate: EgressGate | None = None
         if options.allowed_hosts:
+            python = _python_inside(options)
             gate = self._open_gate(options)
-            command = forwarder_argv(_python_inside(options), f"{EGRESS_MOUNT}/{gate.socket_path.name}", command)
+            command = forwarder_argv(python, f"{EGRESS_MOUNT}/{gate.socket_path.name}", command)
         try:
             argv = bwrap_argv(
                 workspace=self.workspace,

@@ -20,6 +20,15 @@ command stopped at the disk quota are ``RetriableError``; one stopped at its dea
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
+Background runs (with ``max_background_runs`` > 0): ``exec_command(cmd, background=True)``
+returns a run id at once, and ``exec_status``, ``exec_output`` (paged) and ``exec_stop``
+(TOOL_CALL and COMMAND) read and end the run; ``exec_runs`` (SYSTEM_PROMPT) lists the
+member's runs while they run and until an ended one is read. Runs belong to the member that
+started them and live in the team's sandbox (:mod:`toolcards.sandbox.runs`).
+
+``network`` holds commands to no network, the host's, or a list of hosts (``bwrap``: a proxy
+is their only way out, and each refusal is a note of the command's result).
+
 The workspace is the same tree ``WorkspaceTool`` edits (``core.locations.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
 changed are seen by every agent's next write.
