@@ -164,7 +164,7 @@ def test_the_sandbox_stopping_ends_its_runs(alice: FakeObserver) -> None:
         run_id = run_id_of(call["exec_command"](cmd=f"sleep {tag}", background=True))
         assert wait_until(lambda: bool(live_processes_with(f"sleep {tag}")))
         sandbox = member.team.tool_actors()["#SandboxActor"].proxy()
-        run = sandbox.run_of("Ann", run_id).get()
+        run = sandbox.run_of("@Ann", run_id).get()
     assert run.wait(10) and run.status().ending == "stopped: shutdown"
     assert not live_processes_with(f"sleep {tag}")
 

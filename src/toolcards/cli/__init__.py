@@ -9,6 +9,8 @@
     toolcards call [--config team.yaml] [--agent NAME] '/get_planning'  run one command
     toolcards dashboard [--config team.yaml] [--store ...]              watch a team live in a browser
     toolcards backup [--store ...] [--force] DEST                       copy the team's store while it runs
+    toolcards history [--path P] [--member NAME] [--diff ID]            what changed in the team's workspace
+    toolcards undo [ID] [--member NAME] [--since WHEN] [--dry-run]      undo workspace changes, all or nothing
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
     toolcards --version
 
@@ -46,6 +48,8 @@ COMMANDS: tuple[str, ...] = (
     "toolcards.cli.call",
     "toolcards.cli.dashboard",
     "toolcards.cli.backup",
+    "toolcards.cli.history",
+    "toolcards.cli.undo",
     "toolcards.cli.demo",
     "toolcards.cli.fetch_models",
 )

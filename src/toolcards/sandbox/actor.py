@@ -293,6 +293,7 @@ class SandboxActor(pykka.ThreadingActor):
         owner: str,
         max_running: int = 4,
         keep_chars: int = 1_000_000,
+        around: contextlib.AbstractContextManager[Any] | None = None,
     ) -> BackgroundRun | ExecResult:
         """Start ``cmd`` as a background run of ``owner``; returns the run at once, or why it cannot run.
 
@@ -302,7 +303,9 @@ class SandboxActor(pykka.ThreadingActor):
         (its limits, disk quota and deadline), outside the ``max_concurrent`` slots, its output
         kept in the run's log (the last ``keep_chars`` characters). The returned
         :class:`~toolcards.sandbox.runs.BackgroundRun` is thread-safe: read, stop and wait
-        for it from any thread. Never blocks (the spawn happens in the worker).
+        for it from any thread. Never blocks (the spawn happens in the worker). ``around`` is a
+        block the worker runs the command inside, entered before the spawn and left after the
+        end (the workspace journal's, which records what the run changed).
 
         Raises:
             RetriableError: ``owner`` has ``max_running`` runs that have not ended.
@@ -322,7 +325,7 @@ class SandboxActor(pykka.ThreadingActor):
         run = self.runs.add(owner, cmd, cwd, keep_chars=keep_chars, max_running=max_running)
         worker = threading.Thread(
             target=self._work_in_background,
-            args=(run, cwd, timeout_s, policy),
+            args=(run, cwd, timeout_s, policy, around),
             name=f"sandbox-{self.mode}-{run.run_id}",
             daemon=True,
         )
@@ -613,13 +616,20 @@ class SandboxActor(pykka.ThreadingActor):
 
     # -- worker ----------------------------------------------------------------------------
 
-    def _work_in_background(self, run: BackgroundRun, cwd: str, timeout_s: float | None, policy: CommandPolicy) -> None:
+    def _work_in_background(
+        self,
+        run: BackgroundRun,
+        cwd: str,
+        timeout_s: float | None,
+        policy: CommandPolicy,
+        around: contextlib.AbstractContextManager[Any] | None,
+    ) -> None:
         result: ExecResult | None = None
         try:
             if run.stop_reason is not None:
                 result = self._failed(run.command, "SandboxError: stopped before it started; nothing was run.")
             else:
-                with running_in_background(run):
+                with around if around is not None else contextlib.nullcontext(), running_in_background(run):
                     result = self.execute(run.command, cwd, timeout_s, policy)
         except Exception as exc:  # a programming error: the run must still end
             logger.exception("sandbox: background run %s failed", run.run_id)

@@ -31,13 +31,19 @@ is their only way out, and each refusal is a note of the command's result).
 
 The workspace is the same tree ``WorkspaceTool`` edits (``core.locations.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
-changed are seen by every agent's next write.
+changed are seen by every agent's next write. When a workspace card of the same process
+keeps the tree's journal, each command runs inside the team's ``workspace_commands``
+service (:data:`toolcards.core.services.WORKSPACE_COMMANDS`): the tree is scanned before and
+after, and what the command changed is journaled as this member's ``exec_command``, so it can
+be undone.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, cast
 
 from pydantic import Field, PrivateAttr, field_validator
@@ -49,6 +55,7 @@ from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
+from toolcards.core.services import WORKSPACE_COMMANDS
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
@@ -149,6 +156,9 @@ class ExecTool(ToolCard):
     exec_runs: ExecRunsParam | bool = True
     _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)
+    _workspace: Path | None = PrivateAttr(default=None)
+    _team: Any = PrivateAttr(default=None)
+    _member: str = PrivateAttr(default="")
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
@@ -190,6 +200,9 @@ class ExecTool(ToolCard):
             )
         self._sandbox = sandbox
         self._policy = policy
+        self._workspace = workspace
+        self._team = agent.team
+        self._member = agent.address.handle
 
     @field_validator("network")
     @classmethod
@@ -290,8 +303,9 @@ class ExecTool(ToolCard):
             cwd: Directory relative to the workspace root.
             timeout_s: Seconds before it is killed (at most the configured limit).
         """
-        running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
-        result: ExecResult = self.ask(running, actor=ACTOR_NAME)
+        with self._journaled(cmd, timeout_s):
+            running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
+            result: ExecResult = self.ask(running, actor=ACTOR_NAME)
         return _answer(result, self.limits.output_chars)
 
     def _start_background(self, cmd: str, cwd: str, timeout_s: float | None) -> str:
@@ -305,6 +319,7 @@ class ExecTool(ToolCard):
                 owner=self._member,
                 max_running=self.max_background_runs,
                 keep_chars=self.background_output_chars,
+                around=self._journaled(cmd, timeout_s, limit_s=self.background_timeout_s),
             ),
             actor=ACTOR_NAME,
         )
@@ -338,11 +353,6 @@ class ExecTool(ToolCard):
         }
         offered = [uses[name] for name in self._run_tools()]
         return (", ".join(offered).capitalize() + ".") if offered else ""
-
-    @property
-    def _member(self) -> str:
-        observer: ActorToolObserver = self.get_observer()
-        return observer.address.name
 
     def _run(self, run_id: str) -> BackgroundRun:
         return self.ask(self.bound(self._sandbox).run_of(self._member, run_id), actor=ACTOR_NAME)
@@ -415,6 +425,21 @@ class ExecTool(ToolCard):
             state = f"running since {since}" if status.result is None else f"ended ({status.ending}); not read yet"
             lines.append(f"- {status.label}: {state}")
         return "\n".join(lines)
+
+    def _journaled(
+        self, cmd: str, timeout_s: float | None, *, limit_s: float | None = None
+    ) -> contextlib.AbstractContextManager[Any]:
+        """The workspace journal's block for this command (the team's ``workspace_commands``
+        service, when a workspace card of this process offers it), so what the command changes
+        is recorded as this member's change. ``limit_s`` is the card's deadline for it
+        (default ``timeout_s``; ``background_timeout_s`` for a background run)."""
+        service = self._team.service(WORKSPACE_COMMANDS) if self._team is not None else None
+        if service is None or self._workspace is None:
+            return contextlib.nullcontext()
+        limit = self.timeout_s if limit_s is None else limit_s
+        deadline = limit if timeout_s is None else min(timeout_s, limit)
+        block: contextlib.AbstractContextManager[Any] = service(self._workspace, self._member, cmd, deadline)
+        return block
 
 
 def _answer(result: ExecResult, output_chars: int) -> str:

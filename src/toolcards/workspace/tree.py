@@ -385,6 +385,24 @@ class Tree:
 
         return self._at(path, "read", status, missing=lambda rel: None)[0]
 
+    def status(self, path: str) -> os.stat_result | None:
+        """The ``lstat`` of what ``path`` names, its last component not followed (a link is
+        reported as a link), or ``None`` when nothing is there.
+
+        Raises:
+            RetriableError: the path leaves the tree or is invalid.
+        """
+
+        def status_of(dir_fd: int, name: str, rel: str) -> os.stat_result | None:
+            try:
+                return os.lstat(name, dir_fd=dir_fd)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as exc:
+                raise file_error(exc, "read", rel) from exc
+
+        return self._at(path, "read", status_of, follow_last=False, missing=lambda rel: None)[0]
+
     def directory(self, path: str, doing: Doing = "list") -> Directory:
         """The directory at ``path`` (links inside the tree followed), open.
 
