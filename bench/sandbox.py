@@ -28,7 +28,7 @@ from pathlib import Path
 import pykka
 
 from bench.timing import Case, Stats, measure
-from toolcards.core.tree_usage import WorkspaceUsage
+from toolcards.fs.tree_usage import WorkspaceUsage
 from toolcards.sandbox import BwrapSandboxActor, ExecLimits, LocalSandboxActor, SandboxActor
 from toolcards.sandbox.bwrap import bwrap_available
 from toolcards.sandbox.cgroup import cgroup_support
@@ -118,7 +118,7 @@ def _proxy_overhead() -> Case:
 
     from bench.timing import percentile
     from toolcards import ToolFactory
-    from toolcards.core.locations import workspace_dir
+    from toolcards.fs.locations import workspace_dir
     from toolcards.sandbox import ExecCommandParam, ExecTool
     from toolcards.testing import FakeObserver
 

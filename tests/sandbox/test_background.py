@@ -14,8 +14,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.sandbox.conftest import backend_class, live_processes_with, marker, wait_until
 from toolcards import ToolFactory
 from toolcards.actors import ActorSystem
-from toolcards.core.locations import workspace_dir
 from toolcards.errors import RetriableError
+from toolcards.fs.locations import workspace_dir
 from toolcards.sandbox import ExecLimits, ExecTool
 from toolcards.testing import FakeObserver
 

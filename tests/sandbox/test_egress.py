@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from tests.sandbox.conftest import backend_class, wait_until
 from toolcards import ToolFactory, WiringError, dump_cards, load_cards
-from toolcards.core.locations import workspace_dir
+from toolcards.fs.locations import workspace_dir
 from toolcards.sandbox import ExecCommandParam, ExecTool
 from toolcards.sandbox.egress import EgressProxy
 from toolcards.sandbox.hosts import HostAllowlist

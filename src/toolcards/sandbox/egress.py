@@ -133,7 +133,7 @@ class EgressProxy:
         """A new gate listening on its own socket; close it when the command has ended.
 
         ``on_refusal(message)`` hears each distinct refusal as it happens (a background run's
-        log). Blocks until the socket listens (well under a millisecond).
+        log). Blocks until the socket listens.
 
         Raises:
             OSError: the socket could not be made.

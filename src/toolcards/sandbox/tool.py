@@ -29,7 +29,7 @@ started them and live in the team's sandbox (:mod:`toolcards.sandbox.runs`).
 ``network`` holds commands to no network, the host's, or a list of hosts (``bwrap``: a proxy
 is their only way out, and each refusal is a note of the command's result).
 
-The workspace is the same tree ``WorkspaceTool`` edits (``core.locations.workspace_dir``),
+The workspace is the same tree ``WorkspaceTool`` edits (``fs.locations.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
 changed are seen by every agent's next write. When a workspace card of the same process
 keeps the tree's journal, each command runs inside the team's ``workspace_commands``
@@ -51,12 +51,12 @@ from pydantic import Field, PrivateAttr, field_validator
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import Capability, ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
-from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
 from toolcards.core.services import WORKSPACE_COMMANDS
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
+from toolcards.fs.locations import WorkspaceId, workspace_dir
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
 from toolcards.sandbox.hosts import HostAllowlist
