@@ -50,7 +50,7 @@ def test_a_run_starts_at_once_and_its_output_is_paged_while_it_runs(mode: str, a
     call, context = tools(
         ExecTool(mode=mode, allowed_commands=[], max_background_runs=2, limits=ExecLimits(output_chars=200)), alice
     )
-    script = "for i in $(seq 1 40); do echo line-$i; done; sleep 1; echo done >&2; exit 3"
+    script = "for i in $(seq 1 40); do echo line-$i; done; sleep 3; echo done >&2; exit 3"
     started = call["exec_command"](cmd=f"sh -c '{script}'", background=True)
     run_id = run_id_of(started)
     assert "check it with exec_status, read its output with exec_output, stop it with exec_stop" in started.lower()
@@ -69,7 +69,7 @@ def test_a_run_starts_at_once_and_its_output_is_paged_while_it_runs(mode: str, a
     assert "[no new output yet; call again later with the same offset]" in call["exec_output"](
         run_id=run_id, offset=311
     )
-    assert wait_until(lambda: "exit code 3" in call["exec_status"](run_id=run_id))
+    assert wait_until(lambda: "exit code 3" in call["exec_status"](run_id=run_id), timeout_s=30)
     assert "[no output after this offset; the run has ended]" in call["exec_output"](run_id=run_id, offset=10**6)
     assert "done" in call["exec_output"](run_id=run_id, offset=311)
     assert context() is None  # ended and read: no longer listed
@@ -121,7 +121,7 @@ def test_a_run_ends_at_its_deadline_and_under_the_cards_limits(mode: str, alice:
     )
     assert wait_until(lambda: "stopped: timeout" in call["exec_status"](run_id=slow))
     assert not live_processes_with(f"sleep {tag}")
-    assert wait_until(lambda: "exit code 1" in call["exec_status"](run_id=hog))
+    assert wait_until(lambda: "exit code 1" in call["exec_status"](run_id=hog), timeout_s=30)
     assert "MemoryError" in call["exec_output"](run_id=hog)
 
 
@@ -189,6 +189,8 @@ def test_a_run_outlives_the_model_turn_that_started_it(alice: FakeObserver) -> N
     agent = Agent(FunctionModel(model), toolsets=[factory.toolset()])
     first = agent.run_sync("start")
     assert "Started background run r1" in first.output
+    run = alice.team.tool_actors()["#SandboxActor"].proxy().run_of("@Alice", "r1").get()
+    assert wait_until(lambda: run.log.end > 0)  # it has printed before the next turn reads it
     second = agent.run_sync("read", message_history=first.all_messages())
     assert "running for" in second.output and "listening" in second.output
     assert "- r1 `sh -c" in seen[2] and "running since" in seen[2]  # turn 2's first request lists it
