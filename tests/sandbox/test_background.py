@@ -12,7 +12,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.sandbox.conftest import backend_class, live_processes_with, marker, wait_until
-from toolcards import ToolFactory
+from toolcards import Channels, ToolFactory
 from toolcards.actors import ActorSystem
 from toolcards.errors import RetriableError
 from toolcards.fs.locations import workspace_dir
@@ -39,8 +39,24 @@ def mode(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def test_without_a_number_of_runs_nothing_of_them_is_offered(alice: FakeObserver) -> None:
+def test_background_runs_are_offered_by_default(alice: FakeObserver) -> None:
     factory = ToolFactory([ExecTool(mode="local")], observer=alice)
+    assert {tool.name for tool in factory.tools(Channels.TOOL_CALL)} == {
+        "exec_command",
+        "exec_status",
+        "exec_output",
+        "exec_stop",
+    }
+    assert (
+        "background"
+        in next(t for t in factory.tools(Channels.TOOL_CALL) if t.name == "exec_command").parameters_schema[
+            "properties"
+        ]
+    )
+
+
+def test_with_no_runs_allowed_nothing_of_them_is_offered(alice: FakeObserver) -> None:
+    factory = ToolFactory([ExecTool(mode="local", max_background_runs=0)], observer=alice)
     assert [tool.name for tool in factory.tools()] == ["exec_command"]
     assert "background" not in factory.tools()[0].parameters_schema["properties"]
     assert factory.get_system_prompts() == []

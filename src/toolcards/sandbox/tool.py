@@ -20,7 +20,7 @@ command stopped at the disk quota are ``RetriableError``; one stopped at its dea
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
-Background runs (with ``max_background_runs`` > 0): ``exec_command(cmd, background=True)``
+Background runs (unless ``max_background_runs`` is 0): ``exec_command(cmd, background=True)``
 returns a run id at once, and ``exec_status``, ``exec_output`` (paged) and ``exec_stop``
 (TOOL_CALL and COMMAND) read and end the run; ``exec_runs`` (SYSTEM_PROMPT) lists the
 member's runs while they run and until an ended one is read. Runs belong to the member that
@@ -143,10 +143,10 @@ class ExecTool(ToolCard):
     default): as ``options`` say, which is no network for the isolating backends."""
     background_timeout_s: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds a background run may last before it and its process group are killed."""
-    max_background_runs: int = Field(default=0, ge=0, le=64)
-    """Background runs one member may have going at once. 0 (the default) offers none: no
-    ``background`` argument, no ``exec_status``/``exec_output``/``exec_stop``, no tokens spent
-    on them; give a number to offer them."""
+    max_background_runs: int = Field(default=4, ge=0, le=64)
+    """Background runs one member may have going at once. 0 offers none: no ``background``
+    argument, no ``exec_status``/``exec_output``/``exec_stop``, and no tokens spent on their
+    definitions."""
     background_output_chars: int = Field(default=1_000_000, ge=1_000, le=50_000_000)
     """Characters of a background run's output kept for ``exec_output`` (the last ones)."""
     exec_command: ExecCommandParam | bool = True
