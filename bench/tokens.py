@@ -94,8 +94,9 @@ BEYOND_THE_PEER: frozenset[str] = frozenset(
     {"workspace_history", "workspace_diff", "workspace_undo", "exec_status", "exec_output", "exec_stop"}
 )
 """Tools of the default cards outside what akgentic-tool's 5,075 tokens were measured on (its
-background shell runs were not part of that set): that figure covers the rest, so the half-of-it target is checked on the rest (like for like) and the whole
-set is reported beside it."""
+background shell runs were not part of that set): that figure covers the rest, so the
+half-of-it target is checked on the rest (like for like) and the whole set is reported
+beside it."""
 
 
 def _definitions_tokens(definitions: Sequence[Any]) -> int:
