@@ -41,6 +41,9 @@ BUILTIN_CARDS: dict[str, str] = {
     "team": "toolcards.team.tool:TeamTool",
     "messaging": "toolcards.team.tool:MessagingTool",
     "spilled_output": "toolcards.spill.tool:SpilledOutputTool",
+    "skills": "toolcards.skills.tool:SkillsTool",
+    "metadata": "toolcards.metadata.tool:MetadataTool",
+    "model": "toolcards.model.tool:ModelTool",
 }
 """Kind → ``module:Class`` of the cards shipped with toolcards, imported on demand."""
 

@@ -9,6 +9,9 @@ namespace, hands it what changed since its version and commits before the actor 
 in one process for tests. :func:`backup_sqlite_store` copies a SQLite store while it is in
 use. Every failure is a :class:`~toolcards.errors.StoreError`.
 
+:class:`NamespaceMirror` keeps a small namespace's rows in memory for the actors whose state
+is a few rows (the team's metadata, the models members chose).
+
 The runtime's shared parts live here too, injected into ``ActorSystem``: each team's event log
 (``store_journals()``) and its roster of every process's members (``store_presence()``).
 """
@@ -32,6 +35,7 @@ from toolcards.store.default import (
 )
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
 from toolcards.store.memory import MemoryStore
+from toolcards.store.mirror import MirroredWrite, NamespaceMirror
 from toolcards.store.presence import StorePresence, store_presence
 from toolcards.store.sqlite import SQLiteStore
 from toolcards.store.sqlite_backup import SQLiteBackup, backup_sqlite_store
@@ -47,6 +51,8 @@ __all__ = [
     "Delta",
     "JSONText",
     "MemoryStore",
+    "MirroredWrite",
+    "NamespaceMirror",
     "NamespaceSummary",
     "OutcomeUnknown",
     "PostgresStore",
