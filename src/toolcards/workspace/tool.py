@@ -516,13 +516,9 @@ class WorkspaceTool(ToolCard):
         self,
         query: Pattern,
         path_prefix: WorkspacePath | None = None,
-        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = DEFAULT_TOP_K,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, json_schema_extra=_unlisted_range)] = DEFAULT_TOP_K,
     ) -> str:
-        """Find passages by meaning and keywords; gives path:L10-42.
-
-        Args:
-            path_prefix: Only under this directory.
-        """
+        """Find passages in files by meaning and keywords."""
         prefix = "" if not path_prefix else self.tree.resolve(path_prefix)
         param = self.param("workspace_search", WorkspaceSearchParam)
         finder = file_search(
@@ -808,6 +804,13 @@ def _member_filter(agent: str | None) -> str | None:
         return None
     bare = agent.strip().lstrip("@").strip()
     return "" if bare.lower() == "outside" else f"@{bare}"
+
+
+def _unlisted_range(schema: dict[str, Any]) -> None:
+    """Drop a number's range from its JSON schema (validation keeps it): see
+    :func:`~toolcards.core.bounds.unlisted_bound`."""
+    schema.pop("minimum", None)
+    schema.pop("maximum", None)
 
 
 def _view_path(path: str) -> str:
