@@ -41,6 +41,7 @@ BUILTIN_CARDS: dict[str, str] = {
     "team": "toolcards.team.tool:TeamTool",
     "messaging": "toolcards.team.tool:MessagingTool",
     "spilled_output": "toolcards.spill.tool:SpilledOutputTool",
+    "usage": "toolcards.usage.tool:UsageTool",
 }
 """Kind → ``module:Class`` of the cards shipped with toolcards, imported on demand."""
 

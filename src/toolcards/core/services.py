@@ -10,7 +10,7 @@ process offers it. The names and contracts live here, below both.
 
 from __future__ import annotations
 
-__all__ = ["MAILBOX", "PATH_RESERVATIONS", "SPILL_SERVICES", "SPILL_TO_STORE", "SPILL_TO_WORKSPACE"]
+__all__ = ["CLAIMED_TASK", "MAILBOX", "PATH_RESERVATIONS", "SPILL_SERVICES", "SPILL_TO_STORE", "SPILL_TO_WORKSPACE"]
 
 PATH_RESERVATIONS = "path_reservations"
 """``service(member) -> [(glob, holder, task_id, mode), ...]``: the workspace globs reserved by
@@ -35,3 +35,8 @@ blocks on store writes."""
 
 SPILL_SERVICES = (SPILL_TO_WORKSPACE, SPILL_TO_STORE)
 """The spill services, in the order the pipeline tries them for each call."""
+
+CLAIMED_TASK = "claimed_task"
+"""``service(member) -> int | None``: the id of the task ``member`` (``@Name``) holds a live
+claim on (the most recently claimed, when several), or ``None``. Offered by the planning
+card; the ledger counts each call against it. May block briefly (an actor ask)."""

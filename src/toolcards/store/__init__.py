@@ -10,7 +10,8 @@ in one process for tests. :func:`backup_sqlite_store` copies a SQLite store whil
 use. Every failure is a :class:`~toolcards.errors.StoreError`.
 
 The runtime's shared parts live here too, injected into ``ActorSystem``: each team's event log
-(``store_journals()``) and its roster of every process's members (``store_presence()``).
+(``store_journals()``), its roster of every process's members (``store_presence()``) and its
+ledger of what every call cost, with the budgets that limit it (``store_ledgers()``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from toolcards.store.default import (
     sqlite_path,
 )
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
+from toolcards.store.ledger import StoreLedger, store_ledgers
 from toolcards.store.memory import MemoryStore
 from toolcards.store.presence import StorePresence, store_presence
 from toolcards.store.sqlite import SQLiteStore
@@ -57,6 +59,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreJournal",
+    "StoreLedger",
     "StorePresence",
     "Transaction",
     "backup_sqlite_store",
@@ -67,6 +70,7 @@ __all__ = [
     "open_store",
     "sqlite_path",
     "store_journals",
+    "store_ledgers",
     "store_presence",
 ]
 
