@@ -137,10 +137,12 @@ def budget_refusal(budget: Budget, limit: str, used: UsageTotals, tool: str) -> 
 def budget_warning(budget: Budget, used: UsageTotals) -> str:
     """The line a member reads at :data:`WARN_AT` of a budget that concerns it."""
     limit, share = budget.fullest(used)
+    amounts = f"{_amount(limit, used.value(limit))} of {_amount(limit, budget.limits()[limit])}"
+    if share >= 1:
+        return f"Budget spent: {budget.label} ({amounts}); calls counting against it are refused. {budget.set_by} can raise it."
     return (
-        f"Budget warning: {budget.label} has used {share:.0%} of its "
-        f"{_amount(limit, budget.limits()[limit])} ({_amount(limit, used.value(limit))}); "
-        f"at 100% its calls are refused. {budget.set_by} can raise it."
+        f"Budget warning: {budget.label} has used {share:.0%} ({amounts}); at 100% its calls are refused. "
+        f"{budget.set_by} can raise it."
     )
 
 

@@ -349,10 +349,7 @@ class StoreLedger:
         Raises:
             StoreError: the store cannot be read.
         """
-        if self._queue or self._unwritten:
-            self.flush()
-        else:
-            self._refresh()
+        self._catch_up()
         hour = None if since is None else int(since.timestamp() // _HOUR)
         total = [0.0] * _FIELDS
         split: dict[str, dict[str, Sums]] = {"member": {}, "task": {}, "card": {}, "tool": {}}
@@ -393,9 +390,16 @@ class StoreLedger:
             by_tool={name: _totals(sums) for name, sums in split["tool"].items()},
         )
 
+    def _catch_up(self) -> None:
+        """Write this process's calls (so they count), else read what others wrote."""
+        if self._queue or self._unwritten:
+            self.flush()
+        else:
+            self._refresh()
+
     def members(self) -> set[str]:
-        """The members with calls in the ledger (after catching up)."""
-        self._refresh()
+        """The members with calls in the ledger (this process's written first)."""
+        self._catch_up()
         with self._lock:
             return {name for (scope, name), sums in self._by.items() if scope == "member" and sums[0] and name}
 
