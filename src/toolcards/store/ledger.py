@@ -100,8 +100,11 @@ class StoreLedger:
         self._rows: dict[Key, Sums] = {}
         self._all: dict[tuple[str, int | None, str, str], Sums] = {}
         """The rows added up over every hour: what totals without ``since`` read."""
+        self._hours: dict[int, dict[Key, Sums]] = {}
+        """The rows by hour: what totals with ``since`` read."""
         self._by: dict[tuple[str, str], Sums] = {}
-        """Totals per ``("member", "@A")``, ``("task", "12")``, ``("card", "WorkspaceTool")``."""
+        """Totals per ``("member", "@A")``, ``("task", "12")``, ``("card", "WorkspaceTool")``,
+        ``("tool", "workspace_read")``: what the whole team's totals and budgets read."""
         self._unwritten: dict[Key, Sums] = {}
         """Counted calls a failed write left behind, added to the next one."""
         self._budgets: dict[tuple[str, str], Budget] = {}
@@ -279,7 +282,7 @@ class StoreLedger:
         if catch_up is None:
             return
         if isinstance(catch_up, Snapshot):
-            self._rows, self._all, self._by, self._budgets = {}, {}, {}, {}
+            self._rows, self._hours, self._all, self._by, self._budgets = {}, {}, {}, {}, {}
             for key, value in catch_up.rows.get(_TOTALS, {}).items():
                 self._set_row(_decode_key(key), [float(number) for number in value])
             for value in catch_up.rows.get(_BUDGETS, {}).values():
@@ -300,17 +303,25 @@ class StoreLedger:
 
     def _set_row(self, key: Key, sums: Sums | None) -> None:
         """Replace a totals row, keeping the sums over hours and per member, task and card."""
-        old = self._rows.pop(key, None) if sums is None else self._rows.get(key)
-        if sums is not None:
+        hour, member, task, card, tool = key
+        if sums is None:
+            old = self._rows.pop(key, None)
+            self._hours.get(hour, {}).pop(key, None)
+        else:
+            old = self._rows.get(key)
             self._rows[key] = sums
+            self._hours.setdefault(hour, {})[key] = sums
         change = list(sums or [0.0] * _FIELDS)
         if old is not None:
             _add(change, old, sign=-1)
-        _, member, task, card, tool = key
         _add(self._all.setdefault((member, task, card, tool), [0.0] * _FIELDS), change)
-        _add(self._by.setdefault(("member", member), [0.0] * _FIELDS), change)
-        _add(self._by.setdefault(("task", "none" if task is None else str(task)), [0.0] * _FIELDS), change)
-        _add(self._by.setdefault(("card", card), [0.0] * _FIELDS), change)
+        by = self._by
+        for dimension in (("member", member), ("task", "none" if task is None else str(task)), ("card", card), ("tool", tool)):
+            found = by.get(dimension)
+            if found is None:
+                by[dimension] = list(change)
+            else:
+                _add(found, change)
 
     def close(self) -> None:
         """Stop the writer thread and write what is left (a failure is logged). Idempotent."""
@@ -354,28 +365,15 @@ class StoreLedger:
         total = [0.0] * _FIELDS
         split: dict[str, dict[str, Sums]] = {"member": {}, "task": {}, "card": {}, "tool": {}}
         with self._lock:
-            rows: Iterable[tuple[tuple[str, int | None, str, str], Sums]]
-            if hour is None:
-                rows = self._all.items()
+            if hour is None and member is None and task_id is None:
+                # The whole team: the totals kept per member, task, card and tool.
+                for (kind, name), sums in self._by.items():
+                    if sums[0]:
+                        split[kind][name or "(no member)"] = list(sums)
+                for sums in split["card"].values():
+                    _add(total, sums)
             else:
-                rows = (((m, t, c, n), sums) for (h, m, t, c, n), sums in self._rows.items() if h >= hour)
-            for (row_member, row_task, card, tool), sums in rows:
-                if (member is not None and row_member != member) or (task_id is not None and row_task != task_id):
-                    continue
-                if not sums[0]:
-                    continue
-                _add(total, sums)
-                for kind, name in (
-                    ("member", row_member or "(no member)"),
-                    ("task", "none" if row_task is None else str(row_task)),
-                    ("card", card),
-                    ("tool", tool),
-                ):
-                    found = split[kind].get(name)
-                    if found is None:
-                        split[kind][name] = list(sums)
-                    else:
-                        _add(found, sums)
+                self._add_up(member, task_id, hour, total, split)
         from toolcards.core.tokens import token_method
 
         return UsageReport(
@@ -389,6 +387,43 @@ class StoreLedger:
             by_card={name: _totals(sums) for name, sums in split["card"].items()},
             by_tool={name: _totals(sums) for name, sums in split["tool"].items()},
         )
+
+    def _add_up(
+        self,
+        member: str | None,
+        task_id: int | None,
+        hour: int | None,
+        total: Sums,
+        split: dict[str, dict[str, Sums]],
+    ) -> None:
+        """Add the rows matching the query into ``total`` and ``split`` (under ``_lock``)."""
+        rows: Iterable[tuple[tuple[str, int | None, str, str], Sums]]
+        if hour is None:
+            rows = self._all.items()
+        else:
+            rows = (
+                ((row_member, row_task, card, tool), sums)
+                for row_hour in [h for h in self._hours if h >= hour]
+                for (_, row_member, row_task, card, tool), sums in self._hours[row_hour].items()
+            )
+        by_member, by_task, by_card, by_tool = split["member"], split["task"], split["card"], split["tool"]
+        for (row_member, row_task, card, tool), sums in rows:
+            if (member is not None and row_member != member) or (task_id is not None and row_task != task_id):
+                continue
+            if not sums[0]:
+                continue
+            _add(total, sums)
+            for into, name in (
+                (by_member, row_member or "(no member)"),
+                (by_task, "none" if row_task is None else str(row_task)),
+                (by_card, card),
+                (by_tool, tool),
+            ):
+                found = into.get(name)
+                if found is None:
+                    into[name] = list(sums)
+                else:
+                    _add(found, sums)
 
     def _catch_up(self) -> None:
         """Write this process's calls (so they count), else read what others wrote."""
@@ -497,8 +532,15 @@ def store_ledgers(store: Store | None = None, *, interval_s: float = 0.25) -> An
 
 
 def _add(into: Sums, sums: Sums, sign: int = 1) -> Sums:
-    for index in range(_FIELDS):
-        into[index] += sign * sums[index]
+    if sign == 1:  # unrolled: totals over many rows are this loop
+        into[0] += sums[0]
+        into[1] += sums[1]
+        into[2] += sums[2]
+        into[3] += sums[3]
+        into[4] += sums[4]
+    else:
+        for index in range(_FIELDS):
+            into[index] -= sums[index]
     return into
 
 
