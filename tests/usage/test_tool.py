@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import ToolFactory
@@ -94,28 +94,34 @@ def test_a_spent_member_budget_refuses_the_agents_next_call(system: ActorSystem)
     answer = lead_tools["set_budget"].call_sync({"member": "@Alice", "calls": 2})
     assert answer == "Budget of member @Alice set: calls=2. Calls past it are refused."
     seen: list[str] = []
+    calls = {"first": 2, "second": 1}
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        for message in messages:
-            for part in getattr(message, "parts", []):
-                if isinstance(part, ToolReturnPart):
-                    seen.append(str(part.content))
-        if len(messages) < 7:
+        run = "first" if "first" in str(messages[0]) else "second"
+        seen.extend(
+            str(part.content)
+            for part in getattr(messages[-1], "parts", [])
+            if isinstance(part, ToolReturnPart | RetryPromptPart)
+        )
+        if len(messages) < 2 * calls[run]:
             return ModelResponse(parts=[ToolCallPart("search_planning", {}, tool_call_id=f"c{len(messages)}")])
         return ModelResponse(parts=[TextPart("done")])
 
     toolset = ToolFactory([PlanningTool(), UsageTool()], observer=alice).toolset()
     agent = Agent(FunctionModel(model), toolsets=[toolset])
     agent.run_sync("first")
-    ledger_of(alice).flush()
-    tools = tools_of(alice)
-    with pytest.raises(BudgetExceeded) as refused:
-        tools["search_planning"].call_sync({})
-    assert str(refused.value) == (
-        "search_planning was not run: the budget of member @Alice is spent (3 calls of 2 calls). "
-        "It was set by @Lead; only @Lead or the user can raise it (set_budget). "
-        "Stop calling tools that count against it and tell @Lead or the user."
+    ledger_of(alice).flush()  # the writer's pass: from here every process sees both calls
+    seen.clear()
+    agent.run_sync("second")
+    refusal = (
+        "search_planning was not run: the budget of member @Alice is spent (2 calls of 2 calls). "
+        "It was set by @Lead, and only @Lead or the user can raise it: "
+        "stop calling tools that count against it and tell @Lead or the user."
     )
+    assert any(refusal in text for text in seen), seen
+    tools = tools_of(alice)
+    with pytest.raises(BudgetExceeded, match="budget of member @Alice is spent"):
+        tools["search_planning"].call_sync({})
     calls_before = ledger_of(alice).usage(member="@Alice").total.calls
     with pytest.raises(BudgetExceeded):
         tools["search_planning"].call_sync({})

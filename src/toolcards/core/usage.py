@@ -129,8 +129,8 @@ def budget_refusal(budget: Budget, limit: str, used: UsageTotals, tool: str) -> 
     return (
         f"{tool} was not run: the budget of {budget.label} is spent "
         f"({_amount(limit, used.value(limit))} of {_amount(limit, budget.limits()[limit])}). "
-        f"It was set by {budget.set_by}; only {raiser} can raise it (set_budget). "
-        f"Stop calling tools that count against it and tell {raiser}."
+        f"It was set by {budget.set_by}, and only {raiser} can raise it: "
+        f"stop calling tools that count against it and tell {raiser}."
     )
 
 

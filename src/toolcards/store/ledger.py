@@ -30,7 +30,6 @@ that change state (a ``claim_task``, a ``release_task``).
 from __future__ import annotations
 
 import collections
-import json
 import logging
 import threading
 import time
@@ -283,8 +282,7 @@ class StoreLedger:
             return
         if isinstance(catch_up, Snapshot):
             self._rows, self._hours, self._all, self._by, self._budgets = {}, {}, {}, {}, {}
-            for key, value in catch_up.rows.get(_TOTALS, {}).items():
-                self._set_row(_decode_key(key), [float(number) for number in value])
+            self._load_rows(catch_up.rows.get(_TOTALS, {}))
             for value in catch_up.rows.get(_BUDGETS, {}).values():
                 budget = Budget.model_validate(value)
                 self._budgets[(budget.scope, budget.name)] = budget
@@ -300,6 +298,31 @@ class StoreLedger:
                     else:
                         self._budgets[(scope, name)] = Budget.model_validate(change.value)
         self._version = max(version, catch_up.version)
+
+    def _load_rows(self, stored: dict[str, Any]) -> None:
+        """Build the mirror from every totals row of a snapshot (under ``_lock``): one pass,
+        nothing to take back."""
+        rows, hours, over_hours, by = self._rows, self._hours, self._all, self._by
+        for text, sums in stored.items():
+            key = _decode_key(text)
+            hour, member, task, card, tool = key
+            rows[key] = sums
+            in_hour = hours.get(hour)
+            if in_hour is None:
+                in_hour = hours[hour] = {}
+            in_hour[key] = sums
+            for into, name in (
+                (over_hours, (member, task, card, tool)),
+                (by, ("member", member)),
+                (by, ("task", "none" if task is None else str(task))),
+                (by, ("card", card)),
+                (by, ("tool", tool)),
+            ):
+                found = into.get(name)  # type: ignore[attr-defined]
+                if found is None:
+                    into[name] = list(sums)  # type: ignore[index]
+                else:
+                    _add(found, sums)
 
     def _set_row(self, key: Key, sums: Sums | None) -> None:
         """Replace a totals row, keeping the sums over hours and per member, task and card."""
@@ -559,9 +582,13 @@ def _totals(sums: Sums) -> UsageTotals:
 
 
 def _encode_key(key: Key) -> str:
-    return json.dumps(key, separators=(",", ":"))
+    """``"hour<TAB>member<TAB>task<TAB>card<TAB>tool"`` (no task: empty); a tab in a name
+    is kept as a space."""
+    hour, member, task, card, tool = key
+    parts = (member, "" if task is None else str(task), card, tool)
+    return "\t".join([str(hour), *(part.replace("\t", " ") for part in parts)])
 
 
 def _decode_key(text: str) -> Key:
-    hour, member, task, card, tool = json.loads(text)
-    return int(hour), str(member), None if task is None else int(task), str(card), str(tool)
+    hour, member, task, card, tool = text.split("\t")
+    return int(hour), member, int(task) if task else None, card, tool
