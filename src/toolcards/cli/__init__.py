@@ -9,6 +9,7 @@
     toolcards call [--config team.yaml] [--agent NAME] '/get_planning'  run one command
     toolcards dashboard [--config team.yaml] [--store ...]              watch a team live in a browser
     toolcards backup [--store ...] [--force] DEST                       copy the team's store while it runs
+    toolcards usage [--member @A] [--task N] [--since 2h] [--json]      what members, tasks and cards cost
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
     toolcards --version
 
@@ -46,6 +47,7 @@ COMMANDS: tuple[str, ...] = (
     "toolcards.cli.call",
     "toolcards.cli.dashboard",
     "toolcards.cli.backup",
+    "toolcards.cli.usage",
     "toolcards.cli.demo",
     "toolcards.cli.fetch_models",
 )
