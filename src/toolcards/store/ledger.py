@@ -98,6 +98,10 @@ class StoreLedger:
         self._version: int | None = None
         self._rows: dict[Key, Sums] = {}
         self._all: dict[tuple[str, int | None, str, str], Sums] = {}
+        self._of_member: dict[str, dict[tuple[str, int | None, str, str], Sums]] = {}
+        self._of_task: dict[int | None, dict[tuple[str, int | None, str, str], Sums]] = {}
+        """The rows of ``_all`` (the same lists) by member and by task: what one member's or
+        one task's totals read."""
         """The rows added up over every hour: what totals without ``since`` read."""
         self._hours: dict[int, dict[Key, Sums]] = {}
         """The rows by hour: what totals with ``since`` read."""
@@ -282,6 +286,7 @@ class StoreLedger:
             return
         if isinstance(catch_up, Snapshot):
             self._rows, self._hours, self._all, self._by, self._budgets = {}, {}, {}, {}, {}
+            self._of_member, self._of_task = {}, {}
             self._load_rows(catch_up.rows.get(_TOTALS, {}))
             for value in catch_up.rows.get(_BUDGETS, {}).values():
                 budget = Budget.model_validate(value)
@@ -302,7 +307,7 @@ class StoreLedger:
     def _load_rows(self, stored: dict[str, Any]) -> None:
         """Build the mirror from every totals row of a snapshot (under ``_lock``): one pass,
         nothing to take back."""
-        rows, hours, over_hours, by = self._rows, self._hours, self._all, self._by
+        rows, hours, by = self._rows, self._hours, self._by
         for text, sums in stored.items():
             key = _decode_key(text)
             hour, member, task, card, tool = key
@@ -311,8 +316,8 @@ class StoreLedger:
             if in_hour is None:
                 in_hour = hours[hour] = {}
             in_hour[key] = sums
+            self._over_hours(member, task, card, tool, sums)
             for into, name in (
-                (over_hours, (member, task, card, tool)),
                 (by, ("member", member)),
                 (by, ("task", "none" if task is None else str(task))),
                 (by, ("card", card)),
@@ -323,6 +328,17 @@ class StoreLedger:
                     into[name] = list(sums)  # type: ignore[index]
                 else:
                     _add(found, sums)
+
+    def _over_hours(self, member: str, task: int | None, card: str, tool: str, change: Sums) -> None:
+        """Add ``change`` to the row over every hour of (member, task, card, tool)."""
+        key = (member, task, card, tool)
+        found = self._all.get(key)
+        if found is None:
+            found = self._all[key] = list(change)
+            self._of_member.setdefault(member, {})[key] = found
+            self._of_task.setdefault(task, {})[key] = found
+        else:
+            _add(found, change)
 
     def _set_row(self, key: Key, sums: Sums | None) -> None:
         """Replace a totals row, keeping the sums over hours and per member, task and card."""
@@ -337,7 +353,7 @@ class StoreLedger:
         change = list(sums or [0.0] * _FIELDS)
         if old is not None:
             _add(change, old, sign=-1)
-        _add(self._all.setdefault((member, task, card, tool), [0.0] * _FIELDS), change)
+        self._over_hours(member, task, card, tool, change)
         by = self._by
         for dimension in (("member", member), ("task", "none" if task is None else str(task)), ("card", card), ("tool", tool)):
             found = by.get(dimension)
@@ -421,7 +437,11 @@ class StoreLedger:
     ) -> None:
         """Add the rows matching the query into ``total`` and ``split`` (under ``_lock``)."""
         rows: Iterable[tuple[tuple[str, int | None, str, str], Sums]]
-        if hour is None:
+        if hour is None and member is not None:
+            rows = self._of_member.get(member, {}).items()
+        elif hour is None and task_id is not None:
+            rows = self._of_task.get(task_id, {}).items()
+        elif hour is None:
             rows = self._all.items()
         else:
             rows = (
@@ -523,7 +543,8 @@ class StoreLedger:
         with self._lock:
             budgets = dict(self._budgets)
             if any(scope == "card" for scope, _ in budgets):
-                cards = {card for (who, _task, card, _tool), sums in self._all.items() if who == member and sums[0]}
+                mine = self._of_member.get(member, {})
+                cards = {card for (_who, _task, card, _tool), sums in mine.items() if sums[0]}
                 wanted += [("card", card) for card in sorted(cards)]
         lines = []
         for scope, name in wanted:
