@@ -468,6 +468,12 @@ class StoreLedger:
                 else:
                     _add(found, sums)
 
+    def version(self) -> int:
+        """The ledger's store version, after reading what others wrote: it changes whenever
+        the totals or the budgets may have (what a watcher polls)."""
+        self._refresh()
+        return self._version or 0
+
     def _catch_up(self) -> None:
         """Write this process's calls (so they count), else read what others wrote."""
         if self._queue or self._unwritten:
