@@ -117,7 +117,7 @@ def _totals(path: Path) -> list[Case]:
         rows = len(ledger._rows)
         member, task = MEMBERS[3], 17
         since = datetime.now(UTC) - timedelta(hours=24)
-        whole = measure(lambda: ledger.usage(), repeat=30, warmup=3)
+        whole = measure(ledger.usage, repeat=30, warmup=3)
         one_member = measure(lambda: ledger.usage(member=member), repeat=30, warmup=3)
         one_task = measure(lambda: ledger.usage(task_id=task), repeat=30, warmup=3)
         last_day = measure(lambda: ledger.usage(since=since), repeat=30, warmup=3)

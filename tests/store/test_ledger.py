@@ -23,7 +23,9 @@ def _tool(name: str = "lookup", agent: str | None = "@Alice", card: str = "Looku
     return Tool.from_function(lookup, name=name, agent=agent, card=card, mutates=mutates)
 
 
-def _note(ledger: StoreLedger, tool: Tool, task: int | None = None, *, result: Any = "result", failed: bool = False) -> None:
+def _note(
+    ledger: StoreLedger, tool: Tool, task: int | None = None, *, result: Any = "result", failed: bool = False
+) -> None:
     ledger.note(tool, task, {"word": "hello"}, result, time.perf_counter() - 0.002, failed)
 
 

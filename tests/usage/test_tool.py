@@ -155,7 +155,9 @@ def test_the_warning_line_reaches_the_context_at_80_percent(system: ActorSystem)
     tools["search_planning"].call_sync({})
     ledger_of(alice).flush()
     agent.run_sync("go")
-    assert "Budget spent: member @Alice (5 calls of 5 calls); calls counting against it are refused." in instructions[-1]
+    assert (
+        "Budget spent: member @Alice (5 calls of 5 calls); calls counting against it are refused." in instructions[-1]
+    )
 
 
 @pytest.mark.parametrize(

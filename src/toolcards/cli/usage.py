@@ -34,7 +34,9 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         description=summary(__doc__),
         epilog=LOOKUP_HELP,
     )
-    parser.add_argument("--config", metavar="PATH", help="team config (YAML) naming the team; default: the standard team")
+    parser.add_argument(
+        "--config", metavar="PATH", help="team config (YAML) naming the team; default: the standard team"
+    )
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     parser.add_argument("--member", metavar="@NAME", help="only this member's calls")
     parser.add_argument("--task", metavar="ID", type=int, help="only calls made for this task")
@@ -81,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     for budget in budgets:
         limits = ", ".join(f"{key}={value:g}" for key, value in budget.limits().items())
         used = ledger.used(budget.scope, budget.name)
-        print(f"Budget of {budget.label}: {limits} (used: {used.calls:,} calls, {used.result_tokens:,} result tokens, "
-              f"{used.tool_time_s:,.1f} s; set by {budget.set_by})")
+        print(
+            f"Budget of {budget.label}: {limits} (used: {used.calls:,} calls, {used.result_tokens:,} result tokens, "
+            f"{used.tool_time_s:,.1f} s; set by {budget.set_by})"
+        )
     return 0

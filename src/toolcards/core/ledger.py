@@ -37,9 +37,7 @@ class CallLedger(Protocol):
             BudgetExceeded: a budget of the agent, its task or the tool's card is spent.
         """
 
-    def note(
-        self, tool: Tool, task: int | None, arguments: Any, result: Any, started: float, failed: bool
-    ) -> None:
+    def note(self, tool: Tool, task: int | None, arguments: Any, result: Any, started: float, failed: bool) -> None:
         """Keep the cost of one finished call of ``tool``: its ``arguments`` (as given),
         the ``result`` the model reads (an error's message when ``failed``), and the
         ``time.perf_counter()`` at its start. Never raises, never blocks on I/O."""

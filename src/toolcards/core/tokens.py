@@ -51,10 +51,10 @@ def o200k() -> Any | None:
     try:
         with warnings.catch_warnings():  # bpe-openai reads its data with a deprecated call
             warnings.simplefilter("ignore", DeprecationWarning)
-            import bpe_openai.data
+            import bpe_openai.data  # type: ignore[import-untyped]
         import tiktoken
         import tiktoken.load
-        from tiktoken_ext import openai_public
+        from tiktoken_ext import openai_public  # type: ignore[import-untyped]
     except ImportError:
         return None
     packed = Path(bpe_openai.data.__file__).parent / "o200k_base.tiktoken.gz"

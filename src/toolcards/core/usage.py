@@ -139,7 +139,10 @@ def budget_warning(budget: Budget, used: UsageTotals) -> str:
     limit, share = budget.fullest(used)
     amounts = f"{_amount(limit, used.value(limit))} of {_amount(limit, budget.limits()[limit])}"
     if share >= 1:
-        return f"Budget spent: {budget.label} ({amounts}); calls counting against it are refused. {budget.set_by} can raise it."
+        return (
+            f"Budget spent: {budget.label} ({amounts}); calls counting against it are refused. "
+            f"{budget.set_by} can raise it."
+        )
     return (
         f"Budget warning: {budget.label} has used {share:.0%} ({amounts}); at 100% its calls are refused. "
         f"{budget.set_by} can raise it."

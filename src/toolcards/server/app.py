@@ -125,9 +125,7 @@ class TeamServer:
         # Checked before any actor starts: a refused name must not leave threads behind.
         self.agent_name = _checked_agent_name(agent_name)
         self._owns_system = system is None
-        self.system = system or ActorSystem(
-            journal=store_journals(), presence=store_presence(), ledger=store_ledgers()
-        )
+        self.system = system or ActorSystem(journal=store_journals(), presence=store_presence(), ledger=store_ledgers())
         try:
             self.team = self.system.team(config.team_id)
             self.sessions = AgentSessions(

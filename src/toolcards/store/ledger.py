@@ -136,7 +136,17 @@ class StoreLedger:
     def note(self, tool: Tool, task: int | None, arguments: Any, result: Any, started: float, failed: bool) -> None:
         """Queue one finished call; the writer thread counts and writes it."""
         self._queue.append(
-            (time.time(), tool.agent or "", task, tool.card, tool.name, arguments, result, time.perf_counter() - started, failed)
+            (
+                time.time(),
+                tool.agent or "",
+                task,
+                tool.card,
+                tool.name,
+                arguments,
+                result,
+                time.perf_counter() - started,
+                failed,
+            )
         )
         if tool.mutates and tool.agent:
             self._tasks.pop(tool.agent, None)  # it may have claimed or released a task
@@ -317,15 +327,15 @@ class StoreLedger:
                 in_hour = hours[hour] = {}
             in_hour[key] = sums
             self._over_hours(member, task, card, tool, sums)
-            for into, name in (
-                (by, ("member", member)),
-                (by, ("task", "none" if task is None else str(task))),
-                (by, ("card", card)),
-                (by, ("tool", tool)),
+            for name in (
+                ("member", member),
+                ("task", "none" if task is None else str(task)),
+                ("card", card),
+                ("tool", tool),
             ):
-                found = into.get(name)  # type: ignore[attr-defined]
+                found = by.get(name)
                 if found is None:
-                    into[name] = list(sums)  # type: ignore[index]
+                    by[name] = list(sums)
                 else:
                     _add(found, sums)
 
@@ -355,7 +365,12 @@ class StoreLedger:
             _add(change, old, sign=-1)
         self._over_hours(member, task, card, tool, change)
         by = self._by
-        for dimension in (("member", member), ("task", "none" if task is None else str(task)), ("card", card), ("tool", tool)):
+        for dimension in (
+            ("member", member),
+            ("task", "none" if task is None else str(task)),
+            ("card", card),
+            ("tool", tool),
+        ):
             found = by.get(dimension)
             if found is None:
                 by[dimension] = list(change)

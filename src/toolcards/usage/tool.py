@@ -194,7 +194,9 @@ class UsageTool(ToolCard):
     def _scope(
         self, member: str | None, task_id: int | None, card: str | None, *, known_only: bool = True
     ) -> tuple[BudgetScope, str]:
-        chosen = [name for name, value in (("member", member), ("task_id", task_id), ("card", card)) if value is not None]
+        chosen = [
+            name for name, value in (("member", member), ("task_id", task_id), ("card", card)) if value is not None
+        ]
         if len(chosen) != 1:
             got = ", ".join(chosen) if chosen else "none"
             raise RetriableError(f"Give exactly one of member, task_id or card (given: {got}).")
