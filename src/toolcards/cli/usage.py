@@ -54,10 +54,9 @@ def run(args: argparse.Namespace) -> int:
         toolcards.store.StoreError: the store is missing or cannot be read.
     """
     from toolcards.cli.serve import build_config
-    from toolcards.core.usage import render_usage
+    from toolcards.core.usage import parse_since, render_usage
     from toolcards.errors import RetriableError
     from toolcards.store import StoreLedger, default_store
-    from toolcards.usage.tool import parse_since
 
     config = build_config(args)
     try:

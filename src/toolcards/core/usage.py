@@ -9,10 +9,13 @@ words of its refusal and of its warning at :data:`WARN_AT` are written here, onc
 
 from __future__ import annotations
 
-from datetime import datetime
+import re
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from toolcards.errors import RetriableError
 
 __all__ = [
     "LIMITS",
@@ -23,6 +26,7 @@ __all__ = [
     "UsageTotals",
     "budget_refusal",
     "budget_warning",
+    "parse_since",
     "render_usage",
 ]
 
@@ -36,6 +40,8 @@ LIMITS = ("calls", "result_tokens", "tool_time_s")
 WARN_AT = 0.8
 """The share of a budget from which the member's context carries a warning line."""
 
+_AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhd])\s*$")
+_UNIT_S = {"m": 60, "h": 3600, "d": 86400}
 _UNITS = {"calls": "calls", "result_tokens": "result tokens", "tool_time_s": "s of tool time"}
 
 
@@ -183,3 +189,26 @@ def _totals(totals: UsageTotals) -> str:
         f"{totals.calls:,} calls{errors}, {totals.argument_tokens:,} argument tokens, "
         f"{totals.result_tokens:,} result tokens, {totals.tool_time_s:,.2f} s"
     )
+
+
+def parse_since(text: str) -> datetime:
+    """``since`` as a UTC time: an ISO date or time (UTC when it names no zone), or a duration
+    ago (``30m``, ``2h``, ``7d``).
+
+    Raises:
+        RetriableError: unreadable, or in the future.
+    """
+    now = datetime.now(UTC)
+    ago = _AGO.match(text)
+    if ago:
+        return now - timedelta(seconds=float(ago.group(1)) * _UNIT_S[ago.group(2)])
+    try:
+        when = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise RetriableError(
+            f"since={text!r} is not a time: give an ISO time in UTC (2026-11-28T09:00) or a duration ago (30m, 2h, 7d)."
+        ) from None
+    when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    if when > now + timedelta(minutes=1):
+        raise RetriableError(f"since={text!r} is in the future (now is {now:%Y-%m-%dT%H:%M} UTC): no call is after it.")
+    return when

@@ -13,7 +13,6 @@ from toolcards.usage.tool import (
     SetBudgetParam,
     UsageParam,
     UsageTool,
-    parse_since,
 )
 
-__all__ = ["BudgetWarningsParam", "RemoveBudgetParam", "SetBudgetParam", "UsageParam", "UsageTool", "parse_since"]
+__all__ = ["BudgetWarningsParam", "RemoveBudgetParam", "SetBudgetParam", "UsageParam", "UsageTool"]

@@ -25,9 +25,7 @@ its own.
 
 from __future__ import annotations
 
-import re
 import threading
-from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PrivateAttr
@@ -36,7 +34,7 @@ from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
-from toolcards.core.usage import Budget, BudgetScope, render_usage
+from toolcards.core.usage import Budget, BudgetScope, parse_since, render_usage
 from toolcards.errors import RetriableError
 from toolcards.store.ledger import StoreLedger
 
@@ -46,12 +44,9 @@ __all__ = [
     "SetBudgetParam",
     "UsageParam",
     "UsageTool",
-    "parse_since",
 ]
 
 _ledger_lock = threading.Lock()
-_AGO = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhd])\s*$")
-_UNIT_S = {"m": 60, "h": 3600, "d": 86400}
 
 
 class UsageParam(BaseToolParam):
@@ -220,29 +215,6 @@ class UsageTool(ToolCard):
             raise RetriableError(
                 f"{handle} is not a member of the team. Members: {', '.join(sorted(known)) or 'none'}."
             )
-
-
-def parse_since(text: str) -> datetime:
-    """``since`` as a UTC time: an ISO date or time (UTC when it names no zone), or a duration
-    ago (``30m``, ``2h``, ``7d``).
-
-    Raises:
-        RetriableError: unreadable, or in the future.
-    """
-    now = datetime.now(UTC)
-    ago = _AGO.match(text)
-    if ago:
-        return now - timedelta(seconds=float(ago.group(1)) * _UNIT_S[ago.group(2)])
-    try:
-        when = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise RetriableError(
-            f"since={text!r} is not a time: give an ISO time in UTC (2026-11-28T09:00) or a duration ago (30m, 2h, 7d)."
-        ) from None
-    when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
-    if when > now + timedelta(minutes=1):
-        raise RetriableError(f"since={text!r} is in the future (now is {now:%Y-%m-%dT%H:%M} UTC): no call is after it.")
-    return when
 
 
 def _handle(member: str) -> str:
