@@ -86,6 +86,12 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode(text, disallowed_special=()))
 
 
+BEYOND_THE_PEER: frozenset[str] = frozenset({"workspace_history", "workspace_diff", "workspace_undo"})
+"""Tools of the default cards with no counterpart among akgentic-tool's: its 5,075 tokens
+cover the rest, so the half-of-it target is checked on the rest (like for like) and the whole
+set is reported beside it."""
+
+
 def _definitions_tokens(definitions: Sequence[Any]) -> int:
     payload = [
         {"name": d.name, "description": d.description, "parameters": d.parameters_json_schema} for d in definitions
@@ -130,13 +136,20 @@ def _tool_definition_rows() -> list[Row]:
         Agent(capture("tools"), tools=factory.get_tools()).run_sync("hi")
     toolset, tools = seen["toolset"], seen["tools"]
     compact = float(_definitions_tokens(toolset))
+    shared = [d for d in toolset if d.name not in BEYOND_THE_PEER]
     return [
+        Case(
+            "tool definitions, the peer's capabilities",
+            float(_definitions_tokens(shared)),
+            f"o200k; {len(shared)} tools; target: half of akgentic-tool's 5,075 for the same capabilities",
+            unit="tokens",
+            target=2537.0,
+        ),
         Case(
             "tool definitions, Agent(toolsets=[factory.toolset()])",
             compact,
-            f"o200k; {len(toolset)} tools; target: half of akgentic-tool's 5,075",
+            f"o200k; all {len(toolset)} default tools, with the journal's {len(toolset) - len(shared)}",
             unit="tokens",
-            target=2537.0,
         ),
         Case(
             "tool definitions, Agent(tools=factory.get_tools())",

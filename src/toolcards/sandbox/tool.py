@@ -20,13 +20,19 @@ command stopped at the disk quota are ``RetriableError``; one stopped at its dea
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
-The workspace is the same tree ``WorkspaceTool`` edits (``core.locations.workspace_dir``),
+The workspace is the same tree ``WorkspaceTool`` edits (``fs.locations.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
-changed are seen by every agent's next write.
+changed are seen by every agent's next write. When a workspace card of the same process
+keeps the tree's journal, each command runs inside the team's ``workspace_commands``
+service (:data:`toolcards.core.services.WORKSPACE_COMMANDS`): the tree is scanned before and
+after, and what the command changed is journaled as this member's ``exec_command``, so it can
+be undone.
 """
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, cast
 
 from pydantic import Field, PrivateAttr
@@ -34,11 +40,12 @@ from pydantic import Field, PrivateAttr
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
-from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
+from toolcards.core.services import WORKSPACE_COMMANDS
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
+from toolcards.fs.locations import WorkspaceId, workspace_dir
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
@@ -88,6 +95,9 @@ class ExecTool(ToolCard):
     exec_command: ExecCommandParam | bool = True
     _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)
+    _workspace: Path | None = PrivateAttr(default=None)
+    _team: Any = PrivateAttr(default=None)
+    _member: str = PrivateAttr(default="")
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
@@ -125,6 +135,9 @@ class ExecTool(ToolCard):
             )
         self._sandbox = sandbox
         self._policy = policy
+        self._workspace = workspace
+        self._team = agent.team
+        self._member = agent.address.handle
 
     def describe(self, field: str) -> str | None:
         """What this card's commands may do: the allowed first words and the network."""
@@ -159,9 +172,21 @@ class ExecTool(ToolCard):
             cwd: Directory relative to the workspace root.
             timeout_s: Seconds before it is killed (at most the configured limit).
         """
-        running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
-        result: ExecResult = self.ask(running, actor=ACTOR_NAME)
+        with self._journaled(cmd, timeout_s):
+            running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
+            result: ExecResult = self.ask(running, actor=ACTOR_NAME)
         return _answer(result, self.limits.output_chars)
+
+    def _journaled(self, cmd: str, timeout_s: float | None) -> contextlib.AbstractContextManager[Any]:
+        """The workspace journal's block for this command (the team's ``workspace_commands``
+        service, when a workspace card of this process offers it), so what the command changes
+        is recorded as this member's change."""
+        service = self._team.service(WORKSPACE_COMMANDS) if self._team is not None else None
+        if service is None or self._workspace is None:
+            return contextlib.nullcontext()
+        deadline = self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s)
+        block: contextlib.AbstractContextManager[Any] = service(self._workspace, self._member, cmd, deadline)
+        return block
 
 
 def _answer(result: ExecResult, output_chars: int) -> str:
