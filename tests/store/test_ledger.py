@@ -130,3 +130,33 @@ def test_calls_noted_before_close_are_written(store: Store) -> None:
     _note(ledger, _tool())
     ledger.close()
     assert StoreLedger(store, "t1").usage().total.calls == 1
+
+
+def test_a_batch_the_store_refuses_is_kept_for_the_next_write(tmp_path: Any) -> None:
+    from toolcards.errors import StoreError
+    from toolcards.store import SQLiteStore
+
+    path = tmp_path / "state.db"
+    first = SQLiteStore(path)
+    ledger = StoreLedger(first, "t1")
+    ledger.flush()
+    _note(ledger, _tool())
+    first.close()
+    with pytest.raises(StoreError):
+        ledger.flush()
+    assert ledger.used("member", "@Alice").calls == 1  # counted, not yet written
+    ledger.store = SQLiteStore(path)
+    assert ledger.flush() == 0  # nothing new noted; the kept batch is written
+    assert StoreLedger(ledger.store, "t1").usage().total.calls == 1
+    ledger.close()
+    ledger.store.close()
+
+
+def test_a_removed_budget_reaches_the_other_ledgers(store: Store) -> None:
+    first, second = StoreLedger(store, "t1"), StoreLedger(store, "t1")
+    first.set_budget(Budget(scope="card", name="LookupTool", calls=1))
+    assert [budget.label for budget in second.budgets()] == ["card LookupTool"]
+    first.remove_budget("card", "LookupTool")
+    assert second.budgets() == []
+    first.close()
+    second.close()
