@@ -221,6 +221,8 @@ class ActorSystem:
                 raise RuntimeError("this ActorSystem is stopped; create a new one")
             team = self._teams.get(team_id)
             if team is None or not team.ref.is_alive():
+                if team is not None and team.ledger is not None:
+                    team.ledger.close()  # the team's old handle goes: write what its ledger holds
                 log = self._journal(team_id) if self._journal is not None else None
                 presence = self._presence(team_id) if self._presence is not None else None
                 team = TeamHandle(team_id, Orchestrator.start(team_id, log, presence))
