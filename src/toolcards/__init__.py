@@ -47,9 +47,12 @@ if TYPE_CHECKING:
     from toolcards.core.tool import Tool
     from toolcards.knowledge_graph.tool import KnowledgeGraphTool
     from toolcards.mcp.tool import MCPTool
+    from toolcards.metadata.tool import MetadataTool
+    from toolcards.model.tool import ModelTool
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
+    from toolcards.skills.tool import SkillsTool
     from toolcards.spill.tool import SpilledOutputTool
     from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
@@ -156,11 +159,14 @@ __all__ = [
     "Member",
     "MemberStopped",
     "MessagingTool",
+    "MetadataTool",
+    "ModelTool",
     "ObserverGone",
     "OutcomeUnknown",
     "PlanningTool",
     "RetriableError",
     "SearchTool",
+    "SkillsTool",
     "SpilledOutputTool",
     "StateChanged",
     "StoreError",

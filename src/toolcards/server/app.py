@@ -149,7 +149,7 @@ class TeamServer:
         self._notifier: ResourceNotifier | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._leases: weakref.WeakKeyDictionary[Any, dict[str, AgentSession]] = weakref.WeakKeyDictionary()
-        self._facades: weakref.WeakKeyDictionary[AgentSession, tuple[ToolCatalog, dict[str, Tool]]] = (
+        self._facades: weakref.WeakKeyDictionary[AgentSession, tuple[ToolCatalog[Tool], dict[str, Tool]]] = (
             weakref.WeakKeyDictionary()
         )
         self._context_tools: weakref.WeakKeyDictionary[AgentSession, Tool] = weakref.WeakKeyDictionary()
@@ -327,10 +327,10 @@ class TeamServer:
 
     # -- tools ------------------------------------------------------------------------------
 
-    def _facade(self, session: AgentSession) -> tuple[ToolCatalog, dict[str, Tool]]:
+    def _facade(self, session: AgentSession) -> tuple[ToolCatalog[Tool], dict[str, Tool]]:
         facade = self._facades.get(session)
         if facade is None:
-            catalog = ToolCatalog(session.tools)
+            catalog = ToolCatalog(session.tools, session.factory.catalog_entries)
             facade = (catalog, meta_tools(catalog))
             self._facades[session] = facade
         return facade
