@@ -135,7 +135,8 @@ def _tool_definition_rows() -> list[Row]:
         Case(
             "tool definitions, Agent(toolsets=[factory.toolset()])",
             compact,
-            f"o200k; all {len(toolset)} default tools, with the journal's {len(toolset) - len(shared)}",
+            f"o200k; all {len(toolset)} default tools, {len(toolset) - len(shared)} of them beyond the peer's"
+            " (journal, background runs)",
             unit="tokens",
         ),
         Case(
