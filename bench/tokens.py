@@ -37,8 +37,6 @@ Cases:
 from __future__ import annotations
 
 import asyncio
-import functools
-import gzip
 import itertools
 import json
 import os
@@ -53,41 +51,23 @@ from bench.timing import Case, Skip
 __all__ = ["count_tokens", "run"]
 
 Row = Case
-O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
-"""tiktoken's published hash of ``o200k_base.tiktoken``."""
 WORKERS = ("@Worker1", "@Worker2", "@Worker3", "@Worker4")
 PLANNER = "@Planner"
 
 
-@functools.cache
-def _encoding() -> Any:
-    import bpe_openai.data
-    import tiktoken
-    import tiktoken.load
-    from tiktoken_ext import openai_public
-
-    packed = Path(bpe_openai.data.__file__).parent / "o200k_base.tiktoken.gz"
-    with tempfile.NamedTemporaryFile(suffix=".tiktoken", delete=False) as plain:
-        plain.write(gzip.decompress(packed.read_bytes()))
-    real_load = tiktoken.load.load_tiktoken_bpe
-
-    def load_local(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        ranks: dict[bytes, int] = real_load(plain.name, expected_hash=O200K_SHA256)
-        return ranks
-
-    # The encoding's definition (pattern, special tokens) is tiktoken's; only the file is local.
-    openai_public.load_tiktoken_bpe = load_local  # type: ignore[attr-defined]
-    try:
-        spec = openai_public.o200k_base()
-    finally:
-        openai_public.load_tiktoken_bpe = real_load  # type: ignore[attr-defined]
-        os.unlink(plain.name)
-    return tiktoken.Encoding(**spec)
-
-
 def count_tokens(text: str) -> int:
-    """``text``'s length in o200k tokens."""
-    return len(_encoding().encode(text, disallowed_special=()))
+    """``text``'s length in o200k tokens, counted as the ledger counts (:mod:`toolcards.core.tokens`).
+
+    Raises:
+        ImportError: the encoder is not installed (the ``tokens`` extra): a benchmark of
+            tokens reports no estimate.
+    """
+    from toolcards.core.tokens import o200k
+
+    encoding = o200k()
+    if encoding is None:
+        raise ImportError("o200k counts need tiktoken and bpe-openai (the tokens extra)")
+    return len(encoding.encode(text, disallowed_special=()))
 
 
 BEYOND_THE_PEER: frozenset[str] = frozenset(
@@ -155,7 +135,8 @@ def _tool_definition_rows() -> list[Row]:
         Case(
             "tool definitions, Agent(toolsets=[factory.toolset()])",
             compact,
-            f"o200k; all {len(toolset)} default tools, with the journal's {len(toolset) - len(shared)}",
+            f"o200k; all {len(toolset)} default tools, {len(toolset) - len(shared)} of them beyond the peer's"
+            " (journal, background runs)",
             unit="tokens",
         ),
         Case(

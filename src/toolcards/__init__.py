@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from toolcards.errors import (
     ActorUnavailable,
     ApprovalRequired,
+    BudgetExceeded,
     CommandNotRecognized,
     GuardError,
     MemberStopped,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     from toolcards.spill.tool import SpilledOutputTool
     from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
+    from toolcards.usage.tool import UsageTool
     from toolcards.workspace.tool import WorkspaceTool
 
 logging.getLogger("toolcards").addHandler(logging.NullHandler())
@@ -141,6 +143,7 @@ __all__ = [
     "ApprovalRequired",
     "Approver",
     "BaseToolParam",
+    "BudgetExceeded",
     "Capability",
     "Channels",
     "CommandArg",
@@ -180,6 +183,7 @@ __all__ = [
     "ToolObserver",
     "ToolTimeout",
     "ToolcardsError",
+    "UsageTool",
     "WiringError",
     "WorkspaceTool",
     "__version__",

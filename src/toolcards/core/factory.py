@@ -133,6 +133,9 @@ class ToolFactory:
         for card in self.cards:
             card.on_tools_bound(siblings)
         spill = self._spill(tools, siblings)
+        # The team's ledger (None without a team, or a team that keeps none): every call is
+        # admitted against its budgets and noted (toolcards.core.ledger).
+        ledger = getattr(getattr(self.observer, "team", None), "ledger", None)
         return [
             tool.replace(
                 guards=guards + tool.guards,
@@ -140,6 +143,7 @@ class ToolFactory:
                 approver=self.approve,
                 unreachable=unreachable,
                 spill=spill,
+                ledger=ledger,
             )
             for tool in tools
         ]

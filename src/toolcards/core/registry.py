@@ -41,6 +41,7 @@ BUILTIN_CARDS: dict[str, str] = {
     "team": "toolcards.team.tool:TeamTool",
     "messaging": "toolcards.team.tool:MessagingTool",
     "spilled_output": "toolcards.spill.tool:SpilledOutputTool",
+    "usage": "toolcards.usage.tool:UsageTool",
     "skills": "toolcards.skills.tool:SkillsTool",
     "metadata": "toolcards.metadata.tool:MetadataTool",
     "model": "toolcards.model.tool:ModelTool",

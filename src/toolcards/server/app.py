@@ -118,13 +118,14 @@ class TeamServer:
     ) -> None:
         from toolcards.actors.system import ActorSystem
         from toolcards.store.journal import store_journals
+        from toolcards.store.ledger import store_ledgers
         from toolcards.store.presence import store_presence
 
         self.config = config
         # Checked before any actor starts: a refused name must not leave threads behind.
         self.agent_name = _checked_agent_name(agent_name)
         self._owns_system = system is None
-        self.system = system or ActorSystem(journal=store_journals(), presence=store_presence())
+        self.system = system or ActorSystem(journal=store_journals(), presence=store_presence(), ledger=store_ledgers())
         try:
             self.team = self.system.team(config.team_id)
             self.sessions = AgentSessions(

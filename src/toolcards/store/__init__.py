@@ -13,7 +13,8 @@ use. Every failure is a :class:`~toolcards.errors.StoreError`.
 is a few rows (the team's metadata, the models members chose).
 
 The runtime's shared parts live here too, injected into ``ActorSystem``: each team's event log
-(``store_journals()``) and its roster of every process's members (``store_presence()``).
+(``store_journals()``), its roster of every process's members (``store_presence()``) and its
+ledger of what every call cost, with the budgets that limit it (``store_ledgers()``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from toolcards.store.default import (
     sqlite_path,
 )
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
+from toolcards.store.ledger import StoreLedger, store_ledgers
 from toolcards.store.memory import MemoryStore
 from toolcards.store.mirror import MirroredWrite, NamespaceMirror
 from toolcards.store.presence import StorePresence, store_presence
@@ -63,6 +65,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreJournal",
+    "StoreLedger",
     "StorePresence",
     "Transaction",
     "backup_sqlite_store",
@@ -73,6 +76,7 @@ __all__ = [
     "open_store",
     "sqlite_path",
     "store_journals",
+    "store_ledgers",
     "store_presence",
 ]
 

@@ -71,9 +71,9 @@ class _SharedSystem:
     def acquire(self) -> ActorSystem:
         with self._lock:
             if self._system is None:
-                from toolcards.store import store_journals, store_presence
+                from toolcards.store import store_journals, store_ledgers, store_presence
 
-                self._system = ActorSystem(journal=store_journals(), presence=store_presence())
+                self._system = ActorSystem(journal=store_journals(), presence=store_presence(), ledger=store_ledgers())
             self._users += 1
             if not self._watching:
                 self._watching = True
