@@ -38,10 +38,7 @@ class IgnoreRules:
     def read(cls, rels: Iterable[str], read_text: Callable[[str], str | None]) -> IgnoreRules:
         """The rules of the ignore files among ``rels`` (root-relative paths of files),
         each read with ``read_text`` (None: unreadable, left out)."""
-        try:
-            from pathspec import GitIgnoreSpec
-        except ImportError:  # pragma: no cover - pathspec is a dependency
-            return cls({})
+        from pathspec import GitIgnoreSpec
         lines_by_directory: dict[str, list[str]] = {}
         found = sorted(
             (rel for rel in rels if rel.rpartition("/")[2] in IGNORE_FILE_NAMES),
