@@ -39,6 +39,7 @@ class IgnoreRules:
         """The rules of the ignore files among ``rels`` (root-relative paths of files),
         each read with ``read_text`` (None: unreadable, left out)."""
         from pathspec import GitIgnoreSpec
+
         lines_by_directory: dict[str, list[str]] = {}
         found = sorted(
             (rel for rel in rels if rel.rpartition("/")[2] in IGNORE_FILE_NAMES),
