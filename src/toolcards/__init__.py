@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from toolcards.errors import (
     ActorUnavailable,
     ApprovalRequired,
+    BudgetExceeded,
     CallCancelled,
     CommandNotRecognized,
     GuardError,
@@ -47,12 +48,16 @@ if TYPE_CHECKING:
     from toolcards.core.tool import Tool
     from toolcards.knowledge_graph.tool import KnowledgeGraphTool
     from toolcards.mcp.tool import MCPTool
+    from toolcards.metadata.tool import MetadataTool
+    from toolcards.model.tool import ModelTool
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
+    from toolcards.skills.tool import SkillsTool
     from toolcards.spill.tool import SpilledOutputTool
     from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
+    from toolcards.usage.tool import UsageTool
     from toolcards.workspace.tool import WorkspaceTool
 
 logging.getLogger("toolcards").addHandler(logging.NullHandler())
@@ -139,6 +144,7 @@ __all__ = [
     "ApprovalRequired",
     "Approver",
     "BaseToolParam",
+    "BudgetExceeded",
     "CallCancelled",
     "Capability",
     "Channels",
@@ -155,11 +161,14 @@ __all__ = [
     "Member",
     "MemberStopped",
     "MessagingTool",
+    "MetadataTool",
+    "ModelTool",
     "ObserverGone",
     "OutcomeUnknown",
     "PlanningTool",
     "RetriableError",
     "SearchTool",
+    "SkillsTool",
     "SpilledOutputTool",
     "StateChanged",
     "StoreError",
@@ -176,6 +185,7 @@ __all__ = [
     "ToolObserver",
     "ToolTimeout",
     "ToolcardsError",
+    "UsageTool",
     "WiringError",
     "WorkspaceTool",
     "__version__",

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import resource
 import selectors
@@ -198,7 +199,8 @@ def _child_setup(rlimits: Sequence[tuple[int, int]], procs_files: Sequence[str])
 class OutputCapture:
     """Bytes of one stream: the first ``head`` bytes, the last ``tail`` bytes, and a count."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, on_chunk: Callable[[bytes], None] | None = None) -> None:
+        self._on_chunk = on_chunk
         self._head_cap = limit * 2 // 5
         self._tail_cap = limit - self._head_cap
         self._head = bytearray()
@@ -206,7 +208,9 @@ class OutputCapture:
         self.total = 0
 
     def add(self, chunk: bytes) -> None:
-        """Keep what fits; the middle of a long stream is dropped."""
+        """Keep what fits; the middle of a long stream is dropped. ``on_chunk`` hears every chunk."""
+        if self._on_chunk is not None:
+            self._on_chunk(chunk)
         self.total += len(chunk)
         room = self._head_cap - len(self._head)
         if room > 0:
@@ -327,12 +331,15 @@ def run_process(
     cgroup: CommandCgroup | None = None,
     on_start: Callable[[RunningProcess], None] | None = None,
     progress: ProgressReporter | None = None,
+    on_output: Callable[[str, bytes], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion or to its deadline. Blocks the calling thread.
 
     ``on_start`` receives the handle as soon as the process exists (so a supervisor can
     kill it); the caller removes it again after this returns. ``progress`` hears, every
     :data:`PROGRESS_INTERVAL_S`, how long the command has run and how much it printed.
+    ``on_output(stream, chunk)`` hears each chunk of ``"stdout"`` and ``"stderr"`` as it is read
+    (a background run's log).
 
     Raises:
         SpawnFailed: the process could not be started (missing executable, no permission,
@@ -378,7 +385,8 @@ def run_process(
     if on_start is not None:
         on_start(handle)
     assert proc.stdout is not None and proc.stderr is not None
-    out, err = OutputCapture(output_chars), OutputCapture(output_chars)
+    out = OutputCapture(output_chars, None if on_output is None else functools.partial(on_output, "stdout"))
+    err = OutputCapture(output_chars, None if on_output is None else functools.partial(on_output, "stderr"))
     exit_fd = _exit_notifier(proc)
     selector = selectors.DefaultSelector()
     try:
