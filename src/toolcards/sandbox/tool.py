@@ -411,7 +411,7 @@ class ExecTool(ToolCard):
             header.append(f"[more: exec_output run_id={status.run_id} offset={page.next_offset}]")
         return "\n".join([*header, page.text]) if page.text else "\n".join(header)
 
-    @capability("exec_stop", mutates=True)
+    @capability("exec_stop", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
     def stop(self, run_id: str) -> str:
         """Kill a background run and every process it started.
 
