@@ -9,7 +9,7 @@ and the actor, which it starts at the first change (binding a card starts no thr
 replaces when it finds it stopped. :func:`workspace_actor` is that actor's proxy.
 
 **What it does.** It handles one message at a time, so every mutation (write, edit,
-multi-edit, patch, delete, mkdir, rmdir) runs alone: read the current bytes, check the
+multi-edit, patch, delete, move, mkdir, rmdir) runs alone: read the current bytes, check the
 read-before-write gate (:class:`~toolcards.workspace.gate.WriteGate`), compute the new
 content in memory, write it with :meth:`~toolcards.workspace.tree.Tree.write_bytes`
 (atomic, through directory handles: see :mod:`toolcards.workspace.tree`), update the
@@ -92,7 +92,7 @@ from toolcards.workspace.journal import (
     RunningCommand,
 )
 from toolcards.workspace.models import DIRECTORY, FileEdit, ReadRecord, content_digest
-from toolcards.workspace.os_errors import Doing, file_error
+from toolcards.workspace.os_errors import Doing, file_error, kind_of, not_regular_error
 from toolcards.workspace.patch import apply_patch
 from toolcards.workspace.text import change_diff, detect_newline, file_text, quote_file_text, to_newline
 from toolcards.workspace.tree import FileBytes, Tree, format_size
@@ -432,6 +432,141 @@ class WorkspaceActor(CallerRunsActor):
             self.gate.forget(rel)
             self._changed(agent, f"deleted {rel}")
             return answer
+
+    def move(
+        self,
+        agent: str,
+        source: str,
+        destination: str,
+        overwrite: bool = False,
+        context: ChangeContext | None = None,
+    ) -> str:
+        """Move the file, directory or symbolic link ``source`` to ``destination`` in one
+        rename (atomic; content never copied), creating missing parents; returns one line.
+
+        Moving needs no read of ``source`` (like a delete); replacing a file at
+        ``destination`` needs ``overwrite`` and a full, current read of it (like an
+        overwrite), and only a file (or a link) is replaced, by a file or a link. Read records
+        follow what moved. With the journal on, the move is one change: the paths it
+        removed and made, with their content (a directory's is scanned first), so
+        ``workspace_undo`` puts it back; if the journal cannot record it, it is moved back.
+
+        Raises:
+            RetriableError: ``source`` is missing, the root, a named pipe, socket or device;
+                ``destination`` is ``source``, inside it, or exists (without ``overwrite``,
+                or is a directory); the gate refuses; a path leaves the tree.
+            ToolFailed: the rename, or putting it back after the journal failed, failed.
+        """
+        with self._changing(context, "workspace_move") as replayed:
+            if replayed is not None:
+                return replayed
+            src = self.tree.resolve(source)
+            dst = self.tree.resolve(destination)
+            status = self.tree.status(src) if src != "." else None
+            if src == ".":
+                raise RetriableError("The workspace root cannot be moved. Move the paths inside it instead.")
+            if status is None:
+                raise RetriableError(f"Nothing is at {src!r}. Call workspace_glob to find the right path.")
+            mode = status.st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                raise RetriableError(f"{src!r} is {kind_of(mode)}: only files, directories and links are moved.")
+            if dst == src:
+                raise RetriableError(f"{source!r} and {destination!r} are the same path: nothing to move.")
+            if dst == "." or dst.startswith(src + "/"):
+                raise RetriableError(f"{src!r} cannot be moved into itself. Choose a destination outside it.")
+            target = self.tree.status(dst)
+            replaced: FileBytes | None = None
+            if target is not None:
+                if stat.S_ISDIR(target.st_mode):
+                    name = src.rsplit("/", 1)[-1]
+                    raise RetriableError(
+                        f"{dst!r} is a directory. To move {src!r} into it, give the full new path, "
+                        f"e.g. {dst + '/' + name!r}."
+                    )
+                if not overwrite:
+                    raise RetriableError(
+                        f"{dst!r} already exists. Pass overwrite=true to replace it (read it first), or choose "
+                        "another destination."
+                    )
+                if stat.S_ISDIR(mode):
+                    raise RetriableError(f"{dst!r} is a file; a directory cannot replace it. Delete it first.")
+                if stat.S_ISREG(target.st_mode):
+                    replaced = self._current(dst, "write")
+                    self.gate.check(agent, dst, replaced.data, "overwrite")
+                elif not stat.S_ISLNK(target.st_mode):
+                    raise not_regular_error(target.st_mode, "write", dst)
+            journal = self.hub.journal
+            changes: list[PathChange] = []
+            if journal is not None:
+                changes = self._moved_paths(journal, src, dst, status, replaced)
+            prepared = None
+            if journal is not None and (changes or (context is not None and context.call is not None)):
+                prepared = journal.prepare(changes)
+            sync_directory = _SYNC_FLAGS[self.hub.sync][1]
+            self.tree.rename(src, dst, replace=overwrite, sync_directory=sync_directory)
+            kind = "directory " if stat.S_ISDIR(mode) else ""
+            answer = f"Moved {kind}{src} to {dst}" + (" (replacing it)." if target is not None else ".")
+            if journal is not None and prepared is not None:
+                try:
+                    journal.commit(
+                        prepared,
+                        Author.of_agent(agent, context.task_id if context else None),
+                        tool=(context.tool if context else "") or "workspace_move",
+                        summary=f"moved {kind}{src} to {dst}",
+                        answer=answer,
+                        call=context.call if context else None,
+                    )
+                except (StoreError, OutcomeUnknown) as exc:
+                    raise self._moved_back(src, dst, replaced, exc) from exc
+            self.gate.move(src, dst)
+            self._changed(agent, f"moved {src} to {dst}")
+            return answer
+
+    def _moved_paths(
+        self, journal: Journal, src: str, dst: str, status: os.stat_result, replaced: FileBytes | None
+    ) -> list[PathChange]:
+        """The journal's view of moving ``src`` to ``dst``: what is removed and what is made,
+        with the directories the move creates on the way and the file it replaces."""
+        missing = self._missing_directories(dst)[:-1]
+        made = [PathChange(path=path, before=None, after=DIRECTORY) for path in missing]
+        if stat.S_ISDIR(status.st_mode):
+            removed = journal.contents_under(self.tree, src)
+        elif stat.S_ISREG(status.st_mode):
+            if status.st_size <= MAX_KEPT_BYTES:
+                current = self._current(src, "delete")
+                before: bytes | str | None = current.data
+            else:
+                with self.tree.open_file(src, "delete") as opened:
+                    before = opened.digest()
+            removed = [PathChange(path=src, before=before, after=None, before_mode=status.st_mode & 0o7777)]
+        else:
+            removed = []  # a link: the journal keeps files and directories only
+            if replaced is not None:
+                made.append(PathChange(path=dst, before=replaced.data, after=None, before_mode=replaced.mode))
+        added = [
+            PathChange(
+                path=dst + change.path[len(src) :],
+                before=replaced.data if replaced is not None and change.path == src else None,
+                after=change.before,
+                after_mode=change.before_mode,
+                before_mode=replaced.mode if replaced is not None and change.path == src else None,
+            )
+            for change in removed
+        ]
+        return [*made, *removed, *added]
+
+    def _moved_back(self, src: str, dst: str, replaced: FileBytes | None, exc: BaseException) -> Exception:
+        """Put a move the journal could not record back; the error to raise."""
+        try:
+            self.tree.rename(dst, src)
+            if replaced is not None and replaced.data is not None:
+                self.tree.write_bytes(dst, replaced.data, mode=replaced.mode)
+        except (OSError, RetriableError, ToolFailed):
+            return ToolFailed(
+                f"The workspace journal could not record the move ({exc}), and moving {dst} back to {src} failed "
+                "too. Check both paths before changing them."
+            )
+        return ToolFailed(f"The workspace journal could not record the move ({exc}), so nothing was changed.")
 
     def mkdir(self, agent: str, path: str, context: ChangeContext | None = None) -> str:
         """Create the directory ``path`` and its missing parents; idempotent. Returns one line."""
@@ -782,6 +917,7 @@ class WorkspaceProxy(ActorMemberMixin, pykka.ActorProxy[WorkspaceActor]):
     multi_edit = proxy_method(WorkspaceActor.multi_edit)
     patch = proxy_method(WorkspaceActor.patch)
     delete = proxy_method(WorkspaceActor.delete)
+    move = proxy_method(WorkspaceActor.move)
     mkdir = proxy_method(WorkspaceActor.mkdir)
     rmdir = proxy_method(WorkspaceActor.rmdir)
     scan = proxy_method(WorkspaceActor.scan)

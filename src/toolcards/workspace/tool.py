@@ -163,6 +163,7 @@ __all__ = [
     "WorkspaceHistoryParam",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
+    "WorkspaceMoveParam",
     "WorkspaceMultiEditParam",
     "WorkspaceParam",
     "WorkspacePatchParam",
@@ -254,6 +255,10 @@ class WorkspaceDeleteParam(WorkspaceParam):
     """``workspace_delete``."""
 
 
+class WorkspaceMoveParam(WorkspaceParam):
+    """``workspace_move``."""
+
+
 class WorkspaceMkdirParam(WorkspaceParam):
     """``workspace_mkdir``."""
 
@@ -342,6 +347,7 @@ class WorkspaceTool(ToolCard):
     workspace_multi_edit: WorkspaceMultiEditParam | bool = True
     workspace_patch: WorkspacePatchParam | bool = True
     workspace_delete: WorkspaceDeleteParam | bool = True
+    workspace_move: WorkspaceMoveParam | bool = True
     workspace_mkdir: WorkspaceMkdirParam | bool = False
     workspace_rmdir: WorkspaceRmdirParam | bool = False
     workspace_history: WorkspaceHistoryParam | bool = True
@@ -577,6 +583,19 @@ class WorkspaceTool(ToolCard):
         """Delete a file."""
         return self._change(
             "workspace_delete", [path], lambda context: self._actor_proxy().delete(self._agent, path, context)
+        )
+
+    @capability("workspace_move", mutates=True)
+    def move_path(self, source: WorkspacePath, destination: WorkspacePath, overwrite: bool = False) -> str:
+        """Move or rename a file or directory.
+
+        Args:
+            overwrite: Replace an existing file (read it first).
+        """
+        return self._change(
+            "workspace_move",
+            [source, destination],
+            lambda context: self._actor_proxy().move(self._agent, source, destination, overwrite, context),
         )
 
     @capability("workspace_mkdir", mutates=True)
