@@ -39,11 +39,18 @@ WRITE_TOOLS = {
     "workspace_mkdir",
     "workspace_rmdir",
 }
-READ_TOOLS = {"workspace_read", "workspace_list", "workspace_glob", "workspace_grep", "workspace_view"}
+READ_TOOLS = {
+    "workspace_read",
+    "workspace_list",
+    "workspace_glob",
+    "workspace_grep",
+    "workspace_view",
+    "workspace_info",
+}
 OFF_BY_DEFAULT = {"workspace_mkdir", "workspace_rmdir"}
 JOURNAL_READS = {"workspace_history", "workspace_diff"}
 JOURNAL_TOOLS = {*JOURNAL_READS, "workspace_undo"}
-BEYOND_THE_PEER = {"workspace_move"}
+BEYOND_THE_PEER = {"workspace_move", "workspace_info"}
 """File operations of the reference MCP file server that akgentic-tool has no counterpart for."""
 """The journal's tools: commands by default, so a model pays for no definition."""
 EVERYTHING: dict[str, Any] = dict.fromkeys({*OFF_BY_DEFAULT, "workspace_multi_edit", "workspace_patch"}, True)

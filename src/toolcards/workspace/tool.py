@@ -119,6 +119,7 @@ from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
 from toolcards.workspace.history import render_diff, render_history
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
+from toolcards.workspace.info import path_info
 from toolcards.workspace.journal import (
     DEFAULT_MAX_AGE_DAYS,
     DEFAULT_MAX_MB,
@@ -161,6 +162,7 @@ __all__ = [
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
     "WorkspaceHistoryParam",
+    "WorkspaceInfoParam",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
     "WorkspaceMoveParam",
@@ -216,6 +218,10 @@ class WorkspaceListParam(WorkspaceParam):
 
 class WorkspaceGlobParam(WorkspaceParam):
     """``workspace_glob``."""
+
+
+class WorkspaceInfoParam(WorkspaceParam):
+    """``workspace_info``."""
 
 
 class WorkspaceGrepParam(WorkspaceParam):
@@ -342,6 +348,7 @@ class WorkspaceTool(ToolCard):
     workspace_glob: WorkspaceGlobParam | bool = True
     workspace_grep: WorkspaceGrepParam | bool = True
     workspace_view: WorkspaceViewParam | bool = True
+    workspace_info: WorkspaceInfoParam | bool = True
     workspace_write: WorkspaceWriteParam | bool = True
     workspace_edit: WorkspaceEditParam | bool = True
     workspace_multi_edit: WorkspaceMultiEditParam | bool = True
@@ -487,6 +494,11 @@ class WorkspaceTool(ToolCard):
             path: Directory to search from.
         """
         return glob(self.root, pattern, path)
+
+    @capability("workspace_info", untrusted_output=True)
+    def path_info(self, path: WorkspacePath) -> str:
+        """Size, times, kind, lines and type of a path."""
+        return path_info(self.tree, path)
 
     @capability("workspace_grep", untrusted_output=True)
     def grep_files(self, pattern: Pattern, path: WorkspacePath = "", include: Pattern = "") -> str:

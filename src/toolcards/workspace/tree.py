@@ -403,6 +403,20 @@ class Tree:
 
         return self._at(path, "read", status_of, follow_last=False, missing=lambda rel: None)[0]
 
+    def created(self, path: str) -> float | None:
+        """When what ``path`` names was created (its last component not followed), where the
+        system records it (:func:`~toolcards.workspace.birth_time.birth_time`); else ``None``.
+
+        Raises:
+            RetriableError: the path leaves the tree or is invalid.
+        """
+        from toolcards.workspace.birth_time import birth_time
+
+        def created_at(dir_fd: int, name: str, rel: str) -> float | None:
+            return birth_time(dir_fd, name)
+
+        return self._at(path, "read", created_at, follow_last=False, missing=lambda rel: None)[0]
+
     def directory(self, path: str, doing: Doing = "list") -> Directory:
         """The directory at ``path`` (links inside the tree followed), open.
 
