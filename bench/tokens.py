@@ -87,7 +87,7 @@ def count_tokens(text: str) -> int:
 
 
 BEYOND_THE_PEER: frozenset[str] = frozenset(
-    {"workspace_history", "workspace_diff", "workspace_undo", "workspace_move", "workspace_info"}
+    {"workspace_history", "workspace_diff", "workspace_undo", "workspace_move", "workspace_info", "workspace_read_many"}
 )
 """Tools of the default cards with no counterpart among akgentic-tool's (the journal's, and
 the file operations of the reference MCP file server): its 5,075 tokens cover the rest, so the

@@ -92,6 +92,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
 
@@ -107,7 +108,7 @@ from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.services import SPILL_TO_WORKSPACE, WORKSPACE_COMMANDS
 from toolcards.core.views import FileBytes, view
-from toolcards.errors import RetriableError, WiringError
+from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.command_journal import claimed_task, journal_command
@@ -169,6 +170,7 @@ __all__ = [
     "WorkspaceMultiEditParam",
     "WorkspaceParam",
     "WorkspacePatchParam",
+    "WorkspaceReadManyParam",
     "WorkspaceReadParam",
     "WorkspaceRmdirParam",
     "WorkspaceTool",
@@ -194,6 +196,8 @@ _CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
 _MAX_VIEW_PATH = 4096
 _NOTICE_ROOM = 200
 _MAX_HISTORY = 500
+MAX_READ_MANY = 50
+"""Paths one ``workspace_read_many`` call reads at most."""
 
 AgentFilter = Annotated[str, Field(max_length=200, json_schema_extra=unlisted_bound)]
 """A member to filter the journal by (``@Bob``, ``Bob``, or ``outside``)."""
@@ -210,6 +214,11 @@ class WorkspaceParam(BaseToolParam):
 
 class WorkspaceReadParam(WorkspaceParam):
     """``workspace_read``. Its ``output_budget`` (default :data:`READ_OUTPUT_BUDGET`) ends a page early."""
+
+
+class WorkspaceReadManyParam(WorkspaceParam):
+    """``workspace_read_many``. Its ``output_budget`` (default :data:`READ_OUTPUT_BUDGET`) bounds
+    each file's page; a longer answer is spilled (its head and tail shown)."""
 
 
 class WorkspaceListParam(WorkspaceParam):
@@ -344,6 +353,7 @@ class WorkspaceTool(ToolCard):
     spill_mb: int = Field(default=DEFAULT_SPILL_MB, ge=1)
     spill_hours: float = Field(default=DEFAULT_SPILL_HOURS, gt=0)
     workspace_read: WorkspaceReadParam | bool = True
+    workspace_read_many: WorkspaceReadManyParam | bool = True
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
     workspace_grep: WorkspaceGrepParam | bool = True
@@ -449,6 +459,7 @@ class WorkspaceTool(ToolCard):
         path: WorkspacePath,
         offset: Annotated[int, Field(ge=1)] = 1,
         limit: Annotated[int, Field(ge=1)] = 2000,
+        tail: Annotated[int | None, Field(ge=1)] = None,
     ) -> str:
         """Read a text file as numbered lines (PDF, DOCX, XLSX, PPTX as Markdown).
 
@@ -456,26 +467,65 @@ class WorkspaceTool(ToolCard):
             path: Relative to the workspace root.
             offset: First line, from 1.
             limit: Lines.
+            tail: Only the last N lines.
         """
+        if tail is not None and offset != 1:
+            raise RetriableError(f"Pass either offset ({offset}) or tail ({tail}), not both.")
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
+        read = self._read_page(path, offset, limit if tail is None else tail, budget, tail=tail is not None)
+        shown, full = _page_text(read.page, read.rel, budget)
+        self._workspace_hub().record_read(self._agent, read.rel, read.data, full, read.digest)
+        return shown
+
+    @capability("workspace_read_many", untrusted_output=True, output_budget=READ_OUTPUT_BUDGET)
+    def read_files(
+        self,
+        paths: Annotated[
+            list[WorkspacePath], Field(min_length=1, max_length=MAX_READ_MANY, json_schema_extra=unlisted_bound)
+        ],
+    ) -> str:
+        """Read several text files, each under a '==> path <==' header; a failed one says why."""
+        budget = self.param("workspace_read_many", WorkspaceReadManyParam).output_budget or READ_OUTPUT_BUDGET
+        parts: list[str] = []
+        reads: list[tuple[_FileRead, bool]] = []
+        for path in dict.fromkeys(paths):
+            try:
+                read = self._read_page(path, 1, 2000, budget)
+            except (RetriableError, ToolFailed) as exc:
+                parts.append(f"==> {path} <==\n({exc})")
+                continue
+            shown, full = _page_text(read.page, read.rel, budget)
+            parts.append(f"==> {read.rel} <==\n{shown}")
+            reads.append((read, full))
+        answer = "\n\n".join(parts)
+        # Past the budget the model sees the head and tail of the answer (the rest is spilled):
+        # a file read so licenses a change of part of it, not an overwrite.
+        shown_whole = len(answer) <= budget
+        hub = self._workspace_hub()
+        for read, full in reads:
+            hub.record_read(self._agent, read.rel, read.data, full and shown_whole, read.digest)
+        return answer
+
+    def _read_page(self, path: str, offset: int, limit: int, budget: int, *, tail: bool = False) -> _FileRead:
+        """One page of the text (or the converted document) at ``path``; with ``tail`` the last
+        ``limit`` lines (the file is read twice: once to count them)."""
         with self._open_file(path) as file:
             rel = file.rel
             # Most files end in neither kind of suffix, and then need no path parsed to say so.
             name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
-            data: bytes | None
             if name is not None and is_document(name):
                 source = file.read_all(MAX_DOCUMENT_BYTES, too_large=DOCUMENT_TOO_LARGE)
                 text = document_markdown(source, name.suffix, self._cache(), shown_as=rel)
+                if tail:
+                    offset = max(1, page_of_text(text, 1, 1, max_chars=0).total - limit + 1)
                 page = page_of_text(text, offset, limit, max_chars=budget)
-                digest, data = content_digest(source), source
-            elif name is not None and is_image(name):
+                return _FileRead(rel=rel, page=page, digest=content_digest(source), data=source)
+            if name is not None and is_image(name):
                 raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
-            else:
-                read = read_page(file, offset, limit, max_chars=budget)
-                page, digest, data = read.page, read.digest, read.data
-        shown, full = _page_text(page, rel, budget)
-        self._workspace_hub().record_read(self._agent, rel, data, full, digest)
-        return shown
+            if tail:
+                offset = max(1, read_page(file, 1, 1, max_chars=0).page.total - limit + 1)
+            read = read_page(file, offset, limit, max_chars=budget)
+            return _FileRead(rel=rel, page=read.page, digest=read.digest, data=read.data)
 
     @capability("workspace_list", untrusted_output=True)
     def list_directory(self, path: WorkspacePath = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
@@ -811,6 +861,16 @@ def _view_path(path: str) -> str:
     if not isinstance(path, str) or not path or len(path) > _MAX_VIEW_PATH:
         raise RetriableError("Give the path of a file in the workspace.")
     return path
+
+
+@dataclass(frozen=True, kw_only=True)
+class _FileRead:
+    """A page of a file as a read shows it, and what the write gate records of the file."""
+
+    rel: str
+    page: Page
+    digest: str
+    data: bytes | None
 
 
 def _page_text(page: Page, rel: str, budget: int) -> tuple[str, bool]:
