@@ -94,7 +94,14 @@ from toolcards.workspace.journal import (
 from toolcards.workspace.models import DIRECTORY, FileEdit, ReadRecord, content_digest
 from toolcards.workspace.os_errors import Doing, file_error, kind_of, not_regular_error
 from toolcards.workspace.patch import apply_patch
-from toolcards.workspace.text import change_diff, detect_newline, file_text, quote_file_text, to_newline
+from toolcards.workspace.text import (
+    change_diff,
+    detect_newline,
+    file_text,
+    quote_file_text,
+    to_newline,
+    unified_diff,
+)
 from toolcards.workspace.tree import FileBytes, Tree, format_size
 from toolcards.workspace.tree_lock import TreeLock
 from toolcards.workspace.undo import UndoSelection, run_undo
@@ -102,6 +109,7 @@ from toolcards.workspace.undo import UndoSelection, run_undo
 __all__ = [
     "CHANGE_DIFF_CHARS",
     "CHANGE_DIFF_LINES",
+    "DRY_RUN",
     "MAX_CHANGE_BYTES",
     "MAX_EDIT_BYTES",
     "Sync",
@@ -132,6 +140,9 @@ Sync = Literal["off", "normal", "full"]
 _SYNC_ORDER: tuple[Sync, ...] = ("off", "normal", "full")
 _SYNC_FLAGS: dict[Sync, tuple[bool, bool]] = {"off": (False, False), "normal": (True, False), "full": (True, True)}
 """(flush each file, flush its directory) for each :data:`Sync`."""
+
+DRY_RUN = "Dry run: nothing was changed."
+"""The first words of a dry run's answer."""
 
 _TOO_LARGE_HINT = "Change it with a command, or delete it with workspace_delete and write it anew; nothing was changed."
 
@@ -268,12 +279,14 @@ class WorkspaceActor(CallerRunsActor):
         new_string: str,
         replace_all: bool = False,
         context: ChangeContext | None = None,
+        dry_run: bool = False,
     ) -> str:
         """Replace ``old_string`` by ``new_string`` in ``path`` (see :func:`~toolcards.workspace.edit.apply_edit`).
 
         Needs a current read of the file (a page read is enough). Returns a line saying how
         many places changed (and by which strategy, when not exactly), then a unified diff
-        inside the untrusted-output envelope.
+        inside the untrusted-output envelope. With ``dry_run`` the same checks run and the
+        same diff is returned, but nothing is written or journaled.
         """
         with self._changing(context, "workspace_edit") as replayed:
             if replayed is not None:
@@ -294,19 +307,24 @@ class WorkspaceActor(CallerRunsActor):
                 same_head_lines=outcome.same_head_lines,
                 same_tail=outcome.same_tail,
             ).rstrip()
-            answer = f"Edited {rel} ({places}{how}).\n{quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)}"
+            quoted = quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)
+            if dry_run:
+                return f"{DRY_RUN} Would edit {rel} ({places}{how}).\n{quoted}"
+            answer = f"Edited {rel} ({places}{how}).\n{quoted}"
             change = _Change(
                 path=rel, before=before, after=after, mode=None, full=None, before_digest=self._checked(agent, rel)
             )
             self._commit(agent, [change], answer, context, "workspace_edit")
             return answer
 
-    def multi_edit(self, agent: str, edits: Sequence[FileEdit], context: ChangeContext | None = None) -> str:
+    def multi_edit(
+        self, agent: str, edits: Sequence[FileEdit], context: ChangeContext | None = None, dry_run: bool = False
+    ) -> str:
         """Apply ``edits`` in order, across files, all or nothing.
 
         Each edit sees the text left by the earlier edits of its file. Every file needs a
         current read. Returns a summary line, then one diff per changed file (together inside
-        the untrusted-output envelope).
+        the untrusted-output envelope). With ``dry_run`` nothing is written or journaled.
         """
         with self._changing(context, "workspace_multi_edit") as replayed:
             if replayed is not None:
@@ -350,15 +368,21 @@ class WorkspaceActor(CallerRunsActor):
             )
             count = f"{len(edits)} edit{'' if len(edits) == 1 else 's'}"
             summary = f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}."
+            if dry_run:
+                summary = f"{DRY_RUN} Would apply {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}."
             answer = f"{summary}\n{quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)}" if diffs else summary
+            if dry_run:
+                return answer
             self._commit(agent, changes, answer, context, "workspace_multi_edit")
             return answer
 
-    def patch(self, agent: str, patch_text: str, context: ChangeContext | None = None) -> str:
+    def patch(self, agent: str, patch_text: str, context: ChangeContext | None = None, dry_run: bool = False) -> str:
         """Apply a GNU unified diff (see :mod:`toolcards.workspace.patch`), all or nothing.
 
         Files it changes or deletes need a current read (a page read is enough); files it
-        creates do not. Returns one ``A``/``M``/``D`` line per file.
+        creates do not. Returns one ``A``/``M``/``D`` line per file. With ``dry_run`` the
+        same checks run and the answer adds the diff of each file as it would change;
+        nothing is written or journaled.
         """
         with self._changing(context, "workspace_patch") as replayed:
             if replayed is not None:
@@ -396,6 +420,25 @@ class WorkspaceActor(CallerRunsActor):
             else:
                 lines = [f"{'A' if c.before is None else 'D' if c.after is None else 'M'} {c.path}" for c in changes]
                 answer = "Patched:\n" + "\n".join(lines)
+            if dry_run:
+                if not changes:
+                    return f"{DRY_RUN} {answer}"
+                texts = {c.path: changed[by_rel[c.path]] for c in changes}
+                diffs = "\n".join(
+                    unified_diff(
+                        None if c.before is None else file_text(c.before, c.path, doing="edit"),
+                        texts[c.path],
+                        c.path,
+                        max_lines=CHANGE_DIFF_LINES,
+                    ).rstrip()
+                    for c in changes
+                )
+                return (
+                    f"{DRY_RUN} Would patch:\n"
+                    + "\n".join(lines)
+                    + "\n"
+                    + quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)
+                )
             self._commit(agent, changes, answer, context, "workspace_patch")
             return answer
 

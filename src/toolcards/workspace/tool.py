@@ -98,7 +98,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PrivateAttr
 
-from toolcards.core.bounds import unlisted_bound
+from toolcards.core.bounds import unlisted_bound, unlisted_range
 from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
@@ -114,8 +114,8 @@ from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, 
 from toolcards.workspace.command_journal import claimed_task, journal_command
 from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
-from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
-from toolcards.workspace.glob import glob
+from toolcards.workspace.files import MAX_LIST_ENTRIES, Page, list_directory, page_of_text, read_page, render_page
+from toolcards.workspace.glob import MAX_GLOB_RESULTS, exclusion, glob
 from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
 from toolcards.workspace.history import render_diff, render_history
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
@@ -201,6 +201,12 @@ MAX_READ_MANY = 50
 
 AgentFilter = Annotated[str, Field(max_length=200, json_schema_extra=unlisted_bound)]
 """A member to filter the journal by (``@Bob``, ``Bob``, or ``outside``)."""
+
+Offset = Annotated[int, Field(ge=0, le=100_000, json_schema_extra=unlisted_range)]
+"""Entries of a listing to skip (the listing's last line gives the next one)."""
+
+Limit = Annotated[int, Field(ge=1, le=10_000, json_schema_extra=unlisted_range)]
+"""Entries of a listing to show at most."""
 
 SinceText = Annotated[str, Field(max_length=100, json_schema_extra=unlisted_bound)]
 """A change id, an ISO 8601 time or an age (``30m``, ``2h``, ``1d``)."""
@@ -457,9 +463,9 @@ class WorkspaceTool(ToolCard):
     def read_file(
         self,
         path: WorkspacePath,
-        offset: Annotated[int, Field(ge=1)] = 1,
-        limit: Annotated[int, Field(ge=1)] = 2000,
-        tail: Annotated[int | None, Field(ge=1)] = None,
+        offset: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 1,
+        limit: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 2000,
+        tail: Annotated[int | None, Field(ge=1, json_schema_extra=unlisted_range)] = None,
     ) -> str:
         """Read a text file as numbered lines (PDF, DOCX, XLSX, PPTX as Markdown).
 
@@ -467,7 +473,7 @@ class WorkspaceTool(ToolCard):
             path: Relative to the workspace root.
             offset: First line, from 1.
             limit: Lines.
-            tail: Only the last N lines.
+            tail: Last N lines.
         """
         if tail is not None and offset != 1:
             raise RetriableError(f"Pass either offset ({offset}) or tail ({tail}), not both.")
@@ -528,22 +534,57 @@ class WorkspaceTool(ToolCard):
             return _FileRead(rel=rel, page=read.page, digest=read.digest, data=read.data)
 
     @capability("workspace_list", untrusted_output=True)
-    def list_directory(self, path: WorkspacePath = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
+    def list_directory(
+        self,
+        path: WorkspacePath = "",
+        depth: Annotated[int, Field(ge=0, json_schema_extra=unlisted_range)] = 1,
+        offset: Offset | None = None,
+        limit: Limit | None = None,
+        sizes: bool | None = None,
+        exclude: Pattern | None = None,
+    ) -> str:
         """List a directory.
 
         Args:
             depth: Levels; 0 = all.
+            exclude: Glob to leave out.
         """
-        return list_directory(self.tree, path, depth)
+        excluded = exclusion(exclude) if exclude and exclude.strip() else None
+        return list_directory(
+            self.tree,
+            path,
+            depth,
+            offset=offset or 0,
+            limit=limit or MAX_LIST_ENTRIES,
+            sizes=bool(sizes),
+            exclude=excluded,
+        )
 
     @capability("workspace_glob", untrusted_output=True)
-    def glob_files(self, pattern: Pattern, path: WorkspacePath = "") -> str:
+    def glob_files(
+        self,
+        pattern: Pattern,
+        path: WorkspacePath = "",
+        offset: Offset | None = None,
+        limit: Limit | None = None,
+        sizes: bool | None = None,
+        exclude: Pattern | None = None,
+    ) -> str:
         """Find files by glob, e.g. '**/*.py'; newest first.
 
         Args:
             path: Directory to search from.
+            exclude: Glob to leave out.
         """
-        return glob(self.root, pattern, path)
+        return glob(
+            self.root,
+            pattern,
+            path,
+            offset=offset or 0,
+            limit=limit or MAX_GLOB_RESULTS,
+            sizes=bool(sizes),
+            exclude=exclude or "",
+        )
 
     @capability("workspace_info", untrusted_output=True)
     def path_info(self, path: WorkspacePath) -> str:
@@ -556,7 +597,7 @@ class WorkspaceTool(ToolCard):
 
         Args:
             pattern: Python regex, matched per line.
-            include: Only files matching this glob, e.g. '*.py'.
+            include: Only these files, e.g. *.py
         """
         max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
         try:
@@ -582,18 +623,19 @@ class WorkspaceTool(ToolCard):
 
     @capability("workspace_write", mutates=True)
     def write_file(self, path: WorkspacePath, content: FileContent) -> str:
-        """Create or overwrite a file; overwriting needs a full read first.
-
-        Args:
-            path: Relative to the workspace root.
-        """
+        """Create or overwrite a file; overwriting needs a full read first."""
         return self._change(
             "workspace_write", [path], lambda context: self._actor_proxy().write(self._agent, path, content, context)
         )
 
     @capability("workspace_edit", mutates=True)
     def edit_file(
-        self, path: WorkspacePath, old_string: EditString, new_string: EditString, replace_all: bool = False
+        self,
+        path: WorkspacePath,
+        old_string: EditString,
+        new_string: EditString,
+        replace_all: bool = False,
+        dry_run: bool | None = None,
     ) -> str:
         """Replace old_string with new_string in a file read before; returns the diff.
 
@@ -603,13 +645,17 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_edit",
             [path],
-            lambda context: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all, context),
+            lambda context: self._actor_proxy().edit(
+                self._agent, path, old_string, new_string, replace_all, context, bool(dry_run)
+            ),
+            checked=not dry_run,
         )
 
     @capability("workspace_multi_edit", mutates=True)
     def multi_edit_files(
         self,
         edits: Annotated[list[FileEdit], Field(min_length=1, max_length=MAX_EDITS, json_schema_extra=unlisted_bound)],
+        dry_run: bool | None = None,
     ) -> str:
         """Apply several replacements, across files, all or nothing; each file read before.
 
@@ -625,11 +671,12 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_multi_edit",
             [edit.path for edit in edits],
-            lambda context: self._actor_proxy().multi_edit(self._agent, edits, context),
+            lambda context: self._actor_proxy().multi_edit(self._agent, edits, context, bool(dry_run)),
+            checked=not dry_run,
         )
 
     @capability("workspace_patch", mutates=True)
-    def patch_files(self, patch_text: PatchText) -> str:
+    def patch_files(self, patch_text: PatchText, dry_run: bool | None = None) -> str:
         """Apply a unified diff, all or nothing; changed files read before.
 
         Args:
@@ -637,7 +684,10 @@ class WorkspaceTool(ToolCard):
         """
         paths = [path for change in parse_patch(patch_text) for path in (change.old_path, change.new_path) if path]
         return self._change(
-            "workspace_patch", paths, lambda context: self._actor_proxy().patch(self._agent, patch_text, context)
+            "workspace_patch",
+            paths,
+            lambda context: self._actor_proxy().patch(self._agent, patch_text, context, bool(dry_run)),
+            checked=not dry_run,
         )
 
     @capability("workspace_delete", mutates=True)
