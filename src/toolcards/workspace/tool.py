@@ -1,21 +1,29 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
-The card gives fifteen capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Thirteen are on by default; the two
+The card gives eighteen capabilities, each a field ``<Param> | bool`` named like the tool the
+model sees and exposed as a tool call and a command. Sixteen are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
 tool                       what it does                                      mutates  default
 =========================  ================================================  =======  =======
-``workspace_read``         numbered lines of a text file; PDF/DOCX/XLSX/     no       on
-                           PPTX as Markdown; records the read for the gate
-``workspace_list``         a directory, flat or as a tree                    no       on
-``workspace_glob``         files by glob pattern, newest first               no       on
+``workspace_read``         numbered lines of a text file (a page or the      no       on
+                           ``tail``); PDF/DOCX/XLSX/PPTX as Markdown;
+                           records the read for the gate
+``workspace_read_many``    several files, each under a ``==> path <==``      no       on
+                           header; a failed one says why in its place
+``workspace_list``         a directory, flat or as a tree; paged, sizes and  no       on
+                           an ``exclude`` glob on request
+``workspace_glob``         files by glob pattern, newest first; paged,       no       on
+                           sizes and an ``exclude`` glob on request
 ``workspace_grep``         lines matching a regex                            no       on
+``workspace_info``         size, times, kind, permissions, lines and type    no       on
 ``workspace_view``         an image, scaled for a model (``BinaryContent``)  no       on
 ``workspace_write``        create or overwrite a file                        yes      on
-``workspace_edit``         replace a string; returns the diff                yes      on
+``workspace_edit``         replace a string; returns the diff (``dry_run``:  yes      on
+                           only the diff)
 ``workspace_delete``       delete a file                                     yes      on
+``workspace_move``         move or rename a file or directory, atomically    yes      on
 ``workspace_multi_edit``   several replacements across files, all or nothing yes      on
 ``workspace_patch``        a unified diff (add, update, delete), all or      yes      on
                            nothing
@@ -53,17 +61,21 @@ written (a named pipe, socket or device is refused, and nothing blocks on one).
 read-before-write gate (:mod:`toolcards.workspace.gate`): changing an existing file needs a
 ``workspace_read`` of its current content by the same agent (a page read is enough for an
 edit or a patch, not for an overwrite). Creating a file, deleting one and the directory
-tools need no read; ``workspace_view`` does not count as one. A binary file that is not
+tools need no read; ``workspace_view`` does not count as one. A move needs no read of what it
+moves; replacing a file with it needs ``overwrite=true`` and a full read, and read records
+follow what moved. A binary file that is not
 a convertible document cannot be read, so it can only be deleted and written anew.
-Writes are atomic.
-``read_only=True`` drops the seven mutating tools from every channel.
+Writes and moves are atomic.
+``read_only=True`` drops the eight mutating tools from every channel.
 
 **Identity.** The card needs an :class:`~toolcards.core.observer.ActorToolObserver`; the
 agent is ``observer.address`` (its handle appears in refusals another agent receives).
 
-**Cost.** Tool definitions are paid for on every model request: the default ten cost
-about 910 tokens (names, descriptions and schemas, at 4 characters a token), all twelve
-about 1,030. ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
+**Cost.** Tool definitions are paid for on every model request: the ten file tools
+akgentic-tool has too cost about 845 tokens (o200k: names, descriptions and schemas),
+``workspace_move``, ``workspace_info`` and ``workspace_read_many`` about 185 more, the two
+opt-in ones about 100. New arguments default to null and their ranges are left out of the
+schemas (validation keeps them). ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
 needed; ``multi_edit`` and ``patch`` are alternatives to repeated ``workspace_edit`` calls.
 Arguments are bounded (paths 4,096 characters, contents 4 MiB, edit strings 1 MiB, patches
 4 MiB, patterns 1,000: :mod:`toolcards.workspace.models`), enforced by validation but left
