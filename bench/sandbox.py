@@ -18,7 +18,7 @@ from pathlib import Path
 import pykka
 
 from bench.timing import Case, Stats, measure
-from toolcards.core.tree_usage import WorkspaceUsage
+from toolcards.fs.tree_usage import WorkspaceUsage
 from toolcards.sandbox import BwrapSandboxActor, ExecLimits, LocalSandboxActor, SandboxActor
 from toolcards.sandbox.bwrap import bwrap_available
 from toolcards.sandbox.cgroup import cgroup_support

@@ -183,7 +183,7 @@ def mentioned(text: str) -> set[str]:
 @pytest.mark.parametrize("config", [[entry] for entry in DISABLED] + [DISABLED])
 def test_errors_name_only_tools_the_model_can_call(config: list[dict[str, Any]], isolated_root: Any) -> None:
     from toolcards import RetriableError, ToolFailed
-    from toolcards.core.locations import workspace_dir
+    from toolcards.fs.locations import workspace_dir
 
     (workspace_dir("team-1") / "notes.txt").write_text("hello\n")
     with FakeObserver("Alice", "team-1") as alice:

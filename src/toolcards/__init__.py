@@ -95,7 +95,7 @@ built-in cards are found through the card registry (:data:`toolcards.core.regist
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        # importlib.metadata costs ~30 ms: read the version only when asked.
+        # importlib.metadata is slow to import: read the version only when asked.
         from importlib.metadata import PackageNotFoundError, version
 
         try:

@@ -21,8 +21,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import COMMAND, TOOL_CALL, RetriableError, Tool, ToolFactory, ToolFailed, WiringError
 from toolcards.actors.system import ActorSystem
-from toolcards.core.locations import internal_dir
 from toolcards.core.registry import dump_cards, load_cards
+from toolcards.fs.locations import internal_dir
 from toolcards.testing import FakeObserver
 from toolcards.workspace import documents
 from toolcards.workspace.actor import WorkspaceActor, stop_workspace_actors

@@ -96,7 +96,7 @@ def given(args: argparse.Namespace, *options: str) -> list[str]:
 
 class _Version(argparse.Action):
     """``--version``: print ``toolcards <version>`` and exit; the version is read only then
-    (package metadata costs ~30 ms, which every other command would pay)."""
+    (package metadata is slow to read, which every other command would pay for)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)

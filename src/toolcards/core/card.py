@@ -443,7 +443,7 @@ class _PrivateValue:
     Runtime handles are private attributes, read on every call. Without this, a read misses
     the normal lookup and goes through pydantic's ``__getattr__``, which probes the attribute
     for a descriptor on every read (a failed ``hasattr``, so an exception, after the one the
-    missed lookup raised): ~3 µs a read (pydantic issue #12081), against ~0.2 µs here. What
+    missed lookup raised; pydantic issue #12081), an order of magnitude slower. What
     is stored, and how pydantic sets, copies and deletes it, is unchanged; attributes whose
     default is a descriptor are left to pydantic.
     """

@@ -49,8 +49,8 @@ import pykka
 from pydantic import ValidationError
 from pykka.typing import ActorMemberMixin, proxy_method
 
-from toolcards.core.tree_usage import workspace_usage
 from toolcards.errors import WiringError
+from toolcards.fs.tree_usage import workspace_usage
 from toolcards.sandbox.bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
 from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
 from toolcards.sandbox.cwd import cwd_vanished, resolve_cwd

@@ -20,7 +20,7 @@ command stopped at the disk quota are ``RetriableError``; one stopped at its dea
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
-The workspace is the same tree ``WorkspaceTool`` edits (``core.locations.workspace_dir``),
+The workspace is the same tree ``WorkspaceTool`` edits (``fs.locations.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
 changed are seen by every agent's next write. When a workspace card of the same process
 keeps the tree's journal, each command runs inside the team's ``workspace_commands``
@@ -40,12 +40,12 @@ from pydantic import Field, PrivateAttr
 from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
-from toolcards.core.locations import WorkspaceId, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
 from toolcards.core.services import WORKSPACE_COMMANDS
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
+from toolcards.fs.locations import WorkspaceId, workspace_dir
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult

@@ -35,7 +35,7 @@ against all three.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -279,13 +279,6 @@ def apply_rows(rows: dict[str, dict[str, JSONValue]], changes: Iterable[Change])
                     del rows[change.collection]
         else:
             rows.setdefault(change.collection, {})[change.key] = change.value
-
-
-def changes_of(rows: Mapping[str, Mapping[str, JSONValue]]) -> Iterator[Change]:
-    """Every row of ``{collection: {key: value}}`` as a :class:`Change`."""
-    for collection, values in rows.items():
-        for key, value in values.items():
-            yield Change(collection=collection, key=key, value=value)
 
 
 def summarize(heads: Iterable[tuple[str, int]], counts: Iterable[tuple[str, str, int]]) -> tuple[NamespaceSummary, ...]:

@@ -114,7 +114,7 @@ class SQLiteStore(Store):
     """A :class:`~toolcards.store.Store` in one SQLite database file.
 
     Args:
-        path: the database file; ``None`` means ``toolcards.core.locations.store_path()``
+        path: the database file; ``None`` means ``toolcards.fs.locations.store_path()``
             (``TOOLCARDS_STORE``, else ``<workspaces root>/.toolcards/state.db``). The file
             is created if missing. Its directory must exist, except the default one, which is
             created: a path whose directory is missing is refused with a message naming the
@@ -573,7 +573,7 @@ class SQLiteStore(Store):
 def _resolve(path: str | Path | None) -> Path:
     if path is not None:
         return Path(os.path.abspath(os.path.expanduser(path)))
-    from toolcards.core.locations import store_path
+    from toolcards.fs.locations import store_path
 
     try:
         return store_path()

@@ -16,7 +16,7 @@ cards' tools and their context (the plan, the graph summary), rendered for Alice
 every model request. Every agent of team ``acme`` — in this process, in other processes of
 this host or of other hosts on a PostgreSQL store, MCP clients of ``toolcards serve`` — shares
 one board, one graph, one workspace: the team's state is found where every ``toolcards``
-command finds it (:mod:`toolcards.core.locations`). Each call is stamped with the member and
+command finds it (:mod:`toolcards.fs.locations`). Each call is stamped with the member and
 written to the team's event log, which the dashboard shows.
 
 **Lifetime.** The actors of every :class:`Team` of a process run in one shared

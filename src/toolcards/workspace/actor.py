@@ -78,8 +78,8 @@ from pykka.typing import ActorMemberMixin, proxy_method
 from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.deadline import deadline_after
 from toolcards.core.events import StateChanged
-from toolcards.core.tree_usage import MIB, workspace_usage
 from toolcards.errors import OutcomeUnknown, RetriableError, StoreError, ToolFailed
+from toolcards.fs.tree_usage import MIB, workspace_usage
 from toolcards.workspace.edit import apply_edit
 from toolcards.workspace.gate import WriteGate
 from toolcards.workspace.journal import (
@@ -1098,7 +1098,7 @@ def workspace_hub(root: Path, *, resolved: bool = False) -> WorkspaceHub:
     The registry is keyed by the tree's resolved path, so two spellings of one tree (or two
     teams sharing it) get the same hub. Race-free: concurrent callers get the same one.
     ``resolved`` says ``root`` is resolved already (a card's root, from
-    :func:`~toolcards.core.locations.workspace_dir`): it is not resolved again.
+    :func:`~toolcards.fs.locations.workspace_dir`): it is not resolved again.
     """
     key = str(root) if resolved else os.path.realpath(root)
     hub = _hubs.get(key)

@@ -41,7 +41,7 @@ with who made it, when, with which tool, for which claimed task, and the content
 and after, in the team's store. ``journal_mb`` and ``journal_days`` bound what it keeps.
 A change carrying an idempotency key is applied once: a retry gets the first answer.
 
-**Where.** The tree is :func:`toolcards.core.locations.workspace_dir` of ``workspace_id``,
+**Where.** The tree is :func:`toolcards.fs.locations.workspace_dir` of ``workspace_id``,
 which defaults to the team id: ``<workspaces root>/<team_id>``, the root being the one every
 command finds (``--root``, ``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml``, a legacy
 ``./workspaces``, the per-user data directory: :mod:`toolcards.core.lookup`). Give several
@@ -115,12 +115,12 @@ from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
 from toolcards.core.idempotency import current_call
-from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.services import SPILL_TO_WORKSPACE, WORKSPACE_COMMANDS
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, ToolFailed, WiringError
+from toolcards.fs.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.command_journal import claimed_task, journal_command

@@ -30,7 +30,7 @@ socket or a device is refused with a message saying what it is
 (:func:`~toolcards.workspace.os_errors.not_regular_error`), and so is a write, edit or
 delete of one.
 
-**Writes** are atomic (:func:`~toolcards.core.atomic_write.atomic_write_at` on the
+**Writes** are atomic (:func:`~toolcards.fs.atomic_write.atomic_write_at` on the
 handle of the target's directory): the data goes to a temporary file created (``O_EXCL``)
 in that directory, is flushed with ``fdatasync`` and renamed over the target within it
 (``renameat``); on failure the temporary is removed and the target is untouched.
@@ -62,9 +62,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from toolcards.core.atomic_write import atomic_write_at
 from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.fs.atomic_write import atomic_write_at
 from toolcards.workspace.os_errors import Doing, describe, file_error, kind_of, not_regular_error
 from toolcards.workspace.paths import ESCAPE_MESSAGE
 
@@ -456,7 +456,7 @@ class Tree:
             mode: permission bits. Default: those of the file replaced, or ``0o666`` less
                 the umask for a new one.
             sync_data: flush the file before renaming it into place (see
-                :func:`~toolcards.core.atomic_write.atomic_write_at`).
+                :func:`~toolcards.fs.atomic_write.atomic_write_at`).
             sync_directory: also ``fsync`` the directory, so the rename survives a power loss.
 
         Returns the canonical workspace-relative path written.
@@ -520,7 +520,7 @@ class Tree:
 
         Missing parent directories of ``destination`` are created. Without ``replace``
         nothing at ``destination`` is ever replaced (``RENAME_NOREPLACE`` where the system
-        has it: see :func:`~toolcards.core.atomic_write.rename_noreplace_at`); with it a
+        has it: see :func:`~toolcards.fs.atomic_write.rename_noreplace_at`); with it a
         file there is replaced atomically. The caller checks what the two paths name; this
         only refuses what the system refuses, in words. With ``sync_directory`` both
         directories are flushed after.
@@ -532,7 +532,7 @@ class Tree:
                 ``replace``); a directory would go into itself; a path leaves the tree.
             ToolFailed: any other OS error, in words.
         """
-        from toolcards.core.atomic_write import rename_noreplace_at
+        from toolcards.fs.atomic_write import rename_noreplace_at
 
         def move_from(src_fd: int, src_name: str, src_rel: str) -> str:
             def move_to(dst_fd: int, dst_name: str, dst_rel: str) -> str:
