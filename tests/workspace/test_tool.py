@@ -52,6 +52,8 @@ READ_TOOLS = {
 OFF_BY_DEFAULT = {"workspace_mkdir", "workspace_rmdir"}
 JOURNAL_READS = {"workspace_history", "workspace_diff"}
 JOURNAL_TOOLS = {*JOURNAL_READS, "workspace_undo"}
+COMMANDS_ONLY = {"workspace_export_git"}
+"""Offered to orchestrators and the command line only: it writes outside the tree."""
 BEYOND_THE_PEER = {"workspace_move", "workspace_info", "workspace_read_many"}
 """File operations of the reference MCP file server that akgentic-tool has no counterpart for."""
 """The journal's tools: commands by default, so a model pays for no definition."""
@@ -161,22 +163,26 @@ def test_the_tree_is_the_team_id_under_the_root(a: Agent_, isolated_root: Path) 
 def test_the_default_card_offers_the_everyday_tools(alice: FakeObserver) -> None:
     default = ToolFactory([WorkspaceTool()], observer=alice)
     assert {t.name for t in default.tools(TOOL_CALL)} == (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - OFF_BY_DEFAULT
-    assert {t.name for t in default.tools(COMMAND)} == (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - OFF_BY_DEFAULT
+    assert {t.name for t in default.tools(COMMAND)} == (
+        READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS | COMMANDS_ONLY
+    ) - OFF_BY_DEFAULT
 
 
 def test_every_tool_is_a_tool_call_and_a_command_by_default(a: Agent_) -> None:
-    assert set(a.tools) == READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS
-    assert all(tool.channels == {TOOL_CALL, COMMAND} for tool in a.tools.values())
+    assert set(a.tools) == READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS | COMMANDS_ONLY
+    assert all(tool.channels == {TOOL_CALL, COMMAND} for name, tool in a.tools.items() if name not in COMMANDS_ONLY)
+    assert all(a.tools[name].channels == {COMMAND} for name in COMMANDS_ONLY)
     assert {name for name, tool in a.tools.items() if tool.untrusted_output} == READ_TOOLS | JOURNAL_READS
     assert {name for name, tool in a.tools.items() if tool.mutates} == WRITE_TOOLS | {"workspace_undo"}
 
 
 def test_read_only_removes_every_write_tool_from_every_channel(alice: FakeObserver) -> None:
     factory = ToolFactory([WorkspaceTool(read_only=True, **EVERYTHING)], observer=alice)
-    assert {t.name for t in factory.tools()} == READ_TOOLS | JOURNAL_READS
-    assert {t.name for t in factory.tools(COMMAND)} == READ_TOOLS | JOURNAL_READS
+    # Exporting the journal changes nothing in the tree: a read-only card keeps it.
+    assert {t.name for t in factory.tools()} == READ_TOOLS | JOURNAL_READS | COMMANDS_ONLY
+    assert {t.name for t in factory.tools(COMMAND)} == READ_TOOLS | JOURNAL_READS | COMMANDS_ONLY
     assert {f.__name__ for f in factory.get_tools()} == READ_TOOLS | JOURNAL_READS
-    assert set(factory.command_registry().names) == READ_TOOLS | JOURNAL_READS
+    assert set(factory.command_registry().names) == READ_TOOLS | JOURNAL_READS | COMMANDS_ONLY
     seen: list[AgentInfo] = []
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:

@@ -1,6 +1,6 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
-The card gives eighteen capabilities, each a field ``<Param> | bool`` named like the tool the
+The card gives nineteen capabilities, each a field ``<Param> | bool`` named like the tool the
 model sees and exposed as a tool call and a command. Sixteen are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
@@ -32,6 +32,8 @@ tool                       what it does                                      mut
 ``workspace_history``      the journal's changes, newest first, filtered     no       on
 ``workspace_diff``         the diff of one change                            no       on
 ``workspace_undo``         undo changes, all or nothing (dry run on request) yes      on
+``workspace_export_git``   the journal as a git repository, one commit per   no       command
+                           change (a command only: it writes outside)
 =========================  ================================================  =======  =======
 
 **The journal** (``journal=True``, the default; :mod:`toolcards.workspace.journal`) records
@@ -172,6 +174,7 @@ __all__ = [
     "WorkspaceDeleteParam",
     "WorkspaceDiffParam",
     "WorkspaceEditParam",
+    "WorkspaceExportGitParam",
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
     "WorkspaceHistoryParam",
@@ -219,6 +222,9 @@ Offset = Annotated[int, Field(ge=0, le=100_000, json_schema_extra=unlisted_range
 
 Limit = Annotated[int, Field(ge=1, le=10_000, json_schema_extra=unlisted_range)]
 """Entries of a listing to show at most."""
+
+HostPath = Annotated[str, Field(min_length=1, max_length=4096, json_schema_extra=unlisted_bound)]
+"""A directory of the host (not of the workspace)."""
 
 SinceText = Annotated[str, Field(max_length=100, json_schema_extra=unlisted_bound)]
 """A change id, an ISO 8601 time or an age (``30m``, ``2h``, ``1d``)."""
@@ -320,6 +326,13 @@ class WorkspaceUndoParam(JournalParam):
     """``workspace_undo``."""
 
 
+class WorkspaceExportGitParam(JournalParam):
+    """``workspace_export_git``: a command only by default (an orchestrator's, and
+    ``toolcards history --export-git``), as it writes outside the tree. Added in 0.3."""
+
+    expose: set[Channels] = {Channels.COMMAND}
+
+
 class WorkspaceTool(ToolCard):
     """A tree of files a team's agents read, search and change without losing each other's work.
 
@@ -388,6 +401,7 @@ class WorkspaceTool(ToolCard):
     workspace_history: WorkspaceHistoryParam | bool = True
     workspace_diff: WorkspaceDiffParam | bool = True
     workspace_undo: WorkspaceUndoParam | bool = True
+    workspace_export_git: WorkspaceExportGitParam | bool = True
 
     _root: Path | None = PrivateAttr(default=None)
     _tree: Tree | None = PrivateAttr(default=None)
@@ -815,6 +829,20 @@ class WorkspaceTool(ToolCard):
             lambda context: self._actor_proxy().undo(self._agent, selection, dry_run, context),
             checked=not dry_run,
         )
+
+    @capability("workspace_export_git")
+    def export_git(self, dest: HostPath) -> str:
+        """Export the journal as a git repository: one commit per change, authored by its member.
+
+        Args:
+            dest: A directory outside the workspace: a new or empty one, or a git repository.
+        """
+        from toolcards.workspace.git_export import export_git
+
+        target = Path(dest).expanduser().absolute()
+        if target == self.root or self.root in target.parents:
+            raise RetriableError(f"{dest!r} is inside the workspace: export to a directory outside it.")
+        return export_git(self._journal(), target)
 
     # -- views (read-only, for people looking at the team) ------------------------------------
 
