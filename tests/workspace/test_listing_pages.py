@@ -9,6 +9,7 @@ import pytest
 
 from tests.workspace.hostile import CheckedAgent
 from tests.workspace.test_journal import plain
+from toolcards.workspace.tree import MAX_SCAN_ENTRIES
 
 NEXT = re.compile(r"^([\d,]+) more — next offset (\d+)$")
 
@@ -115,3 +116,13 @@ def test_bad_pages_and_exclusions_are_refused_in_words(
     (a.root / "two.txt").write_text("")
     _, message = a.attempt(tool, **args)
     assert message is not None and expected in message
+
+
+def test_a_huge_directory_says_so_and_still_ends_with_the_next_offset(a: CheckedAgent) -> None:
+    huge = a.root / "huge"
+    huge.mkdir()
+    for index in range(MAX_SCAN_ENTRIES + 5):
+        (huge / f"{index:05}").touch()
+    lines = plain(a("workspace_list", path="huge", limit=10)).split("\n")
+    assert lines[-2].startswith(f"('huge' has more than {MAX_SCAN_ENTRIES:,} entries: only some are listed")
+    assert lines[-1] == f"{MAX_SCAN_ENTRIES - 10:,} more — next offset 10"

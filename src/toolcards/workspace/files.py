@@ -441,14 +441,14 @@ def list_directory(
         finally:
             listed.close()  # closes the directories it still holds
     shown = len(lines) - (depth != 1)
-    if more:
-        counted = f"{more:,}" if more < MAX_COUNTED_MORE else f"at least {more:,}"
-        lines.append(f"{counted} more — next offset {offset + shown}")
-    elif not shown:
+    if not shown and not more:
         if seen and offset:
             raise RetriableError(f"offset {offset} is past the end: the listing has {seen} entries.")
         lines.append("(empty directory)")
     lines.extend(notes[:3])
+    if more:  # the last line, where a model looks for how to go on
+        counted = f"{more:,}" if more < MAX_COUNTED_MORE else f"at least {more:,}"
+        lines.append(f"{counted} more — next offset {offset + shown}")
     return "\n".join(lines)
 
 
