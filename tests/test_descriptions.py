@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,12 +40,27 @@ def texts_models_read(factory: ToolFactory) -> list[tuple[str, str]]:
     return out
 
 
+SKILLS = str(Path(__file__).with_name("skills") / "data")
+ROSTER = {"fast": "test", "deep": {"model": "test", "description": "Careful."}}
+
+
 def configurations() -> list[list[dict[str, Any]]]:
     return [
         [{"kind": kind} for kind in MODEL_CARD_KINDS],
         [{"kind": "planning", "get_planning_task": False, "search_planning": False}],
         [{"kind": "knowledge_graph", "search_graph": False}],
         [{"kind": "workspace", "read_only": True}],
+        [
+            {"kind": "skills", "paths": [SKILLS], "installed": False},
+            {"kind": "metadata", "fields": {"customer": "Acme"}},
+        ],
+        [{"kind": "skills", "paths": [SKILLS], "installed": False, "use_skill": False}],
+        [{"kind": "model", "roster": ROSTER, "default": "fast"}],
+        [{"kind": "model", "roster": ROSTER, "list_models": False}],
+        [{"kind": "model", "roster": ROSTER, "read_only": True}],
+        [{"kind": "exec", "max_background_runs": 2}],
+        [{"kind": "exec", "max_background_runs": 2, "exec_stop": False, "exec_status": False}],
+        [{"kind": "exec", "max_background_runs": 2, "read_only": True}],
     ]
 
 

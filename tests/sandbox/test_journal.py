@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,20 @@ def test_without_a_journal_commands_run_as_before(alice: FakeObserver, isolated_
     tools = team_tools(alice, "local", journal=False)
     assert "hello" in call(tools, "exec_command", cmd="echo hello > a.txt && cat a.txt")
     assert (isolated_root / "team-1" / "a.txt").read_text() == "hello\n"
+
+
+def test_a_background_run_is_journaled_when_it_ends(alice: FakeObserver, isolated_root: Path) -> None:
+    cards = [
+        WorkspaceTool(workspace_history=BOTH, workspace_undo=BOTH),
+        ExecTool(mode="local", allowed_commands=[], max_background_runs=1),
+    ]
+    tools = {tool.name: tool for tool in ToolFactory(cards, observer=alice).tools()}
+    tree = isolated_root / "team-1"
+    started = call(tools, "exec_command", cmd="sh -c 'sleep 0.2; echo built > made.txt'", background=True)
+    run_id = started.split("Started background run ", 1)[1].split(" ", 1)[0]
+    deadline = time.monotonic() + 20
+    while "exit code 0" not in call(tools, "exec_status", run_id=run_id) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert (tree / "made.txt").read_text() == "built\n"
+    history = call(tools, "workspace_history", limit=1)
+    assert re.search(r"@Alice exec_command: (added|created) made\.txt", history), history

@@ -11,6 +11,7 @@
     toolcards backup [--store ...] [--force] DEST                       copy the team's store while it runs
     toolcards history [--path P] [--member NAME] [--diff ID]            what changed in the team's workspace
     toolcards undo [ID] [--member NAME] [--since WHEN] [--dry-run]      undo workspace changes, all or nothing
+    toolcards usage [--member @A] [--task N] [--since 2h] [--json]      what members, tasks and cards cost
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
     toolcards --version
 
@@ -50,6 +51,7 @@ COMMANDS: tuple[str, ...] = (
     "toolcards.cli.backup",
     "toolcards.cli.history",
     "toolcards.cli.undo",
+    "toolcards.cli.usage",
     "toolcards.cli.demo",
     "toolcards.cli.fetch_models",
 )

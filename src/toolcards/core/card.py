@@ -32,7 +32,7 @@ from __future__ import annotations
 import inspect
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
@@ -50,6 +50,7 @@ from toolcards.errors import ObserverGone, WiringError
 if TYPE_CHECKING:
     import pykka
 
+    from toolcards.core.catalog import CatalogEntry
     from toolcards.core.steering import StopRequest
 
 __all__ = ["Capability", "ToolCard", "capability", "observer_hint"]
@@ -435,6 +436,30 @@ class ToolCard(BaseModel):
     def get_toolsets(self) -> list[Any]:
         """Ready-made pydantic-ai toolsets (for cards wrapping MCP servers); none by default."""
         return []
+
+    # -- what searches and model switches read ---------------------------------------------
+
+    def catalog_entries(self) -> Sequence[CatalogEntry]:
+        """What ``search_tools`` finds of this card besides its tools (a skill); none by default.
+
+        Asked at every search: return the same sequence object while nothing changed, since a
+        search rebuilds its index when it gets another one.
+        """
+        return ()
+
+    def context_tools(self) -> frozenset[str]:
+        """The tools this card's context tells the model to call (``use_skill`` for the skill
+        menu); an agent that finds its tools by search keeps them listed. None by default."""
+        return frozenset()
+
+    def selected_model(self) -> Any | None:
+        """The model this card chose for its agent's next request, or ``None`` for no choice.
+
+        Asked before every model request by the adapters that can switch a run's model
+        (:class:`toolcards.pydantic_ai.ModelChoice`, a team runtime's members): a pydantic-ai
+        model or model string. Only the model card chooses; the default is ``None``.
+        """
+        return None
 
 
 class _PrivateValue:

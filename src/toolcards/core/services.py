@@ -47,7 +47,8 @@ SPILL_SERVICES = (SPILL_TO_WORKSPACE, SPILL_TO_STORE)
 CLAIMED_TASK = "claimed_task"
 """``service(member) -> int | None``: the id of the task ``member`` (``@Name``) holds a live
 claim on (the most recently claimed, when several), or ``None``. Offered by the planning
-card; the workspace journal records it with each change. May block briefly (an actor ask)."""
+card; the workspace journal records it with each change, the ledger counts each call
+against it. May block briefly (an actor ask)."""
 
 WORKSPACE_COMMANDS = "workspace_commands"
 """``service(root, member, command, timeout_s) -> context manager``: run a sandboxed command

@@ -130,7 +130,7 @@ class PlanningTool(ToolCard):
         )
         # The workspace asks for the paths reserved by claims; only the board's proxy is kept.
         team.provide(PATH_RESERVATIONS, functools.partial(_reserved_paths, self._board))
-        # The workspace journal records each change with the task its member holds.
+        # The workspace journal and the ledger record each change or call with the task its member holds.
         team.provide(CLAIMED_TASK, functools.partial(_claimed_task, self._board))
 
     def on_tools_bound(self, tool_names: frozenset[str]) -> None:

@@ -498,8 +498,6 @@ class WorkspaceTool(ToolCard):
         Args:
             path: Relative to the workspace root.
             offset: First line, from 1.
-            limit: Lines.
-            tail: Last N lines.
         """
         if tail is not None and offset != 1:
             raise RetriableError(f"Pass either offset ({offset}) or tail ({tail}), not both.")
@@ -573,7 +571,6 @@ class WorkspaceTool(ToolCard):
 
         Args:
             depth: Levels; 0 = all.
-            exclude: Glob to leave out.
         """
         excluded = exclusion(exclude) if exclude and exclude.strip() else None
         return list_directory(
@@ -599,7 +596,6 @@ class WorkspaceTool(ToolCard):
         """Find files by glob, e.g. '**/*.py'; newest first.
 
         Args:
-            path: Directory to search from.
             exclude: Glob to leave out.
         """
         return glob(
