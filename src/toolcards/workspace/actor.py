@@ -82,6 +82,7 @@ from toolcards.errors import OutcomeUnknown, RetriableError, StoreError, ToolFai
 from toolcards.fs.tree_usage import MIB, workspace_usage
 from toolcards.workspace.edit import apply_edit
 from toolcards.workspace.gate import WriteGate
+from toolcards.workspace.index import workspace_index
 from toolcards.workspace.journal import (
     MAX_KEPT_BYTES,
     Author,
@@ -473,6 +474,7 @@ class WorkspaceActor(CallerRunsActor):
             answer = f"Deleted {rel}."
             self._record(agent, removed, answer, context, "workspace_delete")
             self.gate.forget(rel)
+            self._tell_index(written=[rel])
             self._changed(agent, f"deleted {rel}")
             return answer
 
@@ -659,10 +661,12 @@ class WorkspaceActor(CallerRunsActor):
                 if recursive:  # part of it may be gone
                     with contextlib.suppress(RetriableError, ToolFailed):
                         self.gate.forget(self.tree.resolve(path), below=True)
+                        self._tell_index(removed_below=self.tree.resolve(path))
                 raise
             self.gate.forget(rel, below=True)
             answer = f"Removed directory {rel}/."
             self._record(agent, removed, answer, context, "workspace_rmdir")
+            self._tell_index(removed_below=rel)
             self._changed(agent, f"removed directory {rel}/")
             return answer
 
@@ -739,11 +743,23 @@ class WorkspaceActor(CallerRunsActor):
             )
             for path in done.paths:
                 self.gate.forget(path, below=True)
+            if done.paths and not dry_run:
+                self._tell_index(written=list(done.paths))
             if done.paths:
                 self._changed(agent, done.summary)
             return done.answer
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _tell_index(self, *, written: Sequence[str] = (), removed_below: str | None = None) -> None:
+        """Bring the tree's search index (when one was made) up to these changes at once."""
+        index = workspace_index(self.hub.root, create=False)
+        if index is None:
+            return
+        if written:
+            index.note_written(written)
+        if removed_below is not None:
+            index.note_removed_below(removed_below)
 
     @contextlib.contextmanager
     def _changing(self, context: ChangeContext | None = None, tool: str = "") -> Iterator[str | None]:
@@ -823,6 +839,7 @@ class WorkspaceActor(CallerRunsActor):
                 )
             except (StoreError, OutcomeUnknown) as exc:
                 raise self._rolled_back(None, done, exc, journaled=True) from exc
+        self._tell_index(written=[change.path for change in changes])
         for change in changes:
             if change.after is None:
                 self.gate.forget(change.path)

@@ -1,7 +1,7 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
-The card gives nineteen capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Sixteen are on by default; the two
+The card gives twenty capabilities, each a field ``<Param> | bool`` named like the tool the
+model sees and exposed as a tool call and a command. Seventeen are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
@@ -18,6 +18,7 @@ tool                       what it does                                      mut
                            sizes and an ``exclude`` glob on request
 ``workspace_grep``         lines matching a regex                            no       on
 ``workspace_info``         size, times, kind, permissions, lines and type    no       on
+``workspace_search``       passages by meaning and keywords, cited by lines  no       on
 ``workspace_view``         an image, scaled for a model (``BinaryContent``)  no       on
 ``workspace_write``        create or overwrite a file                        yes      on
 ``workspace_edit``         replace a string; returns the diff (``dry_run``:  yes      on
@@ -123,17 +124,21 @@ from toolcards.core.services import SPILL_TO_WORKSPACE, WORKSPACE_COMMANDS
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.fs.locations import WorkspaceId, internal_dir, workspace_dir
+from toolcards.vector.param import EmbeddingParam
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.command_journal import claimed_task, journal_command
 from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
+from toolcards.workspace.file_search import DEFAULT_TOP_K, MAX_TOP_K, file_search
+from toolcards.workspace.file_search import render as render_hits
 from toolcards.workspace.files import MAX_LIST_ENTRIES, Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import MAX_GLOB_RESULTS, exclusion, glob
 from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
 from toolcards.workspace.history import render_diff, render_history
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
+from toolcards.workspace.index import workspace_index
 from toolcards.workspace.info import path_info
 from toolcards.workspace.journal import (
     DEFAULT_MAX_AGE_DAYS,
@@ -267,6 +272,14 @@ class WorkspaceGrepParam(WorkspaceParam):
     lines far into large files may be left out (the answer counts them). Added in 0.3."""
 
 
+class WorkspaceSearchParam(WorkspaceParam):
+    """``workspace_search``. Added in 0.4."""
+
+    embedding: EmbeddingParam | None = Field(default_factory=EmbeddingParam)
+    """How chunks are embedded for search by meaning: the offline local model by default
+    (the one the planning board and the knowledge graph use); ``None``: keywords only."""
+
+
 class WorkspaceViewParam(WorkspaceParam):
     """``workspace_view``."""
 
@@ -388,6 +401,7 @@ class WorkspaceTool(ToolCard):
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
     workspace_grep: WorkspaceGrepParam | bool = True
+    workspace_search: WorkspaceSearchParam | bool = True
     workspace_view: WorkspaceViewParam | bool = True
     workspace_info: WorkspaceInfoParam | bool = True
     workspace_write: WorkspaceWriteParam | bool = True
@@ -623,10 +637,26 @@ class WorkspaceTool(ToolCard):
         """
         max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
         try:
-            return grep(self.root, pattern, path, include, max_results=max_results)
+            return grep(self.root, pattern, path, include, max_results=max_results, index=workspace_index(self.root))
         except RetriableError:
             self._check_spill_kept(path)
             raise
+
+    @capability("workspace_search", untrusted_output=True)
+    def search_files(
+        self,
+        query: Pattern,
+        path_prefix: WorkspacePath | None = None,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, json_schema_extra=_unlisted_range)] = DEFAULT_TOP_K,
+    ) -> str:
+        """Find passages in files by meaning and keywords."""
+        prefix = "" if not path_prefix else self.tree.resolve(path_prefix)
+        param = self.param("workspace_search", WorkspaceSearchParam)
+        finder = file_search(
+            self.root, cache_dir=self._cache(), embedding=param.embedding, use_embeddings=param.embedding is not None
+        )
+        hits, notes = finder.search(query, "" if prefix == "." else prefix, top_k)
+        return render_hits(hits, notes, query)
 
     @capability("workspace_view", untrusted_output=True)
     def view_image(self, path: WorkspacePath) -> Any:
@@ -941,6 +971,13 @@ def _member_filter(agent: str | None) -> str | None:
         return None
     bare = agent.strip().lstrip("@").strip()
     return "" if bare.lower() == "outside" else f"@{bare}"
+
+
+def _unlisted_range(schema: dict[str, Any]) -> None:
+    """Drop a number's range from its JSON schema (validation keeps it): see
+    :func:`~toolcards.core.bounds.unlisted_bound`."""
+    schema.pop("minimum", None)
+    schema.pop("maximum", None)
 
 
 def _view_path(path: str) -> str:
