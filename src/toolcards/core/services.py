@@ -10,7 +10,7 @@ process offers it. The names and contracts live here, below both.
 
 from __future__ import annotations
 
-__all__ = ["MAILBOX", "PATH_RESERVATIONS"]
+__all__ = ["CLAIMED_TASK", "MAILBOX", "PATH_RESERVATIONS"]
 
 PATH_RESERVATIONS = "path_reservations"
 """``service(member) -> [(glob, holder, task_id, mode), ...]``: the workspace globs reserved by
@@ -21,3 +21,8 @@ MAILBOX = "mailbox"
 """``service(to, text, sender=...)``: leave ``text`` in member ``to``'s mailbox (``@Name``).
 Offered by the messaging card; may block briefly; raises ``RetriableError`` for an unknown
 recipient or a full mailbox."""
+
+CLAIMED_TASK = "claimed_task"
+"""``service(member) -> int | None``: the id of the task member ``member`` (``@Name``) holds by a
+live claim (the latest claimed when it holds several), or ``None``. Offered by the planning
+card; may block briefly (an actor ask). The knowledge graph records it with every fact."""

@@ -735,6 +735,15 @@ class PlanningActor(CallerRunsActor):
         self._refresh()
         return self._seq, hash(tuple(sorted((claim.task_id, claim.until) for claim in self._claims.values())))
 
+    def claimed_task(self, member: str) -> int | None:
+        """The task ``member`` holds by a live claim (the latest claimed of several), after
+        catching up; ``None`` when it holds none. Plain data, for other domains."""
+        self._refresh()
+        holder = normalize_agent_name(member)
+        now = time.time()
+        held = [claim for claim in self._claims.values() if claim.member == holder and claim.until > now]
+        return max(held, key=lambda claim: (claim.since, claim.task_id)).task_id if held else None
+
     def reservations(self, member: str = "") -> list[tuple[str, str, int, ReservationMode]]:
         """The paths reserved by live claims of members other than ``member``, after catching up.
 
@@ -1287,4 +1296,5 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     release = proxy_method(PlanningActor.release)
     claims = proxy_method(PlanningActor.claims)
     reservations = proxy_method(PlanningActor.reservations)
+    claimed_task = proxy_method(PlanningActor.claimed_task)
     view_version = proxy_method(PlanningActor.view_version)

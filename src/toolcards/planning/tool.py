@@ -34,7 +34,7 @@ from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
-from toolcards.core.services import PATH_RESERVATIONS
+from toolcards.core.services import CLAIMED_TASK, PATH_RESERVATIONS
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.planning.actor import DEFAULT_LEASE_S, PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
@@ -130,6 +130,7 @@ class PlanningTool(ToolCard):
         )
         # The workspace asks for the paths reserved by claims; only the board's proxy is kept.
         team.provide(PATH_RESERVATIONS, functools.partial(_reserved_paths, self._board))
+        team.provide(CLAIMED_TASK, functools.partial(_claimed_task, self._board))
 
     def on_tools_bound(self, tool_names: frozenset[str]) -> None:
         """Keep the agent's tool names: a task's ``requires`` are checked against them."""
@@ -281,6 +282,12 @@ class PlanningTool(ToolCard):
             "claims": [claim.model_dump(mode="json") for claim in claims],
             "now": time.time(),
         }
+
+
+def _claimed_task(board: PlanningProxy, member: str) -> int | None:
+    from toolcards.actors.asking import ask
+
+    return ask(board.claimed_task(member), actor=PLANNING_ACTOR_NAME)
 
 
 def _reserved_paths(board: PlanningProxy, member: str) -> list[tuple[str, str, int, ReservationMode]]:
