@@ -13,10 +13,10 @@ from typing import Any
 
 __all__ = ["unlisted_bound"]
 
-_BOUNDS = ("maxLength", "minLength", "maxItems", "minItems")
+_BOUNDS = ("maxLength", "minLength", "maxItems", "minItems", "maxProperties", "minProperties", "maximum", "minimum")
 
 
 def unlisted_bound(schema: dict[str, Any]) -> None:
-    """Drop a field's length and size bounds from its JSON schema (validation keeps them)."""
+    """Drop a field's length, size and numeric bounds from its JSON schema (validation keeps them)."""
     for key in _BOUNDS:
         schema.pop(key, None)
