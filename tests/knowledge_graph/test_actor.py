@@ -17,6 +17,7 @@ from tests.knowledge_graph.conftest import HASHING, StartGraph
 from toolcards.core.events import StateChanged
 from toolcards.errors import RetriableError, StoreError
 from toolcards.knowledge_graph import (
+    Entity,
     EntityCreate,
     EntityUpdate,
     KnowledgeGraphActor,
@@ -44,6 +45,11 @@ def ent(name: str, entity_type: str = "thing", description: str = "", *obs: str,
 
 def rel(a: str, b: str, relation_type: str = "uses", description: str = "") -> RelationCreate:
     return RelationCreate(from_entity=a, to_entity=b, relation_type=relation_type, description=description)
+
+
+def texts(entity: Entity) -> list[str]:
+    """The texts of the observations that hold."""
+    return [o.text for o in entity.current_observations()]
 
 
 def relations_of(kg: KnowledgeGraphProxy) -> set[tuple[str, str, str]]:
@@ -135,7 +141,7 @@ def test_update_adds_and_removes_observations_and_sets_fields(kg: KnowledgeGraph
     ).get()
     assert report.updated_entities == ["A"] and report.errors == []
     (a,) = kg.entities().get()
-    assert a.observations == ["likes tea", "lives in Lyon"]
+    assert texts(a) == ["likes tea", "lives in Lyon"]
     assert (a.entity_type, a.description, a.is_root) == ("robot", "old", True)
 
 
@@ -146,7 +152,7 @@ def test_removing_a_missing_observation_is_refused_and_nothing_applies(kg: Knowl
     ).get()
     assert report.updated_entities == []
     assert "no observation 'fact two'" in report.errors[0]
-    assert kg.entities().get()[0].observations == ["fact one"]
+    assert texts(kg.entities().get()[0]) == ["fact one"]
 
 
 def test_update_without_effect_changes_nothing(kg: KnowledgeGraphProxy, events: list[StateChanged]) -> None:
@@ -183,7 +189,7 @@ def test_fixed_order_lets_a_batch_create_then_delete(kg: KnowledgeGraphProxy) ->
     assert report.errors == []
     assert names_of(kg) == ["A", "C"]
     assert relations_of(kg) == {("C", "A", "uses")}
-    assert [e.observations for e in kg.entities().get()] == [[], ["new"]]
+    assert [texts(e) for e in kg.entities().get()] == [[], ["new"]]
 
 
 def test_all_refusals_come_together_and_nothing_is_written(kg: KnowledgeGraphProxy, store: MemoryStore) -> None:

@@ -3,15 +3,16 @@
 * :class:`KnowledgeGraphActor` — one per team; owns the graph, persists every batch through
   ``toolcards.store`` before acknowledging it, and searches by keyword, vector or both.
   :class:`KnowledgeGraphProxy` types its proxy.
-* Stored data: :class:`Entity`, :class:`Relation`, :class:`KnowledgeGraph`.
+* Stored data: :class:`Entity`, :class:`Observation`, :class:`Relation` (each with its
+  :class:`Provenance`), :class:`KnowledgeGraph`.
 * LLM-facing inputs: :class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
   :class:`RelationDelete`.
-* Results: :class:`UpdateReport`, :class:`SearchResult` (with :class:`SearchHit`,
-  :class:`Neighbour`, :class:`GraphPath`); :mod:`toolcards.knowledge_graph.render` writes
-  the text a model reads from them.
+* Results: :class:`UpdateReport`, :class:`MergeReport`, :class:`SearchResult` (with
+  :class:`SearchHit`, :class:`Neighbour`, :class:`GraphPath`);
+  :mod:`toolcards.knowledge_graph.render` writes the text a model reads from them.
 
-Importing this package loads pydantic and pykka; numpy and embedding clients load only
-when an actor is given an embedding param.
+Importing this package loads pydantic and pykka; numpy loads when an actor starts (its
+search index), embedding clients only when it is given an embedding param.
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from toolcards.knowledge_graph.models import (
     EntityUpdate,
     GraphPath,
     KnowledgeGraph,
+    MergeReport,
     Neighbour,
+    Observation,
+    Provenance,
     Relation,
     RelationCreate,
     RelationDelete,
@@ -31,7 +35,13 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
-from toolcards.knowledge_graph.tool import GetGraphParam, KnowledgeGraphTool, SearchGraphParam, UpdateGraphParam
+from toolcards.knowledge_graph.tool import (
+    GetGraphParam,
+    KnowledgeGraphTool,
+    MergeEntitiesParam,
+    SearchGraphParam,
+    UpdateGraphParam,
+)
 
 __all__ = [
     "Entity",
@@ -43,7 +53,11 @@ __all__ = [
     "KnowledgeGraphActor",
     "KnowledgeGraphProxy",
     "KnowledgeGraphTool",
+    "MergeEntitiesParam",
+    "MergeReport",
     "Neighbour",
+    "Observation",
+    "Provenance",
     "Relation",
     "RelationCreate",
     "RelationDelete",

@@ -9,6 +9,11 @@ restores the graph exactly.
 | ``get_graph`` | SYSTEM_PROMPT, COMMAND | a summary whose size does not grow with the graph |
 | ``update_graph(...)`` | TOOL_CALL | one batch in a fixed order; failures listed together |
 | ``search_graph(query, mode, ...)`` | TOOL_CALL, COMMAND | hits, plus neighbours, edges, paths on request |
+| ``merge_entities(into, sources, dry_run)`` | TOOL_CALL, COMMAND | what moved (or would move) |
+
+Every fact recorded carries the calling member, the task it holds on the team's planning
+board (through the :data:`~toolcards.core.services.CLAIMED_TASK` service, when a planning
+card is bound in the process) and the time.
 
 With no ``embedding`` configured the card needs neither numpy nor openai: search is
 keyword-only and says so.
@@ -19,24 +24,32 @@ relation, and ``knowledge_graph.search(query)``, the names ``search_graph`` rank
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
+from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.services import CLAIMED_TASK
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete, SearchResult
-from toolcards.knowledge_graph.render import render_search_result, render_update_report
+from toolcards.knowledge_graph.render import (
+    render_merge_report,
+    render_search_result,
+    render_update_report,
+    shown_observations,
+)
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
-__all__ = ["GetGraphParam", "KnowledgeGraphTool", "SearchGraphParam", "UpdateGraphParam"]
+__all__ = ["GetGraphParam", "KnowledgeGraphTool", "MergeEntitiesParam", "SearchGraphParam", "UpdateGraphParam"]
 
 ACTOR_NAME = "#KnowledgeGraphTool"
 
@@ -63,6 +76,33 @@ class SearchGraphParam(BaseToolParam):
     """Minimum raw cosine for a hit of the vector leg."""
 
 
+class MergeEntitiesParam(BaseToolParam):
+    """Merge duplicate entities into one."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+def parse_as_of(text: str, now: datetime | None = None) -> datetime:
+    """``as_of`` as an aware UTC moment: an ISO 8601 date or date and time (no zone: UTC).
+
+    Raises:
+        RetriableError: unreadable, or later than now.
+    """
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise RetriableError(
+            f"as_of {text!r} is not a date: give ISO 8601, e.g. 2026-03-01 or 2026-03-01T14:30:00Z."
+        ) from None
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    now = now or datetime.now(UTC)
+    if moment > now:
+        raise RetriableError(
+            f"as_of {text!r} is in the future (now is {now:%Y-%m-%dT%H:%M:%SZ}); omit it to search the graph as it is."
+        )
+    return moment
+
+
 class KnowledgeGraphTool(ToolCard):
     """The team's knowledge graph. ``read_only`` removes ``update_graph`` from every channel."""
 
@@ -72,6 +112,7 @@ class KnowledgeGraphTool(ToolCard):
     get_graph: GetGraphParam | bool = True
     update_graph: UpdateGraphParam | bool = True
     search_graph: SearchGraphParam | bool = True
+    merge_entities: MergeEntitiesParam | bool = True
     embedding: EmbeddingParam | None = None
     """How texts are embedded for search by meaning; ``None``: keyword search only."""
     _graph: KnowledgeGraphProxy | None = PrivateAttr(default=None)
@@ -102,6 +143,23 @@ class KnowledgeGraphTool(ToolCard):
         observer: ActorToolObserver = self.get_observer()
         return observer.address.handle
 
+    def _claimed_task(self) -> int | None:
+        """The task the calling member holds, when a planning card in this process can say."""
+        observer: ActorToolObserver = self.get_observer()
+        service = observer.team.service(CLAIMED_TASK)
+        if service is None:
+            return None
+        try:
+            task_id: int | None = service(self._agent)
+        except Exception:
+            # Provenance must not cost the write: the board may be stopping or out of reach.
+            return None
+        return task_id
+
+    def _callable(self, field: str) -> str | None:
+        param = self.param(field)
+        return field if param is not None and TOOL_CALL in param.expose else None
+
     @capability("get_graph")
     def summary(self) -> str:
         """A summary of the team knowledge graph."""
@@ -118,12 +176,7 @@ class KnowledgeGraphTool(ToolCard):
         create_relations: list[RelationCreate] | None = None,
         delete_relations: list[RelationDelete] | None = None,
     ) -> str:
-        """Record knowledge in one batch: entities are created before relations and deleted
-        after them. All or nothing: if a part fails, nothing is applied.
-
-        Args:
-            delete_entities: Names; their relations go too.
-        """
+        """One batch of knowledge, all or nothing: entities created first, deleted last."""
         if not (create_entities or update_entities or delete_entities or create_relations or delete_relations):
             raise RetriableError(
                 "Nothing to do: give at least one of create_entities, update_entities, "
@@ -138,6 +191,7 @@ class KnowledgeGraphTool(ToolCard):
                     delete_entities=delete_entities or (),
                     create_relations=create_relations or (),
                     delete_relations=delete_relations or (),
+                    task_id=self._claimed_task(),
                     call=current_call(),
                 ),
                 actor=ACTOR_NAME,
@@ -145,28 +199,55 @@ class KnowledgeGraphTool(ToolCard):
         except OutcomeUnknown as exc:
             exc.check = "search_graph"
             raise
+        text = render_update_report(report, merge_tool=self._callable("merge_entities"))
         if report.errors:
-            raise RetriableError(render_update_report(report))
-        return render_update_report(report)
+            raise RetriableError(text)
+        return text
+
+    @capability("merge_entities", mutates=True)
+    def merge(self, into: str, sources: list[str], dry_run: bool = False) -> str:
+        """Merge duplicates into one entity; their names become aliases."""
+        try:
+            report = self.ask(
+                self.graph.merge(
+                    self._agent,
+                    into,
+                    sources,
+                    dry_run=dry_run,
+                    task_id=None if dry_run else self._claimed_task(),
+                    call=None if dry_run else current_call(),
+                ),
+                actor=ACTOR_NAME,
+            )
+        except OutcomeUnknown as exc:
+            exc.check = "search_graph"
+            raise
+        text = render_merge_report(report)
+        if report.errors:
+            raise RetriableError(text)
+        return text
 
     @capability("search_graph")
     def search(
         self,
-        query: Annotated[str, Field(min_length=1, max_length=500)],
+        query: Annotated[str, Field(min_length=1, max_length=500, json_schema_extra=unlisted_bound)],
         mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
-        top_k: Annotated[int, Field(ge=1, le=50)] = 10,
+        top_k: Annotated[int, Field(ge=1, le=50, json_schema_extra=unlisted_bound)] = 10,
         include_neighbors: bool = False,
         include_edges: bool = False,
         find_paths: bool = False,
+        as_of: str | None = None,
+        include_invalid: bool = False,
     ) -> str:
         """Search entities by keyword, and by meaning when the team has an embedding model.
 
         Args:
-            mode: hybrid and vector are keyword-only without an embedding model.
-            include_neighbors: Also list entities linked to each hit.
-            include_edges: Also list each hit's relations.
-            find_paths: Shortest paths between the top hits.
+            include_neighbors: Linked entities too
+            include_edges: Hits' relations too
+            find_paths: Paths between top hits
+            as_of: ISO time
         """
+        moment = None if as_of is None else parse_as_of(as_of)
         result = self._search(
             query,
             mode,
@@ -174,6 +255,8 @@ class KnowledgeGraphTool(ToolCard):
             include_neighbors=include_neighbors,
             include_edges=include_edges,
             find_paths=find_paths,
+            as_of=moment,
+            include_invalid=include_invalid,
         )
         return render_search_result(result)
 
@@ -197,9 +280,28 @@ class KnowledgeGraphTool(ToolCard):
 
     @view("knowledge_graph.graph", version=graph_version)
     def graph_view(self) -> dict[str, Any]:
-        """The knowledge graph: every entity and relation."""
+        """The knowledge graph as it holds now: every entity and relation, observations as their texts."""
         graph = self.ask(self.graph.graph(), actor=ACTOR_NAME)
-        return graph.model_dump(mode="json")
+        held = {entity.name for entity in graph.entities if entity.current}
+        return {
+            "entities": [
+                {
+                    "name": entity.name,
+                    "entity_type": entity.entity_type,
+                    "description": entity.description,
+                    "observations": [o.text for o in shown_observations(entity, None, False)],
+                    "is_root": entity.is_root,
+                    "aliases": entity.aliases,
+                }
+                for entity in graph.entities
+                if entity.name in held
+            ],
+            "relations": [
+                relation.model_dump(mode="json", include={"from_entity", "to_entity", "relation_type", "description"})
+                for relation in graph.relations
+                if relation.current and relation.from_entity in held and relation.to_entity in held
+            ],
+        }
 
     @view("knowledge_graph.search", version=graph_version)
     def search_view(self, query: str, top_k: int = 20) -> dict[str, Any]:

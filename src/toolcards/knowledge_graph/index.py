@@ -1,0 +1,682 @@
+"""``GraphIndex``: what a search of one graph reads, kept in numpy arrays the actor updates.
+
+The actor owns one, fed with every committed entity (:meth:`GraphIndex.put_entity`) and
+every deletion (:meth:`GraphIndex.drop_entity`). It holds:
+
+* **entities**, numbered (a number stays with its entity until the entity is deleted, and
+  is reused only after a compaction): validity columns (recorded at, no longer holding
+  at; seconds since the epoch, ``-inf`` / ``inf`` when unknown or still holding), names and
+  aliases in an inverted index and a sorted list for exact and prefix lookups;
+* **passages**, the texts a keyword search reads: one per observation (its text, its own
+  validity) and one per entity (its type and description), each in the postings of its
+  terms with the term's count and the passage's length;
+* the **vectors** of the entities' texts, one row per entity number
+  (:meth:`GraphIndex.vector_rows` is what :class:`~toolcards.vector.TextVectors` writes into).
+
+Every search selects the facts visible at its moment (:func:`visible`): those holding now
+by default; those recorded by ``as_of`` and not yet said to no longer hold then; with
+``include_invalid``, those that no longer hold as well. The selection is a vectorised mask,
+so a search of the past costs about what a search of the present does.
+
+A deletion marks rows dead; when more than a quarter of the rows are dead the index is
+compacted (rows renumbered, postings filtered, in numpy). Not thread-safe: the owning actor
+is its only user.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import re
+from array import array
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from toolcards.knowledge_graph.search import name_key, name_tokens, query_terms, tokenize
+from toolcards.knowledge_graph.sorted_list import discard, insort_all
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from toolcards.knowledge_graph.models import Entity
+
+__all__ = ["COMPACT_MIN", "GraphIndex", "Hit", "collapsed_name", "timestamp", "visible"]
+
+COMPACT_MIN = 4096
+"""Dead rows tolerated before a compaction, whatever the index's size."""
+NAME_WEIGHT = 0.2
+"""Share of the keyword score given to query terms found in the entity's name or aliases."""
+SIMILAR_MIN = 90.0
+"""Lowest rapidfuzz ratio (0-100) between two collapsed names for a near-duplicate suggestion."""
+_SIMILAR_POSTING_MAX = 1000
+"""Name terms shared by more entities than this do not make them candidates for a suggestion."""
+_INF = math.inf
+
+Hit = tuple[str, float, float | None, float | None]
+"""``(entity name, score, keyword score or None, cosine or None)``."""
+
+
+def timestamp(moment: datetime | None, missing: float) -> float:
+    """``moment`` as seconds since the epoch; ``missing`` when ``None``."""
+    return missing if moment is None else moment.timestamp()
+
+
+def visible(
+    created: npt.NDArray[np.float64], invalid: npt.NDArray[np.float64], at: float | None, include_invalid: bool
+) -> npt.NDArray[np.bool_]:
+    """Which rows a search at ``at`` sees (``None``: now).
+
+    Now: those holding (``invalid`` is ``inf``). At a moment: those recorded by then and
+    still holding then. ``include_invalid`` adds those that no longer held.
+    """
+    shown: npt.NDArray[np.bool_]
+    if at is None:
+        shown = np.ones(created.shape, dtype=bool) if include_invalid else invalid == _INF
+        return shown
+    shown = created <= at
+    if not include_invalid:
+        shown &= invalid > at
+    return shown
+
+
+_NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def collapsed_name(name: str) -> str:
+    """``name`` case-folded with everything but letters and digits removed: how near-duplicates compare."""
+    return _NOT_ALNUM.sub("", name.casefold())
+
+
+class _Column:
+    """A numpy column that grows by doubling; ``view()`` is the used part (do not keep it
+    across an append)."""
+
+    __slots__ = ("_data", "_size", "fill")
+
+    def __init__(self, dtype: Any, fill: Any) -> None:
+        self.fill = fill
+        self._data = np.full(64, fill, dtype=dtype)
+        self._size = 0
+
+    def __len__(self) -> int:
+        return self._size
+
+    def append(self, value: Any) -> int:
+        if self._size == len(self._data):
+            self._grow(2 * self._size)
+        self._data[self._size] = value
+        self._size += 1
+        return self._size - 1
+
+    def extend(self, values: list[Any]) -> None:
+        """Append every value of ``values`` at once."""
+        needed = self._size + len(values)
+        if needed > len(self._data):
+            self._grow(max(needed, 2 * len(self._data)))
+        self._data[self._size : needed] = values
+        self._size = needed
+
+    def _grow(self, capacity: int) -> None:
+        grown = np.full(capacity, self.fill, dtype=self._data.dtype)
+        grown[: self._size] = self._data[: self._size]
+        self._data = grown
+
+    def view(self) -> Any:
+        return self._data[: self._size]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._data[index] = value
+
+    def __getitem__(self, index: int) -> Any:
+        return self._data[index]
+
+    def keep(self, rows: npt.NDArray[np.intp]) -> None:
+        """Keep only ``rows``, in that order (a compaction)."""
+        kept = self._data[rows]
+        self._data = np.full(max(64, 2 * len(kept)), self.fill, dtype=self._data.dtype)
+        self._data[: len(kept)] = kept
+        self._size = len(kept)
+
+
+def _slots() -> array[int]:
+    return array("i")
+
+
+class _NewPassages:
+    """Passages added by one :meth:`GraphIndex.put_entities`, written to the columns at its end."""
+
+    __slots__ = ("base", "created", "entity", "invalid", "length", "live")
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.entity: list[int] = []
+        self.created: list[float] = []
+        self.invalid: list[float] = []
+        self.length: list[float] = []
+        self.live: list[bool] = []
+
+
+class _EntityVectors:
+    """The vector rows of :class:`~toolcards.vector.TextVectors`, one per entity number of a
+    :class:`GraphIndex` (keys: entity names)."""
+
+    def __init__(self, index: GraphIndex, dim: int) -> None:
+        self._index = index
+        self.dim = dim
+        self.count = 0
+
+    def __len__(self) -> int:
+        return self.count
+
+    def upsert(self, key: str, vector: npt.ArrayLike) -> None:
+        """Store ``vector`` (normalised) in the row of entity ``key``; an unknown key is ignored."""
+        self._index._set_vector(key, vector)
+
+    def remove(self, key: str) -> None:
+        """Drop entity ``key``'s vector; a no-op without one."""
+        self._index._clear_vector(key)
+
+
+class GraphIndex:
+    """Entities, passages, postings and vectors of one graph, for search (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._numbers: dict[str, int] = {}
+        """Entity name → number."""
+        self._names: list[str | None] = []
+        """Number → entity name; ``None`` for a deleted entity."""
+        self._ent_created = _Column(np.float64, -_INF)
+        self._ent_invalid = _Column(np.float64, _INF)
+        self._ent_live = _Column(np.bool_, False)
+        self._ent_passages: dict[int, dict[str, None]] = {}
+        """Entity number → the keys of its passages."""
+        self._heads: dict[int, str] = {}
+        """Entity number → the text of its head passage (type and description)."""
+        self._name_terms: dict[int, list[str]] = {}
+        self._name_postings: dict[str, dict[int, None]] = {}
+        """Term → numbers of the entities with it in their name or an alias."""
+        self._sorted_names: list[tuple[str, str, str]] = []
+        """``(name as compared, name or alias, entity name)``, sorted, for exact and prefix lookups."""
+        self._listed: dict[int, list[tuple[str, str, str]]] = {}
+        self._aliases: dict[str, str] = {}
+        """Alias → the name of the entity it belongs to."""
+        self._collapsed: dict[str, dict[str, None]] = {}
+        """:func:`collapsed_name` → names and aliases that collapse to it."""
+
+        self._slots: dict[str, int] = {}
+        """Passage key (``o:<id>``, ``h:<number>``) → slot."""
+        self._pass_entity = _Column(np.int32, -1)
+        self._pass_created = _Column(np.float64, -_INF)
+        self._pass_invalid = _Column(np.float64, _INF)
+        self._pass_live = _Column(np.bool_, False)
+        self._pass_length = _Column(np.float32, 0.0)
+        self._postings: defaultdict[str, array[int]] = defaultdict(_slots)
+        """Term → the slots of the passages holding it, once per occurrence (a term twice in a
+        passage: its slot twice, side by side), in the order added."""
+        self._dead_passages = 0
+        self._dead_entities = 0
+        self._new: _NewPassages | None = None
+        """The passages being added by :meth:`put_entities`, not yet in the columns."""
+        self._new_names: list[tuple[str, str, str]] = []
+        """The names being added by :meth:`put_entities`, not yet in :attr:`_sorted_names`."""
+        self._pending: dict[int, Entity] = {}
+        """Entity number → the entity as put, whose passages :meth:`flush` has yet to index."""
+
+        self._vectors: _EntityVectors | None = None
+        self._matrix: npt.NDArray[np.float32] | None = None
+        self._has_vector = _Column(np.bool_, False)
+
+    def __len__(self) -> int:
+        """The number of entities indexed."""
+        return len(self._numbers)
+
+    @property
+    def aliases(self) -> dict[str, str]:
+        """Alias → the name of the entity it belongs to (do not modify)."""
+        return self._aliases
+
+    # -- entities --------------------------------------------------------------------------
+
+    def put_entity(self, entity: Entity) -> None:
+        """Index ``entity`` as committed (see :meth:`put_entities`)."""
+        self.put_entities([entity])
+
+    def put_entities(self, entities: Iterable[Entity]) -> None:
+        """Index committed entities: validity, names and aliases now; their passages at the
+        next :meth:`flush` (every search flushes first)."""
+        pending = self._pending
+        for entity in entities:
+            number = self._numbers.get(entity.name)
+            if number is None:
+                number = self._new_entity(entity.name)
+            self._ent_created[number] = timestamp(entity.created_at, -_INF)
+            self._ent_invalid[number] = timestamp(entity.invalid_at, _INF)
+            names = [entity.name, *entity.aliases]
+            listed = self._listed.get(number)
+            if listed is None or [row[1] for row in listed] != names:
+                self._index_names(number, entity.name, names)
+            pending[number] = entity
+        added, self._new_names = self._new_names, []
+        insort_all(self._sorted_names, added)
+
+    @property
+    def pending(self) -> int:
+        """How many entities wait for their passages to be indexed (:meth:`flush`)."""
+        return len(self._pending)
+
+    def flush(self) -> None:
+        """Index the passages of the entities put since the last flush, in one write per column."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, {}
+        new = _NewPassages(len(self._pass_live))
+        self._new = new
+        try:
+            for number, entity in pending.items():
+                self._put_passages(number, entity)
+        finally:
+            self._new = None
+            for column, values in (
+                (self._pass_entity, new.entity),
+                (self._pass_created, new.created),
+                (self._pass_invalid, new.invalid),
+                (self._pass_length, new.length),
+                (self._pass_live, new.live),
+            ):
+                column.extend(values)
+        self._maybe_compact()
+
+    def _put_passages(self, number: int, entity: Entity) -> None:
+        keys = self._ent_passages.get(number, {})
+        wanted: dict[str, None] = {}
+        head = f"{entity.entity_type}\n{entity.description}"
+        head_key = f"h:{number}"
+        wanted[head_key] = None
+        if self._heads.get(number) != head:
+            self._drop_passage(head_key)
+            self._heads[number] = head
+            self._add_passage(head_key, number, head, -_INF, _INF)
+        slots = self._slots
+        for observation in entity.observations:
+            key = f"o:{observation.id}"
+            wanted[key] = None
+            created = -_INF if observation.created_at is None else observation.created_at.timestamp()
+            invalid = _INF if observation.invalid_at is None else observation.invalid_at.timestamp()
+            slot = slots.get(key)
+            if slot is None:
+                self._add_passage(key, number, observation.text, created, invalid)
+            elif slot < len(self._pass_live):
+                self._pass_entity[slot] = number
+                self._pass_created[slot] = created
+                self._pass_invalid[slot] = invalid
+        for key in keys:
+            if key not in wanted:
+                self._drop_passage(key)
+        self._ent_passages[number] = wanted
+
+    def drop_entity(self, name: str) -> None:
+        """Forget entity ``name`` and its passages; a no-op if it is not indexed."""
+        number = self._numbers.pop(name, None)
+        if number is None:
+            return
+        self._pending.pop(number, None)
+        for key in self._ent_passages.pop(number, {}):
+            self._drop_passage(key)
+        self._heads.pop(number, None)
+        self._unindex_names(number)
+        self._clear_vector_row(number)
+        self._names[number] = None
+        self._ent_live[number] = False
+        self._dead_entities += 1
+        self._maybe_compact()
+
+    def _new_entity(self, name: str) -> int:
+        number = self._ent_live.append(True)
+        self._ent_created.append(-_INF)
+        self._ent_invalid.append(_INF)
+        self._has_vector.append(False)
+        self._names.append(name)
+        self._numbers[name] = number
+        if self._matrix is not None and number >= len(self._matrix):
+            grown = np.zeros((2 * len(self._matrix), self._matrix.shape[1]), dtype=np.float32)
+            grown[: len(self._matrix)] = self._matrix
+            self._matrix = grown
+        return number
+
+    def _index_names(self, number: int, name: str, names: list[str]) -> None:
+        self._unindex_names(number)
+        terms = list(dict.fromkeys(token for each in names for token in name_tokens(each)))
+        self._name_terms[number] = terms
+        for term in terms:
+            self._name_postings.setdefault(term, {})[number] = None
+        listed = [(name_key(each), each, name) for each in names]
+        self._listed[number] = listed
+        self._new_names.extend(listed)
+        for alias in names[1:]:
+            self._aliases[alias] = name
+        for each in names:
+            self._collapsed.setdefault(collapsed_name(each), {})[each] = None
+
+    def _unindex_names(self, number: int) -> None:
+        for term in self._name_terms.pop(number, []):
+            posting = self._name_postings[term]
+            posting.pop(number, None)
+            if not posting:
+                del self._name_postings[term]
+        for row in self._listed.pop(number, []):
+            discard(self._sorted_names, row)
+            if row[1] != row[2]:
+                self._aliases.pop(row[1], None)
+            same = self._collapsed.get(collapsed_name(row[1]))
+            if same is not None:
+                same.pop(row[1], None)
+                if not same:
+                    del self._collapsed[collapsed_name(row[1])]
+
+    # -- passages --------------------------------------------------------------------------
+
+    def _add_passage(self, key: str, number: int, text: str, created: float, invalid: float) -> None:
+        new = self._new
+        assert new is not None
+        slot = new.base + len(new.live)
+        tokens = tokenize(text)
+        new.entity.append(number)
+        new.created.append(created)
+        new.invalid.append(invalid)
+        new.length.append(len(tokens))
+        new.live.append(True)
+        self._slots[key] = slot
+        postings = self._postings
+        for token in tokens:
+            postings[token].append(slot)
+
+    def _drop_passage(self, key: str) -> None:
+        slot = self._slots.pop(key, None)
+        if slot is None:
+            return
+        new = self._new
+        if new is not None and slot >= new.base:
+            new.live[slot - new.base] = False
+        else:
+            self._pass_live[slot] = False
+        self._dead_passages += 1
+
+    # -- vectors ---------------------------------------------------------------------------
+
+    def vector_rows(self, dim: int) -> _EntityVectors:
+        """The rows :class:`~toolcards.vector.TextVectors` writes the entities' vectors into
+        (its ``index_factory``), one per entity number, of ``dim`` values."""
+        if self._vectors is None or self._vectors.dim != dim:
+            self._vectors = _EntityVectors(self, dim)
+            self._matrix = np.zeros((max(64, 2 * len(self._names)), dim), dtype=np.float32)
+            self._has_vector.view()[:] = False
+        return self._vectors
+
+    def _set_vector(self, name: str, vector: npt.ArrayLike) -> None:
+        number = self._numbers.get(name)
+        assert self._vectors is not None and self._matrix is not None
+        if number is None:
+            return
+        array_ = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if array_.shape != (self._vectors.dim,) or not np.isfinite(array_).all():
+            raise ValueError(f"The vector for {name!r} has {array_.size} dimensions or a non-finite value.")
+        norm = float(np.linalg.norm(array_))
+        self._matrix[number] = array_ / np.float32(norm) if norm > 0 else array_
+        if not self._has_vector[number]:
+            self._has_vector[number] = True
+            self._vectors.count += 1
+
+    def _clear_vector(self, name: str) -> None:
+        number = self._numbers.get(name)
+        if number is not None:
+            self._clear_vector_row(number)
+
+    def _clear_vector_row(self, number: int) -> None:
+        if self._vectors is not None and self._matrix is not None and self._has_vector[number]:
+            self._has_vector[number] = False
+            self._matrix[number] = 0.0
+            self._vectors.count -= 1
+
+    # -- search ----------------------------------------------------------------------------
+
+    def visible_entities(self, at: float | None, include_invalid: bool) -> npt.NDArray[np.bool_]:
+        """Which entity numbers a search at ``at`` sees (live ones only); flushes first, so
+        the search that follows reads every passage put."""
+        self.flush()
+        shown = visible(self._ent_created.view(), self._ent_invalid.view(), at, include_invalid)
+        shown &= self._ent_live.view()
+        return shown
+
+    def keyword_scores(self, query: str, shown: npt.NDArray[np.bool_], at: float | None, include_invalid: bool) -> Any:
+        """Each visible entity's keyword score for ``query`` (0 where nothing matches), by number.
+
+        With ``n`` distinct query terms, ``m`` of them in a visible passage of the entity (or
+        its name or aliases) and ``m_name`` of them in its name or aliases:
+        ``0.8 * m / n + 0.2 * m_name / n``.
+        """
+        terms = query_terms(query)
+        count = len(self._names)
+        scores = np.zeros(count, dtype=np.float64)
+        if not terms:
+            return scores
+        matched = np.zeros(count, dtype=np.float64)
+        in_name = np.zeros(count, dtype=np.float64)
+        entity_of = self._pass_entity.view()
+        live = self._pass_live.view()
+        created, invalid = self._pass_created.view(), self._pass_invalid.view()
+        for term in terms:
+            hit = np.zeros(count, dtype=bool)
+            posting = self._postings.get(term)
+            if posting is not None:
+                slots = np.frombuffer(posting, dtype=np.int32)
+                keep = live[slots] & visible(created[slots], invalid[slots], at, include_invalid)
+                hit[entity_of[slots[keep]]] = True
+                del slots
+            names = self._name_postings.get(term)
+            if names:
+                numbers = np.fromiter(names, dtype=np.intp, count=len(names))
+                hit[numbers] = True
+                in_name[numbers] += 1.0
+            matched += hit
+        scores = ((1.0 - NAME_WEIGHT) * matched + NAME_WEIGHT * in_name) / len(terms)
+        scores[~shown] = 0.0
+        return scores
+
+    def name_matches(self, query: str, limit: int, shown: npt.NDArray[np.bool_] | None = None) -> list[str]:
+        """Entities named (or aliased) ``query``, then those whose name or an alias starts with it.
+
+        Exact first, then prefixes by length and name; at most ``limit``; only those
+        ``shown`` (by number) when given.
+        """
+        wanted = name_key(query)
+        if not wanted or limit <= 0:
+            return []
+        start = bisect.bisect_left(self._sorted_names, (wanted, "", ""))
+        found: dict[str, tuple[int, str]] = {}
+        for compared, _, entity in self._sorted_names[start:]:
+            if not compared.startswith(wanted) or len(found) >= 4 * limit:
+                break
+            if shown is not None and not shown[self._numbers[entity]]:
+                continue
+            rank = (len(compared), compared)
+            if entity not in found or rank < found[entity]:
+                found[entity] = rank
+        return [entity for entity, _ in sorted(found.items(), key=lambda item: item[1])[:limit]]
+
+    def rank(
+        self,
+        query: str,
+        query_vector: npt.NDArray[np.float32] | None,
+        *,
+        mode: str,
+        at: float | None,
+        include_invalid: bool,
+        alpha: float,
+        threshold: float,
+        limit: int,
+    ) -> list[Hit]:
+        """The ``limit`` best visible entities for ``query``, by score, then name.
+
+        ``keyword``: the keyword score, entities scoring above 0. ``vector``: the cosine of
+        the entity's vector with ``query_vector``, at least ``threshold``. ``hybrid``: every
+        entity from either leg, ``alpha * (cos + 1) / 2 + (1 - alpha) * keyword`` (an entity
+        without a vector counts as cosine 0).
+        """
+        shown = self.visible_entities(at, include_invalid)
+        keyword = self.keyword_scores(query, shown, at, include_invalid) if mode != "vector" else None
+        cosines = self._cosines(query_vector, shown) if mode != "keyword" else None
+        if mode == "keyword" or cosines is None:
+            assert keyword is not None
+            scores = keyword
+            eligible = keyword > 0
+        elif mode == "vector":
+            scores = cosines
+            eligible = shown & self._has_vector.view() & (cosines >= threshold)
+        else:
+            assert keyword is not None
+            scores = alpha * np.clip((cosines + 1.0) / 2.0, 0.0, 1.0) + (1.0 - alpha) * keyword
+            eligible = (shown & self._has_vector.view() & (cosines >= threshold)) | (keyword > 0)
+        candidates = np.flatnonzero(eligible)
+        if limit <= 0 or not len(candidates):
+            return []
+        if len(candidates) > limit:
+            kth = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
+            candidates = candidates[scores[candidates] >= kth]
+        has_vector = self._has_vector.view()
+        names = self._names
+        hits: list[Hit] = []
+        for number in candidates.tolist():
+            name = names[number]
+            assert name is not None
+            hits.append(
+                (
+                    name,
+                    float(scores[number]),
+                    None if keyword is None else float(keyword[number]),
+                    float(cosines[number]) if cosines is not None and has_vector[number] else None,
+                )
+            )
+        hits.sort(key=lambda hit: (-hit[1], hit[0]))
+        return hits[:limit]
+
+    def _cosines(self, query: npt.NDArray[np.float32] | None, shown: npt.NDArray[np.bool_]) -> Any:
+        if query is None or self._matrix is None or self._vectors is None or query.shape != (self._vectors.dim,):
+            return None
+        count = len(self._names)
+        # einsum, not `@`: BLAS threads would contend with the actors' threads on small hosts.
+        return np.einsum("ij,j->i", self._matrix[:count], query).astype(np.float64)
+
+    def cosine(self, name: str, query: npt.NDArray[np.float32]) -> float | None:
+        """Entity ``name``'s cosine with ``query``, or ``None`` without a vector."""
+        number = self._numbers.get(name)
+        if number is None or self._matrix is None or not self._has_vector[number]:
+            return None
+        return float(self._matrix[number] @ query)
+
+    def similar_names(self, name: str, limit: int = 3) -> list[str]:
+        """Entities whose name or an alias is close to ``name`` (suggested as duplicates, never merged).
+
+        Close: the same letters and digits once case, spaces and punctuation are ignored
+        (``auth-service``, ``Auth Service``), or a rapidfuzz ratio of at least
+        :data:`SIMILAR_MIN` between those forms with the same digits (``Alice Smith``,
+        ``Alice Smyth``; never ``task 1`` and ``task 2``). Candidates share a name term.
+        """
+        collapsed = collapsed_name(name)
+        if not collapsed:
+            return []
+        found: dict[str, None] = {}
+        for other in self._collapsed.get(collapsed, {}):
+            found[self._aliases.get(other, other)] = None
+        candidates: dict[int, None] = {}
+        for term in name_tokens(name):
+            posting = self._name_postings.get(term)
+            if posting is not None and len(posting) <= _SIMILAR_POSTING_MAX:
+                candidates.update(posting)
+        if candidates:
+            from rapidfuzz import fuzz
+
+            digits = [c for c in collapsed if c.isdigit()]
+            for number in candidates:
+                for _, other, entity in self._listed.get(number, []):
+                    other_collapsed = collapsed_name(other)
+                    if (
+                        entity not in found
+                        and [c for c in other_collapsed if c.isdigit()] == digits
+                        and fuzz.ratio(collapsed, other_collapsed) >= SIMILAR_MIN
+                    ):
+                        found[entity] = None
+        found.pop(name, None)
+        return list(found)[:limit]
+
+    # -- compaction ------------------------------------------------------------------------
+
+    def _maybe_compact(self) -> None:
+        if self._dead_passages > max(COMPACT_MIN, len(self._pass_live) // 4) or self._dead_entities > max(
+            COMPACT_MIN, len(self._ent_live) // 4
+        ):
+            self.compact()
+
+    def compact(self) -> None:
+        """Renumber live entities and passages and drop dead rows from every column and posting."""
+        if self._pending:
+            self.flush()
+        live_entities = np.flatnonzero(self._ent_live.view())
+        entity_map = np.full(len(self._ent_live), -1, dtype=np.int64)
+        entity_map[live_entities] = np.arange(len(live_entities))
+        for column in (self._ent_created, self._ent_invalid, self._ent_live, self._has_vector):
+            column.keep(live_entities)
+        if self._matrix is not None:
+            kept = self._matrix[live_entities]
+            self._matrix = np.zeros((max(64, 2 * len(kept)), kept.shape[1]), dtype=np.float32)
+            self._matrix[: len(kept)] = kept
+        old_names = self._names
+        self._names = [old_names[number] for number in live_entities.tolist()]
+        self._numbers = {name: number for number, name in enumerate(self._names) if name is not None}
+        renumber = entity_map.tolist()
+        self._ent_passages = {renumber[n]: keys for n, keys in self._ent_passages.items()}
+        self._heads = {renumber[n]: text for n, text in self._heads.items()}
+        self._name_terms = {renumber[n]: terms for n, terms in self._name_terms.items()}
+        self._listed = {renumber[n]: rows for n, rows in self._listed.items()}
+        self._name_postings = {
+            term: {renumber[n]: None for n in numbers} for term, numbers in self._name_postings.items()
+        }
+        for number, keys in self._ent_passages.items():
+            self._ent_passages[number] = {(f"h:{number}" if key.startswith("h:") else key): None for key in keys}
+
+        live_passages = np.flatnonzero(self._pass_live.view())
+        passage_map = np.full(len(self._pass_live), -1, dtype=np.int64)
+        passage_map[live_passages] = np.arange(len(live_passages))
+        for column in (self._pass_created, self._pass_invalid, self._pass_live, self._pass_length):
+            column.keep(live_passages)
+        self._pass_entity.keep(live_passages)
+        entities = self._pass_entity.view()
+        entities[:] = entity_map[entities]
+        slots: dict[str, int] = {}
+        for key, slot in self._slots.items():
+            renamed = f"h:{renumber[int(key[2:])]}" if key.startswith("h:") else key
+            slots[renamed] = int(passage_map[slot])
+        self._slots = slots
+        postings: defaultdict[str, array[int]] = defaultdict(_slots)
+        for term, posting in self._postings.items():
+            old = np.frombuffer(posting, dtype=np.int32)
+            moved = passage_map[old]
+            remaining = moved[moved >= 0]
+            if len(remaining):
+                postings[term] = array("i", remaining.astype(np.int32).tobytes())
+            del old
+        self._postings = postings
+        self._dead_passages = 0
+        self._dead_entities = 0
+
+    def entity_names(self) -> Iterator[str]:
+        """The names of the indexed entities."""
+        return iter(self._numbers)
+
+    def passages_of(self, name: str) -> Iterable[str]:
+        """The passage keys of entity ``name`` (for tests)."""
+        number = self._numbers.get(name)
+        return () if number is None else list(self._ent_passages.get(number, {}))
