@@ -19,6 +19,7 @@ from toolcards.errors import (
     ApprovalRequired,
     CommandNotRecognized,
     GuardError,
+    MemberStopped,
     ObserverGone,
     OutcomeUnknown,
     RetriableError,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
+    from toolcards.spill.tool import SpilledOutputTool
     from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
     from toolcards.workspace.tool import WorkspaceTool
@@ -149,12 +151,14 @@ __all__ = [
     "KnowledgeGraphTool",
     "MCPTool",
     "Member",
+    "MemberStopped",
     "MessagingTool",
     "ObserverGone",
     "OutcomeUnknown",
     "PlanningTool",
     "RetriableError",
     "SearchTool",
+    "SpilledOutputTool",
     "StateChanged",
     "StoreError",
     "Team",

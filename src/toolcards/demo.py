@@ -95,11 +95,15 @@ def _script(steps: Callable[[str, str, list[Any]], list[tuple[str, dict[str, Any
     from pydantic_ai.models.function import AgentInfo
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        start = max(
+        prompted = [
             i
             for i, m in enumerate(messages)
             if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
-        )
+        ]
+        # The run's first request carries its id; a teammate's message steered into the run
+        # later is a user prompt too, but not the one the run is about.
+        run_ids = [m.run_id for m in messages if m.run_id]
+        start = next((i for i in prompted if run_ids and messages[i].run_id == run_ids[-1]), prompted[-1])
         prompt = next(str(p.content) for p in messages[start].parts if isinstance(p, UserPromptPart))
         returns = [p for m in messages[start + 1 :] for p in m.parts if isinstance(p, ToolReturnPart)]
         plan = info.instructions or ""

@@ -12,6 +12,7 @@ acts on the error::
     │   ├── ActorUnavailable    the actor behind a tool is stopped or did not answer
     │   └── StoreError          persistence failed; nothing was written
     │       └── OutcomeUnknown  a commit's answer was lost: it may or may not be written
+    ├── MemberStopped           an orchestrator stopped the member's run (for the application)
     ├── ObserverGone            a card's observer (its agent) no longer exists
     ├── WiringError             a developer mistake found when cards are bound
     └── CommandNotRecognized    a slash command that no card provides
@@ -28,6 +29,7 @@ __all__ = [
     "ApprovalRequired",
     "CommandNotRecognized",
     "GuardError",
+    "MemberStopped",
     "ObserverGone",
     "OutcomeUnknown",
     "RetriableError",
@@ -68,6 +70,26 @@ class ToolFailed(ToolcardsError):
 
 class ActorUnavailable(ToolFailed):
     """The actor that owns a tool's state is stopped or did not answer in time."""
+
+
+class MemberStopped(ToolcardsError):
+    """An orchestrator stopped this member's run (``stop_member``); raised out of the run.
+
+    The pydantic-ai toolset raises it before the model request that would have followed, so
+    ``await agent.run(...)`` ends with it; a team runtime's member ends its run and waits for
+    its next message. Not a tool failure: nothing is wrong with any call.
+
+    Attributes:
+        member: the stopped member's handle (``"@Builder-1"``).
+        by: who asked for the stop (a handle, or a label such as ``"user"``).
+        reason: what they gave as the reason.
+    """
+
+    def __init__(self, member: str, by: str, reason: str) -> None:
+        super().__init__(f"{member}'s run was stopped by {by}: {reason}")
+        self.member = member
+        self.by = by
+        self.reason = reason
 
 
 class ObserverGone(ToolcardsError):

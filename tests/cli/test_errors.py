@@ -176,7 +176,7 @@ CALL_MISTAKES = [
     (["/get_planning_task", "task_id=abc"], 2, ["get_planning_task", "task_id", "'abc'"]),
     (["/get_planning_task"], 2, ["task_id", "Field required"]),
     (["/update_planning", "create_tasks=not json"], 2, ["create_tasks", "valid list"]),
-    (["/no_such_command"], 2, ["/no_such_command", "Known commands: /claim_task, /exec_command"]),
+    (["/no_such_command"], 2, ["/no_such_command", "Known commands: /cancel_reminder, /claim_task, /exec_command"]),
     (['/get_planning_task "unclosed'], 2, ['"unclosed', "never closed"]),
     (["/get_planning_task", "task_id=41"], 1, ["41"]),
 ]

@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 from tests.cli.conftest import REPO
 from toolcards.cli import build_parser, main
 from toolcards.cli.serve import build_config
+from toolcards.server.config import DEFAULT_TEAM_CARDS
 from toolcards.store import default_store
 
 
@@ -86,7 +87,7 @@ def test_command_line_options_override_the_config(team_yaml: Path, monkeypatch: 
     monkeypatch.setenv("TOOLCARDS_TOKEN", "from-env")
     assert build_parser().parse_args(["serve"]).token == "from-env"
     defaults = build_config(build_parser().parse_args(["serve"]))
-    assert [card["kind"] for card in defaults.cards] == ["workspace", "planning", "knowledge_graph", "exec"]
+    assert [card["kind"] for card in defaults.cards] == list(DEFAULT_TEAM_CARDS)
 
 
 @pytest.mark.slow

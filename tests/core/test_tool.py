@@ -100,11 +100,28 @@ def test_rewritten_arguments_are_validated_again() -> None:
         tool.call_sync({"text": "a"})
 
 
-def test_output_budget_cuts_with_a_notice() -> None:
+def test_output_budget_cuts_with_a_notice_where_nothing_keeps_the_whole() -> None:
+    """Without a spill sink (a tool outside any team): the head and a notice; spilling is
+    ``tests/core/test_spill.py``."""
     tool = Tool.from_function(echo, output_budget=100)
     out = tool.call_sync({"text": "a", "times": 500})
-    assert out.startswith("a" * 100)
-    assert "showed 100 of 500 characters" in out
+    assert out == (
+        "a" * 100 + "\n[output cut: showed 100 of 500 characters. "
+        "Narrow the request (a smaller range, a more specific query) to see the rest.]"
+    )
+    # For outside data, the data is in the envelope and the notice, ours, after it.
+    untrusted = Tool.from_function(echo, output_budget=100, untrusted_output=True).call_sync(
+        {"text": "a", "times": 500}
+    )
+    data, notice = untrusted.rsplit("\n", 1)
+    assert data.startswith("[BEGIN UNTRUSTED OUTPUT") and data.split("\n")[1] == "a" * 100
+    assert data.endswith("]") and data.split("\n")[-1].startswith("[END UNTRUSTED OUTPUT")
+    assert notice.startswith("[output cut: showed 100 of 500 characters.")
+    # A dict or list is measured and cut as its JSON text; within the budget it is returned as it is.
+    rows = Tool.from_function(lambda: [{"n": n} for n in range(50)], name="rows", output_budget=100)
+    cut = rows.call_sync({})
+    assert cut.startswith('[{"n": 0}, {"n": 1},') and "showed 100 of 540 characters" in cut
+    assert Tool.from_function(lambda: [1, 2], name="pair", output_budget=100).call_sync({}) == [1, 2]
 
 
 def test_untrusted_output_cannot_close_its_envelope() -> None:

@@ -69,7 +69,7 @@ def test_unknown_kinds_and_imports_fail_when_the_cards_are_built() -> None:
 def test_the_default_team_has_the_four_standard_cards() -> None:
     config = default_config()
     assert [card["kind"] for card in config.cards] == list(DEFAULT_TEAM_CARDS)
-    assert DEFAULT_TEAM_CARDS == ("workspace", "planning", "knowledge_graph", "exec")
+    assert DEFAULT_TEAM_CARDS == ("workspace", "planning", "knowledge_graph", "exec", "messaging")
 
 
 def test_options_override_validated() -> None:

@@ -129,20 +129,27 @@ class ProbeTool(ToolCard):
 
 
 class Turn:
-    """What a scripted model sees of the current run: the prompt, the step, the tool returns."""
+    """What a scripted model sees of the current run: the prompt, the step, the tool returns,
+    and the messages handed to the run after it started (steering)."""
 
     def __init__(self, messages: list[ModelMessage], info: AgentInfo) -> None:
         self.info = info
-        start = max(
+        prompted = [
             i
             for i, m in enumerate(messages)
             if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
-        )
+        ]
+        # A run's first request carries its run id; a message steered into it may not (yet).
+        run_ids = [m.run_id for m in messages if m.run_id]
+        current = run_ids[-1] if run_ids else None
+        start = next((i for i in prompted if messages[i].run_id == current), max(prompted))
         request = cast(ModelRequest, messages[start])
         self.prompt = next(str(p.content) for p in request.parts if isinstance(p, UserPromptPart))
         later = messages[start + 1 :]
-        self.step = sum(1 for m in later if isinstance(m, ModelRequest))
+        self.step = sum(1 for m in later if isinstance(m, ModelResponse))
         self.returns = [p for m in later for p in m.parts if isinstance(p, ToolReturnPart)]
+        requests = [m for m in later if isinstance(m, ModelRequest)]
+        self.steered = [str(p.content) for m in requests for p in m.parts if isinstance(p, UserPromptPart)]
         self.history = messages[:start]
 
     @property

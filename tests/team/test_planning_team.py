@@ -75,7 +75,8 @@ def test_a_team_plans_on_a_shared_board_and_fires_a_member(system: ActorSystem) 
         done = team.commands("Lead").dispatch("/search_planning status=completed")
         assert "#1 [completed] Write the parser — Output: done (owner @Builder-1, creator @Lead)" in done
         assert "#2 [completed] Write the tests — Output: done (owner @Builder-2, creator @Lead)" in done
-        assert list(team.team.tool_actors()) == ["#PlanningTool"]  # one board for the whole team
+        # One board and one set of mailboxes for the whole team.
+        assert sorted(team.team.tool_actors()) == ["#Mailbox", "#PlanningTool"]
 
         assert team.commands("Lead").dispatch("/fire_team_member Builder-2").startswith("Fired @Builder-2")
         assert [m.handle for m in team.roster()] == ["@Lead", "@Builder-1"]

@@ -87,7 +87,7 @@ def test_fire_stops_the_actor_and_leaves_the_roster(runtime: TeamRuntime) -> Non
     with pytest.raises(RetriableError, match=r"No member called 'Builder-1'. Members: @Builder-2. Retry"):
         runtime.fire("Builder-1")
     with pytest.raises(
-        RetriableError, match=re.escape("No member called 'Builder-1' reads messages. Members: @Builder-2.")
+        RetriableError, match=re.escape("No teammate or role called 'Builder-1'. Teammates: @Builder-2 (builder).")
     ):
         runtime.send("Builder-1", "hello?")
 

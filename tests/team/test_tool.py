@@ -149,14 +149,17 @@ def test_messaging_mistakes_list_the_teammates(alice: FakeObserver, bob: FakeObs
     alice.team.register_member(alice.address)
     bob.team.register_member(bob.address)
     send = ToolFactory([MessagingTool()], observer=alice).get_commands()[SendMessageParam]
-    with pytest.raises(RetriableError, match=re.escape("No teammate called 'Zed'. Teammates: @Bob. Retry")):
-        send(to="Zed", text="hi")
-    with pytest.raises(RetriableError, match=re.escape("'@alice' is you; messages go to teammates. Teammates: @Bob.")):
-        send(to="@alice", text="hi")
     with pytest.raises(
-        RetriableError, match=re.escape("@Bob does not read messages. You have no teammates to message.")
+        RetriableError, match=re.escape("No teammate or role called 'Zed'. Teammates: @Bob (agent). Retry")
     ):
-        send(to="Bob", text="hi")
+        send(to="Zed", text="hi")
+    with pytest.raises(
+        RetriableError, match=re.escape("'@alice' is you; name another member. Teammates: @Bob (agent).")
+    ):
+        send(to="@alice", text="hi")
+    # A member without an actor of its own (an application's agent, an MCP session) has a
+    # mailbox too: the message waits there until it reads it.
+    assert send(to="Bob", text="hi") == "Sent to @Bob."
 
 
 def test_teammates_prompt_lists_others_and_mentions_send_only_if_offered(
@@ -164,10 +167,10 @@ def test_teammates_prompt_lists_others_and_mentions_send_only_if_offered(
 ) -> None:
     alice.team.register_member(alice.address)
     bob.team.register_member(bob.address)
-    (prompt,) = ToolFactory([MessagingTool()], observer=alice).get_system_prompts()
+    (prompt,) = ToolFactory([MessagingTool(unread_messages=False)], observer=alice).get_system_prompts()
     text = prompt() or ""
     assert text.startswith("Your teammates: @Bob (agent). Their messages arrive as")
     assert "send_message" in text
-    quiet = MessagingTool(send_message=SendMessageParam(expose={COMMAND}))
+    quiet = MessagingTool(send_message=SendMessageParam(expose={COMMAND}), unread_messages=False)
     (prompt,) = ToolFactory([quiet], observer=alice).get_system_prompts()
     assert prompt() == "Your teammates: @Bob (agent)."

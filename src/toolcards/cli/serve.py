@@ -6,8 +6,8 @@
     toolcards serve --config team.yaml --transport http --port 8765
     toolcards serve --transport http --host 0.0.0.0 --token "$TOKEN"
 
-Without ``--config`` the team is ``default``: workspace, planning, knowledge graph and exec
-cards with their defaults. Its files are under the workspaces root and its state is in the
+Without ``--config`` the team is ``default``: workspace, planning, knowledge graph, exec and
+messaging cards with their defaults. Its files are under the workspaces root and its state is in the
 store, both found by the lookup every command follows (``--store``/``--root``,
 ``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml`` here or in a parent,
 a legacy ``./workspaces``, the per-user data directory: :mod:`toolcards.core.lookup`); the

@@ -26,9 +26,17 @@ import secrets
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import Protocol
 
-__all__ = ["atomic_write", "atomic_write_at"]
+__all__ = ["Readable", "atomic_write", "atomic_write_at"]
+
+
+class Readable(Protocol):
+    """What content can be read from, piece by piece (a binary file, a stream of encoded text)."""
+
+    def read(self, size: int, /) -> bytes:
+        """Up to ``size`` more bytes; ``b""`` at the end."""
+
 
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -46,7 +54,7 @@ def _temporary_name(name: str) -> str:
 def atomic_write_at(
     dir_fd: int,
     name: str,
-    data: bytes | BinaryIO,
+    data: bytes | Readable,
     *,
     mode: int | None = None,
     sync_data: bool = True,
@@ -55,7 +63,8 @@ def atomic_write_at(
     """Replace (or create) the file ``name`` in the directory ``dir_fd`` with ``data``, atomically.
 
     Args:
-        data: the content, as bytes or as a binary stream read to its end in 1 MiB pieces.
+        data: the content, as bytes or as a binary stream (anything :class:`Readable`) read to
+            its end in 1 MiB pieces.
         mode: permission bits, set exactly (whatever the umask). Default: ``0o666`` less the
             umask. A caller that keeps an old file's permissions passes them.
         sync_data: flush the temporary (``fdatasync``) before the rename, so that after a
@@ -98,7 +107,7 @@ def atomic_write_at(
 
 def atomic_write(
     path: Path,
-    data: bytes | BinaryIO,
+    data: bytes | Readable,
     *,
     mode: int | None = None,
     directory_mode: int = 0o777,

@@ -50,6 +50,8 @@ from toolcards.errors import ObserverGone, WiringError
 if TYPE_CHECKING:
     import pykka
 
+    from toolcards.core.steering import StopRequest
+
 __all__ = ["Capability", "ToolCard", "capability", "observer_hint"]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -247,6 +249,32 @@ class ToolCard(BaseModel):
 
         Added in 0.3.
         """
+
+    def deliveries(self) -> list[str]:
+        """Hook: texts the agent must read before its next model request, each handed over once.
+
+        The pydantic-ai toolset calls it (through :meth:`ToolFactory.deliveries
+        <toolcards.core.factory.ToolFactory.deliveries>`) before every model request of a run
+        and adds each text to that request as a user message, so an agent mid-run reads news
+        without waiting for its run to end (:mod:`toolcards.core.steering`). What it returns
+        is delivered: the card marks it so, and never returns it again. Called from a worker
+        thread; may block briefly (an actor ask). Default: nothing.
+
+        Added in 0.3.
+        """
+        return []
+
+    def take_stop(self) -> StopRequest | None:
+        """Hook: a request that the agent stop its run, taken by this call, or ``None``.
+
+        Checked by the adapters before every model request and every tool call of an agent
+        (:mod:`toolcards.core.steering`): a request returned here is delivered, and never
+        returned again. Called from a worker thread; should cost next to nothing when there is
+        no request. Default: ``None``.
+
+        Added in 0.3.
+        """
+        return None
 
     def get_observer(self) -> Any:
         """The bound observer; annotate the variable it is assigned to with the protocol the

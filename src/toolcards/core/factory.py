@@ -19,11 +19,13 @@ from toolcards.core.channels import Channels
 from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard
 from toolcards.core.params import BaseToolParam
+from toolcards.core.spill import TeamSpill
 from toolcards.core.tool import Tool
 from toolcards.errors import ToolcardsError, WiringError
 
 if TYPE_CHECKING:
     from toolcards.core.commands import CommandRegistry
+    from toolcards.core.steering import StopRequest
     from toolcards.core.views import View
     from toolcards.pydantic_ai.toolset import CardToolset, ContextMode
 
@@ -74,6 +76,7 @@ class ToolFactory:
         self._records = _RecordFanOut(getattr(observer, "notify_event", None), self._subscribers)
         self._lock = threading.Lock()
         self._tools = self._bind(tuple(guards))
+        self._steering = [card for card in self.cards if _steers(card)]
 
     def _bind(self, guards: tuple[Guard, ...]) -> list[Tool]:
         problems: list[str] = []
@@ -124,12 +127,31 @@ class ToolFactory:
         siblings = frozenset(callable_names)
         for card in self.cards:
             card.on_tools_bound(siblings)
+        spill = self._spill(tools, siblings)
         return [
             tool.replace(
-                guards=guards + tool.guards, record_sink=self._records, approver=self.approve, unreachable=unreachable
+                guards=guards + tool.guards,
+                record_sink=self._records,
+                approver=self.approve,
+                unreachable=unreachable,
+                spill=spill,
             )
             for tool in tools
         ]
+
+    def _spill(self, tools: list[Tool], callable_names: frozenset[str]) -> TeamSpill | None:
+        """Where this agent's outputs over their budget are kept: its team's sinks, found at
+        each call; ``None`` without a team (outputs are cut)."""
+        team = getattr(self.observer, "team", None)
+        if team is None or not callable(getattr(team, "service", None)):
+            return None
+        commands = frozenset(tool.name for tool in tools if Channels.COMMAND in tool.channels)
+        readers = {
+            Channels.TOOL_CALL: callable_names,
+            Channels.SYSTEM_PROMPT: callable_names,  # the model reading the prompt calls tools
+            Channels.COMMAND: commands,
+        }
+        return TeamSpill(team, readers)
 
     # -- events -----------------------------------------------------------------------------
 
@@ -176,6 +198,26 @@ class ToolFactory:
         """Ready-made toolsets from cards that wrap external servers (MCP)."""
         return [toolset for card in self.cards for toolset in card.get_toolsets()]
 
+    @property
+    def steers(self) -> bool:
+        """Whether a card hands the agent texts or stop requests between its steps
+        (:meth:`deliveries`, :meth:`take_stop`); adapters skip both checks when none does."""
+        return bool(self._steering)
+
+    def deliveries(self) -> list[str]:
+        """Every card's :meth:`~toolcards.core.card.ToolCard.deliveries`, in card order: texts the
+        agent reads before its next model request, each returned once. May block briefly."""
+        return [text for card in self._steering for text in card.deliveries()]
+
+    def take_stop(self) -> StopRequest | None:
+        """The first card's :meth:`~toolcards.core.card.ToolCard.take_stop`: a request that the
+        agent stop, taken (it is not returned again), or ``None``. May block briefly."""
+        for card in self._steering:
+            stop = card.take_stop()
+            if stop is not None:
+                return stop
+        return None
+
     def toolset(self, *, max_retries: int = 2, context: ContextMode = "rewrite") -> CardToolset:
         """One pydantic-ai toolset with every tool and the system prompts as its instructions.
 
@@ -211,6 +253,12 @@ class ToolFactory:
         from toolcards.core.commands import CommandRegistry
 
         return CommandRegistry(self.tools(Channels.COMMAND))
+
+
+def _steers(card: ToolCard) -> bool:
+    """Whether ``card`` overrides a steering hook (the defaults hand over nothing)."""
+    kind = type(card)
+    return kind.deliveries is not ToolCard.deliveries or kind.take_stop is not ToolCard.take_stop
 
 
 def _bound_elsewhere(card: ToolCard, observer: Any) -> bool:

@@ -1,8 +1,10 @@
 """What happens to a tool's result before a model reads it: the output budget and the
 untrusted-output envelope.
 
-Every character a tool returns is paid for on the next model request, so results are cut
-to a budget with a notice saying what was cut and how to see the rest. Results that carry
+Every character a tool returns is paid for on the next model request, so a result is
+measured against a budget (:func:`over_budget`); one over it is spilled (kept whole, its
+head and tail shown: :mod:`toolcards.core.spill`) or, where nothing can keep it, cut with a
+notice saying what was cut and how to see the rest (:func:`apply_budget`). Results that carry
 outside data (files, web pages, command output) are wrapped in an envelope delimited by a
 random per-call boundary, so text inside the data cannot pass itself off as instructions
 or close the envelope early.
@@ -16,7 +18,7 @@ import secrets
 import threading
 from typing import Any
 
-__all__ = ["DEFAULT_OUTPUT_BUDGET", "apply_budget", "wrap_untrusted"]
+__all__ = ["DEFAULT_OUTPUT_BUDGET", "apply_budget", "over_budget", "wrap_untrusted"]
 
 DEFAULT_OUTPUT_BUDGET = 20_000
 """Characters of a result kept when a tool sets no budget of its own."""
@@ -26,27 +28,32 @@ _MARKER = re.compile(r"(\[\s*(?i:begin|end))(\s+(?i:untrusted)\s+(?i:output))")
 them the search skips to each ``[`` instead of trying every position."""
 
 
-def apply_budget(result: Any, budget: int) -> Any:
-    """Cut a ``str`` result (or a dict/list whose JSON is too long) to ``budget`` characters.
+def over_budget(result: Any, budget: int) -> str | None:
+    """The text of ``result`` when it is longer than ``budget`` characters, else ``None``.
 
-    Other values (images, binary content) pass through unchanged.
+    A ``str`` is its own text; a dict or list is measured as its compact JSON text. Other
+    values (images, binary content) are never over the budget.
     """
     if isinstance(result, str):
-        return _cut(result, budget)
-    if isinstance(result, (dict, list)):
+        return str(result) if len(result) > budget else None
+    if isinstance(result, dict | list):
         text = json.dumps(result, ensure_ascii=False, default=str)
-        return result if len(text) <= budget else _cut(text, budget)
-    return result
+        return text if len(text) > budget else None
+    return None
 
 
-def _cut(text: str, budget: int) -> str:
-    if len(text) <= budget:
-        return text
-    kept = text[:budget]
-    return (
-        f"{kept}\n[output cut: showed {budget:,} of {len(text):,} characters. "
-        "Narrow the request (a smaller range, a more specific query) to see the rest.]"
-    )
+def apply_budget(result: Any, budget: int) -> Any:
+    """Cut a ``str`` result (or a dict/list whose JSON is too long) to ``budget`` characters,
+    with a notice; what the pipeline does where no spill sink can keep the whole.
+
+    Other values (images, binary content), and results within the budget, pass through unchanged.
+    """
+    text = over_budget(result, budget)
+    if text is None:
+        return result
+    from toolcards.core.spill import cut_answer
+
+    return cut_answer(text, budget)
 
 
 def wrap_untrusted(text: str, source: str) -> str:

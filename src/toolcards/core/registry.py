@@ -40,6 +40,7 @@ BUILTIN_CARDS: dict[str, str] = {
     "mcp": "toolcards.mcp.tool:MCPTool",
     "team": "toolcards.team.tool:TeamTool",
     "messaging": "toolcards.team.tool:MessagingTool",
+    "spilled_output": "toolcards.spill.tool:SpilledOutputTool",
 }
 """Kind → ``module:Class`` of the cards shipped with toolcards, imported on demand."""
 

@@ -10,7 +10,7 @@ process offers it. The names and contracts live here, below both.
 
 from __future__ import annotations
 
-__all__ = ["CLAIMED_TASK", "MAILBOX", "PATH_RESERVATIONS"]
+__all__ = ["CLAIMED_TASK", "MAILBOX", "PATH_RESERVATIONS", "SPILL_SERVICES", "SPILL_TO_STORE", "SPILL_TO_WORKSPACE"]
 
 PATH_RESERVATIONS = "path_reservations"
 """``service(member) -> [(glob, holder, task_id, mode), ...]``: the workspace globs reserved by
@@ -18,9 +18,23 @@ live claims of members other than ``member`` (``@Name``); ``mode`` is ``"refuse"
 ``"warn"``. Offered by the planning card; may block briefly (an actor ask)."""
 
 MAILBOX = "mailbox"
-"""``service(to, text, sender=...)``: leave ``text`` in member ``to``'s mailbox (``@Name``).
-Offered by the messaging card; may block briefly; raises ``RetriableError`` for an unknown
-recipient or a full mailbox."""
+"""``service(to, text, sender=...)``: leave ``text`` in the durable mailbox of member ``to``
+(``@Name``; a role reaches each of its members), wherever in the team it runs. Offered by the
+messaging card; may block briefly (a store write); raises ``RetriableError`` for a recipient
+that is not a live member of the team, or a full mailbox."""
+
+SPILL_TO_WORKSPACE = "spill_to_workspace"
+"""A :class:`~toolcards.core.spill.SpillSink` keeping outputs over a tool's budget as files of
+the team's workspace, read back with ``workspace_read``. Offered by the workspace card; blocks
+on a file write."""
+
+SPILL_TO_STORE = "spill_to_store"
+"""A :class:`~toolcards.core.spill.SpillSink` keeping outputs over a tool's budget in the
+team's store, read back with ``read_spilled_output``. Offered by the spilled-output card;
+blocks on store writes."""
+
+SPILL_SERVICES = (SPILL_TO_WORKSPACE, SPILL_TO_STORE)
+"""The spill services, in the order the pipeline tries them for each call."""
 
 CLAIMED_TASK = "claimed_task"
 """``service(member) -> int | None``: the id of the task member ``member`` (``@Name``) holds by a

@@ -15,8 +15,11 @@ command), a call runs the same steps, so the same input gives the same answer ev
    (:mod:`toolcards.core.deadline`) so long loops stop once the caller gave up;
 6. the handler, sync or async. On async channels a sync handler runs in a worker thread,
    because handlers may block on actor asks and must never block the event loop;
-7. the output budget;
-8. the untrusted-output envelope, for tools that return outside data;
+7. the output budget: a longer result is kept whole by the team's spill sink and answered
+   with its head, its tail and where to read the rest (:mod:`toolcards.core.spill`), or,
+   where no sink can take it, cut with a notice;
+8. the untrusted-output envelope, for tools that return outside data (around the data, the
+   budget's notice after it);
 9. a :class:`~toolcards.core.events.ToolExecutionRecord`, sent to the record sink (a
    refused call is recorded as a failure, like a guard's denial).
 
@@ -56,8 +59,9 @@ from toolcards.core.deadline import deadline_after
 from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard, GuardContext
 from toolcards.core.idempotency import call_key, calling
-from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, apply_budget, wrap_untrusted
+from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, over_budget, wrap_untrusted
 from toolcards.core.schema import ArgsSchema, build_args_schema
+from toolcards.core.spill import SpillSink, budgeted_answer
 from toolcards.core.tracing import ToolSpan, start_tool_span, tracing
 from toolcards.errors import (
     GuardError,
@@ -139,7 +143,8 @@ class Tool:
     max_concurrency: int | None = None
     """At most this many calls run at once."""
     output_budget: int = DEFAULT_OUTPUT_BUDGET
-    """Characters of output kept before cutting with a notice."""
+    """Characters of output a model reads at most: a longer result is spilled (kept whole
+    elsewhere, its head and tail shown) or, without a sink, cut with a notice."""
     max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
     """Larger arguments (as JSON text) are refused before validation, with a ``RetriableError``."""
     untrusted_output: bool = False
@@ -149,6 +154,10 @@ class Tool:
     record_sink: RecordSink | None = None
     """Receives a record of every call. A sink that is false (``bool(sink)``) wants none for
     now, and none is built: the factory's is false while nobody listens."""
+    spill: Callable[[Channels], SpillSink | None] | None = None
+    """Where a result over :attr:`output_budget` is kept whole, for a call on a channel: the
+    factory's :class:`~toolcards.core.spill.TeamSpill`. ``None`` (or no sink for the call): the
+    result is cut with a notice. Added in 0.3."""
     unreachable: frozenset[str] = frozenset()
     """Tool names the model cannot call: no error this tool returns to a model names one
     (:mod:`toolcards.core.mentions`)."""
@@ -275,7 +284,7 @@ class Tool:
                     result = self._run_limited(kwargs)
             else:
                 result = self._run_limited(kwargs)
-            result = self._finish(result)
+            result = self._finish(result, channel, call_id)
         except BaseException as exc:
             self._fail(exc, channel, call_id, started, span)
         self._succeed(channel, call_id, started, span)
@@ -316,7 +325,7 @@ class Tool:
             else:
                 result = self._run_limited(kwargs)
             if type(result) not in _UNBUDGETED:  # numbers and None: neither budgeted nor wrapped
-                result = self._finish(result)
+                result = self._finish(result, channel, call_id)
         except BaseException as exc:
             self._fail(exc, channel, call_id, started, span)
         # _succeed, inline: most calls have neither a sink nor a span.
@@ -369,7 +378,10 @@ class Tool:
                         self._semaphore.release()
                 else:
                     result = await self._run_async(kwargs)
-            result = self._finish(result)
+            if self.spill is not None and self._may_spill(result):  # keeping it blocks on a write
+                result = await asyncio.to_thread(self._finish, result, channel, call_id)
+            else:
+                result = self._finish(result, channel, call_id)
         except BaseException as exc:
             self._fail(exc, channel, call_id, started, span)
         self._succeed(channel, call_id, started, span)
@@ -444,16 +456,25 @@ class Tool:
             "Retry with a smaller request, or split the work into several calls."
         )
 
-    def _finish(self, result: Any) -> Any:
+    def _finish(self, result: Any, channel: Channels, call_id: str | None) -> Any:
+        """Steps 7 and 8: the output budget (spill or cut), then the untrusted envelope."""
         kind = type(result)
         if kind is str:
             if len(result) > self.output_budget:
-                result = apply_budget(result, self.output_budget)
+                return budgeted_answer(self, result, channel, call_id)
         elif kind not in _UNBUDGETED:
-            result = apply_budget(result, self.output_budget)
+            text = over_budget(result, self.output_budget)
+            if text is not None:
+                structured = result if isinstance(result, dict | list) else None
+                return budgeted_answer(self, text, channel, call_id, value=structured)
         if self.untrusted_output and isinstance(result, str):
             result = wrap_untrusted(result, self.name)
         return result
+
+    def _may_spill(self, result: Any) -> bool:
+        """Whether ``result`` may be over the budget (a dict or list is measured by the budget)."""
+        kind = type(result)
+        return (kind is str and len(result) > self.output_budget) or kind is dict or kind is list
 
     def _fail(
         self, exc: BaseException, channel: Channels, call_id: str | None, started: float, span: ToolSpan | None

@@ -24,12 +24,19 @@ from toolcards.team import MemberFired, MemberHired, RoleProfile, RunFinished, T
 
 
 def current_turn(messages: list[ModelMessage]) -> tuple[str, list[ToolReturnPart]]:
-    """The message that started this run, and the tool results the run has seen so far."""
-    start = max(
+    """The message that started this run, and the tool results the run has seen so far.
+
+    A teammate's message that reaches a member mid-run is added to the run as a later user
+    prompt (steering); the run's first request is the one carrying the run's id.
+    """
+    prompted = [
         i
         for i, m in enumerate(messages)
         if isinstance(m, ModelRequest) and any(isinstance(p, UserPromptPart) for p in m.parts)
-    )
+    ]
+    run_ids = [m.run_id for m in messages if m.run_id]
+    current = run_ids[-1] if run_ids else None
+    start = next((i for i in prompted if messages[i].run_id == current), prompted[-1])
     prompt = next(str(p.content) for p in messages[start].parts if isinstance(p, UserPromptPart))
     returns = [p for m in messages[start + 1 :] for p in m.parts if isinstance(p, ToolReturnPart)]
     return prompt, returns

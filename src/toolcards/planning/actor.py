@@ -886,6 +886,8 @@ class PlanningActor(CallerRunsActor):
             if mailbox is not None and owner:
                 try:
                     mailbox(owner, text, sender=PLANNING_ACTOR_NAME)
+                except RetriableError as exc:  # the owner left, or its mailbox is full: the event stays
+                    logger.info("Not telling %s that task %s is ready: %s", owner, dependent, exc)
                 except Exception:
                     logger.exception("Telling %s that task %s is ready failed.", owner, dependent)
 

@@ -30,6 +30,16 @@ the graph summary). ``context`` says how a section that changed reaches the mode
 
 ``python -m bench tokens`` measures the three on a 30-request run whose board changes every
 3 requests; ``docs/tokens.md`` gives the figures and which to choose.
+
+**Steering** (:mod:`toolcards.core.steering`), when a card offers it (the messaging card does),
+whatever ``context`` is:
+
+* before every model request, the texts the cards hand over (new messages, reminders that fell
+  due) are added to that request as user messages (``ctx.enqueue``), once each;
+* a stop request (``stop_member``) found before a tool call fails that call with the text the
+  model reads ("You were stopped by @Lead: ..."), and the next model request is not sent: the
+  run ends with :class:`~toolcards.errors.MemberStopped`, which the application catches. Found
+  before a model request, it ends the run there.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from toolcards.errors import RetriableError, ToolFailed
 
 if TYPE_CHECKING:
     from toolcards.core.factory import ToolFactory
+    from toolcards.core.steering import StopRequest
 
 __all__ = ["CardToolset", "ContextMode"]
 
@@ -61,6 +72,9 @@ the toolset gives no instructions (``TeamContext`` gives them instead)."""
 
 # The pipeline validates; pydantic-ai only passes the raw arguments through.
 _PASS_THROUGH = SchemaValidator(core_schema.dict_schema())
+
+_STOPPED_RUNS_KEPT = 64
+"""Runs remembered as stopped at a tool call, until their next model request ends them."""
 
 
 class CardToolset(AbstractToolset[Any]):
@@ -85,6 +99,9 @@ class CardToolset(AbstractToolset[Any]):
         self._prompts = factory.get_system_prompts()
         self._prompt_names = [tool.name for tool in factory.tools(Channels.SYSTEM_PROMPT)]
         self._definitions: dict[str, ToolsetTool[Any]] | None = None
+        self._steering = factory.steers
+        self._stopped: dict[str, StopRequest] = {}
+        """Run id → the stop a tool call of that run delivered; its next model request raises it."""
 
     @property
     def id(self) -> str | None:
@@ -116,6 +133,11 @@ class CardToolset(AbstractToolset[Any]):
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         target = self._tools[name]
+        if self._steering:
+            stop = self._stopped.get(ctx.run_id or "") or await asyncio.to_thread(self.factory.take_stop)
+            if stop is not None:
+                self._remember_stop(ctx.run_id, stop)
+                raise PydanticAIToolFailed(stop.for_model())
         try:
             return await target.call(
                 tool_args,
@@ -134,19 +156,54 @@ class CardToolset(AbstractToolset[Any]):
             raise PydanticAIToolFailed(str(exc)) from exc
 
     async def get_instructions(self, ctx: RunContext[Any]) -> list[InstructionPart] | None:
-        if not self._prompts or self.context == "off":
+        render = bool(self._prompts) and self.context != "off"
+        # Texts are taken only where they can be delivered: a context without a run's message
+        # queue (a synthetic one) cannot take them.
+        steer = self._steering and getattr(ctx, "pending_messages", None) is not None
+        stopped = self._stopped.pop(ctx.run_id, None) if ctx.run_id else None
+        if stopped is not None:
+            raise stopped.error()
+        if not render and not steer:
             return None
-        sections = await asyncio.to_thread(lambda: [prompt() for prompt in self._prompts])
+        stop, texts, sections = await asyncio.to_thread(self._before_request, render, steer)
+        if stop is not None:
+            raise stop.error()
+        for text in texts:
+            ctx.enqueue(text)
+        if not render:
+            return None
         # Named parts of an addressable toolset: pydantic-ai appends a changed one as a delta
         # (append), or re-renders the prefix (rewrite). An empty section is kept in append mode,
         # so its withdrawal is recorded rather than silently dropped.
-        mode = self.context if self._id is not None else "rewrite"
+        append = self.context == "append" and self._id is not None
+        mode: Literal["append", "rewrite"] = "append" if append else "rewrite"
         parts = [
             InstructionPart(content=section or "", dynamic=True, name=name, on_change=mode)
             for name, section in zip(self._prompt_names, sections, strict=True)
             if section or mode == "append"
         ]
         return parts or None
+
+    def _before_request(self, render: bool, steer: bool) -> tuple[StopRequest | None, list[str], list[str | None]]:
+        """In a worker thread: a stop request, else the texts to deliver, then the sections.
+
+        The sections are rendered after the texts were taken, so a section announcing unread
+        messages no longer counts those the model is about to read.
+        """
+        if steer:
+            stop = self.factory.take_stop()
+            if stop is not None:
+                return stop, [], []
+        texts = self.factory.deliveries() if steer else []
+        sections = [prompt() for prompt in self._prompts] if render else []
+        return None, texts, sections
+
+    def _remember_stop(self, run_id: str | None, stop: StopRequest) -> None:
+        if run_id is None:
+            return
+        self._stopped[run_id] = stop
+        while len(self._stopped) > _STOPPED_RUNS_KEPT:
+            del self._stopped[next(iter(self._stopped))]
 
 
 def _idempotency_key(ctx: RunContext[Any]) -> str | None:

@@ -14,7 +14,8 @@ and in-process ``mcp.Client`` use it). What a client sees is the same on both:
 * ``tools/call``: the same pipeline as every other channel
   (``await tool.call(args, channel=TOOL_CALL, call_id=...)``), which validates the
   arguments. Every failure is a result with ``isError`` and a message the model can act
-  on, never a JSON-RPC error (:mod:`toolcards.server.results`).
+  on, never a JSON-RPC error (:mod:`toolcards.server.results`). A session whose agent was
+  asked to stop (``stop_member``) gets that request as its next call's result instead.
 * SYSTEM_PROMPT capabilities as resources and prompts, with change notifications
   (:mod:`toolcards.server.resources`).
 
@@ -383,10 +384,17 @@ class TeamServer:
         (:func:`toolcards.server.idempotency.idempotency_key`): a
         mutating call sent again with it is applied at most once.
 
+        A stop request for the session's agent (``stop_member``) is checked first: the call
+        does not run, and its result (``isError``) tells the client it was stopped and why.
+
         Never raises for the tool's sake: every failure is a result with ``isError`` and a
         message the model can act on, never "Internal server error".
         """
         try:
+            if session.factory.steers:
+                stop = await asyncio.to_thread(session.factory.take_stop)
+                if stop is not None:
+                    return error_wire(stop.for_model())
             return await self._call(session, name, arguments, call_id, idempotency_key)
         except Exception as exc:
             return call_failure(name, exc)

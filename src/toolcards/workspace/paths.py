@@ -13,8 +13,9 @@ later by the name it returns is protected against such a swap; use it only to na
 display paths, never to open them.
 
 The walks of the workspace (listing, glob, grep) never descend into
-:data:`SKIPPED_DIRS`, the internals of version-control systems, and never follow a
-symlink, so a link cannot lead a walk out of the tree or into a loop.
+:data:`SKIPPED_DIRS` (the internals of version-control systems, and toolcards' own
+``.toolcards``, which holds spilled outputs), unless a call names one in its path, and never
+follow a symlink, so a link cannot lead a walk out of the tree or into a loop.
 
 Workspace ids follow :func:`validate_workspace_id`, which lives in
 :mod:`toolcards.core.locations` (next to ``workspace_dir``, so every domain working on a
@@ -44,8 +45,9 @@ __all__ = [
 ESCAPE_MESSAGE = "path escapes the workspace root — use a path relative to it"
 """The one message every refused path gets, followed by the offending path."""
 
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn"})
-"""Directory names whose contents no walk lists, globs or searches."""
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".toolcards"})
+"""Directory names whose contents no walk lists, globs or searches, unless the walk starts
+inside one (a call that names it in its path)."""
 
 
 def resolve_in_root(root: Path, path: str) -> Path:

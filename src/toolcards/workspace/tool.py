@@ -64,6 +64,12 @@ Reads, listings, globs, greps and views are wrapped as untrusted output; so is e
 text inside another result or error (an edit's diff, a mismatch hint, a gate refusal).
 Handlers block (disk I/O, actor asks), as every sync handler may.
 
+**Spills.** Any tool's output longer than its budget, for a member with this card, is saved
+whole in the tree's hidden ``.toolcards/spill/`` folder (:mod:`toolcards.workspace.spill`):
+the model reads its head and tail, the path, and the ``workspace_read`` / ``workspace_grep``
+calls that page or search it. Listings, globs and greps skip the folder unless their
+``path`` names it. ``spill_mb`` and ``spill_hours`` bound it; a read-only card spills too.
+
 **Views** (:mod:`toolcards.core.views`, :mod:`toolcards.workspace.browse`):
 ``workspace.tree`` (every entry, bounded), ``workspace.file(path)`` (a text preview, or what
 kind of file it is) and ``workspace.image(path)`` (an image's bytes). They read through the
@@ -87,6 +93,7 @@ from toolcards.core.deadline import remaining
 from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.services import SPILL_TO_WORKSPACE
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, WiringError
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
@@ -95,7 +102,7 @@ from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES,
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
-from toolcards.workspace.grep import grep
+from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
 from toolcards.workspace.models import (
@@ -111,7 +118,15 @@ from toolcards.workspace.models import (
 )
 from toolcards.workspace.patch import parse_patch
 from toolcards.workspace.reservations import check_reservations
-from toolcards.workspace.tree import Tree
+from toolcards.workspace.spill import (
+    DEFAULT_SPILL_HOURS,
+    DEFAULT_SPILL_MB,
+    MemberSpillFolders,
+    is_spill_path,
+    spill_folder,
+    spill_gone,
+)
+from toolcards.workspace.tree import OpenFile, Tree
 from toolcards.workspace.tree_lock import probe_tree_locks
 
 __all__ = [
@@ -166,6 +181,12 @@ class WorkspaceGlobParam(WorkspaceParam):
 
 class WorkspaceGrepParam(WorkspaceParam):
     """``workspace_grep``."""
+
+    max_results: int = Field(default=MAX_GREP_RESULTS, ge=1, le=MAX_GREP_COLLECTED)
+    """Matching lines shown at most, then a notice with the total. An answer longer than the
+    output budget is spilled: kept whole in ``.toolcards/spill/``, its head and tail shown.
+    Each line shown is read again from its file, within 64 MB a call, so with a large value
+    lines far into large files may be left out (the answer counts them). Added in 0.3."""
 
 
 class WorkspaceViewParam(WorkspaceParam):
@@ -224,6 +245,13 @@ class WorkspaceTool(ToolCard):
             makes a write several times faster on most disks; a killed process still loses
             nothing, but after a power loss or an OS crash recent files may be lost or
             empty. When cards on one tree disagree, the safest applies. Added in 0.2.
+        spill_mb: Size of the tree's spill folder, ``.toolcards/spill/``: any tool output
+            longer than its budget is saved there whole (the model reads its head and tail,
+            the path, and how to page or search it). The oldest spills are deleted first when
+            the folder would hold more; spills count against ``disk_mb``. When cards on one
+            tree disagree, the smallest applies. Added in 0.3.
+        spill_hours: Spills older than this are deleted (the smallest of the cards on one
+            tree applies). Added in 0.3.
     """
 
     kind: ClassVar[str] = "workspace"
@@ -232,6 +260,8 @@ class WorkspaceTool(ToolCard):
     workspace_id: WorkspaceId | None = None
     disk_mb: int = Field(default=1024, ge=1)
     sync: Sync = "normal"
+    spill_mb: int = Field(default=DEFAULT_SPILL_MB, ge=1)
+    spill_hours: float = Field(default=DEFAULT_SPILL_HOURS, gt=0)
     workspace_read: WorkspaceReadParam | bool = True
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
@@ -288,6 +318,14 @@ class WorkspaceTool(ToolCard):
         self._team = (team_id, observer.team.publish)
         self._hub = None
         self._workspace_hub()
+        # Outputs over any tool's budget, for this member, are kept in this tree.
+        folder = spill_folder(root)
+        folder.keep(self.spill_mb, self.spill_hours)
+        if observer.team.service(SPILL_TO_WORKSPACE) is None:
+            observer.team.provide(SPILL_TO_WORKSPACE, MemberSpillFolders())  # the first one provided stays
+        spills = observer.team.service(SPILL_TO_WORKSPACE)
+        if isinstance(spills, MemberSpillFolders):
+            spills.add(self._member, folder)
 
     @property
     def tree(self) -> Tree:
@@ -332,7 +370,7 @@ class WorkspaceTool(ToolCard):
             limit: Lines.
         """
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
-        with self.tree.open_file(path) as file:
+        with self._open_file(path) as file:
             rel = file.rel
             # Most files end in neither kind of suffix, and then need no path parsed to say so.
             name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
@@ -377,7 +415,12 @@ class WorkspaceTool(ToolCard):
             pattern: Python regex, matched per line.
             include: Only files matching this glob, e.g. '*.py'.
         """
-        return grep(self.root, pattern, path, include)
+        max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
+        try:
+            return grep(self.root, pattern, path, include, max_results=max_results)
+        except RetriableError:
+            self._check_spill_kept(path)
+            raise
 
     @capability("workspace_view", untrusted_output=True)
     def view_image(self, path: WorkspacePath) -> Any:
@@ -509,6 +552,18 @@ class WorkspaceTool(ToolCard):
         warning = check_reservations(self._handle, self._member, paths, tool=tool)
         answer: str = self.ask(send(), actor=self._actor_name)
         return f"{answer}\n{warning}" if warning else answer
+
+    def _open_file(self, path: str) -> OpenFile:
+        try:
+            return self.tree.open_file(path)
+        except RetriableError:
+            self._check_spill_kept(path)
+            raise
+
+    def _check_spill_kept(self, path: str) -> None:
+        """Say so when ``path``, which a call failed on, is a spilled output no longer kept."""
+        if is_spill_path(path) and self.tree.kind(path) is None:
+            raise spill_gone(path, spill_folder(self.root).max_hours) from None
 
     def _workspace_hub(self) -> WorkspaceHub:
         # After stop_workspace_actors the registry holds a new hub: attach to it again.
