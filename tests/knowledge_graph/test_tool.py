@@ -60,7 +60,7 @@ def test_failures_are_reported_together_after_valid_parts(alice: FakeObserver) -
 
 def test_read_only_removes_update_everywhere(alice: FakeObserver) -> None:
     names = set(tools(alice, KnowledgeGraphTool(read_only=True)))
-    assert names == {"get_graph", "search_graph"}
+    assert names == {"get_graph", "search_graph", "get_entities", "read_graph"}
 
 
 def test_hybrid_search_with_an_embedding_and_paths(alice: FakeObserver) -> None:
@@ -120,7 +120,7 @@ def test_without_an_embedding_the_description_says_keyword_once_and_results_carr
     tools["update_graph"].call_sync({"create_entities": [{"name": "Auth", "entity_type": "service"}]})
     search = tools["search_graph"]
 
-    assert "by meaning when the team has an embedding model" in search.description
+    assert "by meaning with an embedding model" in search.description
     for mode in ("hybrid", "vector", "keyword"):
         answer = str(search.call_sync({"query": "auth", "mode": mode}))
         assert "Note:" not in answer and "Auth" in answer

@@ -7,7 +7,8 @@
   :class:`Provenance`), :class:`KnowledgeGraph`.
 * LLM-facing inputs: :class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
   :class:`RelationDelete`.
-* Results: :class:`UpdateReport`, :class:`MergeReport`, :class:`SearchResult` (with
+* Results: :class:`UpdateReport`, :class:`MergeReport`, :class:`EntityPage` (of
+  :class:`EntityView`), :class:`SearchResult` (with
   :class:`SearchHit`, :class:`Neighbour`, :class:`GraphPath`);
   :mod:`toolcards.knowledge_graph.render` writes the text a model reads from them.
 
@@ -21,7 +22,9 @@ from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphP
 from toolcards.knowledge_graph.models import (
     Entity,
     EntityCreate,
+    EntityPage,
     EntityUpdate,
+    EntityView,
     GraphPath,
     KnowledgeGraph,
     MergeReport,
@@ -36,9 +39,11 @@ from toolcards.knowledge_graph.models import (
     UpdateReport,
 )
 from toolcards.knowledge_graph.tool import (
+    GetEntitiesParam,
     GetGraphParam,
     KnowledgeGraphTool,
     MergeEntitiesParam,
+    ReadGraphParam,
     SearchGraphParam,
     UpdateGraphParam,
 )
@@ -46,7 +51,10 @@ from toolcards.knowledge_graph.tool import (
 __all__ = [
     "Entity",
     "EntityCreate",
+    "EntityPage",
     "EntityUpdate",
+    "EntityView",
+    "GetEntitiesParam",
     "GetGraphParam",
     "GraphPath",
     "KnowledgeGraph",
@@ -58,6 +66,7 @@ __all__ = [
     "Neighbour",
     "Observation",
     "Provenance",
+    "ReadGraphParam",
     "Relation",
     "RelationCreate",
     "RelationDelete",

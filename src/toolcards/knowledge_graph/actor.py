@@ -78,7 +78,9 @@ from toolcards.knowledge_graph.batch import MergeBatch, Stamp, stage_merge, stag
 from toolcards.knowledge_graph.models import (
     Entity,
     EntityCreate,
+    EntityPage,
     EntityUpdate,
+    EntityView,
     GraphPath,
     KnowledgeGraph,
     MergeReport,
@@ -93,7 +95,7 @@ from toolcards.knowledge_graph.models import (
     UpdateReport,
 )
 from toolcards.knowledge_graph.render import SUMMARY_TOP, relation_text, render_graph_summary
-from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD, shortest_paths
+from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD, name_key, shortest_paths
 from toolcards.knowledge_graph.sorted_list import discard, insort_all
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 from toolcards.store.calls import CALLS, CallLog
@@ -297,6 +299,44 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._refresh()
         return [self._entities[name].model_copy(deep=True) for name in sorted(self._entities)]
 
+    def get_entities(self, names: Sequence[str]) -> EntityPage:
+        """The entities named ``names`` (or aliased so), case and spacing aside, each with its
+        neighbours that hold now (at most 20); names no entity has are in ``missing``.
+
+        An entity that no longer holds is returned too (a search marks it as such); one name
+        matching several entities (``API`` and ``api``) returns each.
+        """
+        self._refresh()
+        self._index.flush()
+        found: dict[str, None] = {}
+        missing: list[str] = []
+        for asked in names:
+            named = self._index.named(asked)
+            if not named:
+                missing.append(asked)
+            found.update(dict.fromkeys(named))
+        return EntityPage(entities=[self._view(name) for name in found], missing=missing, total=len(found))
+
+    def read_graph(self, offset: int = 0, limit: int = 100) -> EntityPage:
+        """One page of the entities that hold now, by name, each with its neighbours.
+
+        Args:
+            offset: how many entities to skip (0 or more).
+            limit: the page's size, clamped to 1..100.
+        """
+        self._refresh()
+        held = sorted(name for name, entity in self._entities.items() if entity.invalid_at is None)
+        start = max(0, offset)
+        page = held[start : start + max(1, min(limit, MAX_TOP_K))]
+        return EntityPage(entities=[self._view(name) for name in page], offset=start, total=len(held))
+
+    def _view(self, name: str) -> EntityView:
+        holds = functools.partial(self._relation_shown, as_of=None, include_invalid=False)
+        neighbours, more = self._neighbours_of(name, holds)
+        return EntityView(
+            entity=self._entities[name].model_copy(deep=True), neighbours=neighbours, more_neighbours=more
+        )
+
     def seq(self) -> int:
         """The sequence number of the last committed change (0 for a new graph)."""
         self._refresh()
@@ -399,7 +439,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         index = self._index
         shown = index.visible_entities(at, include_invalid)
         # The best twice over: enough for the names pinned first.
-        best = index.rank(
+        best, matching = index.rank(
             text,
             vector,
             mode=used,
@@ -410,16 +450,29 @@ class KnowledgeGraphActor(CallerRunsActor):
             limit=2 * count,
         )
         pinned = index.name_matches(text, count, shown)
+        wanted = name_key(text)
+        exact = {name for name in index.named(text) if shown[index.number(name)]}
         top = best[0][1] if best else 1.0
         found = {hit[0]: hit for hit in best}
         ranked: list[tuple[str, float, float | None, float | None]] = []
         for name in pinned:
             best_hit = found.get(name)
-            if best_hit is None:
-                cosine = index.cosine(name, vector) if vector is not None else None
-                ranked.append((name, top, None, cosine))
+            if name in exact:
+                # The entity named exactly the query: first, at the top score.
+                own = best_hit[1] if best_hit is not None else top
+                keyword, cosine = (best_hit[2], best_hit[3]) if best_hit is not None else (None, None)
+                if best_hit is None and vector is not None:
+                    cosine = index.cosine(name, vector)
+                ranked.append((name, max(top, own), keyword, cosine))
+            elif best_hit is not None:
+                ranked.append(best_hit)
             else:
-                ranked.append((name, max(top, best_hit[1]), best_hit[2], best_hit[3]))
+                # A name that starts with the query but matches no whole word of it: scored
+                # by the share of the name the query covers.
+                cosine = index.cosine(name, vector) if vector is not None else None
+                share = len(wanted) / max(len(name_key(name)), 1)
+                ranked.append((name, top * share, None, cosine))
+                matching += 1
         ranked += [hit for hit in best if hit[0] not in pinned]
         pending = 0 if self._vectors is None else self._vectors.pending
         if used != "keyword" and pending and note is None:
@@ -434,7 +487,16 @@ class KnowledgeGraphActor(CallerRunsActor):
             )
             for name, score, keyword, cosine in ranked[:count]
         ]
-        result = SearchResult(query=text, mode=used, hits=hits, note=note, as_of=as_of, include_invalid=include_invalid)
+        result = SearchResult(
+            query=text,
+            mode=used,
+            hits=hits,
+            note=note,
+            as_of=as_of,
+            include_invalid=include_invalid,
+            more=max(0, matching - len(hits)),
+            exact=bool(hits) and hits[0].entity.name in exact,
+        )
         holds = functools.partial(self._relation_shown, as_of=as_of, include_invalid=include_invalid)
         if include_neighbors:
             for hit in hits:
@@ -953,6 +1015,8 @@ class KnowledgeGraphProxy(ActorMemberMixin, pykka.ActorProxy[KnowledgeGraphActor
 
     graph = proxy_method(KnowledgeGraphActor.graph)
     entities = proxy_method(KnowledgeGraphActor.entities)
+    get_entities = proxy_method(KnowledgeGraphActor.get_entities)
+    read_graph = proxy_method(KnowledgeGraphActor.read_graph)
     seq = proxy_method(KnowledgeGraphActor.seq)
     pending_embeddings = proxy_method(KnowledgeGraphActor.pending_embeddings)
     summary = proxy_method(KnowledgeGraphActor.summary)

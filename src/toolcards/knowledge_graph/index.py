@@ -486,6 +486,23 @@ class GraphIndex:
         scores[~shown] = 0.0
         return scores
 
+    def number(self, name: str) -> int:
+        """Entity ``name``'s row number (``KeyError`` if it is not indexed)."""
+        return self._numbers[name]
+
+    def named(self, name: str) -> list[str]:
+        """The entities named or aliased ``name``, case and spacing aside, in name order."""
+        wanted = name_key(name)
+        if not wanted:
+            return []
+        start = bisect.bisect_left(self._sorted_names, (wanted, "", ""))
+        found: dict[str, None] = {}
+        for compared, _, entity in self._sorted_names[start:]:
+            if compared != wanted:
+                break
+            found[entity] = None
+        return sorted(found)
+
     def name_matches(self, query: str, limit: int, shown: npt.NDArray[np.bool_] | None = None) -> list[str]:
         """Entities named (or aliased) ``query``, then those whose name or an alias starts with it.
 
@@ -518,8 +535,9 @@ class GraphIndex:
         alpha: float,
         threshold: float,
         limit: int,
-    ) -> list[Hit]:
-        """The ``limit`` best visible entities for ``query``, by score, then name.
+    ) -> tuple[list[Hit], int]:
+        """The ``limit`` best visible entities for ``query``, by score, then name, and how many
+        entities match in all.
 
         ``keyword``: the keyword score, entities scoring above 0. ``vector``: the cosine of
         the entity's vector with ``query_vector``, at least ``threshold``. ``hybrid``: every
@@ -541,8 +559,9 @@ class GraphIndex:
             scores = alpha * np.clip((cosines + 1.0) / 2.0, 0.0, 1.0) + (1.0 - alpha) * keyword
             eligible = (shown & self._has_vector.view() & (cosines >= threshold)) | (keyword > 0)
         candidates = np.flatnonzero(eligible)
-        if limit <= 0 or not len(candidates):
-            return []
+        matching = len(candidates)
+        if limit <= 0 or not matching:
+            return [], matching
         if len(candidates) > limit:
             kth = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
             candidates = candidates[scores[candidates] >= kth]
@@ -561,7 +580,7 @@ class GraphIndex:
                 )
             )
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
-        return hits[:limit]
+        return hits[:limit], matching
 
     def _cosines(self, query: npt.NDArray[np.float32] | None, shown: npt.NDArray[np.bool_]) -> Any:
         if query is None or self._matrix is None or self._vectors is None or query.shape != (self._vectors.dim,):

@@ -34,7 +34,9 @@ from toolcards.core.bounds import unlisted_bound
 __all__ = [
     "Entity",
     "EntityCreate",
+    "EntityPage",
     "EntityUpdate",
+    "EntityView",
     "GraphPath",
     "KnowledgeGraph",
     "MergeReport",
@@ -73,6 +75,12 @@ _Observation = Annotated[
 # A reference to an entity or relation type that already exists: its bounds were checked when it
 # was created, and stating them again would cost tokens on every request for nothing.
 _Ref = Annotated[str, StringConstraints(strip_whitespace=True)]
+
+
+def _unlisted_map(schema: dict[str, Any]) -> None:
+    """A text → text map: its bounds and the type of its values go without saying."""
+    unlisted_bound(schema)
+    schema.pop("additionalProperties", None)
 
 
 def _schema_for_models(schema: dict[str, Any]) -> None:
@@ -210,13 +218,13 @@ class KnowledgeGraph(BaseModel):
 class EntityCreate(_ToolInput):
     """An entity to create; fails if the name is taken."""
 
-    name: _Name = Field(description="Unique")
-    entity_type: _Type = Field(description="e.g. person, service, decision")
+    name: _Name
+    entity_type: _Type = Field(description="e.g. person, service")
     description: _Description = ""
     observations: list[_Observation] = Field(
         default_factory=list, max_length=OBSERVATIONS_MAX, description="Atomic facts", json_schema_extra=unlisted_bound
     )
-    is_root: bool = Field(default=False, description="Listed in the summary")
+    is_root: bool = Field(default=False, description="In the summary")
 
 
 class EntityUpdate(_ToolInput):
@@ -240,16 +248,16 @@ class EntityUpdate(_ToolInput):
     supersede: dict[_Ref, _Observation] = Field(
         default_factory=dict,
         max_length=OBSERVATIONS_MAX,
-        description="Old observation → new one",
-        json_schema_extra=unlisted_bound,
+        description="old → new",
+        json_schema_extra=_unlisted_map,
     )
     """Replacements: each old observation (exact text, one that holds) is marked no longer
     holding, linked to its replacement, which is added."""
     invalidate: dict[_Ref, _Description] = Field(
         default_factory=dict,
         max_length=OBSERVATIONS_MAX,
-        description="Observation, its name, or '-[type]-> entity' → reason",
-        json_schema_extra=unlisted_bound,
+        description="observation, own name or '-[type]-> to' → reason",
+        json_schema_extra=_unlisted_map,
     )
     """Facts that no longer hold, each with the reason: an observation (exact text), one of the
     entity's outgoing relations written ``-[type]-> target``, or the entity's own name (the
@@ -261,7 +269,7 @@ class RelationCreate(_ToolInput):
 
     from_entity: _Ref
     to_entity: _Ref
-    relation_type: _Type = Field(description="Active verb, e.g. depends_on")
+    relation_type: _Type = Field(description="e.g. depends_on")
     description: _Description = ""
 
     @property
@@ -405,17 +413,34 @@ class Neighbour(BaseModel):
     """``True`` for hit -[type]-> neighbour, ``False`` for neighbour -[type]-> hit."""
 
 
-class SearchHit(BaseModel):
-    """One matching entity with its scores."""
+class EntityView(BaseModel):
+    """An entity as a read shows it: the entity and the entities one relation away."""
 
     entity: Entity
+    neighbours: list[Neighbour] = Field(default_factory=list)
+    more_neighbours: int = 0
+    """Neighbours left out of ``neighbours`` to keep the answer short."""
+
+
+class EntityPage(BaseModel):
+    """The answer to ``get_entities`` (:attr:`missing` lists names not found) or one page of
+    ``read_graph`` (:attr:`offset` and :attr:`total` place it in the whole graph)."""
+
+    entities: list[EntityView] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+    """Names asked for that no entity has (nor as an alias)."""
+    offset: int = 0
+    total: int = 0
+    """Entities that hold in the whole graph (``read_graph``); the number found (``get_entities``)."""
+
+
+class SearchHit(EntityView):
+    """One matching entity with its scores."""
+
     score: float
     """The ranking score: keyword score, raw cosine, or the hybrid fusion (see ``search.py``)."""
     keyword_score: float | None = None
     cosine: float | None = None
-    neighbours: list[Neighbour] = Field(default_factory=list)
-    more_neighbours: int = 0
-    """Neighbours left out of ``neighbours`` to keep the result short."""
 
 
 class GraphPath(BaseModel):
@@ -444,3 +469,7 @@ class SearchResult(BaseModel):
     """Facts that no longer held (then, or now) are included, marked."""
     note: str | None = None
     """One line about how the search ran, e.g. a fallback to keyword search."""
+    more: int = 0
+    """Entities that match too but are not among the hits (``top_k`` cut them)."""
+    exact: bool = False
+    """The first hit is the entity named (or aliased) exactly the query."""

@@ -24,6 +24,8 @@ from datetime import datetime
 
 from toolcards.knowledge_graph.models import (
     Entity,
+    EntityPage,
+    EntityView,
     GraphPath,
     MergeReport,
     Neighbour,
@@ -45,6 +47,8 @@ __all__ = [
     "no_longer",
     "path_text",
     "relation_text",
+    "render_entities",
+    "render_graph_page",
     "render_graph_summary",
     "render_merge_report",
     "render_search_result",
@@ -189,11 +193,13 @@ def _neighbour_text(neighbour: Neighbour) -> str:
     return f"{arrow} {neighbour.name} [{neighbour.entity_type}]"
 
 
-def _hit_text(hit: SearchHit, rank: int, as_of: datetime | None, include_invalid: bool) -> str:
-    """The hit as a few indented lines: header, aliases, description, observations, neighbours."""
-    entity = hit.entity
+def _entity_text(
+    view: EntityView, head: str, as_of: datetime | None, include_invalid: bool, *, outgoing_only: bool = False
+) -> str:
+    """An entity as a few indented lines: ``head``, aliases, description, observations, neighbours."""
+    entity = view.entity
     root = " root" if entity.is_root else ""
-    lines = [f"{rank}. {entity.name} [{entity.entity_type}{root}] {hit.score:.2f}"]
+    lines = [f"{head}{entity.name} [{entity.entity_type}{root}]"]
     if _no_longer_at(entity, as_of):
         lines[0] += f" ({no_longer(entity)})"
     if entity.aliases:
@@ -208,10 +214,41 @@ def _hit_text(hit: SearchHit, rank: int, as_of: datetime | None, include_invalid
         elif observation.id in notes:
             line += f" ({notes[observation.id]})"
         lines.append(line)
-    if hit.neighbours:
-        lines.append("   neighbours: " + "; ".join(_neighbour_text(n) for n in hit.neighbours))
-        if hit.more_neighbours:
-            lines[-1] += f" (+{hit.more_neighbours} more)"
+    neighbours = [n for n in view.neighbours if n.outgoing] if outgoing_only else view.neighbours
+    if neighbours:
+        lines.append("   neighbours: " + "; ".join(_neighbour_text(n) for n in neighbours))
+        if view.more_neighbours:
+            lines[-1] += f" (+{view.more_neighbours} more)"
+    return "\n".join(lines)
+
+
+def _hit_text(hit: SearchHit, rank: int, as_of: datetime | None, include_invalid: bool) -> str:
+    """The hit as a few indented lines: header with the score, then the entity's lines."""
+    text = _entity_text(hit, f"{rank}. ", as_of, include_invalid)
+    first, _, rest = text.partition("\n")
+    return f"{first} {hit.score:.2f}" + (f"\n{rest}" if rest else "")
+
+
+def render_entities(page: EntityPage) -> str:
+    """``get_entities``: each entity found, then the names not found."""
+    lines = [_entity_text(view, "", None, False) for view in page.entities]
+    if page.missing:
+        lines.append(f"No entity named {', '.join(repr(name) for name in page.missing)}; search_graph finds by words.")
+    return "\n".join(lines)
+
+
+def render_graph_page(page: EntityPage) -> str:
+    """``read_graph``: the page's entities with their outgoing relations, and where the next page starts."""
+    if not page.total:
+        return "The knowledge graph is empty."
+    if not page.entities:
+        count = f"{page.total} {'entity' if page.total == 1 else 'entities'}"
+        return f"No entities from offset {page.offset}: the graph has {count}."
+    end = page.offset + len(page.entities)
+    lines = [f"Entities {page.offset + 1}-{end} of {page.total}, by name:"]
+    lines.extend(_entity_text(view, "", None, False, outgoing_only=True) for view in page.entities)
+    if end < page.total:
+        lines.append(f"{page.total - end} more; next offset {end}.")
     return "\n".join(lines)
 
 
@@ -238,6 +275,8 @@ def render_search_result(result: SearchResult) -> str:
     lines.extend(
         _hit_text(hit, rank, result.as_of, result.include_invalid) for rank, hit in enumerate(result.hits, start=1)
     )
+    if result.more:
+        lines.append(f"{result.more} more match; raise top_k to see them.")
     if result.edges is not None:
         if result.edges:
             lines.append("Edges:")

@@ -9,6 +9,8 @@ restores the graph exactly.
 | ``get_graph`` | SYSTEM_PROMPT, COMMAND | a summary whose size does not grow with the graph |
 | ``update_graph(...)`` | TOOL_CALL | one batch in a fixed order; failures listed together |
 | ``search_graph(query, mode, ...)`` | TOOL_CALL, COMMAND | hits, plus neighbours, edges, paths on request |
+| ``get_entities(names)`` | TOOL_CALL, COMMAND | the entities named so (any case), in full |
+| ``read_graph(offset, limit)`` | TOOL_CALL, COMMAND | a page of every entity that holds, by name |
 | ``merge_entities(into, sources, dry_run)`` | TOOL_CALL, COMMAND | what moved (or would move) |
 
 Every fact recorded carries the calling member, the task it holds on the team's planning
@@ -29,7 +31,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
-from toolcards.core.bounds import unlisted_bound
+from toolcards.core.bounds import unlisted_bound, unlisted_default
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.idempotency import current_call
@@ -41,6 +43,8 @@ from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete, SearchResult
 from toolcards.knowledge_graph.render import (
+    render_entities,
+    render_graph_page,
     render_merge_report,
     render_search_result,
     render_update_report,
@@ -49,9 +53,26 @@ from toolcards.knowledge_graph.render import (
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
-__all__ = ["GetGraphParam", "KnowledgeGraphTool", "MergeEntitiesParam", "SearchGraphParam", "UpdateGraphParam"]
+__all__ = [
+    "GetEntitiesParam",
+    "GetGraphParam",
+    "KnowledgeGraphTool",
+    "MergeEntitiesParam",
+    "ReadGraphParam",
+    "SearchGraphParam",
+    "UpdateGraphParam",
+]
 
 ACTOR_NAME = "#KnowledgeGraphTool"
+
+# Off unless asked for: saying so in every request's schema would cost tokens for nothing.
+_Flag = Annotated[bool, Field(json_schema_extra=unlisted_default)]
+
+
+def _unlisted_count(schema: dict[str, Any]) -> None:
+    """A count's bounds and default go without saying (the answer says when more exist)."""
+    unlisted_bound(schema)
+    unlisted_default(schema)
 
 
 class GetGraphParam(BaseToolParam):
@@ -74,6 +95,18 @@ class SearchGraphParam(BaseToolParam):
     """Hybrid weight of the (normalised) cosine; ``1 - alpha`` weighs the keyword match."""
     threshold: float = Field(default=0.3, ge=-1, le=1)
     """Minimum raw cosine for a hit of the vector leg."""
+
+
+class GetEntitiesParam(BaseToolParam):
+    """Entities by exact name."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ReadGraphParam(BaseToolParam):
+    """The whole graph, a page at a time."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
 
 
 class MergeEntitiesParam(BaseToolParam):
@@ -104,7 +137,8 @@ def parse_as_of(text: str, now: datetime | None = None) -> datetime:
 
 
 class KnowledgeGraphTool(ToolCard):
-    """The team's knowledge graph. ``read_only`` removes ``update_graph`` from every channel."""
+    """The team's knowledge graph. ``read_only`` removes ``update_graph`` and ``merge_entities``
+    from every channel."""
 
     kind: ClassVar[str] = "knowledge_graph"
     requires_observer: ClassVar[type | None] = ActorToolObserver
@@ -112,6 +146,8 @@ class KnowledgeGraphTool(ToolCard):
     get_graph: GetGraphParam | bool = True
     update_graph: UpdateGraphParam | bool = True
     search_graph: SearchGraphParam | bool = True
+    get_entities: GetEntitiesParam | bool = True
+    read_graph: ReadGraphParam | bool = True
     merge_entities: MergeEntitiesParam | bool = True
     embedding: EmbeddingParam | None = None
     """How texts are embedded for search by meaning; ``None``: keyword search only."""
@@ -176,7 +212,7 @@ class KnowledgeGraphTool(ToolCard):
         create_relations: list[RelationCreate] | None = None,
         delete_relations: list[RelationDelete] | None = None,
     ) -> str:
-        """One batch of knowledge, all or nothing: entities created first, deleted last."""
+        """Record knowledge in one all-or-nothing batch."""
         if not (create_entities or update_entities or delete_entities or create_relations or delete_relations):
             raise RetriableError(
                 "Nothing to do: give at least one of create_entities, update_entities, "
@@ -205,8 +241,8 @@ class KnowledgeGraphTool(ToolCard):
         return text
 
     @capability("merge_entities", mutates=True)
-    def merge(self, into: str, sources: list[str], dry_run: bool = False) -> str:
-        """Merge duplicates into one entity; their names become aliases."""
+    def merge(self, into: str, sources: list[str], dry_run: _Flag = False) -> str:
+        """Merge duplicate entities; names become aliases."""
         try:
             report = self.ask(
                 self.graph.merge(
@@ -231,20 +267,17 @@ class KnowledgeGraphTool(ToolCard):
     def search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=500, json_schema_extra=unlisted_bound)],
-        mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
-        top_k: Annotated[int, Field(ge=1, le=50, json_schema_extra=unlisted_bound)] = 10,
-        include_neighbors: bool = False,
-        include_edges: bool = False,
-        find_paths: bool = False,
+        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(json_schema_extra=unlisted_default)] = "hybrid",
+        top_k: Annotated[int, Field(ge=1, le=50, json_schema_extra=_unlisted_count)] = 10,
+        include_neighbors: _Flag = False,
+        include_edges: _Flag = False,
+        find_paths: _Flag = False,
         as_of: str | None = None,
-        include_invalid: bool = False,
+        include_invalid: _Flag = False,
     ) -> str:
-        """Search entities by keyword, and by meaning when the team has an embedding model.
+        """Find entities by words, or by meaning with an embedding model.
 
         Args:
-            include_neighbors: Linked entities too
-            include_edges: Hits' relations too
-            find_paths: Paths between top hits
             as_of: ISO time
         """
         moment = None if as_of is None else parse_as_of(as_of)
@@ -259,6 +292,25 @@ class KnowledgeGraphTool(ToolCard):
             include_invalid=include_invalid,
         )
         return render_search_result(result)
+
+    @capability("get_entities")
+    def entities_named(
+        self, names: Annotated[list[str], Field(min_length=1, max_length=50, json_schema_extra=unlisted_bound)]
+    ) -> str:
+        """Entities by exact name, in full."""
+        page = self.ask(self.graph.get_entities([name.strip() for name in names]), actor=ACTOR_NAME)
+        if not page.entities:
+            raise RetriableError(render_entities(page))
+        return render_entities(page)
+
+    @capability("read_graph")
+    def graph_page(
+        self,
+        offset: Annotated[int, Field(ge=0, json_schema_extra=_unlisted_count)] = 0,
+        limit: Annotated[int, Field(ge=1, le=100, json_schema_extra=_unlisted_count)] = 100,
+    ) -> str:
+        """All entities, paged."""
+        return render_graph_page(self.ask(self.graph.read_graph(offset, limit), actor=ACTOR_NAME))
 
     def _search(self, query: str, mode: Literal["hybrid", "keyword", "vector"], **options: Any) -> SearchResult:
         if self.embedding is None:
