@@ -124,3 +124,26 @@ def test_without_an_embedding_the_description_says_keyword_once_and_results_carr
     for mode in ("hybrid", "vector", "keyword"):
         answer = str(search.call_sync({"query": "auth", "mode": mode}))
         assert "Note:" not in answer and "Auth" in answer
+
+
+def test_cards_with_other_search_settings_for_one_team_graph_are_refused(alice: FakeObserver) -> None:
+    from toolcards.errors import WiringError
+
+    ToolFactory([KnowledgeGraphTool(search_graph=SearchGraphParam(alpha=0.5))], observer=alice).tools()
+    ToolFactory([KnowledgeGraphTool()], observer=alice).tools()  # the same settings: shared
+    with pytest.raises(WiringError, match=r"alpha 0\.9 \(the graph has 0\.5\)"):
+        ToolFactory([KnowledgeGraphTool(search_graph=SearchGraphParam(alpha=0.9))], observer=alice).tools()
+    with pytest.raises(WiringError, match="embedding"):
+        ToolFactory([KnowledgeGraphTool(embedding=EmbeddingParam(provider="hashing"))], observer=alice).tools()
+
+
+def test_a_long_observation_is_accepted(alice: FakeObserver) -> None:
+    turn = "word " * 700
+    out = tools(alice)["update_graph"].call_sync(
+        {"create_entities": [{"name": "chat", "entity_type": "session", "observations": [turn.strip()]}]}
+    )
+    assert "created entities chat" in out
+    with pytest.raises(RetriableError, match="4000"):
+        tools(alice)["update_graph"].call_sync(
+            {"create_entities": [{"name": "chat2", "entity_type": "session", "observations": ["x" * 4001]}]}
+        )

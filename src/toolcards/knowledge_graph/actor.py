@@ -73,6 +73,7 @@ from pykka.typing import ActorMemberMixin, proxy_method
 from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.events import StateChanged
 from toolcards.core.idempotency import CallKey
+from toolcards.core.words import name_key
 from toolcards.errors import RetriableError
 from toolcards.knowledge_graph.batch import MergeBatch, Stamp, stage_merge, stage_update
 from toolcards.knowledge_graph.models import (
@@ -95,7 +96,7 @@ from toolcards.knowledge_graph.models import (
     UpdateReport,
 )
 from toolcards.knowledge_graph.render import SUMMARY_TOP, relation_text, render_graph_summary
-from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD, name_key, shortest_paths
+from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD, shortest_paths
 from toolcards.knowledge_graph.sorted_list import discard, insort_all
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 from toolcards.store.calls import CALLS, CallLog

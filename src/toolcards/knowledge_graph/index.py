@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolcards.knowledge_graph.search import name_key, name_tokens, query_terms, tokenize
+from toolcards.core.words import name_key, name_tokens, query_terms, tokenize
+from toolcards.knowledge_graph.search import BM25_B, BM25_K1, NAME_WEIGHT
 from toolcards.knowledge_graph.sorted_list import discard, insort_all
 
 if TYPE_CHECKING:
@@ -48,13 +49,13 @@ __all__ = ["COMPACT_MIN", "GraphIndex", "Hit", "collapsed_name", "timestamp", "v
 
 COMPACT_MIN = 4096
 """Dead rows tolerated before a compaction, whatever the index's size."""
-NAME_WEIGHT = 0.2
-"""Share of the keyword score given to query terms found in the entity's name or aliases."""
 SIMILAR_MIN = 90.0
 """Lowest rapidfuzz ratio (0-100) between two collapsed names for a near-duplicate suggestion."""
 _SIMILAR_POSTING_MAX = 1000
 """Name terms shared by more entities than this do not make them candidates for a suggestion."""
 _INF = math.inf
+_HEAD = 0
+_OBSERVATION = 1
 
 Hit = tuple[str, float, float | None, float | None]
 """``(entity name, score, keyword score or None, cosine or None)``."""
@@ -84,6 +85,12 @@ def visible(
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def _best(scores: Any) -> float:
+    """The largest score, or 1.0 when none is above 0 (so dividing by it changes nothing)."""
+    top = float(scores.max()) if len(scores) else 0.0
+    return top if top > 0 else 1.0
 
 
 def collapsed_name(name: str) -> str:
@@ -149,7 +156,7 @@ def _slots() -> array[int]:
 class _NewPassages:
     """Passages added by one :meth:`GraphIndex.put_entities`, written to the columns at its end."""
 
-    __slots__ = ("base", "created", "entity", "invalid", "length", "live")
+    __slots__ = ("base", "created", "entity", "invalid", "kind", "length", "live")
 
     def __init__(self, base: int) -> None:
         self.base = base
@@ -158,6 +165,7 @@ class _NewPassages:
         self.invalid: list[float] = []
         self.length: list[float] = []
         self.live: list[bool] = []
+        self.kind: list[int] = []
 
 
 class _EntityVectors:
@@ -190,6 +198,10 @@ class GraphIndex:
         self._names: list[str | None] = []
         """Number → entity name; ``None`` for a deleted entity."""
         self._ent_created = _Column(np.float64, -_INF)
+        self._ent_recent = _Column(np.float64, -_INF)
+        """When the entity or one of its observations was last recorded: ties go to the recent."""
+        self._ent_name_length = _Column(np.float32, 1.0)
+        """The number of terms in the entity's name and aliases."""
         self._ent_invalid = _Column(np.float64, _INF)
         self._ent_live = _Column(np.bool_, False)
         self._ent_passages: dict[int, dict[str, None]] = {}
@@ -214,6 +226,8 @@ class GraphIndex:
         self._pass_invalid = _Column(np.float64, _INF)
         self._pass_live = _Column(np.bool_, False)
         self._pass_length = _Column(np.float32, 0.0)
+        self._pass_kind = _Column(np.int8, _HEAD)
+        """:data:`_HEAD` (type and description) or :data:`_OBSERVATION`."""
         self._postings: defaultdict[str, array[int]] = defaultdict(_slots)
         """Term → the slots of the passages holding it, once per occurrence (a term twice in a
         passage: its slot twice, side by side), in the order added."""
@@ -254,6 +268,10 @@ class GraphIndex:
             if number is None:
                 number = self._new_entity(entity.name)
             self._ent_created[number] = timestamp(entity.created_at, -_INF)
+            self._ent_recent[number] = max(
+                [timestamp(entity.created_at, -_INF)]
+                + [timestamp(o.created_at, -_INF) for o in entity.observations[-1:]]
+            )
             self._ent_invalid[number] = timestamp(entity.invalid_at, _INF)
             names = [entity.name, *entity.aliases]
             listed = self._listed.get(number)
@@ -285,6 +303,7 @@ class GraphIndex:
                 (self._pass_created, new.created),
                 (self._pass_invalid, new.invalid),
                 (self._pass_length, new.length),
+                (self._pass_kind, new.kind),
                 (self._pass_live, new.live),
             ):
                 column.extend(values)
@@ -299,7 +318,7 @@ class GraphIndex:
         if self._heads.get(number) != head:
             self._drop_passage(head_key)
             self._heads[number] = head
-            self._add_passage(head_key, number, head, -_INF, _INF)
+            self._add_passage(head_key, number, head, -_INF, _INF, _HEAD)
         slots = self._slots
         for observation in entity.observations:
             key = f"o:{observation.id}"
@@ -308,7 +327,7 @@ class GraphIndex:
             invalid = _INF if observation.invalid_at is None else observation.invalid_at.timestamp()
             slot = slots.get(key)
             if slot is None:
-                self._add_passage(key, number, observation.text, created, invalid)
+                self._add_passage(key, number, observation.text, created, invalid, _OBSERVATION)
             elif slot < len(self._pass_live):
                 self._pass_entity[slot] = number
                 self._pass_created[slot] = created
@@ -337,6 +356,8 @@ class GraphIndex:
     def _new_entity(self, name: str) -> int:
         number = self._ent_live.append(True)
         self._ent_created.append(-_INF)
+        self._ent_recent.append(-_INF)
+        self._ent_name_length.append(1.0)
         self._ent_invalid.append(_INF)
         self._has_vector.append(False)
         self._names.append(name)
@@ -351,6 +372,7 @@ class GraphIndex:
         self._unindex_names(number)
         terms = list(dict.fromkeys(token for each in names for token in name_tokens(each)))
         self._name_terms[number] = terms
+        self._ent_name_length[number] = max(1, len(terms))
         for term in terms:
             self._name_postings.setdefault(term, {})[number] = None
         listed = [(name_key(each), each, name) for each in names]
@@ -379,7 +401,7 @@ class GraphIndex:
 
     # -- passages --------------------------------------------------------------------------
 
-    def _add_passage(self, key: str, number: int, text: str, created: float, invalid: float) -> None:
+    def _add_passage(self, key: str, number: int, text: str, created: float, invalid: float, kind: int) -> None:
         new = self._new
         assert new is not None
         slot = new.base + len(new.live)
@@ -389,6 +411,7 @@ class GraphIndex:
         new.invalid.append(invalid)
         new.length.append(len(tokens))
         new.live.append(True)
+        new.kind.append(kind)
         self._slots[key] = slot
         postings = self._postings
         for token in tokens:
@@ -452,39 +475,75 @@ class GraphIndex:
         return shown
 
     def keyword_scores(self, query: str, shown: npt.NDArray[np.bool_], at: float | None, include_invalid: bool) -> Any:
-        """Each visible entity's keyword score for ``query`` (0 where nothing matches), by number.
-
-        With ``n`` distinct query terms, ``m`` of them in a visible passage of the entity (or
-        its name or aliases) and ``m_name`` of them in its name or aliases:
-        ``0.8 * m / n + 0.2 * m_name / n``.
-        """
-        terms = query_terms(query)
+        """Each visible entity's keyword score for ``query`` (0 where nothing matches), by number:
+        BM25 with field weights (see :mod:`toolcards.knowledge_graph.search`)."""
         count = len(self._names)
         scores = np.zeros(count, dtype=np.float64)
+        terms = query_terms(query)
         if not terms:
             return scores
-        matched = np.zeros(count, dtype=np.float64)
-        in_name = np.zeros(count, dtype=np.float64)
-        entity_of = self._pass_entity.view()
-        live = self._pass_live.view()
-        created, invalid = self._pass_created.view(), self._pass_invalid.view()
-        for term in terms:
-            hit = np.zeros(count, dtype=bool)
-            posting = self._postings.get(term)
-            if posting is not None:
-                slots = np.frombuffer(posting, dtype=np.int32)
-                keep = live[slots] & visible(created[slots], invalid[slots], at, include_invalid)
-                hit[entity_of[slots[keep]]] = True
-                del slots
-            names = self._name_postings.get(term)
-            if names:
-                numbers = np.fromiter(names, dtype=np.intp, count=len(names))
-                hit[numbers] = True
-                in_name[numbers] += 1.0
-            matched += hit
-        scores = ((1.0 - NAME_WEIGHT) * matched + NAME_WEIGHT * in_name) / len(terms)
+        passages = self.passage_scores(terms, at, include_invalid)
+        if passages is not None:
+            matched = np.flatnonzero(passages)
+            entity_of = self._pass_entity.view()[matched]
+            heads = self._pass_kind.view()[matched] == _HEAD
+            # One head per entity: plain assignment adds; observations: the best one.
+            scores[entity_of[heads]] += passages[matched[heads]]
+            best = np.zeros(count, dtype=np.float64)
+            np.maximum.at(best, entity_of[~heads], passages[matched[~heads]])
+            scores += best
+        self._add_name_scores(terms, scores, shown)
         scores[~shown] = 0.0
         return scores
+
+    def passage_scores(self, terms: list[str], at: float | None, include_invalid: bool) -> Any:
+        """Each passage's BM25 for ``terms`` over the passages a search at ``at`` sees, by slot;
+        ``None`` when no visible passage holds any of them."""
+        live = self._pass_live.view()
+        seen = live & visible(self._pass_created.view(), self._pass_invalid.view(), at, include_invalid)
+        total = int(np.count_nonzero(seen))
+        if not total:
+            return None
+        lengths = self._pass_length.view()
+        average = float(lengths[seen].mean()) or 1.0
+        scores: Any = None
+        for term in terms:
+            posting = self._postings.get(term)
+            if posting is None:
+                continue
+            slots = np.frombuffer(posting, dtype=np.int32)
+            slots = slots[seen[slots]]
+            if not len(slots):
+                continue
+            # A term twice in a passage is its slot twice, side by side: runs give the counts.
+            starts = np.flatnonzero(np.concatenate(([True], slots[1:] != slots[:-1])))
+            unique = slots[starts]
+            frequency = np.diff(np.append(starts, len(slots))).astype(np.float64)
+            rarity = math.log(1.0 + (total - len(unique) + 0.5) / (len(unique) + 0.5))
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[unique] / average)
+            if scores is None:
+                scores = np.zeros(len(live), dtype=np.float64)
+            scores[unique] += rarity * frequency * (BM25_K1 + 1.0) / (frequency + norm)
+        return scores
+
+    def _add_name_scores(self, terms: list[str], scores: Any, shown: npt.NDArray[np.bool_]) -> None:
+        """Add each entity's BM25 of ``terms`` over names and aliases, times :data:`NAME_WEIGHT`."""
+        total = int(np.count_nonzero(shown))
+        if not total:
+            return
+        lengths = self._ent_name_length.view()
+        average = float(lengths[shown].mean()) or 1.0
+        for term in terms:
+            names = self._name_postings.get(term)
+            if not names:
+                continue
+            numbers = np.fromiter(names, dtype=np.intp, count=len(names))
+            numbers = numbers[shown[numbers]]
+            if not len(numbers):
+                continue
+            rarity = math.log(1.0 + (total - len(numbers) + 0.5) / (len(numbers) + 0.5))
+            norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[numbers] / average)
+            scores[numbers] += NAME_WEIGHT * rarity * (BM25_K1 + 1.0) / (1.0 + norm)
 
     def number(self, name: str) -> int:
         """Entity ``name``'s row number (``KeyError`` if it is not indexed)."""
@@ -536,28 +595,32 @@ class GraphIndex:
         threshold: float,
         limit: int,
     ) -> tuple[list[Hit], int]:
-        """The ``limit`` best visible entities for ``query``, by score, then name, and how many
-        entities match in all.
+        """The ``limit`` best visible entities for ``query``, by score, then the most recently
+        recorded, and how many entities match in all.
 
-        ``keyword``: the keyword score, entities scoring above 0. ``vector``: the cosine of
-        the entity's vector with ``query_vector``, at least ``threshold``. ``hybrid``: every
-        entity from either leg, ``alpha * (cos + 1) / 2 + (1 - alpha) * keyword`` (an entity
-        without a vector counts as cosine 0).
+        ``keyword``: entities with a keyword score above 0, scored over the best one.
+        ``vector``: the cosine of the entity's vector with ``query_vector``, at least
+        ``threshold``. ``hybrid``: every entity from either leg,
+        ``alpha * cos / best cos + (1 - alpha) * keyword / best keyword`` (see
+        :mod:`toolcards.knowledge_graph.search`; no vector counts as cosine 0).
         """
         shown = self.visible_entities(at, include_invalid)
         keyword = self.keyword_scores(query, shown, at, include_invalid) if mode != "vector" else None
         cosines = self._cosines(query_vector, shown) if mode != "keyword" else None
+        has_vector = self._has_vector.view()
         if mode == "keyword" or cosines is None:
             assert keyword is not None
-            scores = keyword
             eligible = keyword > 0
+            scores = keyword / _best(keyword)
         elif mode == "vector":
             scores = cosines
-            eligible = shown & self._has_vector.view() & (cosines >= threshold)
+            eligible = shown & has_vector & (cosines >= threshold)
         else:
             assert keyword is not None
-            scores = alpha * np.clip((cosines + 1.0) / 2.0, 0.0, 1.0) + (1.0 - alpha) * keyword
-            eligible = (shown & self._has_vector.view() & (cosines >= threshold)) | (keyword > 0)
+            by_meaning = shown & has_vector
+            calibrated = np.where(by_meaning, np.clip(cosines, 0.0, None), 0.0)
+            scores = alpha * calibrated / _best(calibrated) + (1.0 - alpha) * keyword / _best(keyword)
+            eligible = (by_meaning & (cosines >= threshold)) | (keyword > 0)
         candidates = np.flatnonzero(eligible)
         matching = len(candidates)
         if limit <= 0 or not matching:
@@ -565,22 +628,21 @@ class GraphIndex:
         if len(candidates) > limit:
             kth = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
             candidates = candidates[scores[candidates] >= kth]
-        has_vector = self._has_vector.view()
+        recent = self._ent_recent.view()
         names = self._names
-        hits: list[Hit] = []
+        ranked: list[tuple[float, float, str, Hit]] = []
         for number in candidates.tolist():
             name = names[number]
             assert name is not None
-            hits.append(
-                (
-                    name,
-                    float(scores[number]),
-                    None if keyword is None else float(keyword[number]),
-                    float(cosines[number]) if cosines is not None and has_vector[number] else None,
-                )
+            hit = (
+                name,
+                float(scores[number]),
+                None if keyword is None else float(keyword[number]),
+                float(cosines[number]) if cosines is not None and has_vector[number] else None,
             )
-        hits.sort(key=lambda hit: (-hit[1], hit[0]))
-        return hits[:limit], matching
+            ranked.append((-hit[1], -float(recent[number]), name, hit))
+        ranked.sort()
+        return [hit for *_, hit in ranked[:limit]], matching
 
     def _cosines(self, query: npt.NDArray[np.float32] | None, shown: npt.NDArray[np.bool_]) -> Any:
         if query is None or self._matrix is None or self._vectors is None or query.shape != (self._vectors.dim,):
@@ -646,7 +708,14 @@ class GraphIndex:
         live_entities = np.flatnonzero(self._ent_live.view())
         entity_map = np.full(len(self._ent_live), -1, dtype=np.int64)
         entity_map[live_entities] = np.arange(len(live_entities))
-        for column in (self._ent_created, self._ent_invalid, self._ent_live, self._has_vector):
+        for column in (
+            self._ent_created,
+            self._ent_recent,
+            self._ent_name_length,
+            self._ent_invalid,
+            self._ent_live,
+            self._has_vector,
+        ):
             column.keep(live_entities)
         if self._matrix is not None:
             kept = self._matrix[live_entities]
@@ -669,7 +738,7 @@ class GraphIndex:
         live_passages = np.flatnonzero(self._pass_live.view())
         passage_map = np.full(len(self._pass_live), -1, dtype=np.int64)
         passage_map[live_passages] = np.arange(len(live_passages))
-        for column in (self._pass_created, self._pass_invalid, self._pass_live, self._pass_length):
+        for column in (self._pass_created, self._pass_invalid, self._pass_live, self._pass_length, self._pass_kind):
             column.keep(live_passages)
         self._pass_entity.keep(live_passages)
         entities = self._pass_entity.view()

@@ -10,7 +10,8 @@ any time.
 Inputs (:class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
 :class:`RelationDelete`) are what a model sends: their JSON schema reaches the model on
 every request, so it carries terse field descriptions and its limits (name <= 120
-characters, types <= 60, descriptions <= 500, observations <= 300 each and <= 50 per
+characters, types <= 60, descriptions <= 500, observations <= 4,000 each (a long turn of a conversation
+fits) and <= 50 per
 call) and no model titles or class docstrings. Results (:class:`UpdateReport`, :class:`MergeReport`,
 :class:`SearchResult`) are data; :mod:`toolcards.knowledge_graph.render` writes the text a
 tool returns.
@@ -56,7 +57,7 @@ __all__ = [
 NAME_MAX = 120
 TYPE_MAX = 60
 DESCRIPTION_MAX = 500
-OBSERVATION_MAX = 300
+OBSERVATION_MAX = 4000
 OBSERVATIONS_MAX = 50
 
 RelationKey = tuple[str, str, str]

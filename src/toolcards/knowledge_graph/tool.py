@@ -39,7 +39,7 @@ from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.services import CLAIMED_TASK
 from toolcards.core.views import view
-from toolcards.errors import OutcomeUnknown, RetriableError
+from toolcards.errors import OutcomeUnknown, RetriableError, WiringError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete, SearchResult
 from toolcards.knowledge_graph.render import (
@@ -50,6 +50,7 @@ from toolcards.knowledge_graph.render import (
     render_update_report,
     shown_observations,
 )
+from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
@@ -91,9 +92,9 @@ class SearchGraphParam(BaseToolParam):
     """Search the graph."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
-    alpha: float = Field(default=0.7, ge=0, le=1)
+    alpha: float = Field(default=DEFAULT_ALPHA, ge=0, le=1)
     """Hybrid weight of the (normalised) cosine; ``1 - alpha`` weighs the keyword match."""
-    threshold: float = Field(default=0.3, ge=-1, le=1)
+    threshold: float = Field(default=DEFAULT_THRESHOLD, ge=-1, le=1)
     """Minimum raw cosine for a hit of the vector leg."""
 
 
@@ -168,6 +169,24 @@ class KnowledgeGraphTool(ToolCard):
             threshold=search.threshold,
             proxy=KnowledgeGraphProxy,
         )
+        self._check_settings(search)
+
+    def _check_settings(self, search: SearchGraphParam) -> None:
+        """Refuse to share a team's graph started with other search settings: the first card
+        to start it fixed them, and this card's would be silently ignored."""
+        started = self.ask(self.bound(self._graph).settings(), actor=ACTOR_NAME)
+        mine = {
+            "embedding": None if self.embedding is None else self.embedding.model_dump(mode="json"),
+            "alpha": search.alpha,
+            "threshold": search.threshold,
+        }
+        differ = [f"{key} {mine[key]!r} (the graph has {started[key]!r})" for key in mine if mine[key] != started[key]]
+        if differ:
+            raise WiringError(
+                f"KnowledgeGraphTool: the team's graph was started by another card with other settings: "
+                f"{'; '.join(differ)}. Give every knowledge_graph card of the team the same embedding "
+                "and search_graph alpha and threshold."
+            )
 
     @property
     def graph(self) -> KnowledgeGraphProxy:
