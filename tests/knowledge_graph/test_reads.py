@@ -111,3 +111,27 @@ def test_the_tools_and_commands(alice: FakeObserver) -> None:
     commands = factory.get_commands()
     assert commands[GetEntitiesParam](names=["api"]).startswith("api [service]")
     assert commands[ReadGraphParam](offset=0, limit=1).startswith("Entities 1-1 of 1")
+
+
+def test_a_hit_shows_its_best_matching_observations_and_counts_the_rest(start_graph: StartGraph) -> None:
+    kg = start_graph(HASHING)
+    turns = [f"turn {n}: we chatted about the weather" for n in range(12)]
+    turns[7] = "turn 7: Alice adopted a greyhound named Comet"
+    kg.update("@Ann", create_entities=[ent("session 1", *turns, entity_type="session")]).get()
+    for mode in ("keyword", "hybrid"):
+        result = kg.search("greyhound", mode).get()
+        text = render_search_result(result)
+        lines = text.splitlines()
+        assert lines[2] == "   - turn 7: Alice adopted a greyhound named Comet", text
+        assert "   (+9 more observations: get_entities)" in lines
+        assert len([line for line in lines if line.startswith("   - ")]) == 3
+    # get_entities shows them all.
+    assert render_entities(kg.get_entities(["session 1"]).get()).count("\n   - ") == 12
+
+
+def test_top_k_is_the_number_of_entities_shown(start_graph: StartGraph) -> None:
+    kg = start_graph()
+    kg.update("@Ann", create_entities=[ent(f"e{n}", "shared words") for n in range(8)]).get()
+    result = kg.search("shared words", "keyword", top_k=3).get()
+    assert len(result.hits) == 3 and result.more == 5
+    assert render_search_result(result).startswith("3 hits for 'shared words' (keyword):")

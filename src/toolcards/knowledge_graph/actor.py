@@ -8,7 +8,7 @@ concurrent updates never interleave. The update rules are in
 Persistence
     State lives in the store namespace ``"{team_id}/#KnowledgeGraphTool"``: collection
     ``entities`` (key: name), ``relations`` (key: JSON ``[from, to, type]``), ``vectors``
-    (key: entity name; value: the :class:`~toolcards.vector.TextVectors` row
+    (key: passage key; value: the :class:`~toolcards.vector.TextVectors` row
     ``{"model": model_id, "digest": digest of the embedded text, "vector": base64}``) and
     ``meta`` (``seq``). Every :meth:`~KnowledgeGraphActor.update` that changes
     something is one :meth:`Store.apply` transaction (entities, relations, the new ``seq``
@@ -18,10 +18,11 @@ Persistence
     id and text digest match, so nothing is re-embedded.
 
 Embeddings
-    With ``embedding=None`` the graph is keyword-only and neither numpy nor
-    :mod:`toolcards.vector` is imported. Otherwise one :class:`~toolcards.vector.TextVectors`
-    (keys: entity names; texts: name, type, description and observations), the module the
-    planning board uses too, keeps the vectors. The ``hashing`` and ``local`` providers are
+    With ``embedding=None`` the graph is keyword-only and :mod:`toolcards.vector` is not
+    imported. Otherwise one :class:`~toolcards.vector.TextVectors` (keys: passage keys, texts:
+    an entity's head and windows of its observations, see
+    :mod:`toolcards.knowledge_graph.passages`), the module the planning board uses too, keeps
+    the vectors; the ``vectors`` collection is keyed by passage key. The ``hashing`` and ``local`` providers are
     fast (~3 ms a text locally), so an update that changes at most ``INLINE_EMBED_MAX`` (64)
     entities embeds them before taking the store's lock and persists the vectors whose text
     is still the one committed in the same transaction. A remote provider (``openai``) can
@@ -95,7 +96,8 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
-from toolcards.knowledge_graph.render import SUMMARY_TOP, relation_text, render_graph_summary
+from toolcards.knowledge_graph.passages import owner_of, passage_texts, windows
+from toolcards.knowledge_graph.render import SUMMARY_TOP, relation_text, render_graph_summary, shown_observations
 from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD, shortest_paths
 from toolcards.knowledge_graph.sorted_list import discard, insort_all
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
@@ -128,6 +130,9 @@ QUERY_EMBEDDING_TIMEOUT_S = 2.0
 """Longest a search waits for its query's embedding before answering with keyword results."""
 
 MAX_TOP_K = 100
+SHOWN_OBSERVATIONS = 3
+"""Observations an answer shows per hit (when it holds more than one more); the others are
+counted, with the tool that reads them all."""
 MAX_NEIGHBOURS = 20
 """Neighbours listed per hit; the rest are counted."""
 MAX_EDGES = 50
@@ -147,11 +152,8 @@ def _relation_key(row_key: str) -> RelationKey:
     return (from_entity, to_entity, relation_type)
 
 
-def _embedding_text(entity: Entity) -> str:
-    head = f"{entity.name} ({entity.entity_type})"
-    if entity.description:
-        head += f": {entity.description}"
-    return "\n".join([head, *(o.text for o in entity.observations if o.invalid_at is None)])
+def _passage_keys(entity: Entity | None) -> list[str]:
+    return [] if entity is None else list(passage_texts(entity))
 
 
 class _IndexPending:
@@ -228,6 +230,8 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._calls = CallLog()
         """The keyed calls the graph's writes answered, for exactly-once retries."""
 
+        self._passage_cache: dict[str, tuple[Entity, dict[str, str]]] = {}
+        """Entity name → (the entity, its passage texts): the worker asks for texts one key at a time."""
         self._vectors: TextVectors | None = None
         """The entities' embeddings; ``None`` without an embedding (and until ``on_start``)."""
 
@@ -259,7 +263,8 @@ class KnowledgeGraphActor(CallerRunsActor):
             name=self.namespace,
             index_factory=self._vector_rows,
         )
-        self._vectors.load(list(self._entities), stored, shared=self._store.shared)
+        keys = [key for entity in self._entities.values() for key in passage_texts(entity)]
+        self._vectors.load(keys, stored, shared=self._store.shared)
 
     def on_stop(self) -> None:
         """Stop the background embedding thread; waits up to 5 s for a call in progress.
@@ -344,7 +349,8 @@ class KnowledgeGraphActor(CallerRunsActor):
         return self._seq
 
     def pending_embeddings(self) -> int:
-        """How many entities still wait for a vector (0 without embeddings)."""
+        """How many passages (:mod:`toolcards.knowledge_graph.passages`) still wait for a vector
+        (0 without embeddings)."""
         self._refresh()
         return 0 if self._vectors is None else self._vectors.pending
 
@@ -477,7 +483,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         ranked += [hit for hit in best if hit[0] not in pinned]
         pending = 0 if self._vectors is None else self._vectors.pending
         if used != "keyword" and pending and note is None:
-            note = f"{pending} entities are not embedded yet; they match by keyword only."
+            note = f"{pending} texts are not embedded yet; their entities match by keyword only."
 
         hits = [
             SearchHit(
@@ -488,6 +494,8 @@ class KnowledgeGraphActor(CallerRunsActor):
             )
             for name, score, keyword, cosine in ranked[:count]
         ]
+        for hit in hits:
+            hit.shown = self._best_observations(hit.entity, vector, as_of, include_invalid)
         result = SearchResult(
             query=text,
             mode=used,
@@ -508,6 +516,27 @@ class KnowledgeGraphActor(CallerRunsActor):
             result.paths = self._paths_between([hit.entity.name for hit in hits[:MAX_PATH_ENDPOINTS]], holds)
             result.max_path_length = self._max_path_length
         return result
+
+    def _best_observations(
+        self, entity: Entity, vector: npt.NDArray[np.float32] | None, as_of: datetime | None, include_invalid: bool
+    ) -> list[str] | None:
+        """The ids of ``entity``'s observations an answer shows: those matching the query's
+        words (best first), then those of its window closest in meaning, then the latest; at
+        most :data:`SHOWN_OBSERVATIONS`. ``None`` when every one it holds fits."""
+        visible = [o.id for o in shown_observations(entity, as_of, include_invalid)]
+        if len(visible) <= SHOWN_OBSERVATIONS + 1:
+            return None
+        scores = self._index.observation_scores(visible)
+        chosen = dict.fromkeys(sorted(scores, key=lambda i: -scores[i]))
+        if vector is not None and len(chosen) < SHOWN_OBSERVATIONS:
+            spans = windows(entity)
+            cosines = self._index.passage_cosines([key for key, _ in spans], vector)
+            for key, ids in sorted(spans, key=lambda span: -cosines.get(span[0], -2.0)):
+                if key in cosines:
+                    chosen.update(dict.fromkeys(i for i in ids if i in set(visible)))
+                break
+        chosen.update(dict.fromkeys(reversed(visible)))
+        return list(chosen)[:SHOWN_OBSERVATIONS]
 
     # -- writes ----------------------------------------------------------------------
 
@@ -684,6 +713,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         embedded: dict[str, TextVector],
     ) -> None:
         """Mirror a committed change in memory. Upserts first, so relations find their ends."""
+        before = [key for name in entities for key in _passage_keys(self._entities.get(name))]
         self._put_entities([entity for entity in entities.values() if entity is not None])
         for key, relation in relations.items():
             self._put_relation(key, relation)
@@ -692,7 +722,9 @@ class KnowledgeGraphActor(CallerRunsActor):
                 self._drop_entity(name)
         self._seq, self._version = seq, version
         if self._vectors is not None:
-            self._vectors.embed([name for name, entity in entities.items() if entity is not None], ready=embedded)
+            after = [key for entity in entities.values() for key in _passage_keys(entity)]
+            # Keys gone (a window fewer, an entity merged away) are forgotten: their text is None.
+            self._vectors.embed(dict.fromkeys([*after, *before]), ready=embedded)
 
     # -- the store -----------------------------------------------------------------
 
@@ -731,12 +763,12 @@ class KnowledgeGraphActor(CallerRunsActor):
             elif change.collection == CALLS:
                 self._calls.absorb(change)
         present = [entity for entity in entities.values() if entity is not None]
-        retexted = [
-            entity.name
-            for entity in present
-            if (previous := self._entities.get(entity.name)) is None
-            or _embedding_text(previous) != _embedding_text(entity)
-        ]
+        retexted: dict[str, None] = {}
+        for arrived in present:
+            previous = self._entities.get(arrived.name)
+            old = {} if previous is None else passage_texts(previous)
+            new = passage_texts(arrived)
+            retexted.update(dict.fromkeys(key for key in {*old, *new} if old.get(key) != new.get(key)))
         # One batch, as a write mirrors its own: a restart or another process's large batch
         # enters the keyword index in one pass.
         self._put_entities(present)
@@ -756,7 +788,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         if self._vectors is not None:
             # Another process wrote these entities and embeds them itself: drop vectors made
             # from an older text, and take the new ones it stored.
-            self._vectors.expect(retexted)
+            self._vectors.expect(list(retexted))
             self._vectors.restore(vectors)
 
     def _reset(self) -> None:
@@ -767,6 +799,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._relation_types.clear()
         self._roots.clear()
         self._index = _new_index()
+        self._passage_cache.clear()
         self._seq = 0
         self._calls.clear()
         if self._vectors is not None:
@@ -795,18 +828,30 @@ class KnowledgeGraphActor(CallerRunsActor):
             )
             for key, relation in relations.items()
         )
+        # The vector rows of passages gone: an entity deleted (its observations may live on in
+        # another, when merged), a window fewer.
+        kept = {key for entity in entities.values() for key in _passage_keys(entity)}
         changes.extend(
-            Change(collection=_VECTORS, key=name, value=None) for name, entity in entities.items() if entity is None
+            Change(collection=_VECTORS, key=key, value=None)
+            for name in entities
+            for key in _passage_keys(self._entities.get(name))
+            if key not in kept
         )
         if embedded and self._vectors is not None:
             from toolcards.vector import text_digest
 
             # A vector made ahead is committed with its entity only if the text is still the one
             # committed (a catch-up may have changed it); the others are embedded after the commit.
-            for name, vector in embedded.items():
-                entity = entities.get(name)
-                if entity is not None and vector.digest == text_digest(_embedding_text(entity)):
-                    changes.append(Change(collection=_VECTORS, key=name, value=self._vectors.row(vector)))
+            texts = {
+                key: text
+                for entity in entities.values()
+                if entity is not None
+                for key, text in passage_texts(entity).items()
+            }
+            for key, vector in embedded.items():
+                text = texts.get(key)
+                if text is not None and vector.digest == text_digest(text):
+                    changes.append(Change(collection=_VECTORS, key=key, value=self._vectors.row(vector)))
         return changes
 
     # -- state ----------------------------------------------------------------------
@@ -847,9 +892,11 @@ class KnowledgeGraphActor(CallerRunsActor):
             if entity.is_root:
                 discard(self._roots, name)
         self._links.pop(name, None)
+        self._passage_cache.pop(name, None)
         self._index.drop_entity(name)
         if self._vectors is not None:
-            self._vectors.forget(name)
+            for key in passage_texts(entity):
+                self._vectors.forget(key)
 
     def _put_relation(self, key: RelationKey, relation: Relation | None) -> None:
         previous = self._relations.pop(key, None)
@@ -963,15 +1010,26 @@ class KnowledgeGraphActor(CallerRunsActor):
         """Where the vectors are kept: the rows of the current index (replaced by a reload)."""
         return self._index.vector_rows(dim)
 
-    def _embedding_text_of(self, name: str) -> str | None:
-        entity = self._entities.get(name)
-        return None if entity is None else _embedding_text(entity)
+    def _embedding_text_of(self, key: str) -> str | None:
+        """The text of passage ``key`` (see :mod:`toolcards.knowledge_graph.passages`), ``None`` if gone."""
+        entity = self._entities.get(owner_of(key))
+        if entity is None:
+            return None
+        cached = self._passage_cache.get(entity.name)
+        if cached is None or cached[0] is not entity:
+            cached = self._passage_cache[entity.name] = (entity, passage_texts(entity))
+        return cached[1].get(key)
 
     def _embed_ahead(self, entities: dict[str, Entity | None], changed: bool) -> dict[str, TextVector]:
         """Vectors for a draft's new texts, computed now for a fast provider and a small batch."""
         if self._vectors is None or not changed:
             return {}
-        texts = {name: _embedding_text(entity) for name, entity in entities.items() if entity is not None}
+        texts = {
+            key: text
+            for entity in entities.values()
+            if entity is not None
+            for key, text in passage_texts(entity).items()
+        }
         return self._vectors.embed_now(texts, max_texts=INLINE_EMBED_MAX)
 
     def _store_vectors(self, message: TextsEmbedded) -> None:

@@ -10,7 +10,7 @@ every deletion (:meth:`GraphIndex.drop_entity`). It holds:
 * **passages**, the texts a keyword search reads: one per observation (its text, its own
   validity) and one per entity (its type and description), each in the postings of its
   terms with the term's count and the passage's length;
-* the **vectors** of the entities' texts, one row per entity number
+* the **vectors** of the entities' passages (:mod:`toolcards.knowledge_graph.passages`), one row per passage
   (:meth:`GraphIndex.vector_rows` is what :class:`~toolcards.vector.TextVectors` writes into).
 
 Every search selects the facts visible at its moment (:func:`visible`): those holding now
@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from toolcards.core.words import name_key, name_tokens, query_terms, tokenize
+from toolcards.knowledge_graph.passages import owner_of
 from toolcards.knowledge_graph.search import BM25_B, BM25_K1, NAME_WEIGHT
 from toolcards.knowledge_graph.sorted_list import discard, insort_all
 
@@ -168,9 +169,9 @@ class _NewPassages:
         self.kind: list[int] = []
 
 
-class _EntityVectors:
-    """The vector rows of :class:`~toolcards.vector.TextVectors`, one per entity number of a
-    :class:`GraphIndex` (keys: entity names)."""
+class _PassageVectors:
+    """The vector rows of :class:`~toolcards.vector.TextVectors` in a :class:`GraphIndex`: one
+    per passage key (:mod:`toolcards.knowledge_graph.passages`), each owned by its entity."""
 
     def __init__(self, index: GraphIndex, dim: int) -> None:
         self._index = index
@@ -181,11 +182,11 @@ class _EntityVectors:
         return self.count
 
     def upsert(self, key: str, vector: npt.ArrayLike) -> None:
-        """Store ``vector`` (normalised) in the row of entity ``key``; an unknown key is ignored."""
+        """Store ``vector`` (normalised) in passage ``key``'s row; a key of an unknown entity is ignored."""
         self._index._set_vector(key, vector)
 
     def remove(self, key: str) -> None:
-        """Drop entity ``key``'s vector; a no-op without one."""
+        """Drop passage ``key``'s vector; a no-op without one."""
         self._index._clear_vector(key)
 
 
@@ -240,9 +241,19 @@ class GraphIndex:
         self._pending: dict[int, Entity] = {}
         """Entity number → the entity as put, whose passages :meth:`flush` has yet to index."""
 
-        self._vectors: _EntityVectors | None = None
+        self._last_passages: Any = None
+        """Each passage's BM25 in the last keyword search (read by :meth:`observation_scores`)."""
+        self._vectors: _PassageVectors | None = None
         self._matrix: npt.NDArray[np.float32] | None = None
-        self._has_vector = _Column(np.bool_, False)
+        """One row per passage vector; rows of forgotten passages are reused."""
+        self._rows: dict[str, int] = {}
+        """Passage key → its row of :attr:`_matrix`."""
+        self._row_keys: list[str | None] = []
+        self._row_owner = _Column(np.int64, -1)
+        """Row → the number of the entity it belongs to; -1 for a free row."""
+        self._free_rows: list[int] = []
+        self._has_vector = _Column(np.int32, 0)
+        """Entity number → how many passage vectors it has."""
 
     def __len__(self) -> int:
         """The number of entities indexed."""
@@ -347,7 +358,7 @@ class GraphIndex:
             self._drop_passage(key)
         self._heads.pop(number, None)
         self._unindex_names(number)
-        self._clear_vector_row(number)
+        self._clear_vector_rows(number)
         self._names[number] = None
         self._ent_live[number] = False
         self._dead_entities += 1
@@ -359,13 +370,9 @@ class GraphIndex:
         self._ent_recent.append(-_INF)
         self._ent_name_length.append(1.0)
         self._ent_invalid.append(_INF)
-        self._has_vector.append(False)
+        self._has_vector.append(0)
         self._names.append(name)
         self._numbers[name] = number
-        if self._matrix is not None and number >= len(self._matrix):
-            grown = np.zeros((2 * len(self._matrix), self._matrix.shape[1]), dtype=np.float32)
-            grown[: len(self._matrix)] = self._matrix
-            self._matrix = grown
         return number
 
     def _index_names(self, number: int, name: str, names: list[str]) -> None:
@@ -430,39 +437,73 @@ class GraphIndex:
 
     # -- vectors ---------------------------------------------------------------------------
 
-    def vector_rows(self, dim: int) -> _EntityVectors:
-        """The rows :class:`~toolcards.vector.TextVectors` writes the entities' vectors into
-        (its ``index_factory``), one per entity number, of ``dim`` values."""
+    def vector_rows(self, dim: int) -> _PassageVectors:
+        """The rows :class:`~toolcards.vector.TextVectors` writes the passages' vectors into
+        (its ``index_factory``), of ``dim`` values each."""
         if self._vectors is None or self._vectors.dim != dim:
-            self._vectors = _EntityVectors(self, dim)
+            self._vectors = _PassageVectors(self, dim)
             self._matrix = np.zeros((max(64, 2 * len(self._names)), dim), dtype=np.float32)
-            self._has_vector.view()[:] = False
+            self._rows.clear()
+            self._row_keys.clear()
+            self._free_rows.clear()
+            self._row_owner = _Column(np.int64, -1)
+            self._has_vector.view()[:] = 0
         return self._vectors
 
-    def _set_vector(self, name: str, vector: npt.ArrayLike) -> None:
-        number = self._numbers.get(name)
+    def _set_vector(self, key: str, vector: npt.ArrayLike) -> None:
+        number = self._numbers.get(owner_of(key))
         assert self._vectors is not None and self._matrix is not None
         if number is None:
             return
         array_ = np.asarray(vector, dtype=np.float32).reshape(-1)
         if array_.shape != (self._vectors.dim,) or not np.isfinite(array_).all():
-            raise ValueError(f"The vector for {name!r} has {array_.size} dimensions or a non-finite value.")
-        norm = float(np.linalg.norm(array_))
-        self._matrix[number] = array_ / np.float32(norm) if norm > 0 else array_
-        if not self._has_vector[number]:
-            self._has_vector[number] = True
+            raise ValueError(f"The vector for {key!r} has {array_.size} dimensions or a non-finite value.")
+        row = self._rows.get(key)
+        if row is None:
+            if self._free_rows:
+                row = self._free_rows.pop()
+                self._row_keys[row] = key
+                self._row_owner[row] = number
+            else:
+                row = self._row_owner.append(number)
+                self._row_keys.append(key)
+                if row >= len(self._matrix):
+                    grown = np.zeros((2 * len(self._matrix), self._matrix.shape[1]), dtype=np.float32)
+                    grown[: len(self._matrix)] = self._matrix
+                    self._matrix = grown
+            self._rows[key] = row
+            self._has_vector[number] += 1
             self._vectors.count += 1
+        norm = float(np.linalg.norm(array_))
+        self._matrix[row] = array_ / np.float32(norm) if norm > 0 else array_
 
-    def _clear_vector(self, name: str) -> None:
-        number = self._numbers.get(name)
-        if number is not None:
-            self._clear_vector_row(number)
+    def _clear_vector(self, key: str) -> None:
+        row = self._rows.pop(key, None)
+        if row is None:
+            return
+        number = int(self._row_owner[row])
+        if number >= 0:
+            self._has_vector[number] -= 1
+        self._free_row(row)
 
-    def _clear_vector_row(self, number: int) -> None:
-        if self._vectors is not None and self._matrix is not None and self._has_vector[number]:
-            self._has_vector[number] = False
-            self._matrix[number] = 0.0
-            self._vectors.count -= 1
+    def _free_row(self, row: int) -> None:
+        assert self._vectors is not None and self._matrix is not None
+        self._row_owner[row] = -1
+        self._row_keys[row] = None
+        self._matrix[row] = 0.0
+        self._free_rows.append(row)
+        self._vectors.count -= 1
+
+    def _clear_vector_rows(self, number: int) -> None:
+        """Free the rows of entity ``number`` (deleted)."""
+        if self._vectors is None or not self._has_vector[number]:
+            return
+        for row in np.flatnonzero(self._row_owner.view() == number).tolist():
+            key = self._row_keys[row]
+            if key is not None:
+                self._rows.pop(key, None)
+            self._free_row(row)
+        self._has_vector[number] = 0
 
     # -- search ----------------------------------------------------------------------------
 
@@ -483,6 +524,7 @@ class GraphIndex:
         if not terms:
             return scores
         passages = self.passage_scores(terms, at, include_invalid)
+        self._last_passages = passages
         if passages is not None:
             matched = np.flatnonzero(passages)
             entity_of = self._pass_entity.view()[matched]
@@ -495,6 +537,18 @@ class GraphIndex:
         self._add_name_scores(terms, scores, shown)
         scores[~shown] = 0.0
         return scores
+
+    def observation_scores(self, observation_ids: Iterable[str]) -> dict[str, float]:
+        """The BM25 of each of ``observation_ids`` in the last keyword search (above 0 only)."""
+        passages = self._last_passages
+        if passages is None:
+            return {}
+        found: dict[str, float] = {}
+        for observation_id in observation_ids:
+            slot = self._slots.get(f"o:{observation_id}")
+            if slot is not None and slot < len(passages) and passages[slot] > 0:
+                found[observation_id] = float(passages[slot])
+        return found
 
     def passage_scores(self, terms: list[str], at: float | None, include_invalid: bool) -> Any:
         """Each passage's BM25 for ``terms`` over the passages a search at ``at`` sees, by slot;
@@ -605,9 +659,10 @@ class GraphIndex:
         :mod:`toolcards.knowledge_graph.search`; no vector counts as cosine 0).
         """
         shown = self.visible_entities(at, include_invalid)
+        self._last_passages = None
         keyword = self.keyword_scores(query, shown, at, include_invalid) if mode != "vector" else None
         cosines = self._cosines(query_vector, shown) if mode != "keyword" else None
-        has_vector = self._has_vector.view()
+        has_vector = self._has_vector.view() > 0
         if mode == "keyword" or cosines is None:
             assert keyword is not None
             eligible = keyword > 0
@@ -645,18 +700,36 @@ class GraphIndex:
         return [hit for *_, hit in ranked[:limit]], matching
 
     def _cosines(self, query: npt.NDArray[np.float32] | None, shown: npt.NDArray[np.bool_]) -> Any:
+        """Each entity's best passage cosine with ``query`` (0 without a vector), by number."""
         if query is None or self._matrix is None or self._vectors is None or query.shape != (self._vectors.dim,):
             return None
-        count = len(self._names)
+        rows = len(self._row_owner)
         # einsum, not `@`: BLAS threads would contend with the actors' threads on small hosts.
-        return np.einsum("ij,j->i", self._matrix[:count], query).astype(np.float64)
+        cosines = np.einsum("ij,j->i", self._matrix[:rows], query).astype(np.float64)
+        owner = self._row_owner.view()
+        used = owner >= 0
+        best = np.full(len(self._names), -np.inf)
+        np.maximum.at(best, owner[used], cosines[used])
+        best[~np.isfinite(best)] = 0.0
+        return best
 
     def cosine(self, name: str, query: npt.NDArray[np.float32]) -> float | None:
-        """Entity ``name``'s cosine with ``query``, or ``None`` without a vector."""
+        """Entity ``name``'s best passage cosine with ``query``, or ``None`` without a vector."""
         number = self._numbers.get(name)
         if number is None or self._matrix is None or not self._has_vector[number]:
             return None
-        return float(self._matrix[number] @ query)
+        rows = np.flatnonzero(self._row_owner.view() == number)
+        return float((self._matrix[rows] @ query).max())
+
+    def passage_cosines(self, keys: Iterable[str], query: npt.NDArray[np.float32]) -> dict[str, float]:
+        """The cosine with ``query`` of each of ``keys`` that has a vector."""
+        if self._matrix is None:
+            return {}
+        found = {key: row for key in keys if (row := self._rows.get(key)) is not None}
+        if not found:
+            return {}
+        cosines = self._matrix[list(found.values())] @ query
+        return dict(zip(found, cosines.tolist(), strict=True))
 
     def similar_names(self, name: str, limit: int = 3) -> list[str]:
         """Entities whose name or an alias is close to ``name`` (suggested as duplicates, never merged).
@@ -717,10 +790,9 @@ class GraphIndex:
             self._has_vector,
         ):
             column.keep(live_entities)
-        if self._matrix is not None:
-            kept = self._matrix[live_entities]
-            self._matrix = np.zeros((max(64, 2 * len(kept)), kept.shape[1]), dtype=np.float32)
-            self._matrix[: len(kept)] = kept
+        owner = self._row_owner.view()
+        used = owner >= 0
+        owner[used] = entity_map[owner[used]]
         old_names = self._names
         self._names = [old_names[number] for number in live_entities.tolist()]
         self._numbers = {name: number for number, name in enumerate(self._names) if name is not None}

@@ -442,6 +442,8 @@ class SearchHit(EntityView):
     """The ranking score: keyword score, raw cosine, or the hybrid fusion (see ``search.py``)."""
     keyword_score: float | None = None
     cosine: float | None = None
+    shown: list[str] | None = None
+    """The ids of the observations the answer shows, best-matching first; ``None``: all of them."""
 
 
 class GraphPath(BaseModel):

@@ -207,13 +207,21 @@ def _entity_text(
     if entity.description:
         lines.append(f"   {entity.description}")
     notes = disputes(entity, as_of)
-    for observation in shown_observations(entity, as_of, include_invalid):
+    observations = shown_observations(entity, as_of, include_invalid)
+    chosen = view.shown if isinstance(view, SearchHit) else None
+    if chosen is not None:
+        by_id = {observation.id: observation for observation in observations}
+        hidden = len(observations) - len(chosen)
+        observations = [by_id[i] for i in chosen if i in by_id]
+    for observation in observations:
         line = f"   - {observation.text}"
         if _no_longer_at(observation, as_of):
             line += f" ({no_longer(observation)})"
         elif observation.id in notes:
             line += f" ({notes[observation.id]})"
         lines.append(line)
+    if chosen is not None and hidden > 0:
+        lines.append(f"   (+{hidden} more observations: get_entities)")
     neighbours = [n for n in view.neighbours if n.outgoing] if outgoing_only else view.neighbours
     if neighbours:
         lines.append("   neighbours: " + "; ".join(_neighbour_text(n) for n in neighbours))
