@@ -92,8 +92,8 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
-PASSAGES = {"h:Alice", "w:Alice:0", "h:Platform", "h:Auth", "w:Auth:0"}
-"""The vector keys of what :func:`fill` writes: each entity's head, a window of its observations."""
+PASSAGES = {"h:Alice", "w:Alice\x1f1.1", "h:Platform", "h:Auth", "w:Auth\x1f2.1"}
+"""The vector keys of what :func:`fill` writes: each entity's head and observations."""
 
 
 def fill(kg: KnowledgeGraphProxy) -> None:
@@ -173,7 +173,7 @@ def test_vectors_are_stored_with_the_batch_for_local_providers(start_graph: Star
     rows = store.load(NAMESPACE).rows["vectors"]
     assert set(rows) == PASSAGES
     kg.update("a", delete_entities=["Auth"]).get()
-    assert set(store.load(NAMESPACE).rows["vectors"]) == PASSAGES - {"h:Auth", "w:Auth:0"}
+    assert set(store.load(NAMESPACE).rows["vectors"]) == PASSAGES - {"h:Auth", "w:Auth\x1f2.1"}
 
 
 def test_only_changed_text_is_reembedded(start_graph: StartGraph, spy: Callable[..., SpyService]) -> None:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.knowledge_graph.index import GraphIndex
+from toolcards.knowledge_graph.index import GraphIndex, fuse
 from toolcards.knowledge_graph.models import Entity
 from toolcards.knowledge_graph.search import shortest_paths
 
@@ -152,3 +153,13 @@ def test_shortest_paths_respect_the_depth_bound() -> None:
 def test_shortest_paths_skip_unreachable_targets_and_the_source() -> None:
     graph = _graph([("A", "B"), ("C", "D")])
     assert shortest_paths("A", ["A", "D", "Z"], lambda n: graph.get(n, []), max_depth=4) == {}
+
+
+def test_the_hybrid_fusion_calibrates_each_leg_to_its_range() -> None:
+    keyword = np.array([4.0, 2.0, 0.0, 0.0])
+    cosines = np.array([0.2, 0.4, 0.6, 0.9])
+    embedded = np.array([True, True, True, False])
+    scores, eligible = fuse(keyword, cosines, embedded, 0.7, 0.3)
+    # cos' = (cos - 0.2) / (0.6 - 0.2) over the embedded; keyword' = keyword / 4.
+    assert scores.tolist() == pytest.approx([0.3, 0.7 * 0.5 + 0.3 * 0.5, 0.7, 0.0])
+    assert eligible.tolist() == [True, True, True, False]

@@ -129,9 +129,9 @@ def test_without_an_embedding_the_description_says_keyword_once_and_results_carr
 def test_cards_with_other_search_settings_for_one_team_graph_are_refused(alice: FakeObserver) -> None:
     from toolcards.errors import WiringError
 
-    ToolFactory([KnowledgeGraphTool(search_graph=SearchGraphParam(alpha=0.5))], observer=alice).tools()
+    ToolFactory([KnowledgeGraphTool(search_graph=SearchGraphParam(alpha=0.7))], observer=alice).tools()
     ToolFactory([KnowledgeGraphTool()], observer=alice).tools()  # the same settings: shared
-    with pytest.raises(WiringError, match=r"alpha 0\.9 \(the graph has 0\.5\)"):
+    with pytest.raises(WiringError, match=r"alpha 0\.9 \(the graph has 0\.7\)"):
         ToolFactory([KnowledgeGraphTool(search_graph=SearchGraphParam(alpha=0.9))], observer=alice).tools()
     with pytest.raises(WiringError, match="embedding"):
         ToolFactory([KnowledgeGraphTool(embedding=EmbeddingParam(provider="hashing"))], observer=alice).tools()

@@ -521,7 +521,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         self, entity: Entity, vector: npt.NDArray[np.float32] | None, as_of: datetime | None, include_invalid: bool
     ) -> list[str] | None:
         """The ids of ``entity``'s observations an answer shows: those matching the query's
-        words (best first), then those of its window closest in meaning, then the latest; at
+        words (best first), then those closest in meaning, then the latest; at
         most :data:`SHOWN_OBSERVATIONS`. ``None`` when every one it holds fits."""
         visible = [o.id for o in shown_observations(entity, as_of, include_invalid)]
         if len(visible) <= SHOWN_OBSERVATIONS + 1:
@@ -531,10 +531,11 @@ class KnowledgeGraphActor(CallerRunsActor):
         if vector is not None and len(chosen) < SHOWN_OBSERVATIONS:
             spans = windows(entity)
             cosines = self._index.passage_cosines([key for key, _ in spans], vector)
+            shown = set(visible)
             for key, ids in sorted(spans, key=lambda span: -cosines.get(span[0], -2.0)):
-                if key in cosines:
-                    chosen.update(dict.fromkeys(i for i in ids if i in set(visible)))
-                break
+                if key not in cosines or len(chosen) >= SHOWN_OBSERVATIONS:
+                    break
+                chosen.update(dict.fromkeys(i for i in ids if i in shown))
         chosen.update(dict.fromkeys(reversed(visible)))
         return list(chosen)[:SHOWN_OBSERVATIONS]
 

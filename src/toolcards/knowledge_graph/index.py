@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from toolcards.knowledge_graph.models import Entity
 
-__all__ = ["COMPACT_MIN", "GraphIndex", "Hit", "collapsed_name", "timestamp", "visible"]
+__all__ = ["COMPACT_MIN", "GraphIndex", "Hit", "collapsed_name", "fuse", "timestamp", "visible"]
 
 COMPACT_MIN = 4096
 """Dead rows tolerated before a compaction, whatever the index's size."""
@@ -86,6 +86,21 @@ def visible(
 
 
 _NOT_ALNUM = re.compile(r"[\W_]+")
+
+
+def fuse(keyword: Any, cosines: Any, by_meaning: Any, alpha: float, threshold: float) -> tuple[Any, Any]:
+    """The hybrid score of every entity and which ones a hybrid search may return.
+
+    ``keyword``: each entity's keyword score; ``cosines``: its best passage cosine;
+    ``by_meaning``: which ones are visible and have a vector. See
+    :mod:`toolcards.knowledge_graph.search` for the formula.
+    """
+    low = float(cosines[by_meaning].min()) if by_meaning.any() else 0.0
+    spread = (float(cosines[by_meaning].max()) - low) if by_meaning.any() else 0.0
+    calibrated = np.where(by_meaning, (cosines - low) / (spread if spread > 0 else 1.0), 0.0)
+    scores = alpha * calibrated + (1.0 - alpha) * keyword / _best(keyword)
+    eligible = (by_meaning & (cosines >= threshold)) | (keyword > 0)
+    return scores, eligible
 
 
 def _best(scores: Any) -> float:
@@ -655,7 +670,7 @@ class GraphIndex:
         ``keyword``: entities with a keyword score above 0, scored over the best one.
         ``vector``: the cosine of the entity's vector with ``query_vector``, at least
         ``threshold``. ``hybrid``: every entity from either leg,
-        ``alpha * cos / best cos + (1 - alpha) * keyword / best keyword`` (see
+        ``alpha * (cos - lowest) / (best - lowest) + (1 - alpha) * keyword / best keyword`` (see
         :mod:`toolcards.knowledge_graph.search`; no vector counts as cosine 0).
         """
         shown = self.visible_entities(at, include_invalid)
@@ -672,10 +687,7 @@ class GraphIndex:
             eligible = shown & has_vector & (cosines >= threshold)
         else:
             assert keyword is not None
-            by_meaning = shown & has_vector
-            calibrated = np.where(by_meaning, np.clip(cosines, 0.0, None), 0.0)
-            scores = alpha * calibrated / _best(calibrated) + (1.0 - alpha) * keyword / _best(keyword)
-            eligible = (by_meaning & (cosines >= threshold)) | (keyword > 0)
+            scores, eligible = fuse(keyword, cosines, shown & has_vector, alpha, threshold)
         candidates = np.flatnonzero(eligible)
         matching = len(candidates)
         if limit <= 0 or not matching:
