@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.timing import Case, Stats, measure
-from toolcards.core.atomic_write import atomic_write
+from toolcards.fs.atomic_write import atomic_write
 from toolcards.workspace.files import read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import find_rg, grep

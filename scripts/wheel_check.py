@@ -37,6 +37,7 @@ WHEEL_MUST_HOLD = (
     "toolcards/examples/__init__.py",
     "toolcards/examples/quickstart.py",
     "toolcards/examples/team.py",
+    "toolcards/examples/models.py",
     "toolcards/dashboard/static/index.html",
     "toolcards/dashboard/static/app.js",
     "toolcards/dashboard/static/app.css",

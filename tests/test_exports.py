@@ -19,6 +19,9 @@ PACKAGES = [
     "toolcards.search",
     "toolcards.mcp",
     "toolcards.team",
+    "toolcards.skills",
+    "toolcards.metadata",
+    "toolcards.model",
     "toolcards.server",
     "toolcards.pydantic_ai",
 ]

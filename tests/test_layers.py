@@ -50,7 +50,7 @@ def imported_modules(code: str) -> set[str]:
 
 def test_the_sweep_sees_the_tree() -> None:
     assert DOMAINS, "no domain packages found: the layer tests would pass vacuously"
-    assert {"core", "actors"} <= {p.name for p in SRC.iterdir() if p.is_dir()}
+    assert {"core", "actors", "fs"} <= {p.name for p in SRC.iterdir() if p.is_dir()}
 
 
 def test_import_toolcards_is_light() -> None:
@@ -139,6 +139,10 @@ def test_ast_sweep_over_every_module() -> None:
                 problems.append(f"{where}: an adapter imports domain {target}")
             if package == "actors" and target == "core":
                 problems.append(f"{where}: the actor runtime sits below core")
+            if package in {"core", "actors"} and target == "fs":
+                problems.append(f"{where}: the file-system room sits beside the core, not below it")
+            if package == "fs" and target not in {"fs", "errors", "core"}:
+                problems.append(f"{where}: the file-system room imports {name}")
     assert not problems, problems
 
 

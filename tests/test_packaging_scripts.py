@@ -83,7 +83,7 @@ def _wheel(path: Path, *, drop: str = "", extra: str = "", metadata: str = GOOD_
 
 def test_a_complete_wheel_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     wheel_check.check_wheel(_wheel(tmp_path / "toolcards-0.1.0-py3-none-any.whl"))
-    assert "LICENSE, py.typed, 3 files in toolcards/examples, no tests" in capsys.readouterr().out
+    assert "LICENSE, py.typed, 4 files in toolcards/examples, no tests" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from toolcards.errors import (
     ActorUnavailable,
     ApprovalRequired,
+    BudgetExceeded,
     CommandNotRecognized,
     GuardError,
     MemberStopped,
@@ -46,12 +47,16 @@ if TYPE_CHECKING:
     from toolcards.core.tool import Tool
     from toolcards.knowledge_graph.tool import KnowledgeGraphTool
     from toolcards.mcp.tool import MCPTool
+    from toolcards.metadata.tool import MetadataTool
+    from toolcards.model.tool import ModelTool
     from toolcards.planning.tool import PlanningTool
     from toolcards.sandbox.tool import ExecTool
     from toolcards.search.tool import SearchTool
+    from toolcards.skills.tool import SkillsTool
     from toolcards.spill.tool import SpilledOutputTool
     from toolcards.team.team import Member, Team
     from toolcards.team.tool import MessagingTool, TeamTool
+    from toolcards.usage.tool import UsageTool
     from toolcards.workspace.tool import WorkspaceTool
 
 logging.getLogger("toolcards").addHandler(logging.NullHandler())
@@ -95,7 +100,7 @@ built-in cards are found through the card registry (:data:`toolcards.core.regist
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        # importlib.metadata costs ~30 ms: read the version only when asked.
+        # importlib.metadata is slow to import: read the version only when asked.
         from importlib.metadata import PackageNotFoundError, version
 
         try:
@@ -138,6 +143,7 @@ __all__ = [
     "ApprovalRequired",
     "Approver",
     "BaseToolParam",
+    "BudgetExceeded",
     "Capability",
     "Channels",
     "CommandArg",
@@ -153,11 +159,14 @@ __all__ = [
     "Member",
     "MemberStopped",
     "MessagingTool",
+    "MetadataTool",
+    "ModelTool",
     "ObserverGone",
     "OutcomeUnknown",
     "PlanningTool",
     "RetriableError",
     "SearchTool",
+    "SkillsTool",
     "SpilledOutputTool",
     "StateChanged",
     "StoreError",
@@ -174,6 +183,7 @@ __all__ = [
     "ToolObserver",
     "ToolTimeout",
     "ToolcardsError",
+    "UsageTool",
     "WiringError",
     "WorkspaceTool",
     "__version__",

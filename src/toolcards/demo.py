@@ -274,7 +274,7 @@ def run_demo(model: str | None = None, *, out: TextIO | None = None, timeout_s: 
     from pydantic_ai.models.function import FunctionModel
 
     from toolcards.actors import ActorSystem
-    from toolcards.core.locations import workspace_dir
+    from toolcards.fs.locations import workspace_dir
     from toolcards.store.journal import store_journals
     from toolcards.team import RoleProfile, TeamRuntime
     from toolcards.workspace import stop_workspace_actors

@@ -10,6 +10,7 @@ acts on the error::
     ├── ToolFailed              terminal: the model sees it and adapts, retrying will not help
     │   ├── ApprovalRequired    the tool needs a human's approval and did not get it
     │   ├── ActorUnavailable    the actor behind a tool is stopped or did not answer
+    │   ├── BudgetExceeded      a usage budget (member, task or card) is spent
     │   └── StoreError          persistence failed; nothing was written
     │       └── OutcomeUnknown  a commit's answer was lost: it may or may not be written
     ├── MemberStopped           an orchestrator stopped the member's run (for the application)
@@ -27,6 +28,7 @@ from __future__ import annotations
 __all__ = [
     "ActorUnavailable",
     "ApprovalRequired",
+    "BudgetExceeded",
     "CommandNotRecognized",
     "GuardError",
     "MemberStopped",
@@ -70,6 +72,14 @@ class ToolFailed(ToolcardsError):
 
 class ActorUnavailable(ToolFailed):
     """The actor that owns a tool's state is stopped or did not answer in time."""
+
+
+class BudgetExceeded(ToolFailed):
+    """A usage budget of a member, a task or a card is spent: the call was refused before it
+    ran. The message names the budget, what was used, and who can raise it.
+
+    Added in 0.3.
+    """
 
 
 class MemberStopped(ToolcardsError):

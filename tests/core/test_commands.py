@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import json
 import shlex
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -21,7 +20,6 @@ from toolcards import (
 )
 from toolcards.core.commands import MAX_COMMAND_CHARS, split_command
 from toolcards.core.guards import GuardContext
-from toolcards.core.schema import ArgsSchema
 
 
 @pytest.fixture
@@ -162,46 +160,16 @@ def flagged(label: str, loud: bool = False) -> str:
     return repr((label, loud))
 
 
-def registries(**options: object) -> tuple[CommandRegistry, CommandRegistry]:
-    """A registry of ``tally`` and ``flagged``, and one that always takes the general road."""
-    tools = [Tool.from_function(tally, **options), Tool.from_function(flagged, **options)]
-    fast, general = CommandRegistry(tools), CommandRegistry(tools)
-    general._plans = {}  # no word plans: every command parsed and validated in full
-    return fast, general
+def registries(**options: object) -> CommandRegistry:
+    """A registry of ``tally`` and ``flagged``."""
+    return CommandRegistry([Tool.from_function(tally, **options), Tool.from_function(flagged, **options)])
 
 
-@pytest.fixture
-def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The tools whose arguments pydantic validated, in order."""
-    seen: list[str] = []
-    validate = ArgsSchema.validate
-
-    def counted(self: ArgsSchema, tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        seen.append(tool_name)
-        return validate(self, tool_name, args)
-
-    monkeypatch.setattr(ArgsSchema, "validate", counted)
-    return seen
-
-
-def test_plain_words_are_converted_without_validation(validations: list[str]) -> None:
-    fast, general = registries()
-    for text in ["/tally apples 3", "/tally apples 007 ripe", "/tally 3 3", "/tally count=4 3", "/tally x=1 3"]:
-        assert fast.dispatch(text) == general.dispatch(text)
+def test_plain_words_are_validated_as_a_tool_call_is() -> None:
+    fast = registries()
     assert fast.dispatch("/tally count=4 3") == "('3', 4, 'none')"  # a keyword binds by name first
-    assert fast.dispatch("/tally apples 3") == "('apples', 3, 'none')"
-    validations.clear()
-    fast.dispatch("/tally apples 3")
-    assert validations == []
-    # What the words cannot settle is validation's: a keyword, quoting, a lax int, a bool.
-    for text in ["/tally apples count=3", "/tally 'apples' 3", "/tally apples +3", "/flagged a yes"]:
-        validations.clear()
-        fast.dispatch(text)
-        assert validations, text
-
-
-def test_what_the_words_cannot_settle_gets_validations_error(validations: list[str]) -> None:
-    fast, _ = registries()
+    assert fast.dispatch("/tally apples 007 ripe") == "('apples', 7, 'ripe')"
+    assert fast.dispatch("/flagged a yes") == "('a', True)"
     assert fast.dispatch("/tally apples").startswith("Error: Invalid arguments for tally")
     assert "count" in fast.dispatch("/tally apples many")
     assert fast.dispatch("/tally apples -2") == "('apples', -2, 'none')"
@@ -216,12 +184,11 @@ WORDS = st.sampled_from([*NUMBER_WORDS, *OTHER_WORDS])
 SEPARATORS = st.sampled_from([" ", "  ", "\t", " \x0b", "\xa0", "\x1c"])
 
 
-@settings(max_examples=1500, derandomize=True, deadline=None)
+@settings(max_examples=500, derandomize=True, deadline=None)
 @given(st.sampled_from(["/tally", "/flagged"]), st.lists(st.tuples(SEPARATORS, WORDS), max_size=4))
-def test_word_plans_answer_as_the_general_road_does(command: str, words: list[tuple[str, str]]) -> None:
-    fast, general = registries()
+def test_any_words_get_an_answer_or_a_clear_error(command: str, words: list[tuple[str, str]]) -> None:
     text = command + "".join(separator + word for separator, word in words)
-    assert outcome(fast, text) == outcome(general, text)
+    assert outcome(registries(), text).startswith(("(", "Error: ", "not recognized: "))
 
 
 def outcome(registry: CommandRegistry, text: str) -> str:
@@ -231,17 +198,15 @@ def outcome(registry: CommandRegistry, text: str) -> str:
         return f"not recognized: {exc}"
 
 
-def test_the_argument_limit_holds_on_every_road() -> None:
+def test_the_argument_limit_holds_for_commands() -> None:
     limit = 60
-    fast, general = registries(max_argument_chars=limit)
-    for length in range(limit):
-        text = f"/tally {'a' * length} 3"
-        assert fast.dispatch(text) == general.dispatch(text)
+    fast = registries(max_argument_chars=limit)
+    assert fast.dispatch(f"/tally {'a' * (limit - 40)} 3").startswith("('a")
     refused = fast.dispatch(f"/tally {'a' * limit} 3")
     assert refused.startswith("Error: The arguments of tally are") and f"limit of {limit}" in refused
 
 
-def test_guards_approval_records_and_errors_on_converted_words() -> None:
+def test_guards_approval_records_and_errors_on_commands() -> None:
     records: list[ToolExecutionRecord] = []
     seen: list[dict[str, Any]] = []
 
@@ -253,7 +218,7 @@ def test_guards_approval_records_and_errors_on_converted_words() -> None:
             return {"label": "rewritten", "count": "many"}
         return None
 
-    fast, _ = registries(guards=(watch,), record_sink=records.append, agent="@Ann")
+    fast = registries(guards=(watch,), record_sink=records.append, agent="@Ann")
     assert fast.dispatch("/tally apples 3") == "('apples', 3, 'none')"
     assert seen == [{"label": "apples", "count": 3, "note": "none"}]
     assert fast.dispatch("/tally secret 3") == "Error: Counting secrets is not allowed."
@@ -267,11 +232,11 @@ def test_guards_approval_records_and_errors_on_converted_words() -> None:
     ]
     assert records[-1].error == "ToolFailed: tally failed: ValueError: boom"
 
-    guarded, _ = registries(requires_approval=True)
+    guarded = registries(requires_approval=True)
     assert "needs a human's approval" in guarded.dispatch("/tally apples 3")
     assert guarded.dispatch("/tally apples 3", approved=True) == "('apples', 3, 'none')"
 
 
 def test_a_bounded_text_parameter_is_left_to_validation(registry) -> None:  # type: ignore[no-untyped-def]
-    # greet_someone's name is Annotated with a length bound: no word plan may skip it.
+    # greet_someone's name is Annotated with a length bound, checked for a command too.
     assert registry.dispatch("/greet_someone " + "a" * 41).startswith("Error: Invalid arguments for greet_someone")

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.core.locations import store_location, store_path, workspaces_root
 from toolcards.core.lookup import (
     CONFIG_FILE,
     Step,
@@ -24,6 +23,7 @@ from toolcards.core.lookup import (
     user_data_dir,
 )
 from toolcards.errors import WiringError
+from toolcards.fs.locations import store_location, store_path, workspaces_root
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ def team_env(tmp_path: Path) -> dict[str, str]:
     """An environment whose workspaces and store are under ``tmp_path``, with no fixed token."""
     return {
         **{name: value for name, value in os.environ.items() if name != "TOOLCARDS_TOKEN"},
-        "PYTHONPATH": str(REPO),
+        # This checkout's sources first: an installed toolcards may be another checkout's.
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)]),
         "TOOLCARDS_WORKSPACES_ROOT": str(tmp_path / "workspaces"),
         "TOOLCARDS_STORE": str(tmp_path / "state.db"),
     }

@@ -324,3 +324,15 @@ def test_screenshots_of_every_view(browser: Any, seeded: Process, width: int) ->
             page.screenshot(path=str(ARTIFACTS / f"{tab}-{width}.png"))
     finally:
         context.close()
+
+
+def test_the_team_tab_shows_what_each_member_cost(page: Any, served: Process) -> None:
+    """Calls over MCP are counted in the team's ledger, and the usage panel shows them."""
+    for query in ("costs", "more costs"):
+        call_tool(served.url, "search_planning", {"query": query}, agent="Dora")
+    open_tab(page, "team")
+    row = page.locator("#usage-members tbody tr[data-name='@Dora']")
+    expect()(row).to_be_visible(timeout=TAB_S * 1000)
+    expect()(row.locator("td").nth(1)).to_have_text("2")
+    expect()(page.locator("#usage-cards tbody tr[data-name='PlanningTool']")).to_be_visible()
+    expect()(page.locator("#usage-summary")).to_contain_text("result tokens")

@@ -120,7 +120,7 @@ def test_without_an_embedding_the_description_says_keyword_once_and_results_carr
     tools["update_graph"].call_sync({"create_entities": [{"name": "Auth", "entity_type": "service"}]})
     search = tools["search_graph"]
 
-    assert "by meaning with an embedding model" in search.description
+    assert "or meaning if embedded" in search.description
     for mode in ("hybrid", "vector", "keyword"):
         answer = str(search.call_sync({"query": "auth", "mode": mode}))
         assert "Note:" not in answer and "Auth" in answer

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from tests.sandbox.conftest import backend_class, calls
 from toolcards import ToolFactory
-from toolcards.core.locations import workspace_dir
 from toolcards.errors import RetriableError
+from toolcards.fs.locations import workspace_dir
 from toolcards.sandbox import CWD_ESCAPE_MESSAGE, LocalSandboxActor
 from toolcards.sandbox import actor as sandbox_actor
 from toolcards.sandbox.cwd import resolve_cwd

@@ -10,8 +10,8 @@ import pytest
 
 from tests.sandbox.conftest import SandboxRef, StartSandbox, run_via_proxy, wait_until
 from toolcards import ToolFactory
-from toolcards.core import tree_usage as tree_usage_module
 from toolcards.errors import RetriableError
+from toolcards.fs import tree_usage as tree_usage_module
 from toolcards.sandbox import ExecLimits
 from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart, WorkspaceUsage, tree_usage
 from toolcards.sandbox.tool import ExecCommandParam, ExecTool

@@ -11,8 +11,8 @@ import pytest
 from tests.sandbox.conftest import backend_class
 from toolcards import ToolFactory, WiringError, dump_cards, load_cards
 from toolcards.actors import ActorSystem
-from toolcards.core.locations import workspace_dir
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
+from toolcards.fs.locations import workspace_dir
 from toolcards.sandbox import MAX_COMMAND_CHARS
 from toolcards.sandbox.models import ExecLimits
 from toolcards.sandbox.tool import ExecCommandParam, ExecTool

@@ -56,6 +56,25 @@ def test_namespaces_and_collections_are_isolated(store: Store) -> None:
     assert store.load("team-1").rows == {}
 
 
+def test_get_reads_rows_by_key_without_the_namespace(store: Store) -> None:
+    store.put("ns", "blobs", {"a": {"x": 1}, "b": "two", "c": [3]})
+    store.put("ns", "other", {"a": "not this collection"})
+    store.put("ns", "blobs", {"c": None})
+
+    assert store.get("ns", "blobs", ["a", "b", "c", "missing", "a"]) == {"a": {"x": 1}, "b": "two"}
+    assert store.get("ns", "blobs", []) == {}
+    assert store.get("elsewhere", "blobs", ["a"]) == {}
+    found = store.get("ns", "blobs", ["a"])
+    found["a"]["x"] = 2
+    assert store.get("ns", "blobs", ["a"]) == {"a": {"x": 1}}
+
+
+def test_get_reads_many_keys(store: Store) -> None:
+    store.put("ns", "blobs", {str(n): n for n in range(1_200)})
+
+    assert store.get("ns", "blobs", [str(n) for n in range(0, 1_200, 2)]) == {str(n): n for n in range(0, 1_200, 2)}
+
+
 def test_update_replaces_the_value(store: Store) -> None:
     put(store, "ns", "tasks", "1", {"status": "open", "title": "x"})
     put(store, "ns", "tasks", "1", {"status": "done"})

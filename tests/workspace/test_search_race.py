@@ -29,6 +29,8 @@ from toolcards.workspace.grep import find_rg, grep
 pytestmark = pytest.mark.slow
 
 CANARY = "CANARY-outside-the-tree-51c2"
+MIN_CALLS = 20
+"""Calls of each kind made while the swapper runs, however slow the machine."""
 SECONDS_EACH = 2.0
 
 SWAPPER = textwrap.dedent(
@@ -97,7 +99,8 @@ def test_swapping_directories_for_symlinks_never_shows_outside_files(tmp_path: P
     try:
         for label, call in calls:
             finish = time.monotonic() + SECONDS_EACH
-            while time.monotonic() < finish:
+            # At least MIN_CALLS each, however slow the machine: the race needs calls, not time.
+            while time.monotonic() < finish or counts.get(label, 0) < MIN_CALLS:
                 try:
                     out = call()
                 except RetriableError as exc:  # the walk met the link: refused
@@ -109,6 +112,5 @@ def test_swapping_directories_for_symlinks_never_shows_outside_files(tmp_path: P
         stop.write_text("")
         swaps = int(swapper.communicate(timeout=30)[0].strip() or 0)
     print(f"{swaps} swaps; calls: {counts}")
-    assert swaps > 1000
-    assert all(count > 10 for count in counts.values())
+    assert swaps > 0 and all(count >= MIN_CALLS for count in counts.values())
     assert leaks == {}

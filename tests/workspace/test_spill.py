@@ -24,7 +24,7 @@ import pytest
 
 import toolcards
 from toolcards import TOOL_CALL, RetriableError, Tool, ToolFactory
-from toolcards.core.locations import workspace_dir
+from toolcards.fs.locations import workspace_dir
 from toolcards.testing import FakeObserver
 from toolcards.workspace import WorkspaceTool
 from toolcards.workspace.grep import grep

@@ -20,8 +20,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import COMMAND, TOOL_CALL, RetriableError, Tool, ToolFactory, ToolFailed, WiringError
 from toolcards.actors.system import ActorSystem
-from toolcards.core.locations import internal_dir
 from toolcards.core.registry import dump_cards, load_cards
+from toolcards.fs.locations import internal_dir
 from toolcards.testing import FakeObserver
 from toolcards.workspace import documents
 from toolcards.workspace.actor import WorkspaceActor, stop_workspace_actors
@@ -40,6 +40,9 @@ WRITE_TOOLS = {
 }
 READ_TOOLS = {"workspace_read", "workspace_list", "workspace_glob", "workspace_grep", "workspace_view"}
 OFF_BY_DEFAULT = {"workspace_mkdir", "workspace_rmdir"}
+JOURNAL_READS = {"workspace_history", "workspace_diff"}
+JOURNAL_TOOLS = {*JOURNAL_READS, "workspace_undo"}
+"""The journal's tools: commands by default, so a model pays for no definition."""
 EVERYTHING: dict[str, Any] = dict.fromkeys({*OFF_BY_DEFAULT, "workspace_multi_edit", "workspace_patch"}, True)
 
 
@@ -145,22 +148,23 @@ def test_the_tree_is_the_team_id_under_the_root(a: Agent_, isolated_root: Path) 
 
 def test_the_default_card_offers_the_everyday_tools(alice: FakeObserver) -> None:
     default = ToolFactory([WorkspaceTool()], observer=alice)
-    assert {t.name for t in default.tools()} == (READ_TOOLS | WRITE_TOOLS) - OFF_BY_DEFAULT
+    assert {t.name for t in default.tools(TOOL_CALL)} == (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - OFF_BY_DEFAULT
+    assert {t.name for t in default.tools(COMMAND)} == (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - OFF_BY_DEFAULT
 
 
 def test_every_tool_is_a_tool_call_and_a_command_by_default(a: Agent_) -> None:
-    assert set(a.tools) == READ_TOOLS | WRITE_TOOLS
+    assert set(a.tools) == READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS
     assert all(tool.channels == {TOOL_CALL, COMMAND} for tool in a.tools.values())
-    assert {name for name, tool in a.tools.items() if tool.untrusted_output} == READ_TOOLS
-    assert {name for name, tool in a.tools.items() if tool.mutates} == WRITE_TOOLS
+    assert {name for name, tool in a.tools.items() if tool.untrusted_output} == READ_TOOLS | JOURNAL_READS
+    assert {name for name, tool in a.tools.items() if tool.mutates} == WRITE_TOOLS | {"workspace_undo"}
 
 
 def test_read_only_removes_every_write_tool_from_every_channel(alice: FakeObserver) -> None:
     factory = ToolFactory([WorkspaceTool(read_only=True, **EVERYTHING)], observer=alice)
-    assert {t.name for t in factory.tools()} == READ_TOOLS
-    assert {t.name for t in factory.tools(COMMAND)} == READ_TOOLS
-    assert {f.__name__ for f in factory.get_tools()} == READ_TOOLS
-    assert set(factory.command_registry().names) == READ_TOOLS
+    assert {t.name for t in factory.tools()} == READ_TOOLS | JOURNAL_READS
+    assert {t.name for t in factory.tools(COMMAND)} == READ_TOOLS | JOURNAL_READS
+    assert {f.__name__ for f in factory.get_tools()} == READ_TOOLS | JOURNAL_READS
+    assert set(factory.command_registry().names) == READ_TOOLS | JOURNAL_READS
     seen: list[AgentInfo] = []
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -168,7 +172,7 @@ def test_read_only_removes_every_write_tool_from_every_channel(alice: FakeObserv
         return ModelResponse(parts=[TextPart("ok")])
 
     Agent(FunctionModel(respond), toolsets=[factory.toolset()]).run_sync("go")
-    assert {d.name for d in seen[0].function_tools} == READ_TOOLS
+    assert {d.name for d in seen[0].function_tools} == READ_TOOLS | JOURNAL_READS
 
 
 def test_descriptions_are_short_and_name_no_other_tool(a: Agent_) -> None:
@@ -177,10 +181,11 @@ def test_descriptions_are_short_and_name_no_other_tool(a: Agent_) -> None:
         for t in a.factory.tools(TOOL_CALL)
     ]
     for definition in definitions:
-        others = (READ_TOOLS | WRITE_TOOLS) - {definition["name"]}
+        others = (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - {definition["name"]}
         assert not [name for name in others if name in json.dumps(definition)]
-    # About 1,050 tokens for all twelve tools, 680 for the default eight.
-    assert len(json.dumps(definitions)) < 4_500
+    # About 1,050 tokens for all twelve file tools, 290 more for the journal's three.
+    assert len(json.dumps([d for d in definitions if d["name"] not in JOURNAL_TOOLS])) < 4_500
+    assert len(json.dumps(definitions)) < 5_700
 
 
 # -- paths ------------------------------------------------------------------------------------------

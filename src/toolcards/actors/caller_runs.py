@@ -1,9 +1,9 @@
 """Actors whose idle mailbox is served by the thread that waits on it.
 
 A pykka ask costs two thread hand-offs: the caller wakes the actor's thread, and the actor's
-thread wakes the caller with the answer. On a shared 2-core VM each wake-up takes 50 to
-150 µs, so a planning update whose own work is ~0.15 ms took 0.3 to 0.5 ms, most of it
-waiting for threads to be scheduled. :class:`CallerRunsActor` removes both hand-offs when
+thread wakes the caller with the answer. On a busy machine each wake-up can cost more
+than a planning update's own work, so most of an ask was spent waiting for threads to be
+scheduled (docs/architecture.md has the measurements). :class:`CallerRunsActor` removes both hand-offs when
 nothing stands in the way:
 
 * an ask is queued without waking the actor's thread (a tell still wakes it);

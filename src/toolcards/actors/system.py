@@ -39,6 +39,9 @@ class TeamHandle:
         self._queued = EventQueue()
         self._services: dict[str, Any] = {}
         self._activity: dict[str, float] = {}
+        self.ledger: Any = None
+        """The team's ledger in this process (``toolcards.core.ledger.CallLedger``), made by
+        the system's ``ledger`` factory; ``None``: calls are not noted. Added in 0.3."""
 
     # -- in this process, without an ask ---------------------------------------------------
 
@@ -190,11 +193,23 @@ class ActorSystem:
             process's members only; ``toolcards.store.store_presence()`` keeps the team's
             roster in its store, one for every process of the team (``toolcards.Team``,
             ``toolcards serve``, ``call`` and ``dashboard`` use that). Added in 0.2.
+        ledger: makes each team's ledger from its handle: what every call costs, and the
+            budgets that refuse calls (``toolcards.core.ledger``). The default keeps none;
+            ``toolcards.store.store_ledgers()`` keeps it in the team's store (``toolcards.Team``,
+            ``toolcards serve`` and ``call`` use that). Stopping the system writes what it
+            still holds. Added in 0.3.
     """
 
-    def __init__(self, *, journal: JournalFactory | None = None, presence: PresenceFactory | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        journal: JournalFactory | None = None,
+        presence: PresenceFactory | None = None,
+        ledger: Callable[[TeamHandle], Any] | None = None,
+    ) -> None:
         self._journal = journal
         self._presence = presence
+        self._ledger = ledger
         self._teams: dict[str, TeamHandle] = {}
         self._lock = threading.Lock()
         self._stopped = False
@@ -206,9 +221,13 @@ class ActorSystem:
                 raise RuntimeError("this ActorSystem is stopped; create a new one")
             team = self._teams.get(team_id)
             if team is None or not team.ref.is_alive():
+                if team is not None and team.ledger is not None:
+                    team.ledger.close()  # the team's old handle goes: write what its ledger holds
                 log = self._journal(team_id) if self._journal is not None else None
                 presence = self._presence(team_id) if self._presence is not None else None
                 team = TeamHandle(team_id, Orchestrator.start(team_id, log, presence))
+                if self._ledger is not None:
+                    team.ledger = self._ledger(team)
                 self._teams[team_id] = team
             return team
 
@@ -242,12 +261,16 @@ class ActorSystem:
         # orchestrator something, which must be able to answer.
         for team in teams:
             if not team.ref.is_alive():
+                if team.ledger is not None:
+                    team.ledger.close()
                 continue
             members: list[pykka.ActorRef[Any]] = ask(team._proxy.member_refs(), actor=team._label)
             for ref in members:
                 ref.stop(block=True, timeout=timeout)
             for ref in team.tool_actors().values():
                 ref.stop(block=True, timeout=timeout)
+            if team.ledger is not None:
+                team.ledger.close()  # after the members: their last calls are written
             team.ref.stop(block=True, timeout=timeout)
 
     def __enter__(self) -> ActorSystem:

@@ -9,6 +9,9 @@
     toolcards call [--config team.yaml] [--agent NAME] '/get_planning'  run one command
     toolcards dashboard [--config team.yaml] [--store ...]              watch a team live in a browser
     toolcards backup [--store ...] [--force] DEST                       copy the team's store while it runs
+    toolcards history [--path P] [--member NAME] [--diff ID]            what changed in the team's workspace
+    toolcards undo [ID] [--member NAME] [--since WHEN] [--dry-run]      undo workspace changes, all or nothing
+    toolcards usage [--member @A] [--task N] [--since 2h] [--json]      what members, tasks and cards cost
     toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
     toolcards --version
 
@@ -46,6 +49,9 @@ COMMANDS: tuple[str, ...] = (
     "toolcards.cli.call",
     "toolcards.cli.dashboard",
     "toolcards.cli.backup",
+    "toolcards.cli.history",
+    "toolcards.cli.undo",
+    "toolcards.cli.usage",
     "toolcards.cli.demo",
     "toolcards.cli.fetch_models",
 )
@@ -92,7 +98,7 @@ def given(args: argparse.Namespace, *options: str) -> list[str]:
 
 class _Version(argparse.Action):
     """``--version``: print ``toolcards <version>`` and exit; the version is read only then
-    (package metadata costs ~30 ms, which every other command would pay)."""
+    (package metadata is slow to read, which every other command would pay for)."""
 
     def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)

@@ -109,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
     from toolcards.errors import CommandNotRecognized, RetriableError, WiringError
     from toolcards.server.config import default_config, load_config
     from toolcards.store.journal import store_journals
+    from toolcards.store.ledger import store_ledgers
     from toolcards.store.presence import store_presence
 
     if args.config and not os.path.isfile(args.config):
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         except WiringError as exc:
             raise UsageError(f"--team {args.team!r}: {exc}") from exc
     open_team_store(args, create=False, command="call")
-    with ActorSystem(journal=store_journals(), presence=store_presence()) as system:
+    with ActorSystem(journal=store_journals(), presence=store_presence(), ledger=store_ledgers()) as system:
         team = system.team(config.team_id)
         agent = join_as(team, args.agent, user_id=config.user_id)
 

@@ -85,13 +85,14 @@ def run(args: argparse.Namespace) -> int:
     from toolcards.dashboard.serve import dashboard_for
     from toolcards.server.http import listen
     from toolcards.store.journal import store_journals
+    from toolcards.store.ledger import store_ledgers
     from toolcards.store.presence import store_presence
 
     sockets = listen(args.host, args.port)
     try:
         location = open_team_store(args, create=False, command="dashboard")
         progress(f"reading team {config.team_id} from {location}")
-        with ActorSystem(journal=store_journals(), presence=store_presence()) as system:
+        with ActorSystem(journal=store_journals(), presence=store_presence(), ledger=store_ledgers()) as system:
             hub = dashboard_for(system.team(config.team_id), config.build_cards())
             anyio.run(_serve, hub, args, sockets)
     finally:

@@ -82,8 +82,8 @@ def run(args: argparse.Namespace) -> int:
         WiringError: an existing ``toolcards.toml`` is not valid.
         StoreError: the store cannot be created or opened.
     """
-    from toolcards.core.locations import workspaces_root
     from toolcards.core.lookup import CONFIG_FILE, ROOT_ENV, STORE_ENV, find_config, locate, use_locations
+    from toolcards.fs.locations import workspaces_root
     from toolcards.store import default_store, describe_location
 
     path = Path.cwd() / CONFIG_FILE

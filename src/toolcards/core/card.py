@@ -32,7 +32,7 @@ from __future__ import annotations
 import inspect
 import re
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast, overload
 
@@ -50,6 +50,7 @@ from toolcards.errors import ObserverGone, WiringError
 if TYPE_CHECKING:
     import pykka
 
+    from toolcards.core.catalog import CatalogEntry
     from toolcards.core.steering import StopRequest
 
 __all__ = ["Capability", "ToolCard", "capability", "observer_hint"]
@@ -436,6 +437,30 @@ class ToolCard(BaseModel):
         """Ready-made pydantic-ai toolsets (for cards wrapping MCP servers); none by default."""
         return []
 
+    # -- what searches and model switches read ---------------------------------------------
+
+    def catalog_entries(self) -> Sequence[CatalogEntry]:
+        """What ``search_tools`` finds of this card besides its tools (a skill); none by default.
+
+        Asked at every search: return the same sequence object while nothing changed, since a
+        search rebuilds its index when it gets another one.
+        """
+        return ()
+
+    def context_tools(self) -> frozenset[str]:
+        """The tools this card's context tells the model to call (``use_skill`` for the skill
+        menu); an agent that finds its tools by search keeps them listed. None by default."""
+        return frozenset()
+
+    def selected_model(self) -> Any | None:
+        """The model this card chose for its agent's next request, or ``None`` for no choice.
+
+        Asked before every model request by the adapters that can switch a run's model
+        (:class:`toolcards.pydantic_ai.ModelChoice`, a team runtime's members): a pydantic-ai
+        model or model string. Only the model card chooses; the default is ``None``.
+        """
+        return None
+
 
 class _PrivateValue:
     """Reads one private attribute of a card from the instance's private values.
@@ -443,7 +468,7 @@ class _PrivateValue:
     Runtime handles are private attributes, read on every call. Without this, a read misses
     the normal lookup and goes through pydantic's ``__getattr__``, which probes the attribute
     for a descriptor on every read (a failed ``hasattr``, so an exception, after the one the
-    missed lookup raised): ~3 µs a read (pydantic issue #12081), against ~0.2 µs here. What
+    missed lookup raised; pydantic issue #12081), an order of magnitude slower. What
     is stored, and how pydantic sets, copies and deletes it, is unchanged; attributes whose
     default is a descriptor are left to pydantic.
     """

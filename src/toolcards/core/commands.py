@@ -11,12 +11,8 @@ The grammar, with the quoting of a POSIX shell (as :func:`shlex.split`, in linea
 Values are strings; the pipeline coerces them (``"5"`` → ``5``, JSON text → a list).
 A command longer than :data:`MAX_COMMAND_CHARS` is refused before it is read.
 
-A command of plain words (ASCII, single spaces, no quotes, backslashes or ``=``) for a
-tool whose parameters are all plain ``str`` or ``int`` takes a shorter road: its words are
-converted here, where the conversion is certain to give what validation would (an ``int``
-only from up to 18 ASCII digits), and the tool runs from its guards on
-(:meth:`Tool.call_validated_sync`). Anything else, including every error, takes the
-general road, so messages are the same on both.
+Every command takes the one road: parsed here, then validated and run by the tool's
+pipeline (:meth:`Tool.call_sync`), so its answers and messages are a tool call's.
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ import re
 import typing
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
 from toolcards.core.channels import Channels
 from toolcards.core.tool import Tool
@@ -85,8 +81,6 @@ class CommandRegistry:
         self._tools = {tool.name: tool for tool in tools}
         # Read once: a signature's parameters are a fresh mapping view on every access.
         self._params = {name: tuple(tool.args.signature.parameters) for name, tool in self._tools.items()}
-        # Keyed by "/name", as the command's first word reads.
-        self._plans = {f"/{name}": plan for name, tool in self._tools.items() if (plan := _WordPlan.of(tool))}
 
     @property
     def names(self) -> list[str]:
@@ -147,29 +141,10 @@ class CommandRegistry:
                 treating the text as a message).
         """
         try:
-            head, _, rest = text.partition(" ")
-            plan = self._plans.get(head)
-            kwargs = None
-            if (
-                plan is not None
-                and "=" not in rest
-                and '"' not in rest
-                and "'" not in rest
-                and "\\" not in rest
-                and len(text) <= plan.longest
-                and text.isascii()
-            ):
-                words = rest.split()
-                # Single spaces only: then str.split cut exactly where shlex would.
-                if " ".join(words) == rest:
-                    kwargs = plan.arguments(words)
-            if kwargs is not None and plan is not None:
-                result = plan.tool.call_validated_sync(kwargs, Channels.COMMAND, approved, idempotency_key)
-            else:
-                name, args = self.parse(text)
-                result = self._tools[name].call_sync(
-                    args, channel=Channels.COMMAND, approved=approved, idempotency_key=idempotency_key
-                )
+            name, args = self.parse(text)
+            result = self._tools[name].call_sync(
+                args, channel=Channels.COMMAND, approved=approved, idempotency_key=idempotency_key
+            )
         except (RetriableError, ToolFailed) as exc:
             return "Error: " + " ".join(str(exc).split())
         if isinstance(result, str):
@@ -205,81 +180,6 @@ class CommandRegistry:
 
     def _known(self) -> str:
         return ", ".join(f"/{name}" for name in self.names) or "none"
-
-
-_PLAIN_TYPES: Final = (str, int)
-"""Parameter types a plain word converts to here, certain to agree with validation."""
-_PLAIN_DEFAULTS: Final = frozenset({str, int, float, bool, type(None)})
-"""Default types validation hands over as they are (nothing to copy)."""
-_INT_DIGITS: Final = 18
-"""Longest digit string converted here: any int validation reads the same way."""
-
-
-@dataclass(frozen=True, slots=True)
-class _WordPlan:
-    """How a command of plain words becomes its tool's validated arguments, without pydantic.
-
-    Made at registration for a tool whose parameters are all plain ``str`` or ``int``
-    (no ``Annotated`` bounds, no ``Field`` default, an immutable default or none).
-    """
-
-    tool: Tool
-    names: tuple[str, ...]
-    ints: tuple[bool, ...]
-    """Per parameter: it takes an ``int``."""
-    template: dict[str, Any]
-    """Every parameter, in order, with its default (required ones hold a placeholder that
-    a word always replaces): what validation returns, less the words."""
-    fewest: int
-    """Words needed to fill every required parameter (positional binding fills in order)."""
-    size: int
-    """The number of parameters: more words go to validation (they join into text)."""
-    longest: int
-    """Longest command text that certainly fits the tool's ``max_argument_chars`` (the
-    arguments' JSON size is at most the text's length plus each name and its punctuation)."""
-
-    @classmethod
-    def of(cls, tool: Tool) -> _WordPlan | None:
-        template: dict[str, Any] = {}
-        ints: list[bool] = []
-        fewest = 0
-        for position, param in enumerate(tool.args.signature.parameters.values()):
-            if param.annotation not in _PLAIN_TYPES:  # identity: bool, Annotated, unions stay out
-                return None
-            if param.default is param.empty:
-                fewest = position + 1
-            elif type(param.default) not in _PLAIN_DEFAULTS:
-                return None
-            template[param.name] = param.default
-            ints.append(param.annotation is int)
-        overhead = 2 + sum(len(name) + 4 for name in template)
-        return cls(
-            tool=tool,
-            names=tuple(template),
-            ints=tuple(ints),
-            template=template,
-            fewest=fewest,
-            size=len(template),
-            longest=min(MAX_COMMAND_CHARS, tool.max_argument_chars - overhead),
-        )
-
-    def arguments(self, words: list[str]) -> dict[str, Any] | None:
-        """``words`` bound in order and converted, defaults filled in; ``None`` when only
-        validation can say (a missing or extra word, an ``int`` that is not plain digits)."""
-        if not self.fewest <= len(words) <= self.size:
-            return None
-        kwargs = self.template.copy()
-        names, ints = self.names, self.ints
-        position = 0
-        for word in words:
-            if not ints[position]:
-                kwargs[names[position]] = word
-            elif word.isdigit() and len(word) <= _INT_DIGITS:  # the text is ASCII: 0-9 only
-                kwargs[names[position]] = int(word)
-            else:
-                return None
-            position += 1  # noqa: SIM113 - enumerate would cost an object per call
-        return kwargs
 
 
 def split_command(text: str, *, label: str | None = None) -> list[str]:

@@ -52,7 +52,7 @@ def remaining() -> float | None:
 def check_deadline() -> None:
     """Raise :class:`~toolcards.errors.ToolTimeout` if the current call's deadline has passed.
 
-    Costs a context-variable read and a clock read (~0.1 µs); call it every few hundred
+    Costs a context-variable read and a clock read; call it every few hundred
     iterations of a loop rather than on each.
     """
     deadline = _deadline.get()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from toolcards.core.approval import Approver
 from toolcards.core.callables import command_function, prompt_function, tool_function
@@ -24,6 +24,9 @@ from toolcards.core.tool import Tool
 from toolcards.errors import ToolcardsError, WiringError
 
 if TYPE_CHECKING:
+    from pydantic_ai.toolsets import AbstractToolset
+
+    from toolcards.core.catalog import CatalogEntry
     from toolcards.core.commands import CommandRegistry
     from toolcards.core.steering import StopRequest
     from toolcards.core.views import View
@@ -75,6 +78,8 @@ class ToolFactory:
         self._subscribers: list[RecordSubscriber] = []
         self._records = _RecordFanOut(getattr(observer, "notify_event", None), self._subscribers)
         self._lock = threading.Lock()
+        self._entry_parts: tuple[Sequence[CatalogEntry], ...] | None = None
+        self._entries: tuple[CatalogEntry, ...] = ()
         self._tools = self._bind(tuple(guards))
         self._steering = [card for card in self.cards if _steers(card)]
 
@@ -128,6 +133,9 @@ class ToolFactory:
         for card in self.cards:
             card.on_tools_bound(siblings)
         spill = self._spill(tools, siblings)
+        # The team's ledger (None without a team, or a team that keeps none): every call is
+        # admitted against its budgets and noted (toolcards.core.ledger).
+        ledger = getattr(getattr(self.observer, "team", None), "ledger", None)
         return [
             tool.replace(
                 guards=guards + tool.guards,
@@ -135,6 +143,7 @@ class ToolFactory:
                 approver=self.approve,
                 unreachable=unreachable,
                 spill=spill,
+                ledger=ledger,
             )
             for tool in tools
         ]
@@ -218,7 +227,32 @@ class ToolFactory:
                 return stop
         return None
 
-    def toolset(self, *, max_retries: int = 2, context: ContextMode = "rewrite") -> CardToolset:
+    @overload
+    def toolset(
+        self,
+        *,
+        max_retries: int = 2,
+        context: ContextMode = "rewrite",
+        tool_search: Literal[False] = False,
+        hot_tools: Iterable[str] = (),
+    ) -> CardToolset: ...
+    @overload
+    def toolset(
+        self,
+        *,
+        max_retries: int = 2,
+        context: ContextMode = "rewrite",
+        tool_search: bool,
+        hot_tools: Iterable[str] = (),
+    ) -> AbstractToolset[Any]: ...
+    def toolset(
+        self,
+        *,
+        max_retries: int = 2,
+        context: ContextMode = "rewrite",
+        tool_search: bool = False,
+        hot_tools: Iterable[str] = (),
+    ) -> AbstractToolset[Any]:
         """One pydantic-ai toolset with every tool and the system prompts as its instructions.
 
         ``Agent(model, toolsets=[factory.toolset()])`` attaches everything. ``context`` says how
@@ -226,10 +260,60 @@ class ToolFactory:
         rendered afresh into the instructions (the default), or ``"append"``ed as a change so the
         start of every request stays cacheable. With a provider that caches prompts,
         ``Agent(model, capabilities=[TeamContext(factory)])`` costs least (``docs/tokens.md``).
-        """
-        from toolcards.pydantic_ai.toolset import CardToolset
 
-        return CardToolset(self, max_retries=max_retries, context=context)
+        ``tool_search=True`` lists only ``search_tools``, ``describe_tool``, the ``hot_tools``
+        and the tools the cards' context names; the others are found by search and loaded
+        for the rest of the conversation (:class:`~toolcards.pydantic_ai.CatalogToolset`).
+        The toolset then carries the cards' MCP toolsets (``get_toolsets()``) too, so their
+        tools are searched with the cards': do not attach those a second time.
+
+        Raises:
+            WiringError: ``hot_tools`` without ``tool_search``, or naming a tool the cards do
+                not have (when no MCP toolset could have it).
+        """
+        from toolcards.pydantic_ai.toolset import factory_toolset
+
+        return factory_toolset(
+            self, max_retries=max_retries, context=context, tool_search=tool_search, hot_tools=hot_tools
+        )
+
+    # -- what searches and model switches read -----------------------------------------------
+
+    def catalog_entries(self) -> Sequence[CatalogEntry]:
+        """Every card's :meth:`~toolcards.core.card.ToolCard.catalog_entries` (skills), as one
+        tuple: the same object while no card's changed, so a search rebuilds its index only then."""
+        parts = tuple(card.catalog_entries() for card in self.cards if _overrides(card, "catalog_entries"))
+        with self._lock:
+            previous = self._entry_parts
+            if (
+                previous is None
+                or len(previous) != len(parts)
+                or any(a is not b for a, b in zip(previous, parts, strict=True))
+            ):
+                self._entry_parts = parts
+                self._entries = tuple(entry for part in parts for entry in part)
+            return self._entries
+
+    def context_tools(self) -> frozenset[str]:
+        """The tool-call tools the cards' context tells the model to call (kept listed by tool search)."""
+        callable_names = {tool.name for tool in self.tools(Channels.TOOL_CALL)}
+        return frozenset(name for card in self.cards for name in card.context_tools()) & callable_names
+
+    def model_selector(self) -> Callable[[], Any | None] | None:
+        """What the cards chose for the agent's next model request (``ModelTool``'s
+        ``switch_model``): a function returning a pydantic-ai model, a model string or
+        ``None`` (no choice), called before every request; ``None`` when no card chooses.
+
+        Raises:
+            WiringError: two cards choose the model.
+        """
+        choosers = [card for card in self.cards if _overrides(card, "selected_model")]
+        if not choosers:
+            return None
+        if len(choosers) > 1:
+            names = ", ".join(type(card).__name__ for card in choosers)
+            raise WiringError(f"Two cards choose this agent's model ({names}); keep one.")
+        return choosers[0].selected_model
 
     def views(self) -> dict[str, View]:
         """Every view of the bound cards, by name (see :mod:`toolcards.core.views`).
@@ -253,6 +337,10 @@ class ToolFactory:
         from toolcards.core.commands import CommandRegistry
 
         return CommandRegistry(self.tools(Channels.COMMAND))
+
+
+def _overrides(card: ToolCard, method: str) -> bool:
+    return getattr(type(card), method) is not getattr(ToolCard, method)
 
 
 def _steers(card: ToolCard) -> bool:

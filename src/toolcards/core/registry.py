@@ -41,6 +41,10 @@ BUILTIN_CARDS: dict[str, str] = {
     "team": "toolcards.team.tool:TeamTool",
     "messaging": "toolcards.team.tool:MessagingTool",
     "spilled_output": "toolcards.spill.tool:SpilledOutputTool",
+    "usage": "toolcards.usage.tool:UsageTool",
+    "skills": "toolcards.skills.tool:SkillsTool",
+    "metadata": "toolcards.metadata.tool:MetadataTool",
+    "model": "toolcards.model.tool:ModelTool",
 }
 """Kind → ``module:Class`` of the cards shipped with toolcards, imported on demand."""
 

@@ -10,7 +10,15 @@ process offers it. The names and contracts live here, below both.
 
 from __future__ import annotations
 
-__all__ = ["CLAIMED_TASK", "MAILBOX", "PATH_RESERVATIONS", "SPILL_SERVICES", "SPILL_TO_STORE", "SPILL_TO_WORKSPACE"]
+__all__ = [
+    "CLAIMED_TASK",
+    "MAILBOX",
+    "PATH_RESERVATIONS",
+    "SPILL_SERVICES",
+    "SPILL_TO_STORE",
+    "SPILL_TO_WORKSPACE",
+    "WORKSPACE_COMMANDS",
+]
 
 PATH_RESERVATIONS = "path_reservations"
 """``service(member) -> [(glob, holder, task_id, mode), ...]``: the workspace globs reserved by
@@ -37,6 +45,16 @@ SPILL_SERVICES = (SPILL_TO_WORKSPACE, SPILL_TO_STORE)
 """The spill services, in the order the pipeline tries them for each call."""
 
 CLAIMED_TASK = "claimed_task"
-"""``service(member) -> int | None``: the id of the task member ``member`` (``@Name``) holds by a
-live claim (the latest claimed when it holds several), or ``None``. Offered by the planning
-card; may block briefly (an actor ask). The knowledge graph records it with every fact."""
+"""``service(member) -> int | None``: the id of the task ``member`` (``@Name``) holds a live
+claim on (the most recently claimed, when several), or ``None``. Offered by the planning
+card; the workspace journal records it with each change, the ledger counts each call
+against it, the knowledge graph records it with every fact. May block briefly (an actor ask)."""
+
+WORKSPACE_COMMANDS = "workspace_commands"
+"""``service(root, member, command, timeout_s) -> context manager``: run a sandboxed command
+inside the ``with`` block, and the workspace journal of the tree at ``root`` (a
+:class:`~pathlib.Path`) scans it before and after, recording what the command changed as
+``member``'s ``exec_command``. Offered by the workspace card; a tree without a journal gets
+a block that does nothing. Entering and leaving block for a scan of the tree (a ``stat`` per
+file; the first scan of a tree reads every file once). Never raises for the journal's own
+failures (they are logged): the command runs anyway."""

@@ -3,6 +3,9 @@
 Whatever the channel (a pydantic-ai tool call, an MCP ``tools/call``, an orchestrator
 command), a call runs the same steps, so the same input gives the same answer everywhere:
 
+0. the ledger's admission, for a tool bound to a team that keeps a ledger: a call whose
+   member, task or card has spent its budget is refused (``BudgetExceeded``) before
+   anything else runs (:mod:`toolcards.core.ledger`);
 1. decode the arguments and refuse them past ``max_argument_chars``
    (:mod:`toolcards.core.arguments`), then validate and coerce them
    (:mod:`toolcards.core.schema`);
@@ -21,7 +24,9 @@ command), a call runs the same steps, so the same input gives the same answer ev
 8. the untrusted-output envelope, for tools that return outside data (around the data, the
    budget's notice after it);
 9. a :class:`~toolcards.core.events.ToolExecutionRecord`, sent to the record sink (a
-   refused call is recorded as a failure, like a guard's denial).
+   refused call is recorded as a failure, like a guard's denial), and the call's note in
+   the team's ledger: its arguments, the answer the model reads (or the error's message),
+   its time (a call refused by a budget is not noted: it did not run).
 
 The whole call is an OpenTelemetry span when the application traces
 (:mod:`toolcards.core.tracing`); when it does not, that costs one dictionary lookup.
@@ -64,6 +69,7 @@ from toolcards.core.schema import ArgsSchema, build_args_schema
 from toolcards.core.spill import SpillSink, budgeted_answer
 from toolcards.core.tracing import ToolSpan, start_tool_span, tracing
 from toolcards.errors import (
+    BudgetExceeded,
     GuardError,
     ObserverGone,
     OutcomeUnknown,
@@ -77,6 +83,8 @@ from toolcards.errors import (
 
 if TYPE_CHECKING:
     import concurrent.futures
+
+    from toolcards.core.ledger import CallLedger
 
 __all__ = ["RecordSink", "Tool"]
 
@@ -161,6 +169,10 @@ class Tool:
     unreachable: frozenset[str] = frozenset()
     """Tool names the model cannot call: no error this tool returns to a model names one
     (:mod:`toolcards.core.mentions`)."""
+    ledger: CallLedger | None = None
+    """The team's ledger: admits each call against the budgets and notes what it cost
+    (:mod:`toolcards.core.ledger`). Set by the factory for tools bound to a team that keeps
+    one. Added in 0.3."""
     _semaphore: threading.BoundedSemaphore | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -275,7 +287,11 @@ class Tool:
         if "opentelemetry.trace" in sys.modules and tracing():  # nobody traces without it: skip at once
             call_id = call_id or f"{self.name}-{next(_call_ids)}"
             span = start_tool_span(self, channel.value, call_id)
+        ledger = self.ledger if channel is not Channels.SYSTEM_PROMPT else None
+        task = None
         try:
+            if ledger is not None:
+                task = ledger.admit(self)
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
                 self._approve(kwargs, channel, call_id)
@@ -286,7 +302,9 @@ class Tool:
                 result = self._run_limited(kwargs)
             result = self._finish(result, channel, call_id)
         except BaseException as exc:
-            self._fail(exc, channel, call_id, started, span)
+            self._fail(exc, channel, call_id, started, span, ledger, task, arguments)
+        if ledger is not None:
+            ledger.note(self, task, arguments, result, started, False)
         self._succeed(channel, call_id, started, span)
         return result
 
@@ -312,7 +330,12 @@ class Tool:
         if "opentelemetry.trace" in sys.modules and tracing():
             call_id = f"{self.name}-{next(_call_ids)}"
             span = start_tool_span(self, channel.value, call_id)
+        ledger = self.ledger if channel is not Channels.SYSTEM_PROMPT else None
+        task = None
+        arguments = kwargs
         try:
+            if ledger is not None:
+                task = ledger.admit(self)
             if self.guards:
                 kwargs = self._guarded(kwargs, channel)
             if self.requires_approval and not approved:
@@ -327,7 +350,9 @@ class Tool:
             if type(result) not in _UNBUDGETED:  # numbers and None: neither budgeted nor wrapped
                 result = self._finish(result, channel, call_id)
         except BaseException as exc:
-            self._fail(exc, channel, call_id, started, span)
+            self._fail(exc, channel, call_id, started, span, ledger, task, arguments)
+        if ledger is not None:
+            ledger.note(self, task, arguments, result, started, False)
         # _succeed, inline: most calls have neither a sink nor a span.
         if self.record_sink:
             self._record(channel, call_id, started, None)
@@ -364,7 +389,11 @@ class Tool:
         if "opentelemetry.trace" in sys.modules and tracing():
             call_id = call_id or f"{self.name}-{next(_call_ids)}"
             span = start_tool_span(self, channel.value, call_id)
+        ledger = self.ledger if channel is not Channels.SYSTEM_PROMPT else None
+        task = None
         try:
+            if ledger is not None:
+                task = ledger.admit(self)
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
                 await asyncio.to_thread(self._approve, kwargs, channel, call_id)
@@ -383,7 +412,9 @@ class Tool:
             else:
                 result = self._finish(result, channel, call_id)
         except BaseException as exc:
-            self._fail(exc, channel, call_id, started, span)
+            self._fail(exc, channel, call_id, started, span, ledger, task, arguments)
+        if ledger is not None:
+            ledger.note(self, task, arguments, result, started, False)
         self._succeed(channel, call_id, started, span)
         return result
 
@@ -477,14 +508,25 @@ class Tool:
         return (kind is str and len(result) > self.output_budget) or kind is dict or kind is list
 
     def _fail(
-        self, exc: BaseException, channel: Channels, call_id: str | None, started: float, span: ToolSpan | None
+        self,
+        exc: BaseException,
+        channel: Channels,
+        call_id: str | None,
+        started: float,
+        span: ToolSpan | None,
+        ledger: CallLedger | None = None,
+        task: int | None = None,
+        arguments: Any = None,
     ) -> NoReturn:
-        """Record the failure and raise it, translated (see :func:`_translate`)."""
+        """Record the failure (and note it in the ``ledger``, unless a budget refused the
+        call) and raise it, translated (see :func:`_translate`)."""
         error = _translate(self.name, exc)
         if channel is Channels.TOOL_CALL and self.unreachable and isinstance(error, RetriableError | ToolFailed):
             error = _without_dangling_names(error, self.unreachable - {self.name})
         if self.record_sink and isinstance(error, ToolcardsError):
             self._record(channel, call_id, started, f"{type(error).__name__}: {error}")
+        if ledger is not None and isinstance(error, ToolcardsError) and not isinstance(error, BudgetExceeded):
+            ledger.note(self, task, arguments, str(error), started, True)
         if span is not None:
             span.finish(error)
         if error is exc:

@@ -4,9 +4,9 @@ Fruchterman and Reingold's force layout in its grid form (their paper's own vari
 every relation pulls its two entities together (``d² / k``), and an entity pushes away
 only the entities in its own and the eight neighbouring cells of a grid of side ``k``
 (``k² / d``), so an iteration costs the entities and relations, not their square. Entities
-stay inside a square frame whose area grows with their number, so unrelated ones stay near. With numpy an iteration
-over 2,000 entities takes 3 to 10 ms here (more as the picture settles and cells fill),
-so a cold layout's iterations are capped by the number of entities
+stay inside a square frame whose area grows with their number, so unrelated ones stay near. An iteration over thousands
+of entities still costs milliseconds (more as the picture settles and cells fill), so a
+cold layout's iterations are capped by the number of entities
 (:data:`ENTITY_ITERATIONS`).
 
 Nothing is random: an entity starts where a hash of its name puts it, so the same graph

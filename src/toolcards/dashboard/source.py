@@ -7,6 +7,8 @@ agent; only cards that offer views are bound (a sandbox is never started to be l
 Two views come from the team itself:
 
 * ``team.calls``: the last tool calls of every process (:class:`~toolcards.dashboard.calls.CallLog`);
+* ``team.usage``: the team's ledger, when it keeps one (``ActorSystem(ledger=...)``): calls,
+  tokens and tool time per member, task, card and tool, and each budget with what it used;
 * ``team.roster``: the team's present members, every process's (from the team's presence:
   ``TeamHandle.present_members``), with role, process and host and when their process last
   renewed them; the team's role catalog; and the call statistics of every agent the call log
@@ -36,13 +38,14 @@ if TYPE_CHECKING:
     from toolcards.core.card import ToolCard
     from toolcards.core.views import View
 
-__all__ = ["CALLS_VIEW", "GRAPH_VIEW", "ROSTER_VIEW", "TeamSource", "UnknownView"]
+__all__ = ["CALLS_VIEW", "GRAPH_VIEW", "ROSTER_VIEW", "USAGE_VIEW", "TeamSource", "UnknownView"]
 
 logger = logging.getLogger("toolcards.dashboard")
 
 CALLS_VIEW = "team.calls"
 ROSTER_VIEW = "team.roster"
 GRAPH_VIEW = "knowledge_graph.graph"
+USAGE_VIEW = "team.usage"
 
 
 class UnknownView(LookupError):
@@ -70,7 +73,8 @@ class TeamSource:
 
     def names(self) -> list[str]:
         """Every view this team has, the team's own two included."""
-        return sorted([*self.card_views, CALLS_VIEW, ROSTER_VIEW])
+        own = [CALLS_VIEW, ROSTER_VIEW] + ([USAGE_VIEW] if self.team.ledger is not None else [])
+        return sorted([*self.card_views, *own])
 
     def versions(self) -> dict[str, Hashable]:
         """Every view's version now; a view whose version cannot be read gets an error stamp."""
@@ -88,6 +92,12 @@ class TeamSource:
         except Exception as exc:  # the presence's store out of reach: the other views go on
             logger.debug("version of %s failed: %s", ROSTER_VIEW, exc)
             versions[ROSTER_VIEW] = ("error", type(exc).__name__)
+        if self.team.ledger is not None:
+            try:
+                versions[USAGE_VIEW] = self.team.ledger.version()
+            except Exception as exc:  # the store out of reach: the other views go on
+                logger.debug("version of %s failed: %s", USAGE_VIEW, exc)
+                versions[USAGE_VIEW] = ("error", type(exc).__name__)
         return versions
 
     def version(self, name: str) -> Hashable:
@@ -100,6 +110,9 @@ class TeamSource:
             return self.calls.refresh()
         if name == ROSTER_VIEW:
             return self._roster_version(self.calls.refresh())
+        if name == USAGE_VIEW and self.team.ledger is not None:
+            version: int = self.team.ledger.version()
+            return version
         view = self._view(name)
         return view.current_version()
 
@@ -119,6 +132,8 @@ class TeamSource:
         if name == ROSTER_VIEW:
             self.calls.refresh()
             return self._roster()
+        if name == USAGE_VIEW and self.team.ledger is not None:
+            return self._usage()
         view = self._view(name)
         unknown = sorted(set(params) - self._parameters[name])
         if unknown:
@@ -156,6 +171,24 @@ class TeamSource:
         edges = [(relation["from_entity"], relation["to_entity"]) for relation in graph.get("relations", [])]
         positions = self.layout.positions(version, names, edges)
         return {**graph, "positions": {name: [round(x, 3), round(y, 3)] for name, (x, y) in positions.items()}}
+
+    def _usage(self) -> dict[str, Any]:
+        ledger = self.team.ledger
+        report = ledger.usage()
+        budgets = []
+        for budget in ledger.budgets():
+            used = ledger.used(budget.scope, budget.name)
+            limit, share = budget.fullest(used)
+            budgets.append(
+                {
+                    **budget.model_dump(mode="json"),
+                    "label": budget.label,
+                    "fullest": limit,
+                    "share": round(share, 4),
+                    "used": used.model_dump(mode="json"),
+                }
+            )
+        return {**report.model_dump(mode="json"), "budgets": budgets}
 
     def _roster_version(self, calls: int) -> Hashable:
         # Renewals count: the page shows when each member was last seen.

@@ -220,12 +220,12 @@ class EntityCreate(_ToolInput):
     """An entity to create; fails if the name is taken."""
 
     name: _Name
-    entity_type: _Type = Field(description="e.g. person, service")
+    entity_type: _Type
     description: _Description = ""
     observations: list[_Observation] = Field(
         default_factory=list, max_length=OBSERVATIONS_MAX, description="Atomic facts", json_schema_extra=unlisted_bound
     )
-    is_root: bool = Field(default=False, description="In the summary")
+    is_root: bool = False
 
 
 class EntityUpdate(_ToolInput):
@@ -257,7 +257,7 @@ class EntityUpdate(_ToolInput):
     invalidate: dict[_Ref, _Description] = Field(
         default_factory=dict,
         max_length=OBSERVATIONS_MAX,
-        description="observation, own name or '-[type]-> to' → reason",
+        description="text, own name or -[type]-> to: reason",
         json_schema_extra=_unlisted_map,
     )
     """Facts that no longer hold, each with the reason: an observation (exact text), one of the

@@ -261,7 +261,7 @@ class KnowledgeGraphTool(ToolCard):
 
     @capability("merge_entities", mutates=True)
     def merge(self, into: str, sources: list[str], dry_run: _Flag = False) -> str:
-        """Merge duplicate entities; names become aliases."""
+        """Merge duplicates; names become aliases."""
         try:
             report = self.ask(
                 self.graph.merge(
@@ -294,11 +294,7 @@ class KnowledgeGraphTool(ToolCard):
         as_of: str | None = None,
         include_invalid: _Flag = False,
     ) -> str:
-        """Find entities by words, or by meaning with an embedding model.
-
-        Args:
-            as_of: ISO time
-        """
+        """Find entities by words, or meaning if embedded."""
         moment = None if as_of is None else parse_as_of(as_of)
         result = self._search(
             query,

@@ -44,9 +44,9 @@ from urllib.parse import parse_qs, urlsplit
 
 from pydantic import BaseModel
 
-from toolcards.core.atomic_write import atomic_write
-from toolcards.core.locations import internal_dir
 from toolcards.errors import ToolFailed
+from toolcards.fs.atomic_write import atomic_write
+from toolcards.fs.locations import internal_dir
 
 if TYPE_CHECKING:
     import httpx2

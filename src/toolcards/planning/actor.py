@@ -737,13 +737,13 @@ class PlanningActor(CallerRunsActor):
         return self._seq, hash(tuple(sorted((claim.task_id, claim.until) for claim in self._claims.values())))
 
     def claimed_task(self, member: str) -> int | None:
-        """The task ``member`` holds by a live claim (the latest claimed of several), after
-        catching up; ``None`` when it holds none. Plain data, for other domains."""
+        """The task ``member`` holds a live claim on, after catching up: the most recently
+        claimed when several, ``None`` when none."""
         self._refresh()
-        holder = normalize_agent_name(member)
+        asking = normalize_agent_name(member)
         now = time.time()
-        held = [claim for claim in self._claims.values() if claim.member == holder and claim.until > now]
-        return max(held, key=lambda claim: (claim.since, claim.task_id)).task_id if held else None
+        held = [claim for claim in self._claims.values() if claim.member == asking and claim.until > now]
+        return max(held, key=lambda claim: claim.since).task_id if held else None
 
     def reservations(self, member: str = "") -> list[tuple[str, str, int, ReservationMode]]:
         """The paths reserved by live claims of members other than ``member``, after catching up.

@@ -130,6 +130,7 @@ class PlanningTool(ToolCard):
         )
         # The workspace asks for the paths reserved by claims; only the board's proxy is kept.
         team.provide(PATH_RESERVATIONS, functools.partial(_reserved_paths, self._board))
+        # The workspace journal and the ledger record each change or call with the task its member holds.
         team.provide(CLAIMED_TASK, functools.partial(_claimed_task, self._board))
 
     def on_tools_bound(self, tool_names: frozenset[str]) -> None:
@@ -284,13 +285,13 @@ class PlanningTool(ToolCard):
         }
 
 
-def _claimed_task(board: PlanningProxy, member: str) -> int | None:
-    from toolcards.actors.asking import ask
-
-    return ask(board.claimed_task(member), actor=PLANNING_ACTOR_NAME)
-
-
 def _reserved_paths(board: PlanningProxy, member: str) -> list[tuple[str, str, int, ReservationMode]]:
     from toolcards.actors.asking import ask
 
     return ask(board.reservations(member), actor=PLANNING_ACTOR_NAME)
+
+
+def _claimed_task(board: PlanningProxy, member: str) -> int | None:
+    from toolcards.actors.asking import ask
+
+    return ask(board.claimed_task(member), actor=PLANNING_ACTOR_NAME)

@@ -18,7 +18,8 @@ changes, and every cached prefix is lost. ``TeamContext`` keeps it still:
   makes the model assemble the state from many small pieces.
 
 Attach it as a capability: ``Agent(model, capabilities=[TeamContext(factory)])``. It carries
-the factory's tools too (a ``CardToolset`` without instructions). The state of what the model
+the factory's tools too (a ``CardToolset`` without instructions), and the model the cards
+chose (:class:`~toolcards.pydantic_ai.ModelSwitch`). The state of what the model
 has seen is per run; a new run starts from a fresh baseline in its instructions.
 ``python -m bench tokens`` measures it against the other modes.
 """
@@ -37,9 +38,11 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import ModelRequest, UserPromptPart
 
 from toolcards.core.channels import Channels
+from toolcards.pydantic_ai.model_switch import ModelSwitch
 from toolcards.pydantic_ai.toolset import CardToolset
 
 if TYPE_CHECKING:
+    from pydantic_ai.capabilities import ModelSelector
     from pydantic_ai.models import ModelRequestContext
     from pydantic_ai.toolsets import AbstractToolset
 
@@ -125,16 +128,23 @@ class TeamContext(AbstractCapability[Any]):
     _tracker: ContextTracker = field(default_factory=ContextTracker, init=False, repr=False)
     _baseline: str | None = field(default=None, init=False, repr=False)
     _toolset: CardToolset | None = field(default=None, init=False, repr=False)
+    _model_switch: ModelSwitch | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._tracker = ContextTracker(full_every=self.full_every)
         self._toolset = CardToolset(self.factory, max_retries=self.max_retries, context="off")
+        self._model_switch = ModelSwitch(self.factory)
         names = [tool.name for tool in self.factory.tools(Channels.SYSTEM_PROMPT)]
         self._sections = list(zip(names, self.factory.get_system_prompts(), strict=True))
 
     async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
         """A fresh copy per run: what the model has seen belongs to one conversation."""
         return dataclasses.replace(self)
+
+    def get_model(self) -> ModelSelector[Any] | None:
+        """The model the cards chose (``ModelTool``), from the next request on (:class:`ModelSwitch`)."""
+        assert self._model_switch is not None
+        return self._model_switch.get_model()
 
     def get_toolset(self) -> AbstractToolset[Any] | None:
         """The factory's tools, without instructions (this capability provides them)."""

@@ -58,13 +58,15 @@ from pydantic_core import SchemaValidator, core_schema
 
 from toolcards.core.approval import ApprovalRequired as CallNotApproved
 from toolcards.core.channels import Channels
-from toolcards.errors import RetriableError, ToolFailed
+from toolcards.errors import RetriableError, ToolFailed, WiringError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from toolcards.core.factory import ToolFactory
     from toolcards.core.steering import StopRequest
 
-__all__ = ["CardToolset", "ContextMode"]
+__all__ = ["CardToolset", "ContextMode", "factory_toolset"]
 
 ContextMode = Literal["append", "rewrite", "off"]
 """How a changed system-prompt section reaches the model (see the module docstring); ``"off"``:
@@ -204,6 +206,45 @@ class CardToolset(AbstractToolset[Any]):
         self._stopped[run_id] = stop
         while len(self._stopped) > _STOPPED_RUNS_KEPT:
             del self._stopped[next(iter(self._stopped))]
+
+
+def factory_toolset(
+    factory: ToolFactory,
+    *,
+    max_retries: int = 2,
+    context: ContextMode = "rewrite",
+    tool_search: bool = False,
+    hot_tools: Iterable[str] = (),
+) -> AbstractToolset[Any]:
+    """What :meth:`ToolFactory.toolset <toolcards.core.factory.ToolFactory.toolset>` returns:
+    a :class:`CardToolset`, or with ``tool_search`` a
+    :class:`~toolcards.pydantic_ai.CatalogToolset` around it and the cards' MCP toolsets.
+
+    Raises:
+        WiringError: ``hot_tools`` without ``tool_search``, or naming a tool the cards do not
+            have (when no MCP toolset could have it).
+    """
+    cards = CardToolset(factory, max_retries=max_retries, context=context)
+    hot = frozenset(hot_tools)
+    if not tool_search:
+        if hot:
+            raise WiringError("hot_tools lists tools kept in view by tool search: pass tool_search=True too.")
+        return cards
+    from pydantic_ai.toolsets import CombinedToolset
+
+    from toolcards.pydantic_ai.catalog import CatalogToolset
+
+    extra = factory.get_toolsets()
+    unknown = sorted(hot - {tool.name for tool in factory.tools(Channels.TOOL_CALL)})
+    if unknown and not extra:
+        raise WiringError(
+            f"hot_tools names tools these cards do not offer: {', '.join(unknown)}. "
+            "Give names of their tool-call tools."
+        )
+    wrapped: AbstractToolset[Any] = CombinedToolset([cards, *extra]) if extra else cards
+    return CatalogToolset(
+        wrapped, hot_tools=hot | factory.context_tools(), entries=factory.catalog_entries, max_retries=max_retries
+    )
 
 
 def _idempotency_key(ctx: RunContext[Any]) -> str | None:

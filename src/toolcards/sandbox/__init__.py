@@ -6,6 +6,11 @@ decides what a command can see and touch. Each call carries its card's
 :class:`CommandPolicy` (allowlist, limits, disk quota, deadline), applied to that command
 alone. A misbehaving command is stopped and reported in its :class:`ExecResult`, never
 raised; ``ExecTool`` turns refusals and stopped commands into errors for the model.
+
+A command may also run in the background (:mod:`.runs`): started at once, owned by the
+member that started it, read and stopped later by its run id. With ``bwrap``, a command may
+be held to a list of hosts (:mod:`.hosts`): its only way out is a proxy that checks each
+connection (:mod:`.egress`, :mod:`.forwarder`).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from toolcards.sandbox.actor import (
 )
 from toolcards.sandbox.cwd import CWD_ESCAPE_MESSAGE
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS, check_allowed, command_name
+from toolcards.sandbox.hosts import HostAllowlist
 from toolcards.sandbox.models import (
     DEFAULT_ALLOWED_COMMANDS,
     BwrapOptions,
@@ -34,13 +40,23 @@ from toolcards.sandbox.models import (
     SeatbeltOptions,
 )
 from toolcards.sandbox.probe import choose_mode
-from toolcards.sandbox.tool import ExecCommandParam, ExecTool
+from toolcards.sandbox.runs import RUN_STOP, BackgroundRun, RunLog, RunOutputPage, RunRegistry, RunState, RunStatus
+from toolcards.sandbox.tool import (
+    ExecCommandParam,
+    ExecOutputParam,
+    ExecRunsParam,
+    ExecStatusParam,
+    ExecStopParam,
+    ExecTool,
+)
 
 __all__ = [
     "CWD_ESCAPE_MESSAGE",
     "DEFAULT_ALLOWED_COMMANDS",
     "MAX_COMMAND_CHARS",
+    "RUN_STOP",
     "SANDBOX_ACTOR_CLASSES",
+    "BackgroundRun",
     "BwrapOptions",
     "BwrapSandboxActor",
     "CommandPolicy",
@@ -48,10 +64,20 @@ __all__ = [
     "DockerSandboxActor",
     "ExecCommandParam",
     "ExecLimits",
+    "ExecOutputParam",
     "ExecResult",
+    "ExecRunsParam",
+    "ExecStatusParam",
+    "ExecStopParam",
     "ExecTool",
+    "HostAllowlist",
     "LocalOptions",
     "LocalSandboxActor",
+    "RunLog",
+    "RunOutputPage",
+    "RunRegistry",
+    "RunState",
+    "RunStatus",
     "SandboxActor",
     "SandboxOptions",
     "SandboxProxy",

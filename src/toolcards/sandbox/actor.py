@@ -34,29 +34,33 @@ team starts.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pykka
 from pydantic import ValidationError
 from pykka.typing import ActorMemberMixin, proxy_method
 
-from toolcards.core.tree_usage import workspace_usage
 from toolcards.errors import WiringError
+from toolcards.fs.tree_usage import workspace_usage
 from toolcards.sandbox.bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
 from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
 from toolcards.sandbox.cwd import cwd_vanished, resolve_cwd
 from toolcards.sandbox.docker import CONTAINER_PATH, CONTAINER_WORKSPACE, DockerContainer
 from toolcards.sandbox.environment import python_bin_dirs, sandbox_env
+from toolcards.sandbox.forwarder import EGRESS_MOUNT, forwarder_argv, proxy_env
 from toolcards.sandbox.guards import CommandRefused, check_allowed
+from toolcards.sandbox.hosts import HostAllowlist
 from toolcards.sandbox.local import hide_host_process, launcher_argv, local_path_env, shell_argv
 from toolcards.sandbox.models import (
     BwrapOptions,
@@ -80,7 +84,11 @@ from toolcards.sandbox.process import (
     user_process_count,
 )
 from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart
+from toolcards.sandbox.runs import RUN_STOP, BackgroundRun, RunRegistry, current_run, running_in_background
 from toolcards.sandbox.seatbelt import seatbelt_argv
+
+if TYPE_CHECKING:
+    from toolcards.sandbox.egress import EgressGate, EgressProxy
 
 __all__ = [
     "QUOTA_STOP",
@@ -171,6 +179,8 @@ class SandboxActor(pykka.ThreadingActor):
         self._closed = False
         self._nproc: dict[bool, int | None] = {}
         self._usage = workspace_usage(self.workspace)
+        self.runs = RunRegistry()
+        """The team's background runs (:meth:`start_run`); thread-safe, read it from any thread."""
 
     @classmethod
     def policy_for(
@@ -250,7 +260,7 @@ class SandboxActor(pykka.ThreadingActor):
         if timeout_s is not None and timeout_s <= 0:
             return self._refused(cmd, f"SandboxError: timeout_s must be positive, got {timeout_s!r}.")
         deadline = policy.timeout_s if timeout_s is None else min(timeout_s, policy.timeout_s)
-        with self._slots:
+        with self._slot():
             if self._closed:
                 return self._failed(cmd, "SandboxError: the sandbox is shutting down; nothing was run.")
             try:
@@ -267,6 +277,74 @@ class SandboxActor(pykka.ThreadingActor):
             notes = (*result.notes, f"timeout capped at {policy.timeout_s:g} s, the sandbox's limit")
             result = result.model_copy(update={"notes": notes})
         return result
+
+    def _slot(self) -> contextlib.AbstractContextManager[Any]:
+        """A command slot (``max_concurrent``); none for a background run, which must not keep
+        the team's other commands waiting for as long as it lives."""
+        return contextlib.nullcontext() if current_run() is not None else self._slots
+
+    def start_run(
+        self,
+        cmd: str,
+        cwd: str = "",
+        timeout_s: float | None = None,
+        policy: CommandPolicy | None = None,
+        *,
+        owner: str,
+        max_running: int = 4,
+        keep_chars: int = 1_000_000,
+        around: contextlib.AbstractContextManager[Any] | None = None,
+    ) -> BackgroundRun | ExecResult:
+        """Start ``cmd`` as a background run of ``owner``; returns the run at once, or why it cannot run.
+
+        Checked first, as :meth:`execute` checks them: the allowlist, ``cwd`` and
+        ``timeout_s``; a refusal is an :class:`ExecResult` and nothing is started. Then the
+        run is registered in :attr:`runs` and a worker thread executes it under ``policy``
+        (its limits, disk quota and deadline), outside the ``max_concurrent`` slots, its output
+        kept in the run's log (the last ``keep_chars`` characters). The returned
+        :class:`~toolcards.sandbox.runs.BackgroundRun` is thread-safe: read, stop and wait
+        for it from any thread. Never blocks (the spawn happens in the worker). ``around`` is a
+        block the worker runs the command inside, entered before the spawn and left after the
+        end (the workspace journal's, which records what the run changed).
+
+        Raises:
+            RetriableError: ``owner`` has ``max_running`` runs that have not ended.
+        """
+        policy = policy or self.policy
+        refusal = check_allowed(cmd, policy.options.allowed_commands)
+        if refusal is not None:
+            return self._refused(cmd, refusal)
+        try:
+            resolve_cwd(self.workspace, cwd, mount=self.workspace_mount)
+        except CommandRefused as exc:
+            return self._refused(cmd, str(exc))
+        if timeout_s is not None and timeout_s <= 0:
+            return self._refused(cmd, f"SandboxError: timeout_s must be positive, got {timeout_s!r}.")
+        if self._closed:
+            return self._failed(cmd, "SandboxError: the sandbox is shutting down; nothing was run.")
+        run = self.runs.add(owner, cmd, cwd, keep_chars=keep_chars, max_running=max_running)
+        worker = threading.Thread(
+            target=self._work_in_background,
+            args=(run, cwd, timeout_s, policy, around),
+            name=f"sandbox-{self.mode}-{run.run_id}",
+            daemon=True,
+        )
+        with self._lock:
+            self._workers.add(worker)
+        worker.start()
+        return run
+
+    def run_of(self, owner: str, run_id: str) -> BackgroundRun:
+        """``owner``'s background run ``run_id`` (thread-safe; use it from your own thread).
+
+        Raises:
+            RetriableError: ``owner`` has no run of that id; the message lists theirs.
+        """
+        return self.runs.get(owner, run_id)
+
+    def runs_of(self, owner: str) -> list[BackgroundRun]:
+        """``owner``'s background runs still kept, oldest first."""
+        return self.runs.owned_by(owner)
 
     def conflicts(self, mode: str, workspace: Path, policy: CommandPolicy) -> list[str]:
         """What a card with ``mode``, ``workspace`` and ``policy`` cannot share with this actor.
@@ -379,8 +457,18 @@ class SandboxActor(pykka.ThreadingActor):
         handles: list[RunningProcess] = []
         watch = DiskWatch(self._usage, quota)
 
+        run = current_run()
+
         def track(handle: RunningProcess) -> None:
             handles.append(handle)
+            if run is not None:
+
+                def stop_run(reason: str) -> None:
+                    handle.interrupt(reason)
+                    if stop_inside is not None:  # docker: the command runs in the container
+                        threading.Thread(target=stop_inside, name="sandbox-stop-run", daemon=True).start()
+
+                run.attach(stop_run)
             with self._lock:
                 self._running.add(handle)
                 closed = self._closed
@@ -404,6 +492,7 @@ class SandboxActor(pykka.ThreadingActor):
                 rlimits=rlimits,
                 cgroup=cgroup,
                 on_start=track,
+                on_output=None if run is None else run.log.add,
             )
             hits = cgroup.limit_hits(limits.max_processes, limits.memory_mb) if cgroup else []
         finally:
@@ -438,6 +527,9 @@ class SandboxActor(pykka.ThreadingActor):
             assert watch is not None
             stopped = QUOTA_STOP
             notes.append(_quota_note(limits, watch, ended=outcome.stopped_by != QUOTA_STOP))
+        elif outcome.stopped_by == RUN_STOP:
+            stopped = RUN_STOP
+            notes.append("stopped on request: the command and every process it started were killed")
         elif outcome.stopped_by is not None:
             stopped = outcome.stopped_by
             notes.append("stopped: the sandbox shut down while the command ran")
@@ -524,6 +616,29 @@ class SandboxActor(pykka.ThreadingActor):
 
     # -- worker ----------------------------------------------------------------------------
 
+    def _work_in_background(
+        self,
+        run: BackgroundRun,
+        cwd: str,
+        timeout_s: float | None,
+        policy: CommandPolicy,
+        around: contextlib.AbstractContextManager[Any] | None,
+    ) -> None:
+        result: ExecResult | None = None
+        try:
+            if run.stop_reason is not None:
+                result = self._failed(run.command, "SandboxError: stopped before it started; nothing was run.")
+            else:
+                with around if around is not None else contextlib.nullcontext(), running_in_background(run):
+                    result = self.execute(run.command, cwd, timeout_s, policy)
+        except Exception as exc:  # a programming error: the run must still end
+            logger.exception("sandbox: background run %s failed", run.run_id)
+            result = self._failed(run.command, f"SandboxError: {type(exc).__name__}: {exc}")
+        finally:
+            run.finish(result or self._failed(run.command, "SandboxError: the run was interrupted."))
+            with self._lock:
+                self._workers.discard(threading.current_thread())
+
     def _work(
         self,
         future: pykka.Future[ExecResult],
@@ -609,6 +724,7 @@ class BwrapSandboxActor(SandboxActor):
     scratch_prefix = "toolcards-etc-"
     workspace_mount = WORKSPACE_MOUNT
     _etc: EtcSnapshot | None = None
+    _egress: EgressProxy | None = None
 
     def _etc_snapshot(self) -> EtcSnapshot:
         scratch = self._scratch_dir()
@@ -617,26 +733,84 @@ class BwrapSandboxActor(SandboxActor):
                 self._etc = snapshot_etc(scratch / "etc")
             return self._etc
 
+    def _egress_proxy(self) -> EgressProxy:
+        from toolcards.sandbox.egress import EgressProxy  # asyncio: only for allowlisted commands
+
+        scratch = self._scratch_dir()
+        with self._lock:
+            if self._egress is None:
+                self._egress = EgressProxy(scratch)
+            return self._egress
+
     def _execute(
         self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
     ) -> ExecResult:
         options = policy.options
         assert isinstance(options, BwrapOptions)
         shell = "bash" if Path("/usr/bin/bash").exists() else "sh"
-        argv = bwrap_argv(
-            workspace=self.workspace,
-            rel_cwd=rel_cwd,
-            command=[shell, "-c", cmd],
-            options=options,
-            etc=self._etc_snapshot(),
-        )
-        env = sandbox_env(
-            home=WORKSPACE_MOUNT,
-            path=bwrap_path_env(self.workspace, options),
-            tmpdir="/tmp",
-            options=options,
-        )
-        return self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s, policy=policy)
+        command = [shell, "-c", cmd]
+        gate: EgressGate | None = None
+        if options.allowed_hosts:
+            python = _python_inside(options)
+            gate = self._open_gate(options)
+            command = forwarder_argv(python, f"{EGRESS_MOUNT}/{gate.socket_path.name}", command)
+        try:
+            argv = bwrap_argv(
+                workspace=self.workspace,
+                rel_cwd=rel_cwd,
+                command=command,
+                options=options,
+                etc=self._etc_snapshot(),
+                egress=None if gate is None else gate.directory,
+            )
+            env = sandbox_env(
+                home=WORKSPACE_MOUNT,
+                path=bwrap_path_env(self.workspace, options),
+                tmpdir="/tmp",
+                options=options,
+            )
+            if gate is not None:
+                env = {**env, **proxy_env(), **options.env}
+            result = self._spawn(cmd, argv, cwd=self.workspace, env=env, timeout_s=timeout_s, policy=policy)
+        finally:
+            if gate is not None:
+                self._egress_proxy().close_gate(gate)
+        if gate is not None and gate.notes():
+            result = result.model_copy(update={"notes": (*result.notes, *gate.notes())})
+        return result
+
+    def _open_gate(self, options: BwrapOptions) -> EgressGate:
+        """A gate of the sandbox's proxy for one command; a background run's log hears its refusals."""
+        run = current_run()
+
+        def note(message: str) -> None:
+            if run is not None:
+                run.log.add_text(f"\n[network: {message}]\n")
+
+        try:
+            return self._egress_proxy().open(HostAllowlist(options.allowed_hosts), options.resolve, on_refusal=note)
+        except OSError as exc:
+            raise SpawnFailed(f"could not open the network proxy's socket: {exc}") from exc
+
+    def _close(self) -> None:
+        if self._egress is not None:
+            self._egress.close()
+
+
+def _python_inside(options: BwrapOptions) -> str:
+    """A Python the sandbox can run (for the forwarder): toolcards' own when bound, else the system's.
+
+    Raises:
+        SpawnFailed: none is there; the message says how to get one.
+    """
+    if options.bind_python:
+        return sys.executable
+    if Path("/usr/bin/python3").exists():
+        return "/usr/bin/python3"
+    raise SpawnFailed(
+        "a network allowlist needs a Python inside the sandbox for its forwarder: keep bind_python on "
+        "or install python3 under /usr"
+    )
 
 
 class SeatbeltSandboxActor(SandboxActor):
@@ -742,6 +916,9 @@ class SandboxProxy(ActorMemberMixin, pykka.ActorProxy[SandboxActor]):
     """Typed proxy: ``proxy.run(...)`` is a future of the future of an :class:`ExecResult`."""
 
     run = proxy_method(SandboxActor.run)
+    start_run = proxy_method(SandboxActor.start_run)
+    run_of = proxy_method(SandboxActor.run_of)
+    runs_of = proxy_method(SandboxActor.runs_of)
     conflicts = proxy_method(SandboxActor.conflicts)
     describe = proxy_method(SandboxActor.describe)
     owner: pykka.Future[str]

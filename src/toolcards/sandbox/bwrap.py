@@ -16,7 +16,9 @@ What a command sees inside:
   ``bind_python`` is on, with ``/workspace/.venv/bin`` first on ``PATH`` when it exists, so
   ``python`` is the workspace's venv if there is one, else toolcards' own interpreter
   (read-only: ``pip install`` needs a workspace venv);
-* no network (``--unshare-all``: only a private loopback) unless ``allow_network``;
+* no network (``--unshare-all``: only a private loopback) unless ``allow_network``; with
+  ``allowed_hosts``, the directory of the proxy's socket at :data:`~.forwarder.EGRESS_MOUNT`
+  (see :mod:`.egress`);
   new PID, IPC, UTS and cgroup namespaces; no capabilities; its own session; it dies with
   the worker that started it (``--die-with-parent`` follows the spawning *thread*, which
   is the worker thread that waits for this very command, so it never fires early).
@@ -36,6 +38,7 @@ from functools import cache
 from pathlib import Path, PurePosixPath
 
 from toolcards.sandbox.environment import python_bin_dirs
+from toolcards.sandbox.forwarder import EGRESS_MOUNT
 from toolcards.sandbox.models import BwrapOptions
 
 __all__ = [
@@ -166,11 +169,13 @@ def bwrap_argv(
     command: Sequence[str],
     options: BwrapOptions,
     etc: EtcSnapshot | None = None,
+    egress: Path | None = None,
 ) -> list[str]:
     """The full ``bwrap ... -- command`` argv for one command in ``rel_cwd`` of the workspace.
 
     ``etc`` (from :func:`snapshot_etc`) becomes a read-only ``/etc``; without it the
-    sandbox has no ``/etc``.
+    sandbox has no ``/etc``. ``egress`` (a gate's directory) is bound read-only at
+    :data:`~.forwarder.EGRESS_MOUNT`.
     """
     # Mount order matters: a later mount hides what an earlier one put below it, so the
     # private /tmp comes before the binds (toolcards' own Python may live under /tmp).
@@ -183,6 +188,8 @@ def bwrap_argv(
         args += _python_binds()
     for path in options.ro_binds:
         args += ["--ro-bind-try", path, path]
+    if egress is not None:
+        args += ["--ro-bind", str(egress), EGRESS_MOUNT]
     chdir = WORKSPACE_MOUNT if str(rel_cwd) == "." else f"{WORKSPACE_MOUNT}/{rel_cwd}"
     args += [
         "--bind", str(workspace), WORKSPACE_MOUNT,

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = [
     "CAPTURE_MARKER",
@@ -137,6 +137,15 @@ class BwrapOptions(SandboxOptions):
     """The backend these options are for (set from the card's ``mode``)."""
     allow_network: bool = False
     """Share the host's network namespace (otherwise only a private loopback exists)."""
+    allowed_hosts: tuple[str, ...] = ()
+    """Hosts a command may reach through the sandbox's proxy, and no others: ``example.com``,
+    ``*.example.org`` (its subdomains), an IP address, each with an optional ``:port`` (see
+    :mod:`toolcards.sandbox.hosts`). The command keeps a network namespace of its own whose
+    only way out is that proxy (``HTTP_PROXY``/``HTTPS_PROXY`` are set); each refusal is
+    logged and noted in the command's result. Empty: no proxy. Excludes ``allow_network``."""
+    resolve: dict[str, str] = Field(default_factory=dict)
+    """Host name → address the proxy connects to instead of asking DNS (as curl's
+    ``--resolve``): hosts on a private network, or test servers."""
     bind_python: bool = True
     """Bind the Python running toolcards (its venv and base prefix) read-only at the same
     paths and put its ``bin`` on ``PATH``, so ``python``/``pytest`` resolve inside. A
@@ -145,6 +154,20 @@ class BwrapOptions(SandboxOptions):
     """Extra host paths bound read-only at the same place (toolchains, caches)."""
     bwrap_path: str = "bwrap"
     """The bubblewrap executable."""
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _hosts_parse(cls, hosts: tuple[str, ...]) -> tuple[str, ...]:
+        from toolcards.sandbox.hosts import HostAllowlist
+
+        HostAllowlist(hosts)  # raises ValueError naming every bad entry
+        return hosts
+
+    @model_validator(mode="after")
+    def _one_network(self) -> BwrapOptions:
+        if self.allow_network and self.allowed_hosts:
+            raise ValueError("allow_network shares the whole network; allowed_hosts limits it: give one of them")
+        return self
 
 
 class DockerOptions(SandboxOptions):

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import resource
 import selectors
@@ -188,7 +189,8 @@ def _child_setup(rlimits: Sequence[tuple[int, int]], procs_files: Sequence[str])
 class OutputCapture:
     """Bytes of one stream: the first ``head`` bytes, the last ``tail`` bytes, and a count."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, on_chunk: Callable[[bytes], None] | None = None) -> None:
+        self._on_chunk = on_chunk
         self._head_cap = limit * 2 // 5
         self._tail_cap = limit - self._head_cap
         self._head = bytearray()
@@ -196,7 +198,9 @@ class OutputCapture:
         self.total = 0
 
     def add(self, chunk: bytes) -> None:
-        """Keep what fits; the middle of a long stream is dropped."""
+        """Keep what fits; the middle of a long stream is dropped. ``on_chunk`` hears every chunk."""
+        if self._on_chunk is not None:
+            self._on_chunk(chunk)
         self.total += len(chunk)
         room = self._head_cap - len(self._head)
         if room > 0:
@@ -263,6 +267,16 @@ class RunningProcess:
         """Stop the command because the sandbox shuts down (``stop("shutdown")``)."""
         self.stop("shutdown")
 
+    def interrupt(self, reason: str) -> None:
+        """SIGKILL the process group now, without waiting: safe on an event loop's thread.
+
+        The thread running the command sees it end and empties its cgroup (a process that
+        left the group is killed there). ``reason`` is recorded as :meth:`stop` records it.
+        """
+        if self.stop_reason is None:
+            self.stop_reason = reason
+        _kill_group(self.proc.pid)
+
     def terminate(self) -> None:
         """SIGKILL the process group and empty the cgroup (blocks up to a second)."""
         _kill_group(self.proc.pid)
@@ -306,11 +320,13 @@ def run_process(
     rlimits: Sequence[tuple[int, int]] = (),
     cgroup: CommandCgroup | None = None,
     on_start: Callable[[RunningProcess], None] | None = None,
+    on_output: Callable[[str, bytes], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion or to its deadline. Blocks the calling thread.
 
     ``on_start`` receives the handle as soon as the process exists (so a supervisor can
-    kill it); the caller removes it again after this returns.
+    kill it); the caller removes it again after this returns. ``on_output(stream, chunk)``
+    hears each chunk of ``"stdout"`` and ``"stderr"`` as it is read (a background run's log).
 
     Raises:
         SpawnFailed: the process could not be started (missing executable, no permission,
@@ -356,7 +372,8 @@ def run_process(
     if on_start is not None:
         on_start(handle)
     assert proc.stdout is not None and proc.stderr is not None
-    out, err = OutputCapture(output_chars), OutputCapture(output_chars)
+    out = OutputCapture(output_chars, None if on_output is None else functools.partial(on_output, "stdout"))
+    err = OutputCapture(output_chars, None if on_output is None else functools.partial(on_output, "stderr"))
     exit_fd = _exit_notifier(proc)
     selector = selectors.DefaultSelector()
     try:

@@ -15,7 +15,7 @@ Three mechanisms enforce it, from the cheapest:
 3. After the command, the same estimate decides whether a final walk is needed, so a
    command that ended between two ticks is still reported.
 
-Cost. A walk is one ``lstat`` per entry (about 4 µs here; 18,000 entries take ~80 ms),
+Cost. A walk is one ``lstat`` per entry (docs/benchmarks.md has the figures),
 capped at :data:`MAX_ENTRIES` entries (beyond, the sum is a lower bound). The usage of a
 tree is remembered between commands: a command starts without a walk when the filesystem
 has not grown by more than :data:`ESTIMATE_SLACK` since the last one, not longer than
@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from toolcards.core.tree_usage import (
+from toolcards.fs.tree_usage import (
     ESTIMATE_SLACK,
     MAX_AGE_S,
     MAX_ENTRIES,

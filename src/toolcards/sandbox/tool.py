@@ -20,30 +20,50 @@ command stopped at the disk quota are ``RetriableError``; one stopped at its dea
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
-The workspace is the same tree ``WorkspaceTool`` edits (``core.locations.workspace_dir``),
+Background runs (unless ``max_background_runs`` is 0): ``exec_command(cmd, background=True)``
+returns a run id at once, and ``exec_status``, ``exec_output`` (paged) and ``exec_stop``
+(TOOL_CALL and COMMAND) read and end the run; ``exec_runs`` (SYSTEM_PROMPT) lists the
+member's runs while they run and until an ended one is read. Runs belong to the member that
+started them and live in the team's sandbox (:mod:`toolcards.sandbox.runs`).
+
+``network`` holds commands to no network, the host's, or a list of hosts (``bwrap``: a proxy
+is their only way out, and each refusal is a note of the command's result).
+
+The workspace is the same tree ``WorkspaceTool`` edits (``fs.locations.workspace_dir``),
 and the workspace's read-before-write gate compares file hashes, so files a command
-changed are seen by every agent's next write.
+changed are seen by every agent's next write. When a workspace card of the same process
+keeps the tree's journal, each command runs inside the team's ``workspace_commands``
+service (:data:`toolcards.core.services.WORKSPACE_COMMANDS`): the tree is scanned before and
+after, and what the command changed is journaled as this member's ``exec_command``, so it can
+be undone.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, cast
 
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator
 
 from toolcards.core.bounds import unlisted_bound
-from toolcards.core.card import ToolCard, capability
-from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
-from toolcards.core.locations import WorkspaceId, workspace_dir
+from toolcards.core.card import Capability, ToolCard, capability
+from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
+from toolcards.core.services import WORKSPACE_COMMANDS
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
+from toolcards.fs.locations import WorkspaceId, workspace_dir
 from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
+from toolcards.sandbox.hosts import HostAllowlist
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
+from toolcards.sandbox.runs import BackgroundRun
 
-__all__ = ["ExecCommandParam", "ExecTool"]
+__all__ = ["ExecCommandParam", "ExecOutputParam", "ExecRunsParam", "ExecStatusParam", "ExecStopParam", "ExecTool"]
 
 ACTOR_NAME = "#SandboxActor"
 
@@ -52,6 +72,37 @@ class ExecCommandParam(BaseToolParam):
     """``exec_command``: run one shell command in the workspace."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ExecStatusParam(BaseToolParam):
+    """``exec_status``: how a background run is doing."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ExecOutputParam(BaseToolParam):
+    """``exec_output``: a page of a background run's output."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ExecStopParam(BaseToolParam):
+    """``exec_stop``: kill a background run and every process it started."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ExecRunsParam(BaseToolParam):
+    """``exec_runs``: the member's background runs, in its context while any runs or ended unread."""
+
+    expose: set[Channels] = {SYSTEM_PROMPT}
+
+
+_RUN_TOOLS = ("exec_status", "exec_output", "exec_stop")
+_RUN_FIELDS = frozenset({*_RUN_TOOLS, "exec_runs"})
+
+STOP_WAIT_S = 10.0
+"""How long ``exec_stop`` waits for a killed run to be reaped before it answers anyway."""
 
 
 class ExecTool(ToolCard):
@@ -85,15 +136,39 @@ class ExecTool(ToolCard):
     options: dict[str, Any] = Field(default_factory=dict)
     """The backend's own settings, validated into its options model (``LocalOptions``,
     ``BwrapOptions``, ``DockerOptions``, ``SeatbeltOptions``) when the card binds."""
+    network: bool | list[str] | None = None
+    """Where commands may connect. ``False``: nowhere; ``True``: anywhere the host can; a list
+    of hosts (``["example.com", "*.example.org"]``, see :mod:`toolcards.sandbox.hosts`): those
+    only, through a proxy that refuses and reports the rest (mode ``bwrap``); ``None`` (the
+    default): as ``options`` say, which is no network for the isolating backends."""
+    background_timeout_s: float = Field(default=600.0, gt=0, le=86_400)
+    """Seconds a background run may last before it and its process group are killed."""
+    max_background_runs: int = Field(default=4, ge=0, le=64)
+    """Background runs one member may have going at once. 0 offers none: no ``background``
+    argument, no ``exec_status``/``exec_output``/``exec_stop``, and no tokens spent on their
+    definitions."""
+    background_output_chars: int = Field(default=1_000_000, ge=1_000, le=50_000_000)
+    """Characters of a background run's output kept for ``exec_output`` (the last ones)."""
     exec_command: ExecCommandParam | bool = True
+    exec_status: ExecStatusParam | bool = True
+    exec_output: ExecOutputParam | bool = True
+    exec_stop: ExecStopParam | bool = True
+    exec_runs: ExecRunsParam | bool = True
     _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)
+    _workspace: Path | None = PrivateAttr(default=None)
+    _team: Any = PrivateAttr(default=None)
+    _member: str = PrivateAttr(default="")
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
         actor_class: type[SandboxActor] = sandbox_actor_class(self.mode)
         workspace = workspace_dir(self.workspace_id or agent.team_id)
-        options = {**self.options, "allowed_commands": tuple(self.allowed_commands)}
+        options = {
+            **self.options,
+            **self._network_options(actor_class),
+            "allowed_commands": tuple(self.allowed_commands),
+        }
         policy = actor_class.policy_for(self.limits, self.timeout_s, options)
         label = f"ExecTool of {agent.address.handle}"
         try:
@@ -125,6 +200,53 @@ class ExecTool(ToolCard):
             )
         self._sandbox = sandbox
         self._policy = policy
+        self._workspace = workspace
+        self._team = agent.team
+        self._member = agent.address.handle
+
+    @field_validator("network")
+    @classmethod
+    def _hosts_parse(cls, network: bool | list[str] | None) -> bool | list[str] | None:
+        if isinstance(network, list):
+            HostAllowlist(network)  # raises ValueError naming every bad entry
+        return network
+
+    def _network_options(self, actor_class: type[SandboxActor]) -> dict[str, Any]:
+        """The backend options that carry :attr:`network` (empty when it is ``None``).
+
+        Raises:
+            WiringError: the backend cannot do what ``network`` asks, or ``options`` says otherwise.
+        """
+        if self.network is None:
+            return {}
+        fields = actor_class.options_class.model_fields
+        mode = actor_class.mode
+        if isinstance(self.network, list):
+            if "allowed_hosts" not in fields:
+                raise WiringError(
+                    f"ExecTool(network={self.network!r}): a host allowlist needs mode 'bwrap'; mode {mode!r} "
+                    "cannot hold a command to some hosts. Use mode='bwrap', or network=True or False."
+                )
+            wanted: dict[str, Any] = {"allowed_hosts": tuple(self.network), "allow_network": False}
+        elif "allow_network" in fields:
+            wanted = {"allow_network": self.network}
+            if "allowed_hosts" in fields:
+                wanted["allowed_hosts"] = ()
+        elif self.network:
+            return {}  # the backend shares the host's network anyway
+        else:
+            raise WiringError(
+                f"ExecTool(network=False): mode {mode!r} cannot cut commands off the network. "
+                "Use mode 'bwrap', 'docker' or 'seatbelt', or leave network unset."
+            )
+        clashes = [
+            f"options[{key!r}]" for key, value in wanted.items() if key in self.options and self.options[key] != value
+        ]
+        if clashes:
+            raise WiringError(
+                f"ExecTool: network={self.network!r} and {', '.join(clashes)} disagree; set the network in one place."
+            )
+        return wanted
 
     def describe(self, field: str) -> str | None:
         """What this card's commands may do: the allowed first words and the network."""
@@ -133,8 +255,11 @@ class ExecTool(ToolCard):
         options = self._policy.options
         allowed = options.allowed_commands
         words = f"Allowed commands: {', '.join(allowed)}." if allowed else ""
+        hosts = getattr(options, "allowed_hosts", ())
+        if hosts:
+            words = f"{words} Network: only {', '.join(hosts)}, through the proxy in HTTPS_PROXY.".strip()
         # Only a backend that isolates the network can promise there is none.
-        if hasattr(options, "allow_network") and not options.allow_network:
+        elif hasattr(options, "allow_network") and not options.allow_network:
             words = f"{words} No network.".strip()
         return words or None
 
@@ -151,6 +276,25 @@ class ExecTool(ToolCard):
         cmd: Annotated[str, Field(max_length=MAX_COMMAND_CHARS, json_schema_extra=unlisted_bound)],
         cwd: str = "",
         timeout_s: float | None = None,
+        background: bool = False,
+    ) -> str:
+        """Run a shell command in the team workspace; returns exit code, stdout and stderr.
+
+        Args:
+            cmd: The command line, e.g. "pytest -q tests".
+            cwd: Directory relative to the workspace root.
+            timeout_s: Seconds before it is killed (at most the configured limit).
+            background: Return a run id at once (servers, long builds).
+        """
+        if background:
+            return self._start_background(cmd, cwd, timeout_s)
+        return self.run_in_foreground(cmd, cwd, timeout_s)
+
+    def run_in_foreground(
+        self,
+        cmd: Annotated[str, Field(max_length=MAX_COMMAND_CHARS, json_schema_extra=unlisted_bound)],
+        cwd: str = "",
+        timeout_s: float | None = None,
     ) -> str:
         """Run a shell command in the team workspace; returns exit code, stdout and stderr.
 
@@ -159,9 +303,143 @@ class ExecTool(ToolCard):
             cwd: Directory relative to the workspace root.
             timeout_s: Seconds before it is killed (at most the configured limit).
         """
-        running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
-        result: ExecResult = self.ask(running, actor=ACTOR_NAME)
+        with self._journaled(cmd, timeout_s):
+            running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
+            result: ExecResult = self.ask(running, actor=ACTOR_NAME)
         return _answer(result, self.limits.output_chars)
+
+    def _start_background(self, cmd: str, cwd: str, timeout_s: float | None) -> str:
+        policy = dataclasses.replace(self.bound(self._policy), timeout_s=self.background_timeout_s)
+        started = self.ask(
+            self.bound(self._sandbox).start_run(
+                cmd,
+                cwd,
+                timeout_s,
+                policy,
+                owner=self._member,
+                max_running=self.max_background_runs,
+                keep_chars=self.background_output_chars,
+                around=self._journaled(cmd, timeout_s, limit_s=self.background_timeout_s),
+            ),
+            actor=ACTOR_NAME,
+        )
+        if isinstance(started, ExecResult):
+            return _answer(started, self.limits.output_chars)
+        deadline = self.background_timeout_s if timeout_s is None else min(timeout_s, self.background_timeout_s)
+        return f"Started background run {started.run_id} (killed after {deadline:g} s). {self._run_tools_hint()}"
+
+    def capabilities(self) -> Iterator[Capability]:
+        """The card's capabilities; without background runs (``max_background_runs`` 0),
+        ``exec_command`` has no ``background`` argument and the run tools are left out."""
+        offered = self.max_background_runs > 0
+        for cap in super().capabilities():
+            if cap.field in _RUN_FIELDS and not offered:
+                continue
+            if cap.field == "exec_command" and not offered:
+                yield dataclasses.replace(cap, handler=self.run_in_foreground)
+            else:
+                yield cap
+
+    def _run_tools(self) -> list[str]:
+        """The run tools this card offers the model (the others are not to be named to it)."""
+        return [field for field in _RUN_TOOLS if TOOL_CALL in getattr(self.param(field), "expose", ())]
+
+    def _run_tools_hint(self) -> str:
+        """What the model can do with a run it started, in words."""
+        uses = {
+            "exec_status": "check it with exec_status",
+            "exec_output": "read its output with exec_output",
+            "exec_stop": "stop it with exec_stop",
+        }
+        offered = [uses[name] for name in self._run_tools()]
+        return (", ".join(offered).capitalize() + ".") if offered else ""
+
+    def _run(self, run_id: str) -> BackgroundRun:
+        return self.ask(self.bound(self._sandbox).run_of(self._member, run_id), actor=ACTOR_NAME)
+
+    @capability("exec_status")
+    def status(self, run_id: str) -> str:
+        """Whether a background run still runs, or how it ended.
+
+        Args:
+            run_id: E.g. "r1".
+        """
+        return self._run(run_id).status(seen=True).describe()
+
+    @capability("exec_output", untrusted_output=True, output_budget=21_000)
+    def output(self, run_id: str, offset: int = 0) -> str:
+        """A page of a background run's output (stdout and stderr as printed).
+
+        Args:
+            run_id: E.g. "r1".
+            offset: Where to start: 0, or the offset the last page gave.
+        """
+        if offset < 0:
+            raise RetriableError(f"offset must be 0 or more, got {offset}.")
+        page = self._run(run_id).output(offset, self.limits.output_chars)
+        status = page.status
+        header = [status.describe()]
+        if page.start > page.asked:
+            header.append(
+                f"[characters {page.asked:,}-{page.start:,} were dropped: only the last "
+                f"{self.background_output_chars:,} are kept]"
+            )
+        if page.text:
+            header.append(f"[characters {page.start:,}-{page.next_offset:,} of {status.output_chars:,}]")
+        elif status.ended:
+            header.append("[no output after this offset; the run has ended]")
+        else:
+            header.append("[no new output yet; call again later with the same offset]")
+        if page.more:
+            header.append(f"[more: exec_output run_id={status.run_id} offset={page.next_offset}]")
+        return "\n".join([*header, page.text]) if page.text else "\n".join(header)
+
+    @capability("exec_stop", mutates=True)
+    def stop(self, run_id: str) -> str:
+        """Kill a background run and every process it started.
+
+        Args:
+            run_id: E.g. "r1".
+        """
+        run = self._run(run_id)
+        if not run.stop():
+            return f"It had already ended. {run.status(seen=True).describe()}"
+        run.wait(STOP_WAIT_S)
+        return run.status(seen=True).describe()
+
+    @capability("exec_runs")
+    def runs(self) -> str | None:
+        """Your background runs."""
+        listed = [
+            run
+            for run in self.ask(self.bound(self._sandbox).runs_of(self._member), actor=ACTOR_NAME)
+            if not run.ended or run.unseen_end
+        ]
+        if not listed:
+            return None
+        offered = self._run_tools()
+        lines = [f"Your background runs ({', '.join(offered)}):" if offered else "Your background runs:"]
+        for run in listed:
+            status = run.status()
+            since = status.started_at.strftime("%H:%M:%S UTC")
+            state = f"running since {since}" if status.result is None else f"ended ({status.ending}); not read yet"
+            lines.append(f"- {status.label}: {state}")
+        return "\n".join(lines)
+
+    def _journaled(
+        self, cmd: str, timeout_s: float | None, *, limit_s: float | None = None
+    ) -> contextlib.AbstractContextManager[Any]:
+        """The workspace journal's block for this command (the team's ``workspace_commands``
+        service, when a workspace card of this process offers it), so what the command changes
+        is recorded as this member's change. ``limit_s`` is the card's deadline for it
+        (default ``timeout_s``; ``background_timeout_s`` for a background run)."""
+        service = self._team.service(WORKSPACE_COMMANDS) if self._team is not None else None
+        if service is None or self._workspace is None:
+            return contextlib.nullcontext()
+        limit = self.timeout_s if limit_s is None else limit_s
+        deadline = limit if timeout_s is None else min(timeout_s, limit)
+        block: contextlib.AbstractContextManager[Any] = service(self._workspace, self._member, cmd, deadline)
+        return block
 
 
 def _answer(result: ExecResult, output_chars: int) -> str:

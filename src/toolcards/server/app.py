@@ -118,13 +118,14 @@ class TeamServer:
     ) -> None:
         from toolcards.actors.system import ActorSystem
         from toolcards.store.journal import store_journals
+        from toolcards.store.ledger import store_ledgers
         from toolcards.store.presence import store_presence
 
         self.config = config
         # Checked before any actor starts: a refused name must not leave threads behind.
         self.agent_name = _checked_agent_name(agent_name)
         self._owns_system = system is None
-        self.system = system or ActorSystem(journal=store_journals(), presence=store_presence())
+        self.system = system or ActorSystem(journal=store_journals(), presence=store_presence(), ledger=store_ledgers())
         try:
             self.team = self.system.team(config.team_id)
             self.sessions = AgentSessions(
@@ -148,7 +149,7 @@ class TeamServer:
         self._notifier: ResourceNotifier | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._leases: weakref.WeakKeyDictionary[Any, dict[str, AgentSession]] = weakref.WeakKeyDictionary()
-        self._facades: weakref.WeakKeyDictionary[AgentSession, tuple[ToolCatalog, dict[str, Tool]]] = (
+        self._facades: weakref.WeakKeyDictionary[AgentSession, tuple[ToolCatalog[Tool], dict[str, Tool]]] = (
             weakref.WeakKeyDictionary()
         )
         self._context_tools: weakref.WeakKeyDictionary[AgentSession, Tool] = weakref.WeakKeyDictionary()
@@ -326,10 +327,10 @@ class TeamServer:
 
     # -- tools ------------------------------------------------------------------------------
 
-    def _facade(self, session: AgentSession) -> tuple[ToolCatalog, dict[str, Tool]]:
+    def _facade(self, session: AgentSession) -> tuple[ToolCatalog[Tool], dict[str, Tool]]:
         facade = self._facades.get(session)
         if facade is None:
-            catalog = ToolCatalog(session.tools)
+            catalog = ToolCatalog(session.tools, session.factory.catalog_entries)
             facade = (catalog, meta_tools(catalog))
             self._facades[session] = facade
         return facade

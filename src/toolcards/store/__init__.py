@@ -9,8 +9,12 @@ namespace, hands it what changed since its version and commits before the actor 
 in one process for tests. :func:`backup_sqlite_store` copies a SQLite store while it is in
 use. Every failure is a :class:`~toolcards.errors.StoreError`.
 
+:class:`NamespaceMirror` keeps a small namespace's rows in memory for the actors whose state
+is a few rows (the team's metadata, the models members chose).
+
 The runtime's shared parts live here too, injected into ``ActorSystem``: each team's event log
-(``store_journals()``) and its roster of every process's members (``store_presence()``).
+(``store_journals()``), its roster of every process's members (``store_presence()``) and its
+ledger of what every call cost, with the budgets that limit it (``store_ledgers()``).
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from toolcards.store.default import (
     sqlite_path,
 )
 from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
+from toolcards.store.ledger import StoreLedger, store_ledgers
 from toolcards.store.memory import MemoryStore
+from toolcards.store.mirror import MirroredWrite, NamespaceMirror
 from toolcards.store.presence import StorePresence, store_presence
 from toolcards.store.sqlite import SQLiteStore
 from toolcards.store.sqlite_backup import SQLiteBackup, backup_sqlite_store
@@ -47,6 +53,8 @@ __all__ = [
     "Delta",
     "JSONText",
     "MemoryStore",
+    "MirroredWrite",
+    "NamespaceMirror",
     "NamespaceSummary",
     "OutcomeUnknown",
     "PostgresStore",
@@ -57,6 +65,7 @@ __all__ = [
     "Store",
     "StoreError",
     "StoreJournal",
+    "StoreLedger",
     "StorePresence",
     "Transaction",
     "backup_sqlite_store",
@@ -67,6 +76,7 @@ __all__ = [
     "open_store",
     "sqlite_path",
     "store_journals",
+    "store_ledgers",
     "store_presence",
 ]
 

@@ -35,7 +35,7 @@ against all three.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, TypeAlias
@@ -163,6 +163,21 @@ class Store(ABC):
             toolcards.store.StoreError: the read failed or the store is closed.
         """
 
+    def get(self, namespace: str, collection: str, keys: Iterable[str]) -> dict[str, JSONValue]:
+        """The current values of ``keys`` in ``collection`` of ``namespace``, without loading the
+        namespace: for rows read one at a time, such as large values a cache leaves out.
+
+        Keys that were never written, or are deleted, are left out of the result; values are
+        fresh objects the caller owns. The built-in stores answer with one query; this default
+        loads the namespace, so a store of your own is correct before it is fast.
+
+        Raises:
+            toolcards.store.StoreError: the read failed, a stored value is not JSON, or the
+                store is closed.
+        """
+        rows = self.load(namespace).rows.get(collection, {})
+        return {key: rows[key] for key in keys if key in rows}
+
     @abstractmethod
     def read(self, namespace: str, since: int) -> CatchUp:
         """Return what was committed to ``namespace`` after version ``since``.
@@ -264,13 +279,6 @@ def apply_rows(rows: dict[str, dict[str, JSONValue]], changes: Iterable[Change])
                     del rows[change.collection]
         else:
             rows.setdefault(change.collection, {})[change.key] = change.value
-
-
-def changes_of(rows: Mapping[str, Mapping[str, JSONValue]]) -> Iterator[Change]:
-    """Every row of ``{collection: {key: value}}`` as a :class:`Change`."""
-    for collection, values in rows.items():
-        for key, value in values.items():
-            yield Change(collection=collection, key=key, value=value)
 
 
 def summarize(heads: Iterable[tuple[str, int]], counts: Iterable[tuple[str, str, int]]) -> tuple[NamespaceSummary, ...]:

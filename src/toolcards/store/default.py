@@ -65,7 +65,7 @@ def open_store(location: str | Path | None = None) -> Store:
 
     Args:
         location: ``None`` for the location the lookup finds
-            (:func:`toolcards.core.locations.store_location`); ``":memory:"``; a
+            (:func:`toolcards.fs.locations.store_location`); ``":memory:"``; a
             ``postgresql://`` URL; or a database file path (``sqlite:///path`` too).
 
     Returns:
@@ -163,7 +163,7 @@ def _found_location() -> str:
     """The location the lookup finds; for the default file under the workspaces root, its
     directory is made (a file named by an option, the environment or a project file must be
     in a directory that exists)."""
-    from toolcards.core.locations import store_location, store_path
+    from toolcards.fs.locations import store_location, store_path
 
     location = store_location()
     return str(store_path()) if location_kind(location) == "sqlite" else location
@@ -211,7 +211,7 @@ def _guard_memory_store() -> None:
     global _memory_guard
     import fcntl
 
-    from toolcards.core.locations import internal_dir
+    from toolcards.fs.locations import internal_dir
 
     if _memory_guard is not None:
         return

@@ -14,7 +14,7 @@ import bisect
 import contextlib
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from toolcards.errors import StoreError
@@ -91,6 +91,17 @@ class MemoryStore(Store):
             version = space.version
             rows = sorted((ck, text) for ck, (text, _) in space.rows.items() if text is not None)
         return _snapshot(namespace, version, rows)
+
+    def get(self, namespace: str, collection: str, keys: Iterable[str]) -> dict[str, JSONValue]:
+        """The current values of ``keys`` in ``collection`` (see :meth:`Store.get`).
+
+        Raises:
+            StoreError: the store is closed.
+        """
+        with self._lock:
+            space = self._live().get(namespace) or _Namespace()
+            found = [(key, space.rows.get((collection, key), (None, 0))[0]) for key in keys]
+        return {key: decode_value(namespace, collection, key, text) for key, text in found if text is not None}
 
     def read(self, namespace: str, since: int) -> CatchUp:
         """Return what was committed to ``namespace`` after ``since`` (see :meth:`Store.read`).

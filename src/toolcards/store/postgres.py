@@ -155,6 +155,9 @@ _HEAD: Final = "SELECT version FROM namespaces WHERE namespace = %s"
 _ROWS: Final = (
     "SELECT collection, key, value FROM records WHERE namespace = %s AND value IS NOT NULL ORDER BY collection, key"
 )
+_SELECT_KEYS: Final = (
+    "SELECT key, value FROM records WHERE namespace = %s AND collection = %s AND value IS NOT NULL AND key = ANY(%s)"
+)
 # One statement, one snapshot: part 0 is the head, part 1 the delta (when the change log
 # reaches back to `since`), part 2 the whole namespace (when it does not).
 _READ: Final = (
@@ -314,6 +317,24 @@ class PostgresStore(Store):
 
         version, rows = self._run(f"loading namespace {namespace!r}", work)
         return _snapshot(namespace, version, rows)
+
+    def get(self, namespace: str, collection: str, keys: Iterable[str]) -> dict[str, JSONValue]:
+        """The current values of ``keys`` in ``collection`` (see :meth:`Store.get`): one query,
+        one round trip.
+
+        Raises:
+            StoreError: the read failed, a stored value is not JSON, or the store is closed.
+        """
+        wanted = list(dict.fromkeys(keys))
+        self._check_process()
+        if not wanted:
+            return {}
+
+        def work(conn: _Conn) -> list[tuple[str, str]]:
+            return conn.execute(_SELECT_KEYS, (namespace, collection, wanted)).fetchall()
+
+        rows = self._run(f"reading rows of namespace {namespace!r}", work)
+        return {key: decode_value(namespace, collection, key, text) for key, text in rows}
 
     def read(self, namespace: str, since: int) -> CatchUp:
         """Return what was committed to ``namespace`` after ``since`` (see :meth:`Store.read`).

@@ -38,7 +38,7 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
@@ -62,6 +62,9 @@ from toolcards.store.transaction import StagedWrite
 __all__ = ["SQLiteStore"]
 
 _log = logging.getLogger(__name__)
+
+_KEYS_PER_QUERY: Final = 500
+"""Keys one query of :meth:`SQLiteStore.get` asks for (SQLite allows 32,766 parameters)."""
 
 SCHEMA_VERSION: Final = 2
 """Stored in ``PRAGMA user_version``; 1 (no versions) is migrated, a higher one refused."""
@@ -100,6 +103,9 @@ _NAMESPACES: Final = "SELECT namespace, version FROM namespaces"
 _ROW_COUNTS: Final = (
     "SELECT namespace, collection, count(*) FROM records WHERE value IS NOT NULL GROUP BY namespace, collection"
 )
+_SELECT_KEYS: Final = (
+    "SELECT key, value FROM records WHERE namespace = ? AND collection = ? AND value IS NOT NULL AND key IN "
+)
 _PURGE: Final = "DELETE FROM records WHERE namespace = ? AND version <= ? AND value IS NULL"
 _DELETE_NAMESPACE: Final = "DELETE FROM records WHERE namespace = ?"
 
@@ -108,7 +114,7 @@ class SQLiteStore(Store):
     """A :class:`~toolcards.store.Store` in one SQLite database file.
 
     Args:
-        path: the database file; ``None`` means ``toolcards.core.locations.store_path()``
+        path: the database file; ``None`` means ``toolcards.fs.locations.store_path()``
             (``TOOLCARDS_STORE``, else ``<workspaces root>/.toolcards/state.db``). The file
             is created if missing. Its directory must exist, except the default one, which is
             created: a path whose directory is missing is refused with a message naming the
@@ -195,6 +201,28 @@ class SQLiteStore(Store):
                 raise self._error(f"loading namespace {namespace!r}", exc) from exc
             self._known[namespace] = version
         return _snapshot(namespace, version, rows)
+
+    def get(self, namespace: str, collection: str, keys: Iterable[str]) -> dict[str, JSONValue]:
+        """The current values of ``keys`` in ``collection`` (see :meth:`Store.get`): one query
+        per 500 keys, in one read transaction.
+
+        Raises:
+            StoreError: the read failed, a stored value is not JSON, or the store is closed.
+        """
+        wanted = list(dict.fromkeys(keys))
+        self._check_process()
+        found: list[tuple[str, str]] = []
+        with self._lock:
+            conn = self._connection()
+            try:
+                with self._read_transaction(conn):
+                    for start in range(0, len(wanted), _KEYS_PER_QUERY):
+                        chunk = wanted[start : start + _KEYS_PER_QUERY]
+                        query = _SELECT_KEYS + "(" + ",".join("?" * len(chunk)) + ")"
+                        found += conn.execute(query, (namespace, collection, *chunk)).fetchall()
+            except sqlite3.Error as exc:
+                raise self._error(f"reading rows of namespace {namespace!r}", exc) from exc
+        return {key: decode_value(namespace, collection, key, text) for key, text in found}
 
     def read(self, namespace: str, since: int) -> CatchUp:
         """Return what was committed to ``namespace`` after ``since`` (see :meth:`Store.read`).
@@ -545,7 +573,7 @@ class SQLiteStore(Store):
 def _resolve(path: str | Path | None) -> Path:
     if path is not None:
         return Path(os.path.abspath(os.path.expanduser(path)))
-    from toolcards.core.locations import store_path
+    from toolcards.fs.locations import store_path
 
     try:
         return store_path()

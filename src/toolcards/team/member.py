@@ -108,7 +108,7 @@ class MemberActor(pykka.ThreadingActor):
         self._history: list[ModelMessage] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._factory = ToolFactory(_member_cards(profile), observer=self)
-        self._agent, self._run_options = _build_agent(model, address, profile, self._factory)
+        self._agent, self._run_options = _build_agent(model, address, profile, self._factory, runtime)
         self._messaging = next((card for card in self._factory.cards if isinstance(card, MessagingTool)), None)
         self._wake_lock = threading.Lock()
         self._wake_pending = False
@@ -389,7 +389,7 @@ def _member_cards(profile: RoleProfile) -> list[ToolCard]:
 
 
 def _build_agent(
-    model: Any, address: ActorAddress, profile: RoleProfile, factory: ToolFactory
+    model: Any, address: ActorAddress, profile: RoleProfile, factory: ToolFactory, runtime: TeamRuntime
 ) -> tuple[AbstractAgent[Any, Any], dict[str, Any]]:
     """The member's agent and what each of its runs adds.
 
@@ -404,10 +404,33 @@ def _build_agent(
     identity = f"You are {address.handle} ({profile.role}) in team {address.team_id}. {profile.description}"
     instructions = [identity, profile.instructions] if profile.instructions else [identity]
     toolsets = [factory.toolset(), *factory.get_toolsets()]
+    capabilities = _model_switch(factory, runtime, profile)
     if isinstance(model, AbstractAgent):
-        return model, {"instructions": instructions, "toolsets": toolsets}
-    agent: Agent[None, str] = Agent(model, name=address.name, instructions=instructions, toolsets=toolsets)
+        extra = {"capabilities": capabilities} if capabilities else {}
+        return model, {"instructions": instructions, "toolsets": toolsets, **extra}
+    agent: Agent[None, str] = Agent(
+        model, name=address.name, instructions=instructions, toolsets=toolsets, capabilities=capabilities
+    )
     return agent, {}
+
+
+def _model_switch(factory: ToolFactory, runtime: TeamRuntime, profile: RoleProfile) -> list[Any]:
+    """A ``ModelSwitch`` when a card chooses the member's model (``ModelTool``): each request
+    runs on the choice, a registered model's name giving that factory's model (made once)."""
+    if factory.model_selector() is None:
+        return []
+    from toolcards.pydantic_ai.model_switch import ModelSwitch
+
+    made: dict[str, Any] = {}
+
+    def resolve(choice: Any) -> Any:
+        if not isinstance(choice, str):
+            return choice
+        if choice not in made:
+            made[choice] = runtime.model_named(choice, profile)
+        return made[choice]
+
+    return [ModelSwitch(factory, resolve=resolve)]
 
 
 def _output_text(output: Any) -> str:

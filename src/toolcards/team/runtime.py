@@ -12,7 +12,8 @@ profiles go in its catalog, members in its roster. Each member is an
 
 Models: a profile's ``model`` is looked up in ``models`` (name → factory called with the
 profile, returning a pydantic-ai model) and otherwise handed to pydantic-ai as a model
-string (``"openai:gpt-4o"``).
+string (``"openai:gpt-4o"``). A member with a ``ModelTool`` runs each request on the model
+it chose (``switch_model``); a roster entry naming a registered model gets that factory's.
 
 Blocking: :meth:`TeamRuntime.ask`, :meth:`~TeamRuntime.wait_idle` and
 :meth:`~TeamRuntime.fire` with ``wait=True`` wait for members' runs, so they refuse to run
@@ -355,6 +356,16 @@ class TeamRuntime:
     def _activity_count(self) -> int:
         with self._activity_lock:
             return self._activity
+
+    def model_named(self, choice: Any, profile: RoleProfile) -> Any:
+        """What a member of ``profile`` runs on for a model card's ``choice``: the model of the
+        factory registered under that name, when ``choice`` is one; else ``choice`` itself (a
+        pydantic-ai model or model string)."""
+        with self._staffing:
+            factory = self._models.get(choice) if isinstance(choice, str) else None
+        if factory is None or _is_agent(factory):
+            return choice
+        return factory(profile)
 
     def _model_for(self, profile: RoleProfile) -> Any:
         factory = self._models.get(profile.model)

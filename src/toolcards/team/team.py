@@ -16,7 +16,7 @@ cards' tools and their context (the plan, the graph summary), rendered for Alice
 every model request. Every agent of team ``acme`` — in this process, in other processes of
 this host or of other hosts on a PostgreSQL store, MCP clients of ``toolcards serve`` — shares
 one board, one graph, one workspace: the team's state is found where every ``toolcards``
-command finds it (:mod:`toolcards.core.locations`). Each call is stamped with the member and
+command finds it (:mod:`toolcards.fs.locations`). Each call is stamped with the member and
 written to the team's event log, which the dashboard shows.
 
 **Lifetime.** The actors of every :class:`Team` of a process run in one shared
@@ -34,9 +34,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from toolcards.actors.system import ActorSystem, TeamHandle
 from toolcards.core.observer import TeamAgent
@@ -44,6 +44,8 @@ from toolcards.errors import RetriableError, WiringError
 from toolcards.team.models import validate_member_name
 
 if TYPE_CHECKING:
+    from pydantic_ai.toolsets import AbstractToolset
+
     from toolcards.core.approval import Approver
     from toolcards.core.card import ToolCard
     from toolcards.core.commands import CommandRegistry
@@ -69,9 +71,9 @@ class _SharedSystem:
     def acquire(self) -> ActorSystem:
         with self._lock:
             if self._system is None:
-                from toolcards.store import store_journals, store_presence
+                from toolcards.store import store_journals, store_ledgers, store_presence
 
-                self._system = ActorSystem(journal=store_journals(), presence=store_presence())
+                self._system = ActorSystem(journal=store_journals(), presence=store_presence(), ledger=store_ledgers())
             self._users += 1
             if not self._watching:
                 self._watching = True
@@ -264,24 +266,52 @@ class Member(TeamAgent):
     def __repr__(self) -> str:
         return f"Member({self.address.handle} of team {self.team_id!r})"
 
+    @overload
     def toolset(
         self,
         *cards: ToolCard,
         context: ContextMode = "rewrite",
         max_retries: int = 2,
         approve: Approver | None = None,
-    ) -> CardToolset:
+        tool_search: Literal[False] = False,
+        hot_tools: Iterable[str] = (),
+    ) -> CardToolset: ...
+    @overload
+    def toolset(
+        self,
+        *cards: ToolCard,
+        context: ContextMode = "rewrite",
+        max_retries: int = 2,
+        approve: Approver | None = None,
+        tool_search: bool,
+        hot_tools: Iterable[str] = (),
+    ) -> AbstractToolset[Any]: ...
+    def toolset(
+        self,
+        *cards: ToolCard,
+        context: ContextMode = "rewrite",
+        max_retries: int = 2,
+        approve: Approver | None = None,
+        tool_search: bool = False,
+        hot_tools: Iterable[str] = (),
+    ) -> AbstractToolset[Any]:
         """One pydantic-ai toolset of ``cards`` bound to this member:
         ``Agent(model, toolsets=[member.toolset(PlanningTool())])``.
 
         Its tools join the agent's own; the cards' context (the plan, the graph summary)
         reaches the model as instructions before every request (``context``: see
-        :class:`~toolcards.pydantic_ai.CardToolset`).
+        :class:`~toolcards.pydantic_ai.CardToolset`). ``tool_search=True`` shows the model
+        ``search_tools``, ``describe_tool`` and the ``hot_tools`` instead of every tool, and
+        loads what it finds (:class:`~toolcards.pydantic_ai.CatalogToolset`; the tools of the
+        cards' MCP servers included).
 
         Raises:
-            WiringError: a card cannot be bound (the message names the card and the fix).
+            WiringError: a card cannot be bound (the message names the card and the fix), or
+                ``hot_tools`` is given without ``tool_search`` or names a tool no card offers.
         """
-        return self.factory(*cards, approve=approve).toolset(context=context, max_retries=max_retries)
+        return self.factory(*cards, approve=approve).toolset(
+            context=context, max_retries=max_retries, tool_search=tool_search, hot_tools=hot_tools
+        )
 
     def factory(self, *cards: ToolCard, approve: Approver | None = None) -> ToolFactory:
         """A :class:`~toolcards.core.factory.ToolFactory` of ``cards`` bound to this member:

@@ -199,7 +199,7 @@ _digests_lock = threading.Lock()
 def sha256_of(path: Path) -> str:
     """The file's sha256 as hex; remembered per (path, size, mtime) for the process.
 
-    Hashing the model takes ~16 ms, so a process hashes it once, not on every lookup.
+    Hashing the model is not free, so a process hashes it once, not on every lookup.
     Raises ``OSError`` when the file cannot be read.
     """
     stat = path.stat()
@@ -263,7 +263,7 @@ def find_file(file: ModelFile) -> FoundFile | None:
 
     A cached or installed file whose sha256 is not the pin is skipped. Returns ``None``
     when nothing is found. Costs a few ``stat`` calls, plus hashing a pinned file the
-    first time the process sees it (~16 ms for the model).
+    first time the process sees it.
     """
     for path, origin in _pinned_candidates(file):
         if _matches_pin(path, file):

@@ -28,7 +28,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from toolcards.core.atomic_write import atomic_write
+from toolcards.fs.atomic_write import atomic_write
 from toolcards.vector.assets import (
     FETCH_HINT,
     MODEL,

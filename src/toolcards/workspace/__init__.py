@@ -1,7 +1,11 @@
 """A team's files: read, search and change them without losing anyone's work.
 
-* :class:`WorkspaceTool` — the card: twelve ``workspace_*`` tools, one field each
+* :class:`WorkspaceTool` — the card: fifteen ``workspace_*`` tools, one field each
   (``<Param> | bool``), and ``read_only`` to offer only those that change nothing.
+* :class:`Journal` — the tree's journal of changes in the team's store (who, when, which
+  tool and task, the bytes before and after), read by ``workspace_history``,
+  ``workspace_diff`` and ``workspace_undo``; :class:`JournalEntry` and :class:`FileChange`
+  are its entries.
 * :class:`WorkspaceActor` — one per tree (:func:`workspace_actor` finds or starts it,
   :func:`stop_workspace_actors` stops them): serializes every change. Its
   :class:`WorkspaceHub` (:func:`workspace_hub`) holds what the process's cards share about
@@ -32,12 +36,16 @@ from toolcards.workspace.actor import (
     workspace_hub,
 )
 from toolcards.workspace.gate import SnapshotCache, WriteGate
-from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
+from toolcards.workspace.journal import Journal, JournalSettings
+from toolcards.workspace.models import FileChange, FileEdit, JournalEntry, ReadRecord, content_digest
 from toolcards.workspace.tool import (
+    JournalParam,
     WorkspaceDeleteParam,
+    WorkspaceDiffParam,
     WorkspaceEditParam,
     WorkspaceGlobParam,
     WorkspaceGrepParam,
+    WorkspaceHistoryParam,
     WorkspaceListParam,
     WorkspaceMkdirParam,
     WorkspaceMultiEditParam,
@@ -46,21 +54,29 @@ from toolcards.workspace.tool import (
     WorkspaceReadParam,
     WorkspaceRmdirParam,
     WorkspaceTool,
+    WorkspaceUndoParam,
     WorkspaceViewParam,
     WorkspaceWriteParam,
 )
 from toolcards.workspace.tree_lock import TreeLock, probe_tree_locks
 
 __all__ = [
+    "FileChange",
     "FileEdit",
+    "Journal",
+    "JournalEntry",
+    "JournalParam",
+    "JournalSettings",
     "ReadRecord",
     "SnapshotCache",
     "TreeLock",
     "WorkspaceActor",
     "WorkspaceDeleteParam",
+    "WorkspaceDiffParam",
     "WorkspaceEditParam",
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
+    "WorkspaceHistoryParam",
     "WorkspaceHub",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
@@ -71,6 +87,7 @@ __all__ = [
     "WorkspaceReadParam",
     "WorkspaceRmdirParam",
     "WorkspaceTool",
+    "WorkspaceUndoParam",
     "WorkspaceViewParam",
     "WorkspaceWriteParam",
     "WriteGate",

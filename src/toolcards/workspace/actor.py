@@ -65,6 +65,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -77,16 +78,26 @@ from pykka.typing import ActorMemberMixin, proxy_method
 from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.deadline import deadline_after
 from toolcards.core.events import StateChanged
-from toolcards.core.tree_usage import MIB, workspace_usage
-from toolcards.errors import RetriableError, ToolFailed
+from toolcards.errors import OutcomeUnknown, RetriableError, StoreError, ToolFailed
+from toolcards.fs.tree_usage import MIB, workspace_usage
 from toolcards.workspace.edit import apply_edit
 from toolcards.workspace.gate import WriteGate
-from toolcards.workspace.models import FileEdit, ReadRecord, content_digest
+from toolcards.workspace.journal import (
+    MAX_KEPT_BYTES,
+    Author,
+    ChangeContext,
+    Journal,
+    JournalSettings,
+    PathChange,
+    RunningCommand,
+)
+from toolcards.workspace.models import DIRECTORY, FileEdit, ReadRecord, content_digest
 from toolcards.workspace.os_errors import Doing, file_error
 from toolcards.workspace.patch import apply_patch
 from toolcards.workspace.text import change_diff, detect_newline, file_text, quote_file_text, to_newline
 from toolcards.workspace.tree import FileBytes, Tree, format_size
 from toolcards.workspace.tree_lock import TreeLock
+from toolcards.workspace.undo import UndoSelection, run_undo
 
 __all__ = [
     "CHANGE_DIFF_CHARS",
@@ -97,6 +108,7 @@ __all__ = [
     "WorkspaceActor",
     "WorkspaceHub",
     "WorkspaceProxy",
+    "existing_hub",
     "stop_workspace_actors",
     "workspace_actor",
     "workspace_hub",
@@ -138,6 +150,8 @@ class _Change:
     """Its permission bits before the commit, to restore a deleted file with."""
     full: bool | None
     """What the writer knows of it afterwards (see ``WriteGate.record_write``)."""
+    before_digest: str | None = None
+    """The digest of ``before`` when the gate has just checked it (not hashed again)."""
 
 
 class WorkspaceActor(CallerRunsActor):
@@ -210,15 +224,19 @@ class WorkspaceActor(CallerRunsActor):
 
     # -- mutations ------------------------------------------------------------------------------
 
-    def write(self, agent: str, path: str, content: str) -> str:
+    def write(self, agent: str, path: str, content: str, context: ChangeContext | None = None) -> str:
         """Create ``path`` or overwrite it with ``content``.
 
         An existing text file keeps its line endings (CRLF stays CRLF), its UTF-8
         byte-order mark and its permissions. Overwriting needs a full, current read.
+        ``context`` says which tool, task and call the change is journaled for (every
+        mutation takes one; see :class:`~toolcards.workspace.journal.ChangeContext`).
 
         Returns one line saying what was done.
         """
-        with self._changing():
+        with self._changing(context, "workspace_write") as replayed:
+            if replayed is not None:
+                return replayed
             current = self._current(path, "write")
             rel, before = current.rel, current.data
             digest = content_digest(before) if before is not None else None
@@ -235,25 +253,36 @@ class WorkspaceActor(CallerRunsActor):
                     if old_text.startswith("\ufeff") and not text.startswith("\ufeff"):
                         text = "\ufeff" + text
             data = text.encode("utf-8")
-            self._commit(agent, [_Change(path=rel, before=before, after=data, mode=None, full=True)])
             lines = _line_count(text)
             verb = "Created" if before is None else "Wrote"
-            return f"{verb} {rel} ({lines} line{'' if lines == 1 else 's'})."
+            answer = f"{verb} {rel} ({lines} line{'' if lines == 1 else 's'})."
+            change = _Change(path=rel, before=before, after=data, mode=current.mode, full=True, before_digest=digest)
+            self._commit(agent, [change], answer, context, "workspace_write")
+            return answer
 
-    def edit(self, agent: str, path: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
+    def edit(
+        self,
+        agent: str,
+        path: str,
+        old_string: str,
+        new_string: str,
+        replace_all: bool = False,
+        context: ChangeContext | None = None,
+    ) -> str:
         """Replace ``old_string`` by ``new_string`` in ``path`` (see :func:`~toolcards.workspace.edit.apply_edit`).
 
         Needs a current read of the file (a page read is enough). Returns a line saying how
         many places changed (and by which strategy, when not exactly), then a unified diff
         inside the untrusted-output envelope.
         """
-        with self._changing():
+        with self._changing(context, "workspace_edit") as replayed:
+            if replayed is not None:
+                return replayed
             rel, before = self._existing(path)
             self.gate.check(agent, rel, before, "edit")
             old_text = file_text(before, rel, doing="edit")
             outcome = apply_edit(old_text, old_string, new_string, replace_all=replace_all, path=rel)
             after = outcome.text.encode("utf-8")
-            self._commit(agent, [_Change(path=rel, before=before, after=after, mode=None, full=None)])
             how = "" if outcome.strategy == "exact" else f", matched by {outcome.strategy}: check the diff"
             places = f"{outcome.replacements} place{'' if outcome.replacements == 1 else 's'}"
             diff = change_diff(
@@ -265,16 +294,23 @@ class WorkspaceActor(CallerRunsActor):
                 same_head_lines=outcome.same_head_lines,
                 same_tail=outcome.same_tail,
             ).rstrip()
-            return f"Edited {rel} ({places}{how}).\n{quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)}"
+            answer = f"Edited {rel} ({places}{how}).\n{quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)}"
+            change = _Change(
+                path=rel, before=before, after=after, mode=None, full=None, before_digest=self._checked(agent, rel)
+            )
+            self._commit(agent, [change], answer, context, "workspace_edit")
+            return answer
 
-    def multi_edit(self, agent: str, edits: Sequence[FileEdit]) -> str:
+    def multi_edit(self, agent: str, edits: Sequence[FileEdit], context: ChangeContext | None = None) -> str:
         """Apply ``edits`` in order, across files, all or nothing.
 
         Each edit sees the text left by the earlier edits of its file. Every file needs a
         current read. Returns a summary line, then one diff per changed file (together inside
         the untrusted-output envelope).
         """
-        with self._changing():
+        with self._changing(context, "workspace_multi_edit") as replayed:
+            if replayed is not None:
+                return replayed
             if not edits:
                 raise RetriableError("edits is empty: pass at least one edit with path, old_string and new_string.")
             files: dict[str, tuple[bytes, str]] = {}
@@ -297,26 +333,36 @@ class WorkspaceActor(CallerRunsActor):
                     ) from exc
                 texts[rel] = outcome.text
             changes = [
-                _Change(path=rel, before=before, after=texts[rel].encode("utf-8"), mode=None, full=None)
+                _Change(
+                    path=rel,
+                    before=before,
+                    after=texts[rel].encode("utf-8"),
+                    mode=None,
+                    full=None,
+                    before_digest=self._checked(agent, rel),
+                )
                 for rel, (before, old_text) in files.items()
                 if texts[rel] != old_text
             ]
-            self._commit(agent, changes)
             diffs = "\n".join(
                 change_diff(files[c.path][1], texts[c.path], c.path, max_lines=CHANGE_DIFF_LINES).rstrip()
                 for c in changes
             )
             count = f"{len(edits)} edit{'' if len(edits) == 1 else 's'}"
             summary = f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}."
-            return f"{summary}\n{quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)}" if diffs else summary
+            answer = f"{summary}\n{quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)}" if diffs else summary
+            self._commit(agent, changes, answer, context, "workspace_multi_edit")
+            return answer
 
-    def patch(self, agent: str, patch_text: str) -> str:
+    def patch(self, agent: str, patch_text: str, context: ChangeContext | None = None) -> str:
         """Apply a GNU unified diff (see :mod:`toolcards.workspace.patch`), all or nothing.
 
         Files it changes or deletes need a current read (a page read is enough); files it
         creates do not. Returns one ``A``/``M``/``D`` line per file.
         """
-        with self._changing():
+        with self._changing(context, "workspace_patch") as replayed:
+            if replayed is not None:
+                return replayed
             seen: dict[str, FileBytes] = {}
 
             def read(path: str) -> str | None:
@@ -341,42 +387,94 @@ class WorkspaceActor(CallerRunsActor):
                     continue
                 mode = seen[path].mode if before is not None and after is None else None
                 full = True if before is None else None
-                changes.append(_Change(path=rel, before=before, after=after, mode=mode, full=full))
-            self._commit(agent, changes)
+                checked = self._checked(agent, rel) if before is not None else None
+                changes.append(
+                    _Change(path=rel, before=before, after=after, mode=mode, full=full, before_digest=checked)
+                )
             if not changes:
-                return "The patch changes nothing."
-            lines = [f"{'A' if c.before is None else 'D' if c.after is None else 'M'} {c.path}" for c in changes]
-            return "Patched:\n" + "\n".join(lines)
+                answer = "The patch changes nothing."
+            else:
+                lines = [f"{'A' if c.before is None else 'D' if c.after is None else 'M'} {c.path}" for c in changes]
+                answer = "Patched:\n" + "\n".join(lines)
+            self._commit(agent, changes, answer, context, "workspace_patch")
+            return answer
 
-    def delete(self, agent: str, path: str) -> str:
+    def delete(self, agent: str, path: str, context: ChangeContext | None = None) -> str:
         """Delete the regular file ``path`` (a symbolic link: the link itself); returns one line.
 
         Needs no read. A directory, a named pipe, a socket or a device is refused.
         """
-        with self._changing():
+        with self._changing(context, "workspace_delete") as replayed:
+            if replayed is not None:
+                return replayed
+            journal = self.hub.journal
+            status = self.tree.status(path) if journal is not None else None
+            kept = status is not None and stat.S_ISREG(status.st_mode)
+            if kept and status is not None and status.st_size <= MAX_KEPT_BYTES:
+                current = self._current(path, "delete")
+                if current.data is not None:  # journaled with its content, put back if that fails
+                    answer = f"Deleted {current.rel}."
+                    change = _Change(path=current.rel, before=current.data, after=None, mode=current.mode, full=None)
+                    self._commit(agent, [change], answer, context, "workspace_delete")
+                    return answer
+            removed: list[PathChange] = []
+            if kept and status is not None:  # too large to keep: recorded by digest
+                with self.tree.open_file(path, "delete") as opened:
+                    removed.append(
+                        PathChange(
+                            path=opened.rel, before=opened.digest(), after=None, before_mode=status.st_mode & 0o7777
+                        )
+                    )
+            # A link (the link itself), or what unlink refuses in words: nothing the journal keeps.
             rel = self.tree.unlink(path, sync_directory=_SYNC_FLAGS[self.hub.sync][1])
+            answer = f"Deleted {rel}."
+            self._record(agent, removed, answer, context, "workspace_delete")
             self.gate.forget(rel)
             self._changed(agent, f"deleted {rel}")
-            return f"Deleted {rel}."
+            return answer
 
-    def mkdir(self, agent: str, path: str) -> str:
+    def mkdir(self, agent: str, path: str, context: ChangeContext | None = None) -> str:
         """Create the directory ``path`` and its missing parents; idempotent. Returns one line."""
-        with self._changing():
+        with self._changing(context, "workspace_mkdir") as replayed:
+            if replayed is not None:
+                return replayed
+            missing = self._missing_directories(path) if self.hub.journal is not None else []
             rel, created = self.tree.make_directory(path)
             if not created:
-                return f"Directory {rel}/ already exists."
+                answer = f"Directory {rel}/ already exists."
+                self._record(agent, [], answer, context, "workspace_mkdir")
+                return answer
+            answer = f"Created directory {rel}/."
+            made = [PathChange(path=p, before=None, after=DIRECTORY) for p in [*missing, rel] if p != "."]
+            self._record(agent, list({c.path: c for c in made}.values()), answer, context, "workspace_mkdir")
             self._changed(agent, f"created directory {rel}/")
-            return f"Created directory {rel}/."
+            return answer
 
-    def rmdir(self, agent: str, path: str, recursive: bool = False, deadline_s: float | None = None) -> str:
+    def rmdir(
+        self,
+        agent: str,
+        path: str,
+        recursive: bool = False,
+        deadline_s: float | None = None,
+        context: ChangeContext | None = None,
+    ) -> str:
         """Remove the directory ``path``: only an empty one unless ``recursive``.
 
         Symlinks inside are removed, never followed; a symlink at ``path`` is refused. The
         workspace root cannot be removed. A recursive removal stops when ``deadline_s``
         seconds have passed (the caller's remaining time), leaving what it did not reach.
-        Returns one line.
+        With the journal on, what the directory holds is scanned first (and kept, for an
+        undo). Returns one line.
         """
-        with self._changing(), deadline_after(deadline_s):
+        with self._changing(context, "workspace_rmdir") as replayed, deadline_after(deadline_s):
+            if replayed is not None:
+                return replayed
+            journal = self.hub.journal
+            removed: list[PathChange] = []
+            if journal is not None and self.tree.status(path) is not None:
+                rel = self.tree.resolve(path)
+                if rel != "." and stat.S_ISDIR(self.tree.kind(rel) or 0):
+                    removed = journal.contents_under(self.tree, rel)
             try:
                 rel = self.tree.remove_directory(path, recursive=recursive)
             except (ToolFailed, RetriableError):
@@ -385,17 +483,99 @@ class WorkspaceActor(CallerRunsActor):
                         self.gate.forget(self.tree.resolve(path), below=True)
                 raise
             self.gate.forget(rel, below=True)
+            answer = f"Removed directory {rel}/."
+            self._record(agent, removed, answer, context, "workspace_rmdir")
             self._changed(agent, f"removed directory {rel}/")
-            return f"Removed directory {rel}/."
+            return answer
+
+    # -- the journal --------------------------------------------------------------------------
+
+    def scan(self) -> list[int]:
+        """Record what changed in the tree outside the tools since the journal last looked.
+
+        Returns the ids recorded (none with the journal off). Holds the tree's lock for
+        the scan: a ``stat`` per file, and reading what changed.
+        """
+        journal = self.hub.journal
+        if journal is None:
+            return []
+        with self._changing():
+            return journal.scan(self.tree)
+
+    def command_started(self, author: Author, command: str, timeout_s: float) -> RunningCommand | None:
+        """A sandboxed command is about to run: scan first (so earlier changes are not
+        its own) and register it as running. Returns its registration (``None``: no journal)."""
+        journal = self.hub.journal
+        if journal is None:
+            return None
+        running = RunningCommand.new(author, command, timeout_s)
+        with self._changing():
+            journal.scan(self.tree, register=running)
+        return running
+
+    def command_ended(self, running: RunningCommand) -> list[int]:
+        """The command ``running`` ended: record what it changed. Returns the ids recorded."""
+        journal = self.hub.journal
+        if journal is None:
+            return []
+        with self._changing():
+            return journal.scan(self.tree, ended=running)
+
+    def undo(
+        self,
+        agent: str,
+        selection: UndoSelection,
+        dry_run: bool = False,
+        context: ChangeContext | None = None,
+    ) -> str:
+        """Undo the changes ``selection`` picks, all or nothing (see :mod:`toolcards.workspace.undo`).
+
+        Scans first, so a change made outside the tools is named in a refusal. With
+        ``dry_run`` nothing is written and the answer lists what would change, with the
+        diff. Otherwise the undo is one more change (which can be undone) and the answer
+        gives its id.
+
+        Raises:
+            RetriableError: the journal is off, no change matches, a change is unknown or
+                was dropped by retention, or a later change conflicts (named in the message);
+                nothing was changed.
+            ToolFailed: a write or the journal failed; what was written was put back.
+        """
+        journal = self.hub.journal
+        if journal is None:
+            raise RetriableError("The workspace journal is off for this tree, so there is nothing to undo.")
+        with self._changing(context, "workspace_undo") as replayed:
+            if replayed is not None:
+                return replayed
+            sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
+            done = run_undo(
+                journal,
+                self.tree,
+                selection,
+                dry_run=dry_run,
+                author=Author.of_agent(agent, context.task_id if context else None),
+                call=context.call if context else None,
+                sync_data=sync_data,
+                sync_directory=sync_directory,
+                check_growth=self._check_growth,
+            )
+            for path in done.paths:
+                self.gate.forget(path, below=True)
+            if done.paths:
+                self._changed(agent, done.summary)
+            return done.answer
 
     # -- internals --------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _changing(self) -> Iterator[None]:
-        """Hold the tree's lock for one mutation, which starts with nothing loaded."""
+    def _changing(self, context: ChangeContext | None = None, tool: str = "") -> Iterator[str | None]:
+        """Hold the tree's lock for one mutation, which starts with nothing loaded; yields
+        the answer the journal recorded for ``context``'s call when it was applied already."""
         with self.tree_lock.held():
             self._loaded = 0
-            yield
+            journal = self.hub.journal
+            call = context.call if context is not None else None
+            yield journal.replay(call, tool) if journal is not None and call is not None else None
 
     def _current(self, path: str, doing: Doing) -> FileBytes:
         """The regular file at ``path`` (``data`` is ``None`` where nothing is), counted
@@ -418,9 +598,29 @@ class WorkspaceActor(CallerRunsActor):
             raise file_error(OSError(errno.ENOENT, "missing"), "edit", current.rel)
         return current.rel, current.data
 
-    def _commit(self, agent: str, changes: list[_Change]) -> None:
-        """Write every change, restoring the written ones if one fails; then record and publish."""
+    def _commit(
+        self, agent: str, changes: list[_Change], answer: str, context: ChangeContext | None, tool: str
+    ) -> None:
+        """Write every change, restoring the written ones if one fails; then journal, record
+        and publish. If the journal cannot record the change, the files are put back."""
         self._check_quota(changes)
+        journal = self.hub.journal
+        prepared = None
+        digests = {c.path: content_digest(c.after) for c in changes if c.after is not None} if journal else {}
+        if journal is not None and (changes or (context is not None and context.call is not None)):
+            prepared = journal.prepare(
+                [
+                    PathChange(
+                        path=c.path,
+                        before=c.before,
+                        after=c.after,
+                        before_mode=c.mode,
+                        before_digest=c.before_digest,
+                        after_digest=digests.get(c.path),
+                    )
+                    for c in changes
+                ]
+            )
         sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
         done: list[_Change] = []
         for change in changes:
@@ -434,11 +634,24 @@ class WorkspaceActor(CallerRunsActor):
                     raise  # nothing to undo, and its message already names the file
                 raise self._rolled_back(change, done, exc) from exc
             done.append(change)
+        if journal is not None and prepared is not None:
+            try:
+                journal.commit(
+                    prepared,
+                    Author.of_agent(agent, context.task_id if context else None),
+                    tool=(context.tool if context else "") or tool,
+                    answer=answer,
+                    call=context.call if context else None,
+                )
+            except (StoreError, OutcomeUnknown) as exc:
+                raise self._rolled_back(None, done, exc, journaled=True) from exc
         for change in changes:
             if change.after is None:
                 self.gate.forget(change.path)
             else:
-                self.gate.record_write(agent, change.path, change.after, full=change.full)
+                self.gate.record_write(
+                    agent, change.path, change.after, full=change.full, digest=digests.get(change.path)
+                )
         if changes:
             what = ", ".join(
                 f"{'created' if c.before is None else 'deleted' if c.after is None else 'changed'} {c.path}"
@@ -449,10 +662,13 @@ class WorkspaceActor(CallerRunsActor):
 
     def _check_quota(self, changes: list[_Change]) -> None:
         """Refuse changes that would take the tree past its disk quota (a shrinking change passes)."""
+        self._check_growth(sum(len(c.after or b"") - len(c.before or b"") for c in changes))
+
+    def _check_growth(self, growth: int) -> None:
+        """Refuse a change adding ``growth`` bytes when that takes the tree past its disk quota."""
         quota_mb = self.hub.quota_mb
         if quota_mb is None:
             return
-        growth = sum(len(c.after or b"") - len(c.before or b"") for c in changes)
         if growth <= 0:
             return
         quota = quota_mb * MIB
@@ -467,7 +683,48 @@ class WorkspaceActor(CallerRunsActor):
             "(workspace_delete), or write less, then retry."
         )
 
-    def _rolled_back(self, failed: _Change, done: list[_Change], exc: BaseException) -> Exception:
+    def _record(
+        self, agent: str, changes: list[PathChange], answer: str, context: ChangeContext | None, tool: str
+    ) -> None:
+        """Journal a change already made on disk (directories; a file too large to keep).
+
+        Raises:
+            ToolFailed: the journal could not record it (the change stays made).
+        """
+        journal = self.hub.journal
+        if journal is None or not (changes or (context is not None and context.call is not None)):
+            return
+        try:
+            journal.commit(
+                journal.prepare(changes),
+                Author.of_agent(agent, context.task_id if context else None),
+                tool=(context.tool if context else "") or tool,
+                answer=answer,
+                call=context.call if context else None,
+            )
+        except (StoreError, OutcomeUnknown) as exc:
+            raise ToolFailed(
+                f"{answer} But the workspace journal could not record it ({exc}), so it cannot be undone "
+                "through the journal. Tell the user."
+            ) from exc
+
+    def _checked(self, agent: str, rel: str) -> str | None:
+        """The digest of what ``agent`` read of ``rel``: just after the gate let a change of
+        it through, the digest of its current bytes (so they are not hashed again)."""
+        record = self.gate.record_of(agent, rel)
+        return record.digest if record is not None else None
+
+    def _missing_directories(self, path: str) -> list[str]:
+        """The directories on the way to ``path`` (itself included) that do not exist yet."""
+        parts = self.tree.resolve(path).split("/")
+        for end in range(1, len(parts) + 1):
+            if self.tree.kind("/".join(parts[:end])) is None:
+                return ["/".join(parts[:stop]) for stop in range(end, len(parts) + 1)]
+        return []
+
+    def _rolled_back(
+        self, failed: _Change | None, done: list[_Change], exc: BaseException, *, journaled: bool = False
+    ) -> Exception:
         reason = str(exc) if isinstance(exc, RetriableError | ToolFailed) else (getattr(exc, "strerror", None) or exc)
         unrestored: list[str] = []
         sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
@@ -486,13 +743,17 @@ class WorkspaceActor(CallerRunsActor):
                     )
             except (OSError, RetriableError, ToolFailed):
                 unrestored.append(change.path)
+        if journaled or failed is None:
+            what = f"The workspace journal could not record the change ({reason})"
+        else:
+            what = f"Writing {failed.path} failed ({reason})"
         if unrestored:
             return ToolFailed(
-                f"Writing {failed.path} failed ({reason}), and restoring {', '.join(unrestored)} failed too: "
+                f"{what}, and restoring {', '.join(unrestored)} failed too: "
                 "those files may hold the new content. Read them before changing them."
             )
         restored = f"; the {len(done)} file(s) already written were restored" if done else ""
-        message = f"Writing {failed.path} failed ({reason}), so nothing was changed{restored}."
+        message = f"{what}, so nothing was changed{restored}."
         return RetriableError(message) if isinstance(exc, RetriableError) else ToolFailed(message)
 
     def _changed(self, agent: str, summary: str) -> None:
@@ -523,6 +784,10 @@ class WorkspaceProxy(ActorMemberMixin, pykka.ActorProxy[WorkspaceActor]):
     delete = proxy_method(WorkspaceActor.delete)
     mkdir = proxy_method(WorkspaceActor.mkdir)
     rmdir = proxy_method(WorkspaceActor.rmdir)
+    scan = proxy_method(WorkspaceActor.scan)
+    command_started = proxy_method(WorkspaceActor.command_started)
+    command_ended = proxy_method(WorkspaceActor.command_ended)
+    undo = proxy_method(WorkspaceActor.undo)
 
 
 class WorkspaceHub:
@@ -543,6 +808,8 @@ class WorkspaceHub:
         self._publishers: dict[str, Callable[[Any], None]] = {}
         self._quota_mb: int | None = None
         self._sync: Sync | None = None
+        self._journal_settings: JournalSettings | None = None
+        self._journal: Journal | None = None
         self._ref: pykka.ActorRef[WorkspaceActor] | None = None
         self._proxy: WorkspaceProxy | None = None
 
@@ -561,19 +828,48 @@ class WorkspaceHub:
         """The safest durability attached (``"normal"`` before any card asked)."""
         return self._sync or "normal"
 
+    @property
+    def journal(self) -> Journal | None:
+        """The tree's journal in the process's default store (``None`` until a card asked for
+        one); opened at its first use, and again when its store was closed."""
+        settings = self._journal_settings
+        if settings is None:
+            return None
+        journal = self._journal
+        if journal is None or journal.store.closed:
+            from toolcards.store.default import default_store
+
+            with self._lock:
+                journal = self._journal
+                if journal is None or journal.store.closed:
+                    journal = self._journal = Journal(default_store(), self.root.name, settings)
+        return journal
+
     def attach(
-        self, team_id: str, publish: Callable[[Any], None], disk_mb: int | None = None, sync: Sync = "normal"
+        self,
+        team_id: str,
+        publish: Callable[[Any], None],
+        disk_mb: int | None = None,
+        sync: Sync = "normal",
+        journal: JournalSettings | None = None,
     ) -> None:
         """Publish this tree's changes to team ``team_id`` with ``publish(event)`` (idempotent).
 
-        ``disk_mb`` is the attaching card's quota for the tree (the smallest attached applies)
-        and ``sync`` its durability (the safest attached applies). Starts nothing.
+        ``disk_mb`` is the attaching card's quota for the tree (the smallest attached applies),
+        ``sync`` its durability (the safest attached applies) and ``journal`` its journal's
+        retention (``None``: it asks for none; the journal is kept when any card asks for
+        it, with the most history any asks for). Starts nothing.
         """
         with self._lock:
             self._publishers[team_id] = publish
             if disk_mb is not None:
                 self._quota_mb = disk_mb if self._quota_mb is None else min(self._quota_mb, disk_mb)
             self._sync = sync if self._sync is None else max(self._sync, sync, key=_SYNC_ORDER.index)
+            if journal is not None:
+                current = self._journal_settings
+                self._journal_settings = journal if current is None else current.merged(journal)
+                if self._journal is not None:
+                    self._journal.settings = self._journal_settings
 
     def detach(self, team_id: str, publish: Callable[[Any], None]) -> None:
         """Stop publishing to ``team_id`` (if ``publish`` is still how it is reached)."""
@@ -623,7 +919,7 @@ def workspace_hub(root: Path, *, resolved: bool = False) -> WorkspaceHub:
     The registry is keyed by the tree's resolved path, so two spellings of one tree (or two
     teams sharing it) get the same hub. Race-free: concurrent callers get the same one.
     ``resolved`` says ``root`` is resolved already (a card's root, from
-    :func:`~toolcards.core.locations.workspace_dir`): it is not resolved again.
+    :func:`~toolcards.fs.locations.workspace_dir`): it is not resolved again.
     """
     key = str(root) if resolved else os.path.realpath(root)
     hub = _hubs.get(key)
@@ -634,6 +930,11 @@ def workspace_hub(root: Path, *, resolved: bool = False) -> WorkspaceHub:
         if hub is None:
             hub = _hubs[key] = WorkspaceHub(Path(key))
         return hub
+
+
+def existing_hub(root: Path) -> WorkspaceHub | None:
+    """The :class:`WorkspaceHub` of the tree at ``root`` if this process made one; makes none."""
+    return _hubs.get(os.path.realpath(root))
 
 
 def workspace_actor(root: Path) -> WorkspaceProxy:

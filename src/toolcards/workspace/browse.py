@@ -122,7 +122,7 @@ def tree_signature(tree: Tree, limit: int = SIGNATURE_ENTRIES) -> str:
     """A digest of the first ``limit`` entries' names, kinds, sizes and modification times.
 
     It changes when a file is created, deleted, renamed or written, by a tool, a command or
-    another process. Costs one ``stat`` per entry (about 10 ms for 10,000 here).
+    another process. Costs one ``stat`` per entry.
     """
     hasher = hashlib.blake2b(digest_size=12)
     try:

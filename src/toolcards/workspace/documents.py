@@ -22,9 +22,9 @@ import threading
 from pathlib import Path, PurePath
 from typing import Any
 
-from toolcards.core.atomic_write import atomic_write
 from toolcards.core.output import wrap_untrusted
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.fs.atomic_write import atomic_write
 from toolcards.workspace.files import read_bytes
 from toolcards.workspace.tree import format_size
 

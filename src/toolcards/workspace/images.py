@@ -30,8 +30,8 @@ import io
 from pathlib import Path, PurePath
 from typing import TYPE_CHECKING
 
-from toolcards.core.atomic_write import atomic_write
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.fs.atomic_write import atomic_write
 from toolcards.workspace.files import read_bytes
 from toolcards.workspace.tree import format_size
 

@@ -5,6 +5,8 @@ remembers about each agent's reads.
 * :class:`ReadRecord` — what one agent last read of one file: the hash of the bytes it
   read and whether it saw the whole file.
 * :func:`content_digest` — the hash both are compared with.
+* :class:`JournalEntry` and :class:`FileChange` — one change of the tree as the journal
+  recorded it (:mod:`toolcards.workspace.journal`).
 * The argument bounds of the workspace tools (:data:`MAX_PATH_CHARS`...) and the annotated
   string types that enforce them (:data:`WorkspacePath`...).
 
@@ -21,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolcards.core.bounds import unlisted_bound
 
 __all__ = [
+    "DIRECTORY",
     "MAX_CONTENT_CHARS",
     "MAX_EDITS",
     "MAX_EDIT_STRING_CHARS",
@@ -28,8 +31,10 @@ __all__ = [
     "MAX_PATH_CHARS",
     "MAX_PATTERN_CHARS",
     "EditString",
+    "FileChange",
     "FileContent",
     "FileEdit",
+    "JournalEntry",
     "PatchText",
     "Pattern",
     "ReadRecord",
@@ -72,6 +77,10 @@ Pattern = Annotated[str, Field(max_length=MAX_PATTERN_CHARS, json_schema_extra=u
 """A glob or regex pattern (or grep's ``include``): at most :data:`MAX_PATTERN_CHARS` characters."""
 
 
+DIRECTORY = "directory"
+"""What :attr:`FileChange.before` and :attr:`FileChange.after` say for a directory."""
+
+
 def content_digest(data: bytes) -> str:
     """The SHA-256 of ``data`` as 64 hex characters: how the gate tells two versions apart."""
     return hashlib.sha256(data).hexdigest()
@@ -105,3 +114,55 @@ class ReadRecord(BaseModel):
     full: bool
     """The agent saw the whole file; a page read (an ``offset``/``limit`` that did not reach
     every line, or output cut to its budget) licenses anchored edits, not overwrites."""
+
+
+class FileChange(BaseModel):
+    """One path's part of a :class:`JournalEntry`: what was there before and after."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    """Where, relative to the workspace root."""
+    before: str | None
+    """The file's :func:`content_digest` before the change, :data:`DIRECTORY` for a directory,
+    ``None`` when nothing was there."""
+    after: str | None
+    """The same after the change (``None``: it was deleted)."""
+    before_mode: int | None = None
+    """Permission bits before, when the change knew them."""
+    after_mode: int | None = None
+    """Permission bits after, when the change knew them (``None``: as the file system made them)."""
+    before_kept: bool = True
+    """Whether the journal kept the content before (files over its size limit are recorded
+    by digest alone, and cannot be restored)."""
+    after_kept: bool = True
+    """Whether the journal kept the content after."""
+
+
+class JournalEntry(BaseModel):
+    """One change of a workspace tree, as the journal recorded it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    """The change id, from 1, in the order changes were committed (``workspace_diff``,
+    ``workspace_undo``)."""
+    at: float
+    """When it was recorded, in seconds since the epoch."""
+    member: str
+    """Who made it, ``@Name``; ``""`` for a change made outside the tools."""
+    team: str
+    """The team of :attr:`member` (``""`` outside the tools)."""
+    tool: str
+    """What made it: a workspace tool, ``exec_command`` (a sandboxed command), or ``outside``
+    (noticed by a scan, made by something else)."""
+    task_id: int | None = None
+    """The task :attr:`member` held a claim on, if any."""
+    files: tuple[FileChange, ...]
+    """The paths it changed."""
+    summary: str
+    """One line saying what it did."""
+    command: str | None = None
+    """The command line, for ``exec_command``."""
+    undoes: tuple[int, ...] = ()
+    """For an undo: the changes it undid."""

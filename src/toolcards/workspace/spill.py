@@ -19,10 +19,10 @@ gets a ``.gitignore`` of ``*``, so a command's ``git add -A`` leaves spills out 
 id and 48 random bits, ``20261128T101500Z-workspace_grep-call_7-3fa9c1b2d4e5.txt``.
 
 **Writing.** The text is encoded 1 MiB of characters at a time and streamed into a temporary
-that is renamed into place (:func:`~toolcards.core.atomic_write.atomic_write_at`), so a reader
+that is renamed into place (:func:`~toolcards.fs.atomic_write.atomic_write_at`), so a reader
 never sees a partial file and a 50 MB output costs a few MB more, not another 50. It is not
-flushed: a spill is a copy of an answer, disposable, and a flush costs 0.3-4 ms on this
-kind of disk; a killed process still loses nothing. A NUL character is saved as U+FFFD and
+flushed: a spill is a copy of an answer, disposable, and a flush can cost more than the
+write itself; a killed process still loses nothing. A NUL character is saved as U+FFFD and
 an unpaired surrogate as ``?``, so the file stays text that ``workspace_read`` shows. A
 read-only card still spills: spills are the system's writes, not the model's.
 
@@ -50,9 +50,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from toolcards.core.atomic_write import atomic_write_at
-from toolcards.core.tree_usage import MIB, workspace_usage
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.fs.atomic_write import atomic_write_at
+from toolcards.fs.tree_usage import MIB, workspace_usage
 from toolcards.workspace.actor import workspace_hub
 from toolcards.workspace.tree import format_size
 
@@ -290,7 +290,7 @@ def spill_folder(root: Path) -> SpillFolder:
 
 
 class _Pieces:
-    """Encoded text as a stream :func:`~toolcards.core.atomic_write.atomic_write_at` reads."""
+    """Encoded text as a stream :func:`~toolcards.fs.atomic_write.atomic_write_at` reads."""
 
     def __init__(self, pieces: Iterator[bytes]) -> None:
         self._pieces = pieces

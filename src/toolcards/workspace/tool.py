@@ -1,7 +1,7 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
-The card gives twelve capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Ten are on by default; the two
+The card gives fifteen capabilities, each a field ``<Param> | bool`` named like the tool the
+model sees and exposed as a tool call and a command. Thirteen are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
@@ -21,9 +21,19 @@ tool                       what it does                                      mut
                            nothing
 ``workspace_mkdir``        create a directory and its parents                yes      off
 ``workspace_rmdir``        remove a directory (recursively on request)       yes      off
+``workspace_history``      the journal's changes, newest first, filtered     no       on
+``workspace_diff``         the diff of one change                            no       on
+``workspace_undo``         undo changes, all or nothing (dry run on request) yes      on
 =========================  ================================================  =======  =======
 
-**Where.** The tree is :func:`toolcards.core.locations.workspace_dir` of ``workspace_id``,
+**The journal** (``journal=True``, the default; :mod:`toolcards.workspace.journal`) records
+every change of the tree — through these tools, by a sandboxed ``exec_command`` (the tree
+is scanned before and after each command), or from outside, noticed at the next scan —
+with who made it, when, with which tool, for which claimed task, and the content before
+and after, in the team's store. ``journal_mb`` and ``journal_days`` bound what it keeps.
+A change carrying an idempotency key is applied once: a retry gets the first answer.
+
+**Where.** The tree is :func:`toolcards.fs.locations.workspace_dir` of ``workspace_id``,
 which defaults to the team id: ``<workspaces root>/<team_id>``, the root being the one every
 command finds (``--root``, ``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml``, a legacy
 ``./workspaces``, the per-user data directory: :mod:`toolcards.core.lookup`). Give several
@@ -80,6 +90,7 @@ on a named pipe. Their version is a digest of the tree's entries, taken at most 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
@@ -90,21 +101,31 @@ from toolcards.core.bounds import unlisted_bound
 from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
-from toolcards.core.locations import WorkspaceId, internal_dir, workspace_dir
+from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
-from toolcards.core.services import SPILL_TO_WORKSPACE
+from toolcards.core.services import SPILL_TO_WORKSPACE, WORKSPACE_COMMANDS
 from toolcards.core.views import FileBytes, view
 from toolcards.errors import RetriableError, WiringError
+from toolcards.fs.locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
+from toolcards.workspace.command_journal import claimed_task, journal_command
 from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
 from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
+from toolcards.workspace.history import render_diff, render_history
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
+from toolcards.workspace.journal import (
+    DEFAULT_MAX_AGE_DAYS,
+    DEFAULT_MAX_MB,
+    ChangeContext,
+    Journal,
+    JournalSettings,
+)
 from toolcards.workspace.models import (
     MAX_EDITS,
     MAX_PATCH_CHARS,
@@ -128,13 +149,18 @@ from toolcards.workspace.spill import (
 )
 from toolcards.workspace.tree import OpenFile, Tree
 from toolcards.workspace.tree_lock import probe_tree_locks
+from toolcards.workspace.undo import UndoSelection
 
 __all__ = [
+    "HISTORY_SCAN_INTERVAL_S",
     "READ_OUTPUT_BUDGET",
+    "JournalParam",
     "WorkspaceDeleteParam",
+    "WorkspaceDiffParam",
     "WorkspaceEditParam",
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
+    "WorkspaceHistoryParam",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
     "WorkspaceMultiEditParam",
@@ -143,6 +169,7 @@ __all__ = [
     "WorkspaceReadParam",
     "WorkspaceRmdirParam",
     "WorkspaceTool",
+    "WorkspaceUndoParam",
     "WorkspaceViewParam",
     "WorkspaceWriteParam",
 ]
@@ -150,6 +177,10 @@ __all__ = [
 READ_OUTPUT_BUDGET = 60_000
 """Characters ``workspace_read`` returns at most by default (a param's ``output_budget``
 overrides it); past that the page ends early, at a line, with the offset to read on."""
+
+HISTORY_SCAN_INTERVAL_S = 1.0
+"""``workspace_history`` scans the tree first (to list what changed outside the tools) when
+this process has not scanned it for this long; sandboxed commands and undos always scan."""
 
 TREE_SIGNATURE_MAX_AGE_S = 1.0
 """The tree's version (a walk of its entries) is taken again at most this often."""
@@ -159,6 +190,13 @@ _CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
 """What a document or an image ends with: a file ending otherwise is read as text."""
 _MAX_VIEW_PATH = 4096
 _NOTICE_ROOM = 200
+_MAX_HISTORY = 500
+
+AgentFilter = Annotated[str, Field(max_length=200, json_schema_extra=unlisted_bound)]
+"""A member to filter the journal by (``@Bob``, ``Bob``, or ``outside``)."""
+
+SinceText = Annotated[str, Field(max_length=100, json_schema_extra=unlisted_bound)]
+"""A change id, an ISO 8601 time or an age (``30m``, ``2h``, ``1d``)."""
 
 
 class WorkspaceParam(BaseToolParam):
@@ -224,6 +262,26 @@ class WorkspaceRmdirParam(WorkspaceParam):
     """``workspace_rmdir``."""
 
 
+class JournalParam(WorkspaceParam):
+    """Configuration shared by the journal's capabilities: a tool call and a command (an
+    orchestrator's, ``toolcards history`` and ``toolcards undo``); ``expose={Channels.COMMAND}``
+    keeps a model from seeing them (their definitions cost about 290 tokens)."""
+
+    expose: set[Channels] = {Channels.TOOL_CALL, Channels.COMMAND}
+
+
+class WorkspaceHistoryParam(JournalParam):
+    """``workspace_history``."""
+
+
+class WorkspaceDiffParam(JournalParam):
+    """``workspace_diff``."""
+
+
+class WorkspaceUndoParam(JournalParam):
+    """``workspace_undo``."""
+
+
 class WorkspaceTool(ToolCard):
     """A tree of files a team's agents read, search and change without losing each other's work.
 
@@ -245,6 +303,15 @@ class WorkspaceTool(ToolCard):
             makes a write several times faster on most disks; a killed process still loses
             nothing, but after a power loss or an OS crash recent files may be lost or
             empty. When cards on one tree disagree, the safest applies. Added in 0.2.
+        journal: Keep the tree's journal: every change (through these tools, by a
+            sandboxed command, or from outside, noticed at the next scan) with who made it,
+            when, with which tool, for which task, and the content before and after, in the
+            team's store; ``workspace_history``, ``workspace_diff`` and ``workspace_undo``
+            read it. The journal is kept when any card of the tree asks for it.
+        journal_mb: Megabytes of history the journal keeps beyond the tree's current
+            content; past it the oldest changes are dropped first. When cards on one tree
+            disagree, the largest applies.
+        journal_days: Days the journal keeps a change; the largest of the tree's cards applies.
         spill_mb: Size of the tree's spill folder, ``.toolcards/spill/``: any tool output
             longer than its budget is saved there whole (the model reads its head and tail,
             the path, and how to page or search it). The oldest spills are deleted first when
@@ -260,6 +327,9 @@ class WorkspaceTool(ToolCard):
     workspace_id: WorkspaceId | None = None
     disk_mb: int = Field(default=1024, ge=1)
     sync: Sync = "normal"
+    journal: bool = True
+    journal_mb: int = Field(default=DEFAULT_MAX_MB, ge=1)
+    journal_days: float = Field(default=DEFAULT_MAX_AGE_DAYS, gt=0, allow_inf_nan=False)
     spill_mb: int = Field(default=DEFAULT_SPILL_MB, ge=1)
     spill_hours: float = Field(default=DEFAULT_SPILL_HOURS, gt=0)
     workspace_read: WorkspaceReadParam | bool = True
@@ -274,6 +344,9 @@ class WorkspaceTool(ToolCard):
     workspace_delete: WorkspaceDeleteParam | bool = True
     workspace_mkdir: WorkspaceMkdirParam | bool = False
     workspace_rmdir: WorkspaceRmdirParam | bool = False
+    workspace_history: WorkspaceHistoryParam | bool = True
+    workspace_diff: WorkspaceDiffParam | bool = True
+    workspace_undo: WorkspaceUndoParam | bool = True
 
     _root: Path | None = PrivateAttr(default=None)
     _tree: Tree | None = PrivateAttr(default=None)
@@ -318,6 +391,8 @@ class WorkspaceTool(ToolCard):
         self._team = (team_id, observer.team.publish)
         self._hub = None
         self._workspace_hub()
+        if self.journal:
+            observer.team.provide(WORKSPACE_COMMANDS, functools.partial(journal_command, observer.team))
         # Outputs over any tool's budget, for this member, are kept in this tree.
         folder = spill_folder(root)
         folder.keep(self.spill_mb, self.spill_hours)
@@ -444,7 +519,9 @@ class WorkspaceTool(ToolCard):
         Args:
             path: Relative to the workspace root.
         """
-        return self._change("workspace_write", [path], lambda: self._actor_proxy().write(self._agent, path, content))
+        return self._change(
+            "workspace_write", [path], lambda context: self._actor_proxy().write(self._agent, path, content, context)
+        )
 
     @capability("workspace_edit", mutates=True)
     def edit_file(
@@ -458,7 +535,7 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_edit",
             [path],
-            lambda: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all),
+            lambda context: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all, context),
         )
 
     @capability("workspace_multi_edit", mutates=True)
@@ -480,7 +557,7 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_multi_edit",
             [edit.path for edit in edits],
-            lambda: self._actor_proxy().multi_edit(self._agent, edits),
+            lambda context: self._actor_proxy().multi_edit(self._agent, edits, context),
         )
 
     @capability("workspace_patch", mutates=True)
@@ -491,17 +568,23 @@ class WorkspaceTool(ToolCard):
             patch_text: '--- a/path' '+++ b/path' then '@@' hunks; /dev/null to add or delete a file.
         """
         paths = [path for change in parse_patch(patch_text) for path in (change.old_path, change.new_path) if path]
-        return self._change("workspace_patch", paths, lambda: self._actor_proxy().patch(self._agent, patch_text))
+        return self._change(
+            "workspace_patch", paths, lambda context: self._actor_proxy().patch(self._agent, patch_text, context)
+        )
 
     @capability("workspace_delete", mutates=True)
     def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
-        return self._change("workspace_delete", [path], lambda: self._actor_proxy().delete(self._agent, path))
+        return self._change(
+            "workspace_delete", [path], lambda context: self._actor_proxy().delete(self._agent, path, context)
+        )
 
     @capability("workspace_mkdir", mutates=True)
     def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
-        return self._change("workspace_mkdir", [path], lambda: self._actor_proxy().mkdir(self._agent, path))
+        return self._change(
+            "workspace_mkdir", [path], lambda context: self._actor_proxy().mkdir(self._agent, path, context)
+        )
 
     @capability("workspace_rmdir", mutates=True)
     def remove_directory(self, path: WorkspacePath, recursive: bool = False) -> str:
@@ -512,7 +595,82 @@ class WorkspaceTool(ToolCard):
         """
         deadline = remaining()
         return self._change(
-            "workspace_rmdir", [path], lambda: self._actor_proxy().rmdir(self._agent, path, recursive, deadline)
+            "workspace_rmdir",
+            [path],
+            lambda context: self._actor_proxy().rmdir(self._agent, path, recursive, deadline, context),
+        )
+
+    # -- the journal ------------------------------------------------------------------------------
+
+    @capability("workspace_history", untrusted_output=True)
+    def show_history(
+        self,
+        path: WorkspacePath | None = None,
+        agent: AgentFilter | None = None,
+        task_id: int | None = None,
+        limit: Annotated[int, Field(ge=1, le=_MAX_HISTORY)] = 20,
+    ) -> str:
+        """Workspace changes, newest first: id, time, who, tool, task, what changed.
+
+        Args:
+            path: A file or directory.
+            agent: e.g. '@Bob'; 'outside' for changes made without the tools.
+        """
+        journal = self._journal()
+        if journal.seconds_since_scan >= HISTORY_SCAN_INTERVAL_S:  # what changed outside the tools
+            self.ask(self._actor_proxy().scan(), actor=self._actor_name)
+        else:
+            journal.refresh()  # what other processes recorded
+        rel = self.tree.resolve(path) if path else None
+        member = _member_filter(agent)
+        entries = journal.history(path=rel, member=member, task_id=task_id, limit=limit)
+        return render_history(entries, filtered=bool(path or agent or task_id is not None))
+
+    @capability("workspace_diff", untrusted_output=True)
+    def show_diff(self, change_id: int) -> str:
+        """The unified diff of one change."""
+        journal = self._journal()
+        entry = journal.entry(change_id).public()
+        digests = [
+            digest
+            for change in entry.files
+            for digest, kept in ((change.before, change.before_kept), (change.after, change.after_kept))
+            if digest and kept
+        ]
+        return render_diff(entry, journal.contents(digests))
+
+    @capability("workspace_undo", mutates=True)
+    def undo_changes(
+        self,
+        change_id: int | None = None,
+        path: WorkspacePath | None = None,
+        agent: AgentFilter | None = None,
+        task_id: int | None = None,
+        since: SinceText | None = None,
+        dry_run: bool = False,
+    ) -> str:
+        """Undo one change (default: your last) or all matching the filters; all or nothing, itself undoable.
+
+        Args:
+            path: Only this file or directory.
+            agent: e.g. '@Bob'.
+            since: A change id, an ISO time or an age like '2h'.
+            dry_run: Only show what would change.
+        """
+        self._journal()
+        selection = UndoSelection(
+            change_id=change_id,
+            path=path,
+            member=agent,
+            task_id=task_id,
+            since=since,
+            caller=self._member,
+        )
+        return self._change(
+            "workspace_undo",
+            [path] if path else [],
+            lambda context: self._actor_proxy().undo(self._agent, selection, dry_run, context),
+            checked=not dry_run,
         )
 
     # -- views (read-only, for people looking at the team) ------------------------------------
@@ -545,13 +703,27 @@ class WorkspaceTool(ToolCard):
 
     # -- internals ----------------------------------------------------------------------------------
 
-    def _change(self, tool: str, paths: list[str], send: Callable[[], Any]) -> str:
+    def _change(
+        self, tool: str, paths: list[str], send: Callable[[ChangeContext], Any], *, checked: bool = True
+    ) -> str:
         """Check ``paths`` against other members' reservations
-        (:mod:`toolcards.workspace.reservations`), then ``send()`` the change to the tree's
-        actor and return its answer, with the reservations' warning if any."""
-        warning = check_reservations(self._handle, self._member, paths, tool=tool)
-        answer: str = self.ask(send(), actor=self._actor_name)
+        (:mod:`toolcards.workspace.reservations`), then ``send(context)`` the change to the
+        tree's actor and return its answer, with the reservations' warning if any. The
+        context carries the tool, the member's claimed task (when the journal is on) and the
+        call's idempotency key."""
+        warning = check_reservations(self._handle, self._member, paths, tool=tool) if checked else ""
+        task_id = claimed_task(self._handle, self._member) if self.journal else None
+        context = ChangeContext(tool=tool, task_id=task_id, call=current_call())
+        answer: str = self.ask(send(context), actor=self._actor_name)
         return f"{answer}\n{warning}" if warning else answer
+
+    def _journal(self) -> Journal:
+        journal = self._workspace_hub().journal
+        if journal is None:
+            raise RetriableError(
+                "The workspace journal is off for this tree (journal=False on its cards), so it has no history."
+            )
+        return journal
 
     def _open_file(self, path: str) -> OpenFile:
         try:
@@ -571,7 +743,12 @@ class WorkspaceTool(ToolCard):
         if hub is None or hub.retired:
             team_id, publish = self.bound(self._team)
             hub = workspace_hub(self.root, resolved=True)
-            hub.attach(team_id, publish, self.disk_mb, self.sync)
+            settings = (
+                JournalSettings(max_bytes=self.journal_mb * 1024 * 1024, max_age_s=self.journal_days * 86_400)
+                if self.journal
+                else None
+            )
+            hub.attach(team_id, publish, self.disk_mb, self.sync, settings)
             self._hub = hub
         return hub
 
@@ -589,6 +766,14 @@ class WorkspaceTool(ToolCard):
     @property
     def _actor_name(self) -> str:
         return f"#WorkspaceActor:{self.root.name}"
+
+
+def _member_filter(agent: str | None) -> str | None:
+    """``agent`` as the journal names members: ``@Name``, or ``""`` for outside the tools."""
+    if agent is None or not agent.strip():
+        return None
+    bare = agent.strip().lstrip("@").strip()
+    return "" if bare.lower() == "outside" else f"@{bare}"
 
 
 def _view_path(path: str) -> str:

@@ -30,7 +30,7 @@ socket or a device is refused with a message saying what it is
 (:func:`~toolcards.workspace.os_errors.not_regular_error`), and so is a write, edit or
 delete of one.
 
-**Writes** are atomic (:func:`~toolcards.core.atomic_write.atomic_write_at` on the
+**Writes** are atomic (:func:`~toolcards.fs.atomic_write.atomic_write_at` on the
 handle of the target's directory): the data goes to a temporary file created (``O_EXCL``)
 in that directory, is flushed with ``fdatasync`` and renamed over the target within it
 (``renameat``); on failure the temporary is removed and the target is untouched.
@@ -62,9 +62,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from toolcards.core.atomic_write import atomic_write_at
 from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.fs.atomic_write import atomic_write_at
 from toolcards.workspace.os_errors import Doing, describe, file_error, kind_of, not_regular_error
 from toolcards.workspace.paths import ESCAPE_MESSAGE
 
@@ -385,6 +385,24 @@ class Tree:
 
         return self._at(path, "read", status, missing=lambda rel: None)[0]
 
+    def status(self, path: str) -> os.stat_result | None:
+        """The ``lstat`` of what ``path`` names, its last component not followed (a link is
+        reported as a link), or ``None`` when nothing is there.
+
+        Raises:
+            RetriableError: the path leaves the tree or is invalid.
+        """
+
+        def status_of(dir_fd: int, name: str, rel: str) -> os.stat_result | None:
+            try:
+                return os.lstat(name, dir_fd=dir_fd)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
+            except OSError as exc:
+                raise file_error(exc, "read", rel) from exc
+
+        return self._at(path, "read", status_of, follow_last=False, missing=lambda rel: None)[0]
+
     def directory(self, path: str, doing: Doing = "list") -> Directory:
         """The directory at ``path`` (links inside the tree followed), open.
 
@@ -424,7 +442,7 @@ class Tree:
             mode: permission bits. Default: those of the file replaced, or ``0o666`` less
                 the umask for a new one.
             sync_data: flush the file before renaming it into place (see
-                :func:`~toolcards.core.atomic_write.atomic_write_at`).
+                :func:`~toolcards.fs.atomic_write.atomic_write_at`).
             sync_directory: also ``fsync`` the directory, so the rename survives a power loss.
 
         Returns the canonical workspace-relative path written.

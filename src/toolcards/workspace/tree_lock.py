@@ -11,7 +11,7 @@ gap.
 each mutation: reading the current bytes, the gate check, computing the new content, the
 atomic writes and, for a multi-file change, the rollback. It is held for that mutation only
 (milliseconds: one ``fdatasync`` per file written), so the lock is never held while a model
-thinks. Reads take no lock: :func:`~toolcards.core.atomic_write.atomic_write_at` already shows
+thinks. Reads take no lock: :func:`~toolcards.fs.atomic_write.atomic_write_at` already shows
 readers a whole version. A process waiting for the lock polls it with short pauses for up
 to :data:`LOCK_TIMEOUT_S`, then fails the mutation with
 :class:`~toolcards.errors.ToolFailed`; nothing is written.
@@ -60,8 +60,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from toolcards.core.locations import internal_dir, workspaces_root
 from toolcards.errors import ToolFailed
+from toolcards.fs.locations import internal_dir, workspaces_root
 
 __all__ = ["LOCK_TIMEOUT_S", "OFD_LOCKS", "TreeLock", "probe_tree_locks", "tree_lock_path"]
 
@@ -210,9 +210,9 @@ def probe_tree_locks(directory: Path | None = None) -> str | None:
 
     ``directory`` defaults to where tree locks are kept (``internal_dir()/"locks"``, on the
     workspaces root's volume); it is created if missing. With OFD locks the probe locks a
-    scratch file through one descriptor and tries again through a second (about 0.1 ms);
-    with the :func:`fcntl.lockf` fallback the second try is made by a short child process
-    (tens of ms). The result is cached per directory per process.
+    scratch file through one descriptor and tries again through a second; with the
+    :func:`fcntl.lockf` fallback the second try is made by a short child process (far slower).
+    The result is cached per directory per process.
 
     Returns:
         ``None`` when locks work, else one line for the operator: where, on which file

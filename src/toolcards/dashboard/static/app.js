@@ -22,7 +22,7 @@
     board: ["planning.board"],
     graph: ["knowledge_graph.graph"],
     calls: ["team.calls"],
-    team: ["team.roster"],
+    team: ["team.roster", "team.usage"],
     files: ["workspace.tree"],
   };
 
@@ -135,6 +135,7 @@
     "knowledge_graph.graph": loadGraph,
     "team.calls": loadCalls,
     "team.roster": loadRoster,
+    "team.usage": loadUsage,
     "workspace.tree": loadFiles,
   };
   const running = new Map();
@@ -600,6 +601,40 @@
     for (const [role, description] of entries) roles.append(el("li", {}, el("strong", { text: role }), description ? ` — ${description}` : ""));
     if (!entries.length) roles.append(el("li", { class: "muted", text: "No role profiles registered here." }));
     count("count-team", roster.members.length || null);
+  }
+
+  async function loadUsage() {
+    const box = $("usage-box");
+    if (!has("team.usage")) {
+      box.hidden = true;
+      return;
+    }
+    box.hidden = false;
+    const usage = await api("team.usage");
+    const t = usage.total;
+    $("usage-summary").textContent = `${t.calls.toLocaleString()} calls, ${t.result_tokens.toLocaleString()} result tokens, `
+      + `${t.argument_tokens.toLocaleString()} argument tokens, ${t.tool_time_s.toFixed(1)} s of tool time (tokens: ${usage.counted_with}).`;
+    const fill = (id, rows, label) => {
+      const body = clear(document.querySelector(`#${id} tbody`));
+      const ranked = Object.entries(rows).sort((a, b) => b[1].result_tokens - a[1].result_tokens);
+      for (const [name, u] of ranked) {
+        body.append(el("tr", { "data-name": name }, el("td", { text: label(name) }), el("td", { class: "num", text: u.calls.toLocaleString() }),
+          el("td", { class: "num", text: u.result_tokens.toLocaleString() }), el("td", { class: "num", text: u.argument_tokens.toLocaleString() }),
+          el("td", { class: "num", text: `${u.tool_time_s.toFixed(1)} s` })));
+      }
+      if (!ranked.length) body.append(el("tr", {}, el("td", { colspan: 5, class: "muted", text: "No tool calls yet." })));
+    };
+    fill("usage-members", usage.by_member, (name) => name);
+    fill("usage-tasks", usage.by_task, (name) => (name === "none" ? "no task" : `#${name}`));
+    fill("usage-cards", usage.by_card, (name) => name);
+    const budgets = clear(document.querySelector("#usage-budgets tbody"));
+    for (const b of usage.budgets) {
+      const limits = ["calls", "result_tokens", "tool_time_s"].filter((k) => b[k] !== null).map((k) => `${k} ${b[k]}`).join(", ");
+      const pct = Math.round(b.share * 100);
+      budgets.append(el("tr", { "data-budget": b.label, class: pct >= 100 ? "spent" : pct >= 80 ? "warn" : "" },
+        el("td", { text: b.label }), el("td", { text: limits }), el("td", { class: "num", text: `${pct} %` }), el("td", { text: b.set_by })));
+    }
+    if (!usage.budgets.length) budgets.append(el("tr", {}, el("td", { colspan: 4, class: "muted", text: "No budgets set." })));
   }
 
   // -- files -----------------------------------------------------------------------------

@@ -139,7 +139,7 @@ class LocalProvider(EmbeddingProvider):
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Embed ``texts`` in batches of ``batch_size``; rows are mean-pooled, not normalised.
 
-        Blocks for the computation (~3 ms for one sentence on 2 cores), plus the model
+        Blocks for the computation, plus the model
         load on the first call. Raises :class:`EmbeddingUnavailable` when the model or
         tokenizer is missing or onnxruntime fails.
         """

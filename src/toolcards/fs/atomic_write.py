@@ -13,8 +13,8 @@ step that failed, for each caller to word. Blocks on disk I/O.
 Without the flush (``sync_data=False``) an existing target is swapped with the temporary in
 one ``renameat2(RENAME_EXCHANGE)`` and the old file then unlinked, where the system offers
 that call. ext4 (``auto_da_alloc``) allocates and starts writing a file renamed over another,
-which makes that rename cost 0.3-0.7 ms on a slow disk: the flush this mode chose not to pay.
-An exchange is as atomic for readers and costs about 0.04 ms.
+which makes that rename pay for a flush this mode chose not to pay. An exchange is as
+atomic for readers and writes nothing back.
 """
 
 from __future__ import annotations

@@ -1,0 +1,34 @@
+"""Token counts: o200k when the encoder is installed, a stated estimate when it is not."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from toolcards.core import tokens
+
+
+def test_o200k_counts_match_the_encoder() -> None:
+    if tokens.o200k() is None:
+        pytest.skip("tiktoken and bpe-openai (the tokens extra) are not installed")
+    assert tokens.token_method() == "o200k"
+    assert tokens.count_tokens("hello world") == 2
+    assert tokens.count_tokens_batch(["hello world", "", "<|endoftext|>"]) == [2, 0, 7]
+
+
+def test_without_the_encoder_four_characters_make_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tokens, "o200k", lambda: None)
+    assert tokens.count_tokens("abcde") == 2
+    assert tokens.count_tokens_batch(["abcd", "abcdefghi", ""]) == [1, 3, 0]
+    assert tokens.estimate_tokens("x" * 401) == 101
+
+
+def test_text_of_is_what_the_model_reads() -> None:
+    class Point(BaseModel):
+        x: int
+
+    assert tokens.text_of(None) == ""
+    assert tokens.text_of("as is") == "as is"
+    assert tokens.text_of({"p": Point(x=1), "n": [1, 2]}) == '{"p":{"x":1},"n":[1,2]}'
+    assert tokens.text_of(b"\x89PNG") == ""
+    assert tokens.text_of({1, 2}) in ("[1,2]", "[2,1]")
