@@ -14,7 +14,7 @@ from pathlib import Path
 
 from bench.timing import Case, Stats, measure
 from toolcards.fs.atomic_write import atomic_write
-from toolcards.workspace.files import read_page, render_page
+from toolcards.workspace.files import list_directory, read_page, render_page
 from toolcards.workspace.glob import glob
 from toolcards.workspace.grep import find_rg, grep
 from toolcards.workspace.tree import Tree
@@ -66,6 +66,38 @@ def run() -> list[Case]:
             Case.timed(
                 "glob **/*.{py,ts} over 1,000 files", _timed(lambda: glob(root, "**/*.{py,ts}"), 100), "", target=15.0
             )
+        )
+        first_page = _timed(lambda: glob(root, "**/*", limit=100), 100)
+        rows.append(Case.timed("glob **/* page 1 over 1,000 files", first_page, "every file matches and is stat-ed"))
+        rows.append(
+            Case.timed(
+                "glob **/* page 10 (offset 900) over 1,000 files",
+                _timed(lambda: glob(root, "**/*", offset=900, limit=100), 100),
+                "keeps offset + limit matches; for scale: page 1 above",
+            )
+        )
+        flat = root / "flat"
+        flat.mkdir()
+        for index in range(FILES):
+            (flat / f"entry_{index:04}.txt").write_bytes(b"z" * index)
+        tree = Tree(root)
+        rows.append(
+            Case.timed(
+                "list 1,000 entries, page 2 with sizes",
+                _timed(lambda: list_directory(tree, "flat", offset=500, limit=500, sizes=True), 100),
+                "an lstat per entry shown",
+            )
+        )
+        names = iter(range(10**6))
+
+        def move_back_and_forth() -> None:
+            step = next(names)
+            tree.rename(
+                f"small{'' if step % 2 == 0 else '-moved'}.txt", f"small{'-moved' if step % 2 == 0 else ''}.txt"
+            )
+
+        rows.append(
+            Case.timed("move a file (Tree.rename)", _timed(move_back_and_forth, 500), "RENAME_NOREPLACE, no journal")
         )
         if find_rg() is not None:
             rows.append(

@@ -94,3 +94,21 @@ def test_bad_requests_fail_with_one_clear_line_and_change_nothing(team: Path) ->
     missing = toolcards(team.parent / "bare.yaml", "history")
     assert missing.returncode == 2 and "offer no workspace_history command" in missing.stderr
     assert (tree / "a.txt").read_text() == "a\n"
+
+
+@pytest.mark.slow
+def test_history_exports_the_journal_as_a_git_repository(team: Path) -> None:
+    assert toolcards(team, "history").returncode == 0  # the team's store is made
+    wrote = toolcards(team, "call", "--agent", "Ann", "/workspace_write", "path=plan.md", "content=ship it")
+    assert wrote.returncode == 0, wrote.stderr
+    exported = toolcards(team, "history", "--export-git", "journal.git")
+    assert exported.returncode == 0, exported.stderr
+    repository = team.parent / "journal.git"
+    assert exported.stdout == f"Exported 1 change to branch journal of the git repository {repository}.\n"
+    log = subprocess.run(
+        ["git", "--git-dir", str(repository), "log", "--format=%an %s", "journal"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert log.stdout == "Ann workspace_write: created plan.md\n"

@@ -187,7 +187,8 @@ def edit(
             "x = 1  \ny = 2\nx = 1 \n",
             "x = 1\n",
             "x = 1\nx = 1",
-            "x = 1\nx = 1\ny = 2\nx = 1\nx = 1\n",
+            # The line new_string keeps is kept as the file has it, trailing spaces included.
+            "x = 1  \nx = 1\ny = 2\nx = 1 \nx = 1\n",
             strategy="trailing_whitespace",
             replace_all=True,
             replacements=2,

@@ -125,7 +125,7 @@ def test_results_are_capped_with_the_total(tmp_path: Path) -> None:
     lines = glob(root, "*.txt").splitlines()
     assert len(lines) == 101
     assert lines[0] == "f129.txt"
-    assert lines[-1].startswith("(showing 100 of 130 matching files")
+    assert lines[-1] == "30 more — next offset 100"
 
 
 def test_no_match_says_so_and_suggests_double_star(tree: Path) -> None:

@@ -236,9 +236,10 @@ def test_many_matches_keep_only_the_newest_in_memory_and_count_the_rest(tmp_path
     lines = glob(tmp_path, "**/*.txt").splitlines()
     assert lines[0] == f"d{2499 % 7}/f2499.txt"
     assert lines[99] == f"d{2400 % 7}/f2400.txt"
-    assert (
-        lines[100] == "(showing 100 of 2500 matching files, newest first; narrow the pattern or path to see the rest)"
-    )
+    assert lines[100] == "2,400 more — next offset 100"
+    # Paging on keeps only offset + limit matches in memory, and meets the same order.
+    lines = glob(tmp_path, "**/*.txt", offset=2400, limit=150).splitlines()
+    assert lines[0] == f"d{99 % 7}/f0099.txt" and lines[-1] == f"d{0}/f0000.txt" and len(lines) == 100
 
 
 def test_a_passed_deadline_stops_the_walk(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import ast
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,13 +36,27 @@ WRITE_TOOLS = {
     "workspace_multi_edit",
     "workspace_patch",
     "workspace_delete",
+    "workspace_move",
     "workspace_mkdir",
     "workspace_rmdir",
 }
-READ_TOOLS = {"workspace_read", "workspace_list", "workspace_glob", "workspace_grep", "workspace_view"}
+READ_TOOLS = {
+    "workspace_read",
+    "workspace_list",
+    "workspace_glob",
+    "workspace_grep",
+    "workspace_search",
+    "workspace_view",
+    "workspace_info",
+    "workspace_read_many",
+}
 OFF_BY_DEFAULT = {"workspace_mkdir", "workspace_rmdir"}
 JOURNAL_READS = {"workspace_history", "workspace_diff"}
 JOURNAL_TOOLS = {*JOURNAL_READS, "workspace_undo"}
+COMMANDS_ONLY = {"workspace_export_git"}
+"""Offered to orchestrators and the command line only: it writes outside the tree."""
+BEYOND_THE_PEER = {"workspace_move", "workspace_info", "workspace_read_many"}
+"""File operations of the reference MCP file server that akgentic-tool has no counterpart for."""
 """The journal's tools: commands by default, so a model pays for no definition."""
 EVERYTHING: dict[str, Any] = dict.fromkeys({*OFF_BY_DEFAULT, "workspace_multi_edit", "workspace_patch"}, True)
 
@@ -149,22 +164,26 @@ def test_the_tree_is_the_team_id_under_the_root(a: Agent_, isolated_root: Path) 
 def test_the_default_card_offers_the_everyday_tools(alice: FakeObserver) -> None:
     default = ToolFactory([WorkspaceTool()], observer=alice)
     assert {t.name for t in default.tools(TOOL_CALL)} == (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - OFF_BY_DEFAULT
-    assert {t.name for t in default.tools(COMMAND)} == (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - OFF_BY_DEFAULT
+    assert {t.name for t in default.tools(COMMAND)} == (
+        READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS | COMMANDS_ONLY
+    ) - OFF_BY_DEFAULT
 
 
 def test_every_tool_is_a_tool_call_and_a_command_by_default(a: Agent_) -> None:
-    assert set(a.tools) == READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS
-    assert all(tool.channels == {TOOL_CALL, COMMAND} for tool in a.tools.values())
+    assert set(a.tools) == READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS | COMMANDS_ONLY
+    assert all(tool.channels == {TOOL_CALL, COMMAND} for name, tool in a.tools.items() if name not in COMMANDS_ONLY)
+    assert all(a.tools[name].channels == {COMMAND} for name in COMMANDS_ONLY)
     assert {name for name, tool in a.tools.items() if tool.untrusted_output} == READ_TOOLS | JOURNAL_READS
     assert {name for name, tool in a.tools.items() if tool.mutates} == WRITE_TOOLS | {"workspace_undo"}
 
 
 def test_read_only_removes_every_write_tool_from_every_channel(alice: FakeObserver) -> None:
     factory = ToolFactory([WorkspaceTool(read_only=True, **EVERYTHING)], observer=alice)
-    assert {t.name for t in factory.tools()} == READ_TOOLS | JOURNAL_READS
-    assert {t.name for t in factory.tools(COMMAND)} == READ_TOOLS | JOURNAL_READS
+    # Exporting the journal changes nothing in the tree: a read-only card keeps it.
+    assert {t.name for t in factory.tools()} == READ_TOOLS | JOURNAL_READS | COMMANDS_ONLY
+    assert {t.name for t in factory.tools(COMMAND)} == READ_TOOLS | JOURNAL_READS | COMMANDS_ONLY
     assert {f.__name__ for f in factory.get_tools()} == READ_TOOLS | JOURNAL_READS
-    assert set(factory.command_registry().names) == READ_TOOLS | JOURNAL_READS
+    assert set(factory.command_registry().names) == READ_TOOLS | JOURNAL_READS | COMMANDS_ONLY
     seen: list[AgentInfo] = []
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -182,10 +201,11 @@ def test_descriptions_are_short_and_name_no_other_tool(a: Agent_) -> None:
     ]
     for definition in definitions:
         others = (READ_TOOLS | WRITE_TOOLS | JOURNAL_TOOLS) - {definition["name"]}
-        assert not [name for name in others if name in json.dumps(definition)]
-    # About 1,050 tokens for all twelve file tools, 290 more for the journal's three.
-    assert len(json.dumps([d for d in definitions if d["name"] not in JOURNAL_TOOLS])) < 4_500
-    assert len(json.dumps(definitions)) < 5_700
+        assert not [name for name in others if re.search(rf"\b{name}\b", json.dumps(definition))]
+    # About 1,170 tokens for the thirteen file tools the peer has too (with paging, tails, dry
+    # runs and workspace_search), 290 more for the journal's three, 230 for the file operations beyond the peer's.
+    assert len(json.dumps([d for d in definitions if d["name"] not in JOURNAL_TOOLS | BEYOND_THE_PEER])) < 5_100
+    assert len(json.dumps(definitions)) < 7_500
 
 
 # -- paths ------------------------------------------------------------------------------------------

@@ -15,6 +15,11 @@ one ``renameat2(RENAME_EXCHANGE)`` and the old file then unlinked, where the sys
 that call. ext4 (``auto_da_alloc``) allocates and starts writing a file renamed over another,
 which makes that rename pay for a flush this mode chose not to pay. An exchange is as
 atomic for readers and writes nothing back.
+
+:func:`rename_noreplace_at` moves a name without ever replacing what is at the destination:
+one ``renameat2(RENAME_NOREPLACE)`` where the system offers it, else a check and a rename
+(a name made between the two is then replaced: the caller holds whatever lock keeps its own
+writers out).
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["Readable", "atomic_write", "atomic_write_at"]
+__all__ = ["Readable", "atomic_write", "atomic_write_at", "rename_noreplace_at"]
 
 
 class Readable(Protocol):
@@ -41,6 +46,7 @@ class Readable(Protocol):
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _CHUNK_BYTES = 1024 * 1024
+_RENAME_NOREPLACE = 1
 _RENAME_EXCHANGE = 2
 _UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EXDEV})
 """What ``renameat2`` answers where a file system or kernel cannot exchange: rename instead."""
@@ -135,11 +141,9 @@ def _exchanged(dir_fd: int, temporary: str, name: str) -> bool:
         OSError: what was at ``name`` cannot be unlinked (a directory put there meanwhile);
             it is swapped back first, so ``name`` is as it was.
     """
-    exchange = _renameat2()
-    if exchange is None:
-        return False
     try:
-        exchange(dir_fd, temporary, name)
+        if not _exchange(dir_fd, temporary, name):
+            return False
     except OSError as exc:
         if exc.errno == errno.ENOENT or exc.errno in _UNSUPPORTED:
             return False
@@ -147,39 +151,77 @@ def _exchanged(dir_fd: int, temporary: str, name: str) -> bool:
     try:
         os.unlink(temporary, dir_fd=dir_fd)
     except OSError:
-        exchange(dir_fd, temporary, name)
+        _exchange(dir_fd, temporary, name)
         raise
     return True
 
 
-_exchange: Callable[[int, str, str], None] | None = None
-_exchange_looked_up = False
+def rename_noreplace_at(src_dir_fd: int, src: str, dst_dir_fd: int, dst: str) -> None:
+    """Rename ``src`` (in ``src_dir_fd``) to ``dst`` (in ``dst_dir_fd``), refusing to replace
+    anything at ``dst``; atomic where ``renameat2(RENAME_NOREPLACE)`` is offered (see the
+    module docstring).
+
+    Raises:
+        FileExistsError: something is at ``dst``; nothing was renamed.
+        OSError: the rename failed (``src`` missing, another file system...).
+    """
+    function = _renameat2()
+    if function is not None:
+        if function(src_dir_fd, os.fsencode(src), dst_dir_fd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
+            return
+        import ctypes
+
+        code = ctypes.get_errno()
+        if code not in _UNSUPPORTED or code == errno.EXDEV:
+            raise OSError(code, os.strerror(code), dst)
+    try:
+        os.lstat(dst, dir_fd=dst_dir_fd)
+    except FileNotFoundError:
+        os.rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+        return
+    raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), dst)
 
 
-def _renameat2() -> Callable[[int, str, str], None] | None:
-    """``renameat2(dir_fd, a, dir_fd, b, RENAME_EXCHANGE)`` through the C library (Python has no
-    binding), or ``None`` where there is none (not Linux, or a C library without it)."""
-    global _exchange, _exchange_looked_up
-    if _exchange_looked_up:
-        return _exchange
-    _exchange_looked_up = True
+_renameat2_function: Callable[[int, bytes, int, bytes, int], int] | None = None
+_renameat2_looked_up = False
+
+
+def _renameat2() -> Callable[[int, bytes, int, bytes, int], int] | None:
+    """The C library's ``renameat2`` (Python has no binding; it sets ``errno`` for
+    ``ctypes.get_errno``), or ``None`` where there is none (not Linux, or a C library
+    without it)."""
+    global _renameat2_function, _renameat2_looked_up
+    if _renameat2_looked_up:
+        return _renameat2_function
+    _renameat2_looked_up = True
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes  # only here: most processes never write without flushing
+    import ctypes  # only here: most processes never need it
 
     function = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
     if function is None:
         return None
     function.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
     function.restype = ctypes.c_int
+    _renameat2_function = function
+    return _renameat2_function
 
-    def exchange(dir_fd: int, a: str, b: str) -> None:
-        if function(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), _RENAME_EXCHANGE) != 0:
-            code = ctypes.get_errno()
-            raise OSError(code, os.strerror(code))
 
-    _exchange = exchange
-    return exchange
+def _exchange(dir_fd: int, a: str, b: str) -> bool:
+    """Swap ``a`` and ``b`` in ``dir_fd``; ``False`` where the system has no ``renameat2``.
+
+    Raises:
+        OSError: the exchange failed.
+    """
+    function = _renameat2()
+    if function is None:
+        return False
+    if function(dir_fd, os.fsencode(a), dir_fd, os.fsencode(b), _RENAME_EXCHANGE) != 0:
+        import ctypes
+
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code))
+    return True
 
 
 def _write_all(fd: int, data: bytes | bytearray | memoryview) -> None:

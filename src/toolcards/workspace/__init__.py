@@ -1,6 +1,6 @@
 """A team's files: read, search and change them without losing anyone's work.
 
-* :class:`WorkspaceTool` — the card: fifteen ``workspace_*`` tools, one field each
+* :class:`WorkspaceTool` — the card: nineteen ``workspace_*`` tools, one field each
   (``<Param> | bool``), and ``read_only`` to offer only those that change nothing.
 * :class:`Journal` — the tree's journal of changes in the team's store (who, when, which
   tool and task, the bytes before and after), read by ``workspace_history``,
@@ -43,14 +43,18 @@ from toolcards.workspace.tool import (
     WorkspaceDeleteParam,
     WorkspaceDiffParam,
     WorkspaceEditParam,
+    WorkspaceExportGitParam,
     WorkspaceGlobParam,
     WorkspaceGrepParam,
     WorkspaceHistoryParam,
+    WorkspaceInfoParam,
     WorkspaceListParam,
     WorkspaceMkdirParam,
+    WorkspaceMoveParam,
     WorkspaceMultiEditParam,
     WorkspaceParam,
     WorkspacePatchParam,
+    WorkspaceReadManyParam,
     WorkspaceReadParam,
     WorkspaceRmdirParam,
     WorkspaceTool,
@@ -74,16 +78,20 @@ __all__ = [
     "WorkspaceDeleteParam",
     "WorkspaceDiffParam",
     "WorkspaceEditParam",
+    "WorkspaceExportGitParam",
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
     "WorkspaceHistoryParam",
     "WorkspaceHub",
+    "WorkspaceInfoParam",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
+    "WorkspaceMoveParam",
     "WorkspaceMultiEditParam",
     "WorkspaceParam",
     "WorkspacePatchParam",
     "WorkspaceProxy",
+    "WorkspaceReadManyParam",
     "WorkspaceReadParam",
     "WorkspaceRmdirParam",
     "WorkspaceTool",

@@ -9,7 +9,7 @@ and the actor, which it starts at the first change (binding a card starts no thr
 replaces when it finds it stopped. :func:`workspace_actor` is that actor's proxy.
 
 **What it does.** It handles one message at a time, so every mutation (write, edit,
-multi-edit, patch, delete, mkdir, rmdir) runs alone: read the current bytes, check the
+multi-edit, patch, delete, move, mkdir, rmdir) runs alone: read the current bytes, check the
 read-before-write gate (:class:`~toolcards.workspace.gate.WriteGate`), compute the new
 content in memory, write it with :meth:`~toolcards.workspace.tree.Tree.write_bytes`
 (atomic, through directory handles: see :mod:`toolcards.workspace.tree`), update the
@@ -82,6 +82,7 @@ from toolcards.errors import OutcomeUnknown, RetriableError, StoreError, ToolFai
 from toolcards.fs.tree_usage import MIB, workspace_usage
 from toolcards.workspace.edit import apply_edit
 from toolcards.workspace.gate import WriteGate
+from toolcards.workspace.index import workspace_index
 from toolcards.workspace.journal import (
     MAX_KEPT_BYTES,
     Author,
@@ -92,9 +93,16 @@ from toolcards.workspace.journal import (
     RunningCommand,
 )
 from toolcards.workspace.models import DIRECTORY, FileEdit, ReadRecord, content_digest
-from toolcards.workspace.os_errors import Doing, file_error
+from toolcards.workspace.os_errors import Doing, file_error, kind_of, not_regular_error
 from toolcards.workspace.patch import apply_patch
-from toolcards.workspace.text import change_diff, detect_newline, file_text, quote_file_text, to_newline
+from toolcards.workspace.text import (
+    change_diff,
+    detect_newline,
+    file_text,
+    quote_file_text,
+    to_newline,
+    unified_diff,
+)
 from toolcards.workspace.tree import FileBytes, Tree, format_size
 from toolcards.workspace.tree_lock import TreeLock
 from toolcards.workspace.undo import UndoSelection, run_undo
@@ -102,6 +110,7 @@ from toolcards.workspace.undo import UndoSelection, run_undo
 __all__ = [
     "CHANGE_DIFF_CHARS",
     "CHANGE_DIFF_LINES",
+    "DRY_RUN",
     "MAX_CHANGE_BYTES",
     "MAX_EDIT_BYTES",
     "Sync",
@@ -132,6 +141,9 @@ Sync = Literal["off", "normal", "full"]
 _SYNC_ORDER: tuple[Sync, ...] = ("off", "normal", "full")
 _SYNC_FLAGS: dict[Sync, tuple[bool, bool]] = {"off": (False, False), "normal": (True, False), "full": (True, True)}
 """(flush each file, flush its directory) for each :data:`Sync`."""
+
+DRY_RUN = "Dry run: nothing was changed."
+"""The first words of a dry run's answer."""
 
 _TOO_LARGE_HINT = "Change it with a command, or delete it with workspace_delete and write it anew; nothing was changed."
 
@@ -268,12 +280,14 @@ class WorkspaceActor(CallerRunsActor):
         new_string: str,
         replace_all: bool = False,
         context: ChangeContext | None = None,
+        dry_run: bool = False,
     ) -> str:
         """Replace ``old_string`` by ``new_string`` in ``path`` (see :func:`~toolcards.workspace.edit.apply_edit`).
 
         Needs a current read of the file (a page read is enough). Returns a line saying how
         many places changed (and by which strategy, when not exactly), then a unified diff
-        inside the untrusted-output envelope.
+        inside the untrusted-output envelope. With ``dry_run`` the same checks run and the
+        same diff is returned, but nothing is written or journaled.
         """
         with self._changing(context, "workspace_edit") as replayed:
             if replayed is not None:
@@ -294,19 +308,24 @@ class WorkspaceActor(CallerRunsActor):
                 same_head_lines=outcome.same_head_lines,
                 same_tail=outcome.same_tail,
             ).rstrip()
-            answer = f"Edited {rel} ({places}{how}).\n{quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)}"
+            quoted = quote_file_text(diff, max_chars=CHANGE_DIFF_CHARS)
+            if dry_run:
+                return f"{DRY_RUN} Would edit {rel} ({places}{how}).\n{quoted}"
+            answer = f"Edited {rel} ({places}{how}).\n{quoted}"
             change = _Change(
                 path=rel, before=before, after=after, mode=None, full=None, before_digest=self._checked(agent, rel)
             )
             self._commit(agent, [change], answer, context, "workspace_edit")
             return answer
 
-    def multi_edit(self, agent: str, edits: Sequence[FileEdit], context: ChangeContext | None = None) -> str:
+    def multi_edit(
+        self, agent: str, edits: Sequence[FileEdit], context: ChangeContext | None = None, dry_run: bool = False
+    ) -> str:
         """Apply ``edits`` in order, across files, all or nothing.
 
         Each edit sees the text left by the earlier edits of its file. Every file needs a
         current read. Returns a summary line, then one diff per changed file (together inside
-        the untrusted-output envelope).
+        the untrusted-output envelope). With ``dry_run`` nothing is written or journaled.
         """
         with self._changing(context, "workspace_multi_edit") as replayed:
             if replayed is not None:
@@ -350,15 +369,21 @@ class WorkspaceActor(CallerRunsActor):
             )
             count = f"{len(edits)} edit{'' if len(edits) == 1 else 's'}"
             summary = f"Applied {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}."
+            if dry_run:
+                summary = f"{DRY_RUN} Would apply {count} to {len(changes)} file{'' if len(changes) == 1 else 's'}."
             answer = f"{summary}\n{quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)}" if diffs else summary
+            if dry_run:
+                return answer
             self._commit(agent, changes, answer, context, "workspace_multi_edit")
             return answer
 
-    def patch(self, agent: str, patch_text: str, context: ChangeContext | None = None) -> str:
+    def patch(self, agent: str, patch_text: str, context: ChangeContext | None = None, dry_run: bool = False) -> str:
         """Apply a GNU unified diff (see :mod:`toolcards.workspace.patch`), all or nothing.
 
         Files it changes or deletes need a current read (a page read is enough); files it
-        creates do not. Returns one ``A``/``M``/``D`` line per file.
+        creates do not. Returns one ``A``/``M``/``D`` line per file. With ``dry_run`` the
+        same checks run and the answer adds the diff of each file as it would change;
+        nothing is written or journaled.
         """
         with self._changing(context, "workspace_patch") as replayed:
             if replayed is not None:
@@ -396,6 +421,25 @@ class WorkspaceActor(CallerRunsActor):
             else:
                 lines = [f"{'A' if c.before is None else 'D' if c.after is None else 'M'} {c.path}" for c in changes]
                 answer = "Patched:\n" + "\n".join(lines)
+            if dry_run:
+                if not changes:
+                    return f"{DRY_RUN} {answer}"
+                texts = {c.path: changed[by_rel[c.path]] for c in changes}
+                diffs = "\n".join(
+                    unified_diff(
+                        None if c.before is None else file_text(c.before, c.path, doing="edit"),
+                        texts[c.path],
+                        c.path,
+                        max_lines=CHANGE_DIFF_LINES,
+                    ).rstrip()
+                    for c in changes
+                )
+                return (
+                    f"{DRY_RUN} Would patch:\n"
+                    + "\n".join(lines)
+                    + "\n"
+                    + quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)
+                )
             self._commit(agent, changes, answer, context, "workspace_patch")
             return answer
 
@@ -430,8 +474,144 @@ class WorkspaceActor(CallerRunsActor):
             answer = f"Deleted {rel}."
             self._record(agent, removed, answer, context, "workspace_delete")
             self.gate.forget(rel)
+            self._tell_index(written=[rel])
             self._changed(agent, f"deleted {rel}")
             return answer
+
+    def move(
+        self,
+        agent: str,
+        source: str,
+        destination: str,
+        overwrite: bool = False,
+        context: ChangeContext | None = None,
+    ) -> str:
+        """Move the file, directory or symbolic link ``source`` to ``destination`` in one
+        rename (atomic; content never copied), creating missing parents; returns one line.
+
+        Moving needs no read of ``source`` (like a delete); replacing a file at
+        ``destination`` needs ``overwrite`` and a full, current read of it (like an
+        overwrite), and only a file (or a link) is replaced, by a file or a link. Read records
+        follow what moved. With the journal on, the move is one change: the paths it
+        removed and made, with their content (a directory's is scanned first), so
+        ``workspace_undo`` puts it back; if the journal cannot record it, it is moved back.
+
+        Raises:
+            RetriableError: ``source`` is missing, the root, a named pipe, socket or device;
+                ``destination`` is ``source``, inside it, or exists (without ``overwrite``,
+                or is a directory); the gate refuses; a path leaves the tree.
+            ToolFailed: the rename, or putting it back after the journal failed, failed.
+        """
+        with self._changing(context, "workspace_move") as replayed:
+            if replayed is not None:
+                return replayed
+            src = self.tree.resolve(source)
+            dst = self.tree.resolve(destination)
+            status = self.tree.status(src) if src != "." else None
+            if src == ".":
+                raise RetriableError("The workspace root cannot be moved. Move the paths inside it instead.")
+            if status is None:
+                raise RetriableError(f"Nothing is at {src!r}. Call workspace_glob to find the right path.")
+            mode = status.st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                raise RetriableError(f"{src!r} is {kind_of(mode)}: only files, directories and links are moved.")
+            if dst == src:
+                raise RetriableError(f"{source!r} and {destination!r} are the same path: nothing to move.")
+            if dst == "." or dst.startswith(src + "/"):
+                raise RetriableError(f"{src!r} cannot be moved into itself. Choose a destination outside it.")
+            target = self.tree.status(dst)
+            replaced: FileBytes | None = None
+            if target is not None:
+                if stat.S_ISDIR(target.st_mode):
+                    name = src.rsplit("/", 1)[-1]
+                    raise RetriableError(
+                        f"{dst!r} is a directory. To move {src!r} into it, give the full new path, "
+                        f"e.g. {dst + '/' + name!r}."
+                    )
+                if not overwrite:
+                    raise RetriableError(
+                        f"{dst!r} already exists. Pass overwrite=true to replace it (read it first), or choose "
+                        "another destination."
+                    )
+                if stat.S_ISDIR(mode):
+                    raise RetriableError(f"{dst!r} is a file; a directory cannot replace it. Delete it first.")
+                if stat.S_ISREG(target.st_mode):
+                    replaced = self._current(dst, "write")
+                    self.gate.check(agent, dst, replaced.data, "overwrite")
+                elif not stat.S_ISLNK(target.st_mode):
+                    raise not_regular_error(target.st_mode, "write", dst)
+            journal = self.hub.journal
+            changes: list[PathChange] = []
+            if journal is not None:
+                changes = self._moved_paths(journal, src, dst, status, replaced)
+            prepared = None
+            if journal is not None and (changes or (context is not None and context.call is not None)):
+                prepared = journal.prepare(changes)
+            sync_directory = _SYNC_FLAGS[self.hub.sync][1]
+            self.tree.rename(src, dst, replace=overwrite, sync_directory=sync_directory)
+            kind = "directory " if stat.S_ISDIR(mode) else ""
+            answer = f"Moved {kind}{src} to {dst}" + (" (replacing it)." if target is not None else ".")
+            if journal is not None and prepared is not None:
+                try:
+                    journal.commit(
+                        prepared,
+                        Author.of_agent(agent, context.task_id if context else None),
+                        tool=(context.tool if context else "") or "workspace_move",
+                        summary=f"moved {kind}{src} to {dst}",
+                        answer=answer,
+                        call=context.call if context else None,
+                    )
+                except (StoreError, OutcomeUnknown) as exc:
+                    raise self._moved_back(src, dst, replaced, exc) from exc
+            self.gate.move(src, dst)
+            self._changed(agent, f"moved {src} to {dst}")
+            return answer
+
+    def _moved_paths(
+        self, journal: Journal, src: str, dst: str, status: os.stat_result, replaced: FileBytes | None
+    ) -> list[PathChange]:
+        """The journal's view of moving ``src`` to ``dst``: what is removed and what is made,
+        with the directories the move creates on the way and the file it replaces."""
+        missing = self._missing_directories(dst)[:-1]
+        made = [PathChange(path=path, before=None, after=DIRECTORY) for path in missing]
+        if stat.S_ISDIR(status.st_mode):
+            removed = journal.contents_under(self.tree, src)
+        elif stat.S_ISREG(status.st_mode):
+            if status.st_size <= MAX_KEPT_BYTES:
+                current = self._current(src, "delete")
+                before: bytes | str | None = current.data
+            else:
+                with self.tree.open_file(src, "delete") as opened:
+                    before = opened.digest()
+            removed = [PathChange(path=src, before=before, after=None, before_mode=status.st_mode & 0o7777)]
+        else:
+            removed = []  # a link: the journal keeps files and directories only
+            if replaced is not None:
+                made.append(PathChange(path=dst, before=replaced.data, after=None, before_mode=replaced.mode))
+        added = [
+            PathChange(
+                path=dst + change.path[len(src) :],
+                before=replaced.data if replaced is not None and change.path == src else None,
+                after=change.before,
+                after_mode=change.before_mode,
+                before_mode=replaced.mode if replaced is not None and change.path == src else None,
+            )
+            for change in removed
+        ]
+        return [*made, *removed, *added]
+
+    def _moved_back(self, src: str, dst: str, replaced: FileBytes | None, exc: BaseException) -> Exception:
+        """Put a move the journal could not record back; the error to raise."""
+        try:
+            self.tree.rename(dst, src)
+            if replaced is not None and replaced.data is not None:
+                self.tree.write_bytes(dst, replaced.data, mode=replaced.mode)
+        except (OSError, RetriableError, ToolFailed):
+            return ToolFailed(
+                f"The workspace journal could not record the move ({exc}), and moving {dst} back to {src} failed "
+                "too. Check both paths before changing them."
+            )
+        return ToolFailed(f"The workspace journal could not record the move ({exc}), so nothing was changed.")
 
     def mkdir(self, agent: str, path: str, context: ChangeContext | None = None) -> str:
         """Create the directory ``path`` and its missing parents; idempotent. Returns one line."""
@@ -481,10 +661,12 @@ class WorkspaceActor(CallerRunsActor):
                 if recursive:  # part of it may be gone
                     with contextlib.suppress(RetriableError, ToolFailed):
                         self.gate.forget(self.tree.resolve(path), below=True)
+                        self._tell_index(removed_below=self.tree.resolve(path))
                 raise
             self.gate.forget(rel, below=True)
             answer = f"Removed directory {rel}/."
             self._record(agent, removed, answer, context, "workspace_rmdir")
+            self._tell_index(removed_below=rel)
             self._changed(agent, f"removed directory {rel}/")
             return answer
 
@@ -561,11 +743,23 @@ class WorkspaceActor(CallerRunsActor):
             )
             for path in done.paths:
                 self.gate.forget(path, below=True)
+            if done.paths and not dry_run:
+                self._tell_index(written=list(done.paths))
             if done.paths:
                 self._changed(agent, done.summary)
             return done.answer
 
     # -- internals --------------------------------------------------------------------------------
+
+    def _tell_index(self, *, written: Sequence[str] = (), removed_below: str | None = None) -> None:
+        """Bring the tree's search index (when one was made) up to these changes at once."""
+        index = workspace_index(self.hub.root, create=False)
+        if index is None:
+            return
+        if written:
+            index.note_written(written)
+        if removed_below is not None:
+            index.note_removed_below(removed_below)
 
     @contextlib.contextmanager
     def _changing(self, context: ChangeContext | None = None, tool: str = "") -> Iterator[str | None]:
@@ -645,6 +839,7 @@ class WorkspaceActor(CallerRunsActor):
                 )
             except (StoreError, OutcomeUnknown) as exc:
                 raise self._rolled_back(None, done, exc, journaled=True) from exc
+        self._tell_index(written=[change.path for change in changes])
         for change in changes:
             if change.after is None:
                 self.gate.forget(change.path)
@@ -782,6 +977,7 @@ class WorkspaceProxy(ActorMemberMixin, pykka.ActorProxy[WorkspaceActor]):
     multi_edit = proxy_method(WorkspaceActor.multi_edit)
     patch = proxy_method(WorkspaceActor.patch)
     delete = proxy_method(WorkspaceActor.delete)
+    move = proxy_method(WorkspaceActor.move)
     mkdir = proxy_method(WorkspaceActor.mkdir)
     rmdir = proxy_method(WorkspaceActor.rmdir)
     scan = proxy_method(WorkspaceActor.scan)

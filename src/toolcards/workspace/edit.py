@@ -31,7 +31,10 @@ counterparts; other lines shift by the difference of the common indentations.
 
 Every strategy maps its matches back to exact spans of the original text. Strategies 3-7
 match whole lines and replace only those lines' text: the line ending after the last
-matched line is kept, so a neighbouring line is never swallowed or joined. With an empty
+matched line is kept, so a neighbouring line is never swallowed or joined, and a line that
+``new`` keeps exactly as ``old`` quoted it is written back as the file has it (its trailing
+whitespace, tabs and inner spacing included), so no byte changes outside what ``new``
+really replaces. With an empty
 ``new`` the matched lines are deleted, line endings included.
 
 Line endings of ``new`` are rewritten to the file's own (:func:`~toolcards.workspace.text.detect_newline`),
@@ -422,7 +425,27 @@ def _reindented_match(
 ) -> _Match:
     """A whole-line match whose replacement takes the indentation of the matched lines."""
     window = doc.bodies[start : start + len(old_lines)]
-    return _line_match(doc, start, len(old_lines), _reindent_like(new_lines, old_lines, window), score)
+    reindented = _reindent_like(new_lines, old_lines, window)
+    return _line_match(doc, start, len(old_lines), _kept_as_found(reindented, old_lines, new_lines, window), score)
+
+
+def _kept_as_found(
+    replacement: Sequence[str], old_lines: Sequence[str], new_lines: Sequence[str], window: Sequence[str]
+) -> list[str]:
+    """``replacement`` (``new_lines`` made ready for the file) with every line that ``new``
+    keeps exactly as ``old`` quoted it taken from the file as it is (``window``), so the
+    whitespace a loose match overlooked (trailing spaces, tabs, inner runs) stays unchanged
+    on lines the edit did not change."""
+    if list(old_lines) == list(new_lines):
+        return list(window)
+    import difflib
+
+    out = list(replacement)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, old_lo, old_hi, new_lo, _ in matcher.get_opcodes():
+        if tag == "equal":
+            out[new_lo : new_lo + old_hi - old_lo] = window[old_lo:old_hi]
+    return out
 
 
 def _reindent_like(new_lines: Sequence[str], old_lines: Sequence[str], window: Sequence[str]) -> list[str]:
@@ -502,7 +525,12 @@ def _loose(doc: _Doc, old_lines: list[str], new_lines: list[str]) -> tuple[str, 
         return None
     level = min(by_level)
     if level == 3:
-        matches = [_line_match(doc, start, count, new_lines) for start in by_level[level]]
+        matches = [
+            _line_match(
+                doc, start, count, _kept_as_found(new_lines, old_lines, new_lines, doc.bodies[start : start + count])
+            )
+            for start in by_level[level]
+        ]
     else:
         matches = [_reindented_match(doc, start, old_lines, new_lines) for start in by_level[level]]
     return STRATEGIES[level - 1], matches

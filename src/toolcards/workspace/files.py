@@ -28,8 +28,10 @@ from __future__ import annotations
 import codecs
 import hashlib
 import operator
+import os
 import stat
 import threading
+from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,9 +41,10 @@ from toolcards.workspace.models import content_digest
 from toolcards.workspace.os_errors import kind_of
 from toolcards.workspace.paths import SKIPPED_DIRS, display_name
 from toolcards.workspace.text import binary_error, file_text
-from toolcards.workspace.tree import READ_CHUNK_BYTES, Directory, Entry, OpenFile, Tree
+from toolcards.workspace.tree import READ_CHUNK_BYTES, Directory, Entry, OpenFile, Tree, format_size
 
 __all__ = [
+    "MAX_COUNTED_MORE",
     "MAX_LINE_CHARS",
     "MAX_LIST_ENTRIES",
     "Page",
@@ -58,7 +61,7 @@ MAX_LINE_CHARS = 2000
 """Longer lines are clipped when shown."""
 
 MAX_LIST_ENTRIES = 500
-"""How many entries :func:`list_directory` shows at most."""
+"""How many entries :func:`list_directory` shows by default (its ``limit``)."""
 
 _KEEP_BYTES = 2 * 1024 * 1024
 """A file read by :func:`read_page` is kept whole (for the gate's diffs) up to this size."""
@@ -378,15 +381,30 @@ def _whole(file: OpenFile) -> bytes:
 # -- listings ------------------------------------------------------------------------------------------
 
 
-def list_directory(tree: Tree, path: str = "", depth: int = 1) -> str:
+def list_directory(
+    tree: Tree,
+    path: str = "",
+    depth: int = 1,
+    *,
+    offset: int = 0,
+    limit: int = MAX_LIST_ENTRIES,
+    sizes: bool = False,
+    exclude: Callable[[str], bool] | None = None,
+) -> str:
     """List the directory ``path`` of ``tree``: flat for ``depth=1``, else an ASCII tree.
 
     Directories come first, then files, each sorted case-insensitively; a directory ends
     with ``/``, a symlink with ``@`` (listed among the files, never followed), and a named
     pipe, socket or device says what it is (``"fifo (named pipe)"``). ``depth`` is how many
     levels to show (0 = all). The contents of :data:`SKIPPED_DIRS` are not listed: such a
-    directory shows as ``.git/ (skipped)``. At most :data:`MAX_LIST_ENTRIES` entries are
-    shown, then a notice says the listing was cut; a directory with more than
+    directory shows as ``.git/ (skipped)``. ``sizes`` adds each file's size; ``exclude``
+    (given the entry's path relative to the listed directory) leaves entries out, and a
+    directory left out is not entered.
+
+    The entries are paged: ``offset`` entries are skipped, at most ``limit`` shown (each line
+    of the listing is an entry), then a last line says how many more there are and the
+    offset to list on with (``"N more — next offset K"``); at most :data:`MAX_COUNTED_MORE`
+    more are counted. A directory with more than
     :data:`~toolcards.workspace.tree.MAX_SCAN_ENTRIES` entries is listed from the first
     ones read, with a notice.
 
@@ -395,81 +413,107 @@ def list_directory(tree: Tree, path: str = "", depth: int = 1) -> str:
 
     Raises:
         RetriableError: ``path`` escapes the root, does not exist, or is a file;
-            ``depth`` is negative.
+            ``depth``, ``offset`` or ``limit`` is out of range.
     """
     if depth < 0:
         raise RetriableError(f"depth must be 0 (all levels) or more (got {depth}).")
+    if offset < 0 or limit < 1:
+        raise RetriableError(f"offset must be 0 or more and limit 1 or more (got offset={offset}, limit={limit}).")
     lines: list[str] = []
-    budget = [MAX_LIST_ENTRIES]
     notes: list[str] = []
+    walk = _Walk(depth=depth, sizes=sizes, exclude=exclude, notes=notes, flat=depth == 1)
+    seen = more = 0
     with tree.directory(path) as directory:
-        if depth == 1:
-            _list_level(directory, "", 1, depth=1, lines=lines, budget=budget, notes=notes, flat=True)
-        else:
+        if depth != 1:
             lines.append("./" if directory.rel == "." else display_name(directory.rel) + "/")
-            _list_level(directory, "", 1, depth=depth, lines=lines, budget=budget, notes=notes, flat=False)
-    if budget[0] < 0:
-        lines.append(f"(listing cut at {MAX_LIST_ENTRIES} entries; list a subdirectory or use a smaller depth)")
-    elif not lines or (depth != 1 and len(lines) == 1):
+        listed = walk.level(directory, "", 1)
+        try:
+            for line in listed:
+                seen += 1
+                if seen <= offset:
+                    continue
+                if len(lines) - (depth != 1) < limit:
+                    lines.append(line)
+                    continue
+                more += 1
+                if more >= MAX_COUNTED_MORE:
+                    break
+        finally:
+            listed.close()  # closes the directories it still holds
+    shown = len(lines) - (depth != 1)
+    if not shown and not more:
+        if seen and offset:
+            raise RetriableError(f"offset {offset} is past the end: the listing has {seen} entries.")
         lines.append("(empty directory)")
     lines.extend(notes[:3])
+    if more:  # the last line, where a model looks for how to go on
+        counted = f"{more:,}" if more < MAX_COUNTED_MORE else f"at least {more:,}"
+        lines.append(f"{counted} more — next offset {offset + shown}")
     return "\n".join(lines)
 
 
-def _list_level(
-    directory: Directory,
-    indent: str,
-    level: int,
-    *,
-    depth: int,
-    lines: list[str],
-    budget: list[int],
-    notes: list[str],
-    flat: bool,
-) -> None:
-    try:
-        entries, more = directory.entries()
-    except (RetriableError, ToolFailed) as exc:  # shown in place: the rest is still listed
-        lines.append(f"{indent}({exc})")
-        return
-    if more:
-        notes.append(
-            f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
-            "use workspace_glob to find files in it)"
-        )
-    dirs: list[Entry] = []
-    files: list[Entry] = []
-    for entry in entries:
-        (dirs if entry.kind == stat.S_IFDIR else files).append(entry)
-    dirs.sort(key=_sort_key)
-    files.sort(key=_sort_key)
-    ordered = [*dirs, *files]
-    for index, entry in enumerate(ordered):
-        if index % 256 == 0:
-            check_deadline()
-        if budget[0] <= 0:
-            budget[0] = -1
+MAX_COUNTED_MORE = 100_000
+"""Entries past a page :func:`list_directory` counts at most (then it says "at least")."""
+
+
+@dataclass(kw_only=True)
+class _Walk:
+    """How one listing walks: what it shows of each entry and what it leaves out."""
+
+    depth: int
+    sizes: bool
+    exclude: Callable[[str], bool] | None
+    notes: list[str]
+    flat: bool
+
+    def level(self, directory: Directory, indent: str, level: int, prefix: str = "") -> Generator[str, None, None]:
+        """The lines of ``directory``'s entries (and, in a tree, of what is below them)."""
+        try:
+            entries, more = directory.entries()
+        except (RetriableError, ToolFailed) as exc:  # shown in place: the rest is still listed
+            yield f"{indent}({exc})"
             return
-        budget[0] -= 1
-        last = index == len(ordered) - 1
-        label = _label(entry)
-        if flat:
-            lines.append(label)
-            continue
-        lines.append(f"{indent}{'└── ' if last else '├── '}{label}")
-        if entry.is_directory and entry.name not in SKIPPED_DIRS and (depth == 0 or level < depth):
-            child_indent = indent + ("    " if last else "│   ")
-            try:
-                child = directory.child(entry.name)
-            except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
-                lines.append(f"{child_indent}({exc})")
+        if more:
+            self.notes.append(
+                f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
+                "use workspace_glob to find files in it)"
+            )
+        dirs: list[Entry] = []
+        files: list[Entry] = []
+        for entry in entries:
+            if self.exclude is not None and self.exclude(prefix + entry.name):
                 continue
-            with child:
-                _list_level(
-                    child, child_indent, level + 1, depth=depth, lines=lines, budget=budget, notes=notes, flat=False
-                )
-            if budget[0] < 0:
-                return
+            (dirs if entry.kind == stat.S_IFDIR else files).append(entry)
+        dirs.sort(key=_sort_key)
+        files.sort(key=_sort_key)
+        ordered = [*dirs, *files]
+        for index, entry in enumerate(ordered):
+            if index % 256 == 0:
+                check_deadline()
+            last = index == len(ordered) - 1
+            label = _label(entry)
+            if self.sizes and entry.kind == stat.S_IFREG:
+                label += _size_of(directory, entry.name)
+            if self.flat:
+                yield label
+                continue
+            yield f"{indent}{'└── ' if last else '├── '}{label}"
+            if entry.is_directory and entry.name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
+                child_indent = indent + ("    " if last else "│   ")
+                try:
+                    child = directory.child(entry.name)
+                except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
+                    yield f"{child_indent}({exc})"
+                    continue
+                with child:
+                    yield from self.level(child, child_indent, level + 1, prefix + entry.name + "/")
+
+
+def _size_of(directory: Directory, name: str) -> str:
+    try:
+        return f" ({format_size(os.lstat(name, dir_fd=directory.fd).st_size)})"
+    except OSError:
+        return ""
 
 
 def _sort_key(entry: Entry) -> tuple[str, str]:

@@ -184,6 +184,27 @@ class WriteGate:
             for candidate in [p for p in self._writers if gone(p)]:
                 del self._writers[candidate]
 
+    def move(self, source: str, destination: str) -> None:
+        """``source`` (and every path under it) was moved to ``destination``: each agent's
+        record follows the content it describes, and the records of what was at
+        ``destination`` are dropped."""
+        self.forget(destination, below=True)
+        prefix = source + "/"
+
+        def moved(candidate: str) -> str | None:
+            if candidate == source:
+                return destination
+            if candidate.startswith(prefix):
+                return destination + "/" + candidate[len(prefix) :]
+            return None
+
+        with self._lock:
+            for records in self._records.values():
+                for candidate in [p for p in records if moved(p) is not None]:
+                    records[moved(candidate) or candidate] = records.pop(candidate)
+            for candidate in [p for p in self._writers if moved(p) is not None]:
+                self._writers[moved(candidate) or candidate] = self._writers.pop(candidate)
+
     def record_of(self, agent: str, path: str) -> ReadRecord | None:
         """What ``agent`` last read or wrote of ``path``, if it is remembered."""
         with self._lock:

@@ -44,14 +44,14 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolcards.core.deadline import check_deadline
 from toolcards.errors import RetriableError
 from toolcards.workspace.paths import ESCAPE_MESSAGE, SKIPPED_DIRS, display_name
-from toolcards.workspace.tree import Tree
+from toolcards.workspace.tree import Tree, format_size
 
 __all__ = [
     "MAX_BRACE_DEPTH",
@@ -61,6 +61,7 @@ __all__ = [
     "MAX_GLOB_RESULTS",
     "MAX_WALK_DEPTH",
     "check_glob",
+    "exclusion",
     "expand_braces",
     "glob",
     "glob_regex",
@@ -69,7 +70,7 @@ __all__ = [
 ]
 
 MAX_GLOB_RESULTS = 100
-"""How many paths :func:`glob` returns at most; a notice gives the total past that."""
+"""How many paths :func:`glob` shows by default (its ``limit``); a last line gives how many more."""
 
 MAX_GLOB_CHARS = 1_000
 """The longest pattern accepted (glob patterns and grep's ``include``)."""
@@ -90,26 +91,45 @@ _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 
 
-def glob(root: Path, pattern: str, path: str = "") -> str:
+def glob(
+    root: Path,
+    pattern: str,
+    path: str = "",
+    *,
+    offset: int = 0,
+    limit: int = MAX_GLOB_RESULTS,
+    sizes: bool = False,
+    exclude: str = "",
+) -> str:
     """List the files under ``root/path`` that match ``pattern``, newest first.
+
+    Args:
+        offset: how many of the matches (newest first) to skip.
+        limit: how many to show at most.
+        sizes: add each file's size.
+        exclude: leave out the paths this pattern (:func:`exclusion`) matches.
 
     Returns:
         One root-relative POSIX path per line, ordered by modification time (newest
-        first) then by path; at most :data:`MAX_GLOB_RESULTS`, followed by a notice with
-        the total when there are more. When nothing matches, a sentence saying so (with a
-        hint to use ``**/`` when the pattern has no ``/``).
+        first) then by path; at most ``limit``, followed, when there are more, by a line
+        giving how many and the offset to list on with (``"N more — next offset K"``).
+        When nothing matches, a sentence saying so (with a hint to use ``**/`` when the
+        pattern has no ``/``).
 
     Raises:
         RetriableError: the pattern or ``path`` escapes the root, ``path`` is not a
             directory, the pattern is empty or past one of the limits in the module
-            docstring.
+            docstring; ``offset`` or ``limit`` is out of range.
         ToolTimeout: the call's deadline passed during the walk.
     """
     tree = Tree(root)
     kind = tree.kind(path)
     if not pattern.strip():
         raise RetriableError("The glob pattern is empty: pass one such as '**/*.py'.")
+    if offset < 0 or limit < 1:
+        raise RetriableError(f"offset must be 0 or more and limit 1 or more (got offset={offset}, limit={limit}).")
     expanded = check_glob(pattern)
+    excluded = exclusion(exclude) if exclude.strip() else None
     if kind != stat.S_IFDIR:
         shown = path or "."
         if kind is None:
@@ -122,38 +142,80 @@ def glob(root: Path, pattern: str, path: str = "") -> str:
     max_depth = MAX_WALK_DEPTH
     if not any("**" in p.split("/") for p in normalised):
         max_depth = min(max_depth, _max_segments(normalised))
-    newest: list[tuple[int, list[str], str]] = []
+    kept = offset + limit
+    newest: list[tuple[int, list[str], str, int]] = []
     total = 0
+    left_out: dict[str, bool] = {}
     with tree.directory(path) as base:
         prefix = "" if base.rel == "." else base.rel + "/"
         for _, directory, entries in walk_files(base.fd, max_depth=max_depth):
+            if excluded is not None and _inside_excluded(directory, excluded, left_out):
+                continue
             for entry in entries:
                 rel = directory + entry.name
-                if regex.fullmatch(rel) is None:
+                if regex.fullmatch(rel) is None or (excluded is not None and excluded(rel)):
                     continue
                 try:
-                    mtime = entry.stat(follow_symlinks=False).st_mtime_ns
+                    status = entry.stat(follow_symlinks=False)
                 except OSError:
                     continue
                 total += 1
-                newest.append((-mtime, rel.split("/"), rel))
-            if len(newest) > 2 * MAX_GLOB_RESULTS:
+                newest.append((-status.st_mtime_ns, rel.split("/"), rel, status.st_size))
+            if len(newest) > 2 * kept:
                 newest.sort()
-                del newest[MAX_GLOB_RESULTS:]
+                del newest[kept:]
     if not total:
         where = path or "."
         hint = ""
         if "/" not in pattern and not pattern.startswith("**"):
             hint = f" Patterns are anchored at the base directory: use '**/{pattern}' to match at any depth."
         return f"No files match {pattern!r} under {where!r}.{hint}"
+    if offset >= total:
+        raise RetriableError(f"offset {offset} is past the end: {total} files match.")
     newest.sort()
-    lines = [display_name(prefix + rel) for _, _, rel in newest[:MAX_GLOB_RESULTS]]
-    if total > MAX_GLOB_RESULTS:
-        lines.append(
-            f"(showing {MAX_GLOB_RESULTS} of {total} matching files, newest first; "
-            "narrow the pattern or path to see the rest)"
-        )
+    page = newest[offset:kept]
+    lines = [display_name(prefix + rel) + (f" ({format_size(size)})" if sizes else "") for _, _, rel, size in page]
+    if total > offset + len(page):
+        lines.append(f"{total - offset - len(page):,} more — next offset {offset + len(page)}")
     return "\n".join(lines)
+
+
+def exclusion(pattern: str) -> Callable[[str], bool]:
+    """Whether a path (relative to the base directory) is left out by ``pattern``.
+
+    ``pattern`` is in the dialect of the module docstring, ``{a,b}`` for several. An
+    alternative without ``/`` is matched against the last name of the path, so
+    ``node_modules`` or ``*.pyc`` leave those out at any depth; one with ``/`` is matched
+    against the whole path, anchored at the base directory.
+
+    Raises:
+        RetriableError: as :func:`check_glob`.
+    """
+    expanded = check_glob(pattern)
+    names = [item for item in expanded if "/" not in item.strip("/")]
+    paths = [item for item in expanded if "/" in item.strip("/")]
+    by_name = glob_regex([item.strip("/") for item in names]) if names else None
+    by_path = glob_regex(paths) if paths else None
+
+    def excluded(rel: str) -> bool:
+        name = rel.rsplit("/", 1)[-1]
+        return (by_name is not None and by_name.fullmatch(name) is not None) or (
+            by_path is not None and by_path.fullmatch(rel) is not None
+        )
+
+    return excluded
+
+
+def _inside_excluded(directory: str, excluded: Callable[[str], bool], known: dict[str, bool]) -> bool:
+    """Whether ``directory`` (``""`` or ending in ``/``) or one above it is left out."""
+    if not directory:
+        return False
+    found = known.get(directory)
+    if found is None:
+        path = directory[:-1]
+        parent = path.rsplit("/", 1)[0] + "/" if "/" in path else ""
+        found = known[directory] = excluded(path) or _inside_excluded(parent, excluded, known)
+    return found
 
 
 def check_glob(pattern: str) -> list[str]:

@@ -87,6 +87,7 @@ import fcntl
 import functools
 import importlib
 import itertools
+import logging
 import os
 import re
 import selectors
@@ -98,13 +99,19 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcards.core.deadline import check_deadline
-from toolcards.errors import RetriableError, ToolFailed
+from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
 from toolcards.workspace.glob import MAX_WALK_DEPTH, check_glob, glob_regex, open_beneath, walk_files
+from toolcards.workspace.literals import analyse, text_properties
 from toolcards.workspace.paths import SKIPPED_DIRS, display_name
 from toolcards.workspace.tree import Directory, OpenFile, Tree
+
+if TYPE_CHECKING:
+    from toolcards.workspace.index import WorkspaceIndex
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     "MAX_GREP_COLLECTED",
@@ -115,6 +122,7 @@ __all__ = [
     "RG_TIMEOUT_S",
     "find_rg",
     "grep",
+    "text_as_searched",
     "to_rust_regex",
 ]
 
@@ -191,6 +199,7 @@ def grep(
     *,
     use_rg: bool | None = None,
     max_results: int = MAX_GREP_RESULTS,
+    index: WorkspaceIndex | None = None,
 ) -> str:
     """Search the files under ``root/path`` for lines matching ``pattern``.
 
@@ -199,6 +208,9 @@ def grep(
             uses ripgrep when :func:`find_rg` finds it.
         max_results: Matching lines shown at most (:data:`MAX_GREP_RESULTS` by default; at
             most :data:`MAX_GREP_COLLECTED`), then a notice with the total.
+        index: The tree's :class:`~toolcards.workspace.index.WorkspaceIndex`: when it is
+            ready and the pattern requires trigrams, only the files it names are searched
+            (see :func:`_search_indexed`); the answer is the same. Ignored with ``use_rg``.
 
     Returns:
         The matching lines as described in the module docstring, or a sentence saying
@@ -229,7 +241,16 @@ def grep(
     with tree.directory("") as root_directory:
         base: Directory | OpenFile = tree.directory(path) if kind == stat.S_IFDIR else tree.open_file(path)
         with base:
-            if rg is not None:
+            if (
+                index is not None
+                and use_rg is None
+                and isinstance(base, Directory)
+                and _search_indexed(
+                    index, compiled, rg=rg, base=base, named=tree.real_root, accepts=accepts, found=found
+                )
+            ):
+                pass
+            elif rg is not None:
                 _search_rg(
                     rg,
                     rust_pattern=compiled.rust,
@@ -602,7 +623,9 @@ def _search_rg(
     include: str,
     accepts: Callable[[str], bool] | None,
     found: _Found,
+    files: list[str] | None = None,
 ) -> None:
+    """Search ``base`` with ripgrep; only ``files`` (paths relative to ``base``) when given."""
     command = [
         rg,
         "--no-config",
@@ -645,7 +668,8 @@ def _search_rg(
         handle = named
     is_file = isinstance(base, OpenFile)
     target, cwd = (handle, "/") if is_file else (".", handle)
-    command += ["--regexp", f"(?:{rust_pattern}){_TO_LINE_END}", "--", target]
+    command += ["--regexp", f"(?:{rust_pattern}){_TO_LINE_END}", "--"]
+    command += [target] if files is None else [f"./{rel}" for rel in files]
     output = _RgOutput(os.fsencode(target), base.rel, is_file, accepts, found)
     stderr = bytearray()
     process = subprocess.Popen(
@@ -679,6 +703,115 @@ def _search_rg(
                 "counts or fewer alternatives."
             )
         raise ToolFailed(f"ripgrep failed: {message}")
+
+
+_MAX_LISTED_BYTES = 256 * 1024
+"""Most bytes of file names handed to ripgrep at once; more candidates search the whole base."""
+
+_MAX_LISTED_FRACTION = 0.5
+"""Past this fraction of the indexed files as candidates, ripgrep searches the whole base."""
+
+_PYTHON_FILE_BYTES = 1024 * 1024
+"""A larger candidate is left to ripgrep."""
+
+_MAX_PYTHON_FILES = 48
+"""Past this many candidates ``re`` could confirm, ripgrep confirms them all (one process)."""
+
+
+def _search_indexed(
+    index: WorkspaceIndex,
+    compiled: _Compiled,
+    *,
+    rg: str | None,
+    base: Directory,
+    named: str,
+    accepts: Callable[[str], bool] | None,
+    found: _Found,
+) -> bool:
+    """Search only the files ``index`` says may match; False when it cannot narrow this search.
+
+    It cannot before its first build, for a pattern without required trigrams, under a
+    directory it does not walk (inside :data:`~toolcards.workspace.paths.SKIPPED_DIRS`, or
+    below the root when its walk stopped at the depth limit), or when the candidates are
+    too many to name. Candidates whose text Python's ``re`` surely reads as ripgrep does
+    (:meth:`~toolcards.workspace.literals.PatternFacts.python_agrees`) are searched here,
+    the others by ripgrep (or the Python engine without it), all into one ``found``.
+    """
+    if not index.ensure_started():
+        return False
+    facts = analyse(compiled.rust)
+    below = "" if base.rel in ("", ".") else base.rel
+    if facts.query.is_true or any(part in SKIPPED_DIRS for part in below.split("/")):
+        return False
+    try:
+        index.refresh()
+        candidates = index.candidates(facts.query, below)
+    except ToolTimeout:
+        raise
+    except Exception:  # an index that fails is dropped and built again, never trusted
+        _log.exception("the workspace index of %s failed; searching without it while it is rebuilt", named)
+        index.close()
+        return False
+    if below and index.truncated:
+        return False
+    if rg is not None and len(candidates.files) > _MAX_LISTED_FRACTION * index.status().files_total:
+        return False  # most files may match: ripgrep's own walk is as quick
+    files = [rel for rel in candidates.files if accepts is None or accepts(rel)]
+    if rg is not None and sum(len(rel) + 3 for rel in files) > _MAX_LISTED_BYTES:
+        return False  # too many names for one command line
+    agree_ascii = facts.python_agrees(ascii_text=True, irregular=False, long_line=False)
+    agree_plain = facts.python_agrees(ascii_text=False, irregular=False, long_line=False)
+    likely = [
+        rel
+        for rel in files
+        if rel in candidates.unsure
+        or (rel in candidates.simple and agree_ascii)
+        or (rel in candidates.plain and agree_plain)
+    ]
+    if rg is not None and len(likely) > _MAX_PYTHON_FILES:
+        likely = []  # one ripgrep over many files is quicker than reading each here
+    prefix = f"{below}/" if below else ""
+    by_rg = [rel for rel in files if rel not in set(likely)]
+    for rel in likely:
+        # What re may search is decided on the text read now, not on what the index saw.
+        try:
+            fd = open_beneath(base.fd, rel[len(prefix) :], directory=False)
+        except OSError:
+            continue
+        try:
+            text = text_as_searched(fd, _PYTHON_FILE_BYTES)
+            if rg is not None and (text is None or not facts.python_agrees(**text_properties(text)._asdict())):
+                by_rg.append(rel)
+                continue
+            os.lseek(fd, 0, os.SEEK_SET)
+            _search_file(fd, rel, compiled, found=found)
+        finally:
+            os.close(fd)
+    if not by_rg:
+        return True
+    if rg is None:
+        for rel in by_rg:
+            try:
+                fd = open_beneath(base.fd, rel[len(prefix) :], directory=False)
+            except OSError:
+                continue
+            try:
+                _search_file(fd, rel, compiled, found=found)
+            finally:
+                os.close(fd)
+        return True
+    relative = sorted(rel[len(prefix) :] for rel in by_rg)
+    _search_rg(
+        rg,
+        rust_pattern=compiled.rust,
+        base=base,
+        named=os.path.join(named, base.rel),
+        include="",
+        accepts=accepts,
+        found=found,
+        files=relative,
+    )
+    return True
 
 
 def _collect(process: subprocess.Popen[bytes], output: _RgOutput, stderr: bytearray, stop_at: float) -> bool:
@@ -1326,6 +1459,15 @@ def _decoded(fd: int, budget: _Budget | None = None) -> Iterator[str]:
     if data:
         yield decoder.decode(data)
     yield from _decoded_from(fd, encoding, budget, decoder)
+
+
+def text_as_searched(fd: int, max_bytes: int) -> str | None:
+    """The whole text of an open file as both engines search it (see :func:`_decoded`), or
+    None when it holds more than ``max_bytes`` bytes."""
+    try:
+        return "".join(_decoded(fd, _Budget(max_bytes)))
+    except _BudgetSpent:
+        return None
 
 
 def _decoded_from(

@@ -1,21 +1,30 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
-The card gives fifteen capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Thirteen are on by default; the two
+The card gives twenty capabilities, each a field ``<Param> | bool`` named like the tool the
+model sees and exposed as a tool call and a command. Seventeen are on by default; the two
 marked "off" are set to ``True`` (or a param) when a role needs them:
 
 =========================  ================================================  =======  =======
 tool                       what it does                                      mutates  default
 =========================  ================================================  =======  =======
-``workspace_read``         numbered lines of a text file; PDF/DOCX/XLSX/     no       on
-                           PPTX as Markdown; records the read for the gate
-``workspace_list``         a directory, flat or as a tree                    no       on
-``workspace_glob``         files by glob pattern, newest first               no       on
+``workspace_read``         numbered lines of a text file (a page or the      no       on
+                           ``tail``); PDF/DOCX/XLSX/PPTX as Markdown;
+                           records the read for the gate
+``workspace_read_many``    several files, each under a ``==> path <==``      no       on
+                           header; a failed one says why in its place
+``workspace_list``         a directory, flat or as a tree; paged, sizes and  no       on
+                           an ``exclude`` glob on request
+``workspace_glob``         files by glob pattern, newest first; paged,       no       on
+                           sizes and an ``exclude`` glob on request
 ``workspace_grep``         lines matching a regex                            no       on
+``workspace_info``         size, times, kind, permissions, lines and type    no       on
+``workspace_search``       passages by meaning and keywords, cited by lines  no       on
 ``workspace_view``         an image, scaled for a model (``BinaryContent``)  no       on
 ``workspace_write``        create or overwrite a file                        yes      on
-``workspace_edit``         replace a string; returns the diff                yes      on
+``workspace_edit``         replace a string; returns the diff (``dry_run``:  yes      on
+                           only the diff)
 ``workspace_delete``       delete a file                                     yes      on
+``workspace_move``         move or rename a file or directory, atomically    yes      on
 ``workspace_multi_edit``   several replacements across files, all or nothing yes      on
 ``workspace_patch``        a unified diff (add, update, delete), all or      yes      on
                            nothing
@@ -24,6 +33,8 @@ tool                       what it does                                      mut
 ``workspace_history``      the journal's changes, newest first, filtered     no       on
 ``workspace_diff``         the diff of one change                            no       on
 ``workspace_undo``         undo changes, all or nothing (dry run on request) yes      on
+``workspace_export_git``   the journal as a git repository, one commit per   no       command
+                           change (a command only: it writes outside)
 =========================  ================================================  =======  =======
 
 **The journal** (``journal=True``, the default; :mod:`toolcards.workspace.journal`) records
@@ -53,17 +64,21 @@ written (a named pipe, socket or device is refused, and nothing blocks on one).
 read-before-write gate (:mod:`toolcards.workspace.gate`): changing an existing file needs a
 ``workspace_read`` of its current content by the same agent (a page read is enough for an
 edit or a patch, not for an overwrite). Creating a file, deleting one and the directory
-tools need no read; ``workspace_view`` does not count as one. A binary file that is not
+tools need no read; ``workspace_view`` does not count as one. A move needs no read of what it
+moves; replacing a file with it needs ``overwrite=true`` and a full read, and read records
+follow what moved. A binary file that is not
 a convertible document cannot be read, so it can only be deleted and written anew.
-Writes are atomic.
-``read_only=True`` drops the seven mutating tools from every channel.
+Writes and moves are atomic.
+``read_only=True`` drops the eight mutating tools from every channel.
 
 **Identity.** The card needs an :class:`~toolcards.core.observer.ActorToolObserver`; the
 agent is ``observer.address`` (its handle appears in refusals another agent receives).
 
-**Cost.** Tool definitions are paid for on every model request: the default ten cost
-about 910 tokens (names, descriptions and schemas, at 4 characters a token), all twelve
-about 1,030. ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
+**Cost.** Tool definitions are paid for on every model request: the ten file tools
+akgentic-tool has too cost about 845 tokens (o200k: names, descriptions and schemas),
+``workspace_move``, ``workspace_info`` and ``workspace_read_many`` about 185 more, the two
+opt-in ones about 100. New arguments default to null and their ranges are left out of the
+schemas (validation keeps them). ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
 needed; ``multi_edit`` and ``patch`` are alternatives to repeated ``workspace_edit`` calls.
 Arguments are bounded (paths 4,096 characters, contents 4 MiB, edit strings 1 MiB, patches
 4 MiB, patterns 1,000: :mod:`toolcards.workspace.models`), enforced by validation but left
@@ -92,12 +107,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, ClassVar
 
 from pydantic import Field, PrivateAttr
 
-from toolcards.core.bounds import unlisted_bound
+from toolcards.core.bounds import unlisted_bound, unlisted_range
 from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import remaining
@@ -106,19 +122,24 @@ from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.services import SPILL_TO_WORKSPACE, WORKSPACE_COMMANDS
 from toolcards.core.views import FileBytes, view
-from toolcards.errors import RetriableError, WiringError
+from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.fs.locations import WorkspaceId, internal_dir, workspace_dir
+from toolcards.vector.param import EmbeddingParam
 from toolcards.workspace.actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace.browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace.command_journal import claimed_task, journal_command
 from toolcards.workspace.documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
 from toolcards.workspace.documents import TOO_LARGE_HINT as DOCUMENT_TOO_LARGE
-from toolcards.workspace.files import Page, list_directory, page_of_text, read_page, render_page
-from toolcards.workspace.glob import glob
+from toolcards.workspace.file_search import DEFAULT_TOP_K, MAX_TOP_K, file_search
+from toolcards.workspace.file_search import render as render_hits
+from toolcards.workspace.files import MAX_LIST_ENTRIES, Page, list_directory, page_of_text, read_page, render_page
+from toolcards.workspace.glob import MAX_GLOB_RESULTS, exclusion, glob
 from toolcards.workspace.grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
 from toolcards.workspace.history import render_diff, render_history
 from toolcards.workspace.images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace.images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
+from toolcards.workspace.index import workspace_index
+from toolcards.workspace.info import path_info
 from toolcards.workspace.journal import (
     DEFAULT_MAX_AGE_DAYS,
     DEFAULT_MAX_MB,
@@ -158,14 +179,18 @@ __all__ = [
     "WorkspaceDeleteParam",
     "WorkspaceDiffParam",
     "WorkspaceEditParam",
+    "WorkspaceExportGitParam",
     "WorkspaceGlobParam",
     "WorkspaceGrepParam",
     "WorkspaceHistoryParam",
+    "WorkspaceInfoParam",
     "WorkspaceListParam",
     "WorkspaceMkdirParam",
+    "WorkspaceMoveParam",
     "WorkspaceMultiEditParam",
     "WorkspaceParam",
     "WorkspacePatchParam",
+    "WorkspaceReadManyParam",
     "WorkspaceReadParam",
     "WorkspaceRmdirParam",
     "WorkspaceTool",
@@ -191,9 +216,20 @@ _CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
 _MAX_VIEW_PATH = 4096
 _NOTICE_ROOM = 200
 _MAX_HISTORY = 500
+MAX_READ_MANY = 50
+"""Paths one ``workspace_read_many`` call reads at most."""
 
 AgentFilter = Annotated[str, Field(max_length=200, json_schema_extra=unlisted_bound)]
 """A member to filter the journal by (``@Bob``, ``Bob``, or ``outside``)."""
+
+Offset = Annotated[int, Field(ge=0, le=100_000, json_schema_extra=unlisted_range)]
+"""Entries of a listing to skip (the listing's last line gives the next one)."""
+
+Limit = Annotated[int, Field(ge=1, le=10_000, json_schema_extra=unlisted_range)]
+"""Entries of a listing to show at most."""
+
+HostPath = Annotated[str, Field(min_length=1, max_length=4096, json_schema_extra=unlisted_bound)]
+"""A directory of the host (not of the workspace)."""
 
 SinceText = Annotated[str, Field(max_length=100, json_schema_extra=unlisted_bound)]
 """A change id, an ISO 8601 time or an age (``30m``, ``2h``, ``1d``)."""
@@ -209,12 +245,21 @@ class WorkspaceReadParam(WorkspaceParam):
     """``workspace_read``. Its ``output_budget`` (default :data:`READ_OUTPUT_BUDGET`) ends a page early."""
 
 
+class WorkspaceReadManyParam(WorkspaceParam):
+    """``workspace_read_many``. Its ``output_budget`` (default :data:`READ_OUTPUT_BUDGET`) bounds
+    each file's page; a longer answer is spilled (its head and tail shown)."""
+
+
 class WorkspaceListParam(WorkspaceParam):
     """``workspace_list``."""
 
 
 class WorkspaceGlobParam(WorkspaceParam):
     """``workspace_glob``."""
+
+
+class WorkspaceInfoParam(WorkspaceParam):
+    """``workspace_info``."""
 
 
 class WorkspaceGrepParam(WorkspaceParam):
@@ -225,6 +270,14 @@ class WorkspaceGrepParam(WorkspaceParam):
     output budget is spilled: kept whole in ``.toolcards/spill/``, its head and tail shown.
     Each line shown is read again from its file, within 64 MB a call, so with a large value
     lines far into large files may be left out (the answer counts them). Added in 0.3."""
+
+
+class WorkspaceSearchParam(WorkspaceParam):
+    """``workspace_search``. Added in 0.4."""
+
+    embedding: EmbeddingParam | None = Field(default_factory=EmbeddingParam)
+    """How chunks are embedded for search by meaning: the offline local model by default
+    (the one the planning board and the knowledge graph use); ``None``: keywords only."""
 
 
 class WorkspaceViewParam(WorkspaceParam):
@@ -254,6 +307,10 @@ class WorkspaceDeleteParam(WorkspaceParam):
     """``workspace_delete``."""
 
 
+class WorkspaceMoveParam(WorkspaceParam):
+    """``workspace_move``."""
+
+
 class WorkspaceMkdirParam(WorkspaceParam):
     """``workspace_mkdir``."""
 
@@ -280,6 +337,13 @@ class WorkspaceDiffParam(JournalParam):
 
 class WorkspaceUndoParam(JournalParam):
     """``workspace_undo``."""
+
+
+class WorkspaceExportGitParam(JournalParam):
+    """``workspace_export_git``: a command only by default (an orchestrator's, and
+    ``toolcards history --export-git``), as it writes outside the tree. Added in 0.3."""
+
+    expose: set[Channels] = {Channels.COMMAND}
 
 
 class WorkspaceTool(ToolCard):
@@ -333,20 +397,25 @@ class WorkspaceTool(ToolCard):
     spill_mb: int = Field(default=DEFAULT_SPILL_MB, ge=1)
     spill_hours: float = Field(default=DEFAULT_SPILL_HOURS, gt=0)
     workspace_read: WorkspaceReadParam | bool = True
+    workspace_read_many: WorkspaceReadManyParam | bool = True
     workspace_list: WorkspaceListParam | bool = True
     workspace_glob: WorkspaceGlobParam | bool = True
     workspace_grep: WorkspaceGrepParam | bool = True
+    workspace_search: WorkspaceSearchParam | bool = True
     workspace_view: WorkspaceViewParam | bool = True
+    workspace_info: WorkspaceInfoParam | bool = True
     workspace_write: WorkspaceWriteParam | bool = True
     workspace_edit: WorkspaceEditParam | bool = True
     workspace_multi_edit: WorkspaceMultiEditParam | bool = True
     workspace_patch: WorkspacePatchParam | bool = True
     workspace_delete: WorkspaceDeleteParam | bool = True
+    workspace_move: WorkspaceMoveParam | bool = True
     workspace_mkdir: WorkspaceMkdirParam | bool = False
     workspace_rmdir: WorkspaceRmdirParam | bool = False
     workspace_history: WorkspaceHistoryParam | bool = True
     workspace_diff: WorkspaceDiffParam | bool = True
     workspace_undo: WorkspaceUndoParam | bool = True
+    workspace_export_git: WorkspaceExportGitParam | bool = True
 
     _root: Path | None = PrivateAttr(default=None)
     _tree: Tree | None = PrivateAttr(default=None)
@@ -434,53 +503,129 @@ class WorkspaceTool(ToolCard):
     def read_file(
         self,
         path: WorkspacePath,
-        offset: Annotated[int, Field(ge=1)] = 1,
-        limit: Annotated[int, Field(ge=1)] = 2000,
+        offset: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 1,
+        limit: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 2000,
+        tail: Annotated[int | None, Field(ge=1, json_schema_extra=unlisted_range)] = None,
     ) -> str:
         """Read a text file as numbered lines (PDF, DOCX, XLSX, PPTX as Markdown).
 
         Args:
             path: Relative to the workspace root.
             offset: First line, from 1.
-            limit: Lines.
         """
+        if tail is not None and offset != 1:
+            raise RetriableError(f"Pass either offset ({offset}) or tail ({tail}), not both.")
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
+        read = self._read_page(path, offset, limit if tail is None else tail, budget, tail=tail is not None)
+        shown, full = _page_text(read.page, read.rel, budget)
+        self._workspace_hub().record_read(self._agent, read.rel, read.data, full, read.digest)
+        return shown
+
+    @capability("workspace_read_many", untrusted_output=True, output_budget=READ_OUTPUT_BUDGET)
+    def read_files(
+        self,
+        paths: Annotated[
+            list[WorkspacePath], Field(min_length=1, max_length=MAX_READ_MANY, json_schema_extra=unlisted_bound)
+        ],
+    ) -> str:
+        """Read several text files, each under a '==> path <==' header; a failed one says why."""
+        budget = self.param("workspace_read_many", WorkspaceReadManyParam).output_budget or READ_OUTPUT_BUDGET
+        parts: list[str] = []
+        reads: list[tuple[_FileRead, bool]] = []
+        for path in dict.fromkeys(paths):
+            try:
+                read = self._read_page(path, 1, 2000, budget)
+            except (RetriableError, ToolFailed) as exc:
+                parts.append(f"==> {path} <==\n({exc})")
+                continue
+            shown, full = _page_text(read.page, read.rel, budget)
+            parts.append(f"==> {read.rel} <==\n{shown}")
+            reads.append((read, full))
+        answer = "\n\n".join(parts)
+        # Past the budget the model sees the head and tail of the answer (the rest is spilled):
+        # a file read so licenses a change of part of it, not an overwrite.
+        shown_whole = len(answer) <= budget
+        hub = self._workspace_hub()
+        for read, full in reads:
+            hub.record_read(self._agent, read.rel, read.data, full and shown_whole, read.digest)
+        return answer
+
+    def _read_page(self, path: str, offset: int, limit: int, budget: int, *, tail: bool = False) -> _FileRead:
+        """One page of the text (or the converted document) at ``path``; with ``tail`` the last
+        ``limit`` lines (the file is read twice: once to count them)."""
         with self._open_file(path) as file:
             rel = file.rel
             # Most files end in neither kind of suffix, and then need no path parsed to say so.
             name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
-            data: bytes | None
             if name is not None and is_document(name):
                 source = file.read_all(MAX_DOCUMENT_BYTES, too_large=DOCUMENT_TOO_LARGE)
                 text = document_markdown(source, name.suffix, self._cache(), shown_as=rel)
+                if tail:
+                    offset = max(1, page_of_text(text, 1, 1, max_chars=0).total - limit + 1)
                 page = page_of_text(text, offset, limit, max_chars=budget)
-                digest, data = content_digest(source), source
-            elif name is not None and is_image(name):
+                return _FileRead(rel=rel, page=page, digest=content_digest(source), data=source)
+            if name is not None and is_image(name):
                 raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
-            else:
-                read = read_page(file, offset, limit, max_chars=budget)
-                page, digest, data = read.page, read.digest, read.data
-        shown, full = _page_text(page, rel, budget)
-        self._workspace_hub().record_read(self._agent, rel, data, full, digest)
-        return shown
+            if tail:
+                offset = max(1, read_page(file, 1, 1, max_chars=0).page.total - limit + 1)
+            read = read_page(file, offset, limit, max_chars=budget)
+            return _FileRead(rel=rel, page=read.page, digest=read.digest, data=read.data)
 
     @capability("workspace_list", untrusted_output=True)
-    def list_directory(self, path: WorkspacePath = "", depth: Annotated[int, Field(ge=0)] = 1) -> str:
+    def list_directory(
+        self,
+        path: WorkspacePath = "",
+        depth: Annotated[int, Field(ge=0, json_schema_extra=unlisted_range)] = 1,
+        offset: Offset | None = None,
+        limit: Limit | None = None,
+        sizes: bool | None = None,
+        exclude: Pattern | None = None,
+    ) -> str:
         """List a directory.
 
         Args:
             depth: Levels; 0 = all.
         """
-        return list_directory(self.tree, path, depth)
+        excluded = exclusion(exclude) if exclude and exclude.strip() else None
+        return list_directory(
+            self.tree,
+            path,
+            depth,
+            offset=offset or 0,
+            limit=limit or MAX_LIST_ENTRIES,
+            sizes=bool(sizes),
+            exclude=excluded,
+        )
 
     @capability("workspace_glob", untrusted_output=True)
-    def glob_files(self, pattern: Pattern, path: WorkspacePath = "") -> str:
+    def glob_files(
+        self,
+        pattern: Pattern,
+        path: WorkspacePath = "",
+        offset: Offset | None = None,
+        limit: Limit | None = None,
+        sizes: bool | None = None,
+        exclude: Pattern | None = None,
+    ) -> str:
         """Find files by glob, e.g. '**/*.py'; newest first.
 
         Args:
-            path: Directory to search from.
+            exclude: Glob to leave out.
         """
-        return glob(self.root, pattern, path)
+        return glob(
+            self.root,
+            pattern,
+            path,
+            offset=offset or 0,
+            limit=limit or MAX_GLOB_RESULTS,
+            sizes=bool(sizes),
+            exclude=exclude or "",
+        )
+
+    @capability("workspace_info", untrusted_output=True)
+    def path_info(self, path: WorkspacePath) -> str:
+        """Size, times, kind, lines and type of a path."""
+        return path_info(self.tree, path)
 
     @capability("workspace_grep", untrusted_output=True)
     def grep_files(self, pattern: Pattern, path: WorkspacePath = "", include: Pattern = "") -> str:
@@ -488,14 +633,30 @@ class WorkspaceTool(ToolCard):
 
         Args:
             pattern: Python regex, matched per line.
-            include: Only files matching this glob, e.g. '*.py'.
+            include: Only these files, e.g. *.py
         """
         max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
         try:
-            return grep(self.root, pattern, path, include, max_results=max_results)
+            return grep(self.root, pattern, path, include, max_results=max_results, index=workspace_index(self.root))
         except RetriableError:
             self._check_spill_kept(path)
             raise
+
+    @capability("workspace_search", untrusted_output=True)
+    def search_files(
+        self,
+        query: Pattern,
+        path_prefix: WorkspacePath | None = None,
+        top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, json_schema_extra=_unlisted_range)] = DEFAULT_TOP_K,
+    ) -> str:
+        """Find passages in files by meaning and keywords."""
+        prefix = "" if not path_prefix else self.tree.resolve(path_prefix)
+        param = self.param("workspace_search", WorkspaceSearchParam)
+        finder = file_search(
+            self.root, cache_dir=self._cache(), embedding=param.embedding, use_embeddings=param.embedding is not None
+        )
+        hits, notes = finder.search(query, "" if prefix == "." else prefix, top_k)
+        return render_hits(hits, notes, query)
 
     @capability("workspace_view", untrusted_output=True)
     def view_image(self, path: WorkspacePath) -> Any:
@@ -514,18 +675,19 @@ class WorkspaceTool(ToolCard):
 
     @capability("workspace_write", mutates=True)
     def write_file(self, path: WorkspacePath, content: FileContent) -> str:
-        """Create or overwrite a file; overwriting needs a full read first.
-
-        Args:
-            path: Relative to the workspace root.
-        """
+        """Create or overwrite a file; overwriting needs a full read first."""
         return self._change(
             "workspace_write", [path], lambda context: self._actor_proxy().write(self._agent, path, content, context)
         )
 
     @capability("workspace_edit", mutates=True)
     def edit_file(
-        self, path: WorkspacePath, old_string: EditString, new_string: EditString, replace_all: bool = False
+        self,
+        path: WorkspacePath,
+        old_string: EditString,
+        new_string: EditString,
+        replace_all: bool = False,
+        dry_run: bool | None = None,
     ) -> str:
         """Replace old_string with new_string in a file read before; returns the diff.
 
@@ -535,13 +697,17 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_edit",
             [path],
-            lambda context: self._actor_proxy().edit(self._agent, path, old_string, new_string, replace_all, context),
+            lambda context: self._actor_proxy().edit(
+                self._agent, path, old_string, new_string, replace_all, context, bool(dry_run)
+            ),
+            checked=not dry_run,
         )
 
     @capability("workspace_multi_edit", mutates=True)
     def multi_edit_files(
         self,
         edits: Annotated[list[FileEdit], Field(min_length=1, max_length=MAX_EDITS, json_schema_extra=unlisted_bound)],
+        dry_run: bool | None = None,
     ) -> str:
         """Apply several replacements, across files, all or nothing; each file read before.
 
@@ -557,11 +723,12 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_multi_edit",
             [edit.path for edit in edits],
-            lambda context: self._actor_proxy().multi_edit(self._agent, edits, context),
+            lambda context: self._actor_proxy().multi_edit(self._agent, edits, context, bool(dry_run)),
+            checked=not dry_run,
         )
 
     @capability("workspace_patch", mutates=True)
-    def patch_files(self, patch_text: PatchText) -> str:
+    def patch_files(self, patch_text: PatchText, dry_run: bool | None = None) -> str:
         """Apply a unified diff, all or nothing; changed files read before.
 
         Args:
@@ -569,7 +736,10 @@ class WorkspaceTool(ToolCard):
         """
         paths = [path for change in parse_patch(patch_text) for path in (change.old_path, change.new_path) if path]
         return self._change(
-            "workspace_patch", paths, lambda context: self._actor_proxy().patch(self._agent, patch_text, context)
+            "workspace_patch",
+            paths,
+            lambda context: self._actor_proxy().patch(self._agent, patch_text, context, bool(dry_run)),
+            checked=not dry_run,
         )
 
     @capability("workspace_delete", mutates=True)
@@ -577,6 +747,19 @@ class WorkspaceTool(ToolCard):
         """Delete a file."""
         return self._change(
             "workspace_delete", [path], lambda context: self._actor_proxy().delete(self._agent, path, context)
+        )
+
+    @capability("workspace_move", mutates=True)
+    def move_path(self, source: WorkspacePath, destination: WorkspacePath, overwrite: bool = False) -> str:
+        """Move or rename a file or directory.
+
+        Args:
+            overwrite: Replace an existing file (read it first).
+        """
+        return self._change(
+            "workspace_move",
+            [source, destination],
+            lambda context: self._actor_proxy().move(self._agent, source, destination, overwrite, context),
         )
 
     @capability("workspace_mkdir", mutates=True)
@@ -672,6 +855,20 @@ class WorkspaceTool(ToolCard):
             lambda context: self._actor_proxy().undo(self._agent, selection, dry_run, context),
             checked=not dry_run,
         )
+
+    @capability("workspace_export_git")
+    def export_git(self, dest: HostPath) -> str:
+        """Export the journal as a git repository: one commit per change, authored by its member.
+
+        Args:
+            dest: A directory outside the workspace: a new or empty one, or a git repository.
+        """
+        from toolcards.workspace.git_export import export_git
+
+        target = Path(dest).expanduser().absolute()
+        if target == self.root or self.root in target.parents:
+            raise RetriableError(f"{dest!r} is inside the workspace: export to a directory outside it.")
+        return export_git(self._journal(), target)
 
     # -- views (read-only, for people looking at the team) ------------------------------------
 
@@ -776,10 +973,27 @@ def _member_filter(agent: str | None) -> str | None:
     return "" if bare.lower() == "outside" else f"@{bare}"
 
 
+def _unlisted_range(schema: dict[str, Any]) -> None:
+    """Drop a number's range from its JSON schema (validation keeps it): see
+    :func:`~toolcards.core.bounds.unlisted_bound`."""
+    schema.pop("minimum", None)
+    schema.pop("maximum", None)
+
+
 def _view_path(path: str) -> str:
     if not isinstance(path, str) or not path or len(path) > _MAX_VIEW_PATH:
         raise RetriableError("Give the path of a file in the workspace.")
     return path
+
+
+@dataclass(frozen=True, kw_only=True)
+class _FileRead:
+    """A page of a file as a read shows it, and what the write gate records of the file."""
+
+    rel: str
+    page: Page
+    digest: str
+    data: bytes | None
 
 
 def _page_text(page: Page, rel: str, budget: int) -> tuple[str, bool]:

@@ -403,6 +403,20 @@ class Tree:
 
         return self._at(path, "read", status_of, follow_last=False, missing=lambda rel: None)[0]
 
+    def created(self, path: str) -> float | None:
+        """When what ``path`` names was created (its last component not followed), where the
+        system records it (:func:`~toolcards.workspace.birth_time.birth_time`); else ``None``.
+
+        Raises:
+            RetriableError: the path leaves the tree or is invalid.
+        """
+        from toolcards.workspace.birth_time import birth_time
+
+        def created_at(dir_fd: int, name: str, rel: str) -> float | None:
+            return birth_time(dir_fd, name)
+
+        return self._at(path, "read", created_at, follow_last=False, missing=lambda rel: None)[0]
+
     def directory(self, path: str, doing: Doing = "list") -> Directory:
         """The directory at ``path`` (links inside the tree followed), open.
 
@@ -499,6 +513,59 @@ class Tree:
             return rel
 
         return self._at(path, "delete", unlink_last, follow_last=False)[0]
+
+    def rename(self, source: str, destination: str, *, replace: bool = False, sync_directory: bool = False) -> str:
+        """Move what is at ``source`` (a file, a directory, a symbolic link itself) to
+        ``destination``, in one ``rename``: atomic, its content never copied.
+
+        Missing parent directories of ``destination`` are created. Without ``replace``
+        nothing at ``destination`` is ever replaced (``RENAME_NOREPLACE`` where the system
+        has it: see :func:`~toolcards.fs.atomic_write.rename_noreplace_at`); with it a
+        file there is replaced atomically. The caller checks what the two paths name; this
+        only refuses what the system refuses, in words. With ``sync_directory`` both
+        directories are flushed after.
+
+        Returns the canonical workspace-relative path of ``destination``.
+
+        Raises:
+            RetriableError: ``source`` is missing; something is at ``destination`` (without
+                ``replace``); a directory would go into itself; a path leaves the tree.
+            ToolFailed: any other OS error, in words.
+        """
+        from toolcards.fs.atomic_write import rename_noreplace_at
+
+        def move_from(src_fd: int, src_name: str, src_rel: str) -> str:
+            def move_to(dst_fd: int, dst_name: str, dst_rel: str) -> str:
+                try:
+                    if replace:
+                        os.rename(src_name, dst_name, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+                    else:
+                        rename_noreplace_at(src_fd, src_name, dst_fd, dst_name)
+                except FileNotFoundError as exc:
+                    raise RetriableError(
+                        f"Nothing is at {src_rel!r}. Call workspace_glob to find the right path."
+                    ) from exc
+                except (FileExistsError, IsADirectoryError, NotADirectoryError) as exc:
+                    raise RetriableError(
+                        f"{dst_rel!r} already exists, so {src_rel!r} was not moved. Choose another destination."
+                    ) from exc
+                except OSError as exc:
+                    if exc.errno == errno.ENOTEMPTY:
+                        raise RetriableError(
+                            f"{dst_rel!r} is a directory that is not empty: choose another destination."
+                        ) from exc
+                    if exc.errno == errno.EINVAL:
+                        raise RetriableError(f"{src_rel!r} cannot be moved into itself.") from exc
+                    raise ToolFailed(f"Cannot move {src_rel!r} to {dst_rel!r}: {describe(exc)}.") from exc
+                if sync_directory:
+                    for fd in {src_fd, dst_fd}:
+                        with contextlib.suppress(OSError):
+                            os.fsync(fd)
+                return dst_rel
+
+            return self._at(destination, "write", move_to, follow_last=False, create_parents=True)[0]
+
+        return self._at(source, "read", move_from, follow_last=False)[0]
 
     def make_directory(self, path: str) -> tuple[str, bool]:
         """Create the directory ``path`` and its missing parents.
