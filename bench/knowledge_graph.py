@@ -8,7 +8,8 @@ computed while the graph is built (not measured), so the search rows measure the
 ask: embedding the query, both legs, fusion and building the result (rendering it to text
 happens in the caller). Nothing is asserted: the machine is noisy. Targets: a batch of
 1,000 entities is acknowledged in <= 150 ms, embedding or not; hybrid search <= 10 ms at
-10,000 entities. How these costs grow up to 20,000 entities is ``bench/scaling.py``.
+10,000 entities; a search ``as_of`` a past moment <= 2x the same search now, at 20,000
+entities and 100,000 observations. How these costs grow up to 20,000 entities is ``bench/scaling.py``.
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ from __future__ import annotations
 import random
 import tempfile
 import time
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
 
 from bench.timing import Case, Stats, measure
-from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor, KnowledgeGraphProxy, RelationCreate
+from toolcards.knowledge_graph import (
+    EntityCreate,
+    EntityUpdate,
+    KnowledgeGraphActor,
+    KnowledgeGraphProxy,
+    RelationCreate,
+)
 from toolcards.store import SQLiteStore, Store
 from toolcards.vector import EmbeddingParam
 
@@ -173,12 +181,84 @@ def _search_rows(directory: Path, words: list[str]) -> list[Case]:
     return rows
 
 
+class _Clock:
+    """Each change an hour after the last, so ``as_of`` has a history to cut through."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        self.now += timedelta(hours=1)
+        return self.now
+
+
+def _history_rows(directory: Path, words: list[str]) -> list[Case]:
+    """Search with and without ``as_of`` over 20,000 entities and 100,000 observations, a tenth
+    of them superseded, and one update that supersedes an observation."""
+    rng = random.Random(11)
+    store = SQLiteStore(directory / "history.db")
+    clock = _Clock()
+    kg = cast(KnowledgeGraphProxy, KnowledgeGraphActor.start("history", store, clock=clock).proxy())
+    names: list[str] = []
+    for start in range(0, 20_000, 1_000):
+        entities = [
+            EntityCreate(
+                name=f"{' '.join(rng.choices(words, k=2))} {i}",
+                entity_type=rng.choice(_TYPES),
+                observations=[" ".join(rng.choices(words, k=8)) for _ in range(5)],
+            )
+            for i in range(start, start + 1_000)
+        ]
+        names.extend(e.name for e in entities)
+        kg.update("bench", create_entities=entities, task_id=1).get()
+    middle = clock.now
+    by_name = {e.name: e for e in kg.entities().get()}
+    superseded = rng.sample(names, 2_000)
+    for start in range(0, len(superseded), 500):
+        updates = [
+            EntityUpdate(name=name, supersede={by_name[name].observations[0].text: " ".join(rng.choices(words, k=8))})
+            for name in superseded[start : start + 500]
+        ]
+        kg.update("bench-2", update_entities=updates).get()
+    queries = [" ".join(rng.choices(words, k=rng.randint(1, 3))) for _ in range(300)]
+    size = "20,000 entities, 100,000 observations (2,000 superseded); keyword; top 10; median of 300"
+    it = iter(queries * 10)
+    now = measure(lambda: kg.search(next(it), mode="keyword").get(), repeat=300, warmup=20)
+    it = iter(queries * 10)
+    then = measure(lambda: kg.search(next(it), mode="keyword", as_of=middle).get(), repeat=300, warmup=20)
+    it = iter(queries * 10)
+    every = measure(lambda: kg.search(next(it), mode="keyword", include_invalid=True).get(), repeat=300, warmup=20)
+    targets = iter(rng.sample([n for n in names if n not in set(superseded)], 200))
+
+    def supersede_one() -> None:
+        name = next(targets)
+        old = by_name[name].observations[1].text
+        kg.update("bench-3", update_entities=[EntityUpdate(name=name, supersede={old: old + " revised"})]).get()
+
+    update = measure(supersede_one, repeat=150, warmup=20)
+    kg.stop()
+    store.close()
+    return [
+        Case.timed("kg search keyword, now", now, size),
+        Case.timed("kg search keyword, as_of", then, f"{size}; the graph as it stood before the supersessions"),
+        Case.timed("kg search keyword, include_invalid", every, size),
+        Case(
+            "kg search as_of over now",
+            then.median / now.median,
+            "ratio of the medians above",
+            unit="x",
+            target=2.0,
+        ),
+        Case.timed("kg update: supersede 1 observation", update, "20,000 entities; one ask; median of 150"),
+    ]
+
+
 def run() -> list[Case]:
-    """Run every measurement on temporary databases; takes about half a minute."""
+    """Run every measurement on temporary databases; takes about a minute."""
     words = _vocabulary(random.Random(7))
     with tempfile.TemporaryDirectory(prefix="toolcards-bench-") as tmp:
         directory = Path(tmp)
-        return _insert_rows(directory, words) + _search_rows(directory, words)
+        return _insert_rows(directory, words) + _search_rows(directory, words) + _history_rows(directory, words)
 
 
 if __name__ == "__main__":

@@ -92,6 +92,10 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.01)
 
 
+PASSAGES = {"h:Alice", "w:Alice\x1f1.1", "h:Platform", "h:Auth", "w:Auth\x1f2.1"}
+"""The vector keys of what :func:`fill` writes: each entity's head and observations."""
+
+
 def fill(kg: KnowledgeGraphProxy) -> None:
     kg.update(
         "a",
@@ -156,7 +160,7 @@ def test_restart_with_another_model_reembeds_in_the_background(db_path: Path, sp
     kg = KnowledgeGraphActor.start("team-1", store, HASHING).proxy()
     wait_until(lambda: kg.pending_embeddings().get() == 0)
     rows = store.load(NAMESPACE).rows["vectors"]
-    assert set(rows) == {"Alice", "Platform", "Auth"}
+    assert set(rows) == PASSAGES
     assert {row["model"] for row in rows.values()} == {"hashing:384"}
     assert kg.search("login tokens", mode="vector").get().hits[0].entity.name == "Auth"
     pykka.ActorRegistry.stop_all()
@@ -167,9 +171,9 @@ def test_vectors_are_stored_with_the_batch_for_local_providers(start_graph: Star
     kg = start_graph(HASHING)
     fill(kg)
     rows = store.load(NAMESPACE).rows["vectors"]
-    assert set(rows) == {"Alice", "Platform", "Auth"}
+    assert set(rows) == PASSAGES
     kg.update("a", delete_entities=["Auth"]).get()
-    assert set(store.load(NAMESPACE).rows["vectors"]) == {"Alice", "Platform"}
+    assert set(store.load(NAMESPACE).rows["vectors"]) == PASSAGES - {"h:Auth", "w:Auth\x1f2.1"}
 
 
 def test_only_changed_text_is_reembedded(start_graph: StartGraph, spy: Callable[..., SpyService]) -> None:
@@ -190,7 +194,7 @@ def test_a_slow_remote_provider_does_not_hold_up_updates(
     service.background_gate = threading.Event()
     kg = start_graph(HASHING)
     fill(kg)  # returns although the background embedding is blocked
-    assert kg.pending_embeddings().get() == 3
+    assert kg.pending_embeddings().get() == 5  # each head and window of observations
     assert "vectors" not in store.load(NAMESPACE).rows
     result = kg.search("login tokens").get()
     assert result.hits[0].entity.name == "Auth"
@@ -198,7 +202,7 @@ def test_a_slow_remote_provider_does_not_hold_up_updates(
 
     service.background_gate.set()
     wait_until(lambda: kg.pending_embeddings().get() == 0)
-    assert set(store.load(NAMESPACE).rows["vectors"]) == {"Alice", "Platform", "Auth"}
+    assert set(store.load(NAMESPACE).rows["vectors"]) == PASSAGES
     result = kg.search("login tokens", mode="vector").get()
     assert result.note is None and result.hits[0].entity.name == "Auth"
 

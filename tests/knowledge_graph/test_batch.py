@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import copy
+from datetime import UTC, datetime
 
-from toolcards.knowledge_graph.batch import stage_update
+from toolcards.knowledge_graph.batch import Stamp, stage_update
 from toolcards.knowledge_graph.models import (
     Entity,
     EntityCreate,
@@ -14,6 +15,8 @@ from toolcards.knowledge_graph.models import (
     RelationDelete,
     RelationKey,
 )
+
+STAMP = Stamp(agent="@Ann", task_id=7, now=datetime(2026, 3, 1, tzinfo=UTC), seq=5)
 
 
 def committed() -> tuple[dict[str, Entity], dict[RelationKey, Relation], dict[str, dict[RelationKey, None]]]:
@@ -29,13 +32,16 @@ def test_staging_leaves_the_committed_graph_untouched() -> None:
         entities,
         relations,
         links,
+        stamp=STAMP,
         create_entities=[EntityCreate(name="C", entity_type="t")],
         create_relations=[RelationCreate(from_entity="C", to_entity="A", relation_type="uses")],
         update_entities=[EntityUpdate(name="A", add_observations=["p"])],
         delete_entities=["B"],
     )
     assert (entities, relations, links) == before
-    assert batch.entities["A"] is not None and batch.entities["A"].observations == ["o", "p"]
+    staged = batch.entities["A"]
+    assert staged is not None and [o.text for o in staged.observations] == ["o", "p"]
+    assert [(o.id, o.created_by, o.task_id) for o in staged.observations] == [("A#0", "", None), ("5.1", "@Ann", 7)]
     assert batch.entities["B"] is None
     assert set(batch.relations) == {("C", "A", "uses"), ("A", "B", "uses")}
     assert batch.relations[("A", "B", "uses")] is None
@@ -48,6 +54,7 @@ def test_relations_created_in_the_batch_are_deleted_with_their_entity() -> None:
         entities,
         relations,
         links,
+        stamp=STAMP,
         create_entities=[EntityCreate(name="C", entity_type="t")],
         create_relations=[RelationCreate(from_entity="C", to_entity="B", relation_type="x")],
         delete_relations=[RelationDelete(from_entity="C", to_entity="B", relation_type="x")],
@@ -61,5 +68,5 @@ def test_relations_created_in_the_batch_are_deleted_with_their_entity() -> None:
 
 def test_delete_names_are_stripped() -> None:
     entities, relations, links = committed()
-    batch = stage_update(entities, relations, links, delete_entities=["  A "])
+    batch = stage_update(entities, relations, links, stamp=STAMP, delete_entities=["  A "])
     assert batch.report.deleted_entities == ["A"]

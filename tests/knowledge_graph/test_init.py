@@ -1,4 +1,4 @@
-"""The package's public door, and that keyword-only use needs neither numpy nor openai."""
+"""The package's public door, and that keyword-only use needs no embedding client."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ def test_package_exports_the_public_models_and_the_actor() -> None:
 
 
 @pytest.mark.slow
-def test_keyword_only_use_loads_neither_numpy_nor_openai() -> None:
+def test_keyword_only_use_loads_no_embedding_client() -> None:
     script = textwrap.dedent(
         """
         import sys
@@ -42,7 +42,7 @@ def test_keyword_only_use_loads_neither_numpy_nor_openai() -> None:
         assert result.mode == "keyword" and result.hits, result
         kg.summary().get()
         pykka.ActorRegistry.stop_all()
-        heavy = sorted(m for m in ("numpy", "openai", "onnxruntime", "rapidfuzz") if m in sys.modules)
+        heavy = sorted(m for m in ("openai", "onnxruntime", "tokenizers", "rapidfuzz") if m in sys.modules)
         print(heavy)
         """
     )

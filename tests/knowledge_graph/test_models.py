@@ -46,7 +46,7 @@ def test_length_limits_are_enforced_but_not_listed_in_the_schema() -> None:
         {"name": "n" * 121, "entity_type": "t"},
         {"name": "n", "entity_type": "t" * 61},
         {"name": "n", "entity_type": "t", "description": "d" * 501},
-        {"name": "n", "entity_type": "t", "observations": ["o" * 301]},
+        {"name": "n", "entity_type": "t", "observations": ["o" * 4001]},
         {"name": "n", "entity_type": "t", "observations": ["o"] * 51},
         {"name": " ", "entity_type": "t"},
     ):
@@ -69,7 +69,7 @@ def test_the_whole_input_schema_stays_small() -> None:
         {"name": "  ", "entity_type": "t"},
         {"name": "a", "entity_type": "t" * 61},
         {"name": "a", "entity_type": "t", "description": "d" * 501},
-        {"name": "a", "entity_type": "t", "observations": ["o" * 301]},
+        {"name": "a", "entity_type": "t", "observations": ["o" * 4001]},
         {"name": "a", "entity_type": "t", "observations": [f"o{i}" for i in range(51)]},
         {"name": "a", "entity_type": "t", "observation": ["typo field"]},
     ],

@@ -1,76 +1,130 @@
-"""Keyword scoring, the hybrid fusion arithmetic, ranking and shortest paths."""
+"""Keyword scores (BM25 with field weights over the graph's index), ranking and shortest paths."""
 
 from __future__ import annotations
 
-import re
+from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.knowledge_graph.search import (
-    KeywordIndex,
-    keyword_score,
-    query_terms,
-    shortest_paths,
-    tokenize,
-    top_k,
-    words_of,
+from toolcards.knowledge_graph.index import GraphIndex, fuse
+from toolcards.knowledge_graph.models import Entity
+from toolcards.knowledge_graph.search import shortest_paths
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def entity(
+    name: str, *observations: str, description: str = "", minutes: int = 0, aliases: tuple[str, ...] = ()
+) -> Entity:
+    when = T0 + timedelta(minutes=minutes)
+    return Entity.model_validate(
+        {
+            "name": name,
+            "entity_type": "thing",
+            "description": description,
+            "aliases": list(aliases),
+            "created_at": when,
+            "observations": [
+                {"id": f"{name}#{n}:{text}", "text": text, "created_at": when} for n, text in enumerate(observations)
+            ],
+        }
+    )
+
+
+def ranked(index: GraphIndex, query: str, limit: int = 10) -> list[str]:
+    hits, _ = index.rank(
+        query, None, mode="keyword", at=None, include_invalid=False, alpha=0.5, threshold=0.3, limit=limit
+    )
+    return [hit[0] for hit in hits]
+
+
+def test_rare_words_outweigh_words_every_entity_shares() -> None:
+    index = GraphIndex()
+    index.put_entities(
+        [entity(f"session {n}", "we talked about the weather", "Alice said hello") for n in range(20)]
+        + [entity("session 99", "we talked about the weather", "Alice adopted a greyhound named Comet")]
+    )
+    assert ranked(index, "what did alice say about her greyhound")[0] == "session 99"
+
+
+def test_the_best_observation_counts_not_their_sum() -> None:
+    index = GraphIndex()
+    long = entity("long", *[f"deploy note {n} about the pipeline" for n in range(30)])
+    short = entity("short", "the deploy pipeline broke on friday")
+    index.put_entities([long, short])
+    assert ranked(index, "pipeline broke friday")[0] == "short"
+    scores = index.keyword_scores("deploy", index.visible_entities(None, False), None, False)
+    assert scores[index.number("long")] < 2 * scores[index.number("short")]
+
+
+def test_name_and_alias_terms_weigh_more_than_observations() -> None:
+    index = GraphIndex()
+    fillers = [entity(f"dog {n}", "a dog that barks") for n in range(10)]
+    index.put_entities(
+        [*fillers, entity("Comet", "a dog"), entity("Rex", "chases comet all day"), entity("X", aliases=("comet",))]
+    )
+    assert ranked(index, "comet")[:2] == ["Comet", "X"]
+
+
+def test_ties_go_to_the_most_recently_recorded_not_to_name_order() -> None:
+    index = GraphIndex()
+    index.put_entities([entity(f"e{n}", "same words here", minutes=n) for n in range(12)])
+    assert ranked(index, "same words", limit=3) == ["e11", "e10", "e9"]
+
+
+def test_keyword_scores_follow_changes_and_deletions() -> None:
+    index = GraphIndex()
+    index.put_entities([entity("A", "old words")])
+    index.put_entities([entity("A", "new words")])
+    assert ranked(index, "old") == [] and ranked(index, "new") == ["A"]
+    index.drop_entity("A")
+    index.drop_entity("A")
+    assert ranked(index, "word") == [] and len(index) == 0
+
+
+_NAMES = st.sampled_from(["alpha", "beta", "gamma"])
+_TEXTS = st.lists(st.sampled_from(["red fox", "blue fox jumps", "red red sky", "green"]), max_size=3)
+_OPS = st.lists(
+    st.one_of(st.tuples(st.just("put"), _NAMES, _TEXTS), st.tuples(st.just("drop"), _NAMES, st.just([]))),
+    max_size=15,
 )
 
 
-def test_tokenize_splits_identifiers_folds_plurals_and_drops_stop_words() -> None:
-    assert tokenize("The user_service handles Policies and tokens") == [
-        "user",
-        "service",
-        "handle",
-        "policy",
-        "token",
-    ]
-    assert tokenize("class status") == ["class", "statu"]  # both sides fold the same way
+@settings(max_examples=60, deadline=None)
+@given(_OPS)
+def test_an_index_after_any_changes_scores_as_one_built_from_scratch(ops: list[tuple[str, str, list[str]]]) -> None:
+    index = GraphIndex()
+    current: dict[str, list[str]] = {}
+    for op, name, texts in ops:
+        if op == "put":
+            index.put_entities([entity(name, *texts)])
+            current[name] = texts
+        else:
+            index.drop_entity(name)
+            current.pop(name, None)
+        if len(current) % 2:
+            index.compact()
+    fresh = GraphIndex()
+    fresh.put_entities([entity(name, *texts) for name, texts in current.items()])
+    for query in ("red", "fox", "red fox sky", "green alpha"):
+        mine = index.keyword_scores(query, index.visible_entities(None, False), None, False)
+        theirs = fresh.keyword_scores(query, fresh.visible_entities(None, False), None, False)
+        assert {n: mine[index.number(n)] for n in current} == pytest.approx(
+            {n: theirs[fresh.number(n)] for n in current}
+        )
 
 
-def test_query_of_only_stop_words_keeps_them() -> None:
-    assert query_terms("who is it") == ["who", "is", "it"]
-    assert query_terms("alice Alice ALICE") == ["alice"]
-
-
-def test_keyword_score_arithmetic() -> None:
-    assert keyword_score(2, 2, 2) == pytest.approx(1.0)
-    assert keyword_score(2, 0, 2) == pytest.approx(0.8)
-    assert keyword_score(1, 0, 2) == pytest.approx(0.4)
-    assert keyword_score(2, 1, 2) == pytest.approx(0.9)
-    assert keyword_score(0, 0, 0) == 0.0
-
-
-def test_keyword_index_scores_name_description_type_and_observations() -> None:
-    index = KeywordIndex()
-    index.upsert("Alice", "Alice", ["person", "Leads the platform team", "likes rust"])
-    index.upsert("Platform", "Platform", ["team", "Runs the deploy pipeline"])
-    index.upsert("Bob", "Bob", ["person", "", "writes Rust services"])
-    assert index.scores("platform") == pytest.approx({"Alice": 0.8, "Platform": 1.0})
-    assert index.scores("rust person") == pytest.approx({"Alice": 0.8, "Bob": 0.8})
-    # "alice rust": both terms in Alice (one in its name); one term in Bob.
-    assert index.scores("alice rust") == pytest.approx({"Alice": 0.9, "Bob": 0.4})
-    assert index.scores("nothing here") == {}
-
-
-def test_keyword_index_reindexes_and_removes() -> None:
-    index = KeywordIndex()
-    index.upsert("A", "A", ["old words"])
-    index.upsert("A", "A", ["new words"])
-    assert "A" not in index.scores("old")
-    assert index.scores("new") == pytest.approx({"A": 0.8})
-    index.remove("A")
-    index.remove("A")
-    assert index.scores("word") == {}
-    assert len(index) == 0
-
-
-def test_top_k_orders_by_score_then_name() -> None:
-    scores = {"b": 0.5, "a": 0.5, "c": 0.9, "d": 0.1}
-    assert top_k(scores, 3) == [("c", 0.9), ("a", 0.5), ("b", 0.5)]
-    assert top_k(scores, 10) == [("c", 0.9), ("a", 0.5), ("b", 0.5), ("d", 0.1)]
+def test_a_renamed_entity_moves_in_the_name_lookup() -> None:
+    index = GraphIndex()
+    index.put_entities([entity("Alpha", "one")])
+    assert index.name_matches("alp", 5) == ["Alpha"]
+    index.drop_entity("Alpha")
+    index.put_entities([entity("Beta", "two")])
+    assert index.name_matches("alp", 5) == []
+    assert index.name_matches("beta", 5) == ["Beta"]
 
 
 def _graph(edges: list[tuple[str, str]]) -> dict[str, list[tuple[str, str]]]:
@@ -101,61 +155,11 @@ def test_shortest_paths_skip_unreachable_targets_and_the_source() -> None:
     assert shortest_paths("A", ["A", "D", "Z"], lambda n: graph.get(n, []), max_depth=4) == {}
 
 
-_TEXT = st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(" _-.,'\"\t\nAZaz09"), max_size=40)
-
-
-@given(_TEXT)
-def test_words_of_finds_the_letter_and_digit_runs_of_the_unicode_pattern(text: str) -> None:
-    assert words_of(text) == re.findall(r"[^\W_]+", text.lower())
-
-
-@given(_TEXT.filter(str.isascii))
-def test_words_of_ascii_text_matches_the_unicode_pattern(text: str) -> None:
-    assert words_of(text) == re.findall(r"[^\W_]+", text.lower())
-
-
-def _state(index: KeywordIndex) -> tuple[object, ...]:
-    return (index._postings, index._documents, index._names, index._sorted_names)
-
-
-_KEYS = st.sampled_from(["a", "b", "c", "d"])
-_NAMES = st.sampled_from(["Alpha", "alpha beta", "Beta", "gamma", "Gamma ray"])
-_OPS = st.lists(
-    st.one_of(
-        st.tuples(st.just("upsert"), st.lists(st.tuples(_KEYS, _NAMES, st.lists(_NAMES, max_size=2)), max_size=40)),
-        st.tuples(st.just("remove"), _KEYS),
-    ),
-    max_size=12,
-)
-
-
-@given(_OPS)
-def test_keyword_index_after_any_upserts_and_removes_equals_one_built_from_scratch(
-    ops: list[tuple[str, object]],
-) -> None:
-    index = KeywordIndex()
-    current: dict[str, tuple[str, list[str]]] = {}
-    for op, arg in ops:
-        if op == "upsert":
-            assert isinstance(arg, list)
-            index.upsert_many(arg)
-            for key, name, texts in arg:
-                current[key] = (name, texts)
-        else:
-            assert isinstance(arg, str)
-            index.remove(arg)
-            current.pop(arg, None)
-    fresh = KeywordIndex()
-    for key, (name, texts) in current.items():
-        fresh.upsert(key, name, texts)
-    assert _state(index) == _state(fresh)
-
-
-def test_a_renamed_entity_moves_in_the_name_lookup() -> None:
-    index = KeywordIndex()
-    index.upsert("k", "Alpha", ["one"])
-    index.upsert("k", "Alpha", ["two"])  # same name: its place in the sorted names is kept
-    assert index.name_matches("alp", 5) == ["k"]
-    index.upsert("k", "Beta", ["two"])
-    assert index.name_matches("alp", 5) == []
-    assert index.name_matches("beta", 5) == ["k"]
+def test_the_hybrid_fusion_calibrates_each_leg_to_its_range() -> None:
+    keyword = np.array([4.0, 2.0, 0.0, 0.0])
+    cosines = np.array([0.2, 0.4, 0.6, 0.9])
+    embedded = np.array([True, True, True, False])
+    scores, eligible = fuse(keyword, cosines, embedded, 0.7, 0.3)
+    # cos' = (cos - 0.2) / (0.6 - 0.2) over the embedded; keyword' = keyword / 4.
+    assert scores.tolist() == pytest.approx([0.3, 0.7 * 0.5 + 0.3 * 0.5, 0.7, 0.0])
+    assert eligible.tolist() == [True, True, True, False]

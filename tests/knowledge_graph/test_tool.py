@@ -60,7 +60,7 @@ def test_failures_are_reported_together_after_valid_parts(alice: FakeObserver) -
 
 def test_read_only_removes_update_everywhere(alice: FakeObserver) -> None:
     names = set(tools(alice, KnowledgeGraphTool(read_only=True)))
-    assert names == {"get_graph", "search_graph"}
+    assert names == {"get_graph", "search_graph", "get_entities", "read_graph"}
 
 
 def test_hybrid_search_with_an_embedding_and_paths(alice: FakeObserver) -> None:
@@ -95,7 +95,7 @@ def test_the_graph_survives_a_restart() -> None:
         assert "2 entities" in tools(FakeObserver("Bob", "t", system=system))["get_graph"].call_sync({})
 
 
-def test_round_trip_and_no_numpy_without_embedding() -> None:
+def test_round_trip_and_no_embedding_client_without_embedding() -> None:
     card = KnowledgeGraphTool(
         get_graph=GetGraphParam(instructions="x"), search_graph=SearchGraphParam(alpha=0.5), read_only=True
     )
@@ -107,7 +107,7 @@ def test_round_trip_and_no_numpy_without_embedding() -> None:
         "t = {x.name: x for x in ToolFactory([KnowledgeGraphTool()], observer=o).tools()};"
         "t['update_graph'].call_sync({'create_entities': [{'name': 'a', 'entity_type': 'b'}]});"
         "t['search_graph'].call_sync({'query': 'a'}); o.close();"
-        "import sys; print('numpy' in sys.modules, 'openai' in sys.modules)"
+        "import sys; print('onnxruntime' in sys.modules, 'openai' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
@@ -120,7 +120,30 @@ def test_without_an_embedding_the_description_says_keyword_once_and_results_carr
     tools["update_graph"].call_sync({"create_entities": [{"name": "Auth", "entity_type": "service"}]})
     search = tools["search_graph"]
 
-    assert "by meaning when the team has an embedding model" in search.description
+    assert "or meaning if embedded" in search.description
     for mode in ("hybrid", "vector", "keyword"):
         answer = str(search.call_sync({"query": "auth", "mode": mode}))
         assert "Note:" not in answer and "Auth" in answer
+
+
+def test_cards_with_other_search_settings_for_one_team_graph_are_refused(alice: FakeObserver) -> None:
+    from toolcards.errors import WiringError
+
+    ToolFactory([KnowledgeGraphTool(search_graph=SearchGraphParam(alpha=0.7))], observer=alice).tools()
+    ToolFactory([KnowledgeGraphTool()], observer=alice).tools()  # the same settings: shared
+    with pytest.raises(WiringError, match=r"alpha 0\.9 \(the graph has 0\.7\)"):
+        ToolFactory([KnowledgeGraphTool(search_graph=SearchGraphParam(alpha=0.9))], observer=alice).tools()
+    with pytest.raises(WiringError, match="embedding"):
+        ToolFactory([KnowledgeGraphTool(embedding=EmbeddingParam(provider="hashing"))], observer=alice).tools()
+
+
+def test_a_long_observation_is_accepted(alice: FakeObserver) -> None:
+    turn = "word " * 700
+    out = tools(alice)["update_graph"].call_sync(
+        {"create_entities": [{"name": "chat", "entity_type": "session", "observations": [turn.strip()]}]}
+    )
+    assert "created entities chat" in out
+    with pytest.raises(RetriableError, match="4000"):
+        tools(alice)["update_graph"].call_sync(
+            {"create_entities": [{"name": "chat2", "entity_type": "session", "observations": ["x" * 4001]}]}
+        )

@@ -48,7 +48,7 @@ CLAIMED_TASK = "claimed_task"
 """``service(member) -> int | None``: the id of the task ``member`` (``@Name``) holds a live
 claim on (the most recently claimed, when several), or ``None``. Offered by the planning
 card; the workspace journal records it with each change, the ledger counts each call
-against it. May block briefly (an actor ask)."""
+against it, the knowledge graph records it with every fact. May block briefly (an actor ask)."""
 
 WORKSPACE_COMMANDS = "workspace_commands"
 """``service(root, member, command, timeout_s) -> context manager``: run a sandboxed command

@@ -8,7 +8,7 @@ concurrent updates never interleave. The update rules are in
 Persistence
     State lives in the store namespace ``"{team_id}/#KnowledgeGraphTool"``: collection
     ``entities`` (key: name), ``relations`` (key: JSON ``[from, to, type]``), ``vectors``
-    (key: entity name; value: the :class:`~toolcards.vector.TextVectors` row
+    (key: passage key; value: the :class:`~toolcards.vector.TextVectors` row
     ``{"model": model_id, "digest": digest of the embedded text, "vector": base64}``) and
     ``meta`` (``seq``). Every :meth:`~KnowledgeGraphActor.update` that changes
     something is one :meth:`Store.apply` transaction (entities, relations, the new ``seq``
@@ -18,10 +18,11 @@ Persistence
     id and text digest match, so nothing is re-embedded.
 
 Embeddings
-    With ``embedding=None`` the graph is keyword-only and neither numpy nor
-    :mod:`toolcards.vector` is imported. Otherwise one :class:`~toolcards.vector.TextVectors`
-    (keys: entity names; texts: name, type, description and observations), the module the
-    planning board uses too, keeps the vectors. The ``hashing`` and ``local`` providers are
+    With ``embedding=None`` the graph is keyword-only and :mod:`toolcards.vector` is not
+    imported. Otherwise one :class:`~toolcards.vector.TextVectors` (keys: passage keys, texts:
+    an entity's head and windows of its observations, see
+    :mod:`toolcards.knowledge_graph.passages`), the module the planning board uses too, keeps
+    the vectors; the ``vectors`` collection is keyed by passage key. The ``hashing`` and ``local`` providers are
     fast (~3 ms a text locally), so an update that changes at most ``INLINE_EMBED_MAX`` (64)
     entities embeds them before taking the store's lock and persists the vectors whose text
     is still the one committed in the same transaction. A remote provider (``openai``) can
@@ -42,6 +43,14 @@ Embeddings
     ``QUERY_EMBEDDING_TIMEOUT_S`` (then keyword results, with a note); pass
     ``query_vector`` to embed a query outside the actor.
 
+Provenance and time
+    Every fact a change records carries the member who sent it, the task that member had
+    claimed (the card looks it up) and the change's time, taken under the store's lock.
+    Superseding or invalidating a fact marks it as no longer holding and keeps it, so
+    :meth:`~KnowledgeGraphActor.search` can answer as the graph stood at a moment
+    (``as_of``), and the summary and searches show what holds now. Time is each host's
+    clock: hosts sharing a store should keep their clocks in step.
+
 Events
     Each committed change emits :class:`StateChanged` with a ``seq`` that is persisted
     with the batch, so it keeps increasing across restarts.
@@ -55,6 +64,7 @@ import json
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
 from typing import TYPE_CHECKING, Any
 
@@ -64,14 +74,18 @@ from pykka.typing import ActorMemberMixin, proxy_method
 from toolcards.actors.caller_runs import CallerRunsActor
 from toolcards.core.events import StateChanged
 from toolcards.core.idempotency import CallKey
+from toolcards.core.words import name_key
 from toolcards.errors import RetriableError
-from toolcards.knowledge_graph.batch import UpdateBatch, stage_update
+from toolcards.knowledge_graph.batch import MergeBatch, Stamp, stage_merge, stage_update
 from toolcards.knowledge_graph.models import (
     Entity,
     EntityCreate,
+    EntityPage,
     EntityUpdate,
+    EntityView,
     GraphPath,
     KnowledgeGraph,
+    MergeReport,
     Neighbour,
     Relation,
     RelationCreate,
@@ -82,14 +96,9 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
-from toolcards.knowledge_graph.render import SUMMARY_TOP, relation_text, render_graph_summary
-from toolcards.knowledge_graph.search import (
-    DEFAULT_ALPHA,
-    DEFAULT_THRESHOLD,
-    KeywordIndex,
-    shortest_paths,
-)
-from toolcards.knowledge_graph.search import top_k as best_scores
+from toolcards.knowledge_graph.passages import owner_of, passage_texts, windows
+from toolcards.knowledge_graph.render import SUMMARY_TOP, relation_text, render_graph_summary, shown_observations
+from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD, shortest_paths
 from toolcards.knowledge_graph.sorted_list import discard, insort_all
 from toolcards.store.base import CatchUp, Change, Delta, Snapshot, Store
 from toolcards.store.calls import CALLS, CallLog
@@ -99,6 +108,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from toolcards.knowledge_graph.index import GraphIndex
     from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVector, TextVectors
 
 __all__ = ["INLINE_EMBED_MAX", "QUERY_EMBEDDING_TIMEOUT_S", "SOURCE", "KnowledgeGraphActor", "KnowledgeGraphProxy"]
@@ -120,6 +130,9 @@ QUERY_EMBEDDING_TIMEOUT_S = 2.0
 """Longest a search waits for its query's embedding before answering with keyword results."""
 
 MAX_TOP_K = 100
+SHOWN_OBSERVATIONS = 3
+"""Observations an answer shows per hit (when it holds more than one more); the others are
+counted, with the tool that reads them all."""
 MAX_NEIGHBOURS = 20
 """Neighbours listed per hit; the rest are counted."""
 MAX_EDGES = 50
@@ -139,11 +152,23 @@ def _relation_key(row_key: str) -> RelationKey:
     return (from_entity, to_entity, relation_type)
 
 
-def _embedding_text(entity: Entity) -> str:
-    head = f"{entity.name} ({entity.entity_type})"
-    if entity.description:
-        head += f": {entity.description}"
-    return "\n".join([head, *entity.observations])
+def _passage_keys(entity: Entity | None) -> list[str]:
+    return [] if entity is None else list(passage_texts(entity))
+
+
+class _IndexPending:
+    """The actor's message to itself: index the passages of what was just committed, after the
+    caller has its answer (a search indexes them first if it comes sooner)."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _new_index() -> GraphIndex:
+    from toolcards.knowledge_graph.index import GraphIndex
+
+    return GraphIndex()
 
 
 class KnowledgeGraphActor(CallerRunsActor):
@@ -163,6 +188,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         alpha: weight of the normalised cosine in hybrid search.
         threshold: minimum raw cosine for the vector leg of vector and hybrid search.
         max_path_length: the longest path ``find_paths`` looks for, in hops.
+        clock: the time a change is recorded at (UTC); tests pass their own.
     """
 
     def __init__(
@@ -175,6 +201,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         alpha: float = DEFAULT_ALPHA,
         threshold: float = DEFAULT_THRESHOLD,
         max_path_length: int = 4,
+        clock: Callable[[], datetime] = _utc_now,
     ) -> None:
         super().__init__()
         self.team_id = team_id
@@ -185,6 +212,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._alpha = alpha
         self._threshold = threshold
         self._max_path_length = max_path_length
+        self._clock = clock
 
         self._entities: dict[str, Entity] = {}
         self._relations: dict[RelationKey, Relation] = {}
@@ -197,16 +225,19 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._summaries: dict[str | None, str] = {}
         """The summary text by search tool, for the graph at ``_summaries_version``."""
         self._summaries_version = -1
-        self._keywords = KeywordIndex()
+        self._index = _new_index()
         self._seq = 0
         self._calls = CallLog()
         """The keyed calls the graph's writes answered, for exactly-once retries."""
 
+        self._passage_cache: dict[str, tuple[Entity, dict[str, str]]] = {}
+        """Entity name → (the entity, its passage texts): the worker asks for texts one key at a time."""
         self._vectors: TextVectors | None = None
         """The entities' embeddings; ``None`` without an embedding (and until ``on_start``)."""
 
         self._version = 0
         """The store version the graph in memory is the state of."""
+        self._started = False
         snapshot = store.load(self.namespace)
         self._absorb(snapshot)
         self._stored_vectors: dict[str, Any] = snapshot.rows.get(_VECTORS, {})
@@ -217,6 +248,9 @@ class KnowledgeGraphActor(CallerRunsActor):
     def on_start(self) -> None:
         """Restore stored vectors that match the current model; embed the rest in the background
         (see "Embeddings" above for those whose writer may still be embedding them)."""
+        self._started = True
+        if self._index.pending:
+            self.actor_ref.tell(_IndexPending())
         stored, self._stored_vectors = self._stored_vectors, {}
         if self._embedding is None:
             return
@@ -227,8 +261,10 @@ class KnowledgeGraphActor(CallerRunsActor):
             text_of=self._embedding_text_of,
             deliver=self.actor_ref.tell,
             name=self.namespace,
+            index_factory=self._vector_rows,
         )
-        self._vectors.load(list(self._entities), stored, shared=self._store.shared)
+        keys = [key for entity in self._entities.values() for key in passage_texts(entity)]
+        self._vectors.load(keys, stored, shared=self._store.shared)
 
     def on_stop(self) -> None:
         """Stop the background embedding thread; waits up to 5 s for a call in progress.
@@ -240,7 +276,11 @@ class KnowledgeGraphActor(CallerRunsActor):
             self._vectors.close()
 
     def on_receive(self, message: Any) -> Any:
-        """Handle the embedding worker's and grace timer's messages; others are ignored."""
+        """Index what was committed (:class:`_IndexPending`); handle the embedding worker's and
+        grace timer's messages; others are ignored."""
+        if isinstance(message, _IndexPending):
+            self._index.flush()
+            return None
         if self._vectors is not None:
             from toolcards.vector import GraceElapsed, TextsEmbedded
 
@@ -265,13 +305,52 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._refresh()
         return [self._entities[name].model_copy(deep=True) for name in sorted(self._entities)]
 
+    def get_entities(self, names: Sequence[str]) -> EntityPage:
+        """The entities named ``names`` (or aliased so), case and spacing aside, each with its
+        neighbours that hold now (at most 20); names no entity has are in ``missing``.
+
+        An entity that no longer holds is returned too (a search marks it as such); one name
+        matching several entities (``API`` and ``api``) returns each.
+        """
+        self._refresh()
+        self._index.flush()
+        found: dict[str, None] = {}
+        missing: list[str] = []
+        for asked in names:
+            named = self._index.named(asked)
+            if not named:
+                missing.append(asked)
+            found.update(dict.fromkeys(named))
+        return EntityPage(entities=[self._view(name) for name in found], missing=missing, total=len(found))
+
+    def read_graph(self, offset: int = 0, limit: int = 100) -> EntityPage:
+        """One page of the entities that hold now, by name, each with its neighbours.
+
+        Args:
+            offset: how many entities to skip (0 or more).
+            limit: the page's size, clamped to 1..100.
+        """
+        self._refresh()
+        held = sorted(name for name, entity in self._entities.items() if entity.invalid_at is None)
+        start = max(0, offset)
+        page = held[start : start + max(1, min(limit, MAX_TOP_K))]
+        return EntityPage(entities=[self._view(name) for name in page], offset=start, total=len(held))
+
+    def _view(self, name: str) -> EntityView:
+        holds = functools.partial(self._relation_shown, as_of=None, include_invalid=False)
+        neighbours, more = self._neighbours_of(name, holds)
+        return EntityView(
+            entity=self._entities[name].model_copy(deep=True), neighbours=neighbours, more_neighbours=more
+        )
+
     def seq(self) -> int:
         """The sequence number of the last committed change (0 for a new graph)."""
         self._refresh()
         return self._seq
 
     def pending_embeddings(self) -> int:
-        """How many entities still wait for a vector (0 without embeddings)."""
+        """How many passages (:mod:`toolcards.knowledge_graph.passages`) still wait for a vector
+        (0 without embeddings)."""
         self._refresh()
         return 0 if self._vectors is None else self._vectors.pending
 
@@ -297,8 +376,8 @@ class KnowledgeGraphActor(CallerRunsActor):
         text = self._summaries.get(search_tool)
         if text is None:
             text = self._summaries[search_tool] = render_graph_summary(
-                entity_count=len(self._entities),
-                relation_count=len(self._relations),
+                entity_count=self._entity_types.total(),
+                relation_count=self._relation_types.total(),
                 entity_types=self._entity_types,
                 relation_types=self._relation_types,
                 first_roots=[(name, self._entities[name].entity_type) for name in self._roots[:SUMMARY_TOP]],
@@ -306,6 +385,15 @@ class KnowledgeGraphActor(CallerRunsActor):
                 search_tool=search_tool,
             )
         return text
+
+    def settings(self) -> dict[str, Any]:
+        """The settings this graph was started with that cards bound to it must share:
+        ``embedding`` (its JSON, or ``None``), ``alpha``, ``threshold``."""
+        return {
+            "embedding": None if self._embedding is None else self._embedding.model_dump(mode="json"),
+            "alpha": self._alpha,
+            "threshold": self._threshold,
+        }
 
     def search(
         self,
@@ -317,8 +405,10 @@ class KnowledgeGraphActor(CallerRunsActor):
         include_edges: bool = False,
         find_paths: bool = False,
         query_vector: npt.ArrayLike | None = None,
+        as_of: datetime | None = None,
+        include_invalid: bool = False,
     ) -> SearchResult:
-        """Rank entities for ``query``; scores are defined in :mod:`toolcards.knowledge_graph.search`.
+        """Rank entities for ``query``; scores are defined in :mod:`toolcards.knowledge_graph.index`.
 
         Args:
             query: words to look for.
@@ -331,6 +421,10 @@ class KnowledgeGraphActor(CallerRunsActor):
                 ``max_path_length`` hops (one of them when several are equally short).
             query_vector: the query's embedding, computed by the caller with the same
                 embedding param (so a remote call does not hold up the actor).
+            as_of: read the graph as it stood at this moment (aware; not in the future):
+                the entities, observations and relations recorded by then and still holding
+                then. ``None``: now. Vectors are those of the entities' texts now.
+            include_invalid: also facts that no longer held (then, or now), each marked.
 
         Returns:
             The hits and, on request, edges and paths; ``render()`` gives the tool text.
@@ -339,73 +433,118 @@ class KnowledgeGraphActor(CallerRunsActor):
 
         Raises:
             RetriableError: the query has no words.
+            ValueError: ``as_of`` is naive.
         """
         self._refresh()
         text = query.strip()
         if not text:
             raise RetriableError("The search query is empty. Pass words to look for: a name, a type or a topic.")
+        if as_of is not None and as_of.tzinfo is None:
+            raise ValueError("as_of must be an aware datetime (UTC).")
         count = max(1, min(top_k, MAX_TOP_K))
+        at = None if as_of is None else as_of.timestamp()
         used: SearchMode = mode
         note: str | None = None
-        scores: dict[str, float]
-        cosines: dict[str, float] = {}
-        keyword: dict[str, float] = {}
         vector = None
         if mode != "keyword":
             vector, note = self._query_vector(text, query_vector)
             if vector is None:
                 used = "keyword"
-        if used == "keyword":
-            keyword = scores = self._keywords.scores(text)
-        elif used == "vector":
-            assert vector is not None and self._vectors is not None
-            cosines = scores = dict(self._vectors.search(vector, top_k=count, min_score=self._threshold))
-        else:
-            assert vector is not None and self._vectors is not None
-            keyword = self._keywords.scores(text)
-            # The best twice over: enough for the names pinned first, without scoring every
-            # entity in Python (see VectorIndex.hybrid_top).
-            best = self._vectors.hybrid_top(
-                vector, keyword, alpha=self._alpha, threshold=self._threshold, limit=2 * count
-            )
-            scores = {name: score for name, score, _ in best}
-            cosines = {name: cosine for name, _, cosine in best if cosine is not None}
-            for name in self._keywords.name_matches(text, count):
-                if name not in cosines and (cosine := self._vectors.cosine(name, vector)) is not None:
-                    cosines[name] = cosine
+        index = self._index
+        shown = index.visible_entities(at, include_invalid)
+        # The best twice over: enough for the names pinned first.
+        best, matching = index.rank(
+            text,
+            vector,
+            mode=used,
+            at=at,
+            include_invalid=include_invalid,
+            alpha=self._alpha,
+            threshold=self._threshold,
+            limit=2 * count,
+        )
+        pinned = index.name_matches(text, count, shown)
+        wanted = name_key(text)
+        exact = {name for name in index.named(text) if shown[index.number(name)]}
+        top = best[0][1] if best else 1.0
+        found = {hit[0]: hit for hit in best}
+        ranked: list[tuple[str, float, float | None, float | None]] = []
+        for name in pinned:
+            best_hit = found.get(name)
+            if name in exact:
+                # The entity named exactly the query: first, at the top score.
+                own = best_hit[1] if best_hit is not None else top
+                keyword, cosine = (best_hit[2], best_hit[3]) if best_hit is not None else (None, None)
+                if best_hit is None and vector is not None:
+                    cosine = index.cosine(name, vector)
+                ranked.append((name, max(top, own), keyword, cosine))
+            elif best_hit is not None:
+                ranked.append(best_hit)
+            else:
+                # A name that starts with the query but matches no whole word of it: scored
+                # by the share of the name the query covers.
+                cosine = index.cosine(name, vector) if vector is not None else None
+                share = len(wanted) / max(len(name_key(name)), 1)
+                ranked.append((name, top * share, None, cosine))
+                matching += 1
+        ranked += [hit for hit in best if hit[0] not in pinned]
         pending = 0 if self._vectors is None else self._vectors.pending
         if used != "keyword" and pending and note is None:
-            note = f"{pending} entities are not embedded yet; they match by keyword only."
+            note = f"{pending} texts are not embedded yet; their entities match by keyword only."
 
         hits = [
             SearchHit(
                 entity=self._entities[name].model_copy(deep=True),
                 score=score,
-                keyword_score=keyword.get(name) if used != "vector" else None,
-                cosine=cosines.get(name) if used != "keyword" else None,
+                keyword_score=keyword if used != "vector" else None,
+                cosine=cosine if used != "keyword" else None,
             )
-            for name, score in self._ranked(text, scores, count)
+            for name, score, keyword, cosine in ranked[:count]
         ]
-        result = SearchResult(query=text, mode=used, hits=hits, note=note)
+        for hit in hits:
+            hit.shown = self._best_observations(hit.entity, vector, as_of, include_invalid)
+        result = SearchResult(
+            query=text,
+            mode=used,
+            hits=hits,
+            note=note,
+            as_of=as_of,
+            include_invalid=include_invalid,
+            more=max(0, matching - len(hits)),
+            exact=bool(hits) and hits[0].entity.name in exact,
+        )
+        holds = functools.partial(self._relation_shown, as_of=as_of, include_invalid=include_invalid)
         if include_neighbors:
             for hit in hits:
-                hit.neighbours, hit.more_neighbours = self._neighbours_of(hit.entity.name)
+                hit.neighbours, hit.more_neighbours = self._neighbours_of(hit.entity.name, holds)
         if include_edges:
-            result.edges, result.more_edges = self._edges_of([hit.entity.name for hit in hits])
+            result.edges, result.more_edges = self._edges_of([hit.entity.name for hit in hits], holds)
         if find_paths:
-            result.paths = self._paths_between([hit.entity.name for hit in hits[:MAX_PATH_ENDPOINTS]])
+            result.paths = self._paths_between([hit.entity.name for hit in hits[:MAX_PATH_ENDPOINTS]], holds)
             result.max_path_length = self._max_path_length
         return result
 
-    def _ranked(self, text: str, scores: dict[str, float], count: int) -> list[tuple[str, float]]:
-        """The best ``count`` hits: entities named ``text`` (or starting so) first, then by score."""
-        pinned = [name for name in self._keywords.name_matches(text, count) if name in self._entities]
-        if not pinned:
-            return best_scores(scores, count)
-        top = max(scores.values(), default=1.0)
-        first = [(name, max(scores.get(name, 0.0), top)) for name in pinned]
-        rest = [(name, score) for name, score in best_scores(scores, count + len(pinned)) if name not in pinned]
-        return (first + rest)[:count]
+    def _best_observations(
+        self, entity: Entity, vector: npt.NDArray[np.float32] | None, as_of: datetime | None, include_invalid: bool
+    ) -> list[str] | None:
+        """The ids of ``entity``'s observations an answer shows: those matching the query's
+        words (best first), then those closest in meaning, then the latest; at
+        most :data:`SHOWN_OBSERVATIONS`. ``None`` when every one it holds fits."""
+        visible = [o.id for o in shown_observations(entity, as_of, include_invalid)]
+        if len(visible) <= SHOWN_OBSERVATIONS + 1:
+            return None
+        scores = self._index.observation_scores(visible)
+        chosen = dict.fromkeys(sorted(scores, key=lambda i: -scores[i]))
+        if vector is not None and len(chosen) < SHOWN_OBSERVATIONS:
+            spans = windows(entity)
+            cosines = self._index.passage_cosines([key for key, _ in spans], vector)
+            shown = set(visible)
+            for key, ids in sorted(spans, key=lambda span: -cosines.get(span[0], -2.0)):
+                if key not in cosines or len(chosen) >= SHOWN_OBSERVATIONS:
+                    break
+                chosen.update(dict.fromkeys(i for i in ids if i in shown))
+        chosen.update(dict.fromkeys(reversed(visible)))
+        return list(chosen)[:SHOWN_OBSERVATIONS]
 
     # -- writes ----------------------------------------------------------------------
 
@@ -418,17 +557,20 @@ class KnowledgeGraphActor(CallerRunsActor):
         delete_entities: Sequence[str] = (),
         create_relations: Sequence[RelationCreate] = (),
         delete_relations: Sequence[RelationDelete] = (),
+        task_id: int | None = None,
         call: CallKey | None = None,
     ) -> UpdateReport:
         """Apply one batch: create entities, create relations, update entities, delete
-        relations, delete entities, in that order.
+        relations, delete entities, in that order (see :mod:`toolcards.knowledge_graph.batch`).
 
         An entity and relations to it can be created in the same batch. A batch is all or
         nothing: invalid parts (a duplicate name, a relation to a missing entity, an
-        unknown entity or relation, an observation to remove that is not there) are
-        reported in ``UpdateReport.errors`` and nothing is written. A relation whose triple
-        already exists is skipped, not duplicated. Deleting an entity deletes its
-        relations.
+        unknown entity or relation, an observation to supersede, invalidate or remove that
+        does not hold) are reported in ``UpdateReport.errors`` and nothing is written. A
+        relation that holds already is skipped, not duplicated. Deleting an entity deletes
+        its relations. Every fact recorded carries ``agent``, ``task_id`` and the time of
+        the commit. A created entity whose name is close to an existing one is reported in
+        ``similar_names``, never merged.
 
         ``call`` is the call's idempotency key
         (:func:`toolcards.core.idempotency.current_call`): its answer is recorded with the
@@ -462,7 +604,14 @@ class KnowledgeGraphActor(CallerRunsActor):
         # still the one committed (nearly always; another process may have changed it).
         embedded = {}
         if self._vectors is not None and len(create_entities) + len(update_entities) <= INLINE_EMBED_MAX:
-            embedded = self._embed_ahead(stage(self._entities, self._relations, self._links))
+            draft = stage(
+                self._entities,
+                self._relations,
+                self._links,
+                stamp=self._stamp(agent, task_id, self._seq + 1),
+                aliases=self._index.aliases,
+            )
+            embedded = self._embed_ahead(draft.entities, draft.report.changed)
         with (
             self._vectors.writing() if self._vectors is not None else contextlib.nullcontext(),
             self._store.write(self.namespace, since=self._version) as txn,
@@ -471,31 +620,119 @@ class KnowledgeGraphActor(CallerRunsActor):
             replayed = self._calls.replay(call, "update_graph")
             if replayed is not None:
                 return UpdateReport.model_validate(replayed).model_copy(update={"replayed": True})
-            batch = stage(self._entities, self._relations, self._links)
+            seq = self._seq + 1
+            batch = stage(
+                self._entities,
+                self._relations,
+                self._links,
+                stamp=self._stamp(agent, task_id, seq),
+                aliases=self._index.aliases,
+                similar=self._index.similar_names if create_entities else None,
+            )
             report = batch.report
             if not report.changed:
                 return report
-            seq = self._seq + 1
             report.seq = seq
             calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
-            changes = self._rows_of(batch, embedded)
+            changes = self._rows_of(batch.entities, batch.relations, embedded)
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes + calls)
         assert txn.committed is not None
         self._calls.committed(calls)
-
-        # Committed: mirror it in memory. Upserts first, so relations find their ends.
-        self._put_entities([entity for entity in batch.entities.values() if entity is not None])
-        for key, relation in batch.relations.items():
-            self._put_relation(key, relation)
-        for name, entity in batch.entities.items():
-            if entity is None:
-                self._drop_entity(name)
-        self._seq, self._version = seq, txn.committed
-        if self._vectors is not None:
-            self._vectors.embed([name for name, entity in batch.entities.items() if entity is not None], ready=embedded)
+        self._apply(batch.entities, batch.relations, seq, txn.committed, embedded)
         self._emit(f"{agent}: {report.summary_line()}", seq)
         return report
+
+    def merge(
+        self,
+        agent: str,
+        into: str,
+        sources: Sequence[str],
+        *,
+        dry_run: bool = False,
+        task_id: int | None = None,
+        call: CallKey | None = None,
+    ) -> MergeReport:
+        """Merge the entities ``sources`` into ``into`` (see :func:`~toolcards.knowledge_graph.batch.stage_merge`).
+
+        Nothing is lost: observations keep their ids and provenance, relations are
+        re-pointed, the sources' names become aliases of ``into`` (found by search, and
+        meaning ``into`` wherever an update names them). A ``dry_run`` reports what would
+        move and writes nothing. Refused (``errors``, nothing written) when ``into`` is
+        among the sources or an entity is missing.
+
+        Returns:
+            The report; an applied merge is committed (one store transaction, with ``call``'s
+            answer as :meth:`update` records it) and a ``StateChanged`` published first.
+
+        Raises:
+            StoreError, OutcomeUnknown, ToolFailed: as :meth:`update`.
+        """
+        self._refresh()
+        stage = functools.partial(stage_merge, into=into, sources=sources)
+        if dry_run:
+            batch = stage(
+                self._entities,
+                self._relations,
+                self._links,
+                stamp=self._stamp(agent, task_id, self._seq + 1),
+                aliases=self._index.aliases,
+            )
+            return batch.report.model_copy(update={"dry_run": True})
+        with (
+            self._vectors.writing() if self._vectors is not None else contextlib.nullcontext(),
+            self._store.write(self.namespace, since=self._version) as txn,
+        ):
+            self._absorb(txn.catch_up)
+            replayed = self._calls.replay(call, "merge_entities")
+            if replayed is not None:
+                return MergeReport.model_validate(replayed).model_copy(update={"replayed": True})
+            seq = self._seq + 1
+            merge: MergeBatch = stage(
+                self._entities,
+                self._relations,
+                self._links,
+                stamp=self._stamp(agent, task_id, seq),
+                aliases=self._index.aliases,
+            )
+            report = merge.report
+            if report.errors:
+                return report
+            report.seq = seq
+            calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
+            changes = self._rows_of(merge.entities, merge.relations, {})
+            changes.append(Change(collection=_META, key="seq", value=seq))
+            txn.stage(changes + calls)
+        assert txn.committed is not None
+        self._calls.committed(calls)
+        self._apply(merge.entities, merge.relations, seq, txn.committed, {})
+        self._emit(f"{agent}: merged {', '.join(report.sources)} into {report.into}", seq)
+        return report
+
+    def _stamp(self, agent: str, task_id: int | None, seq: int) -> Stamp:
+        return Stamp(agent=agent, task_id=task_id, now=self._clock(), seq=seq)
+
+    def _apply(
+        self,
+        entities: dict[str, Entity | None],
+        relations: dict[RelationKey, Relation | None],
+        seq: int,
+        version: int,
+        embedded: dict[str, TextVector],
+    ) -> None:
+        """Mirror a committed change in memory. Upserts first, so relations find their ends."""
+        before = [key for name in entities for key in _passage_keys(self._entities.get(name))]
+        self._put_entities([entity for entity in entities.values() if entity is not None])
+        for key, relation in relations.items():
+            self._put_relation(key, relation)
+        for name, entity in entities.items():
+            if entity is None:
+                self._drop_entity(name)
+        self._seq, self._version = seq, version
+        if self._vectors is not None:
+            after = [key for entity in entities.values() for key in _passage_keys(entity)]
+            # Keys gone (a window fewer, an entity merged away) are forgotten: their text is None.
+            self._vectors.embed(dict.fromkeys([*after, *before]), ready=embedded)
 
     # -- the store -----------------------------------------------------------------
 
@@ -534,12 +771,12 @@ class KnowledgeGraphActor(CallerRunsActor):
             elif change.collection == CALLS:
                 self._calls.absorb(change)
         present = [entity for entity in entities.values() if entity is not None]
-        retexted = [
-            entity.name
-            for entity in present
-            if (previous := self._entities.get(entity.name)) is None
-            or _embedding_text(previous) != _embedding_text(entity)
-        ]
+        retexted: dict[str, None] = {}
+        for arrived in present:
+            previous = self._entities.get(arrived.name)
+            old = {} if previous is None else passage_texts(previous)
+            new = passage_texts(arrived)
+            retexted.update(dict.fromkeys(key for key in {*old, *new} if old.get(key) != new.get(key)))
         # One batch, as a write mirrors its own: a restart or another process's large batch
         # enters the keyword index in one pass.
         self._put_entities(present)
@@ -559,7 +796,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         if self._vectors is not None:
             # Another process wrote these entities and embeds them itself: drop vectors made
             # from an older text, and take the new ones it stored.
-            self._vectors.expect(retexted)
+            self._vectors.expect(list(retexted))
             self._vectors.restore(vectors)
 
     def _reset(self) -> None:
@@ -569,83 +806,109 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._entity_types.clear()
         self._relation_types.clear()
         self._roots.clear()
-        self._keywords = KeywordIndex()
+        self._index = _new_index()
+        self._passage_cache.clear()
         self._seq = 0
         self._calls.clear()
         if self._vectors is not None:
             self._vectors.clear()
 
-    def _rows_of(self, batch: UpdateBatch, embedded: dict[str, TextVector]) -> list[Change]:
-        """The batch's rows, with the vectors of ``embedded`` made from the texts it commits."""
+    def _rows_of(
+        self,
+        entities: dict[str, Entity | None],
+        relations: dict[RelationKey, Relation | None],
+        embedded: dict[str, TextVector],
+    ) -> list[Change]:
+        """A change's rows, with the vectors of ``embedded`` made from the texts it commits."""
         changes = [
-            Change(collection=_ENTITIES, key=name, value=None if entity is None else JSONText(entity.model_dump_json()))
-            for name, entity in batch.entities.items()
+            Change(
+                collection=_ENTITIES,
+                key=name,
+                value=None if entity is None else JSONText(entity.model_dump_json(exclude_defaults=True)),
+            )
+            for name, entity in entities.items()
         ]
         changes.extend(
             Change(
                 collection=_RELATIONS,
                 key=_relation_row_key(key),
-                value=None if relation is None else JSONText(relation.model_dump_json()),
+                value=None if relation is None else JSONText(relation.model_dump_json(exclude_defaults=True)),
             )
-            for key, relation in batch.relations.items()
+            for key, relation in relations.items()
         )
+        # The vector rows of passages gone: an entity deleted (its observations may live on in
+        # another, when merged), a window fewer.
+        kept = {key for entity in entities.values() for key in _passage_keys(entity)}
         changes.extend(
-            Change(collection=_VECTORS, key=name, value=None)
-            for name, entity in batch.entities.items()
-            if entity is None
+            Change(collection=_VECTORS, key=key, value=None)
+            for name in entities
+            for key in _passage_keys(self._entities.get(name))
+            if key not in kept
         )
         if embedded and self._vectors is not None:
             from toolcards.vector import text_digest
 
             # A vector made ahead is committed with its entity only if the text is still the one
             # committed (a catch-up may have changed it); the others are embedded after the commit.
-            for name, vector in embedded.items():
-                entity = batch.entities.get(name)
-                if entity is not None and vector.digest == text_digest(_embedding_text(entity)):
-                    changes.append(Change(collection=_VECTORS, key=name, value=self._vectors.row(vector)))
+            texts = {
+                key: text
+                for entity in entities.values()
+                if entity is not None
+                for key, text in passage_texts(entity).items()
+            }
+            for key, vector in embedded.items():
+                text = texts.get(key)
+                if text is not None and vector.digest == text_digest(text):
+                    changes.append(Change(collection=_VECTORS, key=key, value=self._vectors.row(vector)))
         return changes
 
     # -- state ----------------------------------------------------------------------
 
     def _put_entities(self, entities: Sequence[Entity]) -> None:
+        """Index committed entities; only those that hold count in the summary."""
         new_roots: list[str] = []
+        index = self._index
         for entity in entities:
             previous = self._entities.get(entity.name)
-            if previous is not None:
+            if previous is not None and previous.current:
                 self._entity_types[previous.entity_type] -= 1
                 if not self._entity_types[previous.entity_type]:
                     del self._entity_types[previous.entity_type]
-            was_root = previous is not None and previous.is_root
+            was_root = previous is not None and previous.is_root and previous.current
+            is_root = entity.is_root and entity.current
             self._entities[entity.name] = entity
-            self._entity_types[entity.entity_type] += 1
+            if entity.current:
+                self._entity_types[entity.entity_type] += 1
             self._links.setdefault(entity.name, {})
-            if entity.is_root and not was_root:
+            if is_root and not was_root:
                 new_roots.append(entity.name)
-            elif was_root and not entity.is_root:
+            elif was_root and not is_root:
                 discard(self._roots, entity.name)
         insort_all(self._roots, new_roots)
-        self._keywords.upsert_many(
-            (entity.name, entity.name, [entity.entity_type, entity.description, *entity.observations])
-            for entity in entities
-        )
+        index.put_entities(entities)
+        if index.pending and self._started:
+            self.actor_ref.tell(_IndexPending())
 
     def _drop_entity(self, name: str) -> None:
         entity = self._entities.pop(name, None)
         if entity is None:
             return
-        self._entity_types[entity.entity_type] -= 1
-        if not self._entity_types[entity.entity_type]:
-            del self._entity_types[entity.entity_type]
-        if entity.is_root:
-            discard(self._roots, name)
+        if entity.current:
+            self._entity_types[entity.entity_type] -= 1
+            if not self._entity_types[entity.entity_type]:
+                del self._entity_types[entity.entity_type]
+            if entity.is_root:
+                discard(self._roots, name)
         self._links.pop(name, None)
-        self._keywords.remove(name)
+        self._passage_cache.pop(name, None)
+        self._index.drop_entity(name)
         if self._vectors is not None:
-            self._vectors.forget(name)
+            for key in passage_texts(entity):
+                self._vectors.forget(key)
 
     def _put_relation(self, key: RelationKey, relation: Relation | None) -> None:
         previous = self._relations.pop(key, None)
-        if previous is not None:
+        if previous is not None and previous.current:
             self._relation_types[key[2]] -= 1
             if not self._relation_types[key[2]]:
                 del self._relation_types[key[2]]
@@ -654,7 +917,8 @@ class KnowledgeGraphActor(CallerRunsActor):
                 self._links.get(end, {}).pop(key, None)
             return
         self._relations[key] = relation
-        self._relation_types[key[2]] += 1
+        if relation.current:
+            self._relation_types[key[2]] += 1
         for end in (key[0], key[1]):
             self._links.setdefault(end, {})[key] = None
 
@@ -693,8 +957,18 @@ class KnowledgeGraphActor(CallerRunsActor):
             return None, f"embeddings are unavailable ({vectors.failure}); keyword results."
         return None, f"embedding the query took over {QUERY_EMBEDDING_TIMEOUT_S:g} s; keyword results."
 
-    def _neighbours_of(self, name: str) -> tuple[list[Neighbour], int]:
-        keys = sorted(self._links.get(name, {}))
+    def _relation_shown(self, relation: Relation, *, as_of: datetime | None, include_invalid: bool) -> bool:
+        """Whether a search at ``as_of`` shows ``relation`` (and both its ends)."""
+        for fact in (relation, self._entities[relation.from_entity], self._entities[relation.to_entity]):
+            if include_invalid:
+                if as_of is not None and fact.created_at is not None and fact.created_at > as_of:
+                    return False
+            elif not (fact.current if as_of is None else fact.held_at(as_of)):
+                return False
+        return True
+
+    def _neighbours_of(self, name: str, shown: Callable[[Relation], bool]) -> tuple[list[Neighbour], int]:
+        keys = [key for key in sorted(self._links.get(name, {})) if shown(self._relations[key])]
         neighbours = []
         for key in keys[:MAX_NEIGHBOURS]:
             outgoing = key[0] == name
@@ -709,22 +983,23 @@ class KnowledgeGraphActor(CallerRunsActor):
             )
         return neighbours, max(0, len(keys) - MAX_NEIGHBOURS)
 
-    def _edges_of(self, names: Iterable[str]) -> tuple[list[Relation], int]:
+    def _edges_of(self, names: Iterable[str], shown: Callable[[Relation], bool]) -> tuple[list[Relation], int]:
         keys: dict[RelationKey, None] = {}
         for name in names:
-            keys.update(dict.fromkeys(sorted(self._links.get(name, {}))))
+            keys.update(dict.fromkeys(key for key in sorted(self._links.get(name, {})) if shown(self._relations[key])))
         edges = [self._relations[key].model_copy() for key in list(keys)[:MAX_EDGES]]
         return edges, max(0, len(keys) - MAX_EDGES)
 
-    def _graph_neighbours(self, node: str) -> Iterable[tuple[str, RelationKey]]:
-        for key in self._links.get(node, {}):
-            yield (key[1] if key[0] == node else key[0]), key
+    def _paths_between(self, names: list[str], shown: Callable[[Relation], bool]) -> list[GraphPath]:
+        def neighbours(node: str) -> Iterable[tuple[str, RelationKey]]:
+            for key in self._links.get(node, {}):
+                if shown(self._relations[key]):
+                    yield (key[1] if key[0] == node else key[0]), key
 
-    def _paths_between(self, names: list[str]) -> list[GraphPath]:
         paths = []
         for i, source in enumerate(names[:-1]):
             targets = names[i + 1 :]
-            found = shortest_paths(source, targets, self._graph_neighbours, self._max_path_length)
+            found = shortest_paths(source, targets, neighbours, self._max_path_length)
             for target in targets:
                 steps = found.get(target)
                 if steps is None:
@@ -739,15 +1014,30 @@ class KnowledgeGraphActor(CallerRunsActor):
 
     # -- embeddings ------------------------------------------------------------------
 
-    def _embedding_text_of(self, name: str) -> str | None:
-        entity = self._entities.get(name)
-        return None if entity is None else _embedding_text(entity)
+    def _vector_rows(self, dim: int) -> Any:
+        """Where the vectors are kept: the rows of the current index (replaced by a reload)."""
+        return self._index.vector_rows(dim)
 
-    def _embed_ahead(self, draft: UpdateBatch) -> dict[str, TextVector]:
-        """Vectors for the draft's new texts, computed now for a fast provider and a small batch."""
-        if self._vectors is None or not draft.report.changed:
+    def _embedding_text_of(self, key: str) -> str | None:
+        """The text of passage ``key`` (see :mod:`toolcards.knowledge_graph.passages`), ``None`` if gone."""
+        entity = self._entities.get(owner_of(key))
+        if entity is None:
+            return None
+        cached = self._passage_cache.get(entity.name)
+        if cached is None or cached[0] is not entity:
+            cached = self._passage_cache[entity.name] = (entity, passage_texts(entity))
+        return cached[1].get(key)
+
+    def _embed_ahead(self, entities: dict[str, Entity | None], changed: bool) -> dict[str, TextVector]:
+        """Vectors for a draft's new texts, computed now for a fast provider and a small batch."""
+        if self._vectors is None or not changed:
             return {}
-        texts = {name: _embedding_text(entity) for name, entity in draft.entities.items() if entity is not None}
+        texts = {
+            key: text
+            for entity in entities.values()
+            if entity is not None
+            for key, text in passage_texts(entity).items()
+        }
         return self._vectors.embed_now(texts, max_texts=INLINE_EMBED_MAX)
 
     def _store_vectors(self, message: TextsEmbedded) -> None:
@@ -792,9 +1082,13 @@ class KnowledgeGraphProxy(ActorMemberMixin, pykka.ActorProxy[KnowledgeGraphActor
 
     graph = proxy_method(KnowledgeGraphActor.graph)
     entities = proxy_method(KnowledgeGraphActor.entities)
+    get_entities = proxy_method(KnowledgeGraphActor.get_entities)
+    read_graph = proxy_method(KnowledgeGraphActor.read_graph)
     seq = proxy_method(KnowledgeGraphActor.seq)
     pending_embeddings = proxy_method(KnowledgeGraphActor.pending_embeddings)
     summary = proxy_method(KnowledgeGraphActor.summary)
     entity_names = proxy_method(KnowledgeGraphActor.entity_names)
+    settings = proxy_method(KnowledgeGraphActor.settings)
     search = proxy_method(KnowledgeGraphActor.search)
     update = proxy_method(KnowledgeGraphActor.update)
+    merge = proxy_method(KnowledgeGraphActor.merge)

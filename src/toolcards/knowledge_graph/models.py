@@ -1,22 +1,33 @@
 """The knowledge graph's data: stored entities and relations, LLM-facing inputs, results.
 
-Stored rows (:class:`Entity`, :class:`Relation`) are what the actor persists and returns.
+Stored rows (:class:`Entity`, :class:`Relation`, and the :class:`Observation` rows an entity
+holds) are what the actor persists and returns. Each carries its :class:`Provenance`: who
+recorded it, under which claimed task, when, and — once it no longer holds — when, by whom
+and why. Nothing is judged by a model: a fact stops holding only because a member said so
+(``supersede``, ``invalidate``), and it is kept, so the graph can be read as it stood at
+any time.
+
 Inputs (:class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
 :class:`RelationDelete`) are what a model sends: their JSON schema reaches the model on
 every request, so it carries terse field descriptions and its limits (name <= 120
-characters, types <= 60, descriptions <= 500, observations <= 300 each and <= 50 per
-call) and no model titles or class docstrings. Results (:class:`UpdateReport`,
+characters, types <= 60, descriptions <= 500, observations <= 4,000 each (a long turn of a conversation
+fits) and <= 50 per
+call) and no model titles or class docstrings. Results (:class:`UpdateReport`, :class:`MergeReport`,
 :class:`SearchResult`) are data; :mod:`toolcards.knowledge_graph.render` writes the text a
 tool returns.
+
+Stored graphs of earlier versions load as they are: an observation stored as a plain string
+reads as an :class:`Observation` without provenance (see :meth:`Entity.migrate`).
 
 Importing this module loads pydantic only.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from toolcards.core.bounds import unlisted_bound
@@ -24,10 +35,15 @@ from toolcards.core.bounds import unlisted_bound
 __all__ = [
     "Entity",
     "EntityCreate",
+    "EntityPage",
     "EntityUpdate",
+    "EntityView",
     "GraphPath",
     "KnowledgeGraph",
+    "MergeReport",
     "Neighbour",
+    "Observation",
+    "Provenance",
     "Relation",
     "RelationCreate",
     "RelationDelete",
@@ -41,7 +57,7 @@ __all__ = [
 NAME_MAX = 120
 TYPE_MAX = 60
 DESCRIPTION_MAX = 500
-OBSERVATION_MAX = 300
+OBSERVATION_MAX = 4000
 OBSERVATIONS_MAX = 50
 
 RelationKey = tuple[str, str, str]
@@ -60,6 +76,12 @@ _Observation = Annotated[
 # A reference to an entity or relation type that already exists: its bounds were checked when it
 # was created, and stating them again would cost tokens on every request for nothing.
 _Ref = Annotated[str, StringConstraints(strip_whitespace=True)]
+
+
+def _unlisted_map(schema: dict[str, Any]) -> None:
+    """A text → text map: its bounds and the type of its values go without saying."""
+    unlisted_bound(schema)
+    schema.pop("additionalProperties", None)
 
 
 def _schema_for_models(schema: dict[str, Any]) -> None:
@@ -81,19 +103,99 @@ class _ToolInput(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra=_schema_for_models)
 
 
-class Entity(BaseModel):
+class Provenance(BaseModel):
+    """Who recorded a fact, when, under which task, and whether and why it stopped holding.
+
+    A fact (entity, observation, relation) holds from :attr:`created_at` until
+    :attr:`invalid_at`; ``invalid_at is None`` means it holds now. Rows stored before
+    provenance was kept have empty fields and count as always there.
+    """
+
+    created_by: str = ""
+    """The member who recorded it (``@Name``); empty for facts stored by earlier versions."""
+    task_id: int | None = None
+    """The planning task that member had claimed then, if any."""
+    created_at: datetime | None = None
+    """When it was recorded (UTC); ``None`` for facts stored by earlier versions."""
+    invalid_at: datetime | None = None
+    """When a member said it no longer holds; ``None`` while it holds."""
+    invalidated_by: str | None = None
+    """The member who said it no longer holds."""
+    reason: str | None = None
+    """Why it no longer holds, as that member said (or ``superseded``)."""
+
+    @property
+    def current(self) -> bool:
+        """Whether it holds now (nobody said otherwise)."""
+        return self.invalid_at is None
+
+    def held_at(self, moment: datetime) -> bool:
+        """Whether it held at ``moment``: recorded by then, and not yet said to no longer hold."""
+        created = self.created_at
+        invalid = self.invalid_at
+        return (created is None or created <= moment) and (invalid is None or invalid > moment)
+
+
+class Observation(Provenance):
+    """One atomic fact about an entity."""
+
+    id: str
+    """Unique in the graph and never reused: ``"<change>.<n>"``, the graph change that recorded it
+    and its place in that change (observations stored by earlier versions: ``"<entity>#<n>"``)."""
+    text: str
+    superseded_by: str | None = None
+    """The :attr:`id` of the observation that replaced this one (``supersede``)."""
+
+
+class Entity(Provenance):
     """A node of the graph. ``name`` is its unique key (case-sensitive)."""
 
     name: str
     entity_type: str
     description: str = ""
-    observations: list[str] = Field(default_factory=list)
-    """Atomic facts about the entity, in the order they were added, without duplicates."""
+    observations: list[Observation] = Field(default_factory=list)
+    """Every fact recorded about the entity, in the order added: those that hold (no two with
+    the same text) and those that no longer do, kept as history."""
     is_root: bool = False
     """An entry point: listed in the graph summary."""
+    aliases: list[str] = Field(default_factory=list)
+    """Names of the entities merged into this one; searching for them finds it."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def migrate(cls, data: Any) -> Any:
+        """Read an entity stored by an earlier version: observations were plain strings.
+
+        Each becomes an :class:`Observation` with the id ``"<name>#<n>"`` (stable, so every
+        process reads the same ids) and no provenance. The row is stored in the new form the
+        next time the entity changes.
+        """
+        if isinstance(data, dict):
+            observations = data.get("observations")
+            if observations and isinstance(observations[0], str):
+                name = data.get("name", "")
+                data = {
+                    **data,
+                    "observations": [
+                        {"id": f"{name}#{n}", "text": text} if isinstance(text, str) else text
+                        for n, text in enumerate(observations)
+                    ],
+                }
+        return data
+
+    def current_observations(self) -> list[Observation]:
+        """The observations that hold now, in the order added."""
+        return [observation for observation in self.observations if observation.invalid_at is None]
+
+    def observation(self, text: str) -> Observation | None:
+        """The observation that holds now with exactly this text, or ``None``."""
+        for observation in self.observations:
+            if observation.invalid_at is None and observation.text == text:
+                return observation
+        return None
 
 
-class Relation(BaseModel):
+class Relation(Provenance):
     """A directed, typed edge. ``(from_entity, to_entity, relation_type)`` is its key."""
 
     from_entity: str
@@ -117,20 +219,21 @@ class KnowledgeGraph(BaseModel):
 class EntityCreate(_ToolInput):
     """An entity to create; fails if the name is taken."""
 
-    name: _Name = Field(description="Unique")
-    entity_type: _Type = Field(description="e.g. person, service, decision")
+    name: _Name
+    entity_type: _Type
     description: _Description = ""
     observations: list[_Observation] = Field(
         default_factory=list, max_length=OBSERVATIONS_MAX, description="Atomic facts", json_schema_extra=unlisted_bound
     )
-    is_root: bool = Field(default=False, description="Entry point, listed in the summary")
+    is_root: bool = False
 
 
 class EntityUpdate(_ToolInput):
     """Changes to an existing entity; ``None`` fields are left as they are.
 
-    Observations are removed (exact text) before new ones are added, so replacing one is
-    a remove plus an add in the same update.
+    Observations are superseded and invalidated first, then removed (exact text, deleted
+    without history), then new ones added. An observation or relation that no longer holds is
+    kept with who said so, when and why; searches and the summary show what holds.
     """
 
     name: _Ref
@@ -143,6 +246,23 @@ class EntityUpdate(_ToolInput):
     remove_observations: list[_Observation] = Field(
         default_factory=list, max_length=OBSERVATIONS_MAX, description="Exact text", json_schema_extra=unlisted_bound
     )
+    supersede: dict[_Ref, _Observation] = Field(
+        default_factory=dict,
+        max_length=OBSERVATIONS_MAX,
+        description="old → new",
+        json_schema_extra=_unlisted_map,
+    )
+    """Replacements: each old observation (exact text, one that holds) is marked no longer
+    holding, linked to its replacement, which is added."""
+    invalidate: dict[_Ref, _Description] = Field(
+        default_factory=dict,
+        max_length=OBSERVATIONS_MAX,
+        description="text, own name or -[type]-> to: reason",
+        json_schema_extra=_unlisted_map,
+    )
+    """Facts that no longer hold, each with the reason: an observation (exact text), one of the
+    entity's outgoing relations written ``-[type]-> target``, or the entity's own name (the
+    entity no longer holds: it and its relations are kept as history)."""
 
 
 class RelationCreate(_ToolInput):
@@ -150,7 +270,7 @@ class RelationCreate(_ToolInput):
 
     from_entity: _Ref
     to_entity: _Ref
-    relation_type: _Type = Field(description="Active verb, e.g. depends_on")
+    relation_type: _Type = Field(description="e.g. depends_on")
     description: _Description = ""
 
     @property
@@ -203,6 +323,12 @@ class UpdateReport(BaseModel):
     """Deleted on request or because one of their entities was deleted."""
     skipped_relations: list[Relation] = Field(default_factory=list)
     """Relations to create that already existed (same triple): left as they were."""
+    invalidated: list[str] = Field(default_factory=list)
+    """Facts marked as no longer holding (superseded or invalidated), as ``entity: text``,
+    ``entity`` or a relation's ``from -[type]-> to``."""
+    similar_names: list[tuple[str, str]] = Field(default_factory=list)
+    """``(created, existing)``: a created entity whose name is close to an existing entity's
+    (or alias's); nothing was merged."""
     errors: list[str] = Field(default_factory=list)
     seq: int | None = None
     """The state's sequence number after this batch; ``None`` if nothing changed."""
@@ -219,6 +345,7 @@ class UpdateReport(BaseModel):
             or self.deleted_entities
             or self.created_relations
             or self.deleted_relations
+            or self.invalidated
         )
 
     def summary_line(self) -> str:
@@ -233,11 +360,48 @@ class UpdateReport(BaseModel):
             parts.append(f"created {plural(len(self.created_relations), 'relation')}")
         if self.updated_entities:
             parts.append(f"updated {listed_names(self.updated_entities)}")
+        if self.invalidated:
+            parts.append(f"marked {plural(len(self.invalidated), 'fact')} no longer holding")
         if self.deleted_relations:
             parts.append(f"deleted {plural(len(self.deleted_relations), 'relation')}")
         if self.deleted_entities:
             parts.append(f"deleted entities {listed_names(self.deleted_entities)}")
         return "; ".join(parts) or "no changes"
+
+
+class MergeReport(BaseModel):
+    """What merging entities into one did (or, for a dry run, would do).
+
+    Nothing is lost: observations keep their ids and provenance, relations are re-pointed,
+    the sources' names become aliases of :attr:`into`, and a source's description that
+    differs from the kept one becomes an observation.
+    """
+
+    into: str
+    sources: list[str] = Field(default_factory=list)
+    dry_run: bool = False
+    """Nothing was written; the lists say what a merge would do."""
+    moved_observations: int = 0
+    """Observations moved to :attr:`into` (those of the same text as one of its own are folded into it)."""
+    folded_observations: int = 0
+    """Observations whose text :attr:`into` already held: the one already there is kept."""
+    moved_relations: list[Relation] = Field(default_factory=list)
+    """Relations re-pointed to :attr:`into`, as they are after the merge."""
+    dropped_relations: list[Relation] = Field(default_factory=list)
+    """Relations between the merged entities (they would join :attr:`into` to itself), or
+    equal to one :attr:`into` already has after re-pointing."""
+    aliases: list[str] = Field(default_factory=list)
+    """The aliases :attr:`into` gains."""
+    descriptions: list[str] = Field(default_factory=list)
+    """Sources' descriptions kept as observations of :attr:`into`."""
+    dropped_types: list[str] = Field(default_factory=list)
+    """Sources' entity types other than :attr:`into`'s."""
+    errors: list[str] = Field(default_factory=list)
+    """Why nothing was merged; empty when the merge was applied (or would be)."""
+    seq: int | None = None
+    """The graph's change number after the merge; ``None`` for a dry run or a refusal."""
+    replayed: bool = False
+    """The answer of an earlier attempt of the same call (same idempotency key); nothing was written again."""
 
 
 class Neighbour(BaseModel):
@@ -250,17 +414,36 @@ class Neighbour(BaseModel):
     """``True`` for hit -[type]-> neighbour, ``False`` for neighbour -[type]-> hit."""
 
 
-class SearchHit(BaseModel):
-    """One matching entity with its scores."""
+class EntityView(BaseModel):
+    """An entity as a read shows it: the entity and the entities one relation away."""
 
     entity: Entity
+    neighbours: list[Neighbour] = Field(default_factory=list)
+    more_neighbours: int = 0
+    """Neighbours left out of ``neighbours`` to keep the answer short."""
+
+
+class EntityPage(BaseModel):
+    """The answer to ``get_entities`` (:attr:`missing` lists names not found) or one page of
+    ``read_graph`` (:attr:`offset` and :attr:`total` place it in the whole graph)."""
+
+    entities: list[EntityView] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=list)
+    """Names asked for that no entity has (nor as an alias)."""
+    offset: int = 0
+    total: int = 0
+    """Entities that hold in the whole graph (``read_graph``); the number found (``get_entities``)."""
+
+
+class SearchHit(EntityView):
+    """One matching entity with its scores."""
+
     score: float
     """The ranking score: keyword score, raw cosine, or the hybrid fusion (see ``search.py``)."""
     keyword_score: float | None = None
     cosine: float | None = None
-    neighbours: list[Neighbour] = Field(default_factory=list)
-    more_neighbours: int = 0
-    """Neighbours left out of ``neighbours`` to keep the result short."""
+    shown: list[str] | None = None
+    """The ids of the observations the answer shows, best-matching first; ``None``: all of them."""
 
 
 class GraphPath(BaseModel):
@@ -283,5 +466,13 @@ class SearchResult(BaseModel):
     paths: list[GraphPath] | None = None
     """Shortest paths between the top hits, when requested."""
     max_path_length: int = 0
+    as_of: datetime | None = None
+    """The moment the graph was read as it stood at; ``None``: now."""
+    include_invalid: bool = False
+    """Facts that no longer held (then, or now) are included, marked."""
     note: str | None = None
     """One line about how the search ran, e.g. a fallback to keyword search."""
+    more: int = 0
+    """Entities that match too but are not among the hits (``top_k`` cut them)."""
+    exact: bool = False
+    """The first hit is the entity named (or aliased) exactly the query."""

@@ -9,6 +9,13 @@ restores the graph exactly.
 | ``get_graph`` | SYSTEM_PROMPT, COMMAND | a summary whose size does not grow with the graph |
 | ``update_graph(...)`` | TOOL_CALL | one batch in a fixed order; failures listed together |
 | ``search_graph(query, mode, ...)`` | TOOL_CALL, COMMAND | hits, plus neighbours, edges, paths on request |
+| ``get_entities(names)`` | TOOL_CALL, COMMAND | the entities named so (any case), in full |
+| ``read_graph(offset, limit)`` | TOOL_CALL, COMMAND | a page of every entity that holds, by name |
+| ``merge_entities(into, sources, dry_run)`` | TOOL_CALL, COMMAND | what moved (or would move) |
+
+Every fact recorded carries the calling member, the task it holds on the team's planning
+board (through the :data:`~toolcards.core.services.CLAIMED_TASK` service, when a planning
+card is bound in the process) and the time.
 
 With no ``embedding`` configured the card needs neither numpy nor openai: search is
 keyword-only and says so.
@@ -19,10 +26,12 @@ relation, and ``knowledge_graph.search(query)``, the names ``search_graph`` rank
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
+from toolcards.core.bounds import unlisted_bound, unlisted_default
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core.hints import ToolHints
@@ -30,17 +39,43 @@ from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.records import Records
+from toolcards.core.services import CLAIMED_TASK
 from toolcards.core.views import view
-from toolcards.errors import OutcomeUnknown, RetriableError
+from toolcards.errors import OutcomeUnknown, RetriableError, WiringError
 from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.knowledge_graph.models import EntityCreate, EntityUpdate, RelationCreate, RelationDelete, SearchResult
-from toolcards.knowledge_graph.render import render_search_result, render_update_report
+from toolcards.knowledge_graph.render import (
+    render_entities,
+    render_graph_page,
+    render_merge_report,
+    render_search_result,
+    render_update_report,
+    shown_observations,
+)
+from toolcards.knowledge_graph.search import DEFAULT_ALPHA, DEFAULT_THRESHOLD
 from toolcards.store.default import default_store
 from toolcards.vector.param import EmbeddingParam
 
-__all__ = ["GetGraphParam", "KnowledgeGraphTool", "SearchGraphParam", "UpdateGraphParam"]
+__all__ = [
+    "GetEntitiesParam",
+    "GetGraphParam",
+    "KnowledgeGraphTool",
+    "MergeEntitiesParam",
+    "ReadGraphParam",
+    "SearchGraphParam",
+    "UpdateGraphParam",
+]
 
 ACTOR_NAME = "#KnowledgeGraphTool"
+
+# Off unless asked for: saying so in every request's schema would cost tokens for nothing.
+_Flag = Annotated[bool, Field(json_schema_extra=unlisted_default)]
+
+
+def _unlisted_count(schema: dict[str, Any]) -> None:
+    """A count's bounds and default go without saying (the answer says when more exist)."""
+    unlisted_bound(schema)
+    unlisted_default(schema)
 
 
 class GetGraphParam(BaseToolParam):
@@ -59,9 +94,9 @@ class SearchGraphParam(BaseToolParam):
     """Search the graph."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
-    alpha: float = Field(default=0.7, ge=0, le=1)
+    alpha: float = Field(default=DEFAULT_ALPHA, ge=0, le=1)
     """Hybrid weight of the (normalised) cosine; ``1 - alpha`` weighs the keyword match."""
-    threshold: float = Field(default=0.3, ge=-1, le=1)
+    threshold: float = Field(default=DEFAULT_THRESHOLD, ge=-1, le=1)
     """Minimum raw cosine for a hit of the vector leg."""
 
 
@@ -88,8 +123,48 @@ SEARCH_RECORDS: dict[str, Any] = {
 mode that found them; neighbours, edges and paths stay in the text."""
 
 
+class GetEntitiesParam(BaseToolParam):
+    """Entities by exact name."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class ReadGraphParam(BaseToolParam):
+    """The whole graph, a page at a time."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+class MergeEntitiesParam(BaseToolParam):
+    """Merge duplicate entities into one."""
+
+    expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+def parse_as_of(text: str, now: datetime | None = None) -> datetime:
+    """``as_of`` as an aware UTC moment: an ISO 8601 date or date and time (no zone: UTC).
+
+    Raises:
+        RetriableError: unreadable, or later than now.
+    """
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise RetriableError(
+            f"as_of {text!r} is not a date: give ISO 8601, e.g. 2026-03-01 or 2026-03-01T14:30:00Z."
+        ) from None
+    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    now = now or datetime.now(UTC)
+    if moment > now:
+        raise RetriableError(
+            f"as_of {text!r} is in the future (now is {now:%Y-%m-%dT%H:%M:%SZ}); omit it to search the graph as it is."
+        )
+    return moment
+
+
 class KnowledgeGraphTool(ToolCard):
-    """The team's knowledge graph. ``read_only`` removes ``update_graph`` from every channel."""
+    """The team's knowledge graph. ``read_only`` removes ``update_graph`` and ``merge_entities``
+    from every channel."""
 
     kind: ClassVar[str] = "knowledge_graph"
     requires_observer: ClassVar[type | None] = ActorToolObserver
@@ -97,6 +172,9 @@ class KnowledgeGraphTool(ToolCard):
     get_graph: GetGraphParam | bool = True
     update_graph: UpdateGraphParam | bool = True
     search_graph: SearchGraphParam | bool = True
+    get_entities: GetEntitiesParam | bool = True
+    read_graph: ReadGraphParam | bool = True
+    merge_entities: MergeEntitiesParam | bool = True
     embedding: EmbeddingParam | None = None
     """How texts are embedded for search by meaning; ``None``: keyword search only."""
     _graph: KnowledgeGraphProxy | None = PrivateAttr(default=None)
@@ -116,6 +194,24 @@ class KnowledgeGraphTool(ToolCard):
             threshold=search.threshold,
             proxy=KnowledgeGraphProxy,
         )
+        self._check_settings(search)
+
+    def _check_settings(self, search: SearchGraphParam) -> None:
+        """Refuse to share a team's graph started with other search settings: the first card
+        to start it fixed them, and this card's would be silently ignored."""
+        started = self.ask(self.bound(self._graph).settings(), actor=ACTOR_NAME)
+        mine = {
+            "embedding": None if self.embedding is None else self.embedding.model_dump(mode="json"),
+            "alpha": search.alpha,
+            "threshold": search.threshold,
+        }
+        differ = [f"{key} {mine[key]!r} (the graph has {started[key]!r})" for key in mine if mine[key] != started[key]]
+        if differ:
+            raise WiringError(
+                f"KnowledgeGraphTool: the team's graph was started by another card with other settings: "
+                f"{'; '.join(differ)}. Give every knowledge_graph card of the team the same embedding "
+                "and search_graph alpha and threshold."
+            )
 
     @property
     def graph(self) -> KnowledgeGraphProxy:
@@ -126,6 +222,23 @@ class KnowledgeGraphTool(ToolCard):
     def _agent(self) -> str:
         observer: ActorToolObserver = self.get_observer()
         return observer.address.handle
+
+    def _claimed_task(self) -> int | None:
+        """The task the calling member holds, when a planning card in this process can say."""
+        observer: ActorToolObserver = self.get_observer()
+        service = observer.team.service(CLAIMED_TASK)
+        if service is None:
+            return None
+        try:
+            task_id: int | None = service(self._agent)
+        except Exception:
+            # Provenance must not cost the write: the board may be stopping or out of reach.
+            return None
+        return task_id
+
+    def _callable(self, field: str) -> str | None:
+        param = self.param(field)
+        return field if param is not None and TOOL_CALL in param.expose else None
 
     @capability("get_graph", hints=ToolHints(title="Knowledge graph"))
     def summary(self) -> str:
@@ -143,12 +256,7 @@ class KnowledgeGraphTool(ToolCard):
         create_relations: list[RelationCreate] | None = None,
         delete_relations: list[RelationDelete] | None = None,
     ) -> str:
-        """Record knowledge in one batch: entities are created before relations and deleted
-        after them. All or nothing: if a part fails, nothing is applied.
-
-        Args:
-            delete_entities: Names; their relations go too.
-        """
+        """Record knowledge in one all-or-nothing batch."""
         if not (create_entities or update_entities or delete_entities or create_relations or delete_relations):
             raise RetriableError(
                 "Nothing to do: give at least one of create_entities, update_entities, "
@@ -163,6 +271,7 @@ class KnowledgeGraphTool(ToolCard):
                     delete_entities=delete_entities or (),
                     create_relations=create_relations or (),
                     delete_relations=delete_relations or (),
+                    task_id=self._claimed_task(),
                     call=current_call(),
                 ),
                 actor=ACTOR_NAME,
@@ -170,9 +279,33 @@ class KnowledgeGraphTool(ToolCard):
         except OutcomeUnknown as exc:
             exc.check = "search_graph"
             raise
+        text = render_update_report(report, merge_tool=self._callable("merge_entities"))
         if report.errors:
-            raise RetriableError(render_update_report(report))
-        return render_update_report(report)
+            raise RetriableError(text)
+        return text
+
+    @capability("merge_entities", mutates=True, hints=ToolHints(title="Merge entities", destructive=True))
+    def merge(self, into: str, sources: list[str], dry_run: _Flag = False) -> str:
+        """Merge duplicates; names become aliases."""
+        try:
+            report = self.ask(
+                self.graph.merge(
+                    self._agent,
+                    into,
+                    sources,
+                    dry_run=dry_run,
+                    task_id=None if dry_run else self._claimed_task(),
+                    call=None if dry_run else current_call(),
+                ),
+                actor=ACTOR_NAME,
+            )
+        except OutcomeUnknown as exc:
+            exc.check = "search_graph"
+            raise
+        text = render_merge_report(report)
+        if report.errors:
+            raise RetriableError(text)
+        return text
 
     @capability(
         "search_graph",
@@ -182,21 +315,17 @@ class KnowledgeGraphTool(ToolCard):
     )
     def search(
         self,
-        query: Annotated[str, Field(min_length=1, max_length=500)],
-        mode: Literal["hybrid", "keyword", "vector"] = "hybrid",
-        top_k: Annotated[int, Field(ge=1, le=50)] = 10,
-        include_neighbors: bool = False,
-        include_edges: bool = False,
-        find_paths: bool = False,
+        query: Annotated[str, Field(min_length=1, max_length=500, json_schema_extra=unlisted_bound)],
+        mode: Annotated[Literal["hybrid", "keyword", "vector"], Field(json_schema_extra=unlisted_default)] = "hybrid",
+        top_k: Annotated[int, Field(ge=1, le=50, json_schema_extra=_unlisted_count)] = 10,
+        include_neighbors: _Flag = False,
+        include_edges: _Flag = False,
+        find_paths: _Flag = False,
+        as_of: str | None = None,
+        include_invalid: _Flag = False,
     ) -> str:
-        """Search entities by keyword, and by meaning when the team has an embedding model.
-
-        Args:
-            mode: hybrid and vector are keyword-only without an embedding model.
-            include_neighbors: Also list entities linked to each hit.
-            include_edges: Also list each hit's relations.
-            find_paths: Shortest paths between the top hits.
-        """
+        """Find entities by words, or meaning if embedded."""
+        moment = None if as_of is None else parse_as_of(as_of)
         result = self._search(
             query,
             mode,
@@ -204,6 +333,8 @@ class KnowledgeGraphTool(ToolCard):
             include_neighbors=include_neighbors,
             include_edges=include_edges,
             find_paths=find_paths,
+            as_of=moment,
+            include_invalid=include_invalid,
         )
         records = {
             "query": result.query,
@@ -219,6 +350,25 @@ class KnowledgeGraphTool(ToolCard):
         """Entity names starting with ``prefix`` (a client completing a search for one)."""
         names: list[str] = self.ask(self.graph.entity_names(prefix), actor=ACTOR_NAME)
         return names
+
+    @capability("get_entities", hints=ToolHints(title="Get entities"))
+    def entities_named(
+        self, names: Annotated[list[str], Field(min_length=1, max_length=50, json_schema_extra=unlisted_bound)]
+    ) -> str:
+        """Entities by exact name, in full."""
+        page = self.ask(self.graph.get_entities([name.strip() for name in names]), actor=ACTOR_NAME)
+        if not page.entities:
+            raise RetriableError(render_entities(page))
+        return render_entities(page)
+
+    @capability("read_graph", hints=ToolHints(title="Read graph"))
+    def graph_page(
+        self,
+        offset: Annotated[int, Field(ge=0, json_schema_extra=_unlisted_count)] = 0,
+        limit: Annotated[int, Field(ge=1, le=100, json_schema_extra=_unlisted_count)] = 100,
+    ) -> str:
+        """All entities, paged."""
+        return render_graph_page(self.ask(self.graph.read_graph(offset, limit), actor=ACTOR_NAME))
 
     def _search(self, query: str, mode: Literal["hybrid", "keyword", "vector"], **options: Any) -> SearchResult:
         if self.embedding is None:
@@ -240,9 +390,28 @@ class KnowledgeGraphTool(ToolCard):
 
     @view("knowledge_graph.graph", version=graph_version)
     def graph_view(self) -> dict[str, Any]:
-        """The knowledge graph: every entity and relation."""
+        """The knowledge graph as it holds now: every entity and relation, observations as their texts."""
         graph = self.ask(self.graph.graph(), actor=ACTOR_NAME)
-        return graph.model_dump(mode="json")
+        held = {entity.name for entity in graph.entities if entity.current}
+        return {
+            "entities": [
+                {
+                    "name": entity.name,
+                    "entity_type": entity.entity_type,
+                    "description": entity.description,
+                    "observations": [o.text for o in shown_observations(entity, None, False)],
+                    "is_root": entity.is_root,
+                    "aliases": entity.aliases,
+                }
+                for entity in graph.entities
+                if entity.name in held
+            ],
+            "relations": [
+                relation.model_dump(mode="json", include={"from_entity", "to_entity", "relation_type", "description"})
+                for relation in graph.relations
+                if relation.current and relation.from_entity in held and relation.to_entity in held
+            ],
+        }
 
     @view("knowledge_graph.search", version=graph_version)
     def search_view(self, query: str, top_k: int = 20) -> dict[str, Any]:

@@ -53,7 +53,6 @@ import contextlib
 import heapq
 import logging
 import math
-import re
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -71,6 +70,7 @@ from toolcards.actors.timers import TimerHandle, call_later
 from toolcards.core.events import StateChanged, ToolcardsEvent
 from toolcards.core.idempotency import CallKey
 from toolcards.core.services import MAILBOX
+from toolcards.core.words import words_of
 from toolcards.errors import RetriableError
 from toolcards.planning.batch import StagedBatch, stage_update, unknown_task
 from toolcards.planning.claims import ReadyQueue, claim_refusal, history_line, none_ready, with_history
@@ -136,7 +136,6 @@ _META = "meta"
 _VECTORS = "vectors"
 _BOARD_KEY = "board"
 
-_WORD = re.compile(r"\w+")
 # Words that say nothing about which task is meant; dropped from keyword queries.
 _STOPWORDS = frozenset(
     {"a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "find", "for", "from", "in"}
@@ -150,7 +149,9 @@ def _search_text(task: Task) -> str:
 
 
 def _query_terms(query: str) -> list[str]:
-    words = list(dict.fromkeys(_WORD.findall(query.casefold())))
+    # The package's one tokenizer splits words as the graph's search does (``user_service``
+    # is ``user`` and ``service``); the board keeps its own stop words and matches substrings.
+    words = list(dict.fromkeys(words_of(query)))
     terms = [word for word in words if word not in _STOPWORDS and (len(word) > 1 or word.isdigit())]
     return terms or words
 

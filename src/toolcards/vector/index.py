@@ -16,13 +16,40 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["VectorIndex"]
+__all__ = ["VectorIndex", "VectorRows"]
+
+
+class VectorRows(Protocol):
+    """Where :class:`~toolcards.vector.TextVectors` keeps vectors: keys to rows of one size.
+
+    :class:`VectorIndex` is one; an actor whose search needs its vectors laid out its own way
+    (the knowledge graph keeps them beside its other columns) passes its own through
+    ``TextVectors(index_factory=...)``.
+    """
+
+    @property
+    def dim(self) -> int:
+        """The size of every vector."""
+        ...
+
+    def __len__(self) -> int:
+        """How many keys have a vector."""
+        ...
+
+    def upsert(self, key: str, vector: npt.ArrayLike) -> None:
+        """Store ``vector`` (normalised) under ``key``, replacing any previous one."""
+        ...
+
+    def remove(self, key: str) -> None:
+        """Forget ``key``'s vector; a no-op without one."""
+        ...
+
 
 _MIN_CAPACITY = 16
 

@@ -66,7 +66,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from toolcards.vector.index import VectorIndex
+from toolcards.vector.index import VectorIndex, VectorRows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -156,6 +156,10 @@ class TextVectors:
         name: names the threads and log lines (the actor's store namespace).
         grace_s: the grace period of texts another process wrote; ``None`` reads
             :data:`REMOTE_EMBED_GRACE_S`.
+        index_factory: makes the rows vectors are kept in, given their size, when the first
+            one arrives; ``None``: a :class:`VectorIndex`, which :meth:`search`,
+            :meth:`hybrid_top`, :meth:`cosine` and :meth:`scores` need (they raise
+            ``TypeError`` over other rows: their owner searches them itself).
 
     Not thread-safe: every method runs on the owning actor's thread.
     """
@@ -168,13 +172,15 @@ class TextVectors:
         deliver: Callable[[object], None],
         name: str,
         grace_s: float | None = None,
+        index_factory: Callable[[int], VectorRows] | None = None,
     ) -> None:
         self._service = service
+        self._index_factory = index_factory
         self._text_of = text_of
         self._deliver = deliver
         self._name = name
         self._grace_s = REMOTE_EMBED_GRACE_S if grace_s is None else grace_s
-        self._index: VectorIndex | None = None
+        self._index: VectorRows | None = None
         self._digests: dict[str, str] = {}
         """Key → digest of the text its indexed vector was made from."""
         self._stale: dict[str, None] = {}
@@ -475,7 +481,7 @@ class TextVectors:
 
         Empty when nothing is indexed or ``query`` has another size than the index.
         """
-        index = self._index
+        index = self._vector_index()
         if index is None or not len(index) or query.shape[-1] != index.dim:
             return []
         if allowed is None:
@@ -500,7 +506,7 @@ class TextVectors:
     ) -> list[tuple[str, float, float | None]]:
         """:meth:`VectorIndex.hybrid_top` over the indexed vectors; with none indexed (or a
         query of another size), every key of ``boosts`` counts as cosine 0."""
-        index = self._index
+        index = self._vector_index()
         if index is None or not len(index) or query.shape[-1] != index.dim:
             found: list[tuple[str, float, float | None]] = [
                 (key, alpha * 0.5 + (1.0 - alpha) * boost, None) for key, boost in boosts.items()
@@ -510,14 +516,15 @@ class TextVectors:
 
     def cosine(self, key: str, query: npt.NDArray[np.float32]) -> float | None:
         """``key``'s cosine with ``query``, or ``None`` when it has no vector indexed."""
-        index = self._index
+        index = self._vector_index()
         if index is None or query.shape[-1] != index.dim:
             return None
         return index.cosine(key, query)
 
     def scores(self, query: npt.NDArray[np.float32]) -> dict[str, float]:
         """Every indexed key's cosine with ``query`` (empty when nothing is indexed)."""
-        return {} if self._index is None else self._index.scores(query)
+        index = self._vector_index()
+        return {} if index is None else index.scores(query)
 
     # -- shutdown ------------------------------------------------------------------------
 
@@ -553,6 +560,13 @@ class TextVectors:
     def _has_or_awaits(self, key: str, digest: str) -> bool:
         return self._digests.get(key) == digest or self._awaits(key, digest)
 
+    def _vector_index(self) -> VectorIndex | None:
+        """The index searched by :meth:`search` and its siblings; ``None`` before the first vector."""
+        index = self._index
+        if index is None or isinstance(index, VectorIndex):
+            return index
+        raise TypeError(f"{self._name}: these vectors are kept in {type(index).__name__}; search it directly.")
+
     def _unindex(self, key: str) -> None:
         if self._digests.pop(key, None) is not None and self._index is not None:
             self._index.remove(key)
@@ -560,7 +574,8 @@ class TextVectors:
     def _index_vector(self, vector: TextVector) -> None:
         """Index ``vector``; raises ``ValueError`` when its size is not the index's."""
         if self._index is None:
-            self._index = VectorIndex(int(vector.vector.shape[-1]))
+            dim = int(vector.vector.shape[-1])
+            self._index = VectorIndex(dim) if self._index_factory is None else self._index_factory(dim)
         self._index.upsert(vector.key, vector.vector)
         self._digests[vector.key] = vector.digest
         self._stale.pop(vector.key, None)
