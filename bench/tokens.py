@@ -19,6 +19,9 @@ Cases:
   80-character descriptions, statuses cycling pending / in_progress / completed / completed.
   A worker's context, the planner's, and the team's average (1 planner, 4 workers).
 * **facade**: ``toolcards serve --facade``'s ``tools/list`` against the full list, same team.
+  The full list is counted with each tool's name, title, description, input schema and
+  annotations (against the same without titles and annotations: they may add a tenth), and
+  once more with the output schemas too.
 * **tool search**: 60 tools (the default cards, 21, and an MCP server's 39 through ``MCPTool``),
   a scripted run of 20 requests (:data:`TOOL_SEARCH_SCRIPT`) with ``tool_search=True`` against
   the same calls with every tool listed; what is counted is each request as an OpenAI body
@@ -236,7 +239,7 @@ def _facade_rows() -> list[Row]:
     from toolcards.server import TeamServer
     from toolcards.server.config import ServeConfig
 
-    async def listed(facade: bool) -> int:
+    async def listed(facade: bool) -> tuple[int, int]:
         config = ServeConfig(team_id="tokens-facade", cards=dump_cards(_cards(search=False)), facade=facade)
         server = TeamServer(config)
         try:
@@ -244,15 +247,34 @@ def _facade_rows() -> list[Row]:
                 tools = (await client.list_tools()).tools
         finally:
             server.close()
-        payload = [{"name": t.name, "description": t.description, "parameters": t.input_schema} for t in tools]
-        return count_tokens(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
+        # Every field of each tool definition as the client receives it: the name, description
+        # and input schema a model reads, and the title, annotations and output schema clients
+        # read; and the same without those three (what the list was before they were added).
+        payload = [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in tools]
+        hinted = [{key: value for key, value in t.items() if key != "outputSchema"} for t in payload]
+        plain = [{key: t[key] for key in ("name", "description", "inputSchema")} for t in payload]
+        return count_tokens(_compact(hinted)), count_tokens(_compact(plain)), count_tokens(_compact(payload))
 
     with tempfile.TemporaryDirectory() as temp:
         os.environ["TOOLCARDS_WORKSPACES_ROOT"] = temp
-        full = asyncio.run(listed(False))
-        facade = asyncio.run(listed(True))
+        full, plain, wire = asyncio.run(listed(False))
+        facade, _, _ = asyncio.run(listed(True))
     return [
-        Case("MCP tools/list, full", float(full), "o200k; default team without web search", unit="tokens"),
+        Case(
+            "MCP tools/list, full",
+            float(full),
+            f"o200k; default team without web search; name, title, description, input schema and annotations "
+            f"of each tool; {plain:,} without titles and annotations ({full / plain:.3f}x); target: 1.1x that",
+            unit="tokens",
+            target=1.1 * plain,
+        ),
+        Case(
+            "MCP tools/list, full, output schemas included",
+            float(wire),
+            f"o200k; every field of each tool as sent ({wire / plain:.3f}x the list without titles, annotations "
+            "and output schemas); clients show output schemas to a model only when they choose to",
+            unit="tokens",
+        ),
         Case(
             "MCP tools/list, facade",
             float(facade),
@@ -261,6 +283,10 @@ def _facade_rows() -> list[Row]:
             target=0.1 * full,
         ),
     ]
+
+
+def _compact(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
 
 
 class _FakeOpenAI:

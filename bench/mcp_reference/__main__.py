@@ -9,8 +9,9 @@ Run by hand from the repository root with the project's venv. It:
 2. drives every server with the official Python SDK client over stdio, the same client for
    both sides, in ``--rounds`` rounds (3) taken turn about (which side goes first alternates):
    start-up to the first answer, ``ping`` (on the handshake protocol: the 2026-07-28 protocol
-   toolcards and the client otherwise agree on has none), reading a 2 KB file, writing a new 2 KB file, listing
-   a directory of 400 entries, and searching a graph of 100 entities by name; toolcards serves a
+   toolcards and the client otherwise agree on has none), reading a 2 KB file, reading a 2,000-line
+   file, writing a new 2 KB file, listing directories of 400 and 1,000 entries, and searching a
+   graph of 100 entities by name; toolcards serves a
    team with a workspace and a knowledge-graph card (its defaults; state in SQLite);
 3. prints one table: the reference's median, ours, and ``ratio = reference / ours`` (above 1:
    toolcards is faster).
@@ -39,8 +40,13 @@ PACKAGES = ("@modelcontextprotocol/server-filesystem", "@modelcontextprotocol/se
 CALLS = 200
 STARTS = 3
 FILES = 400
+MORE_FILES = 1_000
+LINES = 2_000
 ENTITIES = 100
 TEXT = ("0123456789abcdef" * 8 + "\n") * 15 + "x" * 17  # 2,048 characters
+SOURCE = "".join(f"    x{index} = f(x{index - 1}, {index % 7})\n" for index in range(LINES))
+""":data:`LINES` lines of code-like text (about 22 characters each: the whole file fits in one
+``workspace_read`` page, as it does in one ``read_text_file``)."""
 CONFIG = "team_id: ref\ncards:\n  - kind: workspace\n  - kind: knowledge_graph\n"
 
 Call = Callable[[Any, int], Awaitable[Any]]
@@ -131,9 +137,13 @@ class Side:
             self.graph_command = ["node", str(memory)]
         (self.files / "many").mkdir(parents=True)
         (self.files / "new").mkdir()
+        (self.files / "more").mkdir()
         (self.files / "data.txt").write_text(TEXT)
+        (self.files / "source.py").write_text(SOURCE)
         for index in range(FILES):
             (self.files / "many" / f"file-{index:03}.txt").write_text("x\n")
+        for index in range(MORE_FILES):
+            (self.files / "more" / f"file-{index:04}.txt").write_text("x\n")
 
     def path(self, relative: str) -> str:
         return relative if self.name == "toolcards" else str(self.files / relative)
@@ -141,6 +151,14 @@ class Side:
     async def read(self, client: Any, index: int) -> Any:
         tool = "workspace_read" if self.name == "toolcards" else "read_text_file"
         return await _call(client, tool, {"path": self.path("data.txt")})
+
+    async def read_lines(self, client: Any, index: int) -> Any:
+        tool = "workspace_read" if self.name == "toolcards" else "read_text_file"
+        return await _call(client, tool, {"path": self.path("source.py")})
+
+    async def list_more(self, client: Any, index: int) -> Any:
+        tool = "workspace_list" if self.name == "toolcards" else "list_directory"
+        return await _call(client, tool, {"path": self.path("more")})
 
     async def write(self, client: Any, index: int) -> Any:
         tool = "workspace_write" if self.name == "toolcards" else "write_file"
@@ -185,6 +203,8 @@ async def _round(side: Side, samples: dict[str, list[float]], first_round: bool)
         samples["read 2 KB file"] += await _timed(client, side.read, CALLS)
         samples["write new 2 KB file"] += await _timed(client, side.write, CALLS)
         samples[f"list {FILES} entries"] += await _timed(client, side.list, CALLS)
+        samples[f"list {MORE_FILES:,} entries"] += await _timed(client, side.list_more, CALLS)
+        samples[f"read a {LINES:,}-line file"] += await _timed(client, side.read_lines, CALLS)
     async with _client(side.graph_command, side.env) as client:
         if first_round:
             await side.fill_graph(client)

@@ -9,6 +9,7 @@ acts on the error::
     │   └── ToolTimeout         the call ran past its time limit
     ├── ToolFailed              terminal: the model sees it and adapts, retrying will not help
     │   ├── ApprovalRequired    the tool needs a human's approval and did not get it
+    │   ├── CallCancelled       the caller cancelled the call; its work was stopped
     │   ├── ActorUnavailable    the actor behind a tool is stopped or did not answer
     │   ├── BudgetExceeded      a usage budget (member, task or card) is spent
     │   └── StoreError          persistence failed; nothing was written
@@ -29,6 +30,7 @@ __all__ = [
     "ActorUnavailable",
     "ApprovalRequired",
     "BudgetExceeded",
+    "CallCancelled",
     "CommandNotRecognized",
     "GuardError",
     "MemberStopped",
@@ -67,6 +69,14 @@ class ToolFailed(ToolcardsError):
     """A terminal tool failure: the model is told, but retrying the same call will not help.
 
     For an error the model can fix by changing its arguments, raise :class:`RetriableError`.
+    """
+
+
+class CallCancelled(ToolFailed):
+    """The caller cancelled the call (:mod:`toolcards.core.cancel`), so its work was stopped.
+
+    Nobody waits for its answer any more; adapters send none. What the call had not done yet
+    when it was cancelled was not done.
     """
 
 

@@ -168,25 +168,27 @@ async def exercise(c: Client) -> dict[str, Any]:
     return seen
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_the_sdk_client_sees_what_the_sdk_server_serves(team_yaml: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "expected"), [("auto", "2026-07-28"), ("2026-07-28", "2026-07-28"), ("legacy", "2025-11-25")]
+)
+def test_the_sdk_client_sees_what_the_sdk_server_serves(team_yaml: Path, mode: str, expected: str) -> None:
     info = types.Implementation(name="parity", version="1")
 
     async def over_stdio() -> tuple[dict[str, Any], str]:
-        async with Client(stdio_client(stdio_params(team_yaml)), mode=mode, client_info=info) as c:
+        async with Client(stdio_client(stdio_params(team_yaml)), mode=mode, client_info=info) as c:  # type: ignore[arg-type]
             return await exercise(c), c.protocol_version
 
     async def in_process() -> dict[str, Any]:
         team_server = TeamServer(load_config(team_yaml))
         try:
-            async with Client(team_server.server, mode="legacy", client_info=info) as c:
+            async with Client(team_server.server, mode=mode, client_info=info) as c:  # type: ignore[arg-type]
                 return await exercise(c)
         finally:
             await team_server.aclose()
 
     lean, version = asyncio.run(over_stdio())
     sdk = asyncio.run(in_process())
-    assert version == "2025-11-25"  # auto mode's discover probe fell back to the handshake
+    assert version == expected  # auto mode's discover probe is answered: the stateless protocol
     assert lean == sdk
     assert lean["stats"]["agent"] == "@parity"
     assert lean["pixel"]["content"][1]["type"] == "image"
@@ -246,14 +248,42 @@ def test_every_handshake_version_is_accepted_and_others_get_the_newest(raw: RawS
     assert result["capabilities"]["resources"] == {"listChanged": False, "subscribe": True}
 
 
-def test_only_ping_is_served_before_initialize_and_discover_is_not_served(raw: RawServer) -> None:
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": {"name": "modern-raw", "version": "1"},
+}
+
+
+def test_only_ping_is_served_before_initialize_and_a_handshake_refuses_the_stateless_protocol(
+    raw: RawServer,
+) -> None:
     assert raw.answer(1, "ping") == {"jsonrpc": "2.0", "id": 1, "result": {}}
     assert raw.answer(2, "tools/list")["error"]["code"] == -32602
-    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
-    assert raw.answer(3, "server/discover", {"_meta": meta})["error"]["code"] == -32601
     raw.initialize()
-    assert raw.answer(4, "tools/list", {"_meta": meta})["error"]["code"] == -32600
+    assert raw.answer(3, "server/discover", {"_meta": MODERN_META})["error"]["code"] == -32601
+    assert raw.answer(4, "tools/list", {"_meta": MODERN_META})["error"]["code"] == -32600
     assert raw.answer(5, "tools/list")["result"]["tools"]
+
+
+def test_the_stateless_protocol_is_served_after_discover_and_checks_every_envelope(raw: RawServer) -> None:
+    discovered = raw.answer(1, "server/discover", {"_meta": MODERN_META})["result"]
+    assert discovered["supportedVersions"] == ["2026-07-28"] and discovered["resultType"] == "complete"
+    assert discovered["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "toolcards"
+    assert "completions" in discovered["capabilities"]
+    listed = raw.answer(2, "tools/list", {"_meta": MODERN_META})["result"]
+    assert listed["ttlMs"] == 0 and listed["cacheScope"] == "private" and listed["tools"]
+    called = raw.answer(3, "tools/call", {"_meta": MODERN_META, "name": "whoami", "arguments": {}})["result"]
+    assert called["content"][0]["text"] == "@modern-raw" and called["resultType"] == "complete"
+    missing = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    assert raw.answer(4, "tools/list", {"_meta": missing})["error"]["code"] == -32602
+    future = {**MODERN_META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"}
+    unsupported = raw.answer(5, "tools/list", {"_meta": future})["error"]
+    assert unsupported["code"] == -32022 and unsupported["data"]["supported"] == ["2026-07-28"]
+    assert raw.answer(6, "initialize", INIT)["error"]["code"] == -32022
+    assert raw.answer(7, "ping", {"_meta": MODERN_META})["error"]["code"] == -32601
+    gone = raw.answer(8, "resources/read", {"_meta": MODERN_META, "uri": "toolcards://stdio-team/nope"})
+    assert gone["error"]["code"] == -32602  # a missing resource on the stateless protocol
 
 
 def test_the_agent_is_the_fixed_name_else_the_clients(team_yaml: Path) -> None:

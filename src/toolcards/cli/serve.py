@@ -94,7 +94,15 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         "--approve-all",
         action="store_true",
         default=None,
-        help="run the tools that need a human's approval without asking (MCP cannot ask)",
+        help="run tools that need a human's approval without asking the client's user",
+    )
+    parser.add_argument(
+        "--roots",
+        nargs="?",
+        const="read-only",
+        choices=("read-only", "writable"),
+        default=None,
+        help="make the client's first root directory its agent's workspace (read-only unless 'writable')",
     )
     parser.add_argument(
         "--no-dashboard", action="store_true", help="serve only the MCP endpoint, no dashboard at / (HTTP)"
@@ -166,6 +174,8 @@ def build_config(args: argparse.Namespace) -> ServeConfig:
         changes["hot_tools"] = [*config.hot_tools, *args.hot_tool]
     if args.approve_all:
         changes["approve_all"] = True
+    if getattr(args, "roots", None):
+        changes["roots"] = args.roots
     if not changes:
         return config
     try:

@@ -8,7 +8,9 @@ a call sees the arguments that will really be used. A call is approved when:
 * its caller says so: ``tool.call(args, approved=True)`` (an adapter that already asked,
   such as pydantic-ai's deferred tools, ``toolcards serve --approve-all`` or
   ``toolcards call --approve``); or
-* the tool's :data:`Approver` (``ToolFactory(approve=...)``) returns ``True`` for it.
+* the tool's :data:`Approver` (``ToolFactory(approve=...)``) returns ``True`` for it; or
+* the approver whoever runs the call made current (:func:`approving`) does: the MCP server
+  asks the client's user (``elicitation/create``) for the call it is running.
 
 Otherwise the handler does not run and the call raises :class:`ApprovalRequired`, a
 ``ToolFailed``: the model is told that the call did not run and why, and retrying it
@@ -20,7 +22,9 @@ and plain functions from ``get_tools()`` return it as text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +34,7 @@ from toolcards.errors import ApprovalRequired
 if TYPE_CHECKING:
     from toolcards.core.tool import Tool
 
-__all__ = ["ApprovalRequest", "ApprovalRequired", "Approver"]
+__all__ = ["ApprovalRequest", "ApprovalRequired", "Approver", "approving", "current_approver"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -62,6 +66,28 @@ It may block (to ask a human); on async channels it runs in a worker thread. To 
 with your own message, raise :class:`ApprovalRequired`; any other exception fails the call
 as ``ToolFailed``. The handler runs only after it returned ``True``.
 """
+
+
+_current: ContextVar[Approver | None] = ContextVar("toolcards_approver", default=None)
+
+
+def current_approver() -> Approver | None:
+    """The approver the caller of the running call made current, or ``None``."""
+    return _current.get()
+
+
+@contextlib.contextmanager
+def approving(approver: Approver | None) -> Iterator[None]:
+    """Ask ``approver`` about calls run in the ``with`` block whose tool has none of its own.
+
+    The async pipeline copies it into the handler's thread, so the approver runs there (it
+    may block on a human). Added in 0.3.
+    """
+    reset = _current.set(approver)
+    try:
+        yield
+    finally:
+        _current.reset(reset)
 
 
 def not_approved(tool_name: str) -> ApprovalRequired:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from toolcards.core.arguments import DEFAULT_MAX_ARGUMENT_CHARS
 from toolcards.core.callables import command_function, prompt_function, tool_function
 from toolcards.core.channels import Channels
+from toolcards.core.hints import NO_HINTS, ToolHints
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET
 from toolcards.core.params import BaseToolParam
 from toolcards.core.tool import Tool
@@ -88,6 +89,8 @@ class Capability:
     """The card's default output budget (a param's ``output_budget`` overrides it)."""
     max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS
     """The card's default cap on a call's arguments (a param's ``max_argument_chars`` overrides it)."""
+    hints: ToolHints = NO_HINTS
+    """What clients may know about the tool before calling it (MCP annotations, title...)."""
 
     def bound_to(self, card: Any) -> Capability:
         """This capability with its handler bound to ``card``.
@@ -110,6 +113,7 @@ def capability(
     max_concurrency: int | None = None,
     output_budget: int = DEFAULT_OUTPUT_BUDGET,
     max_argument_chars: int = DEFAULT_MAX_ARGUMENT_CHARS,
+    hints: ToolHints | None = None,
 ) -> Callable[[F], F]:
     """Mark a card method as the handler of the capability configured by ``field``.
 
@@ -124,6 +128,11 @@ def capability(
         timeout_s: Default timeout. max_concurrency: default concurrency limit.
         output_budget: Default characters of output kept.
         max_argument_chars: Default cap on a call's arguments, in characters of JSON text.
+        hints: How the tool behaves, for clients (:class:`~toolcards.core.hints.ToolHints`:
+            title, destructive, idempotent, open world, long running, output schema,
+            completions). The pipeline never reads them.
+
+    Changed in 0.3: ``hints``.
     """
 
     def mark(func: F) -> F:
@@ -138,6 +147,7 @@ def capability(
             max_concurrency=max_concurrency,
             output_budget=output_budget,
             max_argument_chars=max_argument_chars,
+            hints=hints or NO_HINTS,
         )
         return func
 
@@ -413,6 +423,7 @@ class ToolCard(BaseModel):
                     max_argument_chars=param.max_argument_chars or cap.max_argument_chars,
                     untrusted_output=cap.untrusted_output,
                     mutates=cap.mutates,
+                    hints=_bound_hints(self, cap.hints),
                 )
             )
         if problems:
@@ -460,6 +471,19 @@ class ToolCard(BaseModel):
         model or model string. Only the model card chooses; the default is ``None``.
         """
         return None
+
+
+def _bound_hints(card: ToolCard, hints: ToolHints) -> ToolHints:
+    """``hints`` with each completion's method name replaced by that method of ``card``."""
+    if not hints.completions:
+        return hints
+    import dataclasses
+
+    bound = {
+        argument: getattr(card, method) if isinstance(method, str) else method
+        for argument, method in hints.completions.items()
+    }
+    return dataclasses.replace(hints, completions=bound)
 
 
 class _PrivateValue:

@@ -7,6 +7,9 @@ depends on its input — walking a tree, scanning lines, expanding a pattern —
 :func:`check_deadline` as it goes: past the deadline it raises
 :class:`~toolcards.errors.ToolTimeout`, which ends the abandoned work.
 
+The same check stops a call its caller cancelled (:mod:`toolcards.core.cancel`): a loop that
+checks its deadline also stops when nobody waits for its answer any more.
+
 Work handed to another thread (an actor ask) does not inherit the deadline; pass
 :func:`remaining` along where such work can run long.
 """
@@ -18,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 
+from toolcards.core.cancel import check_cancelled
 from toolcards.errors import ToolTimeout
 
 __all__ = ["check_deadline", "deadline_after", "remaining"]
@@ -50,11 +54,15 @@ def remaining() -> float | None:
 
 
 def check_deadline() -> None:
-    """Raise :class:`~toolcards.errors.ToolTimeout` if the current call's deadline has passed.
+    """Raise :class:`~toolcards.errors.ToolTimeout` if the current call's deadline has passed,
+    :class:`~toolcards.errors.CallCancelled` if its caller cancelled it.
 
-    Costs a context-variable read and a clock read; call it every few hundred
+    Costs two context-variable reads and a clock read; call it every few hundred
     iterations of a loop rather than on each.
+
+    Changed in 0.3: also raises ``CallCancelled``.
     """
+    check_cancelled()
     deadline = _deadline.get()
     if deadline is not None and time.monotonic() > deadline:
         raise ToolTimeout("The call ran out of time and its work was stopped. Retry with a smaller request.")

@@ -11,7 +11,8 @@ command), a call runs the same steps, so the same input gives the same answer ev
    (:mod:`toolcards.core.schema`);
 2. guards, in order: allow, rewrite the arguments, or deny (``GuardError``);
 3. approval, for a tool that ``requires_approval``: the caller approved the call
-   (``approved=True``) or the tool's ``approver`` does; otherwise ``ApprovalRequired``
+   (``approved=True``) or the tool's ``approver`` (else the caller's current one,
+   :func:`~toolcards.core.approval.approving`) does; otherwise ``ApprovalRequired``
    (:mod:`toolcards.core.approval`). The time a human takes counts against no limit;
 4. the per-tool concurrency limit, if any;
 5. the timeout, if any (``ToolTimeout``), also set as the handler's deadline
@@ -27,6 +28,13 @@ command), a call runs the same steps, so the same input gives the same answer ev
    refused call is recorded as a failure, like a guard's denial), and the call's note in
    the team's ledger: its arguments, the answer the model reads (or the error's message),
    its time (a call refused by a budget is not noted: it did not run).
+
+Cancellation (:mod:`toolcards.core.cancel`): :meth:`Tool.call` gives each call a cancel
+token, current in the handler's thread, and cancels it when the task awaiting the call is
+cancelled. The pipeline checks it after approval and after waiting for a concurrency slot
+(a call cancelled meanwhile never runs its handler), loops that check their deadline check it
+too, and whoever registered for it stops its own work (the sandbox kills the command). The
+call then raises ``CallCancelled``.
 
 The whole call is an OpenTelemetry span when the application traces
 (:mod:`toolcards.core.tracing`); when it does not, that costs one dictionary lookup.
@@ -57,14 +65,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from toolcards.core.approval import ApprovalRequest, Approver, declined, not_approved
+from toolcards.core.approval import ApprovalRequest, Approver, current_approver, declined, not_approved
 from toolcards.core.arguments import DEFAULT_MAX_ARGUMENT_CHARS, decode_arguments
+from toolcards.core.cancel import CancelToken, cancelling, check_cancelled, current_cancel
 from toolcards.core.channels import Channels
 from toolcards.core.deadline import deadline_after
 from toolcards.core.events import ToolExecutionRecord
 from toolcards.core.guards import Guard, GuardContext
+from toolcards.core.hints import NO_HINTS, ToolHints
 from toolcards.core.idempotency import call_key, calling
 from toolcards.core.output import DEFAULT_OUTPUT_BUDGET, over_budget, wrap_untrusted
+from toolcards.core.records import Records
 from toolcards.core.schema import ArgsSchema, build_args_schema
 from toolcards.core.spill import SpillSink, budgeted_answer
 from toolcards.core.tracing import ToolSpan, start_tool_span, tracing
@@ -96,6 +107,8 @@ RecordSink = Callable[[ToolExecutionRecord], None]
 _call_ids = itertools.count(1)
 _UNBUDGETED = frozenset({int, float, bool, type(None)})
 """Result types the output budget passes unchanged: no need to ask it."""
+_SLOT_POLL_S = 0.05
+"""How often a call waiting for a concurrency slot looks whether it was cancelled."""
 _timeout_pool: concurrent.futures.ThreadPoolExecutor | None = None
 _timeout_pool_lock = threading.Lock()
 
@@ -169,6 +182,8 @@ class Tool:
     unreachable: frozenset[str] = frozenset()
     """Tool names the model cannot call: no error this tool returns to a model names one
     (:mod:`toolcards.core.mentions`)."""
+    hints: ToolHints = NO_HINTS
+    """What clients may know about the tool before calling it; the pipeline never reads them."""
     ledger: CallLedger | None = None
     """The team's ledger: admits each call against the budgets and notes what it cost
     (:mod:`toolcards.core.ledger`). Set by the factory for tools bound to a team that keeps
@@ -295,6 +310,7 @@ class Tool:
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
                 self._approve(kwargs, channel, call_id)
+                check_cancelled()  # cancelled while a human decided: it does not run
             if idempotency_key is not None and self.mutates:
                 with calling(call_key(self.agent, self.name, idempotency_key, kwargs)):
                     result = self._run_limited(kwargs)
@@ -340,6 +356,7 @@ class Tool:
                 kwargs = self._guarded(kwargs, channel)
             if self.requires_approval and not approved:
                 self._approve(kwargs, channel, call_id)
+                check_cancelled()
             if idempotency_key is not None and self.mutates:
                 with calling(call_key(self.agent, self.name, idempotency_key, kwargs)):
                     result = self._run_limited(kwargs)
@@ -371,19 +388,47 @@ class Tool:
     ) -> Any:
         """Run the pipeline without blocking the event loop; same contract as :meth:`call_sync`.
 
-        The approver and a sync handler run in a worker thread.
+        The approver and a sync handler run in a worker thread. Cancelling the task that
+        awaits this call cancels the call's token (:mod:`toolcards.core.cancel`), and with it
+        the handler's work; a token current in the caller's context (a server's own) cancels
+        it too.
+
+        Changed in 0.3: cancellation reaches the handler.
         """
         import asyncio
 
-        if not self._is_async:
-            return await asyncio.to_thread(
-                self.call_sync,
-                arguments,
-                channel=channel,
-                call_id=call_id,
-                approved=approved,
-                idempotency_key=idempotency_key,
-            )
+        token = CancelToken()
+        outer = current_cancel()  # a caller's own token (a server's task) cancels this call too
+        forget = outer.on_cancel(token.cancel) if outer is not None else None
+        try:
+            with cancelling(token):  # asyncio.to_thread and tasks copy it into the handler's context
+                if not self._is_async:
+                    return await asyncio.to_thread(
+                        self.call_sync,
+                        arguments,
+                        channel=channel,
+                        call_id=call_id,
+                        approved=approved,
+                        idempotency_key=idempotency_key,
+                    )
+                return await self._call_async(arguments, channel, call_id, approved, idempotency_key)
+        except asyncio.CancelledError:
+            token.cancel()  # the handler's thread stops where it checks; the sandbox kills its command
+            raise
+        finally:
+            if forget is not None:
+                forget()
+
+    async def _call_async(
+        self,
+        arguments: Mapping[str, Any] | str | None,
+        channel: Channels,
+        call_id: str | None,
+        approved: bool,
+        idempotency_key: str | None,
+    ) -> Any:
+        import asyncio
+
         started = time.perf_counter()
         span = None
         if "opentelemetry.trace" in sys.modules and tracing():
@@ -397,6 +442,7 @@ class Tool:
             kwargs = self._prepare(arguments, channel)
             if self.requires_approval and not approved:
                 await asyncio.to_thread(self._approve, kwargs, channel, call_id)
+                check_cancelled()
             key = call_key(self.agent, self.name, idempotency_key, kwargs) if idempotency_key and self.mutates else None
             with calling(key):
                 if self._semaphore is not None:
@@ -435,19 +481,32 @@ class Tool:
 
     def _approve(self, kwargs: dict[str, Any], channel: Channels, call_id: str | None) -> None:
         """Ask the approver about this call; raise ``ApprovalRequired`` unless it approves."""
-        if self.approver is None:
+        approver = self.approver or current_approver()
+        if approver is None:
             raise not_approved(self.name)
         # A read-only view: what was approved is what the handler gets.
         view = types.MappingProxyType(kwargs)
         request = ApprovalRequest(tool=self, args=view, channel=channel, agent=self.agent, call_id=call_id)
-        if self.approver(request) is not True:
+        if approver(request) is not True:
             raise declined(self.name)
 
     def _run_limited(self, kwargs: dict[str, Any]) -> Any:
-        """The handler's result, within the tool's concurrency limit."""
+        """The handler's result, within the tool's concurrency limit; never started once the
+        call is cancelled."""
+        token = current_cancel()
         if self._semaphore is not None:
-            with self._semaphore:
+            if token is None:
+                with self._semaphore:
+                    return self._run_sync(kwargs)
+            while not self._semaphore.acquire(timeout=_SLOT_POLL_S):
+                token.check()  # cancelled while waiting for a slot
+            try:
+                token.check()
                 return self._run_sync(kwargs)
+            finally:
+                self._semaphore.release()
+        if token is not None:
+            token.check()
         return self._run_sync(kwargs)
 
     def _run_sync(self, kwargs: dict[str, Any]) -> Any:
@@ -490,6 +549,10 @@ class Tool:
     def _finish(self, result: Any, channel: Channels, call_id: str | None) -> Any:
         """Steps 7 and 8: the output budget (spill or cut), then the untrusted envelope."""
         kind = type(result)
+        if kind is Records:  # text with its records: the text is budgeted, the records kept...
+            text = self._finish(str(result), channel, call_id)
+            # ...unless the tool returns outside data: the envelope protects only the text.
+            return text if self.untrusted_output else result.with_text(text)
         if kind is str:
             if len(result) > self.output_budget:
                 return budgeted_answer(self, result, channel, call_id)
@@ -505,7 +568,7 @@ class Tool:
     def _may_spill(self, result: Any) -> bool:
         """Whether ``result`` may be over the budget (a dict or list is measured by the budget)."""
         kind = type(result)
-        return (kind is str and len(result) > self.output_budget) or kind is dict or kind is list
+        return (kind in (str, Records) and len(result) > self.output_budget) or kind is dict or kind is list
 
     def _fail(
         self,

@@ -10,6 +10,8 @@ workspace tree. Workspace ids never start with ``.``, so no workspace can be ``.
 
 Every domain that works on a workspace tree (the workspace files, the sandbox) finds it
 through :func:`workspace_dir`, so they agree on the layout without importing each other.
+A directory elsewhere (an MCP client's root) is given a workspace id with
+:func:`mount_workspace`; :func:`workspace_dir` then answers that directory for it.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ __all__ = [
     "WORKSPACE_ID_PATTERN",
     "WorkspaceId",
     "internal_dir",
+    "is_mounted",
+    "mount_workspace",
     "store_location",
     "store_path",
     "validate_workspace_id",
@@ -86,14 +90,53 @@ WorkspaceId = Annotated[str, AfterValidator(_checked_id)]
 """A workspace id on a card: checked when the card is built (see :func:`validate_workspace_id`)."""
 
 
+_mounts: dict[str, Path] = {}
+"""Workspace ids given to directories outside the workspaces root (:func:`mount_workspace`)."""
+
+
+def mount_workspace(directory: str | Path, *, label: str = "") -> str:
+    """A workspace id for ``directory``, an existing directory outside the workspaces root
+    (an MCP client's root). The same directory always gets the same id.
+
+    The id is ``root-<label or the directory's name>-<8 hex digits of its path>``; cards
+    given it (``workspace_id``) work in ``directory``, contained in it as in any tree.
+
+    Raises:
+        RetriableError: ``directory`` is not an existing directory.
+    """
+    import hashlib
+
+    path = Path(directory).expanduser()
+    if not path.is_absolute() or not path.is_dir():
+        raise RetriableError(f"{str(directory)!r} is not an existing directory given by its absolute path.")
+    path = path.resolve()
+    internal = internal_dir(create=False).resolve()
+    if internal == path or path in internal.parents:
+        raise RetriableError(f"{str(path)!r} holds toolcards' own files ({internal}); it cannot be a workspace.")
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", label or path.name).strip("-._")[:60] or "dir"
+    digest = hashlib.blake2b(str(path).encode("utf-8", "surrogateescape"), digest_size=4).hexdigest()
+    workspace_id = f"root-{stem}-{digest}"
+    _mounts[workspace_id] = path
+    return workspace_id
+
+
+def is_mounted(workspace_id: str) -> bool:
+    """Whether ``workspace_id`` names a directory given by :func:`mount_workspace`."""
+    return workspace_id in _mounts
+
+
 def workspace_dir(workspace_id: str) -> Path:
-    """The tree of workspace ``workspace_id``: ``<workspaces_root()>/<workspace_id>``.
+    """The tree of workspace ``workspace_id``: ``<workspaces_root()>/<workspace_id>``, or the
+    directory :func:`mount_workspace` gave that id.
 
     The directory is created on first use; the result is absolute with symlinks resolved.
 
     Raises:
         RetriableError: ``workspace_id`` is not a valid id (see :func:`validate_workspace_id`).
     """
+    mounted = _mounts.get(workspace_id)
+    if mounted is not None:
+        return mounted
     path = workspaces_root() / validate_workspace_id(workspace_id)
     try:
         os.mkdir(path)

@@ -354,6 +354,13 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._refresh()
         return 0 if self._vectors is None else self._vectors.pending
 
+    def entity_names(self, prefix: str = "", limit: int = 100) -> list[str]:
+        """Entity names starting with ``prefix`` (case-insensitively), sorted, at most ``limit``
+        (for a client completing a name). Reads memory only. Added in 0.3."""
+        self._refresh()
+        wanted = prefix.casefold()
+        return [name for name in sorted(self._entities) if name.casefold().startswith(wanted)][:limit]
+
     def summary(self, search_tool: str | None = "search_graph") -> str:
         """A few lines for a system prompt whose size does not grow with the graph.
 
@@ -1080,6 +1087,7 @@ class KnowledgeGraphProxy(ActorMemberMixin, pykka.ActorProxy[KnowledgeGraphActor
     seq = proxy_method(KnowledgeGraphActor.seq)
     pending_embeddings = proxy_method(KnowledgeGraphActor.pending_embeddings)
     summary = proxy_method(KnowledgeGraphActor.summary)
+    entity_names = proxy_method(KnowledgeGraphActor.entity_names)
     settings = proxy_method(KnowledgeGraphActor.settings)
     search = proxy_method(KnowledgeGraphActor.search)
     update = proxy_method(KnowledgeGraphActor.update)

@@ -34,9 +34,11 @@ from pydantic import Field, PrivateAttr
 from toolcards.core.bounds import unlisted_bound, unlisted_default
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.records import Records
 from toolcards.core.services import CLAIMED_TASK
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError, WiringError
@@ -96,6 +98,29 @@ class SearchGraphParam(BaseToolParam):
     """Hybrid weight of the (normalised) cosine; ``1 - alpha`` weighs the keyword match."""
     threshold: float = Field(default=DEFAULT_THRESHOLD, ge=-1, le=1)
     """Minimum raw cosine for a hit of the vector leg."""
+
+
+SEARCH_RECORDS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string"},
+        "mode": {"type": "string"},
+        "hits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "entity_type": {"type": "string"},
+                    "score": {"type": "number"},
+                },
+            },
+        },
+    },
+    "required": ["query", "mode", "hits"],
+}
+"""``search_graph``'s records (``structuredContent`` over MCP): the hits, best first, with the
+mode that found them; neighbours, edges and paths stay in the text."""
 
 
 class GetEntitiesParam(BaseToolParam):
@@ -215,14 +240,14 @@ class KnowledgeGraphTool(ToolCard):
         param = self.param(field)
         return field if param is not None and TOOL_CALL in param.expose else None
 
-    @capability("get_graph")
+    @capability("get_graph", hints=ToolHints(title="Knowledge graph"))
     def summary(self) -> str:
         """A summary of the team knowledge graph."""
         search = self.param("search_graph")
         hint = "search_graph" if search is not None and TOOL_CALL in search.expose else None
         return self.ask(self.graph.summary(search_tool=hint), actor=ACTOR_NAME)
 
-    @capability("update_graph", mutates=True)
+    @capability("update_graph", mutates=True, hints=ToolHints(title="Change graph", destructive=True))
     def update(
         self,
         create_entities: list[EntityCreate] | None = None,
@@ -259,7 +284,7 @@ class KnowledgeGraphTool(ToolCard):
             raise RetriableError(text)
         return text
 
-    @capability("merge_entities", mutates=True)
+    @capability("merge_entities", mutates=True, hints=ToolHints(title="Merge entities", destructive=True))
     def merge(self, into: str, sources: list[str], dry_run: _Flag = False) -> str:
         """Merge duplicates; names become aliases."""
         try:
@@ -282,7 +307,12 @@ class KnowledgeGraphTool(ToolCard):
             raise RetriableError(text)
         return text
 
-    @capability("search_graph")
+    @capability(
+        "search_graph",
+        hints=ToolHints(
+            title="Search graph", output_schema=SEARCH_RECORDS, completions={"query": "complete_entity_name"}
+        ),
+    )
     def search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=500, json_schema_extra=unlisted_bound)],
@@ -306,9 +336,22 @@ class KnowledgeGraphTool(ToolCard):
             as_of=moment,
             include_invalid=include_invalid,
         )
-        return render_search_result(result)
+        records = {
+            "query": result.query,
+            "mode": result.mode,
+            "hits": [
+                {"name": hit.entity.name, "entity_type": hit.entity.entity_type, "score": round(hit.score, 4)}
+                for hit in result.hits
+            ],
+        }
+        return Records(render_search_result(result), records)
 
-    @capability("get_entities")
+    def complete_entity_name(self, prefix: str) -> list[str]:
+        """Entity names starting with ``prefix`` (a client completing a search for one)."""
+        names: list[str] = self.ask(self.graph.entity_names(prefix), actor=ACTOR_NAME)
+        return names
+
+    @capability("get_entities", hints=ToolHints(title="Get entities"))
     def entities_named(
         self, names: Annotated[list[str], Field(min_length=1, max_length=50, json_schema_extra=unlisted_bound)]
     ) -> str:
@@ -318,7 +361,7 @@ class KnowledgeGraphTool(ToolCard):
             raise RetriableError(render_entities(page))
         return render_entities(page)
 
-    @capability("read_graph")
+    @capability("read_graph", hints=ToolHints(title="Read graph"))
     def graph_page(
         self,
         offset: Annotated[int, Field(ge=0, json_schema_extra=_unlisted_count)] = 0,

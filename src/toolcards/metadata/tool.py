@@ -27,6 +27,7 @@ from pydantic import Field, PrivateAttr, field_validator
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError
@@ -102,7 +103,7 @@ class MetadataTool(ToolCard):
         self._rendered = (stored.version, block)
         return block
 
-    @capability("set_metadata", mutates=True)
+    @capability("set_metadata", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
     def change(self, fields: dict[str, str] | None = None, text: str | None = None) -> str:
         """Set the team's business context for every member.
 

@@ -28,6 +28,7 @@ from pydantic import Field, PrivateAttr, model_validator
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.catalog import did_you_mean
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.errors import RetriableError, WiringError
@@ -168,7 +169,7 @@ class ModelTool(ToolCard):
             for other, option in self.roster.items()
         )
 
-    @capability("switch_model", mutates=True)
+    @capability("switch_model", mutates=True, hints=ToolHints(idempotent=True))
     def switch(self, name: str) -> str:
         """Run your next model requests on another model.
 

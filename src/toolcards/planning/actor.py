@@ -314,6 +314,12 @@ class PlanningActor(CallerRunsActor):
             raise RetriableError(unknown_task(task_id))
         return task
 
+    def task_ids(self, prefix: str = "", limit: int = 100) -> list[int]:
+        """The ids of tasks whose decimal form starts with ``prefix``, smallest first, at most
+        ``limit`` (for a client completing a task id). Reads memory only. Added in 0.3."""
+        self._refresh()
+        return sorted(task_id for task_id in self._tasks if str(task_id).startswith(prefix))[:limit]
+
     def tasks(self) -> list[Task]:
         """Return every task, by id. Linear in the board size, after catching up."""
         self._refresh()
@@ -417,6 +423,25 @@ class PlanningActor(CallerRunsActor):
         models built only to be turned into text."""
         total, hits = self._best_hits(query, status, owner, creator, limit)
         return render_hits(total, [(task, match) for task, match, _ in hits], limit=limit)
+
+    def search_records(
+        self,
+        query: str | None = None,
+        status: str | None = None,
+        owner: str | None = None,
+        creator: str | None = None,
+        limit: int = PLAN_LIMIT,
+    ) -> tuple[str, dict[str, Any]]:
+        """:meth:`render_search`'s text and the hits it shows as records: ``{"total", "hits":
+        [{"id", "description", "status", "owner", "match"}]}``, from one pass over the board.
+        Added in 0.3."""
+        total, hits = self._best_hits(query, status, owner, creator, limit)
+        text = render_hits(total, [(task, match) for task, match, _ in hits], limit=limit)
+        records = [
+            {"id": task.id, "description": task.description, "status": task.status, "owner": task.owner, "match": match}
+            for task, match, _ in hits[:limit]
+        ]
+        return text, {"total": total, "hits": records}
 
     def _best_hits(
         self,
@@ -1290,8 +1315,10 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     search = proxy_method(PlanningActor.search)
     search_page = proxy_method(PlanningActor.search_page)
     render_search = proxy_method(PlanningActor.render_search)
+    search_records = proxy_method(PlanningActor.search_records)
     seq = proxy_method(PlanningActor.seq)
     tasks = proxy_method(PlanningActor.tasks)
+    task_ids = proxy_method(PlanningActor.task_ids)
     update = proxy_method(PlanningActor.update)
     when_indexed = proxy_method(PlanningActor.when_indexed)
     claim = proxy_method(PlanningActor.claim)

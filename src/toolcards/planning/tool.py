@@ -31,9 +31,11 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
+from toolcards.core.records import Records
 from toolcards.core.services import CLAIMED_TASK, PATH_RESERVATIONS
 from toolcards.core.views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
@@ -88,6 +90,30 @@ class ReleaseTaskParam(BaseToolParam):
     """Give a claimed task back."""
 
     expose: set[Channels] = {TOOL_CALL, COMMAND}
+
+
+SEARCH_RECORDS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "total": {"type": "integer"},
+        "hits": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "id": {"type": "integer"},
+                    "description": {"type": "string"},
+                    "status": {"type": "string"},
+                    "owner": {"type": ["string", "null"]},
+                    "match": {"type": "string"},
+                },
+            },
+        },
+    },
+    "required": ["total", "hits"],
+}
+"""``search_planning``'s records (``structuredContent`` over MCP): how many tasks matched, and
+the ones shown, each with how it matched (``filter``, ``keyword``, ``semantic``...)."""
 
 
 class PlanningTool(ToolCard):
@@ -151,7 +177,7 @@ class PlanningTool(ToolCard):
         param = self.param(field)
         return param is not None and TOOL_CALL in param.expose
 
-    @capability("get_planning")
+    @capability("get_planning", hints=ToolHints(title="Team plan"))
     def show_plan(self) -> str:
         """The team plan: task counts, owners and your tasks."""
         param = self.param("get_planning", GetPlanningParam)
@@ -165,7 +191,7 @@ class PlanningTool(ToolCard):
             actor=PLANNING_ACTOR_NAME,
         )
 
-    @capability("get_planning_task")
+    @capability("get_planning_task", hints=ToolHints(title="Get task", completions={"task_id": "complete_task_id"}))
     def get_task(self, task_id: int) -> str:
         """Get one task by id.
 
@@ -174,7 +200,7 @@ class PlanningTool(ToolCard):
         """
         return render_task(self.ask(self.board.get_task(task_id), actor=PLANNING_ACTOR_NAME))
 
-    @capability("update_planning", mutates=True)
+    @capability("update_planning", mutates=True, hints=ToolHints(title="Change plan", destructive=True))
     def update(
         self,
         create_tasks: list[TaskCreate] | None = None,
@@ -211,7 +237,7 @@ class PlanningTool(ToolCard):
             raise RetriableError(render_update_report(report))
         return render_update_report(report)
 
-    @capability("search_planning")
+    @capability("search_planning", hints=ToolHints(title="Search tasks", output_schema=SEARCH_RECORDS))
     def search(
         self,
         query: str | None = None,
@@ -226,22 +252,23 @@ class PlanningTool(ToolCard):
             owner: e.g. @Bob; "" for unassigned.
             creator: e.g. @Alice.
         """
-        return self.ask(
-            self.board.render_search(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
+        text, records = self.ask(
+            self.board.search_records(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
         )
+        return Records(text, records)
 
-    @capability("claim_task", mutates=True)
+    @capability("claim_task", mutates=True, hints=ToolHints(title="Claim task"))
     def claim(self, task_id: int) -> str:
         """Claim a task; nobody else can take it while your tool calls keep its lease."""
         report = self._claiming(self.board.claim(self._agent, task_id, **self._claim_options()))
         return render_claim(report)
 
-    @capability("next_task", mutates=True)
+    @capability("next_task", mutates=True, hints=ToolHints(title="Take next task"))
     def take_next(self) -> str:
         """Claim the best task ready for you, or learn why none is."""
         return render_claim(self._claiming(self.board.next_task(self._agent, **self._claim_options())))
 
-    @capability("release_task", mutates=True)
+    @capability("release_task", mutates=True, hints=ToolHints(title="Release task"))
     def release(self, task_id: int, reason: str = "") -> str:
         """Give back a task you hold; it returns to pending.
 
@@ -250,6 +277,12 @@ class PlanningTool(ToolCard):
         """
         task = self._claiming(self.board.release(self._agent, task_id, reason, call=current_call()))
         return f"Released task {task.id}; it is pending again."
+
+    def complete_task_id(self, prefix: str) -> list[str]:
+        """Task ids starting with ``prefix`` (a client completing ``task_id``)."""
+        if prefix and not prefix.isdigit():
+            return []
+        return [str(task_id) for task_id in self.ask(self.board.task_ids(prefix), actor=PLANNING_ACTOR_NAME)]
 
     def _claim_options(self) -> dict[str, Any]:
         return {"tools": self._tools, "lease_s": self.lease_s, "paths_mode": self.reservations, "call": current_call()}

@@ -51,6 +51,8 @@ import pykka
 from pydantic import ValidationError
 from pykka.typing import ActorMemberMixin, proxy_method
 
+from toolcards.core.cancel import CancelToken, cancelling, current_cancel
+from toolcards.core.progress import ProgressReporter, current_progress, reporting
 from toolcards.errors import WiringError
 from toolcards.fs.tree_usage import workspace_usage
 from toolcards.sandbox.bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
@@ -91,6 +93,7 @@ if TYPE_CHECKING:
     from toolcards.sandbox.egress import EgressGate, EgressProxy
 
 __all__ = [
+    "CANCEL_STOP",
     "QUOTA_STOP",
     "SANDBOX_ACTOR_CLASSES",
     "BwrapSandboxActor",
@@ -210,21 +213,31 @@ class SandboxActor(pykka.ThreadingActor):
     # -- public API --------------------------------------------------------------------
 
     def run(
-        self, cmd: str, cwd: str = "", timeout_s: float | None = None, policy: CommandPolicy | None = None
+        self,
+        cmd: str,
+        cwd: str = "",
+        timeout_s: float | None = None,
+        policy: CommandPolicy | None = None,
+        cancel: CancelToken | None = None,
+        progress: ProgressReporter | None = None,
     ) -> pykka.Future[ExecResult]:
         """Start ``cmd`` in a worker thread; return a future of its :class:`ExecResult`.
 
         Returns at once (the actor thread never waits for a command). ``cwd`` is relative
         to the workspace; ``timeout_s`` may shorten the policy's deadline, never extend it.
         ``policy`` (default: :attr:`policy`) is what this command is allowed; see
-        :meth:`execute`. The future always resolves with a result, refusals and failures
-        included; only a programming error inside the sandbox reaches ``get()`` as an
-        exception.
+        :meth:`execute`. ``cancel`` is the call's token (:mod:`toolcards.core.cancel`): once
+        it is cancelled the command does not start, or its process group is killed at once
+        (``stopped="cancelled"``); ``progress`` hears how long it has run. The future always
+        resolves with a result, refusals and failures included; only a programming error
+        inside the sandbox reaches ``get()`` as an exception.
+
+        Changed in 0.3: ``cancel`` and ``progress``.
         """
         future: pykka.Future[ExecResult] = pykka.ThreadingFuture()
         worker = threading.Thread(
             target=self._work,
-            args=(future, cmd, cwd, timeout_s, policy),
+            args=(future, cmd, cwd, timeout_s, policy, cancel, progress),
             name=f"sandbox-{self.mode}",
             daemon=True,
         )
@@ -247,7 +260,9 @@ class SandboxActor(pykka.ThreadingActor):
         Thread-safe; this is what :meth:`run`'s worker calls. Call it on the actor object
         from your own thread, never through a proxy: there it would run on the actor thread
         and hold up every other command. Never raises for a refused, failed or
-        misbehaving command: the result says what happened.
+        misbehaving command: the result says what happened. The calling context's cancel
+        token and progress reporter (:func:`~toolcards.core.cancel.current_cancel`,
+        :func:`~toolcards.core.progress.current_progress`) apply to the command.
         """
         policy = policy or self.policy
         refusal = check_allowed(cmd, policy.options.allowed_commands)
@@ -260,7 +275,11 @@ class SandboxActor(pykka.ThreadingActor):
         if timeout_s is not None and timeout_s <= 0:
             return self._refused(cmd, f"SandboxError: timeout_s must be positive, got {timeout_s!r}.")
         deadline = policy.timeout_s if timeout_s is None else min(timeout_s, policy.timeout_s)
-        with self._slot():
+        cancel = current_cancel()
+        background = current_run() is not None  # a background run takes no slot
+        if not background and not self._take_slot(cancel):
+            return self._cancelled(cmd)
+        try:
             if self._closed:
                 return self._failed(cmd, "SandboxError: the sandbox is shutting down; nothing was run.")
             try:
@@ -273,15 +292,26 @@ class SandboxActor(pykka.ThreadingActor):
                 return self._failed(cmd, f"SandboxError: {exc}")
             except OSError as exc:
                 return self._failed(cmd, f"SandboxError: {type(exc).__name__}: {exc}")
+        finally:
+            if not background:
+                self._slots.release()
         if timeout_s is not None and timeout_s > policy.timeout_s:
             notes = (*result.notes, f"timeout capped at {policy.timeout_s:g} s, the sandbox's limit")
             result = result.model_copy(update={"notes": notes})
         return result
 
-    def _slot(self) -> contextlib.AbstractContextManager[Any]:
-        """A command slot (``max_concurrent``); none for a background run, which must not keep
-        the team's other commands waiting for as long as it lives."""
-        return contextlib.nullcontext() if current_run() is not None else self._slots
+    def _take_slot(self, cancel: CancelToken | None) -> bool:
+        """Wait for a free command slot; ``False`` (holding none) when the call is cancelled first."""
+        if cancel is None:
+            self._slots.acquire()
+            return True
+        while not self._slots.acquire(timeout=_SLOT_POLL_S):
+            if cancel.cancelled:
+                return False
+        if cancel.cancelled:
+            self._slots.release()
+            return False
+        return True
 
     def start_run(
         self,
@@ -457,6 +487,8 @@ class SandboxActor(pykka.ThreadingActor):
         handles: list[RunningProcess] = []
         watch = DiskWatch(self._usage, quota)
 
+        cancel = current_cancel()
+        forget_cancel: list[Callable[[], None]] = []
         run = current_run()
 
         def track(handle: RunningProcess) -> None:
@@ -480,7 +512,15 @@ class SandboxActor(pykka.ThreadingActor):
                 if stop_inside is not None:
                     stop_inside()
 
+            def stop_for_cancel() -> None:
+                # Runs in the cancelling thread (an event loop's): kill the group, block on nothing.
+                handle.interrupt(CANCEL_STOP)
+                if stop_inside is not None:
+                    threading.Thread(target=stop_inside, name="sandbox-cancel", daemon=True).start()
+
             watch.start(stop_for_quota)
+            if cancel is not None:
+                forget_cancel.append(cancel.on_cancel(stop_for_cancel))
 
         try:
             outcome = run_process(
@@ -492,10 +532,13 @@ class SandboxActor(pykka.ThreadingActor):
                 rlimits=rlimits,
                 cgroup=cgroup,
                 on_start=track,
+                progress=current_progress(),
                 on_output=None if run is None else run.log.add,
             )
             hits = cgroup.limit_hits(limits.max_processes, limits.memory_mb) if cgroup else []
         finally:
+            for forget in forget_cancel:
+                forget()
             watch.close()
             with self._lock:
                 self._running.difference_update(handles)
@@ -527,6 +570,9 @@ class SandboxActor(pykka.ThreadingActor):
             assert watch is not None
             stopped = QUOTA_STOP
             notes.append(_quota_note(limits, watch, ended=outcome.stopped_by != QUOTA_STOP))
+        elif outcome.stopped_by == CANCEL_STOP:
+            stopped = CANCEL_STOP
+            notes.append("cancelled by the caller: the command and every process it started were killed")
         elif outcome.stopped_by == RUN_STOP:
             stopped = RUN_STOP
             notes.append("stopped on request: the command and every process it started were killed")
@@ -572,6 +618,11 @@ class SandboxActor(pykka.ThreadingActor):
     def _failed(self, cmd: str, message: str) -> ExecResult:
         """A command the sandbox itself could not run."""
         return ExecResult(command=cmd, exit_code=None, error=message, backend=self.mode)
+
+    def _cancelled(self, cmd: str) -> ExecResult:
+        """A command whose call was cancelled before it started: it never ran."""
+        error = "SandboxError: the call was cancelled before the command started; nothing was run."
+        return ExecResult(command=cmd, exit_code=None, error=error, stopped=CANCEL_STOP, backend=self.mode)
 
     def _new_cgroup(self, policy: CommandPolicy) -> CommandCgroup | None:
         if not policy.options.use_cgroup:
@@ -646,9 +697,12 @@ class SandboxActor(pykka.ThreadingActor):
         cwd: str,
         timeout_s: float | None,
         policy: CommandPolicy | None,
+        cancel: CancelToken | None = None,
+        progress: ProgressReporter | None = None,
     ) -> None:
         try:
-            future.set(self.execute(cmd, cwd, timeout_s, policy))
+            with cancelling(cancel), reporting(progress):
+                future.set(self.execute(cmd, cwd, timeout_s, policy))
         except BaseException:
             future.set_exception()
         finally:
@@ -658,6 +712,12 @@ class SandboxActor(pykka.ThreadingActor):
 
 QUOTA_STOP = "disk quota"
 """``ExecResult.stopped`` of a command stopped because the workspace passed its disk quota."""
+
+CANCEL_STOP = "cancelled"
+"""``ExecResult.stopped`` of a command whose call its caller cancelled (killed, or never started)."""
+
+_SLOT_POLL_S = 0.05
+"""How often a command waiting for a slot looks whether its call was cancelled."""
 
 QUOTA_ADVICE = "delete files you no longer need (rm), or write less, then run the command again"
 

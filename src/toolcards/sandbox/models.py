@@ -242,7 +242,8 @@ class ExecResult(BaseModel):
     timed_out: bool = False
     stopped: str | None = None
     """Why the sandbox stopped the command before it ended: ``"timeout"``, ``"disk quota"``
-    (the workspace grew past ``ExecLimits.disk_mb``) or ``"shutdown"``; ``None`` otherwise."""
+    (the workspace grew past ``ExecLimits.disk_mb``), ``"cancelled"`` (its caller cancelled
+    the call) or ``"shutdown"``; ``None`` otherwise."""
     error: str | None = None
     """``CommandNotAllowedError: ...`` or ``SandboxError: ...``: the command did not run."""
     refused: bool = False

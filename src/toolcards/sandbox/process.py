@@ -20,6 +20,12 @@ the ``docker`` client). The sequence, in the calling (worker) thread:
    and its cgroup is emptied: background processes never outlive the command. Only then
    are the pipes drained: a background grandchild holding stdout would otherwise keep
    them open forever.
+
+A caller that gives up (a cancelled call: :mod:`toolcards.core.cancel`) kills the process
+group from its own thread with :meth:`RunningProcess.interrupt`, at once; the loop then sees
+the command end and empties its cgroup as after any exit. While the command runs, the loop
+reports its progress (seconds running, bytes of output) to the call's
+:class:`~toolcards.core.progress.ProgressReporter`, when it has one.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from toolcards.core.progress import ProgressReporter
 from toolcards.sandbox.cgroup import CommandCgroup
 from toolcards.sandbox.models import CAPTURE_MARKER, ExecLimits
 
@@ -62,6 +69,9 @@ _DRAIN_GRACE_S = 0.5
 """How long pipes may stay open after the command is killed (a detached holder, no cgroup)."""
 
 _READ_CHUNK = 65536
+
+PROGRESS_INTERVAL_S = 1.0
+"""How often a running command reports its progress (when the call has a reporter)."""
 
 GATE = 'read -r go && [ "$go" = go ] || exit 125; exec </dev/null; exec "$@"'
 """The script ``/bin/sh`` runs before the command: wait for ``go`` on stdin (sent once the
@@ -320,13 +330,16 @@ def run_process(
     rlimits: Sequence[tuple[int, int]] = (),
     cgroup: CommandCgroup | None = None,
     on_start: Callable[[RunningProcess], None] | None = None,
+    progress: ProgressReporter | None = None,
     on_output: Callable[[str, bytes], None] | None = None,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion or to its deadline. Blocks the calling thread.
 
     ``on_start`` receives the handle as soon as the process exists (so a supervisor can
-    kill it); the caller removes it again after this returns. ``on_output(stream, chunk)``
-    hears each chunk of ``"stdout"`` and ``"stderr"`` as it is read (a background run's log).
+    kill it); the caller removes it again after this returns. ``progress`` hears, every
+    :data:`PROGRESS_INTERVAL_S`, how long the command has run and how much it printed.
+    ``on_output(stream, chunk)`` hears each chunk of ``"stdout"`` and ``"stderr"`` as it is read
+    (a background run's log).
 
     Raises:
         SpawnFailed: the process could not be started (missing executable, no permission,
@@ -380,7 +393,8 @@ def run_process(
         selector.register(proc.stdout.fileno(), selectors.EVENT_READ, out)
         selector.register(proc.stderr.fileno(), selectors.EVENT_READ, err)
         selector.register(exit_fd, selectors.EVENT_READ, None)
-        timed_out = not _pump(selector, started + timeout_s, stop_on_exit=True)
+        tick = _progress_tick(progress, started, out, err) if progress is not None else None
+        timed_out = not _pump(selector, started + timeout_s, stop_on_exit=True, tick=tick)
         handle.terminate()
         returncode = proc.wait()
         detached = not _pump(selector, time.monotonic() + _DRAIN_GRACE_S, stop_on_exit=False)
@@ -427,19 +441,44 @@ def _check_executable(program: str, cwd: Path, env: Mapping[str, str]) -> None:
         raise FileNotFoundError(errno.ENOENT, "No such file or directory (or not executable)", program)
 
 
-def _pump(selector: selectors.BaseSelector, deadline: float, *, stop_on_exit: bool) -> bool:
-    """Read ready streams until the process exits (``stop_on_exit``) or both reach EOF.
+def _progress_tick(
+    progress: ProgressReporter, started: float, out: OutputCapture, err: OutputCapture
+) -> Callable[[float], None]:
+    def tick(now: float) -> None:
+        elapsed = now - started
+        printed = out.total + err.total
+        progress.report(round(elapsed, 1), None, f"running for {elapsed:.0f} s; {printed:,} bytes of output so far")
+
+    return tick
+
+
+def _pump(
+    selector: selectors.BaseSelector,
+    deadline: float,
+    *,
+    stop_on_exit: bool,
+    tick: Callable[[float], None] | None = None,
+) -> bool:
+    """Read ready streams until the process exits (``stop_on_exit``) or both reach EOF;
+    ``tick(now)`` every :data:`PROGRESS_INTERVAL_S` meanwhile.
 
     Returns False when ``deadline`` passed first.
     """
+    next_tick = time.monotonic() + PROGRESS_INTERVAL_S
     while True:
         streams = [key for key in selector.get_map().values() if key.data is not None]
         waiting_for_exit = stop_on_exit and any(key.data is None for key in selector.get_map().values())
         if not streams and not waiting_for_exit:
             return True
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
             return False
+        if tick is not None:
+            if now >= next_tick:
+                tick(now)
+                next_tick = now + PROGRESS_INTERVAL_S
+            remaining = min(remaining, max(next_tick - now, 0.0))
         for key, _ in selector.select(remaining):
             if key.data is None:
                 selector.unregister(key.fd)

@@ -1,7 +1,8 @@
 """``ExecTool``: shell commands in the team workspace, run by the team's sandbox.
 
 Channels: ``exec_command`` is a TOOL_CALL and a COMMAND. One sandbox actor per team
-(``#SandboxActor``, race-free ``get_or_spawn``) serves every agent's calls; commands run
+(``#SandboxActor``, race-free ``get_or_spawn``) serves every agent's calls (a directory
+mounted as a workspace, an MCP client's root, has its own: ``#SandboxActor:<workspace id>``); commands run
 in worker threads, so one agent's long build does not hold up another's ``ls``.
 
 Each card's settings are its own. Every call carries the card's :class:`CommandPolicy`
@@ -14,9 +15,12 @@ cards and every difference, never a silent merge.
 
 What the model reads: a command that ran (whatever its exit code) returns the exit code,
 stdout and stderr (each capped, saying what was cut) inside the untrusted-output envelope.
-A command that did not run or was stopped is an error, so adapters report it as one
-(pydantic-ai retry, MCP ``isError``): a refusal (not allowed, bad ``cwd``, too long) and a
-command stopped at the disk quota are ``RetriableError``; one stopped at its deadline is
+A call cancelled by its caller kills the command's process group at once, or keeps it from
+starting (:mod:`toolcards.core.cancel`); while it runs, it reports how long it has run to a
+caller that listens (:mod:`toolcards.core.progress`). A command that did not run or was
+stopped is an error, so adapters report it as one (pydantic-ai retry, MCP ``isError``): a
+refusal (not allowed, bad ``cwd``, too long) and a command stopped at the disk quota are
+``RetriableError``; one stopped at its deadline is
 ``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
 Output of a stopped command is included, inside the envelope.
 
@@ -49,15 +53,18 @@ from typing import Annotated, Any, ClassVar, cast
 from pydantic import Field, PrivateAttr, field_validator
 
 from toolcards.core.bounds import unlisted_bound
+from toolcards.core.cancel import CANCELLED_MESSAGE, current_cancel
 from toolcards.core.card import Capability, ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.output import wrap_untrusted
 from toolcards.core.params import BaseToolParam
+from toolcards.core.progress import current_progress
 from toolcards.core.services import WORKSPACE_COMMANDS
-from toolcards.errors import RetriableError, ToolFailed, ToolTimeout, WiringError
-from toolcards.fs.locations import WorkspaceId, workspace_dir
-from toolcards.sandbox.actor import QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
+from toolcards.errors import CallCancelled, RetriableError, ToolFailed, ToolTimeout, WiringError
+from toolcards.fs.locations import WorkspaceId, is_mounted, workspace_dir
+from toolcards.sandbox.actor import CANCEL_STOP, QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
 from toolcards.sandbox.guards import MAX_COMMAND_CHARS
 from toolcards.sandbox.hosts import HostAllowlist
 from toolcards.sandbox.models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
@@ -156,6 +163,7 @@ class ExecTool(ToolCard):
     exec_runs: ExecRunsParam | bool = True
     _sandbox: SandboxProxy | None = PrivateAttr(default=None)
     _policy: CommandPolicy | None = PrivateAttr(default=None)
+    _actor_name: str = PrivateAttr(default=ACTOR_NAME)
     _workspace: Path | None = PrivateAttr(default=None)
     _team: Any = PrivateAttr(default=None)
     _member: str = PrivateAttr(default="")
@@ -164,6 +172,10 @@ class ExecTool(ToolCard):
         agent: ActorToolObserver = observer
         actor_class: type[SandboxActor] = sandbox_actor_class(self.mode)
         workspace = workspace_dir(self.workspace_id or agent.team_id)
+        # A directory mounted as a workspace (an MCP client's root) gets a sandbox of its own:
+        # the team's runs in the team's tree.
+        mounted = self.workspace_id is not None and is_mounted(self.workspace_id)
+        self._actor_name = f"{ACTOR_NAME}:{self.workspace_id}" if mounted else ACTOR_NAME
         options = {
             **self.options,
             **self._network_options(actor_class),
@@ -173,7 +185,7 @@ class ExecTool(ToolCard):
         label = f"ExecTool of {agent.address.handle}"
         try:
             sandbox = agent.team.get_or_spawn(
-                ACTOR_NAME,
+                self._actor_name,
                 actor_class,
                 workspace,
                 policy.limits,
@@ -184,13 +196,13 @@ class ExecTool(ToolCard):
             )
         except TypeError:
             # The team's sandbox is of another class (another mode): report it below.
-            ref = agent.team.tool_actors().get(ACTOR_NAME)
+            ref = agent.team.tool_actors().get(self._actor_name)
             if ref is None or not ref.is_alive() or issubclass(ref.actor_class, actor_class):
                 raise
             sandbox = cast(SandboxProxy, ref.proxy())
-        differences = self.ask(sandbox.conflicts(actor_class.mode, workspace, policy), actor=ACTOR_NAME)
+        differences = self.ask(sandbox.conflicts(actor_class.mode, workspace, policy), actor=self._actor_name)
         if differences:
-            owner: str = self.ask(sandbox.owner, actor=ACTOR_NAME)
+            owner: str = self.ask(sandbox.owner, actor=self._actor_name)
             raise WiringError(
                 f"{label} cannot share team {agent.team_id}'s sandbox with {owner}: "
                 + "; ".join(f"{difference} ({label} vs {owner})" for difference in differences)
@@ -270,6 +282,7 @@ class ExecTool(ToolCard):
         untrusted_output=True,
         output_budget=21_000,
         mutates=True,  # a command may change any file of the workspace
+        hints=ToolHints(title="Run command", destructive=True, open_world=True, long_running=True),
     )
     def run(
         self,
@@ -304,8 +317,12 @@ class ExecTool(ToolCard):
             timeout_s: Seconds before it is killed (at most the configured limit).
         """
         with self._journaled(cmd, timeout_s):
-            running = self.ask(self.bound(self._sandbox).run(cmd, cwd, timeout_s, self._policy), actor=ACTOR_NAME)
-            result: ExecResult = self.ask(running, actor=ACTOR_NAME)
+            sandbox = self.bound(self._sandbox)
+            running = self.ask(
+                sandbox.run(cmd, cwd, timeout_s, self._policy, current_cancel(), current_progress()),
+                actor=self._actor_name,
+            )
+            result: ExecResult = self.ask(running, actor=self._actor_name)
         return _answer(result, self.limits.output_chars)
 
     def _start_background(self, cmd: str, cwd: str, timeout_s: float | None) -> str:
@@ -394,7 +411,7 @@ class ExecTool(ToolCard):
             header.append(f"[more: exec_output run_id={status.run_id} offset={page.next_offset}]")
         return "\n".join([*header, page.text]) if page.text else "\n".join(header)
 
-    @capability("exec_stop", mutates=True)
+    @capability("exec_stop", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
     def stop(self, run_id: str) -> str:
         """Kill a background run and every process it started.
 
@@ -450,7 +467,10 @@ def _answer(result: ExecResult, output_chars: int) -> str:
             stopped at the disk quota (with its output, in the untrusted envelope).
         ToolTimeout: the command was stopped at its deadline (with its output).
         ToolFailed: the sandbox could not run it, or shut down while it ran.
+        CallCancelled: the call was cancelled; the command was killed or never started.
     """
+    if result.stopped == CANCEL_STOP:
+        raise CallCancelled(CANCELLED_MESSAGE)
     if result.error is not None:
         if result.refused:
             raise RetriableError(result.error)

@@ -14,6 +14,7 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.params import BaseToolParam
 from toolcards.search.client import TavilySettings, WebSearch
 
@@ -62,7 +63,7 @@ class SearchTool(ToolCard):
             self._client = WebSearch(self.settings)
         return self._client
 
-    @capability("web_search", untrusted_output=True)
+    @capability("web_search", untrusted_output=True, hints=ToolHints(title="Search web", open_world=True))
     def search(
         self,
         query: Annotated[str, Field(min_length=1, max_length=400)],
@@ -81,7 +82,7 @@ class SearchTool(ToolCard):
             query, max_results=max_results or param.max_results, search_depth=search_depth or param.search_depth
         )
 
-    @capability("web_fetch", untrusted_output=True)
+    @capability("web_fetch", untrusted_output=True, hints=ToolHints(title="Fetch pages", open_world=True))
     def fetch(self, urls: list[str], query: str | None = None) -> str:
         """Fetch pages and return their clean text.
 
@@ -91,7 +92,12 @@ class SearchTool(ToolCard):
         """
         return self.client.fetch(urls, query)
 
-    @capability("web_crawl", untrusted_output=True, timeout_s=180)
+    @capability(
+        "web_crawl",
+        untrusted_output=True,
+        timeout_s=180,
+        hints=ToolHints(title="Crawl website", open_world=True, long_running=True),
+    )
     def crawl(self, url: str, instructions: str | None = None) -> str:
         """Crawl one site from a URL and return its pages' text.
 

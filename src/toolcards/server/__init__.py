@@ -14,13 +14,18 @@
 * :mod:`~toolcards.server.sdk` — the SDK's low-level ``Server`` over a ``TeamServer`` (HTTP,
   in-process clients);
 * :mod:`~toolcards.server.jsonrpc`, :mod:`~toolcards.server.connection` — JSON-RPC framing and
-  MCP's handshake protocol without the SDK (stdio), :mod:`~toolcards.server.call_span` its
-  tracing span, :mod:`~toolcards.server.stateless_stdio` the stateless protocol handed to the SDK;
+  both MCP protocol eras without the SDK (stdio; :mod:`~toolcards.server.modern` the
+  stateless 2026-07-28 rules), :mod:`~toolcards.server.call_span` its tracing span;
 * :mod:`~toolcards.server.session` — one agent of the team per client;
 * :mod:`~toolcards.server.facade` — ``search_tools`` / ``describe_tool`` / ``call_tool``;
 * :mod:`~toolcards.server.resources` — system prompts as resources and prompts, with
   change notifications;
 * :mod:`~toolcards.server.results` — return values as MCP content;
+* :mod:`~toolcards.server.definitions` — tools as MCP tool definitions (title, annotations,
+  output schema), :mod:`~toolcards.server.templates` resource templates and completion,
+  :mod:`~toolcards.server.approval` approval by asking the client's user,
+  :mod:`~toolcards.server.tasks` long calls as tasks, :mod:`~toolcards.server.roots` the
+  client's roots as its workspace;
 * :mod:`~toolcards.server.stdio`, :mod:`~toolcards.server.http` — transports; over HTTP a
   token on every request (generated unless given), host checks;
 * :mod:`~toolcards.server.client_limits`, :mod:`~toolcards.server.limited_protocol` — how

@@ -26,12 +26,19 @@ in this order, by the ``X-Agent-Name`` HTTP header, the server's fixed ``agent_n
 stateless 2026-07-28 protocol), or ``mcp-client``. Clients declaring the same name act as
 the same agent.
 
-Approval: MCP has no way to ask a human to approve one call, so a tool marked
-``requires_approval`` is refused by the pipeline's approval step
-(:mod:`toolcards.core.approval`), after its arguments were validated, with an ``isError``
-result saying so, unless the config sets ``approve_all`` (``--approve-all``): then every call
-is passed as approved, and the client's own confirmation (most MCP clients ask the user
-before each tool call) is the only gate.
+Approval: a tool marked ``requires_approval`` is approved by the client's user where the
+client declared ``elicitation`` (:mod:`toolcards.server.approval`): the pipeline's approval
+step, after the arguments were validated, asks, and ``accept`` runs the call once. Without
+the capability it is refused with an ``isError`` result saying so, unless the config sets
+``approve_all`` (``--approve-all``): then every call is passed as approved, and the client's
+own confirmation (most MCP clients ask the user before each tool call) is the only gate.
+
+Beyond calls: a call's ``progressToken`` gets ``notifications/progress`` while it runs
+(:mod:`toolcards.core.progress`); a cancelled call stops its work
+(:mod:`toolcards.core.cancel`); long calls may run as tasks (:mod:`toolcards.server.tasks`);
+tool definitions carry their cards' hints (:mod:`toolcards.server.definitions`); read-only
+lookups are resource templates with argument completion (:mod:`toolcards.server.templates`);
+the client's roots may be the workspace (:mod:`toolcards.server.roots`).
 """
 
 from __future__ import annotations
@@ -46,10 +53,12 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolcards.core.approval import ApprovalRequired
+from toolcards.core.approval import ApprovalRequired, Approver, approving
 from toolcards.core.channels import Channels
+from toolcards.core.progress import ProgressReporter, ProgressSink, reporting
 from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.server.config import ServeConfig
+from toolcards.server.definitions import tool_definition
 from toolcards.server.facade import CALL_TOOL, META_TOOLS, ToolCatalog, meta_tools, summary, unknown_tool_message
 from toolcards.server.jsonrpc import INVALID_PARAMS, RequestError
 from toolcards.server.resources import (
@@ -70,8 +79,11 @@ if TYPE_CHECKING:
     from toolcards.actors.system import ActorSystem
     from toolcards.core.card import ToolCard
     from toolcards.core.tool import Tool
+    from toolcards.server.approval import PendingApprovals
+    from toolcards.server.tasks import TaskRegistry
+    from toolcards.server.templates import Template
 
-__all__ = ["AGENT_HEADER", "RESOURCE_NOT_FOUND", "TeamServer"]
+__all__ = ["AGENT_HEADER", "MODERN_RESOURCE_NOT_FOUND", "RESOURCE_NOT_FOUND", "TeamServer"]
 
 logger = logging.getLogger("toolcards.server")
 
@@ -79,7 +91,11 @@ AGENT_HEADER = "x-agent-name"
 """The HTTP header naming the agent a request acts as."""
 
 RESOURCE_NOT_FOUND = -32002
-"""The MCP error code for a resource URI the server does not have."""
+"""The MCP error code for a resource URI the server does not have (handshake protocol)."""
+MODERN_RESOURCE_NOT_FOUND = INVALID_PARAMS
+"""The same on the stateless 2026-07-28 protocol, which made it invalid params."""
+LATEST_VERSION = "2025-11-25"
+"""The newest handshake protocol version: what a tool definition is shaped for by default."""
 SWEEP_INTERVAL_S = 60.0
 
 # A client sends its name with every request: clean each distinct name once, not per call.
@@ -122,6 +138,9 @@ class TeamServer:
         from toolcards.store.presence import store_presence
 
         self.config = config
+        self._make_cards: Callable[[], Sequence[ToolCard]] = (
+            config.build_cards if cards is None else (cards if callable(cards) else _copies(cards))
+        )
         # Checked before any actor starts: a refused name must not leave threads behind.
         self.agent_name = _checked_agent_name(agent_name)
         self._owns_system = system is None
@@ -153,6 +172,7 @@ class TeamServer:
             weakref.WeakKeyDictionary()
         )
         self._context_tools: weakref.WeakKeyDictionary[AgentSession, Tool] = weakref.WeakKeyDictionary()
+        self._templates: weakref.WeakKeyDictionary[AgentSession, list[Template]] = weakref.WeakKeyDictionary()
         self._last_sweep = time.monotonic()
         self._loop: asyncio.AbstractEventLoop | None = None  # the loop astart() attached to
 
@@ -173,6 +193,20 @@ class TeamServer:
                     self._notifier.bus = self._bus
                 self._server = sdk_server(self)
             return self._server
+
+    @functools.cached_property
+    def tasks(self) -> TaskRegistry:
+        """Long calls run as MCP tasks (:mod:`toolcards.server.tasks`)."""
+        from toolcards.server.tasks import TaskRegistry
+
+        return TaskRegistry()
+
+    @functools.cached_property
+    def approvals(self) -> PendingApprovals:
+        """Approvals asked on the stateless protocol, waiting for their call to come back."""
+        from toolcards.server.approval import PendingApprovals
+
+        return PendingApprovals()
 
     def start(self) -> None:
         """Bind the cards once (checking the wiring), start the team's tool actors and
@@ -253,36 +287,55 @@ class TeamServer:
             session = await asyncio.to_thread(self.sessions.open, key)
         return session
 
-    async def lease(self, holder: Any, key: str) -> AgentSession:
+    async def lease(self, holder: Any, key: str, *, workspace: str | None = None) -> AgentSession:
         """The session of agent ``key`` held by connection ``holder`` until :meth:`release`.
 
         One lease per agent per connection, also when concurrent requests race for it.
-        ``holder`` is kept by a weak reference.
+        ``holder`` is kept by a weak reference. ``workspace`` is a workspace id for the
+        agent's cards (the client's root, :mod:`toolcards.server.roots`); sessions on
+        different workspaces are different sessions of the same agent name.
         """
         await self._ready()
         held = self._leases.get(holder)
         if held is None:
             held = {}
             self._leases[holder] = held
-        session = held.get(key)
+        slot = key if workspace is None else f"{key}\x00{workspace}"
+        session = held.get(slot)
         if session is not None and not session.closed:
             return session
-        session = await asyncio.to_thread(self.sessions.lease, key)
-        current = held.get(key)
+        if workspace is None:
+            session = await asyncio.to_thread(self.sessions.lease, key)
+        else:
+            from toolcards.server.roots import rooted_cards
+
+            cards = rooted_cards(self._make_cards, workspace, self.config.roots)
+            session = await asyncio.to_thread(functools.partial(self.sessions.lease, slot, name=key, cards=cards))
+        current = held.get(slot)
         if current is not None and not current.closed:
             # A concurrent request on this connection leased first: one lease per connection.
             await asyncio.to_thread(self.sessions.release, session)
             return current
-        held[key] = session
+        held[slot] = session
         return session
 
-    async def release(self, holder: Any) -> None:
-        """Connection ``holder`` ended: drop its leases and resource subscriptions."""
-        held = self._leases.pop(holder, None) or {}
+    async def release(self, holder: Any, session: AgentSession | None = None) -> None:
+        """Connection ``holder`` ended: drop its leases, resource subscriptions and tasks; or
+        only its lease on ``session`` (its roots changed)."""
+        held = self._leases.get(holder) or {}
+        if session is not None:
+            for slot, leased in list(held.items()):
+                if leased is session:
+                    del held[slot]
+                    await asyncio.to_thread(self.sessions.release, session)
+            return
+        self._leases.pop(holder, None)
         if self._notifier is not None:
             self._notifier.forget(holder)
-        for session in held.values():
-            await asyncio.to_thread(self.sessions.release, session)
+        if "tasks" in self.__dict__:  # only when a task was ever started
+            self.tasks.forget(holder)
+        for leased in held.values():
+            await asyncio.to_thread(self.sessions.release, leased)
 
     async def _ready(self) -> None:
         if self._loop is not asyncio.get_running_loop():  # once per loop: the team is started there
@@ -316,14 +369,32 @@ class TeamServer:
             text += " Find tools with search_tools, see arguments with describe_tool, run them with call_tool."
         return text
 
-    def capabilities(self) -> dict[str, Any]:
-        """The handshake protocol's ``capabilities``: tools, prompts, and resources one can
-        subscribe to (no list changes: a team's tools and prompts are fixed)."""
-        return {
+    def capabilities(self, version: str = LATEST_VERSION) -> dict[str, Any]:
+        """The ``capabilities`` for a client speaking ``version``: tools, prompts, resources
+        one can subscribe to, completions; on the handshake protocol also logging, and tasks
+        on 2025-11-25. On the stateless protocol changes reach ``subscriptions/listen``.
+
+        Changed in 0.3: ``version``; completions, logging and tasks.
+        """
+        if version >= "2026-07-28":
+            return {
+                "completions": {},
+                "prompts": {"listChanged": True},
+                "resources": {"listChanged": True, "subscribe": True},
+                "tools": {"listChanged": True},
+            }
+        capabilities: dict[str, Any] = {
+            "completions": {},
+            "logging": {},
             "prompts": {"listChanged": False},
             "resources": {"listChanged": False, "subscribe": True},
             "tools": {"listChanged": False},
         }
+        if version == "2025-11-25":  # the one version with tasks in its core
+            from toolcards.server.tasks import TASKS_CAPABILITY
+
+            capabilities["tasks"] = TASKS_CAPABILITY
+        return capabilities
 
     # -- tools ------------------------------------------------------------------------------
 
@@ -361,14 +432,19 @@ class TeamServer:
             )
         return tool
 
-    def tools_page(self, session: AgentSession) -> dict[str, Any]:
-        """The ``tools/list`` result for ``session``."""
-        return {
-            "tools": [
-                {"name": tool.name, "description": tool.description, "inputSchema": tool.parameters_schema}
-                for tool in self.listed_tools(session)
-            ]
-        }
+    def tools_page(self, session: AgentSession, version: str = LATEST_VERSION) -> dict[str, Any]:
+        """The ``tools/list`` result for ``session``, shaped for ``version``
+        (:func:`~toolcards.server.definitions.tool_definition`)."""
+        return {"tools": [tool_definition(tool, version, tasks=True) for tool in self.listed_tools(session)]}
+
+    def find_tool(self, session: AgentSession, name: str) -> Tool | None:
+        """The tool ``name`` as ``session`` calls it (the facade's meta tools included)."""
+        if self.config.facade and name in META_TOOLS:
+            return self._facade(session)[1][name]
+        tool = session.tools.get(name)
+        if tool is None and name == CONTEXT_TOOL:
+            tool = self._context_tool(session)
+        return tool
 
     async def call(
         self,
@@ -378,27 +454,42 @@ class TeamServer:
         *,
         call_id: str | None = None,
         idempotency_key: str | None = None,
+        progress: ProgressSink | None = None,
+        approver: Approver | None = None,
     ) -> dict[str, Any]:
         """The ``tools/call`` result of tool ``name`` (or a facade meta tool) for ``session``.
 
         ``idempotency_key`` is the client's key of the call
         (:func:`toolcards.server.idempotency.idempotency_key`): a
-        mutating call sent again with it is applied at most once.
+        mutating call sent again with it is applied at most once. ``progress`` receives the
+        call's progress (a few reports a second at most), for a client that sent a
+        ``progressToken``. ``approver`` decides a tool that ``requires_approval`` (asking the
+        client's user, :mod:`toolcards.server.approval`) unless the config approves all.
+        Cancelling the awaiting task cancels the call (:mod:`toolcards.core.cancel`).
 
         A stop request for the session's agent (``stop_member``) is checked first: the call
         does not run, and its result (``isError``) tells the client it was stopped and why.
 
         Never raises for the tool's sake: every failure is a result with ``isError`` and a
-        message the model can act on, never "Internal server error".
+        message the model can act on, never "Internal server error". On the stateless
+        protocol, a call waiting for its user's approval answers an ``input_required``
+        result instead.
+
+        Changed in 0.3: ``progress`` and ``approver``.
         """
+        reporter = ProgressReporter(progress) if progress is not None else None
         try:
             if session.factory.steers:
                 stop = await asyncio.to_thread(session.factory.take_stop)
                 if stop is not None:
                     return error_wire(stop.for_model())
-            return await self._call(session, name, arguments, call_id, idempotency_key)
+            with reporting(reporter), approving(approver):
+                return await self._call(session, name, arguments, call_id, idempotency_key)
         except Exception as exc:
             return call_failure(name, exc)
+        finally:
+            if reporter is not None:
+                reporter.close()
 
     async def _call(
         self, session: AgentSession, name: str, arguments: Any, call_id: str | None, key: str | None
@@ -430,7 +521,11 @@ class TeamServer:
                 idempotency_key=key,
             )
         except ApprovalRequired as exc:
-            if not exc.deferrable:  # an approver of the session's factory refused it
+            from toolcards.server.approval import ApprovalNeeded
+
+            if isinstance(exc, ApprovalNeeded):  # the stateless protocol: the client asks, then calls again
+                return exc.result()
+            if not exc.deferrable:  # an approver refused it
                 return error_wire(str(exc))
             return error_wire(
                 f"{tool.name} needs a human's approval, which this MCP server cannot ask for, so it did not run. "
@@ -465,11 +560,11 @@ class TeamServer:
             ]
         }
 
-    def _prompt_tool(self, session: AgentSession, name: str | None, what: str) -> Tool:
-        tool = session.prompts.get(name) if name else None
+    def _prompt_tool(self, session: AgentSession, name: Any, what: str, *, missing: int = RESOURCE_NOT_FOUND) -> Tool:
+        tool = session.prompts.get(name) if isinstance(name, str) and name else None
         if tool is None:
             known = ", ".join(sorted(session.prompts)) or "none"
-            code = RESOURCE_NOT_FOUND if what == "resource" else INVALID_PARAMS
+            code = missing if what == "resource" else INVALID_PARAMS
             raise RequestError(code, f"Unknown {what} {name!r}. Known: {known}.")
         return tool
 
@@ -484,15 +579,73 @@ class TeamServer:
             return text
         return f"{text}\nThe tools named above are reached through {CALL_TOOL}(name, arguments)."
 
-    async def read_resource(self, session: AgentSession, uri: str) -> dict[str, Any]:
-        """The ``resources/read`` result for ``uri``, rendered for ``session``'s agent.
+    async def read_resource(
+        self, session: AgentSession, uri: str, *, missing: int = RESOURCE_NOT_FOUND
+    ) -> dict[str, Any]:
+        """The ``resources/read`` result for ``uri``, rendered for ``session``'s agent: a
+        system prompt, or a resource template's instance (the tool's answer).
 
         Raises:
-            RequestError: ``uri`` is not one of the team's resources (``RESOURCE_NOT_FOUND``).
+            RequestError: ``uri`` is not one of the team's resources, or the tool behind a
+                template could not answer for it (code ``missing``: ``RESOURCE_NOT_FOUND``,
+                ``MODERN_RESOURCE_NOT_FOUND`` on the stateless protocol).
         """
-        tool = self._prompt_tool(session, prompt_name(self.config.team_id, uri) or uri, "resource")
+        name = prompt_name(self.config.team_id, uri) or uri
+        if name not in session.prompts:
+            from toolcards.server.templates import matching
+
+            matched = matching(self.templates(session), uri)
+            if matched is not None:
+                return await self._read_template(matched[0], matched[1], uri, missing)
+        tool = self._prompt_tool(session, name, "resource", missing=missing)
         text = self._as_served(session.tools, await render_prompt(tool))
         return {"contents": [{"uri": uri, "text": text, "mimeType": PROMPT_MIME_TYPE}]}
+
+    async def _read_template(self, template: Template, value: str, uri: str, missing: int) -> dict[str, Any]:
+        try:
+            result = await template.tool.call({template.argument: value}, channel=Channels.TOOL_CALL)
+        except (RetriableError, ToolFailed) as exc:
+            raise RequestError(missing, f"Resource {uri} is not available: {exc}", {"uri": uri}) from exc
+        return {"contents": [{"uri": uri, "text": str(result), "mimeType": "text/plain"}]}
+
+    def templates(self, session: AgentSession) -> list[Template]:
+        """``session``'s resource templates (:mod:`toolcards.server.templates`)."""
+        found = self._templates.get(session)
+        if found is None:
+            from toolcards.server.templates import templates_for
+
+            found = self._templates[session] = templates_for(self.config.team_id, list(session.tools.values()))
+        return found
+
+    def templates_page(self, session: AgentSession) -> dict[str, Any]:
+        """The ``resources/templates/list`` result."""
+        return {"resourceTemplates": [template.wire() for template in self.templates(session)]}
+
+    async def complete(self, session: AgentSession, params: Mapping[str, Any]) -> dict[str, Any]:
+        """The ``completion/complete`` result: values for a resource template's variable
+        (a prompt has no arguments, so none for it).
+
+        Raises:
+            RequestError: the reference is neither one of the templates nor a prompt (``-32602``).
+        """
+        from toolcards.server.templates import completion_result, template_by_uri
+
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, Mapping) or not isinstance(argument, Mapping):
+            raise RequestError(INVALID_PARAMS, "Invalid request parameters", "completion needs ref and argument")
+        name, typed = argument.get("name"), argument.get("value")
+        if not isinstance(name, str) or not isinstance(typed, str):
+            raise RequestError(INVALID_PARAMS, "Invalid request parameters", "argument needs name and value")
+        if ref.get("type") == "ref/prompt":
+            self._prompt_tool(session, ref.get("name"), "prompt")
+            return completion_result([])
+        template = template_by_uri(self.templates(session), str(ref.get("uri")))
+        if ref.get("type") != "ref/resource" or template is None:
+            raise RequestError(INVALID_PARAMS, "Invalid request parameters", f"no resource template {ref.get('uri')!r}")
+        if name != template.argument:
+            return completion_result([])
+        return await asyncio.to_thread(template.complete, typed)
 
     async def get_prompt(self, session: AgentSession, name: str) -> dict[str, Any]:
         """The ``prompts/get`` result for prompt ``name``, rendered for ``session``'s agent.
@@ -517,6 +670,13 @@ class TeamServer:
         """Stop :meth:`subscribe`."""
         if self._notifier is not None:
             self._notifier.unsubscribe(holder, uri)
+
+
+def _copies(cards: Sequence[ToolCard]) -> Callable[[], list[ToolCard]]:
+    from toolcards.core.registry import dump_cards, load_cards
+
+    data = dump_cards(list(cards))
+    return lambda: load_cards(data)
 
 
 def _checked_agent_name(name: str | None) -> str | None:

@@ -12,6 +12,8 @@ A config is YAML (or JSON, which is YAML) with one team::
     hot_tools: [get_planning]  # in facade mode, also list these tools directly
     context_tool: true         # list get_team_context: the live context as a tool result
     approve_all: false         # true: run tools marked requires_approval without asking
+    approval_timeout_s: 300    # how long a user asked to approve a call may take
+    roots: "off"               # read-only / writable: the client's root is the workspace
     imports: [mypkg.cards]     # modules to import first (cards register when defined)
     user_id: null              # the human the team works for, if any
 
@@ -26,7 +28,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -58,7 +60,13 @@ class ServeConfig(BaseModel):
     hot_tools: list[str] = Field(default_factory=list)
     """Tools listed directly in facade mode, next to the meta tools."""
     approve_all: bool = False
-    """Run tools marked ``requires_approval`` without a human approval (MCP has no approval flow)."""
+    """Run tools marked ``requires_approval`` without asking anyone (otherwise the client's user
+    is asked where the client can elicit, and the call refused where it cannot)."""
+    approval_timeout_s: float = Field(default=300.0, gt=0, le=86_400)
+    """Seconds the client's user may take to approve a call before it is refused."""
+    roots: Literal["off", "read-only", "writable"] = "off"
+    """``read-only`` / ``writable``: the client's first root directory is its agent's
+    workspace (``--roots``), read-only unless ``writable``; ``off``: the configured tree."""
     context_tool: bool = True
     """List ``get_team_context``, which returns the team's live context (the plan, the graph
     summary: what the cards' system prompts render), for clients that read no resources."""

@@ -15,7 +15,6 @@ plus the tools the config keeps on the hot path (``hot_tools``). An unknown name
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
@@ -78,9 +77,17 @@ def meta_tools(catalog: ToolCatalog[Tool]) -> dict[str, Tool]:
         """Run a tool by name with its arguments."""
         return {"name": name, "arguments": arguments or {}}
 
-    functions: dict[str, Callable[..., Any]] = {
-        SEARCH_TOOLS: search_tools,
-        DESCRIBE_TOOL: describe_tool,
-        CALL_TOOL: call_tool,
+    from toolcards.core.hints import ToolHints
+
+    # call_tool runs any tool: clients are told the worst of it (it may change and delete
+    # things, and reach the web); the tool it runs has its own hints in describe_tool.
+    return {
+        SEARCH_TOOLS: Tool.from_function(search_tools, name=SEARCH_TOOLS, hints=ToolHints(title="Find tools")),
+        DESCRIBE_TOOL: Tool.from_function(describe_tool, name=DESCRIBE_TOOL, hints=ToolHints(title="Describe tool")),
+        CALL_TOOL: Tool.from_function(
+            call_tool,
+            name=CALL_TOOL,
+            mutates=True,
+            hints=ToolHints(title="Call tool", destructive=True, open_world=True),
+        ),
     }
-    return {name: Tool.from_function(function, name=name) for name, function in functions.items()}

@@ -27,7 +27,8 @@
 
 The MCP endpoint is ``http://<host>:<port>/mcp``. Sessions are stateful for handshake-era
 clients (so resource-updated notifications reach them on their GET stream) and answered
-per request for 2026-07-28 clients.
+per request for 2026-07-28 clients. Streams are resumable: a client that reconnects with
+``Last-Event-ID`` gets what it missed (:mod:`toolcards.server.event_store`).
 """
 
 from __future__ import annotations
@@ -368,10 +369,13 @@ def http_app(
     if not no_token and not token:
         raise WiringError("http_app needs a token (or no_token=True, on loopback only); serve_http generates one.")
     check_bind(host, token)
+    from toolcards.server.event_store import ReplayBuffer
+
     app: ASGIApp = team_server.server.streamable_http_app(
         streamable_http_path=path,
         host=host,
         transport_security=_security_settings(host, allowed_hosts),
+        event_store=ReplayBuffer(),
     )
     browser_routes: CookieRoutes | None = None
     if fallback is not None:

@@ -16,7 +16,10 @@ JSON-RPC's rules:
   response is never sent, even if it was about to be;
 * requests run concurrently: what a handler returns at once (a ``dict``) is answered at
   once, in frame order; what it returns as an awaitable runs in its own task, so a slow
-  call never holds up a ``ping`` behind it.
+  call never holds up a ``ping`` behind it;
+* this side may send requests too (:meth:`Dispatcher.request`: MCP's ``elicitation/create``
+  and ``roots/list``), with ids of its own (``"s1"``, ``"s2"``...); the peer's responses are
+  matched to them, and a response to no request of ours is dropped.
 
 Frames are encoded compactly as UTF-8 without a newline; the transport adds its framing.
 """
@@ -103,6 +106,8 @@ class Dispatcher:
         self._on_request = on_request
         self._on_notification = on_notification
         self._running: dict[RequestId, asyncio.Task[None]] = {}
+        self._asked: dict[str, asyncio.Future[dict[str, Any]]] = {}
+        self._next_id = 0
 
     # -- inbound ------------------------------------------------------------------------------
 
@@ -119,7 +124,8 @@ class Dispatcher:
             return
         method = message.get("method")
         if method is None and ("result" in message or "error" in message):
-            return  # a response: this server sends no requests, so there is nothing to match it to
+            self._response(message)
+            return
         has_id = "id" in message
         request_id = message.get("id")
         valid_id = isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
@@ -201,7 +207,46 @@ class Dispatcher:
         else:
             self._respond(request_id, result)
 
+    def _response(self, message: Mapping[str, Any]) -> None:
+        request_id = message.get("id")
+        future = self._asked.pop(request_id, None) if isinstance(request_id, str) else None
+        if future is None or future.done():
+            return  # not ours, or its asker gave up
+        error = message.get("error")
+        if isinstance(error, dict):
+            future.set_exception(
+                RequestError(int(error.get("code", INTERNAL_ERROR)), str(error.get("message", "")), error.get("data"))
+            )
+        elif isinstance(message.get("result"), dict):
+            future.set_result(message["result"])
+        else:
+            future.set_exception(RequestError(INVALID_REQUEST, "Invalid Request", "the result must be an object"))
+
     # -- outbound -----------------------------------------------------------------------------
+
+    async def request(self, method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Send a request to the peer and wait for its result.
+
+        Cancelling the awaiting task sends the peer ``notifications/cancelled`` for it.
+
+        Raises:
+            RequestError: the peer answered with an error (its code, message and data), or
+                the connection closed first (``-32603``).
+        """
+        self._next_id += 1
+        request_id = f"s{self._next_id}"
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._asked[request_id] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if self._asked.pop(request_id, None) is not None:
+                self.notify(CANCELLED, {"requestId": request_id, "reason": "no longer needed"})
+            raise
 
     def notify(self, method: str, params: Mapping[str, Any] | None = None) -> None:
         """Send a notification to the peer."""
@@ -237,7 +282,12 @@ class Dispatcher:
             await asyncio.gather(*self._running.values(), return_exceptions=True)
 
     async def aclose(self) -> None:
-        """The peer is gone: cancel the running requests and wait until they have stopped."""
+        """The peer is gone: fail what we asked it, cancel the running requests and wait until
+        they have stopped."""
+        asked, self._asked = self._asked, {}
+        for future in asked.values():
+            if not future.done():
+                future.set_exception(RequestError(INTERNAL_ERROR, "Connection closed"))
         tasks = list(self._running.values())
         self._running.clear()
         for task in tasks:

@@ -106,7 +106,9 @@ def context_tool(prompts: Mapping[str, Tool], served: Callable[[str], str]) -> T
                 sections.append(str(result))
         return served("\n\n".join(sections) or "The team has no shared context yet.")
 
-    return Tool.from_function(get_team_context, name=CONTEXT_TOOL)
+    from toolcards.core.hints import ToolHints
+
+    return Tool.from_function(get_team_context, name=CONTEXT_TOOL, hints=ToolHints(title="Team context"))
 
 
 def _stem(label: str) -> str:

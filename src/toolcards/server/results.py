@@ -1,6 +1,7 @@
 """A tool's return value (or failure) as an MCP ``tools/call`` result, in wire form.
 
-* ``str`` → one text part;
+* ``str`` → one text part; :class:`~toolcards.core.records.Records` → that text and its
+  records as ``structuredContent``;
 * an image (an object with ``data: bytes`` and ``media_type: "image/..."``, such as
   pydantic-ai's ``BinaryContent``) → an image part (base64); audio → an audio part;
   other bytes → an embedded blob resource;
@@ -53,6 +54,9 @@ def call_result(value: Any, *, uri_prefix: str = "toolcards://result") -> dict[s
     """The successful result for a tool's return ``value``, in wire form (see the module docstring)."""
     if type(value) is str:  # most tools answer text: nothing to inspect
         return {"content": [{"type": "text", "text": value}], "isError": False}
+    records = getattr(value, "records", None)
+    if isinstance(value, str) and isinstance(records, dict):  # core.records.Records: text and its data
+        return {"content": [{"type": "text", "text": str(value)}], "structuredContent": records, "isError": False}
     result: dict[str, Any] = {"content": to_content(value, uri_prefix=uri_prefix), "isError": False}
     plain = _plain(value)
     if isinstance(plain, dict):

@@ -182,14 +182,20 @@ class AgentSessions:
             session.last_used = self._clock()
         return session
 
-    def open(self, key: str) -> AgentSession:
+    def open(
+        self, key: str, *, name: str | None = None, cards: Callable[[], Sequence[ToolCard]] | None = None
+    ) -> AgentSession:
         """The session for ``key``, opening it if needed: a roster entry and bound cards.
 
-        Blocks on asks while opening. Concurrent callers with the same key get the same
-        session.
+        ``name`` is the agent's name (default: ``key``) and ``cards`` makes its cards
+        (default: the team's); a caller giving them keys such sessions apart itself (the
+        server's sessions on a client's roots). Blocks on asks while opening. Concurrent
+        callers with the same key get the same session.
 
         Raises:
             WiringError: the cards cannot be bound to the agent.
+
+        Changed in 0.3: ``name`` and ``cards``.
         """
         session = self.get(key)
         if session is not None:
@@ -200,16 +206,18 @@ class AgentSessions:
             session = self.get(key)
             if session is not None:
                 return session
-            session = self._start(key)
+            session = self._start(key, name or key, cards or self._make_cards)
             with self._lock:
                 self._sessions[key] = session
                 self._opening.pop(key, None)
         logger.info("agent %s joined team %s", session.agent.address.handle, self.team.team_id)
         return session
 
-    def lease(self, key: str) -> AgentSession:
+    def lease(
+        self, key: str, *, name: str | None = None, cards: Callable[[], Sequence[ToolCard]] | None = None
+    ) -> AgentSession:
         """:meth:`open` the session and hold it open until :meth:`release` (a connection)."""
-        session = self.open(key)
+        session = self.open(key, name=name, cards=cards)
         with session._lock:
             session.leases += 1
         return session
@@ -248,10 +256,10 @@ class AgentSessions:
         with self._lock:
             return list(self._sessions.values())
 
-    def _start(self, key: str) -> AgentSession:
-        agent = self._register(key)
+    def _start(self, key: str, name: str, cards: Callable[[], Sequence[ToolCard]]) -> AgentSession:
+        agent = self._register(name)
         try:
-            factory = ToolFactory(self._make_cards(), observer=agent)
+            factory = ToolFactory(cards(), observer=agent)
         except BaseException:
             self._unregister(agent)
             raise

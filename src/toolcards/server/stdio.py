@@ -1,11 +1,10 @@
 """Serving a :class:`~toolcards.server.app.TeamServer` over stdio, without the MCP SDK.
 
 One client, newline-delimited JSON-RPC frames on stdin and stdout, spoken by
-:class:`~toolcards.server.connection.McpConnection` (the handshake protocol, which every
-client can speak). Nothing here imports ``mcp``, its types, anyio or an HTTP stack: the
-SDK's import alone took about a second before a first answer, about twice what the rest of
-start-up costs. Only a client that opens in the stateless 2026-07-28 protocol without
-asking first is handed to the SDK's server (:mod:`~toolcards.server.stateless_stdio`).
+:class:`~toolcards.server.connection.McpConnection` (the handshake protocol and the
+stateless 2026-07-28 one, whichever the client opens with). Nothing here imports ``mcp``,
+its types, anyio or an HTTP stack: the SDK's import alone took about a second before a
+first answer, about twice what the rest of start-up costs.
 
 stdout carries the protocol and nothing else: while serving, file descriptor 1 points at
 stderr and frames go out on a private duplicate, so a stray ``print`` in a card or a child
@@ -31,7 +30,6 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from toolcards.server.connection import McpConnection
-from toolcards.server.stateless_stdio import StatelessHandoff, opens_stateless
 
 if TYPE_CHECKING:
     from toolcards.server.app import TeamServer
@@ -60,48 +58,17 @@ async def serve_stdio(team_server: TeamServer) -> None:
     with _claimed_stdio() as (read_fd, write_fd):
         writer = _FrameWriter(write_fd)
         connection = McpConnection(team_server, writer.write)
-        route = _Route(team_server, connection, writer.write)
         try:
             oversized = functools.partial(connection.dispatcher.reject_frame, f"frame over {MAX_FRAME_BYTES} bytes")
-            await _read_frames(read_fd, route.feed, oversized)
+            await _read_frames(read_fd, connection.feed, oversized)
             # The client sent its last frame; what it asked for still runs to its answer
             # (`serve < requests.jsonl` gets every answer). A signal cancels instead.
-            await route.finish()
+            await connection.finish()
         finally:
-            route.cancel()
             await connection.aclose()
             # Nothing may write once the descriptor is closed: its number could be reused by a
             # file a card opens, and a late notification would land in that file.
             writer.closed = True
-
-
-class _Route:
-    """Sends each frame to the connection, or, from a first request in the stateless
-    protocol's envelope on, to the SDK server (:mod:`~toolcards.server.stateless_stdio`)."""
-
-    def __init__(self, team_server: TeamServer, connection: McpConnection, write: Callable[[bytes], None]) -> None:
-        self.team_server = team_server
-        self.connection = connection
-        self.write = write
-        self.handoff: StatelessHandoff | None = None
-
-    def feed(self, frame: bytes) -> None:
-        if self.handoff is not None:
-            self.handoff.feed(frame)
-        elif self.connection.protocol_version is None and opens_stateless(frame):
-            self.handoff = StatelessHandoff(self.team_server, self.write)
-            self.handoff.feed(frame)
-        else:
-            self.connection.feed(frame)
-
-    async def finish(self) -> None:
-        if self.handoff is not None:
-            await self.handoff.finish()
-        await self.connection.dispatcher.drain()
-
-    def cancel(self) -> None:
-        if self.handoff is not None:
-            self.handoff.cancel()
 
 
 @contextlib.contextmanager

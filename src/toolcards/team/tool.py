@@ -47,6 +47,7 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver, TeamManagementToolObserver
 from toolcards.core.params import BaseToolParam
@@ -129,7 +130,7 @@ class TeamTool(ToolCard):
         manager: TeamManagementToolObserver = self.get_observer()  # checked by the factory at bind
         return manager
 
-    @capability("hire_team_member", mutates=True)
+    @capability("hire_team_member", mutates=True, hints=ToolHints(title="Hire member"))
     def hire(
         self,
         role: Annotated[str, Field(min_length=1, max_length=NAME_MAX)],
@@ -149,7 +150,7 @@ class TeamTool(ToolCard):
             raise ToolFailed(f"Role {role!r} cannot be hired: {exc}. Tell the user.") from exc
         return f"Hired {member.handle} ({member.role})."
 
-    @capability("fire_team_member", mutates=True)
+    @capability("fire_team_member", mutates=True, hints=ToolHints(title="Fire member", destructive=True))
     def fire(self, name: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)]) -> str:
         """Fire a team member: they stop working and leave the team.
 
@@ -159,7 +160,7 @@ class TeamTool(ToolCard):
         member = self._manager().fire_member(name)
         return f"Fired {member.handle} ({member.role}); they stop after their current turn."
 
-    @capability("team_roster")
+    @capability("team_roster", hints=ToolHints(title="Team roster"))
     def render_roster(self) -> str:
         """The team's members and their roles; you are marked."""
         observer = self._manager()
@@ -169,7 +170,7 @@ class TeamTool(ToolCard):
             return "Team roster: nobody yet."
         return "\n".join([f"Team roster ({len(lines)}):", *lines])
 
-    @capability("hireable_roles")
+    @capability("hireable_roles", hints=ToolHints(title="Roles to hire"))
     def render_roles(self) -> str:
         """The roles you can hire, with what each does."""
         roles = self._manager().hireable_roles()
@@ -305,7 +306,7 @@ class MessagingTool(ToolCard):
 
     # -- capabilities ------------------------------------------------------------------------
 
-    @capability("send_message", mutates=True)
+    @capability("send_message", mutates=True, hints=ToolHints(title="Send message"))
     def send(
         self,
         to: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)],
@@ -341,7 +342,7 @@ class MessagingTool(ToolCard):
         count, senders = self.ask(self.mailbox.unread(self._member().address.name), actor=MAILBOX_ACTOR_NAME)
         return render_unread(count, senders, read_tool=self._tool_if_offered("read_messages"))
 
-    @capability("teammates")
+    @capability("teammates", hints=ToolHints(title="Your teammates"))
     def render_teammates(self) -> str:
         """Who you can message, and how replies reach you."""
         observer = self._member()
@@ -383,7 +384,7 @@ class MessagingTool(ToolCard):
         reminders = self.ask(self.mailbox.reminders(self._member().address.name), actor=MAILBOX_ACTOR_NAME)
         return render_reminders(reminders)
 
-    @capability("cancel_reminder", mutates=True)
+    @capability("cancel_reminder", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
     def cancel(self, reminder_id: int) -> str:
         """Cancel one of your pending reminders."""
         reminder = self.ask(
@@ -392,7 +393,7 @@ class MessagingTool(ToolCard):
         )
         return f"Cancelled reminder {reminder.id}."
 
-    @capability("stop_member", mutates=True)
+    @capability("stop_member", mutates=True, hints=ToolHints(destructive=True))
     def stop(
         self,
         name: Annotated[str, Field(min_length=1, max_length=NAME_MAX + 1)],

@@ -32,6 +32,7 @@ from pydantic import Field, PrivateAttr
 
 from toolcards.core.card import ToolCard, capability
 from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+from toolcards.core.hints import ToolHints
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
 from toolcards.core.usage import Budget, BudgetScope, parse_since, render_usage
@@ -130,7 +131,7 @@ class UsageTool(ToolCard):
             raise RetriableError(f"task_id must be a task's id (1 or more), not {task_id}.")
         return render_usage(ledger.usage(member=who, task_id=task_id, since=start))
 
-    @capability("set_budget", mutates=True)
+    @capability("set_budget", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
     def limit(
         self,
         member: str | None = None,
@@ -167,7 +168,7 @@ class UsageTool(ToolCard):
         limits_text = ", ".join(f"{key}={value:g}" for key, value in budget.limits().items())
         return f"Budget of {budget.label} set: {limits_text}. Calls past it are refused."
 
-    @capability("remove_budget", mutates=True)
+    @capability("remove_budget", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
     def unlimit(self, member: str | None = None, task_id: int | None = None, card: str | None = None) -> str:
         """Remove the budget of one member, one task or one card.
 

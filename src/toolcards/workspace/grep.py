@@ -102,6 +102,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from toolcards.core.deadline import check_deadline
+from toolcards.core.progress import report_progress
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
 from toolcards.workspace.glob import MAX_WALK_DEPTH, check_glob, glob_regex, open_beneath, walk_files
 from toolcards.workspace.literals import analyse, text_properties
@@ -850,8 +851,12 @@ def _collect(process: subprocess.Popen[bytes], output: _RgOutput, stderr: bytear
             if watching:
                 for fd in pipes:
                     selector.register(fd, selectors.EVENT_READ)
+            started = time.monotonic()
             while pipes:
                 check_deadline()
+                now = time.monotonic()
+                if now - started >= 1.0:  # a long search: a caller that listens hears it goes on
+                    report_progress(round(now - started, 1), None, f"searching for {now - started:.0f} s")
                 left = stop_at - time.monotonic()
                 if left <= 0:
                     return False

@@ -116,7 +116,8 @@ from pydantic import Field, PrivateAttr
 from toolcards.core.bounds import unlisted_bound, unlisted_range
 from toolcards.core.card import ToolCard, capability, observer_hint
 from toolcards.core.channels import Channels
-from toolcards.core.deadline import remaining
+from toolcards.core.deadline import check_deadline, remaining
+from toolcards.core.hints import ToolHints
 from toolcards.core.idempotency import current_call
 from toolcards.core.observer import ActorToolObserver
 from toolcards.core.params import BaseToolParam
@@ -209,6 +210,8 @@ this process has not scanned it for this long; sandboxed commands and undos alwa
 
 TREE_SIGNATURE_MAX_AGE_S = 1.0
 """The tree's version (a walk of its entries) is taken again at most this often."""
+COMPLETION_SCAN = 2000
+"""Entries of one directory looked at when completing a path."""
 
 _SERVES = frozenset({Channels.TOOL_CALL, Channels.COMMAND})
 _CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
@@ -499,6 +502,7 @@ class WorkspaceTool(ToolCard):
         "workspace_read",
         untrusted_output=True,
         output_budget=READ_OUTPUT_BUDGET,
+        hints=ToolHints(title="Read file", completions={"path": "complete_path"}),
     )
     def read_file(
         self,
@@ -571,7 +575,7 @@ class WorkspaceTool(ToolCard):
             read = read_page(file, offset, limit, max_chars=budget)
             return _FileRead(rel=rel, page=read.page, digest=read.digest, data=read.data)
 
-    @capability("workspace_list", untrusted_output=True)
+    @capability("workspace_list", untrusted_output=True, hints=ToolHints(title="List directory"))
     def list_directory(
         self,
         path: WorkspacePath = "",
@@ -597,7 +601,7 @@ class WorkspaceTool(ToolCard):
             exclude=excluded,
         )
 
-    @capability("workspace_glob", untrusted_output=True)
+    @capability("workspace_glob", untrusted_output=True, hints=ToolHints(title="Find files"))
     def glob_files(
         self,
         pattern: Pattern,
@@ -627,7 +631,7 @@ class WorkspaceTool(ToolCard):
         """Size, times, kind, lines and type of a path."""
         return path_info(self.tree, path)
 
-    @capability("workspace_grep", untrusted_output=True)
+    @capability("workspace_grep", untrusted_output=True, hints=ToolHints(title="Search files"))
     def grep_files(self, pattern: Pattern, path: WorkspacePath = "", include: Pattern = "") -> str:
         """Search file contents by regex; gives path:line: text.
 
@@ -642,7 +646,7 @@ class WorkspaceTool(ToolCard):
             self._check_spill_kept(path)
             raise
 
-    @capability("workspace_search", untrusted_output=True)
+    @capability("workspace_search", untrusted_output=True, hints=ToolHints(title="Search files"))
     def search_files(
         self,
         query: Pattern,
@@ -658,7 +662,7 @@ class WorkspaceTool(ToolCard):
         hits, notes = finder.search(query, "" if prefix == "." else prefix, top_k)
         return render_hits(hits, notes, query)
 
-    @capability("workspace_view", untrusted_output=True)
+    @capability("workspace_view", untrusted_output=True, hints=ToolHints(title="View image"))
     def view_image(self, path: WorkspacePath) -> Any:
         """View an image file."""
         from pydantic_ai.messages import BinaryContent
@@ -673,14 +677,14 @@ class WorkspaceTool(ToolCard):
 
     # -- changing ---------------------------------------------------------------------------------
 
-    @capability("workspace_write", mutates=True)
+    @capability("workspace_write", mutates=True, hints=ToolHints(title="Write file", destructive=True, idempotent=True))
     def write_file(self, path: WorkspacePath, content: FileContent) -> str:
         """Create or overwrite a file; overwriting needs a full read first."""
         return self._change(
             "workspace_write", [path], lambda context: self._actor_proxy().write(self._agent, path, content, context)
         )
 
-    @capability("workspace_edit", mutates=True)
+    @capability("workspace_edit", mutates=True, hints=ToolHints(title="Edit file", destructive=True))
     def edit_file(
         self,
         path: WorkspacePath,
@@ -703,7 +707,7 @@ class WorkspaceTool(ToolCard):
             checked=not dry_run,
         )
 
-    @capability("workspace_multi_edit", mutates=True)
+    @capability("workspace_multi_edit", mutates=True, hints=ToolHints(title="Edit files", destructive=True))
     def multi_edit_files(
         self,
         edits: Annotated[list[FileEdit], Field(min_length=1, max_length=MAX_EDITS, json_schema_extra=unlisted_bound)],
@@ -727,7 +731,7 @@ class WorkspaceTool(ToolCard):
             checked=not dry_run,
         )
 
-    @capability("workspace_patch", mutates=True)
+    @capability("workspace_patch", mutates=True, hints=ToolHints(title="Apply patch", destructive=True))
     def patch_files(self, patch_text: PatchText, dry_run: bool | None = None) -> str:
         """Apply a unified diff, all or nothing; changed files read before.
 
@@ -742,14 +746,16 @@ class WorkspaceTool(ToolCard):
             checked=not dry_run,
         )
 
-    @capability("workspace_delete", mutates=True)
+    @capability(
+        "workspace_delete", mutates=True, hints=ToolHints(title="Delete file", destructive=True, idempotent=True)
+    )
     def delete_file(self, path: WorkspacePath) -> str:
         """Delete a file."""
         return self._change(
             "workspace_delete", [path], lambda context: self._actor_proxy().delete(self._agent, path, context)
         )
 
-    @capability("workspace_move", mutates=True)
+    @capability("workspace_move", mutates=True, hints=ToolHints(title="Move file", destructive=True))
     def move_path(self, source: WorkspacePath, destination: WorkspacePath, overwrite: bool = False) -> str:
         """Move or rename a file or directory.
 
@@ -762,14 +768,18 @@ class WorkspaceTool(ToolCard):
             lambda context: self._actor_proxy().move(self._agent, source, destination, overwrite, context),
         )
 
-    @capability("workspace_mkdir", mutates=True)
+    @capability("workspace_mkdir", mutates=True, hints=ToolHints(title="Make directory", idempotent=True))
     def make_directory(self, path: WorkspacePath) -> str:
         """Create a directory and its parents."""
         return self._change(
             "workspace_mkdir", [path], lambda context: self._actor_proxy().mkdir(self._agent, path, context)
         )
 
-    @capability("workspace_rmdir", mutates=True)
+    @capability(
+        "workspace_rmdir",
+        mutates=True,
+        hints=ToolHints(title="Remove directory", destructive=True, idempotent=True),
+    )
     def remove_directory(self, path: WorkspacePath, recursive: bool = False) -> str:
         """Remove a directory.
 
@@ -822,7 +832,7 @@ class WorkspaceTool(ToolCard):
         ]
         return render_diff(entry, journal.contents(digests))
 
-    @capability("workspace_undo", mutates=True)
+    @capability("workspace_undo", mutates=True, hints=ToolHints(destructive=True))
     def undo_changes(
         self,
         change_id: int | None = None,
@@ -855,6 +865,23 @@ class WorkspaceTool(ToolCard):
             lambda context: self._actor_proxy().undo(self._agent, selection, dry_run, context),
             checked=not dry_run,
         )
+
+    def complete_path(self, prefix: str) -> list[str]:
+        """Paths in the tree starting with ``prefix`` (directories end in ``/``), for a client
+        completing a path: the entries of ``prefix``'s directory, hidden ones only when asked."""
+        folder, _, start = prefix.rpartition("/")
+        try:
+            with self.tree.directory(folder) as directory:
+                entries, _ = directory.entries(limit=COMPLETION_SCAN)
+        except (RetriableError, ToolFailed):
+            return []
+        found = [
+            f"{folder}/{entry.name}" if folder else entry.name
+            for entry in entries
+            if entry.name.startswith(start) and (start.startswith(".") or not entry.name.startswith("."))
+        ]
+        kinds = {entry.name: entry.is_directory for entry in entries}
+        return sorted(path + "/" if kinds[path.rpartition("/")[2]] else path for path in found)
 
     @capability("workspace_export_git")
     def export_git(self, dest: HostPath) -> str:
@@ -907,10 +934,15 @@ class WorkspaceTool(ToolCard):
         (:mod:`toolcards.workspace.reservations`), then ``send(context)`` the change to the
         tree's actor and return its answer, with the reservations' warning if any. The
         context carries the tool, the member's claimed task (when the journal is on) and the
-        call's idempotency key."""
+        call's idempotency key.
+
+        A call cancelled by its caller, or past its deadline, by the time the change would be
+        sent changes nothing (``CallCancelled``, ``ToolTimeout``): once the actor has it, the
+        change is applied whole."""
         warning = check_reservations(self._handle, self._member, paths, tool=tool) if checked else ""
         task_id = claimed_task(self._handle, self._member) if self.journal else None
         context = ChangeContext(tool=tool, task_id=task_id, call=current_call())
+        check_deadline()
         answer: str = self.ask(send(context), actor=self._actor_name)
         return f"{answer}\n{warning}" if warning else answer
 

@@ -1,0 +1,143 @@
+"""A cancelled ``exec_command`` call: its process group is killed at once, nothing it had not
+done yet is done, and a call cancelled while it waited never starts its command. Progress
+reaches a caller that listens."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox.conftest import backend_class, live_processes_with, marker, wait_until
+from toolcards import ToolFactory
+from toolcards.core.channels import Channels
+from toolcards.core.progress import ProgressReporter, reporting
+from toolcards.core.tool import Tool
+from toolcards.errors import CallCancelled
+from toolcards.fs.locations import workspace_dir
+from toolcards.sandbox.tool import ExecTool
+from toolcards.testing import FakeObserver
+
+
+def exec_tool(observer: FakeObserver, **fields: object) -> Tool:
+    fields.setdefault("allowed_commands", [])
+    tools = ToolFactory([ExecTool(**fields)], observer=observer).tools(Channels.TOOL_CALL)  # type: ignore[arg-type]
+    return next(tool for tool in tools if tool.name == "exec_command")
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process of group ``pgid`` still runs (a zombie waiting to be reaped does not)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
+            return True
+    return False
+
+
+def group_of(pid: int) -> int:
+    return os.getpgid(pid)
+
+
+@pytest.mark.parametrize("mode", ["local", "bwrap"])
+def test_cancelling_the_call_kills_the_process_group_at_once_and_the_marker_is_never_written(
+    alice: FakeObserver, mode: str
+) -> None:
+    backend_class(mode)  # skips bwrap where it cannot run
+    tool = exec_tool(alice, mode=mode, timeout_s=3600)
+    sleep_for = marker()
+    command = f"sleep {sleep_for} && touch cancelled-marker"
+    pgids: list[int] = []
+
+    async def main() -> None:
+        call = asyncio.ensure_future(tool.call({"cmd": command}))
+        assert await asyncio.to_thread(wait_until, lambda: bool(live_processes_with(f"sleep {sleep_for}")))
+        pgids.extend(group_of(pid) for pid in live_processes_with(f"sleep {sleep_for}"))
+        call.cancel()
+        cancelled_at = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        gone = await asyncio.to_thread(lambda: wait_until(lambda: not any(map(group_alive, pgids)), timeout_s=0.5))
+        assert gone, f"process group still alive {time.monotonic() - cancelled_at:.2f} s after the cancel"
+
+    asyncio.run(main())
+    assert pgids and not live_processes_with(f"sleep {sleep_for}")
+    time.sleep(0.3)
+    assert not (workspace_dir("team-1") / "cancelled-marker").exists()
+
+
+def test_the_handler_thread_ends_with_call_cancelled(alice: FakeObserver) -> None:
+    tool = exec_tool(alice, mode="local", timeout_s=3600)
+    sleep_for = marker()
+    outcome: list[BaseException] = []
+
+    async def main() -> None:
+        from toolcards.core.cancel import CancelToken, cancelling
+
+        token = CancelToken()
+
+        def work() -> None:
+            with cancelling(token):
+                try:
+                    tool.call_sync({"cmd": f"sleep {sleep_for}"}, channel=Channels.TOOL_CALL)
+                except BaseException as exc:
+                    outcome.append(exc)
+
+        thread = asyncio.get_running_loop().run_in_executor(None, work)
+        assert await asyncio.to_thread(wait_until, lambda: bool(live_processes_with(f"sleep {sleep_for}")))
+        started = time.monotonic()
+        token.cancel()
+        await thread
+        assert time.monotonic() - started < 2.0
+
+    asyncio.run(main())
+    assert len(outcome) == 1 and isinstance(outcome[0], CallCancelled)
+
+
+def test_a_call_cancelled_while_waiting_for_a_slot_never_starts(alice: FakeObserver, tmp_path: Path) -> None:
+    tool = exec_tool(alice, mode="local", timeout_s=60, options={"max_concurrent": 1})
+    busy = marker()
+
+    async def main() -> None:
+        first = asyncio.ensure_future(tool.call({"cmd": f"sleep {busy}"}))
+        assert await asyncio.to_thread(wait_until, lambda: bool(live_processes_with(f"sleep {busy}")))
+        waiting = asyncio.ensure_future(tool.call({"cmd": "touch never-started"}))
+        await asyncio.sleep(0.3)
+        waiting.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        await asyncio.sleep(0.5)  # a slot is free now: a command that still waited would run
+
+    asyncio.run(main())
+    assert not (workspace_dir("team-1") / "never-started").exists()
+
+
+def test_a_running_command_reports_its_progress(alice: FakeObserver) -> None:
+    tool = exec_tool(alice, mode="local", timeout_s=60)
+    heard: list[tuple[float, float | None, str | None]] = []
+    reporter = ProgressReporter(lambda progress, total, message: heard.append((progress, total, message)))
+
+    async def main() -> str:
+        with reporting(reporter):
+            result: str = await tool.call({"cmd": "sh -c 'echo one; sleep 2.6; echo two'"})
+        return result
+
+    out = asyncio.run(main())
+    assert "two" in out
+    assert len(heard) >= 2
+    assert [progress for progress, _, _ in heard] == sorted(progress for progress, _, _ in heard)
+    assert all(message and "running for" in message for _, _, message in heard)
