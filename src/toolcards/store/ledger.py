@@ -201,8 +201,11 @@ class StoreLedger:
                 return  # the team's store is gone, and with it the ledger
             try:
                 self.flush()
-            except Exception:  # the next pass tries again; a call never fails for the ledger
-                logger.exception("ledger of team %s: a write failed", self.team_id)
+            except Exception as exc:  # the next pass tries again; a call never fails for the ledger
+                # One line (the traceback at DEBUG): a store that stays unwritable would
+                # otherwise fill the log with the same traceback every pass.
+                logger.warning("team %s: a ledger write failed, retrying: %s", self.team_id, _one_line(exc))
+                logger.debug("ledger write failure", exc_info=True)
 
     def flush(self) -> int:
         """Count and write every call noted so far, and read what other processes wrote;
@@ -388,8 +391,11 @@ class StoreLedger:
         if self._queue or self._unwritten:
             try:
                 self.flush()
-            except Exception:
-                logger.exception("ledger of team %s: the last calls could not be written", self.team_id)
+            except Exception as exc:
+                logger.warning(
+                    "team %s: its last calls could not be added to the ledger: %s", self.team_id, _one_line(exc)
+                )
+                logger.debug("ledger write failure at close", exc_info=True)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -634,3 +640,8 @@ def _encode_key(key: Key) -> str:
 def _decode_key(text: str) -> Key:
     hour, member, task, card, tool = text.split("\t")
     return int(hour), member, int(task) if task else None, card, tool
+
+
+def _one_line(exc: BaseException) -> str:
+    """``exc`` as one line of a log: its type and its message's words."""
+    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
