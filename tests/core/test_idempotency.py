@@ -59,7 +59,7 @@ def test_keys_are_scoped_by_member_and_tool_and_long_keys_are_hashed() -> None:
 def test_the_async_channel_and_commands_carry_the_key() -> None:
     tool, seen = keyed_tool(mutates=True)
     asyncio.run(tool.call({"text": "x"}, channel=Channels.TOOL_CALL, idempotency_key="k"))
-    tool.call_validated_sync({"text": "x", "count": 1}, Channels.COMMAND, idempotency_key="k")
+    tool.call_sync({"text": "x", "count": 1}, channel=Channels.COMMAND, idempotency_key="k")
     assert seen[0] == seen[1] and seen[0] is not None
 
     async def change(text: str) -> str:

@@ -44,21 +44,17 @@ def test_sync_call_validates_and_returns() -> None:
         tool.call_sync("[1, 2]")
 
 
-def test_validated_arguments_skip_validation_only() -> None:
-    """call_validated_sync runs what follows validation as call_sync does: budget, envelope,
-    async handlers, limits and the timeout."""
+def test_the_pipeline_budgets_wraps_awaits_and_times_out() -> None:
     budgeted = Tool.from_function(echo, output_budget=100, max_concurrency=1)
-    long = budgeted.call_validated_sync({"text": "a", "times": 500}, Channels.COMMAND)
-    assert long == budgeted.call_sync({"text": "a", "times": 500}) and "showed 100 of 500 characters" in long
-    untrusted = Tool.from_function(echo, untrusted_output=True)
-    wrapped = untrusted.call_validated_sync({"text": "x", "times": 1}, Channels.COMMAND)
+    assert "showed 100 of 500 characters" in budgeted.call_sync({"text": "a", "times": 500})
+    wrapped = Tool.from_function(echo, untrusted_output=True).call_sync({"text": "x", "times": 1})
     assert wrapped.startswith("[BEGIN UNTRUSTED OUTPUT") and "\nx\n" in wrapped
 
     async def later(text: str) -> str:
         """Echo later."""
         return text
 
-    assert Tool.from_function(later).call_validated_sync({"text": "b"}, Channels.COMMAND) == "b"
+    assert Tool.from_function(later).call_sync({"text": "b"}) == "b"
     release = threading.Event()
 
     def slow() -> str:
@@ -67,7 +63,7 @@ def test_validated_arguments_skip_validation_only() -> None:
         return "late"
 
     with pytest.raises(ToolTimeout):
-        Tool.from_function(slow, timeout_s=0.05).call_validated_sync({}, Channels.COMMAND)
+        Tool.from_function(slow, timeout_s=0.05).call_sync({})
     release.set()
 
 

@@ -324,59 +324,6 @@ class Tool:
         self._succeed(channel, call_id, started, span)
         return result
 
-    def call_validated_sync(
-        self, kwargs: dict[str, Any], channel: Channels, approved: bool = False, idempotency_key: str | None = None
-    ) -> Any:
-        """:meth:`call_sync` for arguments already exactly what :attr:`args` would return.
-
-        Decoding, the size limit and validation are the caller's to have done: ``kwargs``
-        holds every parameter, each of its own type (defaults filled in), as
-        ``args.validate`` gives them. Guards, approval, limits, the handler, the budget,
-        records and error translation run as in :meth:`call_sync`. The slash-command parser
-        calls it for commands whose words it converts itself (plain ``str`` and ``int``
-        parameters), which skips pydantic for them.
-
-        Raises:
-            The same as :meth:`call_sync`.
-
-        Added in 0.2.
-        """
-        started = time.perf_counter()
-        span = call_id = None
-        if "opentelemetry.trace" in sys.modules and tracing():
-            call_id = f"{self.name}-{next(_call_ids)}"
-            span = start_tool_span(self, channel.value, call_id)
-        ledger = self.ledger if channel is not Channels.SYSTEM_PROMPT else None
-        task = None
-        arguments = kwargs
-        try:
-            if ledger is not None:
-                task = ledger.admit(self)
-            if self.guards:
-                kwargs = self._guarded(kwargs, channel)
-            if self.requires_approval and not approved:
-                self._approve(kwargs, channel, call_id)
-                check_cancelled()
-            if idempotency_key is not None and self.mutates:
-                with calling(call_key(self.agent, self.name, idempotency_key, kwargs)):
-                    result = self._run_limited(kwargs)
-            elif self._semaphore is None and self.timeout_s is None and not self._is_async:
-                result = self.handler(**kwargs)  # what _run_limited would do, two calls less
-            else:
-                result = self._run_limited(kwargs)
-            if type(result) not in _UNBUDGETED:  # numbers and None: neither budgeted nor wrapped
-                result = self._finish(result, channel, call_id)
-        except BaseException as exc:
-            self._fail(exc, channel, call_id, started, span, ledger, task, arguments)
-        if ledger is not None:
-            ledger.note(self, task, arguments, result, started, False)
-        # _succeed, inline: most calls have neither a sink nor a span.
-        if self.record_sink:
-            self._record(channel, call_id, started, None)
-        if span is not None:
-            span.finish(None)
-        return result
-
     async def call(
         self,
         arguments: Mapping[str, Any] | str | None = None,
