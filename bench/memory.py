@@ -30,7 +30,7 @@ from typing import Any, cast
 
 from bench._memory_set import load
 from bench.timing import Case, measure
-from toolcards.core.words import tokenize
+from toolcards.core._words import tokenize
 from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.store import SQLiteStore, Store
 from toolcards.vector import EmbeddingParam

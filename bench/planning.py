@@ -19,7 +19,7 @@ from typing import cast
 import pykka
 
 from bench.timing import Case, Stats, measure
-from toolcards.core.idempotency import CallKey
+from toolcards.core._idempotency import CallKey
 from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam

@@ -9,7 +9,7 @@ from typing import Any, cast
 import pykka
 import pytest
 
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.knowledge_graph import KnowledgeGraphActor, KnowledgeGraphProxy
 from toolcards.store import MemoryStore, SQLiteStore, Store
 from toolcards.vector import EmbeddingParam

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 import toolcards.vector
-import toolcards.vector.text_vectors
+import toolcards.vector._text_vectors
 from tests.knowledge_graph.conftest import HASHING, StartGraph
 from tests.knowledge_graph.test_actor_persistence import fill, wait_until
 from toolcards.knowledge_graph import EntityUpdate, KnowledgeGraphProxy
@@ -142,7 +142,7 @@ def test_an_entity_another_process_embedded_is_not_embedded_again(
 def test_an_entity_whose_writer_never_embeds_it_is_embedded_after_the_grace_period(
     db_path: Path, start_graph: StartGraph, services: Callable[..., RecordingService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(toolcards.vector.text_vectors, "REMOTE_EMBED_GRACE_S", 0.2)
+    monkeypatch.setattr(toolcards.vector._text_vectors, "REMOTE_EMBED_GRACE_S", 0.2)
     store = SQLiteStore(db_path)
     reader = services(HASHING)
     kg = start_graph(HASHING, on=store)

@@ -18,7 +18,7 @@ import pytest
 
 import toolcards.vector
 from tests.knowledge_graph.conftest import HASHING, StartGraph
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.knowledge_graph import (
     EntityCreate,
     EntityUpdate,
@@ -26,7 +26,7 @@ from toolcards.knowledge_graph import (
     KnowledgeGraphProxy,
     RelationCreate,
 )
-from toolcards.knowledge_graph.actor import INLINE_EMBED_MAX
+from toolcards.knowledge_graph._actor import INLINE_EMBED_MAX
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam, EmbeddingService
 

@@ -9,7 +9,11 @@ import textwrap
 import pytest
 
 import toolcards.knowledge_graph as package
-from toolcards.knowledge_graph import actor, batch, models, render, search
+from toolcards.knowledge_graph import _actor as actor
+from toolcards.knowledge_graph import _batch as batch
+from toolcards.knowledge_graph import _models as models
+from toolcards.knowledge_graph import _render as render
+from toolcards.knowledge_graph import _search as search
 
 
 @pytest.mark.parametrize("module", [package, actor, batch, models, render, search])

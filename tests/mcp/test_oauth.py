@@ -37,7 +37,7 @@ from toolcards.mcp import (
     probe,
     token_file_path,
 )
-from toolcards.mcp.oauth import _LoopbackRedirect
+from toolcards.mcp._oauth import _LoopbackRedirect
 
 URL = "https://mcp.example.com/mcp"
 

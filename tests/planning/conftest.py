@@ -13,7 +13,7 @@ from typing import Any, cast
 
 import pytest
 
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.errors import StoreError
 from toolcards.planning import PlanningActor, PlanningProxy
 from toolcards.store import CatchUp, Change, MemoryStore, Snapshot, Store, Transaction

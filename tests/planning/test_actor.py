@@ -18,13 +18,13 @@ import pykka
 import pytest
 
 from tests.planning.conftest import HASHING, RecordingService, SpyStore, StartActor
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.errors import RetriableError, StoreError
 from toolcards.planning import PlanningActor, PlanningProxy, SearchHit, TaskCreate, TaskUpdate
-from toolcards.planning.render import render_search, render_update_report
+from toolcards.planning._render import render_search, render_update_report
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
-from toolcards.vector.text_vectors import TextsEmbedded, TextVector, text_digest
+from toolcards.vector._text_vectors import TextsEmbedded, TextVector, text_digest
 
 Record = Callable[..., RecordingService]
 WAIT = 30  # seconds a test waits for the actor before failing; never a timing assertion
@@ -468,7 +468,7 @@ def test_semantic_index_follows_description_changes_and_deletes(start: StartActo
 def test_a_slow_embedder_never_holds_up_an_update_and_keyword_search_sees_it(
     start: StartActor, record_embeddings: Record, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("toolcards.planning.actor.QUERY_EMBEDDING_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("toolcards.planning._actor.QUERY_EMBEDDING_TIMEOUT_S", 0.05)
     recorder = record_embeddings(HASHING, gated=True)  # every embed call blocks until released
     proxy = start(embedding=HASHING)
     report = proxy.update("@A", create=create("Implement auth module")).get(timeout=WAIT)

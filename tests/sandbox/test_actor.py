@@ -20,7 +20,7 @@ from toolcards.sandbox import (
     SandboxActor,
     sandbox_actor_class,
 )
-from toolcards.sandbox.process import SpawnFailed
+from toolcards.sandbox._process import SpawnFailed
 
 
 def start_local(workspace: Path, timeout_s: float = 10.0, **options: object) -> SandboxRef:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.core.deadline import deadline_after
+from toolcards.core._deadline import deadline_after
 from toolcards.errors import ToolTimeout
 from toolcards.sandbox import (
     DEFAULT_ALLOWED_COMMANDS,
@@ -16,7 +16,7 @@ from toolcards.sandbox import (
     check_allowed,
     command_name,
 )
-from toolcards.sandbox.guards import _words
+from toolcards.sandbox._guards import _words
 
 
 @pytest.mark.parametrize(

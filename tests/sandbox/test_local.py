@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import backend_class
-from toolcards.sandbox.local import LAUNCHER, launcher_argv
+from toolcards.sandbox._local import LAUNCHER, launcher_argv
 
 SECRET = "sk-toolcards-test-secret-4242"
 

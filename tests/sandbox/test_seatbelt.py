@@ -10,7 +10,7 @@ import pytest
 
 from tests.sandbox.conftest import run_via_proxy
 from toolcards.sandbox import SeatbeltOptions, SeatbeltSandboxActor
-from toolcards.sandbox.seatbelt import seatbelt_argv, seatbelt_available, seatbelt_profile
+from toolcards.sandbox._seatbelt import seatbelt_argv, seatbelt_available, seatbelt_profile
 
 
 def _block(profile: str, opener: str) -> str:

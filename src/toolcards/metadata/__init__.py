@@ -1,17 +1,17 @@
 """Team metadata: the business context every member reads, from the config and the team's store.
 
-* :mod:`~toolcards.metadata.models` — :class:`TeamMetadata` and the bounds of fields and notes.
-* :mod:`~toolcards.metadata.actor` — :class:`MetadataActor`, one per team, which keeps the
+* :mod:`~toolcards.metadata._models` — :class:`TeamMetadata` and the bounds of fields and notes.
+* :mod:`~toolcards.metadata._actor` — :class:`MetadataActor`, one per team, which keeps the
   metadata in ``"<team>/#MetadataTool"``.
-* :mod:`~toolcards.metadata.render` — the block a model reads.
-* :mod:`~toolcards.metadata.tool` — :class:`MetadataTool`, the card: ``team_metadata`` in the
+* :mod:`~toolcards.metadata._render` — the block a model reads.
+* :mod:`~toolcards.metadata._tool` — :class:`MetadataTool`, the card: ``team_metadata`` in the
   context, the ``set_metadata`` command.
 """
 
 from __future__ import annotations
 
-from toolcards.metadata.actor import METADATA_ACTOR_NAME, MetadataActor, MetadataProxy
-from toolcards.metadata.models import (
+from toolcards.metadata._actor import METADATA_ACTOR_NAME, MetadataActor, MetadataProxy
+from toolcards.metadata._models import (
     FIELD_NAME_PATTERN,
     FIELDS_MAX,
     TEXT_MAX,
@@ -20,8 +20,8 @@ from toolcards.metadata.models import (
     field_name_problem,
     value_problem,
 )
-from toolcards.metadata.render import render_metadata
-from toolcards.metadata.tool import MetadataTool, SetMetadataParam, TeamMetadataParam
+from toolcards.metadata._render import render_metadata
+from toolcards.metadata._tool import MetadataTool, SetMetadataParam, TeamMetadataParam
 
 __all__ = [
     "FIELDS_MAX",

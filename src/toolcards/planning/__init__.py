@@ -1,12 +1,12 @@
 """The team planning board: tasks with owners, statuses and dependencies, shared by a team.
 
-* :mod:`~toolcards.planning.models` — the data: :class:`Task`, the model-facing inputs
+* :mod:`~toolcards.planning._models` — the data: :class:`Task`, the model-facing inputs
   :class:`TaskCreate` / :class:`TaskUpdate`, the results :class:`UpdateReport` and
   :class:`SearchHit`, and the four statuses (``pending``, ``in_progress``, ``completed``,
   ``aborted``) with the synonyms read as them (:func:`normalize_status`).
-* :mod:`~toolcards.planning.actor` — :class:`PlanningActor`, one per team, which owns the board
+* :mod:`~toolcards.planning._actor` — :class:`PlanningActor`, one per team, which owns the board
   and persists every change through :mod:`toolcards.store` before acknowledging it.
-* :mod:`~toolcards.planning.render` — the board as text a model reads.
+* :mod:`~toolcards.planning._render` — the board as text a model reads.
 
 Importing this package loads pydantic, pykka and the store contract; numpy and the
 embedding code load only when an actor is given an embedding.
@@ -14,7 +14,7 @@ embedding code load only when an actor is given an embedding.
 
 from __future__ import annotations
 
-from toolcards.planning.actor import (
+from toolcards.planning._actor import (
     PLANNING_ACTOR_NAME,
     QUERY_EMBEDDING_TIMEOUT_S,
     SEMANTIC_MIN_SCORE,
@@ -22,7 +22,7 @@ from toolcards.planning.actor import (
     PlanningActor,
     PlanningProxy,
 )
-from toolcards.planning.models import (
+from toolcards.planning._models import (
     DESCRIPTION_MAX,
     OUTPUT_MAX,
     STATUS_SYNONYMS,
@@ -40,14 +40,14 @@ from toolcards.planning.models import (
     normalize_status,
     truncate_output,
 )
-from toolcards.planning.render import (
+from toolcards.planning._render import (
     PLAN_LIMIT,
     render_plan,
     render_search,
     render_task,
     render_task_line,
 )
-from toolcards.planning.tool import (
+from toolcards.planning._tool import (
     GetPlanningParam,
     GetPlanningTaskParam,
     PlanningTool,

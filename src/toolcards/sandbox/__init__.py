@@ -15,7 +15,7 @@ connection (:mod:`.egress`, :mod:`.forwarder`).
 
 from __future__ import annotations
 
-from toolcards.sandbox.actor import (
+from toolcards.sandbox._actor import (
     SANDBOX_ACTOR_CLASSES,
     BwrapSandboxActor,
     DockerSandboxActor,
@@ -25,10 +25,10 @@ from toolcards.sandbox.actor import (
     SeatbeltSandboxActor,
     sandbox_actor_class,
 )
-from toolcards.sandbox.cwd import CWD_ESCAPE_MESSAGE
-from toolcards.sandbox.guards import MAX_COMMAND_CHARS, check_allowed, command_name
-from toolcards.sandbox.hosts import HostAllowlist
-from toolcards.sandbox.models import (
+from toolcards.sandbox._cwd import CWD_ESCAPE_MESSAGE
+from toolcards.sandbox._guards import MAX_COMMAND_CHARS, check_allowed, command_name
+from toolcards.sandbox._hosts import HostAllowlist
+from toolcards.sandbox._models import (
     DEFAULT_ALLOWED_COMMANDS,
     BwrapOptions,
     CommandPolicy,
@@ -39,9 +39,9 @@ from toolcards.sandbox.models import (
     SandboxOptions,
     SeatbeltOptions,
 )
-from toolcards.sandbox.probe import choose_mode
-from toolcards.sandbox.runs import RUN_STOP, BackgroundRun, RunLog, RunOutputPage, RunRegistry, RunState, RunStatus
-from toolcards.sandbox.tool import (
+from toolcards.sandbox._probe import choose_mode
+from toolcards.sandbox._runs import RUN_STOP, BackgroundRun, RunLog, RunOutputPage, RunRegistry, RunState, RunStatus
+from toolcards.sandbox._tool import (
     ExecCommandParam,
     ExecOutputParam,
     ExecRunsParam,
