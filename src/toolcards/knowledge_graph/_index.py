@@ -261,9 +261,9 @@ class GraphIndex:
         """Entity number → the entity as put, whose passages :meth:`flush` has yet to index."""
 
         self._last_passages: Any = None
+        """Each passage's BM25 in the last keyword search (read by :meth:`observation_scores`)."""
         self._last_ceiling = 0.0
         """The last keyword search's :meth:`keyword_ceiling`."""
-        """Each passage's BM25 in the last keyword search (read by :meth:`observation_scores`)."""
         self._vectors: _PassageVectors | None = None
         self._matrix: npt.NDArray[np.float32] | None = None
         """One row per passage vector; rows of forgotten passages are reused."""
