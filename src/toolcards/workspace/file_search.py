@@ -43,7 +43,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from toolcards.workspace.glob import open_beneath
-from toolcards.workspace.grep import text_as_searched
+from toolcards.workspace.searched_text import text_as_searched
 from toolcards.workspace.index import MAX_INDEXED_BYTES, WorkspaceIndex, workspace_index
 from toolcards.workspace.paths import display_name
 from toolcards.workspace.watch import FileStat

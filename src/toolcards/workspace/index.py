@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolcards.workspace.glob import open_beneath
-from toolcards.workspace.grep import text_as_searched
+from toolcards.workspace.searched_text import text_as_searched
 from toolcards.workspace.ignore_rules import IgnoreRules, read_small_text
 from toolcards.workspace.literals import Query, text_properties
 from toolcards.workspace.trigrams import Postings, PostingsBuilder, codes_of_texts, index_bytes, set_bits, trigram_set
