@@ -223,15 +223,7 @@ def _collect(process: subprocess.Popen[bytes], output: _RgOutput, stderr: bytear
         with contextlib.suppress(OSError):
             fcntl.fcntl(out, fcntl.F_SETPIPE_SZ, _PIPE_BYTES)
     try:
-        with selectors.DefaultSelector() as selector:
-            # Without a pidfd, or once ripgrep is gone, the pipes are watched.
-            running = exit_fd is not None
-            if exit_fd is not None:
-                selector.register(exit_fd, selectors.EVENT_READ)
-            watching = not running
-            if watching:
-                for fd in pipes:
-                    selector.register(fd, selectors.EVENT_READ)
+        with _Wakes(exit_fd, pipes) as wakes:
             started = time.monotonic()
             while pipes:
                 check_deadline()
@@ -241,33 +233,69 @@ def _collect(process: subprocess.Popen[bytes], output: _RgOutput, stderr: bytear
                 left = stop_at - time.monotonic()
                 if left <= 0:
                     return False
-                ready = selector.select(min(left, 0.25 if watching else _IDLE_WAIT_S))
-                if exit_fd is not None and running and any(key.fd == exit_fd for key, _ in ready):
-                    selector.unregister(exit_fd)
-                    running = False
+                wakes.wait(left)
                 read = 0
                 for fd in sorted(pipes):
                     count = _drain(fd, output if fd == out else None, stderr)
                     if output.cut:
                         return True
                     if count is None:
-                        pipes.discard(fd)
-                        if watching:
-                            selector.unregister(fd)
+                        wakes.ended(fd)
                     else:
                         read += count
-                wanted = not running or read >= _WATCH_ABOVE_BYTES
-                if wanted != watching:
-                    for fd in pipes:
-                        if wanted:
-                            selector.register(fd, selectors.EVENT_READ)
-                        else:
-                            selector.unregister(fd)
-                    watching = wanted
+                wakes.watch(not wakes.running or read >= _WATCH_ABOVE_BYTES)
     finally:
         if exit_fd is not None:
             os.close(exit_fd)
     return True
+
+
+class _Wakes:
+    """What wakes the reading of ripgrep's pipes: its exit, its pipes while watched, or the idle wait.
+
+    Without a pidfd (``exit_fd`` None), or once ripgrep is gone, the pipes are watched.
+    ``pipes`` is shared with the caller; :meth:`ended` removes a pipe from it.
+    """
+
+    def __init__(self, exit_fd: int | None, pipes: set[int]) -> None:
+        self._selector = selectors.DefaultSelector()
+        self._exit_fd = exit_fd
+        self.pipes = pipes
+        self.running = exit_fd is not None
+        if exit_fd is not None:
+            self._selector.register(exit_fd, selectors.EVENT_READ)
+        self.watching = False
+        self.watch(not self.running)
+
+    def __enter__(self) -> _Wakes:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._selector.close()
+
+    def wait(self, left: float) -> None:
+        """Wait for a wake, at most ``left`` seconds; note ripgrep's exit when it is one."""
+        ready = self._selector.select(min(left, 0.25 if self.watching else _IDLE_WAIT_S))
+        if self._exit_fd is not None and self.running and any(key.fd == self._exit_fd for key, _ in ready):
+            self._selector.unregister(self._exit_fd)
+            self.running = False
+
+    def ended(self, fd: int) -> None:
+        """The pipe ``fd`` ended (or the output was cut)."""
+        self.pipes.discard(fd)
+        if self.watching:
+            self._selector.unregister(fd)
+
+    def watch(self, wanted: bool) -> None:
+        """Watch the pipes, or stop watching them."""
+        if wanted == self.watching:
+            return
+        for fd in self.pipes:
+            if wanted:
+                self._selector.register(fd, selectors.EVENT_READ)
+            else:
+                self._selector.unregister(fd)
+        self.watching = wanted
 
 
 def _drain(fd: int, output: _RgOutput | None, stderr: bytearray) -> int | None:
