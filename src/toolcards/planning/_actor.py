@@ -10,16 +10,18 @@ One actor per team (the team orchestrator spawns it under the name
   :class:`~toolcards.vector.TextVectors`:
   ``{"model": model_id, "digest": description digest, "vector": base64 float32}``.
 
-**Writes.** :meth:`PlanningActor.update` applies a batch in memory, writes exactly the rows it
-changed plus the ``meta`` row in one :meth:`Store.apply` transaction, and returns only after
-that transaction committed; if the store fails, the in-memory board is rolled back and the
-error raised, so nothing is half-applied. The cost is the rows changed, never the board size.
+**Writes.** :meth:`PlanningActor.update` takes the store's write lock, catches the board up
+with what other processes committed, validates the batch against that, stages exactly the
+rows it changed plus the ``meta`` row, and returns only after that transaction committed;
+the board in memory changes only then, so a store that fails leaves both as they were and
+the error is raised. The cost is the rows changed, never the board size.
 Every non-empty batch increments the persisted ``seq`` and publishes one
 :class:`StateChanged`.
 
 **Embeddings** (when an :class:`EmbeddingParam` is given) are kept by one
-:class:`~toolcards.vector.TextVectors` (keys: task ids as text; texts: descriptions), the
-module the knowledge graph uses too. They never hold up or fail an update:
+:class:`~toolcards.vector.EmbeddingKeeper` and its :class:`~toolcards.vector.TextVectors`
+(keys: task ids as text; texts: descriptions), as the knowledge graph keeps its own. They
+never hold up or fail an update, and their threads end with the actor, stopped or crashed:
 
 * Descriptions this process committed are embedded after the commit, on the module's one
   worker thread. At most one embedding call is in flight; descriptions committed meanwhile
@@ -43,7 +45,7 @@ module the knowledge graph uses too. They never hold up or fail an update:
   store it waits for that vector as above, on a :class:`~toolcards.store.MemoryStore` it
   is embedded at once.
 
-numpy and :mod:`toolcards.vector` are imported only when an embedding is configured.
+numpy is imported only when an embedding is configured.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ from toolcards.store._codec import JSONText
 
 if TYPE_CHECKING:
     from toolcards.actors._system import TeamHandle
-    from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVectors
+    from toolcards.vector import EmbeddingKeeper, EmbeddingParam, TextVector, TextVectors
 
 __all__ = [
     "DEFAULT_LEASE_S",
@@ -196,7 +198,6 @@ class PlanningActor(CallerRunsActor):
         self._team_id = team_id
         self._store = store
         self._namespace = f"{team_id}/{PLANNING_ACTOR_NAME}"
-        self._embedding = embedding
         self._publish = publish
         self._team = team
         self._claims: dict[int, Claim] = {}
@@ -215,10 +216,26 @@ class PlanningActor(CallerRunsActor):
         """The store version the board in memory is the state of."""
         self._calls = CallLog()
         """The keyed calls the board's writes answered, for exactly-once retries."""
-        self._vectors: TextVectors | None = None
-        """Semantic search; ``None`` when no embedding is configured."""
+        self._keeper: EmbeddingKeeper | None = None
+        """Keeps the descriptions' vectors; ``None`` when no embedding is configured."""
+        if embedding is not None:
+            from toolcards.vector import EmbeddingKeeper
+
+            self._keeper = EmbeddingKeeper(
+                embedding,
+                name=self._namespace,
+                text_of=self._description_of,
+                persist=self._persist_vectors,
+                catch_up=self._refresh,
+                store_closed=lambda: store.closed,
+            )
         self._loaded: Snapshot | None = store.load(self._namespace)
         self._absorb(self._loaded)
+
+    @property
+    def _vectors(self) -> TextVectors | None:
+        """The descriptions' vectors, for semantic search; ``None`` without an embedding."""
+        return None if self._keeper is None else self._keeper.vectors
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -229,17 +246,9 @@ class PlanningActor(CallerRunsActor):
         in the background.
         """
         snapshot, self._loaded = self._loaded, None
-        if self._embedding is not None and snapshot is not None:
-            from toolcards.vector import TextVectors, get_embedding_service
-
-            self._vectors = TextVectors(
-                get_embedding_service(self._embedding),
-                text_of=self._description_of,
-                deliver=self.actor_ref.tell,
-                name=self._namespace,
-            )
+        if self._keeper is not None and snapshot is not None:
             keys = [str(task_id) for task_id in self._tasks]
-            self._vectors.load(keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
+            self._keeper.start(self.actor_ref.tell, keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
         self._schedule_tick()
         if self._team is not None:
             # A member leaving the team (in any process) gives back what it claimed.
@@ -263,8 +272,8 @@ class PlanningActor(CallerRunsActor):
         if self._unsubscribe is not None:
             with contextlib.suppress(Exception):  # the team may be stopping first
                 self._unsubscribe()
-        if self._vectors is not None:
-            self._vectors.close()
+        if self._keeper is not None:
+            self._keeper.stop()
 
     def on_failure(
         self,
@@ -275,27 +284,20 @@ class PlanningActor(CallerRunsActor):
         """Stop the embedding threads when the actor dies of an unexpected exception."""
         if self._tick is not None:
             self._tick.cancel()
-        if self._vectors is not None:
-            self._vectors.close(wait_s=0)
+        if self._keeper is not None:
+            self._keeper.stop(wait_s=0)
 
     def on_receive(self, message: Any) -> Any:
-        """Handle the lease tick, the embedding worker's and grace timer's messages; others go
-        to pykka's default."""
+        """Handle the lease tick, a member's leaving and the embedding keeper's messages; others
+        go to pykka's default, which logs them."""
         if isinstance(message, _LeaseTick):
             self._on_tick()
             return None
         if isinstance(message, _MemberGone):
             self._release_member(message.member, message.reason)
             return None
-        if self._vectors is not None:
-            from toolcards.vector import GraceElapsed, TextsEmbedded
-
-            if isinstance(message, TextsEmbedded):
-                self._store_vectors(message)
-                return None
-            if isinstance(message, GraceElapsed):
-                self._embed_overdue()
-                return None
+        if self._keeper is not None and self._keeper.receive(message):
+            return None
         return super().on_receive(message)
 
     # -- reads -------------------------------------------------------------------------
@@ -1170,36 +1172,19 @@ class PlanningActor(CallerRunsActor):
             self._vectors.forget(str(task_id))
         self._vectors.embed(str(task_id) for task_id in described if task_id in self._tasks)
 
-    def _store_vectors(self, message: TextsEmbedded) -> None:
-        """Persist and index the vectors the worker computed, those still of their description."""
+    def _persist_vectors(self, found: Sequence[TextVector]) -> list[TextVector]:
+        """Store the rows of the ``found`` vectors still of their description, after catching up
+        (the keeper's ``persist``); no ``seq``: vectors are derived data, not a change to the board."""
         vectors = self._vectors
         assert vectors is not None
-        accepted = []
-        try:
-            with self._store.write(self._namespace, since=self._version) as txn:
-                # The descriptions may have changed in another process meanwhile.
-                self._absorb(txn.catch_up)
-                accepted = vectors.still_current(message.vectors)
-                txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
-        except Exception:
-            # Vectors are derived data: search still uses them; a restart re-embeds them. A
-            # store closed while the worker embedded is a shutdown, not a failure.
-            log = logger.debug if self._store.closed else logger.exception
-            log("Persisting the vectors of %s failed.", self._namespace)
-            accepted = vectors.still_current(message.vectors)
-        else:
-            if txn.committed is not None:
-                self._version = txn.committed
-        vectors.received(message, accepted)
-
-    def _embed_overdue(self) -> None:
-        """Embed descriptions another process wrote but stored no vector for in time."""
-        assert self._vectors is not None
-        try:
-            self._refresh()  # a vector may have landed meanwhile
-        except Exception:
-            logger.exception("Catching up %s before embedding overdue descriptions failed.", self._namespace)
-        self._vectors.embed_overdue()
+        with self._store.write(self._namespace, since=self._version) as txn:
+            # The descriptions may have changed in another process meanwhile.
+            self._absorb(txn.catch_up)
+            accepted = vectors.still_current(found)
+            txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
+        if txn.committed is not None:
+            self._version = txn.committed
+        return accepted
 
 
 def _status_filter(word: str) -> TaskStatus:
