@@ -31,7 +31,7 @@ from toolcards.planning import (
     TaskUpdate,
     normalize_status,
 )
-from toolcards.planning._render import render_plan
+from toolcards.planning._render import render_plan, render_search
 from toolcards.store import Change, MemoryStore, Store
 from toolcards.testing import FakeObserver
 
@@ -276,7 +276,7 @@ def test_a_synonym_is_read_by_the_actor(word: str, status: str, start: StartActo
     for search in (proxy.search, proxy.search_page):
         hits = search(status=word).get(timeout=5)
         assert [hit.task.id for hit in getattr(hits, "hits", hits)] == [1, 2]
-    assert proxy.render_search(status=word).get(timeout=5).startswith("2 tasks match:")
+    assert render_search(proxy.search_page(status=word).get(timeout=5)).startswith("2 tasks match:")
 
 
 def test_the_actor_refuses_a_search_by_another_word_as_the_model_s_to_fix(start: StartActor) -> None:

@@ -94,7 +94,7 @@ from toolcards.planning._models import (
     normalize_agent_name,
     normalize_status,
 )
-from toolcards.planning._render import PLAN_LIMIT, render_hits, render_plan
+from toolcards.planning._render import render_plan
 from toolcards.store._base import CatchUp, Change, Delta, Snapshot, Store, Transaction
 from toolcards.store._calls import CALLS, CallLog
 from toolcards.store._codec import JSONText
@@ -404,46 +404,14 @@ class PlanningActor(CallerRunsActor):
         limit: int | None = None,
     ) -> SearchPage:
         """:meth:`search`, keeping only the best ``limit`` hits (all when ``None``), and how
-        many matched in all.
+        many matched in all: the board's one search, which :meth:`search` and the
+        ``search_planning`` tool both read.
 
         The best hits are selected before any is built, so a query matching every task of a
         large board costs one pass over it, not a sorted list of objects it will not show.
         """
         total, hits = self._best_hits(query, status, owner, creator, limit)
         return _page(total, [{"task": task, "match": match, "similarity": score} for task, match, score in hits])
-
-    def render_search(
-        self,
-        query: str | None = None,
-        status: str | None = None,
-        owner: str | None = None,
-        creator: str | None = None,
-        limit: int = PLAN_LIMIT,
-    ) -> str:
-        """:meth:`search_page` as a model reads it (:func:`~toolcards.planning._render.render_search`),
-        rendered from the board itself: what ``search_planning`` answers, without a page of
-        models built only to be turned into text."""
-        total, hits = self._best_hits(query, status, owner, creator, limit)
-        return render_hits(total, [(task, match) for task, match, _ in hits], limit=limit)
-
-    def search_records(
-        self,
-        query: str | None = None,
-        status: str | None = None,
-        owner: str | None = None,
-        creator: str | None = None,
-        limit: int = PLAN_LIMIT,
-    ) -> tuple[str, dict[str, Any]]:
-        """:meth:`render_search`'s text and the hits it shows as records: ``{"total", "hits":
-        [{"id", "description", "status", "owner", "match"}]}``, from one pass over the board.
-        Added in 0.3."""
-        total, hits = self._best_hits(query, status, owner, creator, limit)
-        text = render_hits(total, [(task, match) for task, match, _ in hits], limit=limit)
-        records = [
-            {"id": task.id, "description": task.description, "status": task.status, "owner": task.owner, "match": match}
-            for task, match, _ in hits[:limit]
-        ]
-        return text, {"total": total, "hits": records}
 
     def _best_hits(
         self,
@@ -1299,8 +1267,6 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     render = proxy_method(PlanningActor.render)
     search = proxy_method(PlanningActor.search)
     search_page = proxy_method(PlanningActor.search_page)
-    render_search = proxy_method(PlanningActor.render_search)
-    search_records = proxy_method(PlanningActor.search_records)
     seq = proxy_method(PlanningActor.seq)
     tasks = proxy_method(PlanningActor.tasks)
     task_ids = proxy_method(PlanningActor.task_ids)
