@@ -72,7 +72,7 @@ from toolcards.actors._timers import TimerHandle, call_later
 from toolcards.core._events import StateChanged, ToolcardsEvent
 from toolcards.core._idempotency import CallKey
 from toolcards.core._services import MAILBOX
-from toolcards.core._words import words_of
+from toolcards.core._words import STOP_WORDS, words_of
 from toolcards.errors import RetriableError
 from toolcards.planning._batch import StagedBatch, stage_update, unknown_task
 from toolcards.planning._claims import ReadyQueue, claim_refusal, history_line, none_ready, with_history
@@ -119,8 +119,11 @@ T = TypeVar("T")
 
 PLANNING_ACTOR_NAME = "#PlanningTool"
 """The actor's name in a team, and the suffix of its store namespace."""
-SEMANTIC_MIN_SCORE = 0.5
-"""Lowest cosine similarity for a semantic search hit."""
+SEMANTIC_MIN_SCORE = 0.3
+"""Lowest cosine similarity for a semantic search hit. Task descriptions are one line, and a
+paraphrase of one often scores below 0.5 with the local model: the board's labelled set
+(``python -m bench planning``, figures in docs/benchmarks.md) finds far more paraphrases at
+0.3, for about one false hit in six queries that no task is about."""
 SEMANTIC_TOP_K = 20
 """Most semantic hits a search returns (keyword hits are not capped)."""
 QUERY_EMBEDDING_TIMEOUT_S = 2.0
@@ -138,12 +141,9 @@ _META = "meta"
 _VECTORS = "vectors"
 _BOARD_KEY = "board"
 
-# Words that say nothing about which task is meant; dropped from keyword queries.
-_STOPWORDS = frozenset(
-    {"a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "find", "for", "from", "in"}
-    | {"into", "is", "it", "list", "me", "my", "of", "on", "or", "show", "task", "tasks", "that", "the"}
-    | {"this", "to", "which", "with"}
-)
+# Words that say nothing about which task is meant, dropped from keyword queries: the shared
+# stop words, and the words of a request to the board itself ("find the tasks about ...").
+_STOPWORDS = STOP_WORDS | {"find", "list", "show", "task", "tasks"}
 
 
 def _search_text(task: Task) -> str:
@@ -151,8 +151,9 @@ def _search_text(task: Task) -> str:
 
 
 def _query_terms(query: str) -> list[str]:
-    # The package's one tokenizer splits words as the graph's search does (``user_service``
-    # is ``user`` and ``service``); the board keeps its own stop words and matches substrings.
+    # The package's one tokenizer splits words and drops stop words as the graph's search does
+    # (``user_service`` is ``user`` and ``service``). Plurals are not folded: the board matches
+    # substrings, and ``policy`` is not one of ``policies``.
     words = list(dict.fromkeys(words_of(query)))
     terms = [word for word in words if word not in _STOPWORDS and (len(word) > 1 or word.isdigit())]
     return terms or words
@@ -371,8 +372,8 @@ class PlanningActor(CallerRunsActor):
                 a substring of its description or output, or when at least half of the
                 query's significant words occur in them (case-insensitive), and by
                 **meaning** when the cosine of its description's embedding with the
-                query's is at least 0.5 (best 20 only). Hits are the union, each labelled
-                ``keyword``, ``semantic`` or ``both``, best first.
+                query's is at least :data:`SEMANTIC_MIN_SCORE` (best 20 only). Hits are
+                the union, each labelled ``keyword``, ``semantic`` or ``both``, best first.
             status: keep only tasks with this status; a synonym is read as its status
                 (``"done"`` keeps ``completed`` tasks, see
                 :func:`~toolcards.planning._models.normalize_status`).
