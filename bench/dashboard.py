@@ -61,7 +61,8 @@ def _run() -> list[tuple[str, float, str]]:
     from toolcards import ToolFactory
     from toolcards.actors._system import ActorSystem
     from toolcards.core._observer import TeamAgent
-    from toolcards.dashboard import DashboardHub, TeamSource
+    from toolcards.dashboard import TeamSource
+    from toolcards.dashboard._hub import DashboardHub
     from toolcards.knowledge_graph import KnowledgeGraphTool
     from toolcards.planning import PlanningTool
     from toolcards.store._journal import store_journals

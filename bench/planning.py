@@ -23,7 +23,8 @@ import pykka
 
 from bench.timing import Case, Stats, measure
 from toolcards.core._idempotency import CallKey
-from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PlanningActor
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
 

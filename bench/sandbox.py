@@ -29,7 +29,8 @@ import pykka
 
 from bench.timing import Case, Stats, measure
 from toolcards.fs._tree_usage import WorkspaceUsage
-from toolcards.sandbox import BwrapSandboxActor, ExecLimits, LocalSandboxActor, SandboxActor
+from toolcards.sandbox import ExecLimits, SandboxActor
+from toolcards.sandbox._actor import BwrapSandboxActor, LocalSandboxActor
 from toolcards.sandbox._bwrap import bwrap_available
 from toolcards.sandbox._cgroup import cgroup_support
 

@@ -61,7 +61,8 @@ import pykka
 
 from bench.serve_process import ServeProcess
 from bench.timing import Case, Stats, percentile
-from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PlanningActor
 from toolcards.store import SQLiteStore, Store, open_store
 
 __all__ = ["run"]

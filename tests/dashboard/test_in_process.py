@@ -18,7 +18,8 @@ from tests.dashboard.servers import get
 from tests.serving import serving_in_thread
 from toolcards import ToolFactory, WiringError
 from toolcards.actors._system import ActorSystem
-from toolcards.dashboard import DashboardHub, TeamSource, UnknownView, dashboard_for, serve_dashboard
+from toolcards.dashboard import TeamSource, UnknownView, dashboard_for, serve_dashboard
+from toolcards.dashboard._hub import DashboardHub
 from toolcards.knowledge_graph import KnowledgeGraphTool
 from toolcards.planning import PlanningTool
 from toolcards.sandbox import ExecTool

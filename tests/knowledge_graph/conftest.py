@@ -10,7 +10,8 @@ import pykka
 import pytest
 
 from toolcards.core._events import StateChanged
-from toolcards.knowledge_graph import KnowledgeGraphActor, KnowledgeGraphProxy
+from toolcards.knowledge_graph import KnowledgeGraphProxy
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor
 from toolcards.store import MemoryStore, SQLiteStore, Store
 from toolcards.vector import EmbeddingParam
 

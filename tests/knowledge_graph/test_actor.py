@@ -20,12 +20,11 @@ from toolcards.knowledge_graph import (
     Entity,
     EntityCreate,
     EntityUpdate,
-    KnowledgeGraphActor,
     KnowledgeGraphProxy,
     RelationCreate,
     RelationDelete,
 )
-from toolcards.knowledge_graph._actor import _relation_key, _relation_row_key
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor, _relation_key, _relation_row_key
 from toolcards.knowledge_graph._render import (
     SUMMARY_TOP,
     path_text,

@@ -25,7 +25,8 @@ from tests.knowledge_graph.conftest import HASHING, StartGraph
 from tests.knowledge_graph.test_actor_persistence import fill, wait_until
 from toolcards.knowledge_graph import EntityUpdate, KnowledgeGraphProxy
 from toolcards.store import SQLiteStore
-from toolcards.vector import EmbeddingParam, EmbeddingService, text_digest
+from toolcards.vector import EmbeddingParam, EmbeddingService
+from toolcards.vector._text_vectors import text_digest
 
 NAMESPACE = "team-1/#KnowledgeGraphTool"
 WAIT = 30.0
@@ -43,7 +44,8 @@ TEXTS = {
 _WRITER = textwrap.dedent(
     """
     import sys
-    from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor
+    from toolcards.knowledge_graph import EntityCreate
+    from toolcards.knowledge_graph._actor import KnowledgeGraphActor
     from toolcards.store import SQLiteStore
     from toolcards.vector import EmbeddingParam
 

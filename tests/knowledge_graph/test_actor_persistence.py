@@ -21,14 +21,8 @@ import toolcards.vector
 import toolcards.vector._service
 from tests.knowledge_graph.conftest import HASHING, StartGraph
 from toolcards.core._events import StateChanged
-from toolcards.knowledge_graph import (
-    EntityCreate,
-    EntityUpdate,
-    KnowledgeGraphActor,
-    KnowledgeGraphProxy,
-    RelationCreate,
-)
-from toolcards.knowledge_graph._actor import INLINE_EMBED_MAX
+from toolcards.knowledge_graph import EntityCreate, EntityUpdate, KnowledgeGraphProxy, RelationCreate
+from toolcards.knowledge_graph._actor import INLINE_EMBED_MAX, KnowledgeGraphActor
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam, EmbeddingService
 
@@ -223,7 +217,8 @@ def test_query_vector_from_the_caller_is_used(start_graph: StartGraph, spy: Call
 _CHILD = textwrap.dedent(
     """
     import sys
-    from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor, KnowledgeGraphProxy, RelationCreate
+    from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphProxy, RelationCreate
+    from toolcards.knowledge_graph._actor import KnowledgeGraphActor
     from toolcards.store import SQLiteStore
     from toolcards.vector import EmbeddingParam
 

@@ -16,11 +16,11 @@ from toolcards import RetriableError, ToolFactory
 from toolcards.knowledge_graph import (
     EntityCreate,
     EntityUpdate,
-    KnowledgeGraphActor,
     KnowledgeGraphProxy,
     KnowledgeGraphTool,
     RelationCreate,
 )
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor
 from toolcards.knowledge_graph._render import render_search_result
 from toolcards.knowledge_graph._tool import MergeEntitiesParam, parse_as_of
 from toolcards.planning import PlanningTool

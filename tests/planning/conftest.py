@@ -15,7 +15,8 @@ import pytest
 
 from toolcards.core._events import StateChanged
 from toolcards.errors import StoreError
-from toolcards.planning import PlanningActor, PlanningProxy
+from toolcards.planning import PlanningProxy
+from toolcards.planning._actor import PlanningActor
 from toolcards.store import CatchUp, Change, MemoryStore, Snapshot, Store, Transaction
 from toolcards.vector import EmbeddingParam
 

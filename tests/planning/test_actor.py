@@ -20,7 +20,8 @@ import pytest
 from tests.planning.conftest import HASHING, RecordingService, SpyStore, StartActor
 from toolcards.core._events import StateChanged
 from toolcards.errors import RetriableError, StoreError
-from toolcards.planning import PlanningActor, PlanningProxy, SearchHit, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningProxy, SearchHit, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PlanningActor
 from toolcards.planning._render import render_search, render_update_report
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
@@ -630,7 +631,8 @@ def test_restart_with_another_model_re_embeds(db_path: Path, start: StartActor, 
 KILL_CHILD = textwrap.dedent(
     """
     import sys
-    from toolcards.planning import PlanningActor, TaskCreate, TaskUpdate
+    from toolcards.planning import TaskCreate, TaskUpdate
+    from toolcards.planning._actor import PlanningActor
     from toolcards.store import SQLiteStore
 
     proxy = PlanningActor.start("team-kill", SQLiteStore(sys.argv[1])).proxy()
@@ -750,7 +752,8 @@ def test_without_an_embedding_no_embedding_machinery_is_loaded() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from toolcards.planning import PlanningActor, TaskCreate
+        from toolcards.planning import TaskCreate
+        from toolcards.planning._actor import PlanningActor
         from toolcards.store import MemoryStore
 
         proxy = PlanningActor.start("t", MemoryStore()).proxy()

@@ -16,7 +16,8 @@ import toolcards.vector._text_vectors
 from tests.planning.conftest import HASHING, RecordingService, StartActor
 from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore
-from toolcards.vector import EmbeddingParam, text_digest
+from toolcards.vector import EmbeddingParam
+from toolcards.vector._text_vectors import text_digest
 
 Record = Callable[..., RecordingService]
 WAIT = 30  # seconds a test waits before failing; never a timing assertion

@@ -21,16 +21,9 @@ from tests.planning.conftest import StartActor
 from toolcards import Channels, RetriableError, ToolFactory
 from toolcards.core._commands import CommandRegistry
 from toolcards.core._schema import compact_json_schema
-from toolcards.planning import (
-    PLANNING_ACTOR_NAME,
-    STATUS_SYNONYMS,
-    TASK_STATUSES,
-    PlanningTool,
-    Task,
-    TaskCreate,
-    TaskUpdate,
-    normalize_status,
-)
+from toolcards.planning import TASK_STATUSES, PlanningTool, Task, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PLANNING_ACTOR_NAME
+from toolcards.planning._models import STATUS_SYNONYMS, normalize_status
 from toolcards.planning._render import render_plan, render_search
 from toolcards.store import Change, MemoryStore, Store
 from toolcards.testing import FakeObserver

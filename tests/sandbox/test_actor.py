@@ -16,10 +16,9 @@ from toolcards.sandbox import (
     ExecLimits,
     ExecResult,
     LocalOptions,
-    LocalSandboxActor,
     SandboxActor,
-    sandbox_actor_class,
 )
+from toolcards.sandbox._actor import LocalSandboxActor, sandbox_actor_class
 from toolcards.sandbox._process import SpawnFailed
 
 

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from toolcards.sandbox import _probe as probe
-from toolcards.sandbox import sandbox_actor_class
-from toolcards.sandbox._actor import BwrapSandboxActor, DockerSandboxActor, LocalSandboxActor
+from toolcards.sandbox._actor import BwrapSandboxActor, DockerSandboxActor, LocalSandboxActor, sandbox_actor_class
 from toolcards.sandbox._bwrap import bwrap_available
 
 

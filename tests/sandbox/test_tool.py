@@ -13,7 +13,7 @@ from toolcards import ToolFactory, WiringError, dump_cards, load_cards
 from toolcards.actors import ActorSystem
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
 from toolcards.fs._locations import workspace_dir
-from toolcards.sandbox import MAX_COMMAND_CHARS
+from toolcards.sandbox._guards import MAX_COMMAND_CHARS
 from toolcards.sandbox._models import ExecLimits
 from toolcards.sandbox._tool import ExecCommandParam, ExecTool
 from toolcards.testing import FakeObserver

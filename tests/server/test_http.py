@@ -23,8 +23,8 @@ from mcp import Client
 
 from tests.serving import serving_in_thread
 from toolcards import WiringError
-from toolcards.server import TeamServer, check_bind, is_loopback, listen
-from toolcards.server._http import http_app, serve_http
+from toolcards.server import TeamServer, listen
+from toolcards.server._http import check_bind, http_app, is_loopback, serve_http
 
 pytestmark = pytest.mark.slow
 

@@ -27,7 +27,8 @@ from toolcards import (
     capability,
 )
 from toolcards.core._services import SPILL_TO_STORE
-from toolcards.spill import SLOTS, SpilledOutputTool, StoredSpills, stored_spills
+from toolcards.spill import SpilledOutputTool, StoredSpills, stored_spills
+from toolcards.spill._stored import SLOTS
 from toolcards.store import MemoryStore, default_store
 from toolcards.testing import FakeObserver
 

@@ -22,7 +22,6 @@ def test_exports_are_sorted_and_complete() -> None:
         "TextsEmbedded",
         "VectorIndex",
         "get_embedding_service",
-        "text_digest",
     }
 
 

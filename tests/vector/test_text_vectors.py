@@ -18,15 +18,8 @@ import numpy as np
 import pytest
 
 import toolcards.vector._text_vectors as text_vectors_module
-from toolcards.vector import (
-    EmbeddingParam,
-    EmbeddingService,
-    GraceElapsed,
-    TextsEmbedded,
-    TextVectors,
-    VectorIndex,
-    text_digest,
-)
+from toolcards.vector import EmbeddingParam, EmbeddingService, GraceElapsed, TextsEmbedded, TextVectors, VectorIndex
+from toolcards.vector._text_vectors import text_digest
 
 WAIT = 30.0  # seconds a test waits for a thread before failing; never a timing assertion
 HASHING = EmbeddingParam(provider="hashing")

@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 from toolcards.cli._console import configure_logging, exit_code, one_line, root_error
 
-__all__ = ["COMMANDS", "CommandLineParser", "build_parser", "given", "main"]
+__all__ = ["CommandLineParser", "build_parser", "given", "main"]
 
 COMMANDS: tuple[str, ...] = (
     "toolcards.cli._init",

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from toolcards.core._words import STOP_WORDS as TEXT_STOP_WORDS
 from toolcards.errors import RetriableError
 
 __all__ = [
@@ -57,14 +58,9 @@ _GENERIC_NAME_WORDS = frozenset({"workspace", "web", "get"})
 DESCRIPTION_WEIGHT = 3
 """A tool's description tokens count this many times, above its parameter names (once)."""
 
-STOP_WORDS = frozenset(
-    (  # noqa: SIM905 - a paragraph of words reads better than seventy lines of them
-        "a about after all an and any are as at be been but by can could do does for from give has have "
-        "how i in into is it its let me my need of on or our please some tell that the their them then there "
-        "these this those to up us use using want we what when where which who why will with would you your"
-    ).split()
-)
-"""Words a query in a sentence carries that say nothing about which tool is meant."""
+STOP_WORDS = TEXT_STOP_WORDS | frozenset(("give", "let", "need", "please", "tell", "us", "use", "using", "want"))
+"""The package's stop words (:mod:`toolcards.core._words`) and the words of a request
+(``please``, ``let``, ``want``) that say nothing about which tool is meant."""
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "look": ("view",),

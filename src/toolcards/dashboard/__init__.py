@@ -22,28 +22,20 @@ Starlette, uvicorn and numpy (the ``dashboard`` extra) load when a dashboard is 
 
 from __future__ import annotations
 
-from toolcards.dashboard._app import CONTENT_SECURITY_POLICY, SecurityHeaders, dashboard_app, is_dashboard_read
+from toolcards.dashboard._app import dashboard_app
 from toolcards.dashboard._calls import CallLog
-from toolcards.dashboard._hub import DashboardHub
-from toolcards.dashboard._layout import GraphLayout, force_layout
 from toolcards.dashboard._serve import DEFAULT_DASHBOARD_PORT, dashboard_asgi, dashboard_for, serve_dashboard
 from toolcards.dashboard._source import TeamSource, UnknownView
 from toolcards.dashboard._viewer import TeamViewer
 
 __all__ = [
-    "CONTENT_SECURITY_POLICY",
     "DEFAULT_DASHBOARD_PORT",
     "CallLog",
-    "DashboardHub",
-    "GraphLayout",
-    "SecurityHeaders",
     "TeamSource",
     "TeamViewer",
     "UnknownView",
     "dashboard_app",
     "dashboard_asgi",
     "dashboard_for",
-    "force_layout",
-    "is_dashboard_read",
     "serve_dashboard",
 ]

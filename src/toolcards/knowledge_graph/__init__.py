@@ -18,7 +18,7 @@ search index), embedding clients only when it is given an embedding param.
 
 from __future__ import annotations
 
-from toolcards.knowledge_graph._actor import KnowledgeGraphActor, KnowledgeGraphProxy
+from toolcards.knowledge_graph._actor import KnowledgeGraphProxy
 from toolcards.knowledge_graph._models import (
     Entity,
     EntityCreate,
@@ -58,7 +58,6 @@ __all__ = [
     "GetGraphParam",
     "GraphPath",
     "KnowledgeGraph",
-    "KnowledgeGraphActor",
     "KnowledgeGraphProxy",
     "KnowledgeGraphTool",
     "MergeEntitiesParam",

@@ -860,7 +860,7 @@ class KnowledgeGraphActor(CallerRunsActor):
             if key not in kept
         )
         if embedded and self._vectors is not None:
-            from toolcards.vector import text_digest
+            from toolcards.vector._text_vectors import text_digest
 
             # A vector made ahead is committed with its entity only if the text is still the one
             # committed (a catch-up may have changed it); the others are embedded after the commit.

@@ -20,22 +20,17 @@ from toolcards.mcp._config import (
     MCPOAuthConfig,
     MCPStdioConnectionConfig,
     ToolErrorBehavior,
-    expand_env,
 )
 from toolcards.mcp._connect import (
     InProcessMCPServer,
     MCPSource,
     build_mcp_toolset,
     build_toolset,
-    resolve_source,
-    source_label,
 )
 from toolcards.mcp._oauth import (
     OAuthAuthorizationRequired,
     OAuthTokenFile,
     forget_tokens,
-    is_interactive,
-    token_file_path,
 )
 from toolcards.mcp._probe import ToolInfo, login, login_async, probe, probe_async
 from toolcards.mcp._tool import MCPTool
@@ -54,14 +49,9 @@ __all__ = [
     "ToolInfo",
     "build_mcp_toolset",
     "build_toolset",
-    "expand_env",
     "forget_tokens",
-    "is_interactive",
     "login",
     "login_async",
     "probe",
     "probe_async",
-    "resolve_source",
-    "source_label",
-    "token_file_path",
 ]

@@ -10,32 +10,22 @@
 
 from __future__ import annotations
 
-from toolcards.metadata._actor import METADATA_ACTOR_NAME, MetadataActor, MetadataProxy
+from toolcards.metadata._actor import MetadataProxy
 from toolcards.metadata._models import (
-    FIELD_NAME_PATTERN,
     FIELDS_MAX,
     TEXT_MAX,
     VALUE_MAX,
     TeamMetadata,
-    field_name_problem,
-    value_problem,
 )
-from toolcards.metadata._render import render_metadata
 from toolcards.metadata._tool import MetadataTool, SetMetadataParam, TeamMetadataParam
 
 __all__ = [
     "FIELDS_MAX",
-    "FIELD_NAME_PATTERN",
-    "METADATA_ACTOR_NAME",
     "TEXT_MAX",
     "VALUE_MAX",
-    "MetadataActor",
     "MetadataProxy",
     "MetadataTool",
     "SetMetadataParam",
     "TeamMetadata",
     "TeamMetadataParam",
-    "field_name_problem",
-    "render_metadata",
-    "value_problem",
 ]

@@ -11,21 +11,17 @@
 
 from __future__ import annotations
 
-from toolcards.model._actor import MODEL_ACTOR_NAME, ModelChoiceActor, ModelChoiceProxy
-from toolcards.model._models import MODEL_NAME_PATTERN, ActiveModel, ModelName, ModelOption, validate_model_name
+from toolcards.model._actor import ModelChoiceProxy
+from toolcards.model._models import ActiveModel, ModelName, ModelOption
 from toolcards.model._tool import CurrentModelParam, ListModelsParam, ModelTool, SwitchModelParam
 
 __all__ = [
-    "MODEL_ACTOR_NAME",
-    "MODEL_NAME_PATTERN",
     "ActiveModel",
     "CurrentModelParam",
     "ListModelsParam",
-    "ModelChoiceActor",
     "ModelChoiceProxy",
     "ModelName",
     "ModelOption",
     "ModelTool",
     "SwitchModelParam",
-    "validate_model_name",
 ]

@@ -15,17 +15,11 @@ embedding code load only when an actor is given an embedding.
 from __future__ import annotations
 
 from toolcards.planning._actor import (
-    PLANNING_ACTOR_NAME,
-    QUERY_EMBEDDING_TIMEOUT_S,
-    SEMANTIC_MIN_SCORE,
-    SEMANTIC_TOP_K,
-    PlanningActor,
     PlanningProxy,
 )
 from toolcards.planning._models import (
     DESCRIPTION_MAX,
     OUTPUT_MAX,
-    STATUS_SYNONYMS,
     TASK_STATUSES,
     MatchKind,
     SearchHit,
@@ -36,16 +30,10 @@ from toolcards.planning._models import (
     TaskUpdate,
     UpdateFailure,
     UpdateReport,
-    normalize_agent_name,
-    normalize_status,
-    truncate_output,
 )
 from toolcards.planning._render import (
     PLAN_LIMIT,
-    render_plan,
     render_search,
-    render_task,
-    render_task_line,
 )
 from toolcards.planning._tool import (
     GetPlanningParam,
@@ -58,17 +46,11 @@ from toolcards.planning._tool import (
 __all__ = [
     "DESCRIPTION_MAX",
     "OUTPUT_MAX",
-    "PLANNING_ACTOR_NAME",
     "PLAN_LIMIT",
-    "QUERY_EMBEDDING_TIMEOUT_S",
-    "SEMANTIC_MIN_SCORE",
-    "SEMANTIC_TOP_K",
-    "STATUS_SYNONYMS",
     "TASK_STATUSES",
     "GetPlanningParam",
     "GetPlanningTaskParam",
     "MatchKind",
-    "PlanningActor",
     "PlanningProxy",
     "PlanningTool",
     "SearchHit",
@@ -81,11 +63,5 @@ __all__ = [
     "UpdateFailure",
     "UpdatePlanningParam",
     "UpdateReport",
-    "normalize_agent_name",
-    "normalize_status",
-    "render_plan",
     "render_search",
-    "render_task",
-    "render_task_line",
-    "truncate_output",
 ]

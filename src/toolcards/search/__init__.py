@@ -9,7 +9,7 @@ loaded at the first call.
 from __future__ import annotations
 
 from toolcards.search._client import SearchDepth, TavilySettings, WebSearch
-from toolcards.search._render import FetchFailure, WebPage, clip
+from toolcards.search._render import FetchFailure, WebPage
 from toolcards.search._tool import SearchTool, WebCrawlParam, WebFetchParam, WebSearchParam
 
 __all__ = [
@@ -22,5 +22,4 @@ __all__ = [
     "WebPage",
     "WebSearch",
     "WebSearchParam",
-    "clip",
 ]

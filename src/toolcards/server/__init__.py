@@ -42,9 +42,7 @@ from toolcards.server._app import AGENT_HEADER, TeamServer
 from toolcards.server._client_limits import ClientLimits
 from toolcards.server._config import DEFAULT_TEAM_CARDS, ServeConfig, default_config, load_config
 from toolcards.server._facade import BM25Index, ToolCatalog
-from toolcards.server._http import TokenAuth, check_bind, endpoint_url, http_app, is_loopback, listen, serve_http
-from toolcards.server._resources import ResourceNotifier, prompt_uri
-from toolcards.server._results import error_result, to_call_result
+from toolcards.server._http import TokenAuth, endpoint_url, http_app, listen, serve_http
 from toolcards.server._session import AgentSession, AgentSessions, SessionAgent
 from toolcards.server._stdio import serve_stdio
 
@@ -55,22 +53,16 @@ __all__ = [
     "AgentSessions",
     "BM25Index",
     "ClientLimits",
-    "ResourceNotifier",
     "ServeConfig",
     "SessionAgent",
     "TeamServer",
     "TokenAuth",
     "ToolCatalog",
-    "check_bind",
     "default_config",
     "endpoint_url",
-    "error_result",
     "http_app",
-    "is_loopback",
     "listen",
     "load_config",
-    "prompt_uri",
     "serve_http",
     "serve_stdio",
-    "to_call_result",
 ]

@@ -13,17 +13,15 @@ Importing this package loads pydantic and PyYAML; no actor is involved (a skill'
 
 from __future__ import annotations
 
-from toolcards.skills._files import MAX_LISTED_FILES, list_skill_files, read_skill_file
+from toolcards.skills._files import MAX_LISTED_FILES, read_skill_file
 from toolcards.skills._library import (
     ENTRY_POINT_GROUP,
     MAX_SKILL_BYTES,
     SkillLibrary,
     SkillSource,
-    forget_installed_skills,
-    installed_sources,
 )
 from toolcards.skills._models import DESCRIPTION_MAX, NAME_PATTERN, SKILL_FILE, Skill, SkillProblem, parse_skill
-from toolcards.skills._tool import ReadSkillFileParam, SkillMenuParam, SkillsTool, UseSkillParam, render_menu
+from toolcards.skills._tool import ReadSkillFileParam, SkillMenuParam, SkillsTool, UseSkillParam
 
 __all__ = [
     "DESCRIPTION_MAX",
@@ -40,10 +38,6 @@ __all__ = [
     "SkillSource",
     "SkillsTool",
     "UseSkillParam",
-    "forget_installed_skills",
-    "installed_sources",
-    "list_skill_files",
     "parse_skill",
     "read_skill_file",
-    "render_menu",
 ]

@@ -7,7 +7,7 @@ them (:mod:`toolcards.spill._stored`). How the pipeline spills is :mod:`toolcard
 
 from __future__ import annotations
 
-from toolcards.spill._stored import SLOTS, StoredSpills, stored_spills
+from toolcards.spill._stored import StoredSpills, stored_spills
 from toolcards.spill._tool import ReadSpilledOutputParam, SpilledOutputTool
 
-__all__ = ["SLOTS", "ReadSpilledOutputParam", "SpilledOutputTool", "StoredSpills", "stored_spills"]
+__all__ = ["ReadSpilledOutputParam", "SpilledOutputTool", "StoredSpills", "stored_spills"]

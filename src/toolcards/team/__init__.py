@@ -21,8 +21,8 @@ first member is hired.
 from __future__ import annotations
 
 from toolcards.team._delivery import mailbox_of
-from toolcards.team._mailbox import MAILBOX_ACTOR_NAME, MailboxActor, MailboxProxy
-from toolcards.team._member import MemberActor, MemberProxy, running_member
+from toolcards.team._mailbox import MailboxProxy
+from toolcards.team._member import MemberProxy
 from toolcards.team._models import (
     INBOX_MAX,
     MESSAGE_MAX,
@@ -44,10 +44,6 @@ from toolcards.team._models import (
     StopDelivered,
     StopRequested,
     TeamMessage,
-    default_member_name,
-    find_member,
-    normalize_member_name,
-    validate_member_name,
 )
 from toolcards.team._runtime import ModelFactory, TeamRuntime
 from toolcards.team._team import Member, Team
@@ -70,7 +66,6 @@ from toolcards.team._tool import (
 
 __all__ = [
     "INBOX_MAX",
-    "MAILBOX_ACTOR_NAME",
     "MESSAGE_MAX",
     "NAME_MAX",
     "NAME_PATTERN",
@@ -80,11 +75,9 @@ __all__ = [
     "FireParam",
     "HireParam",
     "ListRemindersParam",
-    "MailboxActor",
     "MailboxMessage",
     "MailboxProxy",
     "Member",
-    "MemberActor",
     "MemberFired",
     "MemberHired",
     "MemberProxy",
@@ -112,10 +105,5 @@ __all__ = [
     "TeamTool",
     "TeammatesParam",
     "UnreadMessagesParam",
-    "default_member_name",
-    "find_member",
     "mailbox_of",
-    "normalize_member_name",
-    "running_member",
-    "validate_member_name",
 ]

@@ -24,7 +24,7 @@ from toolcards.vector._keeper import EmbeddingKeeper
 from toolcards.vector._param import EmbeddingParam
 from toolcards.vector._providers.base import EmbeddingUnavailable
 from toolcards.vector._service import EmbeddingService, get_embedding_service
-from toolcards.vector._text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors, text_digest
+from toolcards.vector._text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors
 
 __all__ = [
     "EmbeddingKeeper",
@@ -37,5 +37,4 @@ __all__ = [
     "TextsEmbedded",
     "VectorIndex",
     "get_embedding_service",
-    "text_digest",
 ]

@@ -33,11 +33,9 @@ from toolcards.workspace._actor import (
     WorkspaceProxy,
     stop_workspace_actors,
     workspace_actor,
-    workspace_hub,
 )
-from toolcards.workspace._gate import SnapshotCache, WriteGate
 from toolcards.workspace._journal import Journal, JournalSettings
-from toolcards.workspace._models import FileChange, FileEdit, JournalEntry, ReadRecord, content_digest
+from toolcards.workspace._models import FileChange, FileEdit, JournalEntry, ReadRecord
 from toolcards.workspace._tool import (
     JournalParam,
     WorkspaceDeleteParam,
@@ -72,7 +70,6 @@ __all__ = [
     "JournalParam",
     "JournalSettings",
     "ReadRecord",
-    "SnapshotCache",
     "TreeLock",
     "WorkspaceActor",
     "WorkspaceDeleteParam",
@@ -98,10 +95,7 @@ __all__ = [
     "WorkspaceUndoParam",
     "WorkspaceViewParam",
     "WorkspaceWriteParam",
-    "WriteGate",
-    "content_digest",
     "probe_tree_locks",
     "stop_workspace_actors",
     "workspace_actor",
-    "workspace_hub",
 ]
