@@ -905,8 +905,13 @@ class PlanningActor(CallerRunsActor):
     # -- the lease tick ----------------------------------------------------------------
 
     def _schedule_tick(self) -> None:
+        # A lease is renewed once two thirds of it are left; ticking at least four times per
+        # shortest lease held makes sure a tick falls inside that window before it runs out.
+        shortest = min((claim.lease_s for claim in self._claims.values()), default=LEASE_TICK_S * 4)
         ref = self.actor_ref
-        self._tick = call_later(LEASE_TICK_S, lambda: ref.tell(_LeaseTick()) if ref.is_alive() else None)
+        self._tick = call_later(
+            min(LEASE_TICK_S, shortest / 4), lambda: ref.tell(_LeaseTick()) if ref.is_alive() else None
+        )
 
     def _on_tick(self) -> None:
         """Renew the leases of members active in this process; end those that ran out.
