@@ -61,22 +61,7 @@ def force_layout(
     if n == 0:
         return []
     side = _K * math.sqrt(n) * 2.0
-    pos = np.empty((n, 2), dtype=np.float64)
-    known = np.zeros(n, dtype=bool)
-    for index, name in enumerate(names):
-        point = start.get(name) if start else None
-        if point is not None:
-            pos[index] = point
-            known[index] = True
-        else:
-            pos[index] = _hashed_point(name, side)
-    if start and not known.all():
-        for a, b in edges:  # a newcomer starts beside a neighbour already placed
-            for new, old in ((a, b), (b, a)):
-                if not known[new] and known[old]:
-                    dx, dy = _hashed_point(names[new], 2 * _K)
-                    pos[new] = pos[old] + (dx, dy)
-                    known[new] = True
+    pos = _starting_points(names, edges, start, side, np)
     edge_array = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     edge_array = edge_array[edge_array[:, 0] != edge_array[:, 1]]
     moving = None
@@ -95,14 +80,7 @@ def force_layout(
     temperature = side / 10 if not start else _K
     cooling = temperature / (iterations + 1)
     for _ in range(iterations):
-        disp = _repulsion(pos, np, moving)
-        if len(edge_array):
-            delta = pos[edge_array[:, 0]] - pos[edge_array[:, 1]]
-            dist = np.maximum(np.hypot(delta[:, 0], delta[:, 1]), 1e-6)
-            pull = (np.log1p(dist / _K) * _K / dist)[:, None] * delta  # |f| = k log(1 + d/k)
-            for axis in (0, 1):
-                disp[:, axis] -= np.bincount(edge_array[:, 0], weights=pull[:, axis], minlength=n)
-                disp[:, axis] += np.bincount(edge_array[:, 1], weights=pull[:, axis], minlength=n)
+        disp = _repulsion(pos, np, moving) + _attraction(pos, edge_array, np)
         if moving is not None:
             still = np.ones(n, dtype=bool)
             still[moving] = False
@@ -114,6 +92,49 @@ def force_layout(
     if moving is None:
         pos -= pos.mean(axis=0)  # a partial layout keeps the others where they were drawn
     return [(float(x), float(y)) for x, y in pos]
+
+
+def _starting_points(
+    names: Sequence[str],
+    edges: Sequence[tuple[int, int]],
+    start: dict[str, tuple[float, float]] | None,
+    side: float,
+    np: Any,
+) -> Any:
+    """Where each entity starts: its known position, else beside a placed neighbour, else
+    where its name's hash puts it."""
+    n = len(names)
+    pos = np.empty((n, 2), dtype=np.float64)
+    known = np.zeros(n, dtype=bool)
+    for index, name in enumerate(names):
+        point = start.get(name) if start else None
+        if point is not None:
+            pos[index] = point
+            known[index] = True
+        else:
+            pos[index] = _hashed_point(name, side)
+    if start and not known.all():
+        for a, b in edges:  # a newcomer starts beside a neighbour already placed
+            for new, old in ((a, b), (b, a)):
+                if not known[new] and known[old]:
+                    dx, dy = _hashed_point(names[new], 2 * _K)
+                    pos[new] = pos[old] + (dx, dy)
+                    known[new] = True
+    return pos
+
+
+def _attraction(pos: Any, edge_array: Any, np: Any) -> Any:
+    """Each entity pulled towards those it is related to, |f| = k log(1 + d/k)."""
+    disp = np.zeros_like(pos)
+    if not len(edge_array):
+        return disp
+    delta = pos[edge_array[:, 0]] - pos[edge_array[:, 1]]
+    dist = np.maximum(np.hypot(delta[:, 0], delta[:, 1]), 1e-6)
+    pull = (np.log1p(dist / _K) * _K / dist)[:, None] * delta
+    for axis in (0, 1):
+        disp[:, axis] -= np.bincount(edge_array[:, 0], weights=pull[:, axis], minlength=len(pos))
+        disp[:, axis] += np.bincount(edge_array[:, 1], weights=pull[:, axis], minlength=len(pos))
+    return disp
 
 
 _OFFSETS = tuple((dx, dy) for dx in (-1, 0, 1) for dy in (-1, 0, 1))

@@ -228,97 +228,44 @@ class UpdateBatch:
             return
         errors = self.report.errors
         before = len(errors)
-        observations = list(entity.observations)
-        position = {observation.id: i for i, observation in enumerate(observations)}
-
-        def holding(text: str, verb: str) -> Observation | None:
-            for observation in observations:
-                if observation.text == text and observation.invalid_at is None:
-                    return observation
-            past = [o for o in observations if o.text == text]
-            if past:
-                errors.append(
-                    f"Cannot {verb} {text!r} of {name!r}: it already no longer holds{_since(past[-1])}. "
-                    "Only observations that hold can be superseded or invalidated."
-                )
-            else:
-                errors.append(
-                    f"Cannot {verb} {text!r}: entity {name!r} has no such observation. "
-                    "Give the exact text as search results show it."
-                )
-            return None
-
-        def replace(observation: Observation, **changes: Any) -> None:
-            observations[position[observation.id]] = observation.model_copy(update=changes)
-
-        def add(text: str) -> Observation:
-            new = self.new_observation(text)
-            position[new.id] = len(observations)
-            observations.append(new)
-            return new
-
+        edits = _ObservationEdits(self, name, entity.observations)
         for old, new_text in item.supersede.items():
-            if old == new_text:
-                errors.append(f"Superseding {old!r} of {name!r} with the same text changes nothing; drop it.")
-                continue
-            observation = holding(old, "supersede")
-            if observation is None:
-                continue
-            replacement = next((o for o in observations if o.text == new_text and o.invalid_at is None), None)
-            if replacement is None:
-                replacement = add(new_text)
-            replace(observation, superseded_by=replacement.id, **self.stamp.invalidation(SUPERSEDED))
-            self.report.invalidated.append(f"{name}: {old}")
+            edits.supersede(old, new_text)
         entity_reason: str | None = None
         for target, reason in item.invalidate.items():
             if target in (name, item.name):
                 entity_reason = reason
-                continue
-            if target.startswith(("-[", f"{name} -[")):
+            elif target.startswith(("-[", f"{name} -[")):
                 self._invalidate_relation(name, target, reason)
-                continue
-            observation = holding(target, "invalidate")
-            if observation is not None:
-                replace(observation, **self.stamp.invalidation(reason))
-                self.report.invalidated.append(f"{name}: {target}")
-        removals = _unique(item.remove_observations)
-        absent = [text for text in removals if not any(o.text == text and o.current for o in observations)]
-        if absent:
-            listed = "; ".join(repr(text) for text in absent)
-            errors.append(
-                f"Entity {item.name!r} has no observation {listed}. "
-                "Remove observations by their exact text as search results show it."
-            )
-        removed = set(removals) - set(absent)
-        observations = [o for o in observations if not (o.current and o.text in removed)]
-        holding_texts = {o.text for o in observations if o.invalid_at is None}
-        for text in _unique(item.add_observations):
-            if text not in holding_texts:
-                holding_texts.add(text)
-                observations.append(self.new_observation(text))
-        changes: dict[str, Any] = {"observations": observations}
+            else:
+                edits.invalidate(target, reason)
+        changes: dict[str, Any] = {"observations": edits.removed_and_added(item)}
         for field_name in ("entity_type", "description", "is_root"):
             value = getattr(item, field_name)
             if value is not None:
                 changes[field_name] = value
         if entity_reason is not None:
-            if entity.invalid_at is not None:
-                errors.append(f"Entity {name!r} already no longer holds{_since(entity)}.")
-            else:
-                changes.update(self.stamp.invalidation(entity_reason))
-                self.report.invalidated.append(name)
-                for key in self.relation_keys_of(name):
-                    relation = self.relation(key)
-                    if relation is not None and relation.current:
-                        self.relations[key] = relation.model_copy(
-                            update=self.stamp.invalidation(f"{name} no longer holds")
-                        )
-                        self.report.invalidated.append(relation_text(relation))
+            self._invalidate_entity(entity, entity_reason, changes)
         if len(errors) > before:
             return
         updated = entity.model_copy(update=changes)
         if updated != entity:
             self._stage_entity(updated)
+
+    def _invalidate_entity(self, entity: Entity, reason: str, changes: dict[str, Any]) -> None:
+        """Add to ``changes`` that ``entity`` no longer holds, and stage the same for each of
+        its relations that still held; an entity that already no longer holds is an error."""
+        name = entity.name
+        if entity.invalid_at is not None:
+            self.report.errors.append(f"Entity {name!r} already no longer holds{_since(entity)}.")
+            return
+        changes.update(self.stamp.invalidation(reason))
+        self.report.invalidated.append(name)
+        for key in self.relation_keys_of(name):
+            relation = self.relation(key)
+            if relation is not None and relation.current:
+                self.relations[key] = relation.model_copy(update=self.stamp.invalidation(f"{name} no longer holds"))
+                self.report.invalidated.append(relation_text(relation))
 
     def _invalidate_relation(self, name: str, target: str, reason: str) -> None:
         text = target.removeprefix(name).strip()
@@ -455,25 +402,9 @@ def stage_merge(
     into = into.strip()
     names = _unique(name.strip() for name in sources if name.strip())
     batch = MergeBatch(report=MergeReport(into=into, sources=names))
-    errors = batch.report.errors
     target = entities.get(into)
-    if target is None:
-        owner = aliases.get(into)
-        hint = f" It is an alias of {owner!r}; merge into {owner!r}." if owner else " Name an existing entity."
-        errors.append(f"Cannot merge into {into!r}: no such entity.{hint}")
-    if not names:
-        errors.append("Name at least one entity in sources to merge into the target.")
-    for name in names:
-        if name == into:
-            errors.append(f"Cannot merge {name!r} into itself; list only the other entities in sources.")
-        elif name not in entities:
-            owner = aliases.get(name)
-            errors.append(
-                f"{name!r} was already merged into {owner!r}."
-                if owner
-                else f"Cannot merge {name!r}: no such entity. Search the graph for its exact name."
-            )
-    if errors or target is None:
+    batch.report.errors.extend(_merge_refusals(entities, aliases, into, names))
+    if batch.report.errors or target is None:
         return batch
     report = batch.report
     observations = list(target.observations)
@@ -538,3 +469,103 @@ def stage_merge(
             batch.relations[new_key] = moved
             report.moved_relations.append(moved)
     return batch
+
+
+def _merge_refusals(
+    entities: Mapping[str, Entity], aliases: Mapping[str, str], into: str, names: list[str]
+) -> list[str]:
+    """Why merging ``names`` into ``into`` cannot be done (nothing: it can)."""
+    errors = []
+    if into not in entities:
+        owner = aliases.get(into)
+        hint = f" It is an alias of {owner!r}; merge into {owner!r}." if owner else " Name an existing entity."
+        errors.append(f"Cannot merge into {into!r}: no such entity.{hint}")
+    if not names:
+        errors.append("Name at least one entity in sources to merge into the target.")
+    for name in names:
+        if name == into:
+            errors.append(f"Cannot merge {name!r} into itself; list only the other entities in sources.")
+        elif name not in entities:
+            owner = aliases.get(name)
+            errors.append(
+                f"{name!r} was already merged into {owner!r}."
+                if owner
+                else f"Cannot merge {name!r}: no such entity. Search the graph for its exact name."
+            )
+    return errors
+
+
+class _ObservationEdits:
+    """One entity's observations while an update is staged on them: superseded, invalidated,
+    removed and added in the order ``update_graph`` applies them, errors to the report."""
+
+    def __init__(self, batch: UpdateBatch, name: str, observations: Sequence[Observation]) -> None:
+        self.batch = batch
+        self.name = name
+        self.observations = list(observations)
+        self.position = {observation.id: i for i, observation in enumerate(self.observations)}
+        self.errors = batch.report.errors
+
+    def holding(self, text: str, verb: str) -> Observation | None:
+        """The observation ``text`` that still holds, or ``None`` with the error said."""
+        for observation in self.observations:
+            if observation.text == text and observation.invalid_at is None:
+                return observation
+        past = [o for o in self.observations if o.text == text]
+        if past:
+            self.errors.append(
+                f"Cannot {verb} {text!r} of {self.name!r}: it already no longer holds{_since(past[-1])}. "
+                "Only observations that hold can be superseded or invalidated."
+            )
+        else:
+            self.errors.append(
+                f"Cannot {verb} {text!r}: entity {self.name!r} has no such observation. "
+                "Give the exact text as search results show it."
+            )
+        return None
+
+    def replace(self, observation: Observation, **changes: Any) -> None:
+        self.observations[self.position[observation.id]] = observation.model_copy(update=changes)
+
+    def supersede(self, old: str, new_text: str) -> None:
+        """``old`` no longer holds, superseded by ``new_text`` (added unless it already holds)."""
+        if old == new_text:
+            self.errors.append(f"Superseding {old!r} of {self.name!r} with the same text changes nothing; drop it.")
+            return
+        observation = self.holding(old, "supersede")
+        if observation is None:
+            return
+        replacement = next((o for o in self.observations if o.text == new_text and o.invalid_at is None), None)
+        if replacement is None:
+            replacement = self.batch.new_observation(new_text)
+            self.position[replacement.id] = len(self.observations)
+            self.observations.append(replacement)
+        self.replace(observation, superseded_by=replacement.id, **self.batch.stamp.invalidation(SUPERSEDED))
+        self.batch.report.invalidated.append(f"{self.name}: {old}")
+
+    def invalidate(self, text: str, reason: str) -> None:
+        """The observation ``text`` no longer holds, for ``reason``."""
+        observation = self.holding(text, "invalidate")
+        if observation is not None:
+            self.replace(observation, **self.batch.stamp.invalidation(reason))
+            self.batch.report.invalidated.append(f"{self.name}: {text}")
+
+    def removed_and_added(self, item: EntityUpdate) -> list[Observation]:
+        """The observations without ``item``'s removals (each must hold now) and with its
+        additions (those not already holding)."""
+        removals = _unique(item.remove_observations)
+        absent = [text for text in removals if not any(o.text == text and o.current for o in self.observations)]
+        if absent:
+            listed = "; ".join(repr(text) for text in absent)
+            self.errors.append(
+                f"Entity {item.name!r} has no observation {listed}. "
+                "Remove observations by their exact text as search results show it."
+            )
+        removed = set(removals) - set(absent)
+        observations = [o for o in self.observations if not (o.current and o.text in removed)]
+        holding_texts = {o.text for o in observations if o.invalid_at is None}
+        for text in _unique(item.add_observations):
+            if text not in holding_texts:
+                holding_texts.add(text)
+                observations.append(self.batch.new_observation(text))
+        return observations

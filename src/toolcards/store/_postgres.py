@@ -783,7 +783,7 @@ class PostgresStore(Store):
             transient=_transient(exc),
         )
 
-    def _hint(self, exc: Exception) -> str:
+    def _hint(self, exc: Exception) -> str:  # noqa: PLR0911 - one hint per kind of failure, a table
         from psycopg_pool import PoolTimeout
 
         server = _server_of(self._url)

@@ -507,39 +507,9 @@ class WorkspaceActor(CallerRunsActor):
                 return replayed
             src = self.tree.resolve(source)
             dst = self.tree.resolve(destination)
-            status = self.tree.status(src) if src != "." else None
-            if src == ".":
-                raise RetriableError("The workspace root cannot be moved. Move the paths inside it instead.")
-            if status is None:
-                raise RetriableError(f"Nothing is at {src!r}. Call workspace_glob to find the right path.")
+            status, target = self._move_statuses(source, destination, src, dst)
             mode = status.st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-                raise RetriableError(f"{src!r} is {kind_of(mode)}: only files, directories and links are moved.")
-            if dst == src:
-                raise RetriableError(f"{source!r} and {destination!r} are the same path: nothing to move.")
-            if dst == "." or dst.startswith(src + "/"):
-                raise RetriableError(f"{src!r} cannot be moved into itself. Choose a destination outside it.")
-            target = self.tree.status(dst)
-            replaced: FileBytes | None = None
-            if target is not None:
-                if stat.S_ISDIR(target.st_mode):
-                    name = src.rsplit("/", 1)[-1]
-                    raise RetriableError(
-                        f"{dst!r} is a directory. To move {src!r} into it, give the full new path, "
-                        f"e.g. {dst + '/' + name!r}."
-                    )
-                if not overwrite:
-                    raise RetriableError(
-                        f"{dst!r} already exists. Pass overwrite=true to replace it (read it first), or choose "
-                        "another destination."
-                    )
-                if stat.S_ISDIR(mode):
-                    raise RetriableError(f"{dst!r} is a file; a directory cannot replace it. Delete it first.")
-                if stat.S_ISREG(target.st_mode):
-                    replaced = self._current(dst, "write")
-                    self.gate.check(agent, dst, replaced.data, "overwrite")
-                elif not stat.S_ISLNK(target.st_mode):
-                    raise not_regular_error(target.st_mode, "write", dst)
+            replaced = self._move_replaces(agent, src, dst, mode, target, overwrite)
             journal = self.hub.journal
             changes: list[PathChange] = []
             if journal is not None:
@@ -566,6 +536,52 @@ class WorkspaceActor(CallerRunsActor):
             self.gate.move(src, dst)
             self._changed(agent, f"moved {src} to {dst}")
             return answer
+
+    def _move_statuses(
+        self, source: str, destination: str, src: str, dst: str
+    ) -> tuple[os.stat_result, os.stat_result | None]:
+        """``src``'s status and ``dst``'s (``None``: nothing there), or the refusal of a move
+        that cannot be: of the root, of nothing, of a pipe or device, onto or into itself."""
+        if src == ".":
+            raise RetriableError("The workspace root cannot be moved. Move the paths inside it instead.")
+        status = self.tree.status(src)
+        if status is None:
+            raise RetriableError(f"Nothing is at {src!r}. Call workspace_glob to find the right path.")
+        mode = status.st_mode
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            raise RetriableError(f"{src!r} is {kind_of(mode)}: only files, directories and links are moved.")
+        if dst == src:
+            raise RetriableError(f"{source!r} and {destination!r} are the same path: nothing to move.")
+        if dst == "." or dst.startswith(src + "/"):
+            raise RetriableError(f"{src!r} cannot be moved into itself. Choose a destination outside it.")
+        return status, self.tree.status(dst)
+
+    def _move_replaces(
+        self, agent: str, src: str, dst: str, mode: int, target: os.stat_result | None, overwrite: bool
+    ) -> FileBytes | None:
+        """The file a move onto ``dst`` replaces (read and let through the gate), ``None`` if
+        it replaces a link or nothing; or the refusal of replacing what is there."""
+        if target is None:
+            return None
+        if stat.S_ISDIR(target.st_mode):
+            name = src.rsplit("/", 1)[-1]
+            raise RetriableError(
+                f"{dst!r} is a directory. To move {src!r} into it, give the full new path, e.g. {dst + '/' + name!r}."
+            )
+        if not overwrite:
+            raise RetriableError(
+                f"{dst!r} already exists. Pass overwrite=true to replace it (read it first), or choose "
+                "another destination."
+            )
+        if stat.S_ISDIR(mode):
+            raise RetriableError(f"{dst!r} is a file; a directory cannot replace it. Delete it first.")
+        if stat.S_ISREG(target.st_mode):
+            replaced = self._current(dst, "write")
+            self.gate.check(agent, dst, replaced.data, "overwrite")
+            return replaced
+        if not stat.S_ISLNK(target.st_mode):
+            raise not_regular_error(target.st_mode, "write", dst)
+        return None
 
     def _moved_paths(
         self, journal: Journal, src: str, dst: str, status: os.stat_result, replaced: FileBytes | None

@@ -252,33 +252,8 @@ class BlobStore:
                     wanted.append(digest)
         if not wanted:
             return found
-        # Every version on the way to one stored whole (or to one in the cache).
-        needed: dict[str, BlobInfo] = {}
-        for digest in wanted:
-            current: str | None = digest
-            while current is not None and current not in needed and current not in found:
-                cached = self._cached_copy(current)
-                if cached is not None:
-                    found[current] = cached
-                    break
-                info = catalog.get(current)
-                if info is None:
-                    raise self._damaged(digest, f"its base {current} is not in the journal's index")
-                needed[current] = info
-                current = info.base
-        keys = [_part_key(digest, index) for digest, info in needed.items() for index in range(info.parts)]
-        rows = self.store.get(self.namespace, BLOBS, keys) if keys else {}
-        payloads: dict[str, bytes] = {}
-        for digest, info in needed.items():
-            try:
-                text = (
-                    info.inline
-                    if info.inline is not None
-                    else "".join(rows[_part_key(digest, index)] for index in range(info.parts))
-                )
-                payloads[digest] = base64.b64decode(text, validate=True)
-            except (KeyError, TypeError, binascii.Error) as exc:
-                raise self._damaged(digest, f"its rows are missing or damaged ({type(exc).__name__})") from exc
+        needed = self._chains(wanted, catalog, found)
+        payloads = self._payloads(needed)
 
         def decoded(digest: str) -> bytes:
             # Iterative: a chain is at most MAX_DEPTH long, but a recursion per link is not needed.
@@ -297,6 +272,43 @@ class BlobStore:
         for digest in wanted:
             self.remember(digest, decoded(digest))
         return {digest: found[digest] for digest in requested if digest in found}
+
+    def _chains(
+        self, wanted: list[str], catalog: Mapping[str, BlobInfo], found: dict[str, bytes]
+    ) -> dict[str, BlobInfo]:
+        """Every version on the way from each of ``wanted`` to one stored whole or one in the
+        cache (those cached are added to ``found``)."""
+        needed: dict[str, BlobInfo] = {}
+        for digest in wanted:
+            current: str | None = digest
+            while current is not None and current not in needed and current not in found:
+                cached = self._cached_copy(current)
+                if cached is not None:
+                    found[current] = cached
+                    break
+                info = catalog.get(current)
+                if info is None:
+                    raise self._damaged(digest, f"its base {current} is not in the journal's index")
+                needed[current] = info
+                current = info.base
+        return needed
+
+    def _payloads(self, needed: dict[str, BlobInfo]) -> dict[str, bytes]:
+        """The stored bytes (whole or delta) of each of ``needed``, read in one query."""
+        keys = [_part_key(digest, index) for digest, info in needed.items() for index in range(info.parts)]
+        rows = self.store.get(self.namespace, BLOBS, keys) if keys else {}
+        payloads: dict[str, bytes] = {}
+        for digest, info in needed.items():
+            try:
+                text = (
+                    info.inline
+                    if info.inline is not None
+                    else "".join(rows[_part_key(digest, index)] for index in range(info.parts))
+                )
+                payloads[digest] = base64.b64decode(text, validate=True)
+            except (KeyError, TypeError, binascii.Error) as exc:
+                raise self._damaged(digest, f"its rows are missing or damaged ({type(exc).__name__})") from exc
+        return payloads
 
     def remember(self, digest: str, data: bytes) -> None:
         """Keep ``data`` as the content of ``digest`` in the cache (larger than a quarter of
