@@ -9,8 +9,8 @@ the ``docker`` client). The sequence, in the calling (worker) thread:
    gate (:data:`GATE`, ``/bin/sh``) that waits on its stdin until this process has put it
    in the cgroup and lowered its limits (``prlimit``), then execs the command with stdin
    on ``/dev/null``. Python can then start it with ``vfork``: a ``preexec_fn`` would force
-   ``fork``, which copies this process's page tables, and that grows with its memory
-   (~1 ms for a small process, 56 ms at 512 MB, 90 ms at 1.5 GB, measured here). Elsewhere
+   ``fork``, which copies this process's page tables, and that grows with its memory (see
+   ``docs/benchmarks.md``). Elsewhere
    a ``preexec_fn`` does the same before exec.
 2. One ``select`` loop reads stdout and stderr and waits for the process to exit (a
    ``pidfd`` on Linux; elsewhere a thread blocked in ``wait``), so a command returns as

@@ -25,7 +25,7 @@ overwritten. Reads run in the caller's thread and store what they read in the ga
 themselves (:meth:`WorkspaceHub.record_read`, under the gate's lock, a few microseconds):
 the record is in place before the read returns, so the gate always sees it in time, and a
 read sends the actor no message (a tell woke the actor's thread, which then competed with
-the reader for the GIL: about 0.1 ms per read).
+the reader for the GIL on every read).
 
 **Durability** is the ``sync`` the attached cards asked for, the safest one when they
 disagree (:data:`Sync`): ``"normal"`` (the default) flushes each file before renaming it into

@@ -140,13 +140,13 @@ def search_rg(
         "--max-columns-preview",
         "--max-depth",
         str(MAX_WALK_DEPTH),
-        # Compiling a pattern near ripgrep's default limit (10 MB) takes it ~0.2 s and
-        # ~100 MB; at 4 MB the largest pattern compiles in ~30 ms.
+        # A pattern near ripgrep's default limit (10 MB) is slow to compile and needs ~100 MB;
+        # 4 MB bounds both (docs/benchmarks.md).
         "--regex-size-limit",
         _RG_REGEX_SIZE_LIMIT,
     ]
-    # ripgrep's own thread count: measured on two cores, interleaved runs over 1,000 and 10,000
-    # files, its default was faster than --threads 1 at both sizes (23 vs 30 ms, 126 vs 145 ms).
+    # ripgrep's own thread count: measured on two cores over 1,000 and 10,000 files, its
+    # default was faster than --threads 1 at both sizes.
     for name in sorted(SKIPPED_DIRS):
         command += ["--glob", f"!{name}/"]
     for name_glob in _prefilter_globs(include):

@@ -5,8 +5,8 @@ root, hidden ones included, never entering :data:`~toolcards.workspace._paths.SK
 or a symlink, at most :data:`~toolcards.workspace._glob.MAX_WALK_DEPTH` levels deep, each
 directory opened relative to its parent's descriptor without following symlinks. It
 ``stat``s each file (no read), so comparing what it finds with what the index holds tells
-which files changed: about 2 µs a file on an idle machine, so tens of milliseconds for
-10,000 files, too slow to run before every search.
+which files changed; its cost grows with the tree (``docs/benchmarks.md``), too slow to
+run before every search of a large one.
 
 **Watches** (Linux): :class:`TreeWatch` puts an inotify watch on every directory the walk
 opens, before listing it (through ``/proc/self/fd``, so the watch is on the directory the
