@@ -85,7 +85,7 @@ class Agent_:
 def unwrap(result: str) -> str:
     """The data inside an untrusted-output envelope."""
     lines = result.split("\n")
-    assert lines[0].startswith("[BEGIN UNTRUSTED OUTPUT") and lines[-1].startswith("[END UNTRUSTED OUTPUT")
+    assert lines[0].startswith("[BEGIN UNTRUSTED") and lines[-1].startswith("[END UNTRUSTED")
     return "\n".join(lines[1:-1])
 
 
@@ -261,12 +261,12 @@ def test_messages_never_show_host_paths(a: Agent_) -> None:
 
 def test_read_numbers_lines_and_says_how_to_continue(a: Agent_) -> None:
     a("workspace_write", path="f.txt", content="".join(f"line {n}\n" for n in range(1, 11)))
-    assert a.read("f.txt").split("\n")[:2] == ["     1\tline 1", "     2\tline 2"]
+    assert a.read("f.txt").split("\n")[:2] == ["1\tline 1", "2\tline 2"]
     page = a.read("f.txt", offset=4, limit=3).split("\n")
     assert page == [
-        "     4\tline 4",
-        "     5\tline 5",
-        "     6\tline 6",
+        "4\tline 4",
+        "5\tline 5",
+        "6\tline 6",
         "(showing lines 4-6 of 10; read again with offset=7 to continue)",
     ]
     assert "past the end" in a.refused("workspace_read", path="f.txt", offset=11)
@@ -308,7 +308,7 @@ def test_list_glob_and_grep_are_outside_data(a: Agent_) -> None:
 def test_commands_reach_the_same_tools(alice: FakeObserver) -> None:
     registry = ToolFactory([WorkspaceTool()], observer=alice).command_registry()
     assert registry.dispatch("/workspace_write notes.txt 'hello there'") == "Created notes.txt (1 line)."
-    assert "     1\thello there" in registry.dispatch("/workspace_read notes.txt")
+    assert "1\thello there" in registry.dispatch("/workspace_read notes.txt")
     assert registry.dispatch("/workspace_read ../x").startswith("Error: " + ESCAPE_MESSAGE)
 
 
@@ -623,7 +623,7 @@ def test_documents_are_read_as_markdown_and_cached_outside_the_tree(a: Agent_) -
     make_docx(a.root / "spec.docx", "Requirements", "The tool must keep every edit.")
     text = a.read("spec.docx")
     assert "Requirements" in text and "The tool must keep every edit." in text
-    assert text.startswith("     1\t")
+    assert text.startswith("1\t")
     assert [p.name for p in a.root.iterdir()] == ["spec.docx"]
     assert list((internal_dir() / "cache" / "documents").glob("*.md"))
 
@@ -680,7 +680,7 @@ def test_an_agent_reads_before_writing_and_views_through_pydantic_ai(alice: Fake
     assert [part.outcome for part in seen] == ["retried", "success", "success", "success"]
     assert str(refusal.content).startswith("Call workspace_read on 'hello.py' first")
     assert "@Bob wrote it last" in str(refusal.content)
-    assert "     1\tprint('hi')" in str(read.content)
+    assert "1\tprint('hi')" in str(read.content)
     assert "+print('hello')" in str(edit.content)
     assert isinstance(view.content, BinaryContent)
     assert view.content.media_type == "image/png"
