@@ -48,7 +48,7 @@ def test_files_read_together_may_be_changed_as_after_a_read(a: CheckedAgent, b: 
 def test_an_answer_past_the_budget_is_spilled_and_licenses_no_overwrite(alice: FakeObserver, tmp_path: Path) -> None:
     a = CheckedAgent(alice, tmp_path, workspace_read_many={"output_budget": 2_000})
     for name in ("long1.txt", "long2.txt"):
-        a("workspace_write", path=name, content=numbered(80))
+        a("workspace_write", path=name, content=numbered(150))
     a("workspace_write", path="short.txt", content="short\n")
     answer = a("workspace_read_many", paths=["long1.txt", "long2.txt", "short.txt"])
     assert "==> long1.txt <==" in answer and "1\tline 1" in answer

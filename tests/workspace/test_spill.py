@@ -80,7 +80,7 @@ def test_a_long_grep_is_kept_whole_and_read_back_by_pages(alice: FakeObserver, b
     whole = grep(root, "needle", max_results=20_000)
     answer = workspace(alice)["workspace_grep"].call_sync({"pattern": "needle"}, channel=TOOL_CALL, call_id="c-42")
     path = spilled_path(answer)
-    assert re.fullmatch(r"\.toolcards/spill/\d{8}T\d{6}Z-workspace_grep-c-42-[0-9a-f]{8}\.txt", path)
+    assert re.fullmatch(r"\.toolcards/spill/\d{8}T\d{6}Z-workspace_grep-c-42-[0-9a-f]{12}\.txt", path)
     assert (root / path).read_text() == whole
     # The model reads the head and the tail, and how to read on or search.
     assert answer.startswith("[BEGIN UNTRUSTED") and "src/f00.txt:1: needle 00:00000" in answer
