@@ -177,7 +177,7 @@ def _process_main(conn: Connection, environment: dict[str, str], team: str, numb
     try:
         from toolcards import ToolFactory
         from toolcards.actors import ActorSystem
-        from toolcards.core.channels import Channels
+        from toolcards.core._channels import Channels
         from toolcards.knowledge_graph import KnowledgeGraphTool
         from toolcards.planning import PlanningTool
         from toolcards.store import close_default_stores

@@ -34,7 +34,8 @@ from typing import Any, cast
 import pykka
 
 from bench.timing import Case, Stats, measure
-from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate
+from toolcards.planning import PlanningProxy, TaskCreate
+from toolcards.planning._actor import PlanningActor
 from toolcards.store import SQLiteStore
 
 __all__ = ["run"]

@@ -14,7 +14,7 @@ import pykka
 
 from bench.timing import Case, Stats, measure
 from toolcards import COMMAND, TOOL_CALL, BaseToolParam, Channels, Tool, ToolCard, ToolFactory, capability
-from toolcards.actors.caller_runs import CallerRunsActor
+from toolcards.actors._caller_runs import CallerRunsActor
 
 
 class PingParam(BaseToolParam):

@@ -59,12 +59,13 @@ def run() -> list[tuple[str, float, str]]:
 
 def _run() -> list[tuple[str, float, str]]:
     from toolcards import ToolFactory
-    from toolcards.actors.system import ActorSystem
-    from toolcards.core.observer import TeamAgent
-    from toolcards.dashboard import DashboardHub, TeamSource
+    from toolcards.actors._system import ActorSystem
+    from toolcards.core._observer import TeamAgent
+    from toolcards.dashboard import TeamSource
+    from toolcards.dashboard._hub import DashboardHub
     from toolcards.knowledge_graph import KnowledgeGraphTool
     from toolcards.planning import PlanningTool
-    from toolcards.store.journal import store_journals
+    from toolcards.store._journal import store_journals
 
     rows: list[tuple[str, float, str]] = []
     with ActorSystem(journal=store_journals()) as system:

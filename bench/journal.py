@@ -35,12 +35,12 @@ from typing import Any
 
 from bench.timing import Case, Stats, measure
 from bench.workspace_edit import _source, edit_cases
-from toolcards.core.factory import ToolFactory
-from toolcards.store.default import default_store
+from toolcards.core._factory import ToolFactory
+from toolcards.store._default import default_store
 from toolcards.testing import FakeObserver
-from toolcards.workspace.actor import stop_workspace_actors, workspace_hub
-from toolcards.workspace.journal import Author, Journal, PathChange
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._actor import stop_workspace_actors, workspace_hub
+from toolcards.workspace._journal import Author, Journal, PathChange
+from toolcards.workspace._tool import WorkspaceTool
 
 __all__ = ["run"]
 
@@ -279,7 +279,7 @@ def _temporary_root() -> Iterator[Path]:
         try:
             yield Path(directory)
         finally:
-            from toolcards.store.default import close_default_stores
+            from toolcards.store._default import close_default_stores
 
             stop_workspace_actors()
             close_default_stores()

@@ -22,13 +22,8 @@ from pathlib import Path
 from typing import cast
 
 from bench.timing import Case, Stats, measure
-from toolcards.knowledge_graph import (
-    EntityCreate,
-    EntityUpdate,
-    KnowledgeGraphActor,
-    KnowledgeGraphProxy,
-    RelationCreate,
-)
+from toolcards.knowledge_graph import EntityCreate, EntityUpdate, KnowledgeGraphProxy, RelationCreate
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor
 from toolcards.store import SQLiteStore, Store
 from toolcards.vector import EmbeddingParam
 

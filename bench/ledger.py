@@ -34,7 +34,7 @@ from pathlib import Path
 from bench.timing import Case, measure
 from toolcards import ToolFactory
 from toolcards.actors import ActorSystem
-from toolcards.core.tool import Tool
+from toolcards.core._tool import Tool
 from toolcards.planning import PlanningTool
 from toolcards.store import SQLiteStore, StoreLedger, close_default_stores, store_ledgers
 from toolcards.testing import FakeObserver

@@ -30,8 +30,9 @@ from typing import Any, cast
 
 from bench._memory_set import load
 from bench.timing import Case, measure
-from toolcards.core.words import tokenize
-from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor, KnowledgeGraphProxy
+from toolcards.core._words import tokenize
+from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphProxy
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor
 from toolcards.store import SQLiteStore, Store
 from toolcards.vector import EmbeddingParam
 

@@ -19,8 +19,9 @@ from typing import cast
 import pykka
 
 from bench.timing import Case, Stats, measure
-from toolcards.core.idempotency import CallKey
-from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.core._idempotency import CallKey
+from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PlanningActor
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam
 

@@ -28,10 +28,11 @@ from pathlib import Path
 import pykka
 
 from bench.timing import Case, Stats, measure
-from toolcards.fs.tree_usage import WorkspaceUsage
-from toolcards.sandbox import BwrapSandboxActor, ExecLimits, LocalSandboxActor, SandboxActor
-from toolcards.sandbox.bwrap import bwrap_available
-from toolcards.sandbox.cgroup import cgroup_support
+from toolcards.fs._tree_usage import WorkspaceUsage
+from toolcards.sandbox import ExecLimits, SandboxActor
+from toolcards.sandbox._actor import BwrapSandboxActor, LocalSandboxActor
+from toolcards.sandbox._bwrap import bwrap_available
+from toolcards.sandbox._cgroup import cgroup_support
 
 TARGETS_MS = {"local": 20.0, "bwrap": 40.0}
 BACKGROUND_START_TARGET_MS = 20.0
@@ -118,7 +119,7 @@ def _proxy_overhead() -> Case:
 
     from bench.timing import percentile
     from toolcards import ToolFactory
-    from toolcards.fs.locations import workspace_dir
+    from toolcards.fs._locations import workspace_dir
     from toolcards.sandbox import ExecCommandParam, ExecTool
     from toolcards.testing import FakeObserver
 

@@ -154,7 +154,7 @@ def _rows(domain: str, unit: str, operations: list[_Operation], sizes: Sequence[
 def _tools(cards: list[Any], observer: Any) -> dict[str, Callable[..., object]]:
     """The cards' tools by name, each called as a model's tool call is."""
     from toolcards import ToolFactory
-    from toolcards.core.channels import Channels
+    from toolcards.core._channels import Channels
 
     def caller(tool: Any) -> Callable[..., object]:
         # get_planning is a system prompt by default: it is then called as a command.
@@ -413,7 +413,7 @@ def run() -> list[Case]:
 
     from toolcards.actors import ActorSystem
     from toolcards.store import close_default_stores
-    from toolcards.workspace.actor import stop_workspace_actors
+    from toolcards.workspace._actor import stop_workspace_actors
 
     rows: list[Case] = []
     with tempfile.TemporaryDirectory(prefix="toolcards-scaling-") as temp, _environment(Path(temp)) as root:

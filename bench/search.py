@@ -4,7 +4,7 @@ One run, on temporary trees:
 
 * the peer benchmark's tree (10,000 source files of about 1 KB, ``bench/peer/fixtures.py``),
   its files dated an hour back (a checkout's files are older than the index's
-  :data:`~toolcards.workspace.index.RACY_S`): the index built in the background (wall time,
+  :data:`~toolcards.workspace._index.RACY_S`): the index built in the background (wall time,
   target <= 10 s) and its size against the text it indexes (target <= 0.5x); then grep
   through the index and by ripgrep alone, same call, same answer (checked):
 
@@ -40,9 +40,9 @@ from bench._search_queries import build_corpus
 from bench.peer.fixtures import GREP_PATTERN, build_tree
 from bench.timing import Case, Skip, measure
 from toolcards.vector import EmbeddingParam, get_embedding_service
-from toolcards.workspace.file_search import FileSearch, Hit
-from toolcards.workspace.grep import find_rg, grep
-from toolcards.workspace.index import WorkspaceIndex
+from toolcards.workspace._file_search import FileSearch, Hit
+from toolcards.workspace._grep import find_rg, grep
+from toolcards.workspace._index import WorkspaceIndex
 
 __all__ = ["run"]
 
@@ -134,7 +134,7 @@ def _grep_cases(root: Path) -> list[Case]:
     index.close()
     walked = WorkspaceIndex(root)
     walked._watch = None
-    import toolcards.workspace.index as index_module
+    import toolcards.workspace._index as index_module
 
     available = index_module.inotify_available
     index_module.inotify_available = lambda root: False  # type: ignore[assignment]

@@ -8,7 +8,7 @@ as the clients, so both compete for the CPU.
 Beside it runs a bare server on the official SDK (:mod:`bench._bare_mcp_server`: the
 low-level ``Server``, the same ``echo`` tool, nothing of ours), measured in the same rounds,
 turn about. Over stdio ``toolcards serve`` no longer runs on the SDK
-(:mod:`toolcards.server.stdio`), so there "ours minus bare" is what our server costs next to
+(:mod:`toolcards.server._stdio`), so there "ours minus bare" is what our server costs next to
 the SDK's, negative when ours is cheaper; in-process and over HTTP both still run on the SDK.
 
 Rows (median milliseconds per call; the note gives the aggregate calls per second):

@@ -61,7 +61,8 @@ import pykka
 
 from bench.serve_process import ServeProcess
 from bench.timing import Case, Stats, percentile
-from toolcards.planning import PlanningActor, PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PlanningActor
 from toolcards.store import SQLiteStore, Store, open_store
 
 __all__ = ["run"]
@@ -281,7 +282,7 @@ def _burst_main(conn: Connection, location: str, team: str, number: int, count: 
                 report = proxy.update(agent, update=[change]).get()
             latencies.append(time.perf_counter() - started)
             if report.errors:
-                from toolcards.planning.render import render_update_report
+                from toolcards.planning._render import render_update_report
 
                 raise RuntimeError(f"update {i} was refused: {render_update_report(report)}")
         conn.send(("ok", time.perf_counter(), created, latencies))
@@ -561,7 +562,7 @@ def run() -> list[Row]:
                     rows.append(Case(f"{SERVERS} servers on PostgreSQL, {CLIENTS} clients", math.nan, note))
                 else:
                     url = server.create_schema("bench_board")
-                    from toolcards.store.postgres import PostgresStore
+                    from toolcards.store._postgres import PostgresStore
 
                     pg = PostgresStore(url)
                     try:

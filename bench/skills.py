@@ -23,7 +23,7 @@ from pathlib import Path
 from bench.timing import Case, measure
 from toolcards import ToolFactory
 from toolcards.skills import SkillsTool
-from toolcards.skills import library as skill_library
+from toolcards.skills import _library as skill_library
 
 __all__ = ["SKILLS", "run", "write_skills"]
 

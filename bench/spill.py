@@ -30,8 +30,8 @@ from toolcards import TOOL_CALL, BaseToolParam, Channels, Tool, ToolCard, ToolFa
 from toolcards.spill import SpilledOutputTool
 from toolcards.store import close_default_stores
 from toolcards.testing import FakeObserver
-from toolcards.workspace.actor import stop_workspace_actors
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._actor import stop_workspace_actors
+from toolcards.workspace._tool import WorkspaceTool
 
 __all__ = ["run"]
 

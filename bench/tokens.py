@@ -59,13 +59,13 @@ PLANNER = "@Planner"
 
 
 def count_tokens(text: str) -> int:
-    """``text``'s length in o200k tokens, counted as the ledger counts (:mod:`toolcards.core.tokens`).
+    """``text``'s length in o200k tokens, counted as the ledger counts (:mod:`toolcards.core._tokens`).
 
     Raises:
         ImportError: the encoder is not installed (the ``tokens`` extra): a benchmark of
             tokens reports no estimate.
     """
-    from toolcards.core.tokens import o200k
+    from toolcards.core._tokens import o200k
 
     encoding = o200k()
     if encoding is None:
@@ -235,9 +235,9 @@ def _context_rows() -> list[Row]:
 def _facade_rows() -> list[Row]:
     from mcp import Client
 
-    from toolcards.core.registry import dump_cards
+    from toolcards.core._registry import dump_cards
     from toolcards.server import TeamServer
-    from toolcards.server.config import ServeConfig
+    from toolcards.server._config import ServeConfig
 
     async def listed(facade: bool) -> tuple[int, int]:
         config = ServeConfig(team_id="tokens-facade", cards=dump_cards(_cards(search=False)), facade=facade)

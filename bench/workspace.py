@@ -31,11 +31,11 @@ from typing import Any
 
 from bench.timing import Case, Stats, measure
 from bench.workspace_edit import _source, edit_cases
-from toolcards.core.factory import ToolFactory
+from toolcards.core._factory import ToolFactory
 from toolcards.testing import FakeObserver
-from toolcards.workspace.actor import stop_workspace_actors
-from toolcards.workspace.grep import find_rg
-from toolcards.workspace.tool import (
+from toolcards.workspace._actor import stop_workspace_actors
+from toolcards.workspace._grep import find_rg
+from toolcards.workspace._tool import (
     WorkspaceDeleteParam,
     WorkspaceEditParam,
     WorkspaceGlobParam,

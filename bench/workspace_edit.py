@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 
 from bench.timing import Case, measure
-from toolcards.workspace.edit import apply_edit
+from toolcards.workspace._edit import apply_edit
 
 __all__ = ["run"]
 

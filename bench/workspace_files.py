@@ -13,11 +13,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.timing import Case, Stats, measure
-from toolcards.fs.atomic_write import atomic_write
-from toolcards.workspace.files import list_directory, read_page, render_page
-from toolcards.workspace.glob import glob
-from toolcards.workspace.grep import find_rg, grep
-from toolcards.workspace.tree import Tree
+from toolcards.fs._atomic_write import atomic_write
+from toolcards.workspace._files import list_directory, read_page, render_page
+from toolcards.workspace._glob import glob
+from toolcards.workspace._grep import find_rg, grep
+from toolcards.workspace._tree import Tree
 
 __all__ = ["run"]
 

@@ -34,8 +34,8 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined, to_jsonable_python
 
 from toolcards import BaseToolParam, ToolCard, dump_cards
-from toolcards.core.channels import Channels
-from toolcards.core.registry import BUILTIN_CARDS, ENTRY_POINT_GROUP, card_class
+from toolcards.core._channels import Channels
+from toolcards.core._registry import BUILTIN_CARDS, ENTRY_POINT_GROUP, card_class
 
 __all__ = ["SECTIONS", "field_docs", "main", "nested_models", "published_kinds", "section"]
 
@@ -345,7 +345,7 @@ def nested_section() -> str:
 
 def serve_config_section() -> str:
     """``ServeConfig``'s fields, and the team served without a config file, as YAML."""
-    from toolcards.server.config import ServeConfig, default_config
+    from toolcards.server._config import ServeConfig, default_config
 
     return "\n".join(
         [
@@ -362,7 +362,7 @@ def serve_config_section() -> str:
 
 def tasks_section() -> str:
     """The task as stored, and the two inputs a model sends to change the board."""
-    from toolcards.planning.models import DESCRIPTION_MAX, OUTPUT_MAX, Task, TaskCreate, TaskStatus, TaskUpdate
+    from toolcards.planning._models import DESCRIPTION_MAX, OUTPUT_MAX, Task, TaskCreate, TaskStatus, TaskUpdate
 
     statuses = ", ".join(f"`{status}`" for status in typing.get_args(TaskStatus))
     parts = [
@@ -381,7 +381,7 @@ def tasks_section() -> str:
 
 def graph_section() -> str:
     """What the knowledge graph stores and what a model sends to change it."""
-    from toolcards.knowledge_graph.models import Entity, EntityCreate, EntityUpdate, Relation, RelationCreate
+    from toolcards.knowledge_graph._models import Entity, EntityCreate, EntityUpdate, Relation, RelationCreate
 
     parts = []
     for model, what in (

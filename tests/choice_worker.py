@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 
 from toolcards.actors import ActorSystem
-from toolcards.core.factory import ToolFactory
+from toolcards.core._factory import ToolFactory
 from toolcards.testing import FakeObserver
 
 TEAM = "choices"

@@ -11,8 +11,8 @@ import pykka
 import pytest
 
 from tests.postgres_server import PostgresServer, PostgresUnavailable, start_server
-from toolcards.actors.system import ActorSystem
-from toolcards.core.lookup import use_locations
+from toolcards.actors._system import ActorSystem
+from toolcards.core._lookup import use_locations
 from toolcards.store import close_default_stores
 from toolcards.testing import FakeObserver
 

@@ -51,7 +51,7 @@ def main(mode: str, team_name: str, name: str, args: list[str]) -> None:
             answer = tools["remind_me"].call_sync({"text": args[1], "after_s": float(args[0])})
             say("set " + str(answer).split()[1])
         elif mode == "watch":
-            from toolcards.actors.asking import ask
+            from toolcards.actors._asking import ask
 
             wait_until(lambda: ask(card.mailbox.unread(args[0]), actor="#Mailbox")[0] > 0)
             say("seen")
@@ -60,7 +60,7 @@ def main(mode: str, team_name: str, name: str, args: list[str]) -> None:
                 say(f"got {text}")
             say("done")
         elif mode == "take":
-            from toolcards.actors.asking import ask
+            from toolcards.actors._asking import ask
 
             if sys.stdin.readline().strip() != "go":
                 return

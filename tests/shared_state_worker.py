@@ -18,7 +18,7 @@ import re
 import sys
 
 from toolcards.actors import ActorSystem
-from toolcards.core.factory import ToolFactory
+from toolcards.core._factory import ToolFactory
 from toolcards.store import store_journals
 from toolcards.testing import FakeObserver
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from toolcards import Channels, ToolCard, ToolFactory
-from toolcards.core.registry import BUILTIN_CARDS, card_class
+from toolcards.core._registry import BUILTIN_CARDS, card_class
 from toolcards.testing import FakeObserver
 
 MODEL_CARD_KINDS = ["workspace", "planning", "knowledge_graph", "exec", "search"]
@@ -199,7 +199,7 @@ def mentioned(text: str) -> set[str]:
 @pytest.mark.parametrize("config", [[entry] for entry in DISABLED] + [DISABLED])
 def test_errors_name_only_tools_the_model_can_call(config: list[dict[str, Any]], isolated_root: Any) -> None:
     from toolcards import RetriableError, ToolFailed
-    from toolcards.fs.locations import workspace_dir
+    from toolcards.fs._locations import workspace_dir
 
     (workspace_dir("team-1") / "notes.txt").write_text("hello\n")
     with FakeObserver("Alice", "team-1") as alice:
@@ -235,7 +235,7 @@ def test_in_facade_mode_the_served_context_says_how_to_reach_the_tools_it_names(
     from mcp import Client
 
     from toolcards.server import TeamServer
-    from toolcards.server.config import ServeConfig
+    from toolcards.server._config import ServeConfig
 
     async def read(facade: bool) -> tuple[set[str], str]:
         server = TeamServer(ServeConfig(team_id="facade-names", cards=[{"kind": "planning"}], facade=facade))

@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from toolcards import BaseToolParam
 from toolcards.cli import build_parser
-from toolcards.core.registry import card_class
+from toolcards.core._registry import card_class
 
 REPO = Path(__file__).resolve().parents[1]
 README_MAX_LINES = 400
@@ -178,8 +178,8 @@ def test_the_reference_covers_every_card_kind_field_and_tool() -> None:
 
 
 def test_the_reference_covers_the_serve_config_tasks_and_the_command_line() -> None:
-    from toolcards.planning.models import Task, TaskStatus
-    from toolcards.server.config import ServeConfig
+    from toolcards.planning._models import Task, TaskStatus
+    from toolcards.server._config import ServeConfig
 
     for name in ServeConfig.model_fields:
         assert f"| `{name}` |" in reference.section("serve-config")
@@ -194,8 +194,8 @@ def test_the_reference_covers_the_serve_config_tasks_and_the_command_line() -> N
 
 
 def _documented_models() -> list[type[BaseModel]]:
-    from toolcards.planning.models import Task
-    from toolcards.server.config import ServeConfig
+    from toolcards.planning._models import Task
+    from toolcards.server._config import ServeConfig
 
     models: list[type[BaseModel]] = [card_class(kind) for kind in reference.published_kinds()]
     models += [BaseToolParam, ServeConfig, Task, *reference.nested_models()]

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolcards import ToolFactory
-from toolcards.core.tool import Tool
+from toolcards.core._tool import Tool
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.testing import FakeObserver
 
@@ -123,7 +123,7 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from toolcards.knowledge_graph import KnowledgeGraphTool
     from toolcards.planning import PlanningTool
     from toolcards.sandbox import ExecTool
-    from toolcards.sandbox.probe import probe_bwrap
+    from toolcards.sandbox._probe import probe_bwrap
     from toolcards.workspace import WorkspaceTool
 
     cards: list[Any] = [
@@ -142,7 +142,7 @@ def arena(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     os.mkfifo(tree / "pipe")
     yield {"tools": tools, "tree": tree, "outside": outside, "before": fingerprint(outside)}
     agent.close()
-    from toolcards.workspace.actor import stop_workspace_actors
+    from toolcards.workspace._actor import stop_workspace_actors
 
     stop_workspace_actors()
     for name, value in previous.items():

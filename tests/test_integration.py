@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from toolcards import ToolFactory
-from toolcards.sandbox.tool import ExecTool
+from toolcards.sandbox._tool import ExecTool
 from toolcards.testing import FakeObserver
 from toolcards.workspace import WorkspaceTool, stop_workspace_actors
 

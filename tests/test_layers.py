@@ -22,7 +22,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "toolcards"
 DOMAINS = sorted(
-    p.name for p in SRC.iterdir() if p.is_dir() and (p / "tool.py").exists() and p.name not in {"core", "actors"}
+    p.name for p in SRC.iterdir() if p.is_dir() and (p / "_tool.py").exists() and p.name not in {"core", "actors"}
 )
 ADAPTERS = {"pydantic_ai", "server", "cli", "dashboard"}
 HEAVY = {
@@ -68,7 +68,7 @@ def test_import_toolcards_defers_every_dependency() -> None:
 
 def test_the_first_card_loads_the_core_only() -> None:
     loaded = imported_modules("from toolcards import ToolCard, ToolFactory")
-    assert {"pydantic", "toolcards.core.card", "toolcards.core.factory"} <= loaded
+    assert {"pydantic", "toolcards.core._card", "toolcards.core._factory"} <= loaded
     assert not {m for m in loaded if m.split(".")[0] in HEAVY | {"pykka"}}
     assert not {m for m in loaded if m.startswith("toolcards.") and m.split(".")[1] not in {"core", "errors"}}
 
@@ -81,7 +81,7 @@ def test_lazy_names_resolve_in_a_fresh_interpreter() -> None:
         "    for name in module.__all__:\n"
         "        getattr(module, name)\n"
         "assert toolcards.__version__\n"
-        "assert toolcards.ToolCard is toolcards.core.card.ToolCard"
+        "assert toolcards.ToolCard is toolcards.core._card.ToolCard"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -113,7 +113,7 @@ SHARED_INFRA = {"store", "vector"}
 # Every import against the layer picture, with where its reason is written down
 # (docs/architecture.md, "Decisions"). Nothing else may point up.
 EXCEPTIONS = {
-    ("core/factory.py", "toolcards.pydantic_ai.toolset"): "ToolFactory.toolset(): a lazy convenience import",
+    ("core/_factory.py", "toolcards.pydantic_ai._toolset"): "ToolFactory.toolset(): a lazy convenience import",
 }
 
 

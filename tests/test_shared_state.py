@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.store import StoreJournal, open_store
 
 pytestmark = pytest.mark.slow

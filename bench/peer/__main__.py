@@ -197,7 +197,7 @@ def peer_venv(python: str) -> Path:
 
 def _same_rg(directory: Path) -> dict[str, str]:
     """An environment whose PATH starts with a directory holding toolcards' ``rg``: both sides grep with it."""
-    from toolcards.workspace.grep import find_rg
+    from toolcards.workspace._grep import find_rg
 
     rg = find_rg()
     if rg is None:

@@ -21,7 +21,7 @@ SUITES = ("planning", "graph", "workspace", "misc")
 
 def _tools(cards: list[Any], observer: Any) -> dict[str, Callable[..., object]]:
     from toolcards import ToolFactory
-    from toolcards.core.channels import Channels
+    from toolcards.core._channels import Channels
 
     def caller(tool: Any) -> Callable[..., object]:
         channel = Channels.TOOL_CALL if Channels.TOOL_CALL in tool.channels else Channels.COMMAND

@@ -33,70 +33,70 @@ from toolcards.errors import (
 )
 
 if TYPE_CHECKING:
-    from toolcards.actors.address import ActorAddress
-    from toolcards.actors.system import ActorSystem, TeamHandle
-    from toolcards.core.approval import ApprovalRequest, Approver
-    from toolcards.core.card import Capability, ToolCard, capability
-    from toolcards.core.channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
-    from toolcards.core.commands import CommandArg, CommandDescriptor, CommandRegistry
-    from toolcards.core.events import StateChanged, ToolExecutionRecord
-    from toolcards.core.factory import ToolFactory
-    from toolcards.core.guards import Guard, GuardContext
-    from toolcards.core.observer import ActorToolObserver, TeamAgent, TeamManagementToolObserver, ToolObserver
-    from toolcards.core.params import BaseToolParam
-    from toolcards.core.registry import card_kinds, dump_cards, load_cards
-    from toolcards.core.tool import Tool
-    from toolcards.knowledge_graph.tool import KnowledgeGraphTool
-    from toolcards.mcp.tool import MCPTool
-    from toolcards.metadata.tool import MetadataTool
-    from toolcards.model.tool import ModelTool
-    from toolcards.planning.tool import PlanningTool
-    from toolcards.sandbox.tool import ExecTool
-    from toolcards.search.tool import SearchTool
-    from toolcards.skills.tool import SkillsTool
-    from toolcards.spill.tool import SpilledOutputTool
-    from toolcards.team.team import Member, Team
-    from toolcards.team.tool import MessagingTool, TeamTool
-    from toolcards.usage.tool import UsageTool
-    from toolcards.workspace.tool import WorkspaceTool
+    from toolcards.actors._address import ActorAddress
+    from toolcards.actors._system import ActorSystem, TeamHandle
+    from toolcards.core._approval import ApprovalRequest, Approver
+    from toolcards.core._card import Capability, ToolCard, capability
+    from toolcards.core._channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
+    from toolcards.core._commands import CommandArg, CommandDescriptor, CommandRegistry
+    from toolcards.core._events import StateChanged, ToolExecutionRecord
+    from toolcards.core._factory import ToolFactory
+    from toolcards.core._guards import Guard, GuardContext
+    from toolcards.core._observer import ActorToolObserver, TeamAgent, TeamManagementToolObserver, ToolObserver
+    from toolcards.core._params import BaseToolParam
+    from toolcards.core._registry import card_kinds, dump_cards, load_cards
+    from toolcards.core._tool import Tool
+    from toolcards.knowledge_graph._tool import KnowledgeGraphTool
+    from toolcards.mcp._tool import MCPTool
+    from toolcards.metadata._tool import MetadataTool
+    from toolcards.model._tool import ModelTool
+    from toolcards.planning._tool import PlanningTool
+    from toolcards.sandbox._tool import ExecTool
+    from toolcards.search._tool import SearchTool
+    from toolcards.skills._tool import SkillsTool
+    from toolcards.spill._tool import SpilledOutputTool
+    from toolcards.team._team import Member, Team
+    from toolcards.team._tool import MessagingTool, TeamTool
+    from toolcards.usage._tool import UsageTool
+    from toolcards.workspace._tool import WorkspaceTool
 
 logging.getLogger("toolcards").addHandler(logging.NullHandler())
 
 _LAZY = {
-    "COMMAND": "toolcards.core.channels",
-    "SYSTEM_PROMPT": "toolcards.core.channels",
-    "TOOL_CALL": "toolcards.core.channels",
-    "ActorAddress": "toolcards.actors.address",
-    "ActorSystem": "toolcards.actors.system",
-    "ActorToolObserver": "toolcards.core.observer",
-    "ApprovalRequest": "toolcards.core.approval",
-    "Approver": "toolcards.core.approval",
-    "BaseToolParam": "toolcards.core.params",
-    "Capability": "toolcards.core.card",
-    "Channels": "toolcards.core.channels",
-    "CommandArg": "toolcards.core.commands",
-    "CommandDescriptor": "toolcards.core.commands",
-    "CommandRegistry": "toolcards.core.commands",
-    "Guard": "toolcards.core.guards",
-    "GuardContext": "toolcards.core.guards",
-    "Member": "toolcards.team.team",
-    "StateChanged": "toolcards.core.events",
-    "Team": "toolcards.team.team",
-    "TeamHandle": "toolcards.actors.system",
-    "TeamAgent": "toolcards.core.observer",
-    "TeamManagementToolObserver": "toolcards.core.observer",
-    "Tool": "toolcards.core.tool",
-    "ToolCard": "toolcards.core.card",
-    "ToolExecutionRecord": "toolcards.core.events",
-    "ToolFactory": "toolcards.core.factory",
-    "ToolObserver": "toolcards.core.observer",
-    "capability": "toolcards.core.card",
-    "card_kinds": "toolcards.core.registry",
-    "dump_cards": "toolcards.core.registry",
-    "load_cards": "toolcards.core.registry",
+    "COMMAND": "toolcards.core._channels",
+    "SYSTEM_PROMPT": "toolcards.core._channels",
+    "TOOL_CALL": "toolcards.core._channels",
+    "ActorAddress": "toolcards.actors._address",
+    "ActorSystem": "toolcards.actors._system",
+    "ActorToolObserver": "toolcards.core._observer",
+    "ApprovalRequest": "toolcards.core._approval",
+    "Approver": "toolcards.core._approval",
+    "BaseToolParam": "toolcards.core._params",
+    "Capability": "toolcards.core._card",
+    "Channels": "toolcards.core._channels",
+    "CommandArg": "toolcards.core._commands",
+    "CommandDescriptor": "toolcards.core._commands",
+    "CommandRegistry": "toolcards.core._commands",
+    "Guard": "toolcards.core._guards",
+    "GuardContext": "toolcards.core._guards",
+    "Member": "toolcards.team._team",
+    "StateChanged": "toolcards.core._events",
+    "Team": "toolcards.team._team",
+    "TeamHandle": "toolcards.actors._system",
+    "TeamAgent": "toolcards.core._observer",
+    "TeamManagementToolObserver": "toolcards.core._observer",
+    "Tool": "toolcards.core._tool",
+    "ToolCard": "toolcards.core._card",
+    "ToolExecutionRecord": "toolcards.core._events",
+    "ToolFactory": "toolcards.core._factory",
+    "ToolObserver": "toolcards.core._observer",
+    "capability": "toolcards.core._card",
+    "card_kinds": "toolcards.core._registry",
+    "dump_cards": "toolcards.core._registry",
+    "load_cards": "toolcards.core._registry",
 }
 """Public name → the module that defines it, imported when the name is first used. The
-built-in cards are found through the card registry (:data:`toolcards.core.registry.BUILTIN_CARDS`)."""
+built-in cards are found through the card registry (:data:`toolcards.core._registry.BUILTIN_CARDS`)."""
 
 
 def __getattr__(name: str) -> Any:
@@ -119,7 +119,7 @@ def __getattr__(name: str) -> Any:
 
 
 def _builtin_card_module(name: str) -> str | None:
-    from toolcards.core.registry import BUILTIN_CARDS
+    from toolcards.core._registry import BUILTIN_CARDS
 
     for path in BUILTIN_CARDS.values():
         module, _, class_name = path.partition(":")

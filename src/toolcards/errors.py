@@ -73,7 +73,7 @@ class ToolFailed(ToolcardsError):
 
 
 class CallCancelled(ToolFailed):
-    """The caller cancelled the call (:mod:`toolcards.core.cancel`), so its work was stopped.
+    """The caller cancelled the call (:mod:`toolcards.core._cancel`), so its work was stopped.
 
     Nobody waits for its answer any more; adapters send none. What the call had not done yet
     when it was cancelled was not done.
@@ -148,7 +148,7 @@ class OutcomeUnknown(StoreError):
 
     The write may be in the store or not. Read the state it changes before doing it again,
     or send it again with the same idempotency key, which applies it at most once
-    (:mod:`toolcards.core.idempotency`).
+    (:mod:`toolcards.core._idempotency`).
 
     Attributes:
         check: what a model can call to see whether the write is there (set by the actor

@@ -1,6 +1,6 @@
 """``FakeObserver``: a team member without an LLM, for binding cards in tests and examples.
 
-It implements :class:`~toolcards.core.observer.ActorToolObserver` on a real
+It implements :class:`~toolcards.core._observer.ActorToolObserver` on a real
 :class:`~toolcards.actors.ActorSystem`, so cards backed by actors work exactly as in a
 team, and it records every event it is notified of::
 
@@ -15,8 +15,8 @@ import threading
 from types import TracebackType
 from typing import Any
 
-from toolcards.actors.system import ActorSystem
-from toolcards.core.observer import TeamAgent
+from toolcards.actors._system import ActorSystem
+from toolcards.core._observer import TeamAgent
 
 __all__ = ["FakeObserver"]
 

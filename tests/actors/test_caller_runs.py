@@ -17,7 +17,7 @@ from typing import Any
 import pykka
 import pytest
 
-from toolcards.actors.caller_runs import CallerRunsActor
+from toolcards.actors._caller_runs import CallerRunsActor
 
 WAIT_S = 10
 """A generous bound for events that must happen; reaching it is a failure, not a timing."""

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from toolcards.actors.journal import MemoryJournal
-from toolcards.actors.orchestrator import Orchestrator
+from toolcards.actors._journal import MemoryJournal
+from toolcards.actors._orchestrator import Orchestrator
 from toolcards.errors import StoreError
 
 REASON = (

@@ -1,4 +1,4 @@
-"""The pykka internals :mod:`toolcards.actors.caller_runs` extends, named one by one.
+"""The pykka internals :mod:`toolcards.actors._caller_runs` extends, named one by one.
 
 pykka is pinned exactly because these are below its public API; when an upgrade moves one,
 this test says which, instead of an actor misbehaving at run time.
@@ -12,7 +12,7 @@ import pykka
 import pytest
 from pykka import _envelope, messages
 
-from toolcards.actors.caller_runs import CallerRunsActor
+from toolcards.actors._caller_runs import CallerRunsActor
 
 ACTOR_HOOKS = [
     "_create_actor_inbox",

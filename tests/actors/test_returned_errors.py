@@ -8,7 +8,7 @@ import logging
 import pykka
 import pytest
 
-from toolcards.actors.caller_runs import CallerRunsActor
+from toolcards.actors._caller_runs import CallerRunsActor
 from toolcards.errors import RetriableError
 
 SECRET = "api_key = sk-live-0f9e8d7c"

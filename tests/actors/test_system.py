@@ -125,7 +125,7 @@ def test_events_are_sequenced_and_delivered(system: ActorSystem) -> None:
 
 
 def test_batched_events_cost_one_message_per_batch_and_keep_their_order(system: ActorSystem) -> None:
-    from toolcards.actors.orchestrator import MAX_BATCH
+    from toolcards.actors._orchestrator import MAX_BATCH
 
     team = system.team("t")
     told: list[Any] = []

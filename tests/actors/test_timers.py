@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from toolcards.actors.timers import call_at, call_later
+from toolcards.actors._timers import call_at, call_later
 
 WAIT = 10.0
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolcards.cli import main
-from toolcards.cli.backup import pg_dump_command
+from toolcards.cli._backup import pg_dump_command
 from toolcards.store import SQLiteStore
 
 REPO = Path(__file__).resolve().parents[2]

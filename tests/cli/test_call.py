@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from toolcards.cli import main
-from toolcards.cli.call import command_text
+from toolcards.cli._call import command_text
 
 
 def test_commands_persist_between_calls_and_stamp_the_agent(
@@ -54,7 +54,7 @@ def test_a_tool_needing_approval_runs_only_with_approve(team_yaml: Path, capsys:
 
 
 def test_an_oversized_command_is_refused_unread(team_yaml: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from toolcards.core.commands import MAX_COMMAND_CHARS
+    from toolcards.core._commands import MAX_COMMAND_CHARS
 
     # A command the team cannot take is a usage error (exit code 2), like an unknown one.
     assert main(["call", "--config", str(team_yaml), "/add_note", "x" * MAX_COMMAND_CHARS]) == 2
@@ -112,7 +112,7 @@ def test_a_script_writes_the_board_a_server_is_serving(
 ) -> None:
     """`call` beside a live team: the server's next read sees the script's writes and vice versa."""
     from toolcards.actors import ActorSystem
-    from toolcards.core.factory import ToolFactory
+    from toolcards.core._factory import ToolFactory
     from toolcards.planning import PlanningTool
     from toolcards.store import store_journals
     from toolcards.testing import FakeObserver

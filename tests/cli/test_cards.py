@@ -8,7 +8,7 @@ import pytest
 
 import tests.server.cards  # noqa: F401 - registers the test kinds
 from toolcards.cli import main
-from toolcards.core import registry
+from toolcards.core import _registry as registry
 
 
 def test_json_describes_capabilities_with_channels_and_schemas(capsys: pytest.CaptureFixture[str]) -> None:

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from toolcards.cli import main
-from toolcards.vector import assets, download
-from toolcards.vector.assets import PinnedWheel
+from toolcards.vector import _assets as assets
+from toolcards.vector import _download as download
+from toolcards.vector._assets import PinnedWheel
 
 
 def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

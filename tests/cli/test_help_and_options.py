@@ -143,7 +143,7 @@ def test_every_install_hint_names_a_real_extra() -> None:
 
 
 def test_a_missing_extra_s_hint_says_make_venv_in_a_clone() -> None:
-    from toolcards.cli.console import install_hint
+    from toolcards.cli._console import install_hint
 
     hint = install_hint("dashboard")
     assert hint.startswith("pip install 'toolcards[dashboard]'") and "make venv" in hint

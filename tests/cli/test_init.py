@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolcards.cli import main
-from toolcards.core.lookup import config_values
+from toolcards.core._lookup import config_values
 
 
 @pytest.fixture

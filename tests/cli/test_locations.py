@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.core.lookup import find_config
+from toolcards.core._lookup import find_config
 from toolcards.store import SQLiteStore
-from toolcards.vector.assets import models_dir
+from toolcards.vector._assets import models_dir
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,8 @@ from mcp import Client, StdioServerParameters
 
 from tests.cli.conftest import REPO
 from toolcards.cli import build_parser, main
-from toolcards.cli.serve import build_config
-from toolcards.server.config import DEFAULT_TEAM_CARDS
+from toolcards.cli._serve import build_config
+from toolcards.server._config import DEFAULT_TEAM_CARDS
 from toolcards.store import default_store
 
 
@@ -94,7 +94,7 @@ def test_command_line_options_override_the_config(team_yaml: Path, monkeypatch: 
 def test_http_serving_in_process_until_sigint(team_yaml: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    from toolcards.cli import serve
+    from toolcards.cli import _serve as serve
 
     messages: list[str] = []
     answers: list[str] = []
@@ -126,7 +126,7 @@ def test_http_serving_in_process_until_sigint(team_yaml: Path, monkeypatch: pyte
 def test_a_workspaces_root_without_working_locks_is_refused_at_start_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from toolcards.workspace import tool as workspace_tool
+    from toolcards.workspace import _tool as workspace_tool
 
     reason = "file locks do not work on /mnt/x (nfs: mounted with locks local to this host): put it elsewhere"
     monkeypatch.setattr(workspace_tool, "probe_tree_locks", lambda: reason)
@@ -238,7 +238,7 @@ def test_http_serve_without_a_token_on_loopback_says_so(team_yaml: Path) -> None
 def test_a_failure_while_serving_is_reported_itself_not_as_a_task_group(
     team_yaml: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from toolcards.server import http
+    from toolcards.server import _http as http
 
     async def broken(*args: object, **kwargs: object) -> None:
         raise OSError("the network went away")

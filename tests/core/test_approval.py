@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import COMMAND, TOOL_CALL, BaseToolParam, Channels, GuardError, RetriableError, ToolCard, capability
 from toolcards.core import ApprovalRequest, ApprovalRequired, ToolExecutionRecord, ToolFactory
-from toolcards.core.guards import GuardContext
+from toolcards.core._guards import GuardContext
 
 
 class LaunchParam(BaseToolParam):

@@ -10,7 +10,7 @@ import pytest
 from pydantic import PrivateAttr
 
 from toolcards import TOOL_CALL, BaseToolParam, Channels, RetriableError, Tool, ToolCard, ToolFactory, capability
-from toolcards.core.arguments import DEFAULT_MAX_ARGUMENT_CHARS, arguments_size, decode_arguments
+from toolcards.core._arguments import DEFAULT_MAX_ARGUMENT_CHARS, arguments_size, decode_arguments
 
 
 class NoteParam(BaseToolParam):

@@ -10,7 +10,7 @@ from pydantic import ConfigDict, PrivateAttr
 
 from tests.core.cards import BasketCard, GreeterCard, GreetParam, MotdParam
 from toolcards import COMMAND, TOOL_CALL, ActorToolObserver, Channels, ObserverGone, ToolCard, WiringError, capability
-from toolcards.core.params import BaseToolParam
+from toolcards.core._params import BaseToolParam
 from toolcards.testing import FakeObserver
 
 

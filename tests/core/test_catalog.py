@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from toolcards import BaseToolParam, RetriableError, Tool, ToolCard, ToolFactory, capability
-from toolcards.core.catalog import CatalogEntry, CatalogTool, ToolCatalog
+from toolcards.core._catalog import CatalogEntry, CatalogTool, ToolCatalog
 
 
 def fetch_page(url: str) -> str:

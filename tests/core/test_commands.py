@@ -18,8 +18,8 @@ from toolcards import (
     ToolExecutionRecord,
     ToolFactory,
 )
-from toolcards.core.commands import MAX_COMMAND_CHARS, split_command
-from toolcards.core.guards import GuardContext
+from toolcards.core._commands import MAX_COMMAND_CHARS, split_command
+from toolcards.core._guards import GuardContext
 
 
 @pytest.fixture

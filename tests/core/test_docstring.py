@@ -1,4 +1,4 @@
-from toolcards.core.docstring import parse_docstring
+from toolcards.core._docstring import parse_docstring
 
 
 def test_description_and_args() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from toolcards.core.channels import Channels
-from toolcards.core.idempotency import CallKey, call_key, current_call
-from toolcards.core.tool import Tool
+from toolcards.core._channels import Channels
+from toolcards.core._idempotency import CallKey, call_key, current_call
+from toolcards.core._tool import Tool
 
 
 def keyed_tool(*, mutates: bool, agent: str | None = "@A") -> tuple[Tool, list[CallKey | None]]:

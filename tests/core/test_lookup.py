@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.core.lookup import (
+from toolcards.core._lookup import (
     CONFIG_FILE,
     Step,
     config_values,
@@ -23,7 +23,7 @@ from toolcards.core.lookup import (
     user_data_dir,
 )
 from toolcards.errors import WiringError
-from toolcards.fs.locations import store_location, store_path, workspaces_root
+from toolcards.fs._locations import store_location, store_path, workspaces_root
 
 
 @pytest.fixture

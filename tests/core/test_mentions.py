@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolcards import Channels, RetriableError, Tool
-from toolcards.core.mentions import known_tool_names, without_unreachable
+from toolcards.core._mentions import known_tool_names, without_unreachable
 
 
 @pytest.mark.parametrize(
@@ -59,7 +59,7 @@ def test_knowing_tool_names_loads_no_card() -> None:
     import sys
 
     code = (
-        "import sys; from toolcards.core.mentions import known_tool_names; known_tool_names(); "
+        "import sys; from toolcards.core._mentions import known_tool_names; known_tool_names(); "
         "print(sorted(m for m in sys.modules if m.split('.')[:2] in (['toolcards', 'planning'], "
         "['toolcards', 'workspace']) or m == 'importlib.metadata'))"
     )

@@ -16,7 +16,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from toolcards import ToolFactory
 from toolcards.actors import ActorSystem
-from toolcards.core import metrics
+from toolcards.core import _metrics as metrics
 from toolcards.planning import PlanningTool
 from toolcards.store import SQLiteStore, StoreLedger, store_ledgers
 from toolcards.testing import FakeObserver

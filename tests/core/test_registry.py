@@ -9,7 +9,7 @@ import yaml
 
 from tests.core.cards import BasketCard, GreeterCard, GreetParam
 from toolcards import WiringError, card_kinds, dump_cards, load_cards
-from toolcards.core import registry
+from toolcards.core import _registry as registry
 
 
 def test_round_trip_through_json_and_yaml() -> None:
@@ -31,7 +31,7 @@ def test_every_problem_is_reported_at_once() -> None:
 
 def test_builtin_kinds_are_listed_without_importing_them() -> None:
     kinds = card_kinds()
-    assert kinds["planning"] == "toolcards.planning.tool:PlanningTool"
+    assert kinds["planning"] == "toolcards.planning._tool:PlanningTool"
     assert kinds["test_greeter"].endswith(":GreeterCard")
 
 

@@ -7,7 +7,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from toolcards import RetriableError, WiringError
-from toolcards.core.schema import build_args_schema
+from toolcards.core._schema import build_args_schema
 
 
 class Node(BaseModel):
@@ -165,7 +165,7 @@ def test_json_text_nested_too_deeply_is_a_validation_error() -> None:
 
 def test_a_schema_is_built_once_per_capability_and_only_when_used() -> None:
     from tests.core.cards import GreeterCard
-    from toolcards.core.schema import build_args_schema
+    from toolcards.core._schema import build_args_schema
 
     first, second = GreeterCard(), GreeterCard(motd_text="other")
     schema = build_args_schema(first.greet_someone, name="greet_someone")

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 import pytest
 
 from toolcards import COMMAND, TOOL_CALL, BaseToolParam, Channels, Tool, ToolCard, ToolFactory, ToolFailed, capability
-from toolcards.core.services import SPILL_TO_STORE, SPILL_TO_WORKSPACE
-from toolcards.core.spill import NOTICE_ROOM
+from toolcards.core._services import SPILL_TO_STORE, SPILL_TO_WORKSPACE
+from toolcards.core._spill import NOTICE_ROOM
 from toolcards.testing import FakeObserver
 
 BUDGET = 2_000

@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from toolcards import ToolFactory
 from toolcards.planning import PlanningTool
 from toolcards.pydantic_ai import TeamContext
-from toolcards.pydantic_ai.context import ContextTracker, line_label
+from toolcards.pydantic_ai._context import ContextTracker, line_label
 from toolcards.testing import FakeObserver
 
 PLAN = "\n".join(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from toolcards.core import tokens
+from toolcards.core import _tokens as tokens
 
 
 def test_o200k_counts_match_the_encoder() -> None:

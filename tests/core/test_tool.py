@@ -21,8 +21,8 @@ from toolcards import (
     ToolFailed,
     ToolTimeout,
 )
-from toolcards.core.guards import GuardContext
-from toolcards.core.output import wrap_untrusted
+from toolcards.core._guards import GuardContext
+from toolcards.core._output import wrap_untrusted
 
 
 def echo(text: str, times: int = 1) -> str:
@@ -191,7 +191,7 @@ def test_sync_timeout() -> None:
 
 
 def test_work_abandoned_by_a_timeout_stops_at_its_next_deadline_check() -> None:
-    from toolcards.core.deadline import check_deadline, remaining
+    from toolcards.core._deadline import check_deadline, remaining
 
     stopped = threading.Event()
     seen: list[float | None] = []
@@ -216,7 +216,7 @@ def test_work_abandoned_by_a_timeout_stops_at_its_next_deadline_check() -> None:
 
 
 def test_an_async_handler_sees_its_deadline() -> None:
-    from toolcards.core.deadline import remaining
+    from toolcards.core._deadline import remaining
 
     async def left() -> str:
         """How long is left."""

@@ -16,7 +16,7 @@ from tests.skills.conftest import DATA
 from toolcards import ToolFactory, WiringError
 from toolcards.planning import PlanningTool
 from toolcards.pydantic_ai import CatalogToolset
-from toolcards.pydantic_ai.catalog import LOADED_KEY, loaded_tool_names
+from toolcards.pydantic_ai._catalog import LOADED_KEY, loaded_tool_names
 from toolcards.skills import SkillsTool
 from toolcards.testing import FakeObserver
 from toolcards.workspace import WorkspaceTool

@@ -20,7 +20,7 @@ from opentelemetry.trace import StatusCode
 
 from tests.core.cards import GreeterCard, GreetParam
 from toolcards import SYSTEM_PROMPT, RetriableError, ToolFactory
-from toolcards.core import tracing
+from toolcards.core import _tracing as tracing
 from toolcards.examples.quickstart import NotesCard
 
 

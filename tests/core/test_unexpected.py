@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from toolcards import RetriableError, Tool, ToolFailed
-from toolcards.core.unexpected import traceback_without_messages
+from toolcards.core._unexpected import traceback_without_messages
 
 SECRET = "password=hunter2-canary"
 

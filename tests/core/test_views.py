@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 import pytest
 
 from toolcards import ToolCard, ToolFactory, WiringError
-from toolcards.core.views import FileBytes, View, view
+from toolcards.core._views import FileBytes, View, view
 
 
 class NotesCard(ToolCard):

@@ -7,7 +7,7 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolcards.core.words import fold, name_key, name_tokens, query_terms, tokenize, words_of
+from toolcards.core._words import fold, name_key, name_tokens, query_terms, tokenize, words_of
 
 
 def test_tokenize_splits_identifiers_folds_plurals_and_drops_stop_words() -> None:

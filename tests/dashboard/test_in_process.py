@@ -17,8 +17,9 @@ import pytest
 from tests.dashboard.servers import get
 from tests.serving import serving_in_thread
 from toolcards import ToolFactory, WiringError
-from toolcards.actors.system import ActorSystem
-from toolcards.dashboard import DashboardHub, TeamSource, UnknownView, dashboard_for, serve_dashboard
+from toolcards.actors._system import ActorSystem
+from toolcards.dashboard import TeamSource, UnknownView, dashboard_for, serve_dashboard
+from toolcards.dashboard._hub import DashboardHub
 from toolcards.knowledge_graph import KnowledgeGraphTool
 from toolcards.planning import PlanningTool
 from toolcards.sandbox import ExecTool
@@ -68,7 +69,7 @@ def test_the_source_has_the_cards_views_and_the_teams_own(team: tuple[FakeObserv
 
 
 def test_the_call_log_holds_every_agents_calls_from_the_teams_log(system: ActorSystem) -> None:
-    from toolcards.core.observer import TeamAgent
+    from toolcards.core._observer import TeamAgent
 
     team = system.team("calls")
     agent = TeamAgent("Ann", team)  # a team member that logs its calls, as MCP sessions do
@@ -92,7 +93,7 @@ def test_the_call_log_holds_every_agents_calls_from_the_teams_log(system: ActorS
 
 
 def test_the_roster_is_the_teams_present_members_and_calls_do_not_keep_anyone_in_it(system: ActorSystem) -> None:
-    from toolcards.core.observer import TeamAgent
+    from toolcards.core._observer import TeamAgent
 
     team = system.team("roster")
     source = TeamSource(team, [PlanningTool()])

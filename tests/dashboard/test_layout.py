@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("numpy", reason="the dashboard extra is not installed")
 
-from toolcards.dashboard.layout import GraphLayout, force_layout
+from toolcards.dashboard._layout import GraphLayout, force_layout
 
 
 def ring(n: int) -> tuple[list[str], list[tuple[int, int]]]:

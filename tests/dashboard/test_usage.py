@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from toolcards import ToolFactory
-from toolcards.actors.system import ActorSystem
-from toolcards.core.usage import Budget
+from toolcards.actors._system import ActorSystem
+from toolcards.core._usage import Budget
 from toolcards.dashboard import TeamSource
 from toolcards.planning import PlanningTool
 from toolcards.store import SQLiteStore, StoreLedger, store_ledgers

@@ -6,8 +6,8 @@ import io
 
 import pytest
 
-from toolcards.demo import TEAM_ID, run_demo
-from toolcards.fs.locations import workspace_dir
+from toolcards._demo import TEAM_ID, run_demo
+from toolcards.fs._locations import workspace_dir
 
 
 def test_the_demo_ships_slugify_twice(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolcards.fs.atomic_write import atomic_write, atomic_write_at
+from toolcards.fs._atomic_write import atomic_write, atomic_write_at
 
 
 def test_it_creates_the_file_and_its_parents(tmp_path: Path) -> None:
@@ -105,7 +105,7 @@ def write_in(directory: Path, name: str, data: bytes, **options: Any) -> None:
 
 
 def _exchange_works() -> bool:
-    from toolcards.fs import atomic_write as module
+    from toolcards.fs import _atomic_write as module
 
     return module._renameat2() is not None
 
@@ -154,7 +154,7 @@ def test_a_directory_found_in_place_is_swapped_back_and_the_write_refused(
 def test_without_renameat2_an_unflushed_write_renames_over_the_old_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolcards.fs import atomic_write as module
+    from toolcards.fs import _atomic_write as module
 
     monkeypatch.setattr(module, "_renameat2", lambda: None)
     (tmp_path / "f.txt").write_bytes(b"old")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.fs.locations import internal_dir, workspace_dir, workspaces_root
+from toolcards.fs._locations import internal_dir, workspace_dir, workspaces_root
 
 
 @pytest.fixture

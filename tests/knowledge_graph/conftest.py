@@ -9,8 +9,9 @@ from typing import Any, cast
 import pykka
 import pytest
 
-from toolcards.core.events import StateChanged
-from toolcards.knowledge_graph import KnowledgeGraphActor, KnowledgeGraphProxy
+from toolcards.core._events import StateChanged
+from toolcards.knowledge_graph import KnowledgeGraphProxy
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor
 from toolcards.store import MemoryStore, SQLiteStore, Store
 from toolcards.vector import EmbeddingParam
 

@@ -14,19 +14,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.knowledge_graph.conftest import HASHING, StartGraph
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.errors import RetriableError, StoreError
 from toolcards.knowledge_graph import (
     Entity,
     EntityCreate,
     EntityUpdate,
-    KnowledgeGraphActor,
     KnowledgeGraphProxy,
     RelationCreate,
     RelationDelete,
 )
-from toolcards.knowledge_graph.actor import _relation_key, _relation_row_key
-from toolcards.knowledge_graph.render import (
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor, _relation_key, _relation_row_key
+from toolcards.knowledge_graph._render import (
     SUMMARY_TOP,
     path_text,
     render_graph_summary,
@@ -34,7 +33,7 @@ from toolcards.knowledge_graph.render import (
     render_update_report,
 )
 from toolcards.store import Change, MemoryStore, SQLiteStore, Transaction
-from toolcards.store.transaction import StagedWrite
+from toolcards.store._transaction import StagedWrite
 
 
 def ent(name: str, entity_type: str = "thing", description: str = "", *obs: str, root: bool = False) -> EntityCreate:

@@ -19,12 +19,13 @@ from typing import Any
 import pytest
 
 import toolcards.vector
-import toolcards.vector.text_vectors
+import toolcards.vector._text_vectors
 from tests.knowledge_graph.conftest import HASHING, StartGraph
 from tests.knowledge_graph.test_actor_persistence import fill, wait_until
 from toolcards.knowledge_graph import EntityUpdate, KnowledgeGraphProxy
 from toolcards.store import SQLiteStore
-from toolcards.vector import EmbeddingParam, EmbeddingService, text_digest
+from toolcards.vector import EmbeddingParam, EmbeddingService
+from toolcards.vector._text_vectors import text_digest
 
 NAMESPACE = "team-1/#KnowledgeGraphTool"
 WAIT = 30.0
@@ -42,7 +43,8 @@ TEXTS = {
 _WRITER = textwrap.dedent(
     """
     import sys
-    from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor
+    from toolcards.knowledge_graph import EntityCreate
+    from toolcards.knowledge_graph._actor import KnowledgeGraphActor
     from toolcards.store import SQLiteStore
     from toolcards.vector import EmbeddingParam
 
@@ -142,7 +144,7 @@ def test_an_entity_another_process_embedded_is_not_embedded_again(
 def test_an_entity_whose_writer_never_embeds_it_is_embedded_after_the_grace_period(
     db_path: Path, start_graph: StartGraph, services: Callable[..., RecordingService], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(toolcards.vector.text_vectors, "REMOTE_EMBED_GRACE_S", 0.2)
+    monkeypatch.setattr(toolcards.vector._text_vectors, "REMOTE_EMBED_GRACE_S", 0.2)
     store = SQLiteStore(db_path)
     reader = services(HASHING)
     kg = start_graph(HASHING, on=store)

@@ -18,15 +18,9 @@ import pytest
 
 import toolcards.vector
 from tests.knowledge_graph.conftest import HASHING, StartGraph
-from toolcards.core.events import StateChanged
-from toolcards.knowledge_graph import (
-    EntityCreate,
-    EntityUpdate,
-    KnowledgeGraphActor,
-    KnowledgeGraphProxy,
-    RelationCreate,
-)
-from toolcards.knowledge_graph.actor import INLINE_EMBED_MAX
+from toolcards.core._events import StateChanged
+from toolcards.knowledge_graph import EntityCreate, EntityUpdate, KnowledgeGraphProxy, RelationCreate
+from toolcards.knowledge_graph._actor import INLINE_EMBED_MAX, KnowledgeGraphActor
 from toolcards.store import SQLiteStore
 from toolcards.vector import EmbeddingParam, EmbeddingService
 
@@ -221,7 +215,8 @@ def test_query_vector_from_the_caller_is_used(start_graph: StartGraph, spy: Call
 _CHILD = textwrap.dedent(
     """
     import sys
-    from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor, KnowledgeGraphProxy, RelationCreate
+    from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphProxy, RelationCreate
+    from toolcards.knowledge_graph._actor import KnowledgeGraphActor
     from toolcards.store import SQLiteStore
     from toolcards.vector import EmbeddingParam
 

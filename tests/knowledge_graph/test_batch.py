@@ -5,8 +5,8 @@ from __future__ import annotations
 import copy
 from datetime import UTC, datetime
 
-from toolcards.knowledge_graph.batch import Stamp, stage_update
-from toolcards.knowledge_graph.models import (
+from toolcards.knowledge_graph._batch import Stamp, stage_update
+from toolcards.knowledge_graph._models import (
     Entity,
     EntityCreate,
     EntityUpdate,

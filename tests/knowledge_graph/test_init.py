@@ -9,7 +9,11 @@ import textwrap
 import pytest
 
 import toolcards.knowledge_graph as package
-from toolcards.knowledge_graph import actor, batch, models, render, search
+from toolcards.knowledge_graph import _actor as actor
+from toolcards.knowledge_graph import _batch as batch
+from toolcards.knowledge_graph import _models as models
+from toolcards.knowledge_graph import _render as render
+from toolcards.knowledge_graph import _search as search
 
 
 @pytest.mark.parametrize("module", [package, actor, batch, models, render, search])
@@ -21,10 +25,11 @@ def test_all_is_sorted_and_every_name_exists(module: object) -> None:
         assert hasattr(module, name), name
 
 
-def test_package_exports_the_public_models_and_the_actor() -> None:
+def test_package_exports_the_public_models_and_the_proxy() -> None:
     public = {name for name in dir(models) if not name.startswith("_")} & set(models.__all__)
     assert public - {"RelationKey", "SearchMode"} <= set(package.__all__)
-    assert "KnowledgeGraphActor" in package.__all__
+    assert "KnowledgeGraphProxy" in package.__all__
+    assert "KnowledgeGraphActor" not in package.__all__, "the actor is machinery behind the proxy"
 
 
 @pytest.mark.slow
@@ -33,7 +38,8 @@ def test_keyword_only_use_loads_no_embedding_client() -> None:
         """
         import sys
         import pykka
-        from toolcards.knowledge_graph import EntityCreate, KnowledgeGraphActor
+        from toolcards.knowledge_graph import EntityCreate
+        from toolcards.knowledge_graph._actor import KnowledgeGraphActor
         from toolcards.store import MemoryStore
 
         kg = KnowledgeGraphActor.start("t", MemoryStore()).proxy()

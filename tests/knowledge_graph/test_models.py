@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from toolcards.knowledge_graph.models import (
+from toolcards.knowledge_graph._models import (
     Entity,
     EntityCreate,
     EntityUpdate,
@@ -20,7 +20,7 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
-from toolcards.knowledge_graph.render import path_text, render_search_result, render_update_report
+from toolcards.knowledge_graph._render import path_text, render_search_result, render_update_report
 
 INPUTS: list[type[BaseModel]] = [EntityCreate, EntityUpdate, RelationCreate, RelationDelete]
 

@@ -16,13 +16,13 @@ from toolcards import RetriableError, ToolFactory
 from toolcards.knowledge_graph import (
     EntityCreate,
     EntityUpdate,
-    KnowledgeGraphActor,
     KnowledgeGraphProxy,
     KnowledgeGraphTool,
     RelationCreate,
 )
-from toolcards.knowledge_graph.render import render_search_result
-from toolcards.knowledge_graph.tool import MergeEntitiesParam, parse_as_of
+from toolcards.knowledge_graph._actor import KnowledgeGraphActor
+from toolcards.knowledge_graph._render import render_search_result
+from toolcards.knowledge_graph._tool import MergeEntitiesParam, parse_as_of
 from toolcards.planning import PlanningTool
 from toolcards.store import MemoryStore, SQLiteStore, Store
 from toolcards.testing import FakeObserver
@@ -348,7 +348,7 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]
     elif request.param == "sqlite":
         opened = SQLiteStore(tmp_path / "state.db")
     else:
-        from toolcards.store.postgres import PostgresStore
+        from toolcards.store._postgres import PostgresStore
 
         opened = PostgresStore(request.getfixturevalue("postgres_url"))
     yield opened
@@ -382,7 +382,7 @@ def test_provenance_history_and_aliases_hold_on_every_store(any_store: Store, cl
 
 def test_an_older_graph_without_provenance_loads(store: MemoryStore, start_graph: StartGraph) -> None:
     txn_rows = {"name": "old", "entity_type": "t", "observations": ["kept as it was"]}
-    from toolcards.store.base import Change
+    from toolcards.store._base import Change
 
     with store.write("team-1/#KnowledgeGraphTool", since=0) as txn:
         txn.stage([Change(collection="entities", key="old", value=txn_rows)])

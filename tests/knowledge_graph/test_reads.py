@@ -16,7 +16,7 @@ from toolcards.knowledge_graph import (
     ReadGraphParam,
     RelationCreate,
 )
-from toolcards.knowledge_graph.render import render_entities, render_graph_page, render_search_result
+from toolcards.knowledge_graph._render import render_entities, render_graph_page, render_search_result
 from toolcards.testing import FakeObserver
 
 

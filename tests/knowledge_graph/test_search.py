@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.knowledge_graph.index import GraphIndex, fuse
-from toolcards.knowledge_graph.models import Entity
-from toolcards.knowledge_graph.search import shortest_paths
+from toolcards.knowledge_graph._index import GraphIndex, fuse
+from toolcards.knowledge_graph._models import Entity
+from toolcards.knowledge_graph._search import shortest_paths
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

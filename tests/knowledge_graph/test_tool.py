@@ -14,7 +14,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import RetriableError, ToolFactory, dump_cards, load_cards
 from toolcards.actors import ActorSystem
-from toolcards.knowledge_graph.tool import GetGraphParam, KnowledgeGraphTool, SearchGraphParam
+from toolcards.knowledge_graph._tool import GetGraphParam, KnowledgeGraphTool, SearchGraphParam
 from toolcards.testing import FakeObserver
 from toolcards.vector import EmbeddingParam
 
@@ -102,7 +102,7 @@ def test_round_trip_and_no_embedding_client_without_embedding() -> None:
     assert load_cards(json.loads(json.dumps(dump_cards([card])))) == [card]
     code = (
         "from toolcards.testing import FakeObserver; from toolcards import ToolFactory;"
-        "from toolcards.knowledge_graph.tool import KnowledgeGraphTool;"
+        "from toolcards.knowledge_graph._tool import KnowledgeGraphTool;"
         "o = FakeObserver('A', 't');"
         "t = {x.name: x for x in ToolFactory([KnowledgeGraphTool()], observer=o).tools()};"
         "t['update_graph'].call_sync({'create_entities': [{'name': 'a', 'entity_type': 'b'}]});"

@@ -6,13 +6,8 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 
 from toolcards.errors import WiringError
-from toolcards.mcp import (
-    MCPConnectionConfig,
-    MCPHTTPConnectionConfig,
-    MCPOAuthConfig,
-    MCPStdioConnectionConfig,
-    expand_env,
-)
+from toolcards.mcp import MCPConnectionConfig, MCPHTTPConnectionConfig, MCPOAuthConfig, MCPStdioConnectionConfig
+from toolcards.mcp._config import expand_env
 
 CONFIGS = TypeAdapter(list[MCPConnectionConfig])
 

@@ -20,8 +20,8 @@ from toolcards.mcp import (
     MCPStdioConnectionConfig,
     build_mcp_toolset,
     build_toolset,
-    resolve_source,
 )
+from toolcards.mcp._connect import resolve_source
 
 _ENVELOPE = re.compile(r"\[BEGIN UNTRUSTED \w+ from [^\n]*\]\n(.*)\n\[END UNTRUSTED \w+\]", re.S)
 

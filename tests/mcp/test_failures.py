@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.mcp.http_servers import free_port, plain_mcp_server
 from toolcards.errors import ToolFailed, WiringError
 from toolcards.mcp import MCPHTTPConnectionConfig, build_toolset
-from toolcards.mcp.failures import describe_failure, timed_out, toolcards_error_in, translated
+from toolcards.mcp._failures import describe_failure, timed_out, toolcards_error_in, translated
 
 
 def wrapped_error() -> RuntimeError:

@@ -32,12 +32,10 @@ from toolcards.mcp import (
     OAuthTokenFile,
     build_toolset,
     forget_tokens,
-    is_interactive,
     login,
     probe,
-    token_file_path,
 )
-from toolcards.mcp.oauth import _LoopbackRedirect
+from toolcards.mcp._oauth import _LoopbackRedirect, is_interactive, token_file_path
 
 URL = "https://mcp.example.com/mcp"
 

@@ -12,7 +12,7 @@ from tests.mcp.conftest import SERVER_SCRIPT
 from tests.mcp.test_connect import CallOnce
 from toolcards import ToolFactory, dump_cards, load_cards
 from toolcards.mcp import MCPHTTPConnectionConfig, MCPStdioConnectionConfig
-from toolcards.mcp.tool import MCPTool
+from toolcards.mcp._tool import MCPTool
 
 
 def test_connections_round_trip() -> None:

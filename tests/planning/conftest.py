@@ -13,9 +13,10 @@ from typing import Any, cast
 
 import pytest
 
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.errors import StoreError
-from toolcards.planning import PlanningActor, PlanningProxy
+from toolcards.planning import PlanningProxy
+from toolcards.planning._actor import PlanningActor
 from toolcards.store import CatchUp, Change, MemoryStore, Snapshot, Store, Transaction
 from toolcards.vector import EmbeddingParam
 

@@ -18,13 +18,14 @@ import pykka
 import pytest
 
 from tests.planning.conftest import HASHING, RecordingService, SpyStore, StartActor
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.errors import RetriableError, StoreError
-from toolcards.planning import PlanningActor, PlanningProxy, SearchHit, TaskCreate, TaskUpdate
-from toolcards.planning.render import render_search, render_update_report
+from toolcards.planning import PlanningProxy, SearchHit, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PlanningActor
+from toolcards.planning._render import render_search, render_update_report
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.vector import EmbeddingParam, get_embedding_service
-from toolcards.vector.text_vectors import TextsEmbedded, TextVector, text_digest
+from toolcards.vector._text_vectors import TextsEmbedded, TextVector, text_digest
 
 Record = Callable[..., RecordingService]
 WAIT = 30  # seconds a test waits for the actor before failing; never a timing assertion
@@ -468,7 +469,7 @@ def test_semantic_index_follows_description_changes_and_deletes(start: StartActo
 def test_a_slow_embedder_never_holds_up_an_update_and_keyword_search_sees_it(
     start: StartActor, record_embeddings: Record, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("toolcards.planning.actor.QUERY_EMBEDDING_TIMEOUT_S", 0.05)
+    monkeypatch.setattr("toolcards.planning._actor.QUERY_EMBEDDING_TIMEOUT_S", 0.05)
     recorder = record_embeddings(HASHING, gated=True)  # every embed call blocks until released
     proxy = start(embedding=HASHING)
     report = proxy.update("@A", create=create("Implement auth module")).get(timeout=WAIT)
@@ -598,7 +599,8 @@ def test_restart_with_another_model_re_embeds(db_path: Path, start: StartActor, 
 KILL_CHILD = textwrap.dedent(
     """
     import sys
-    from toolcards.planning import PlanningActor, TaskCreate, TaskUpdate
+    from toolcards.planning import TaskCreate, TaskUpdate
+    from toolcards.planning._actor import PlanningActor
     from toolcards.store import SQLiteStore
 
     proxy = PlanningActor.start("team-kill", SQLiteStore(sys.argv[1])).proxy()
@@ -718,7 +720,8 @@ def test_without_an_embedding_no_embedding_machinery_is_loaded() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from toolcards.planning import PlanningActor, TaskCreate
+        from toolcards.planning import TaskCreate
+        from toolcards.planning._actor import PlanningActor
         from toolcards.store import MemoryStore
 
         proxy = PlanningActor.start("t", MemoryStore()).proxy()

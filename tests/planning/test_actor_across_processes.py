@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-import toolcards.vector.text_vectors
+import toolcards.vector._text_vectors
 from tests.planning.conftest import HASHING, RecordingService, StartActor
 from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.store import SQLiteStore
-from toolcards.vector import EmbeddingParam, text_digest
+from toolcards.vector import EmbeddingParam
+from toolcards.vector._text_vectors import text_digest
 
 Record = Callable[..., RecordingService]
 WAIT = 30  # seconds a test waits before failing; never a timing assertion
@@ -92,7 +93,7 @@ def test_a_description_whose_writer_never_embeds_it_is_embedded_after_the_grace_
     stores: tuple[SQLiteStore, SQLiteStore],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(toolcards.vector.text_vectors, "REMOTE_EMBED_GRACE_S", 0.2)
+    monkeypatch.setattr(toolcards.vector._text_vectors, "REMOTE_EMBED_GRACE_S", 0.2)
     writer = record_embeddings(HASHING, gated=True)  # A never gets past its embedding call
     reader = record_embeddings(HASHING_B)
     a = start(on=stores[0], embedding=HASHING)

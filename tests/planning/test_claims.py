@@ -14,9 +14,9 @@ import toolcards
 from toolcards import ToolFactory
 from toolcards.errors import RetriableError
 from toolcards.planning import PlanningTool
-from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
-from toolcards.planning.claims import ReadyQueue
-from toolcards.planning.models import ClaimChanged, TaskCreate, TaskReady, TaskUpdate
+from toolcards.planning._actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
+from toolcards.planning._claims import ReadyQueue
+from toolcards.planning._models import ClaimChanged, TaskCreate, TaskReady, TaskUpdate
 from toolcards.store import MemoryStore, SQLiteStore
 from toolcards.testing import FakeObserver
 
@@ -193,7 +193,7 @@ def test_threads_racing_for_one_task_leave_one_winner() -> None:
 def test_the_ready_queue_follows_status_dependencies_and_claims() -> None:
     from datetime import UTC, datetime
 
-    from toolcards.planning.models import Task
+    from toolcards.planning._models import Task
 
     now = datetime.now(UTC)
 

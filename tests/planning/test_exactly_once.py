@@ -18,7 +18,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import ToolFactory
-from toolcards.core.tool import Tool
+from toolcards.core._tool import Tool
 from toolcards.errors import ToolFailed
 from toolcards.knowledge_graph import KnowledgeGraphTool
 from toolcards.planning import PlanningTool

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from toolcards.core.schema import compact_json_schema
-from toolcards.planning.models import (
+from toolcards.core._schema import compact_json_schema
+from toolcards.planning._models import (
     OUTPUT_MAX,
     SearchHit,
     Task,
@@ -20,7 +20,7 @@ from toolcards.planning.models import (
     normalize_agent_name,
     truncate_output,
 )
-from toolcards.planning.render import render_update_report
+from toolcards.planning._render import render_update_report
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

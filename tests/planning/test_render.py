@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from toolcards.planning.models import SearchHit, Task, TaskStatus
-from toolcards.planning.render import (
+from toolcards.planning._models import SearchHit, Task, TaskStatus
+from toolcards.planning._render import (
     EMPTY_PLAN,
     plan_footer,
     render_plan,

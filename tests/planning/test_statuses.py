@@ -19,19 +19,12 @@ from pydantic import ValidationError
 
 from tests.planning.conftest import StartActor
 from toolcards import Channels, RetriableError, ToolFactory
-from toolcards.core.commands import CommandRegistry
-from toolcards.core.schema import compact_json_schema
-from toolcards.planning import (
-    PLANNING_ACTOR_NAME,
-    STATUS_SYNONYMS,
-    TASK_STATUSES,
-    PlanningTool,
-    Task,
-    TaskCreate,
-    TaskUpdate,
-    normalize_status,
-)
-from toolcards.planning.render import render_plan
+from toolcards.core._commands import CommandRegistry
+from toolcards.core._schema import compact_json_schema
+from toolcards.planning import TASK_STATUSES, PlanningTool, Task, TaskCreate, TaskUpdate
+from toolcards.planning._actor import PLANNING_ACTOR_NAME
+from toolcards.planning._models import STATUS_SYNONYMS, normalize_status
+from toolcards.planning._render import render_plan
 from toolcards.store import Change, MemoryStore, Store
 from toolcards.testing import FakeObserver
 
@@ -216,7 +209,7 @@ def test_an_mcp_client_sends_synonyms_and_reads_the_four() -> None:
     from mcp import Client
 
     from toolcards.server import TeamServer
-    from toolcards.server.config import ServeConfig
+    from toolcards.server._config import ServeConfig
 
     async def session() -> tuple[list[str], str]:
         server = TeamServer(ServeConfig(team_id="status-words", cards=[{"kind": "planning"}]))
@@ -331,7 +324,7 @@ def test_a_board_stored_with_the_earlier_words_loads_as_the_four(store: MemorySt
 
 
 def test_a_stored_board_reaches_the_tools_and_the_view_in_the_four_words(alice: FakeObserver) -> None:
-    from toolcards.store.default import default_store
+    from toolcards.store._default import default_store
 
     store_old_board(default_store(), f"team-1/{PLANNING_ACTOR_NAME}")
     board = tools(alice)

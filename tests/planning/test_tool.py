@@ -13,7 +13,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import RetriableError, ToolFactory, dump_cards, load_cards
 from toolcards.actors import ActorSystem
-from toolcards.planning.tool import (
+from toolcards.planning._tool import (
     GetPlanningParam,
     GetPlanningTaskParam,
     PlanningTool,

@@ -14,9 +14,10 @@ from typing import Any
 import pykka
 import pytest
 
-from toolcards.sandbox import BwrapSandboxActor, ExecLimits, ExecResult, LocalSandboxActor, SandboxActor
-from toolcards.sandbox.bwrap import bwrap_available
-from toolcards.sandbox.cgroup import cgroup_support
+from toolcards.sandbox import ExecLimits, ExecResult, SandboxActor
+from toolcards.sandbox._actor import BwrapSandboxActor, LocalSandboxActor
+from toolcards.sandbox._bwrap import bwrap_available
+from toolcards.sandbox._cgroup import cgroup_support
 
 HOST_BACKENDS = ["local", "bwrap"]
 

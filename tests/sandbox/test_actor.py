@@ -16,11 +16,10 @@ from toolcards.sandbox import (
     ExecLimits,
     ExecResult,
     LocalOptions,
-    LocalSandboxActor,
     SandboxActor,
-    sandbox_actor_class,
 )
-from toolcards.sandbox.process import SpawnFailed
+from toolcards.sandbox._actor import LocalSandboxActor, sandbox_actor_class
+from toolcards.sandbox._process import SpawnFailed
 
 
 def start_local(workspace: Path, timeout_s: float = 10.0, **options: object) -> SandboxRef:

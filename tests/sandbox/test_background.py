@@ -15,7 +15,7 @@ from tests.sandbox.conftest import backend_class, live_processes_with, marker, w
 from toolcards import Channels, ToolFactory
 from toolcards.actors import ActorSystem
 from toolcards.errors import RetriableError
-from toolcards.fs.locations import workspace_dir
+from toolcards.fs._locations import workspace_dir
 from toolcards.sandbox import ExecLimits, ExecTool
 from toolcards.testing import FakeObserver
 

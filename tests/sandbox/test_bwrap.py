@@ -11,8 +11,9 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from tests.sandbox.conftest import SandboxRef, run_via_proxy
-from toolcards.sandbox import BwrapOptions, BwrapSandboxActor
-from toolcards.sandbox.bwrap import bwrap_argv, bwrap_available, bwrap_path_env, snapshot_etc
+from toolcards.sandbox import BwrapOptions
+from toolcards.sandbox._actor import BwrapSandboxActor
+from toolcards.sandbox._bwrap import bwrap_argv, bwrap_available, bwrap_path_env, snapshot_etc
 
 needs_bwrap = pytest.mark.skipif(not bwrap_available(), reason="bubblewrap cannot run here")
 

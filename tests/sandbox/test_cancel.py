@@ -13,12 +13,12 @@ import pytest
 
 from tests.sandbox.conftest import backend_class, live_processes_with, marker, wait_until
 from toolcards import ToolFactory
-from toolcards.core.channels import Channels
-from toolcards.core.progress import ProgressReporter, reporting
-from toolcards.core.tool import Tool
+from toolcards.core._channels import Channels
+from toolcards.core._progress import ProgressReporter, reporting
+from toolcards.core._tool import Tool
 from toolcards.errors import CallCancelled
-from toolcards.fs.locations import workspace_dir
-from toolcards.sandbox.tool import ExecTool
+from toolcards.fs._locations import workspace_dir
+from toolcards.sandbox._tool import ExecTool
 from toolcards.testing import FakeObserver
 
 
@@ -83,7 +83,7 @@ def test_the_handler_thread_ends_with_call_cancelled(alice: FakeObserver) -> Non
     outcome: list[BaseException] = []
 
     async def main() -> None:
-        from toolcards.core.cancel import CancelToken, cancelling
+        from toolcards.core._cancel import CancelToken, cancelling
 
         token = CancelToken()
 

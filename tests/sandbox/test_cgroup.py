@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from toolcards.sandbox.cgroup import CommandCgroup, cgroup_support
+from toolcards.sandbox._cgroup import CommandCgroup, cgroup_support
 
 needs_cgroup = pytest.mark.skipif(
     cgroup_support().version is None, reason=f"no cgroup support here: {cgroup_support().reason}"

@@ -138,7 +138,7 @@ def listener() -> Iterator[int]:
 
 
 def test_local_backend_documents_that_it_shares_the_network(workspace: Path, listener: int) -> None:
-    from toolcards.sandbox import LocalSandboxActor
+    from toolcards.sandbox._actor import LocalSandboxActor
 
     ref = LocalSandboxActor.start(workspace, options={"allowed_commands": ()})
     result = run_via_proxy(ref, f"echo > /dev/tcp/127.0.0.1/{listener} && echo connected")
@@ -146,7 +146,7 @@ def test_local_backend_documents_that_it_shares_the_network(workspace: Path, lis
 
 
 def test_local_backend_runs_without_a_cgroup_too(workspace: Path) -> None:
-    from toolcards.sandbox import LocalSandboxActor
+    from toolcards.sandbox._actor import LocalSandboxActor
 
     ref = LocalSandboxActor.start(workspace, options={"allowed_commands": (), "use_cgroup": False})
     tag = marker()

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 from tests.sandbox.conftest import backend_class, calls
 from toolcards import ToolFactory
 from toolcards.errors import RetriableError
-from toolcards.fs.locations import workspace_dir
-from toolcards.sandbox import CWD_ESCAPE_MESSAGE, LocalSandboxActor
-from toolcards.sandbox import actor as sandbox_actor
-from toolcards.sandbox.cwd import resolve_cwd
-from toolcards.sandbox.guards import CommandRefused
-from toolcards.sandbox.tool import ExecCommandParam, ExecTool
+from toolcards.fs._locations import workspace_dir
+from toolcards.sandbox import _actor as sandbox_actor
+from toolcards.sandbox._actor import LocalSandboxActor
+from toolcards.sandbox._cwd import CWD_ESCAPE_MESSAGE, resolve_cwd
+from toolcards.sandbox._guards import CommandRefused
+from toolcards.sandbox._tool import ExecCommandParam, ExecTool
 from toolcards.testing import FakeObserver
 
 MOUNT = "/workspace"

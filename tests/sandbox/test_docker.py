@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import SandboxRef, calls, live_processes_with, marker, run_via_proxy, wait_until
-from toolcards.sandbox import DockerSandboxActor, ExecLimits
-from toolcards.sandbox.docker import GROUP_WRAPPER, KILL_SCRIPT, docker_available
+from toolcards.sandbox import ExecLimits
+from toolcards.sandbox._actor import DockerSandboxActor
+from toolcards.sandbox._docker import GROUP_WRAPPER, KILL_SCRIPT, docker_available
 
 
 def start(workspace: Path, **options: object) -> SandboxRef:

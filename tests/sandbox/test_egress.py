@@ -21,10 +21,10 @@ from pydantic import ValidationError
 
 from tests.sandbox.conftest import backend_class, wait_until
 from toolcards import ToolFactory, WiringError, dump_cards, load_cards
-from toolcards.fs.locations import workspace_dir
+from toolcards.fs._locations import workspace_dir
 from toolcards.sandbox import ExecCommandParam, ExecTool
-from toolcards.sandbox.egress import EgressProxy
-from toolcards.sandbox.hosts import HostAllowlist
+from toolcards.sandbox._egress import EgressProxy
+from toolcards.sandbox._hosts import HostAllowlist
 from toolcards.testing import FakeObserver
 
 HOSTS = {"allowed.test": "127.0.0.1", "other.test": "127.0.0.1", "a.wild.test": "127.0.0.1"}
@@ -103,7 +103,7 @@ def test_listed_hosts_are_reached_and_others_refused_in_words(
     shutil.copy(servers.ca, workspace_dir("team-1") / "ca.pem")
     run = exec_command(allowlisted(), alice)
     tls, plain = servers.https_port, servers.http_port
-    with caplog.at_level(logging.WARNING, logger="toolcards.sandbox.egress"):
+    with caplog.at_level(logging.WARNING, logger="toolcards.sandbox._egress"):
         out = run(
             cmd=f"curl -sS --cacert ca.pem https://allowed.test:{tls}/secure; "
             f"curl -sS http://a.wild.test:{plain}/plain; "

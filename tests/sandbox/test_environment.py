@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from toolcards.sandbox import LocalOptions
-from toolcards.sandbox.environment import sandbox_env
-from toolcards.sandbox.local import local_path_env
+from toolcards.sandbox._environment import sandbox_env
+from toolcards.sandbox._local import local_path_env
 
 HOST = {
     "PATH": "/usr/bin",

@@ -8,15 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.core.deadline import deadline_after
+from toolcards.core._deadline import deadline_after
 from toolcards.errors import ToolTimeout
-from toolcards.sandbox import (
-    DEFAULT_ALLOWED_COMMANDS,
-    MAX_COMMAND_CHARS,
-    check_allowed,
-    command_name,
-)
-from toolcards.sandbox.guards import _words
+from toolcards.sandbox import DEFAULT_ALLOWED_COMMANDS
+from toolcards.sandbox._guards import MAX_COMMAND_CHARS, _words, check_allowed, command_name
 
 
 @pytest.mark.parametrize(

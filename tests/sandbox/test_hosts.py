@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolcards.sandbox.hosts import HostAllowlist
+from toolcards.sandbox._hosts import HostAllowlist
 
 
 @pytest.mark.parametrize(

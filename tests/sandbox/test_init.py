@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from toolcards import sandbox
-from toolcards.sandbox import models
+from toolcards.sandbox import _models as models
 
 
 def test_all_is_sorted_and_complete() -> None:

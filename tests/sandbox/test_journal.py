@@ -17,9 +17,9 @@ import pytest
 from toolcards import COMMAND, TOOL_CALL, ToolFactory
 from toolcards.planning import PlanningTool
 from toolcards.sandbox import ExecTool
-from toolcards.sandbox.bwrap import bwrap_available
+from toolcards.sandbox._bwrap import bwrap_available
 from toolcards.testing import FakeObserver
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._tool import WorkspaceTool
 
 BOTH = {"expose": [TOOL_CALL, COMMAND]}
 

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import backend_class
-from toolcards.sandbox.local import LAUNCHER, launcher_argv
+from toolcards.sandbox._local import LAUNCHER, launcher_argv
 
 SECRET = "sk-toolcards-test-secret-4242"
 
 SERVER = """
 import json, sys
 from pathlib import Path
-from toolcards.sandbox import BwrapSandboxActor, LocalSandboxActor
+from toolcards.sandbox._actor import BwrapSandboxActor, LocalSandboxActor
 cls = {"local": LocalSandboxActor, "bwrap": BwrapSandboxActor}[sys.argv[1]]
 options = {"allowed_commands": ()}
 if sys.argv[3] == "hide":
@@ -93,7 +93,7 @@ def test_bwrap_commands_see_no_host_process(workspace: Path) -> None:
 @pytest.mark.skipif(sys.platform.startswith("linux"), reason="the refusal is for other systems")
 def test_hide_host_process_needs_linux(workspace: Path) -> None:
     from toolcards.errors import WiringError
-    from toolcards.sandbox import LocalSandboxActor
+    from toolcards.sandbox._actor import LocalSandboxActor
 
     with pytest.raises(WiringError, match="needs Linux"):
         LocalSandboxActor(workspace, options={"hide_host_process": True})

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from toolcards.sandbox import DEFAULT_ALLOWED_COMMANDS, BwrapOptions, ExecLimits, ExecResult, LocalOptions
-from toolcards.sandbox.models import CAPTURE_MARKER
+from toolcards.sandbox._models import CAPTURE_MARKER
 
 
 def test_limits_defaults_match_the_documented_ones() -> None:

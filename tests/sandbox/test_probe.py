@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.sandbox import probe, sandbox_actor_class
-from toolcards.sandbox.actor import BwrapSandboxActor, DockerSandboxActor, LocalSandboxActor
-from toolcards.sandbox.bwrap import bwrap_available
+from toolcards.sandbox import _probe as probe
+from toolcards.sandbox._actor import BwrapSandboxActor, DockerSandboxActor, LocalSandboxActor, sandbox_actor_class
+from toolcards.sandbox._bwrap import bwrap_available
 
 
 @dataclass
@@ -53,7 +53,7 @@ def test_order_is_bwrap_seatbelt_docker(probes: FakeProbes) -> None:
 
 
 def test_fallback_to_local_warns_once(probes: FakeProbes, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="toolcards.sandbox.probe"):
+    with caplog.at_level(logging.WARNING, logger="toolcards.sandbox._probe"):
         assert probe.choose_mode() == "local"
         assert probe.choose_mode() == "local"
     warnings = [record for record in caplog.records if "no bwrap, seatbelt or docker" in record.message]

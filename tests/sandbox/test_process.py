@@ -12,7 +12,7 @@ import pytest
 
 from tests.sandbox.conftest import live_processes_with, marker
 from toolcards.sandbox import ExecLimits
-from toolcards.sandbox.process import (
+from toolcards.sandbox._process import (
     TIMEOUT_EXIT_CODE,
     OutputCapture,
     RunningProcess,

@@ -11,10 +11,10 @@ import pytest
 from tests.sandbox.conftest import SandboxRef, StartSandbox, run_via_proxy, wait_until
 from toolcards import ToolFactory
 from toolcards.errors import RetriableError
-from toolcards.fs import tree_usage as tree_usage_module
+from toolcards.fs import _tree_usage as tree_usage_module
 from toolcards.sandbox import ExecLimits
-from toolcards.sandbox.quota import MIB, DiskWatch, QuotaStart, WorkspaceUsage, tree_usage
-from toolcards.sandbox.tool import ExecCommandParam, ExecTool
+from toolcards.sandbox._quota import MIB, DiskWatch, QuotaStart, WorkspaceUsage, tree_usage
+from toolcards.sandbox._tool import ExecCommandParam, ExecTool
 from toolcards.testing import FakeObserver
 
 

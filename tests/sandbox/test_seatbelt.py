@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from tests.sandbox.conftest import run_via_proxy
-from toolcards.sandbox import SeatbeltOptions, SeatbeltSandboxActor
-from toolcards.sandbox.seatbelt import seatbelt_argv, seatbelt_available, seatbelt_profile
+from toolcards.sandbox import SeatbeltOptions
+from toolcards.sandbox._actor import SeatbeltSandboxActor
+from toolcards.sandbox._seatbelt import seatbelt_argv, seatbelt_available, seatbelt_profile
 
 
 def _block(profile: str, opener: str) -> str:

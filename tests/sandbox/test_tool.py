@@ -12,10 +12,10 @@ from tests.sandbox.conftest import backend_class
 from toolcards import ToolFactory, WiringError, dump_cards, load_cards
 from toolcards.actors import ActorSystem
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
-from toolcards.fs.locations import workspace_dir
-from toolcards.sandbox import MAX_COMMAND_CHARS
-from toolcards.sandbox.models import ExecLimits
-from toolcards.sandbox.tool import ExecCommandParam, ExecTool
+from toolcards.fs._locations import workspace_dir
+from toolcards.sandbox._guards import MAX_COMMAND_CHARS
+from toolcards.sandbox._models import ExecLimits
+from toolcards.sandbox._tool import ExecCommandParam, ExecTool
 from toolcards.testing import FakeObserver
 
 
@@ -185,7 +185,7 @@ def test_the_description_says_what_this_card_allows(alice: FakeObserver, bob: Fa
     local = ToolFactory([ExecTool(mode="local", allowed_commands=["ls", "python3"])], observer=alice).tools()[0]
     assert local.description.endswith("Allowed commands: ls, python3.")
     assert "network" not in local.description  # local mode cannot promise there is none
-    from toolcards.sandbox.bwrap import bwrap_available
+    from toolcards.sandbox._bwrap import bwrap_available
 
     if bwrap_available():
         with FakeObserver("Ann", "isolated") as ann:

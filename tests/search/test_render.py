@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from toolcards.search.render import (
+from toolcards.search._render import (
     FetchFailure,
     WebPage,
     clip,

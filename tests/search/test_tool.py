@@ -10,8 +10,8 @@ import responses
 
 from tests.search.test_client import SEARCH_BODY
 from toolcards import RetriableError, ToolFactory, dump_cards, load_cards
-from toolcards.search.client import TavilySettings
-from toolcards.search.tool import SearchTool, WebFetchParam, WebSearchParam
+from toolcards.search._client import TavilySettings
+from toolcards.search._tool import SearchTool, WebFetchParam, WebSearchParam
 
 API = "https://api.tavily.com"
 

@@ -24,7 +24,7 @@ from toolcards import (
     ToolCard,
     capability,
 )
-from toolcards.actors.asking import ask
+from toolcards.actors._asking import ask
 from toolcards.store import default_store
 
 WIPES: list[str] = []

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.server import ServeConfig, TeamServer
 
 CARDS = [{"kind": "test_echo"}, {"kind": "test_notes"}]

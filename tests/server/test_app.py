@@ -15,9 +15,9 @@ from mcp import Client
 
 from tests.server.conftest import make_config
 from toolcards import TOOL_CALL, ToolFactory
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.server import ServeConfig, TeamServer
-from toolcards.server.session import SessionAgent
+from toolcards.server._session import SessionAgent
 from toolcards.testing import FakeObserver
 
 T = TypeVar("T")

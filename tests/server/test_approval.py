@@ -16,9 +16,9 @@ from mcp.client.stdio import stdio_client
 from tests.server import cards
 from tests.server.conftest import make_config
 from tests.server.test_stdio import REPO, stdio_params
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.server import TeamServer
-from toolcards.server.approval import PendingApprovals
+from toolcards.server._approval import PendingApprovals
 
 INFO = types.Implementation(name="Approver", version="1")
 
@@ -122,11 +122,11 @@ def test_a_stateless_answer_counts_only_for_the_call_it_was_asked_about(team_ser
 
 
 def test_pending_approvals_are_used_once_by_their_agent_and_expire() -> None:
-    from toolcards.core.approval import ApprovalRequest
-    from toolcards.core.channels import Channels
-    from toolcards.core.tool import Tool
+    from toolcards.core._approval import ApprovalRequest
+    from toolcards.core._channels import Channels
+    from toolcards.core._tool import Tool
     from toolcards.errors import ApprovalRequired
-    from toolcards.server.approval import ApprovalNeeded
+    from toolcards.server._approval import ApprovalNeeded
 
     def wipe_all() -> str:
         """Wipe."""

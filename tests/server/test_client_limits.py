@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from toolcards.cli import build_parser
-from toolcards.cli.http_options import client_limits
+from toolcards.cli._http_options import client_limits
 from toolcards.server import ClientLimits
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.server.cards import EchoTool
 from toolcards import WiringError
-from toolcards.server.config import DEFAULT_TEAM_CARDS, ServeConfig, default_config, load_config
+from toolcards.server._config import DEFAULT_TEAM_CARDS, ServeConfig, default_config, load_config
 
 
 def test_a_yaml_config_describes_a_team(tmp_path: Path) -> None:
@@ -85,7 +85,7 @@ def test_the_compose_sketch_serves_a_team_config_that_loads() -> None:
 
     import yaml
 
-    from toolcards.server.config import load_config
+    from toolcards.server._config import load_config
 
     docker = Path(__file__).resolve().parents[2] / "docker"
     compose = yaml.safe_load((docker / "compose.yaml").read_text())

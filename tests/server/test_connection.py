@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from toolcards.server import TeamServer
-from toolcards.server.connection import McpConnection
+from toolcards.server._connection import McpConnection
 
 TRACEPARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "spanner", "version": "1"}}

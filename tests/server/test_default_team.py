@@ -10,11 +10,11 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.server import ServeConfig, TeamServer, default_config
 
-pytest.importorskip("toolcards.planning.tool")
-pytest.importorskip("toolcards.workspace.tool")
+pytest.importorskip("toolcards.planning._tool")
+pytest.importorskip("toolcards.workspace._tool")
 
 
 def text_of(result: types.CallToolResult) -> str:

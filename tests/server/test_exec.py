@@ -14,8 +14,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 
-from toolcards.actors.system import ActorSystem
-from toolcards.sandbox.tool import ExecTool
+from toolcards.actors._system import ActorSystem
+from toolcards.sandbox._tool import ExecTool
 from toolcards.server import ServeConfig, TeamServer
 
 

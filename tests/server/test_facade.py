@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from toolcards import RetriableError, Tool
-from toolcards.server.facade import BM25Index, ToolCatalog, did_you_mean, meta_tools, summary, tokenize
+from toolcards.server._facade import BM25Index, ToolCatalog, did_you_mean, meta_tools, summary, tokenize
 
 
 def read_file(path: str, offset: int = 0) -> str:

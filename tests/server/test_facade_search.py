@@ -9,7 +9,7 @@ from toolcards.knowledge_graph import KnowledgeGraphTool
 from toolcards.planning import PlanningTool
 from toolcards.sandbox import ExecTool
 from toolcards.search import SearchTool
-from toolcards.server.facade import ToolCatalog, query_terms, tokenize
+from toolcards.server._facade import ToolCatalog, query_terms, tokenize
 from toolcards.testing import FakeObserver
 from toolcards.workspace import WorkspaceTool
 

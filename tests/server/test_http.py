@@ -23,8 +23,8 @@ from mcp import Client
 
 from tests.serving import serving_in_thread
 from toolcards import WiringError
-from toolcards.server import TeamServer, check_bind, is_loopback, listen
-from toolcards.server.http import http_app, serve_http
+from toolcards.server import TeamServer, listen
+from toolcards.server._http import check_bind, http_app, is_loopback, serve_http
 
 pytestmark = pytest.mark.slow
 
@@ -102,7 +102,7 @@ def test_each_server_generates_its_own_token(team_server: TeamServer, config: An
 
 def test_the_dashboard_cookie_opens_the_dashboards_reads_and_never_the_endpoint(team_server: TeamServer) -> None:
     from tests.server.test_token_auth import Recorder
-    from toolcards.dashboard.app import is_dashboard_read
+    from toolcards.dashboard._app import is_dashboard_read
 
     def get(url: str, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
         try:

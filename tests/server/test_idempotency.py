@@ -7,9 +7,9 @@ import asyncio
 import mcp_types as types
 from mcp import Client
 
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.server import ServeConfig, TeamServer
-from toolcards.server.idempotency import idempotency_key
+from toolcards.server._idempotency import idempotency_key
 
 ARGS = {"create_tasks": [{"description": "Ship it"}]}
 
@@ -60,7 +60,7 @@ def test_an_http_request_sent_again_in_its_session_is_applied_once(system: Actor
     import urllib.request
 
     from tests.serving import serving_in_thread
-    from toolcards.server.http import serve_http
+    from toolcards.server._http import serve_http
 
     server = TeamServer(ServeConfig.model_validate({"team_id": "t", "cards": [{"kind": "planning"}]}), system=system)
 

@@ -7,7 +7,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from toolcards.server.jsonrpc import Dispatcher, RequestError
+from toolcards.server._jsonrpc import Dispatcher, RequestError
 
 
 class Peer:

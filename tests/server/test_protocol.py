@@ -16,8 +16,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.server.test_stdio import INIT, RawServer, text
-from toolcards.actors.system import ActorSystem
-from toolcards.fs.locations import workspace_dir
+from toolcards.actors._system import ActorSystem
+from toolcards.fs._locations import workspace_dir
 from toolcards.server import TeamServer, default_config
 
 INFO = types.Implementation(name="Prober", version="1")

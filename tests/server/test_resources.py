@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from toolcards import StateChanged
-from toolcards.server.resources import ResourceNotifier, affected_prompts, prompt_name, prompt_uri
+from toolcards.server._resources import ResourceNotifier, affected_prompts, prompt_name, prompt_uri
 
 PROMPTS = {
     "planning_board": "PlanningTool",

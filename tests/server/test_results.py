@@ -8,7 +8,7 @@ import mcp_types as types
 from pydantic import BaseModel
 from pydantic_ai import BinaryContent
 
-from toolcards.server.results import error_result, to_call_result
+from toolcards.server._results import error_result, to_call_result
 
 PNG = b"\x89PNG\r\n\x1a\nfake"
 

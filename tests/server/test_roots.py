@@ -16,11 +16,11 @@ from mcp import Client
 from mcp.client.stdio import stdio_client
 
 from tests.server.test_stdio import REPO, stdio_params
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.errors import RetriableError
-from toolcards.fs.locations import mount_workspace
+from toolcards.fs._locations import mount_workspace
 from toolcards.server import ServeConfig, TeamServer
-from toolcards.server.roots import first_local_root
+from toolcards.server._roots import first_local_root
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 

@@ -6,8 +6,8 @@ import pytest
 
 from tests.server.cards import EchoTool, NotesTool
 from toolcards import ActorToolObserver, WiringError
-from toolcards.actors.system import ActorSystem
-from toolcards.server.session import AgentSessions, SessionAgent, agent_name
+from toolcards.actors._system import ActorSystem
+from toolcards.server._session import AgentSessions, SessionAgent, agent_name
 
 
 class Clock:

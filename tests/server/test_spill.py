@@ -12,7 +12,7 @@ import pytest
 from tests.server.conftest import make_config
 from tests.server.test_app import client, run, text_of
 from tests.server.test_stdio import RawServer, text
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.server import TeamServer
 
 SPILLED = re.compile(r"saved whole in the workspace as '(\.toolcards/spill/[^']+)'")

@@ -24,8 +24,8 @@ from mcp.client.stdio import stdio_client
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from toolcards.server import TeamServer, load_config
-from toolcards.server.connection import HANDSHAKE_VERSIONS, MODERN_VERSION_KEY
-from toolcards.server.stdio import MAX_FRAME_BYTES
+from toolcards.server._connection import HANDSHAKE_VERSIONS, MODERN_VERSION_KEY
+from toolcards.server._stdio import MAX_FRAME_BYTES
 
 pytestmark = pytest.mark.slow
 

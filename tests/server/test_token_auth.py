@@ -9,9 +9,9 @@ import asyncio
 import json
 from typing import Any, cast
 
-from toolcards.dashboard.app import is_dashboard_read
+from toolcards.dashboard._app import is_dashboard_read
 from toolcards.server import TokenAuth, endpoint_url
-from toolcards.server.http import CookieRoutes
+from toolcards.server._http import CookieRoutes
 
 TOKEN = "tok-123_ABC"
 
@@ -144,7 +144,7 @@ def test_a_cookie_made_for_another_port_is_refused_even_under_this_ports_name() 
 def test_the_cookie_routes_are_the_dashboards_routes_read_with_get_or_head() -> None:
     from starlette.routing import Route
 
-    from toolcards.dashboard.app import dashboard_app
+    from toolcards.dashboard._app import dashboard_app
 
     app = dashboard_app(cast(Any, None))
     routes = [route for route in app.app.routes if isinstance(route, Route)]  # type: ignore[attr-defined]

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from toolcards import RetriableError, ToolFailed
-from toolcards.skills import list_skill_files, read_skill_file
+from toolcards.skills import read_skill_file
+from toolcards.skills._files import list_skill_files
 
 
 @pytest.fixture

@@ -13,7 +13,8 @@ import pytest
 
 from tests.skills.conftest import NAMES, write_skill
 from toolcards import ToolFactory, WiringError
-from toolcards.skills import SkillLibrary, SkillSource, SkillsTool, forget_installed_skills
+from toolcards.skills import SkillLibrary, SkillSource, SkillsTool
+from toolcards.skills._library import forget_installed_skills
 
 
 def library(*paths: Path) -> SkillLibrary:

@@ -26,8 +26,9 @@ from toolcards import (
     ToolFactory,
     capability,
 )
-from toolcards.core.services import SPILL_TO_STORE
-from toolcards.spill import SLOTS, SpilledOutputTool, StoredSpills, stored_spills
+from toolcards.core._services import SPILL_TO_STORE
+from toolcards.spill import SpilledOutputTool, StoredSpills, stored_spills
+from toolcards.spill._stored import SLOTS
 from toolcards.store import MemoryStore, default_store
 from toolcards.testing import FakeObserver
 
@@ -194,9 +195,9 @@ def test_outputs_past_their_age_are_no_longer_kept(monkeypatch: pytest.MonkeyPat
     spills = StoredSpills(MemoryStore(), "team-1")
     spills.keep(max_mb=1, max_hours=2)
     now = time.time()
-    monkeypatch.setattr("toolcards.spill.stored.time.time", lambda: now - 3 * 3600)
+    monkeypatch.setattr("toolcards.spill._stored.time.time", lambda: now - 3 * 3600)
     old = spills.save("old", tool="t")
-    monkeypatch.setattr("toolcards.spill.stored.time.time", lambda: now)
+    monkeypatch.setattr("toolcards.spill._stored.time.time", lambda: now)
     recent = spills.save("recent", tool="t")
     assert int(recent.split("-")[0]) == int(old.split("-")[0])  # its slot was freed for the new one
     with pytest.raises(RetriableError, match="kept for up to 2 hours"):

@@ -19,7 +19,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
     elif request.param == "sqlite":
         opened = SQLiteStore(tmp_path / "state.db")
     else:
-        from toolcards.store.postgres import PostgresStore
+        from toolcards.store._postgres import PostgresStore
 
         opened = PostgresStore(request.getfixturevalue("postgres_url"))
     yield opened

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from toolcards.core.idempotency import CallKey
+from toolcards.core._idempotency import CallKey
 from toolcards.errors import ToolFailed
-from toolcards.store import calls as calls_module
-from toolcards.store.base import Change
-from toolcards.store.calls import CALLS, CallLog
+from toolcards.store import _calls as calls_module
+from toolcards.store._base import Change
+from toolcards.store._calls import CALLS, CallLog
 
 KEY = CallKey(key="@A|update_planning|k1", digest="d1")
 

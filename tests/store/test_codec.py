@@ -8,7 +8,7 @@ import pytest
 
 from toolcards.errors import StoreError
 from toolcards.store import Change, JSONText, Store
-from toolcards.store.codec import decode_value, encode_changes
+from toolcards.store._codec import decode_value, encode_changes
 
 
 def test_values_become_compact_utf8_json() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.core.factory import ToolFactory
+from toolcards.core._factory import ToolFactory
 from toolcards.errors import StoreError
 from toolcards.planning import PlanningTool
 from toolcards.store import SQLiteStore

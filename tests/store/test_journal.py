@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from toolcards.actors import ActorSystem, MemoryJournal
-from toolcards.core.events import StateChanged, ToolExecutionRecord
+from toolcards.core._events import StateChanged, ToolExecutionRecord
 from toolcards.store import RecordedEvent, SQLiteStore, Store, StoreJournal, store_journals
-from toolcards.store.journal import decode_event, encode_event
+from toolcards.store._journal import decode_event, encode_event
 
 
 def changed(seq: int, summary: str = "x") -> StateChanged:
@@ -114,7 +114,7 @@ def test_a_team_sees_the_events_another_process_publishes(tmp_path: Path, monkey
         team.publish_and_wait(changed(100, "mine"))
         code = (
             "from toolcards.actors import ActorSystem\n"
-            "from toolcards.core.events import StateChanged\n"
+            "from toolcards.core._events import StateChanged\n"
             "from toolcards.store import store_journals\n"
             "with ActorSystem(journal=store_journals()) as system:\n"
             "    team = system.team('t')\n"
@@ -141,7 +141,7 @@ def test_a_batch_is_one_entry_whose_events_share_a_number(store: Store) -> None:
 
 
 def test_tool_call_records_reach_another_process_s_log_in_batches(tmp_path: Path) -> None:
-    from toolcards.core.observer import TeamAgent
+    from toolcards.core._observer import TeamAgent
 
     here = ActorSystem(journal=store_journals(SQLiteStore(tmp_path / "state.db")))
     there = SQLiteStore(tmp_path / "state.db")

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from toolcards.core.tool import Tool
-from toolcards.core.usage import Budget
+from toolcards.core._tool import Tool
+from toolcards.core._usage import Budget
 from toolcards.errors import BudgetExceeded, RetriableError
 from toolcards.store import Store, StoreLedger
 

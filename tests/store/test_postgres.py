@@ -25,7 +25,7 @@ from toolcards.store import Change, Delta, Snapshot, close_default_stores, defau
 
 psycopg = pytest.importorskip("psycopg", reason="needs the postgres extra: pip install 'toolcards[postgres]'")
 
-from toolcards.store.postgres import PostgresStore  # noqa: E402 - after the driver check
+from toolcards.store._postgres import PostgresStore  # noqa: E402 - after the driver check
 
 WAIT = 30.0
 """Bound for waits that only a bug makes long: a blocked writer fails the test instead of hanging it."""
@@ -200,7 +200,7 @@ def test_closed_is_reported(store: PostgresStore) -> None:
 def test_import_needs_no_driver_and_opening_without_it_says_what_to_install() -> None:
     script = (
         "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None\n"
-        "import toolcards, toolcards.store, toolcards.store.postgres\n"
+        "import toolcards, toolcards.store, toolcards.store._postgres\n"
         "from toolcards.errors import StoreError\n"
         "try:\n"
         "    toolcards.store.open_store('postgresql://u:pw@localhost/db')\n"
@@ -400,7 +400,7 @@ def test_a_connection_lost_unnoticed_is_replaced_and_the_call_retried_once(
 ) -> None:
     store.put("ns", "t", {"a": 1})
     # As when a network drop leaves no trace on the socket: the checkout check passes.
-    monkeypatch.setattr("toolcards.store.postgres._usable", lambda conn: True)
+    monkeypatch.setattr("toolcards.store._postgres._usable", lambda conn: True)
 
     assert terminate_sessions(postgres_url, state="idle") == 1
     assert store.read("ns", since=0) == Delta(
@@ -465,7 +465,7 @@ def test_a_connection_lost_unnoticed_before_a_write_without_catch_up_or_a_drop_i
     store: PostgresStore, postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store.put("ns", "t", {"a": 1})
-    monkeypatch.setattr("toolcards.store.postgres._usable", lambda conn: True)
+    monkeypatch.setattr("toolcards.store._postgres._usable", lambda conn: True)
 
     assert terminate_sessions(postgres_url, state="idle") >= 1
     assert store.put("ns", "t", {"b": 2}) == 2
@@ -535,7 +535,7 @@ def test_store_cannot_be_used_in_a_forked_child(store: PostgresStore) -> None:
 ALLOCATOR = """
 import sys
 from toolcards.store import Change, Delta
-from toolcards.store.postgres import PostgresStore
+from toolcards.store._postgres import PostgresStore
 
 url, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 store = PostgresStore(url)

@@ -17,14 +17,14 @@ from tests.pg_proxy import PgProxy
 from tests.postgres_server import PostgresServer
 from toolcards import Tool, ToolFactory
 from toolcards.errors import OutcomeUnknown, StoreError
-from toolcards.planning.actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
-from toolcards.planning.tool import PlanningTool
+from toolcards.planning._actor import PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
+from toolcards.planning._tool import PlanningTool
 from toolcards.store import Change, MemoryStore
 from toolcards.testing import FakeObserver
 
 pytest.importorskip("psycopg", reason="needs the postgres extra: pip install 'toolcards[postgres]'")
 
-from toolcards.store.postgres import PostgresStore
+from toolcards.store._postgres import PostgresStore
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from toolcards.actors import ActorAddress, MemberJoined, MemberLeft
 from toolcards.store import Store, StorePresence
-from toolcards.store.presence import DEFAULT_INTERVAL_S, DEFAULT_TTL_S
+from toolcards.store._presence import DEFAULT_INTERVAL_S, DEFAULT_TTL_S
 
 TEAM = "t"
 

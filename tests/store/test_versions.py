@@ -13,7 +13,7 @@ import pytest
 
 from toolcards.errors import StoreError
 from toolcards.store import Change, Delta, Snapshot, Store
-from toolcards.store.base import TOMBSTONE_RETENTION
+from toolcards.store._base import TOMBSTONE_RETENTION
 
 
 def rows_of(delta: Delta) -> dict[tuple[str, str], Any]:

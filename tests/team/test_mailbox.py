@@ -14,7 +14,7 @@ import pytest
 
 from toolcards import COMMAND, TOOL_CALL, RetriableError, Tool, ToolFactory
 from toolcards.actors import ActorSystem
-from toolcards.core.services import MAILBOX
+from toolcards.core._services import MAILBOX
 from toolcards.store import default_store
 from toolcards.team import (
     MessagesRead,
@@ -128,11 +128,11 @@ def test_a_member_that_left_is_refused_and_reads_its_mailbox_when_it_rejoins(
 def test_a_full_mailbox_refuses_naming_the_bound_and_the_count(
     members: dict[str, FakeObserver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolcards.team.mailbox
-    import toolcards.team.render
+    import toolcards.team._mailbox
+    import toolcards.team._render
 
-    monkeypatch.setattr(toolcards.team.mailbox, "INBOX_MAX", 3)
-    monkeypatch.setattr(toolcards.team.render, "INBOX_MAX", 3)
+    monkeypatch.setattr(toolcards.team._mailbox, "INBOX_MAX", 3)
+    monkeypatch.setattr(toolcards.team._render, "INBOX_MAX", 3)
     alice = tools_of(members["Alice"])
     for index in range(3):
         call(alice, "send_message", to="Bob", text=f"message {index}")
@@ -291,9 +291,9 @@ def test_a_reminder_text_over_the_limit_and_an_infinite_delay_are_refused(member
 def test_a_member_may_have_a_bounded_number_of_reminders(
     members: dict[str, FakeObserver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolcards.team.mailbox
+    import toolcards.team._mailbox
 
-    monkeypatch.setattr(toolcards.team.mailbox, "REMINDERS_MAX", 2)
+    monkeypatch.setattr(toolcards.team._mailbox, "REMINDERS_MAX", 2)
     bob = tools_of(members["Bob"])
     call(bob, "remind_me", text="one", after_s=600)
     call(bob, "remind_me", text="two", after_s=600)

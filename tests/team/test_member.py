@@ -12,7 +12,8 @@ from pydantic_ai.messages import ModelRequest, ToolCallPart, UserPromptPart
 from tests.team.cards import RENDEZVOUS, PostParam, Turn, call, scripted
 from toolcards import ToolCard, capability, dump_cards
 from toolcards.actors import ActorSystem
-from toolcards.team import RoleProfile, RunFinished, TeamMessage, TeamRuntime, TeamTool, running_member
+from toolcards.team import RoleProfile, RunFinished, TeamMessage, TeamRuntime, TeamTool
+from toolcards.team._member import running_member
 
 GATE = threading.Event()
 ENTERED = threading.Event()

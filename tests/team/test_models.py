@@ -9,15 +9,8 @@ from pydantic import ValidationError
 
 from tests.team.cards import BoardTool
 from toolcards import ActorAddress, RetriableError, dump_cards
-from toolcards.team import (
-    MemberHired,
-    RoleProfile,
-    RunFinished,
-    TeamMessage,
-    default_member_name,
-    find_member,
-    validate_member_name,
-)
+from toolcards.team import MemberHired, RoleProfile, RunFinished, TeamMessage
+from toolcards.team._models import default_member_name, find_member, validate_member_name
 
 
 def test_profile_round_trips_through_json_with_cards_as_config() -> None:

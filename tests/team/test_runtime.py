@@ -11,7 +11,8 @@ from pydantic_ai.models.test import TestModel
 
 from toolcards import RetriableError, WiringError
 from toolcards.actors import ActorSystem, MemberLeft
-from toolcards.team import MemberActor, MemberFired, MemberHired, RoleProfile, TeamRuntime
+from toolcards.team import MemberFired, MemberHired, RoleProfile, TeamRuntime
+from toolcards.team._member import MemberActor
 
 
 def test_register_profile_checks_the_cards(runtime: TeamRuntime) -> None:

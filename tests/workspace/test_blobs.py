@@ -10,7 +10,7 @@ import pytest
 
 from toolcards.errors import StoreError
 from toolcards.store import Change, MemoryStore, Store
-from toolcards.workspace.blobs import BLOBS, MAX_DEPTH, PART_CHARS, BlobInfo, BlobStore
+from toolcards.workspace._blobs import BLOBS, MAX_DEPTH, PART_CHARS, BlobInfo, BlobStore
 
 NAMESPACE = "#workspace/t/blobs"
 

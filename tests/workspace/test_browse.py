@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from toolcards import RetriableError, ToolFactory
-from toolcards.core.views import FileBytes
+from toolcards.core._views import FileBytes
 from toolcards.testing import FakeObserver
 from toolcards.workspace import WorkspaceTool, stop_workspace_actors
-from toolcards.workspace.browse import image_type, preview_file, tree_listing, tree_signature
-from toolcards.workspace.tree import Tree
+from toolcards.workspace._browse import image_type, preview_file, tree_listing, tree_signature
+from toolcards.workspace._tree import Tree
 
 PNG = bytes.fromhex(
     "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63640000000600023081d02f"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from toolcards import TOOL_CALL, RetriableError, Tool, ToolFactory
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.testing import FakeObserver
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._tool import WorkspaceTool
 
 AGENTS = 10
 

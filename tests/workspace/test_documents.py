@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace import documents
-from toolcards.workspace.documents import convert_document, is_document
+from toolcards.workspace import _documents as documents
+from toolcards.workspace._documents import convert_document, is_document
 
 pytest.importorskip("markitdown")
 

@@ -12,7 +12,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from tests.workspace.test_journal import Member, plain
 from toolcards import ToolFactory
 from toolcards.testing import FakeObserver
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._tool import WorkspaceTool
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace import edit as edit_module
-from toolcards.workspace.edit import STRATEGIES, apply_edit
-from toolcards.workspace.text import change_diff
+from toolcards.workspace import _edit as edit_module
+from toolcards.workspace._edit import STRATEGIES, apply_edit
+from toolcards.workspace._text import change_diff
 
 PYTHON = """\
 def total(items):
@@ -460,7 +460,7 @@ def test_an_old_string_far_longer_than_the_file_is_refused_without_loading_the_f
     script = (
         "import sys\n"
         "from toolcards.errors import RetriableError\n"
-        "from toolcards.workspace.edit import apply_edit\n"
+        "from toolcards.workspace._edit import apply_edit\n"
         "try:\n"
         "    apply_edit(\"print('a')\\n\" * 100, 'q' * 1_000_000, 'x')\n"
         "except RetriableError as exc:\n"

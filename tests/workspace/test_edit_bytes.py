@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from toolcards.workspace.edit import apply_edit
-from toolcards.workspace.text import detect_newline, to_newline
+from toolcards.workspace._edit import apply_edit
+from toolcards.workspace._text import detect_newline, to_newline
 
 INDENTS = st.sampled_from(["", " ", "  ", "    ", "\t", "\t\t", " \t"])
 GAPS = st.sampled_from([" ", "  ", "\t", " \t "])

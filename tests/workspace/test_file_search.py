@@ -13,12 +13,12 @@ import pytest
 from mcp import Client
 
 from tests.workspace.hostile import CheckedAgent
-from toolcards.actors.system import ActorSystem
+from toolcards.actors._system import ActorSystem
 from toolcards.server import ServeConfig, TeamServer
 from toolcards.testing import FakeObserver
 from toolcards.vector import EmbeddingParam, get_embedding_service
-from toolcards.workspace.file_search import FileSearch, drop_file_searches, render, tokens_of
-from toolcards.workspace.index import WorkspaceIndex, workspace_index
+from toolcards.workspace._file_search import FileSearch, drop_file_searches, render, tokens_of
+from toolcards.workspace._index import WorkspaceIndex, workspace_index
 
 _OLD = time.time() - 3600
 

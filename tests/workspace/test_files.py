@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from toolcards.errors import RetriableError
-from toolcards.workspace import files
-from toolcards.workspace.files import (
+from toolcards.workspace import _files as files
+from toolcards.workspace._files import (
     MAX_LINE_CHARS,
     list_directory,
     page_of_text,
@@ -17,7 +17,7 @@ from toolcards.workspace.files import (
     read_page,
     render_page,
 )
-from toolcards.workspace.tree import Tree
+from toolcards.workspace._tree import Tree
 
 # -- read_page and render_page ----------------------------------------------------------
 

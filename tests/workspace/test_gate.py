@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.gate import SnapshotCache, WriteGate
-from toolcards.workspace.models import content_digest
+from toolcards.workspace._gate import SnapshotCache, WriteGate
+from toolcards.workspace._models import content_digest
 
 ALICE = "team-1/@Alice"
 BOB = "team-1/@Bob"

@@ -10,7 +10,7 @@ import pytest
 from tests.workspace.test_journal import Member
 from toolcards import COMMAND, TOOL_CALL, ToolFactory
 from toolcards.testing import FakeObserver
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._tool import WorkspaceTool
 
 
 def git(repository: Path, *args: str) -> str:

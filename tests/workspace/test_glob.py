@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.glob import MAX_EXPANSIONS, expand_braces, glob, glob_regex
+from toolcards.workspace._glob import MAX_EXPANSIONS, expand_braces, glob, glob_regex
 
 
 def make(root: Path, *paths: str) -> Path:

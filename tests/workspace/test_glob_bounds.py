@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.workspace.hostile import answer_within, bound_unix_socket
-from toolcards.core.deadline import deadline_after
+from toolcards.core._deadline import deadline_after
 from toolcards.errors import RetriableError, ToolTimeout
-from toolcards.workspace.glob import (
+from toolcards.workspace._glob import (
     MAX_BRACE_DEPTH,
     MAX_EXPANDED_CHARS,
     MAX_EXPANSIONS,

@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace import grep as grep_module
-from toolcards.workspace.grep import MAX_GREP_LINE_CHARS, find_rg, grep, to_rust_regex
+from toolcards.workspace import _grep as grep_module
+from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, find_rg, grep, to_rust_regex
 
 HAVE_RG = find_rg() is not None
 needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")

@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 
 from tests.workspace.hostile import answer_within, bound_unix_socket
-from toolcards.core.deadline import deadline_after
+from toolcards.core._deadline import deadline_after
 from toolcards.errors import ToolTimeout
-from toolcards.workspace import grep as grep_module
-from toolcards.workspace.glob import MAX_WALK_DEPTH
-from toolcards.workspace.grep import MAX_GREP_LINE_CHARS, find_rg, grep
+from toolcards.workspace import _grep as grep_module
+from toolcards.workspace._glob import MAX_WALK_DEPTH
+from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, find_rg, grep
 
 HAVE_RG = find_rg() is not None
 needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
@@ -240,7 +240,7 @@ _CHILD = textwrap.dedent(
     """
     import json, sys, time
     from pathlib import Path
-    from toolcards.workspace.grep import grep
+    from toolcards.workspace._grep import grep
     root, pattern, engine = sys.argv[1:4]
     started = time.perf_counter()
     out = grep(Path(root), pattern, use_rg=engine == "rg") if pattern else ""

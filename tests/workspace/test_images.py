@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from toolcards.errors import RetriableError, ToolFailed
-from toolcards.workspace import images
-from toolcards.workspace.images import is_image, load_image
+from toolcards.workspace import _images as images
+from toolcards.workspace._images import is_image, load_image
 
 Image = pytest.importorskip("PIL.Image")
 

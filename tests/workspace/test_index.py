@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.workspace import index as index_module
-from toolcards.workspace import watch as watch_module
-from toolcards.workspace.grep import find_rg, grep, to_rust_regex
-from toolcards.workspace.ignore_rules import IgnoreRules
-from toolcards.workspace.index import WorkspaceIndex
-from toolcards.workspace.literals import analyse
+from toolcards.workspace import _index as index_module
+from toolcards.workspace import _watch as watch_module
+from toolcards.workspace._grep import find_rg, grep, to_rust_regex
+from toolcards.workspace._ignore_rules import IgnoreRules
+from toolcards.workspace._index import WorkspaceIndex
+from toolcards.workspace._literals import analyse
 
 _OLD = time.time() - 3600
 

@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.grep import find_rg, grep, to_rust_regex
-from toolcards.workspace.index import WorkspaceIndex
-from toolcards.workspace.literals import analyse
+from toolcards.workspace._grep import find_rg, grep, to_rust_regex
+from toolcards.workspace._index import WorkspaceIndex
+from toolcards.workspace._literals import analyse
 
 pytestmark = pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
 

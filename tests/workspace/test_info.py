@@ -17,8 +17,8 @@ from tests.workspace.hostile import CheckedAgent
 from tests.workspace.test_journal import plain
 from toolcards import ToolFactory
 from toolcards.testing import FakeObserver
-from toolcards.workspace.info import MAX_COUNTED_BYTES
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._info import MAX_COUNTED_BYTES
+from toolcards.workspace._tool import WorkspaceTool
 
 
 def info(a: CheckedAgent, path: str) -> dict[str, str]:

@@ -19,11 +19,11 @@ from toolcards.errors import StoreError
 from toolcards.planning import PlanningTool
 from toolcards.store import default_store
 from toolcards.testing import FakeObserver
-from toolcards.workspace.actor import stop_workspace_actors
-from toolcards.workspace.journal import Journal, journal_namespaces
-from toolcards.workspace.paths import ESCAPE_MESSAGE
-from toolcards.workspace.tool import WorkspaceTool
-from toolcards.workspace.tree import Tree
+from toolcards.workspace._actor import stop_workspace_actors
+from toolcards.workspace._journal import Journal, journal_namespaces
+from toolcards.workspace._paths import ESCAPE_MESSAGE
+from toolcards.workspace._tool import WorkspaceTool
+from toolcards.workspace._tree import Tree
 
 BOTH = {"expose": [TOOL_CALL, COMMAND]}
 JOURNAL_TOOLS: dict[str, Any] = {
@@ -71,7 +71,7 @@ class Member:
 @pytest.fixture(autouse=True)
 def history_scans_every_time(monkeypatch: pytest.MonkeyPatch) -> None:
     """``workspace_history`` scans at most once a second; here, at every call."""
-    monkeypatch.setattr("toolcards.workspace.tool.HISTORY_SCAN_INTERVAL_S", 0.0)
+    monkeypatch.setattr("toolcards.workspace._tool.HISTORY_SCAN_INTERVAL_S", 0.0)
 
 
 @pytest.fixture
@@ -460,7 +460,7 @@ def _read_edit(member: Member, path: str, old: str, new: str) -> dict[str, str]:
 
 
 def test_history_scans_at_most_once_a_second(a: Member, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("toolcards.workspace.tool.HISTORY_SCAN_INTERVAL_S", 3600.0)
+    monkeypatch.setattr("toolcards.workspace._tool.HISTORY_SCAN_INTERVAL_S", 3600.0)
     a("workspace_write", path="a.txt", content="one\n")
     assert a.ids() == [1]  # never scanned in this process: it scans (and adopts the tree)
     (a.root / "a.txt").write_text("edited outside\n")

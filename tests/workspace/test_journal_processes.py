@@ -19,8 +19,8 @@ import pytest
 
 from toolcards import COMMAND, TOOL_CALL, ToolFactory
 from toolcards.testing import FakeObserver
-from toolcards.workspace.actor import stop_workspace_actors
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._actor import stop_workspace_actors
+from toolcards.workspace._tool import WorkspaceTool
 
 SPAWN = multiprocessing.get_context("spawn")
 FILES = 8

@@ -8,8 +8,8 @@ import pytest
 
 from tests.workspace.hostile import MESSAGES, CheckedAgent
 from toolcards import TOOL_CALL
-from toolcards.workspace.actor import MAX_EDIT_BYTES
-from toolcards.workspace.models import (
+from toolcards.workspace._actor import MAX_EDIT_BYTES
+from toolcards.workspace._models import (
     MAX_CONTENT_CHARS,
     MAX_EDIT_STRING_CHARS,
     MAX_EDITS,

@@ -9,7 +9,7 @@ import pytest
 
 from tests.workspace.hostile import CheckedAgent
 from tests.workspace.test_journal import plain
-from toolcards.workspace.tree import MAX_SCAN_ENTRIES
+from toolcards.workspace._tree import MAX_SCAN_ENTRIES
 
 NEXT = re.compile(r"^([\d,]+) more — next offset (\d+)$")
 

@@ -29,7 +29,7 @@ CHILD = textwrap.dedent(
     import json, resource, sys
     from toolcards import TOOL_CALL, ToolFactory
     from toolcards.testing import FakeObserver
-    from toolcards.workspace.tool import WorkspaceTool
+    from toolcards.workspace._tool import WorkspaceTool
 
     path, offset = sys.argv[1], int(sys.argv[2])
     with FakeObserver("Reader", "memory") as reader:

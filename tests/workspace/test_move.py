@@ -16,8 +16,8 @@ from tests.workspace.test_journal import Member, plain
 from toolcards import ToolFactory
 from toolcards.errors import StoreError
 from toolcards.testing import FakeObserver
-from toolcards.workspace.journal import Journal
-from toolcards.workspace.tool import WorkspaceTool
+from toolcards.workspace._journal import Journal
+from toolcards.workspace._tool import WorkspaceTool
 
 
 @pytest.fixture

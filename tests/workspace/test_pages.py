@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.workspace.files import MAX_LINE_CHARS, PageBuilder, render_page
+from toolcards.workspace._files import MAX_LINE_CHARS, PageBuilder, render_page
 
 
 def reference(text: str, offset: int, limit: int) -> tuple[list[str], int]:

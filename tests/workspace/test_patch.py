@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.patch import FilePatch, apply_file_patch, apply_patch, parse_patch
-from toolcards.workspace.text import unified_diff
+from toolcards.workspace._patch import FilePatch, apply_file_patch, apply_patch, parse_patch
+from toolcards.workspace._text import unified_diff
 
 TWENTY = "".join(f"line {n}\n" for n in range(1, 21))
 
@@ -446,7 +446,7 @@ def test_mismatch_against_an_empty_file() -> None:
 
 @given(st.lists(st.sampled_from(["", "a", "\r", "--- x", "@@", "\n", "\r\n", "b\r"]), max_size=40), st.integers(1, 7))
 def test_patch_lines_split_lazily_are_the_lines_split_at_once(pieces: list[str], block: int) -> None:
-    from toolcards.workspace.patch import _PatchLines
+    from toolcards.workspace._patch import _PatchLines
 
     text = "".join(pieces)
     expected = [line.removesuffix("\r") for line in text.split("\n")]
@@ -460,7 +460,7 @@ def test_patch_lines_split_lazily_are_the_lines_split_at_once(pieces: list[str],
 
 
 def test_a_patch_refused_at_its_first_line_is_not_split_whole() -> None:
-    from toolcards.workspace import patch as patch_module
+    from toolcards.workspace import _patch as patch_module
 
     seen: list[patch_module._PatchLines] = []
 

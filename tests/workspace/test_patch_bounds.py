@@ -13,10 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace import patch as patch_module
-from toolcards.workspace.actor import WorkspaceProxy, workspace_actor
-from toolcards.workspace.models import content_digest
-from toolcards.workspace.patch import MAX_PATCH_FILES, MAX_PATCH_HUNKS, apply_patch, parse_patch
+from toolcards.workspace import _patch as patch_module
+from toolcards.workspace._actor import WorkspaceProxy, workspace_actor
+from toolcards.workspace._models import content_digest
+from toolcards.workspace._patch import MAX_PATCH_FILES, MAX_PATCH_HUNKS, apply_patch, parse_patch
 
 AGENT = "team-1/@Alice"
 HUNDRED = "".join(f"line {n}\n" for n in range(1, 101))

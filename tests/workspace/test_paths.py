@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.paths import (
+from toolcards.workspace._paths import (
     display_name,
     relative,
     validate_workspace_id,

@@ -26,12 +26,12 @@ import pytest
 
 from toolcards import TOOL_CALL, RetriableError, ToolFactory, ToolFailed
 from toolcards.testing import FakeObserver
-from toolcards.workspace import tree_lock
-from toolcards.workspace.actor import WorkspaceProxy, stop_workspace_actors, workspace_actor
-from toolcards.workspace.models import FileEdit, content_digest
-from toolcards.workspace.tool import WorkspaceTool
-from toolcards.workspace.tree import Tree
-from toolcards.workspace.tree_lock import TreeLock, probe_tree_locks, tree_lock_path
+from toolcards.workspace import _tree_lock as tree_lock
+from toolcards.workspace._actor import WorkspaceProxy, stop_workspace_actors, workspace_actor
+from toolcards.workspace._models import FileEdit, content_digest
+from toolcards.workspace._tool import WorkspaceTool
+from toolcards.workspace._tree import Tree
+from toolcards.workspace._tree_lock import TreeLock, probe_tree_locks, tree_lock_path
 
 SPAWN = multiprocessing.get_context("spawn")
 PROCESSES = 4
@@ -381,7 +381,7 @@ def test_a_card_that_may_write_refuses_to_bind_where_locks_do_not_work(
 ) -> None:
     from toolcards.errors import WiringError
     from toolcards.workspace import WorkspaceTool
-    from toolcards.workspace import tool as workspace_tool
+    from toolcards.workspace import _tool as workspace_tool
 
     reason = "file locks do not work on /x (nfs: mounted with locks local to this host): put it elsewhere"
     monkeypatch.setattr(workspace_tool, "probe_tree_locks", lambda: reason)

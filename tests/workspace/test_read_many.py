@@ -13,8 +13,8 @@ from tests.workspace.hostile import CheckedAgent
 from tests.workspace.test_journal import plain
 from toolcards import ToolFactory
 from toolcards.testing import FakeObserver
-from toolcards.workspace.tool import MAX_READ_MANY, WorkspaceTool
-from toolcards.workspace.tree import READ_CHUNK_BYTES
+from toolcards.workspace._tool import MAX_READ_MANY, WorkspaceTool
+from toolcards.workspace._tree import READ_CHUNK_BYTES
 
 
 def numbered(lines: int, newline: str = "\n") -> str:

@@ -11,7 +11,7 @@ import toolcards
 from toolcards.errors import RetriableError
 from toolcards.planning import PlanningTool
 from toolcards.workspace import WorkspaceTool
-from toolcards.workspace.reservations import ReservationRefused
+from toolcards.workspace._reservations import ReservationRefused
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.workspace.revert import is_mergeable, revert_lines
+from toolcards.workspace._revert import is_mergeable, revert_lines
 
 
 def text(*lines: str) -> bytes:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from toolcards.store import MemoryStore
-from toolcards.workspace.journal import Journal
-from toolcards.workspace.scan import UNJOURNALED_DIRS, Known, scan_tree
-from toolcards.workspace.tree import Tree
+from toolcards.workspace._journal import Journal
+from toolcards.workspace._scan import UNJOURNALED_DIRS, Known, scan_tree
+from toolcards.workspace._tree import Tree
 
 
 @pytest.fixture
@@ -96,7 +96,7 @@ def test_the_first_scan_adopts_the_tree_and_later_ones_record_what_changed(root:
 def test_a_touched_file_is_read_once_and_recorded_as_nothing(
     root: Path, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolcards.workspace import scan
+    from toolcards.workspace import _scan as scan
 
     (root / "a.txt").write_text("same")
     tree = Tree(root)
@@ -118,8 +118,8 @@ def test_a_touched_file_is_read_once_and_recorded_as_nothing(
 def test_a_scan_holds_a_bounded_amount_of_content_and_the_next_ones_keep_the_rest(
     root: Path, journal: Journal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolcards.workspace import journal as journal_module
-    from toolcards.workspace import scan
+    from toolcards.workspace import _journal as journal_module
+    from toolcards.workspace import _scan as scan
 
     real = scan.scan_tree
     monkeypatch.setattr(journal_module, "scan_tree", lambda *args, **kwargs: real(*args, **{**kwargs, "memory": 2_500}))

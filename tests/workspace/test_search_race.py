@@ -23,8 +23,8 @@ import pytest
 
 from tests.workspace.hostile import renameat2_works
 from toolcards.errors import RetriableError
-from toolcards.workspace.glob import glob
-from toolcards.workspace.grep import find_rg, grep
+from toolcards.workspace._glob import glob
+from toolcards.workspace._grep import find_rg, grep
 
 pytestmark = pytest.mark.slow
 

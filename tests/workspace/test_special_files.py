@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.workspace.hostile import CheckedAgent, bound_unix_socket
-from toolcards.workspace.tree import Tree
+from toolcards.workspace._tree import Tree
 
 
 @pytest.fixture

@@ -24,12 +24,12 @@ import pytest
 
 import toolcards
 from toolcards import TOOL_CALL, RetriableError, Tool, ToolFactory
-from toolcards.fs.locations import workspace_dir
+from toolcards.fs._locations import workspace_dir
 from toolcards.testing import FakeObserver
 from toolcards.workspace import WorkspaceTool
-from toolcards.workspace.grep import grep
-from toolcards.workspace.spill import SPILL_DIR, spill_folder
-from toolcards.workspace.tool import WorkspaceGrepParam
+from toolcards.workspace._grep import grep
+from toolcards.workspace._spill import SPILL_DIR, spill_folder
+from toolcards.workspace._tool import WorkspaceGrepParam
 
 REPO = Path(__file__).resolve().parents[2]
 SPILLED_PATH = re.compile(r"saved whole in the workspace as '(\.toolcards/spill/[^']+)'")
@@ -184,7 +184,7 @@ def test_a_spill_that_cannot_be_written_is_cut_with_the_reason(
     def disk_full(*args: Any, **kwargs: Any) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("toolcards.workspace.spill.atomic_write_at", disk_full)
+    monkeypatch.setattr("toolcards.workspace._spill.atomic_write_at", disk_full)
     answer = workspace(alice)["workspace_grep"].call_sync({"pattern": "needle"})
     assert "the whole could not be saved: no space left on device. Narrow the request" in answer
 
@@ -265,7 +265,7 @@ def test_two_processes_spilling_at_once_keep_every_output(isolated_root: Path, t
     script = """
         import os, sys, time, toolcards
         from toolcards.workspace import WorkspaceTool
-        from toolcards.workspace.tool import WorkspaceGrepParam
+        from toolcards.workspace._tool import WorkspaceGrepParam
         name, go = sys.argv[1], sys.argv[2]
         card = WorkspaceTool(workspace_grep=WorkspaceGrepParam(max_results=20_000))
         with toolcards.Team("acme") as team:

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace.patch import apply_file_patch, parse_patch
-from toolcards.workspace.text import (
+from toolcards.workspace._patch import apply_file_patch, parse_patch
+from toolcards.workspace._text import (
     change_diff,
     closest_block,
     detect_newline,

@@ -20,15 +20,15 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolcards import COMMAND, TOOL_CALL, RetriableError, Tool, ToolFactory, ToolFailed, WiringError
-from toolcards.actors.system import ActorSystem
-from toolcards.core.registry import dump_cards, load_cards
-from toolcards.fs.locations import internal_dir
+from toolcards.actors._system import ActorSystem
+from toolcards.core._registry import dump_cards, load_cards
+from toolcards.fs._locations import internal_dir
 from toolcards.testing import FakeObserver
-from toolcards.workspace import documents
-from toolcards.workspace.actor import WorkspaceActor, stop_workspace_actors
-from toolcards.workspace.paths import ESCAPE_MESSAGE
-from toolcards.workspace.tool import WorkspaceReadParam, WorkspaceTool, WorkspaceViewParam
-from toolcards.workspace.tree import Tree
+from toolcards.workspace import _documents as documents
+from toolcards.workspace._actor import WorkspaceActor, stop_workspace_actors
+from toolcards.workspace._paths import ESCAPE_MESSAGE
+from toolcards.workspace._tool import WorkspaceReadParam, WorkspaceTool, WorkspaceViewParam
+from toolcards.workspace._tree import Tree
 
 WRITE_TOOLS = {
     "workspace_write",
@@ -116,11 +116,12 @@ def test_importing_the_package_loads_no_heavy_dependency() -> None:
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     )
     assert not {"pydantic_ai", "PIL", "markitdown", "rapidfuzz", "numpy"} & {m.split(".")[0] for m in loaded}
-    assert "toolcards.workspace.tool" in loaded
+    assert "toolcards.workspace._tool" in loaded
 
 
 def test_the_models_do_not_import_pykka() -> None:
-    from toolcards.workspace import gate, models
+    from toolcards.workspace import _gate as gate
+    from toolcards.workspace import _models as models
 
     for module in (models, gate):
         tree = ast.parse(Path(module.__file__ or "").read_text())

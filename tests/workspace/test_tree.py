@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.core.deadline import deadline_after
+from toolcards.core._deadline import deadline_after
 from toolcards.errors import RetriableError, ToolFailed, ToolTimeout
-from toolcards.workspace.os_errors import describe, file_error
-from toolcards.workspace.paths import ESCAPE_MESSAGE
-from toolcards.workspace.tree import MAX_SYMLINKS, Tree
+from toolcards.workspace._os_errors import describe, file_error
+from toolcards.workspace._paths import ESCAPE_MESSAGE
+from toolcards.workspace._tree import MAX_SYMLINKS, Tree
 
 
 @pytest.fixture
@@ -279,7 +279,7 @@ NO_SPACE = textwrap.dedent(
     import os, sys
     from pathlib import Path
     from toolcards.errors import ToolFailed
-    from toolcards.workspace.tree import Tree
+    from toolcards.workspace._tree import Tree
 
     tree = Tree(Path(sys.argv[1]))
     tree.write_bytes("keep.txt", b"original")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from toolcards.workspace.trigrams import (
+from toolcards.workspace._trigrams import (
     Postings,
     PostingsBuilder,
     codes_of_texts,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toolcards.workspace import watch as watch_module
-from toolcards.workspace.watch import FileStat, TreeWatch, inotify_available, is_directory, stat_walk
+from toolcards.workspace import _watch as watch_module
+from toolcards.workspace._watch import FileStat, TreeWatch, inotify_available, is_directory, stat_walk
 
 
 @pytest.fixture

@@ -10,32 +10,32 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from toolcards.actors.journal import EventJournal, JournalFactory, MemoryJournal
+from toolcards.actors._journal import EventJournal, JournalFactory, MemoryJournal
 
 if TYPE_CHECKING:
-    from toolcards.actors.address import ActorAddress
-    from toolcards.actors.asking import ask, ask_async
-    from toolcards.actors.events import LeaveReason, MemberEvent, MemberJoined, MemberLeft
-    from toolcards.actors.orchestrator import EventSubscriber, Orchestrator
-    from toolcards.actors.presence import MemoryPresence, Presence, PresenceFactory, PresentMember
-    from toolcards.actors.system import ActorSystem, TeamHandle
+    from toolcards.actors._address import ActorAddress
+    from toolcards.actors._asking import ask, ask_async
+    from toolcards.actors._events import LeaveReason, MemberEvent, MemberJoined, MemberLeft
+    from toolcards.actors._orchestrator import EventSubscriber, Orchestrator
+    from toolcards.actors._presence import MemoryPresence, Presence, PresenceFactory, PresentMember
+    from toolcards.actors._system import ActorSystem, TeamHandle
 
 _LAZY = {
-    "ActorAddress": "toolcards.actors.address",
-    "ActorSystem": "toolcards.actors.system",
-    "EventSubscriber": "toolcards.actors.orchestrator",
-    "LeaveReason": "toolcards.actors.events",
-    "MemberEvent": "toolcards.actors.events",
-    "MemberJoined": "toolcards.actors.events",
-    "MemberLeft": "toolcards.actors.events",
-    "MemoryPresence": "toolcards.actors.presence",
-    "Orchestrator": "toolcards.actors.orchestrator",
-    "Presence": "toolcards.actors.presence",
-    "PresenceFactory": "toolcards.actors.presence",
-    "PresentMember": "toolcards.actors.presence",
-    "TeamHandle": "toolcards.actors.system",
-    "ask": "toolcards.actors.asking",
-    "ask_async": "toolcards.actors.asking",
+    "ActorAddress": "toolcards.actors._address",
+    "ActorSystem": "toolcards.actors._system",
+    "EventSubscriber": "toolcards.actors._orchestrator",
+    "LeaveReason": "toolcards.actors._events",
+    "MemberEvent": "toolcards.actors._events",
+    "MemberJoined": "toolcards.actors._events",
+    "MemberLeft": "toolcards.actors._events",
+    "MemoryPresence": "toolcards.actors._presence",
+    "Orchestrator": "toolcards.actors._orchestrator",
+    "Presence": "toolcards.actors._presence",
+    "PresenceFactory": "toolcards.actors._presence",
+    "PresentMember": "toolcards.actors._presence",
+    "TeamHandle": "toolcards.actors._system",
+    "ask": "toolcards.actors._asking",
+    "ask_async": "toolcards.actors._asking",
 }
 
 

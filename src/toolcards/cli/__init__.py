@@ -17,14 +17,14 @@
 
 Every command that works on a team finds it the same way (``--store``/``--root``, the
 environment, a ``toolcards.toml``, a legacy ``./workspaces``, the per-user data directory:
-:mod:`toolcards.core.lookup`); ``toolcards info`` says which step chose it.
+:mod:`toolcards.core._lookup`); ``toolcards info`` says which step chose it.
 
 Each command is a module here with ``register(subparsers, parents)`` and is listed in
 :data:`COMMANDS`. Results go to stdout; progress and errors go to stderr. An error is one
 line, ``toolcards: error: ...``, naming the bad value and the fix; ``--debug`` shows the
 traceback instead. Exit codes: 0 success, 1 failure, 2 usage error (an option value,
 options that contradict each other, an unknown command or kind: see
-:mod:`toolcards.cli.console`), 130 interrupted. Options are never abbreviated: ``--trans``
+:mod:`toolcards.cli._console`), 130 interrupted. Options are never abbreviated: ``--trans``
 is an error, not ``--transport``.
 """
 
@@ -37,23 +37,23 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from toolcards.cli.console import configure_logging, exit_code, one_line, root_error
+from toolcards.cli._console import configure_logging, exit_code, one_line, root_error
 
-__all__ = ["COMMANDS", "CommandLineParser", "build_parser", "given", "main"]
+__all__ = ["CommandLineParser", "build_parser", "given", "main"]
 
 COMMANDS: tuple[str, ...] = (
-    "toolcards.cli.init",
-    "toolcards.cli.info",
-    "toolcards.cli.serve",
-    "toolcards.cli.cards",
-    "toolcards.cli.call",
-    "toolcards.cli.dashboard",
-    "toolcards.cli.backup",
-    "toolcards.cli.history",
-    "toolcards.cli.undo",
-    "toolcards.cli.usage",
-    "toolcards.cli.demo",
-    "toolcards.cli.fetch_models",
+    "toolcards.cli._init",
+    "toolcards.cli._info",
+    "toolcards.cli._serve",
+    "toolcards.cli._cards",
+    "toolcards.cli._call",
+    "toolcards.cli._dashboard",
+    "toolcards.cli._backup",
+    "toolcards.cli._history",
+    "toolcards.cli._undo",
+    "toolcards.cli._usage",
+    "toolcards.cli._demo",
+    "toolcards.cli._fetch_models",
 )
 """The modules defining the subcommands, in the order ``--help`` lists them."""
 
@@ -112,7 +112,7 @@ class _Version(argparse.Action):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every subcommand registered."""
-    from toolcards.cli.location_options import LOOKUP_HELP
+    from toolcards.cli._location_options import LOOKUP_HELP
 
     parser = CommandLineParser(
         prog="toolcards",

@@ -5,15 +5,15 @@
     toolcards dashboard [--config team.yaml] [--store ...]     # on its own
     toolcards serve --transport http                           # at /, beside /mcp
 
-* :mod:`~toolcards.dashboard.source` — :class:`TeamSource`: what is shown, as JSON data with
-  versions: the cards' views (:mod:`toolcards.core.views`), the call log, the roster;
-* :mod:`~toolcards.dashboard.calls` — :class:`CallLog`: every process's tool calls, from the
+* :mod:`~toolcards.dashboard._source` — :class:`TeamSource`: what is shown, as JSON data with
+  versions: the cards' views (:mod:`toolcards.core._views`), the call log, the roster;
+* :mod:`~toolcards.dashboard._calls` — :class:`CallLog`: every process's tool calls, from the
   team's event log;
-* :mod:`~toolcards.dashboard.layout` — where the graph's entities are drawn;
-* :mod:`~toolcards.dashboard.hub` — :class:`DashboardHub`: one watcher per server, server-sent
+* :mod:`~toolcards.dashboard._layout` — where the graph's entities are drawn;
+* :mod:`~toolcards.dashboard._hub` — :class:`DashboardHub`: one watcher per server, server-sent
   events to every browser, renders cached by version;
-* :mod:`~toolcards.dashboard.app` — the ASGI app and its security headers;
-* :mod:`~toolcards.dashboard.serve` — serving it, behind the MCP server's token rules.
+* :mod:`~toolcards.dashboard._app` — the ASGI app and its security headers;
+* :mod:`~toolcards.dashboard._serve` — serving it, behind the MCP server's token rules.
 
 This package is an adapter: it imports the core and the actor runtime, never a domain
 package; the cards come from the team's config and offer their views through the core.
@@ -22,28 +22,20 @@ Starlette, uvicorn and numpy (the ``dashboard`` extra) load when a dashboard is 
 
 from __future__ import annotations
 
-from toolcards.dashboard.app import CONTENT_SECURITY_POLICY, SecurityHeaders, dashboard_app, is_dashboard_read
-from toolcards.dashboard.calls import CallLog
-from toolcards.dashboard.hub import DashboardHub
-from toolcards.dashboard.layout import GraphLayout, force_layout
-from toolcards.dashboard.serve import DEFAULT_DASHBOARD_PORT, dashboard_asgi, dashboard_for, serve_dashboard
-from toolcards.dashboard.source import TeamSource, UnknownView
-from toolcards.dashboard.viewer import TeamViewer
+from toolcards.dashboard._app import dashboard_app
+from toolcards.dashboard._calls import CallLog
+from toolcards.dashboard._serve import DEFAULT_DASHBOARD_PORT, dashboard_asgi, dashboard_for, serve_dashboard
+from toolcards.dashboard._source import TeamSource, UnknownView
+from toolcards.dashboard._viewer import TeamViewer
 
 __all__ = [
-    "CONTENT_SECURITY_POLICY",
     "DEFAULT_DASHBOARD_PORT",
     "CallLog",
-    "DashboardHub",
-    "GraphLayout",
-    "SecurityHeaders",
     "TeamSource",
     "TeamViewer",
     "UnknownView",
     "dashboard_app",
     "dashboard_asgi",
     "dashboard_for",
-    "force_layout",
-    "is_dashboard_read",
     "serve_dashboard",
 ]

@@ -10,7 +10,7 @@
 * Results: :class:`UpdateReport`, :class:`MergeReport`, :class:`EntityPage` (of
   :class:`EntityView`), :class:`SearchResult` (with
   :class:`SearchHit`, :class:`Neighbour`, :class:`GraphPath`);
-  :mod:`toolcards.knowledge_graph.render` writes the text a model reads from them.
+  :mod:`toolcards.knowledge_graph._render` writes the text a model reads from them.
 
 Importing this package loads pydantic and pykka; numpy loads when an actor starts (its
 search index), embedding clients only when it is given an embedding param.
@@ -18,8 +18,8 @@ search index), embedding clients only when it is given an embedding param.
 
 from __future__ import annotations
 
-from toolcards.knowledge_graph.actor import KnowledgeGraphActor, KnowledgeGraphProxy
-from toolcards.knowledge_graph.models import (
+from toolcards.knowledge_graph._actor import KnowledgeGraphProxy
+from toolcards.knowledge_graph._models import (
     Entity,
     EntityCreate,
     EntityPage,
@@ -38,7 +38,7 @@ from toolcards.knowledge_graph.models import (
     SearchResult,
     UpdateReport,
 )
-from toolcards.knowledge_graph.tool import (
+from toolcards.knowledge_graph._tool import (
     GetEntitiesParam,
     GetGraphParam,
     KnowledgeGraphTool,
@@ -58,7 +58,6 @@ __all__ = [
     "GetGraphParam",
     "GraphPath",
     "KnowledgeGraph",
-    "KnowledgeGraphActor",
     "KnowledgeGraphProxy",
     "KnowledgeGraphTool",
     "MergeEntitiesParam",

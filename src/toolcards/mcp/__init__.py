@@ -1,12 +1,12 @@
 """Consume external MCP servers: connection configs, toolsets, OAuth sign-in, probing.
 
-* :mod:`toolcards.mcp.config` — serialisable connection configs (stdio, HTTP, OAuth);
-* :mod:`toolcards.mcp.connect` — :func:`build_toolset`, the pydantic-ai toolset for a config
+* :mod:`toolcards.mcp._config` — serialisable connection configs (stdio, HTTP, OAuth);
+* :mod:`toolcards.mcp._connect` — :func:`build_toolset`, the pydantic-ai toolset for a config
   or an in-process server;
-* :mod:`toolcards.mcp.oauth` — authorization code + PKCE with tokens cached on disk;
-* :mod:`toolcards.mcp.probe` — :func:`probe`, a server's tools without an agent, and
+* :mod:`toolcards.mcp._oauth` — authorization code + PKCE with tokens cached on disk;
+* :mod:`toolcards.mcp._probe` — :func:`probe`, a server's tools without an agent, and
   :func:`login`, the one interactive OAuth sign-in;
-* :mod:`toolcards.mcp.failures` — MCP client failures translated into toolcards errors.
+* :mod:`toolcards.mcp._failures` — MCP client failures translated into toolcards errors.
 
 Importing this package imports neither ``mcp``, ``fastmcp`` nor ``pydantic_ai``; they
 load when a toolset is built or a server probed.
@@ -14,31 +14,26 @@ load when a toolset is built or a server probed.
 
 from __future__ import annotations
 
-from toolcards.mcp.config import (
+from toolcards.mcp._config import (
     MCPConnectionConfig,
     MCPHTTPConnectionConfig,
     MCPOAuthConfig,
     MCPStdioConnectionConfig,
     ToolErrorBehavior,
-    expand_env,
 )
-from toolcards.mcp.connect import (
+from toolcards.mcp._connect import (
     InProcessMCPServer,
     MCPSource,
     build_mcp_toolset,
     build_toolset,
-    resolve_source,
-    source_label,
 )
-from toolcards.mcp.oauth import (
+from toolcards.mcp._oauth import (
     OAuthAuthorizationRequired,
     OAuthTokenFile,
     forget_tokens,
-    is_interactive,
-    token_file_path,
 )
-from toolcards.mcp.probe import ToolInfo, login, login_async, probe, probe_async
-from toolcards.mcp.tool import MCPTool
+from toolcards.mcp._probe import ToolInfo, login, login_async, probe, probe_async
+from toolcards.mcp._tool import MCPTool
 
 __all__ = [
     "InProcessMCPServer",
@@ -54,14 +49,9 @@ __all__ = [
     "ToolInfo",
     "build_mcp_toolset",
     "build_toolset",
-    "expand_env",
     "forget_tokens",
-    "is_interactive",
     "login",
     "login_async",
     "probe",
     "probe_async",
-    "resolve_source",
-    "source_label",
-    "token_file_path",
 ]

@@ -1,31 +1,27 @@
 """Switching models: a member picks what it runs on from a roster, kept in the team's store.
 
-* :mod:`~toolcards.model.models` — :class:`ModelOption` (a roster entry: a pydantic-ai model
+* :mod:`~toolcards.model._models` — :class:`ModelOption` (a roster entry: a pydantic-ai model
   string or a factory, and a description) and :class:`ActiveModel` (a member's choice).
-* :mod:`~toolcards.model.actor` — :class:`ModelChoiceActor`, one per team, which keeps every
+* :mod:`~toolcards.model._actor` — :class:`ModelChoiceActor`, one per team, which keeps every
   member's choice in ``"<team>/#ModelTool"``.
-* :mod:`~toolcards.model.tool` — :class:`ModelTool`, the card: ``current_model``,
+* :mod:`~toolcards.model._tool` — :class:`ModelTool`, the card: ``current_model``,
   ``list_models``, ``switch_model``; the choice reaches requests through
   ``toolcards.pydantic_ai.ModelSwitch``.
 """
 
 from __future__ import annotations
 
-from toolcards.model.actor import MODEL_ACTOR_NAME, ModelChoiceActor, ModelChoiceProxy
-from toolcards.model.models import MODEL_NAME_PATTERN, ActiveModel, ModelName, ModelOption, validate_model_name
-from toolcards.model.tool import CurrentModelParam, ListModelsParam, ModelTool, SwitchModelParam
+from toolcards.model._actor import ModelChoiceProxy
+from toolcards.model._models import ActiveModel, ModelName, ModelOption
+from toolcards.model._tool import CurrentModelParam, ListModelsParam, ModelTool, SwitchModelParam
 
 __all__ = [
-    "MODEL_ACTOR_NAME",
-    "MODEL_NAME_PATTERN",
     "ActiveModel",
     "CurrentModelParam",
     "ListModelsParam",
-    "ModelChoiceActor",
     "ModelChoiceProxy",
     "ModelName",
     "ModelOption",
     "ModelTool",
     "SwitchModelParam",
-    "validate_model_name",
 ]

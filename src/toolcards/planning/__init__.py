@@ -1,12 +1,12 @@
 """The team planning board: tasks with owners, statuses and dependencies, shared by a team.
 
-* :mod:`~toolcards.planning.models` — the data: :class:`Task`, the model-facing inputs
+* :mod:`~toolcards.planning._models` — the data: :class:`Task`, the model-facing inputs
   :class:`TaskCreate` / :class:`TaskUpdate`, the results :class:`UpdateReport` and
   :class:`SearchHit`, and the four statuses (``pending``, ``in_progress``, ``completed``,
   ``aborted``) with the synonyms read as them (:func:`normalize_status`).
-* :mod:`~toolcards.planning.actor` — :class:`PlanningActor`, one per team, which owns the board
+* :mod:`~toolcards.planning._actor` — :class:`PlanningActor`, one per team, which owns the board
   and persists every change through :mod:`toolcards.store` before acknowledging it.
-* :mod:`~toolcards.planning.render` — the board as text a model reads.
+* :mod:`~toolcards.planning._render` — the board as text a model reads.
 
 Importing this package loads pydantic, pykka and the store contract; numpy and the
 embedding code load only when an actor is given an embedding.
@@ -14,18 +14,12 @@ embedding code load only when an actor is given an embedding.
 
 from __future__ import annotations
 
-from toolcards.planning.actor import (
-    PLANNING_ACTOR_NAME,
-    QUERY_EMBEDDING_TIMEOUT_S,
-    SEMANTIC_MIN_SCORE,
-    SEMANTIC_TOP_K,
-    PlanningActor,
+from toolcards.planning._actor import (
     PlanningProxy,
 )
-from toolcards.planning.models import (
+from toolcards.planning._models import (
     DESCRIPTION_MAX,
     OUTPUT_MAX,
-    STATUS_SYNONYMS,
     TASK_STATUSES,
     MatchKind,
     SearchHit,
@@ -36,18 +30,12 @@ from toolcards.planning.models import (
     TaskUpdate,
     UpdateFailure,
     UpdateReport,
-    normalize_agent_name,
-    normalize_status,
-    truncate_output,
 )
-from toolcards.planning.render import (
+from toolcards.planning._render import (
     PLAN_LIMIT,
-    render_plan,
     render_search,
-    render_task,
-    render_task_line,
 )
-from toolcards.planning.tool import (
+from toolcards.planning._tool import (
     GetPlanningParam,
     GetPlanningTaskParam,
     PlanningTool,
@@ -58,17 +46,11 @@ from toolcards.planning.tool import (
 __all__ = [
     "DESCRIPTION_MAX",
     "OUTPUT_MAX",
-    "PLANNING_ACTOR_NAME",
     "PLAN_LIMIT",
-    "QUERY_EMBEDDING_TIMEOUT_S",
-    "SEMANTIC_MIN_SCORE",
-    "SEMANTIC_TOP_K",
-    "STATUS_SYNONYMS",
     "TASK_STATUSES",
     "GetPlanningParam",
     "GetPlanningTaskParam",
     "MatchKind",
-    "PlanningActor",
     "PlanningProxy",
     "PlanningTool",
     "SearchHit",
@@ -81,11 +63,5 @@ __all__ = [
     "UpdateFailure",
     "UpdatePlanningParam",
     "UpdateReport",
-    "normalize_agent_name",
-    "normalize_status",
-    "render_plan",
     "render_search",
-    "render_task",
-    "render_task_line",
-    "truncate_output",
 ]

@@ -10,9 +10,9 @@
   cards chose (``ModelTool``'s ``switch_model``).
 """
 
-from toolcards.pydantic_ai.catalog import CatalogToolset
-from toolcards.pydantic_ai.context import TeamContext
-from toolcards.pydantic_ai.model_switch import ModelSwitch
-from toolcards.pydantic_ai.toolset import CardToolset, ContextMode
+from toolcards.pydantic_ai._catalog import CatalogToolset
+from toolcards.pydantic_ai._context import TeamContext
+from toolcards.pydantic_ai._model_switch import ModelSwitch
+from toolcards.pydantic_ai._toolset import CardToolset, ContextMode
 
 __all__ = ["CardToolset", "CatalogToolset", "ContextMode", "ModelSwitch", "TeamContext"]

@@ -15,20 +15,13 @@ connection (:mod:`.egress`, :mod:`.forwarder`).
 
 from __future__ import annotations
 
-from toolcards.sandbox.actor import (
+from toolcards.sandbox._actor import (
     SANDBOX_ACTOR_CLASSES,
-    BwrapSandboxActor,
-    DockerSandboxActor,
-    LocalSandboxActor,
     SandboxActor,
     SandboxProxy,
-    SeatbeltSandboxActor,
-    sandbox_actor_class,
 )
-from toolcards.sandbox.cwd import CWD_ESCAPE_MESSAGE
-from toolcards.sandbox.guards import MAX_COMMAND_CHARS, check_allowed, command_name
-from toolcards.sandbox.hosts import HostAllowlist
-from toolcards.sandbox.models import (
+from toolcards.sandbox._hosts import HostAllowlist
+from toolcards.sandbox._models import (
     DEFAULT_ALLOWED_COMMANDS,
     BwrapOptions,
     CommandPolicy,
@@ -39,9 +32,8 @@ from toolcards.sandbox.models import (
     SandboxOptions,
     SeatbeltOptions,
 )
-from toolcards.sandbox.probe import choose_mode
-from toolcards.sandbox.runs import RUN_STOP, BackgroundRun, RunLog, RunOutputPage, RunRegistry, RunState, RunStatus
-from toolcards.sandbox.tool import (
+from toolcards.sandbox._runs import BackgroundRun, RunLog, RunOutputPage, RunRegistry, RunState, RunStatus
+from toolcards.sandbox._tool import (
     ExecCommandParam,
     ExecOutputParam,
     ExecRunsParam,
@@ -51,17 +43,12 @@ from toolcards.sandbox.tool import (
 )
 
 __all__ = [
-    "CWD_ESCAPE_MESSAGE",
     "DEFAULT_ALLOWED_COMMANDS",
-    "MAX_COMMAND_CHARS",
-    "RUN_STOP",
     "SANDBOX_ACTOR_CLASSES",
     "BackgroundRun",
     "BwrapOptions",
-    "BwrapSandboxActor",
     "CommandPolicy",
     "DockerOptions",
-    "DockerSandboxActor",
     "ExecCommandParam",
     "ExecLimits",
     "ExecOutputParam",
@@ -72,7 +59,6 @@ __all__ = [
     "ExecTool",
     "HostAllowlist",
     "LocalOptions",
-    "LocalSandboxActor",
     "RunLog",
     "RunOutputPage",
     "RunRegistry",
@@ -82,9 +68,4 @@ __all__ = [
     "SandboxOptions",
     "SandboxProxy",
     "SeatbeltOptions",
-    "SeatbeltSandboxActor",
-    "check_allowed",
-    "choose_mode",
-    "command_name",
-    "sandbox_actor_class",
 ]

@@ -2,12 +2,12 @@
 
 :class:`SpilledOutputTool` offers the store as the place to keep them for a team without a
 workspace card, and ``read_spilled_output`` to read them back; :class:`StoredSpills` keeps
-them (:mod:`toolcards.spill.stored`). How the pipeline spills is :mod:`toolcards.core.spill`.
+them (:mod:`toolcards.spill._stored`). How the pipeline spills is :mod:`toolcards.core._spill`.
 """
 
 from __future__ import annotations
 
-from toolcards.spill.stored import SLOTS, StoredSpills, stored_spills
-from toolcards.spill.tool import ReadSpilledOutputParam, SpilledOutputTool
+from toolcards.spill._stored import StoredSpills, stored_spills
+from toolcards.spill._tool import ReadSpilledOutputParam, SpilledOutputTool
 
-__all__ = ["SLOTS", "ReadSpilledOutputParam", "SpilledOutputTool", "StoredSpills", "stored_spills"]
+__all__ = ["ReadSpilledOutputParam", "SpilledOutputTool", "StoredSpills", "stored_spills"]

@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from toolcards.errors import OutcomeUnknown, StoreError
-from toolcards.store.base import CatchUp, Change, Delta, NamespaceSummary, Snapshot, Store, Transaction
-from toolcards.store.calls import CallLog
-from toolcards.store.codec import JSONText
-from toolcards.store.default import (
+from toolcards.store._base import CatchUp, Change, Delta, NamespaceSummary, Snapshot, Store, Transaction
+from toolcards.store._calls import CallLog
+from toolcards.store._codec import JSONText
+from toolcards.store._default import (
     MEMORY,
     close_default_stores,
     default_store,
@@ -34,16 +34,16 @@ from toolcards.store.default import (
     open_store,
     sqlite_path,
 )
-from toolcards.store.journal import RecordedEvent, StoreJournal, store_journals
-from toolcards.store.ledger import StoreLedger, store_ledgers
-from toolcards.store.memory import MemoryStore
-from toolcards.store.mirror import MirroredWrite, NamespaceMirror
-from toolcards.store.presence import StorePresence, store_presence
-from toolcards.store.sqlite import SQLiteStore
-from toolcards.store.sqlite_backup import SQLiteBackup, backup_sqlite_store
+from toolcards.store._journal import RecordedEvent, StoreJournal, store_journals
+from toolcards.store._ledger import StoreLedger, store_ledgers
+from toolcards.store._memory import MemoryStore
+from toolcards.store._mirror import MirroredWrite, NamespaceMirror
+from toolcards.store._presence import StorePresence, store_presence
+from toolcards.store._sqlite import SQLiteStore
+from toolcards.store._sqlite_backup import SQLiteBackup, backup_sqlite_store
 
 if TYPE_CHECKING:
-    from toolcards.store.postgres import PostgresStore
+    from toolcards.store._postgres import PostgresStore
 
 __all__ = [
     "MEMORY",
@@ -84,7 +84,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     # The PostgreSQL store loads psycopg only when it is asked for.
     if name == "PostgresStore":
-        from toolcards.store.postgres import PostgresStore
+        from toolcards.store._postgres import PostgresStore
 
         return PostgresStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

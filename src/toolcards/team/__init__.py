@@ -1,16 +1,16 @@
 """Teams of LLM agents: role profiles, member actors, the runtime that staffs them, their cards.
 
-* :mod:`~toolcards.team.models` — :class:`RoleProfile`, :class:`TeamMessage` and the team
+* :mod:`~toolcards.team._models` — :class:`RoleProfile`, :class:`TeamMessage` and the team
   events, and the rules for member names.
-* :mod:`~toolcards.team.member` — :class:`MemberActor`, a Pykka actor hosting one
+* :mod:`~toolcards.team._member` — :class:`MemberActor`, a Pykka actor hosting one
   pydantic-ai agent, the observer its cards are bound to.
-* :mod:`~toolcards.team.team` — :class:`Team` and :class:`Member`: an application's own
+* :mod:`~toolcards.team._team` — :class:`Team` and :class:`Member`: an application's own
   agents on a team (``toolcards.Team("acme").member("Alice").toolset(...)``).
-* :mod:`~toolcards.team.runtime` — :class:`TeamRuntime`: hire, fire, message, wait.
-* :mod:`~toolcards.team.mailbox` — :class:`MailboxActor`: every member's durable mailbox,
-  reminders and stop requests, in the team's store; :mod:`~toolcards.team.delivery` — who a
+* :mod:`~toolcards.team._runtime` — :class:`TeamRuntime`: hire, fire, message, wait.
+* :mod:`~toolcards.team._mailbox` — :class:`MailboxActor`: every member's durable mailbox,
+  reminders and stop requests, in the team's store; :mod:`~toolcards.team._delivery` — who a
   message is for, and :func:`mailbox_of`.
-* :mod:`~toolcards.team.tool` — :class:`TeamTool` (kind ``"team"``: hire, fire, roster,
+* :mod:`~toolcards.team._tool` — :class:`TeamTool` (kind ``"team"``: hire, fire, roster,
   roles) and :class:`MessagingTool` (kind ``"messaging"``: ``send_message``,
   ``read_messages``, reminders, ``stop_member``).
 
@@ -20,10 +20,10 @@ first member is hired.
 
 from __future__ import annotations
 
-from toolcards.team.delivery import mailbox_of
-from toolcards.team.mailbox import MAILBOX_ACTOR_NAME, MailboxActor, MailboxProxy
-from toolcards.team.member import MemberActor, MemberProxy, running_member
-from toolcards.team.models import (
+from toolcards.team._delivery import mailbox_of
+from toolcards.team._mailbox import MailboxProxy
+from toolcards.team._member import MemberProxy
+from toolcards.team._models import (
     INBOX_MAX,
     MESSAGE_MAX,
     NAME_MAX,
@@ -44,14 +44,10 @@ from toolcards.team.models import (
     StopDelivered,
     StopRequested,
     TeamMessage,
-    default_member_name,
-    find_member,
-    normalize_member_name,
-    validate_member_name,
 )
-from toolcards.team.runtime import ModelFactory, TeamRuntime
-from toolcards.team.team import Member, Team
-from toolcards.team.tool import (
+from toolcards.team._runtime import ModelFactory, TeamRuntime
+from toolcards.team._team import Member, Team
+from toolcards.team._tool import (
     CancelReminderParam,
     FireParam,
     HireParam,
@@ -70,7 +66,6 @@ from toolcards.team.tool import (
 
 __all__ = [
     "INBOX_MAX",
-    "MAILBOX_ACTOR_NAME",
     "MESSAGE_MAX",
     "NAME_MAX",
     "NAME_PATTERN",
@@ -80,11 +75,9 @@ __all__ = [
     "FireParam",
     "HireParam",
     "ListRemindersParam",
-    "MailboxActor",
     "MailboxMessage",
     "MailboxProxy",
     "Member",
-    "MemberActor",
     "MemberFired",
     "MemberHired",
     "MemberProxy",
@@ -112,10 +105,5 @@ __all__ = [
     "TeamTool",
     "TeammatesParam",
     "UnreadMessagesParam",
-    "default_member_name",
-    "find_member",
     "mailbox_of",
-    "normalize_member_name",
-    "running_member",
-    "validate_member_name",
 ]

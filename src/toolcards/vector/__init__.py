@@ -11,17 +11,17 @@
   and :class:`GraceElapsed` messages.
 
 Importing this package loads pydantic only; numpy, onnxruntime and openai are imported
-on first use. The local model's files are pinned by sha256 (:mod:`toolcards.vector.assets`);
+on first use. The local model's files are pinned by sha256 (:mod:`toolcards.vector._assets`);
 ``toolcards fetch-models`` puts any that are missing in the cache, once.
 """
 
 from __future__ import annotations
 
-from toolcards.vector.index import VectorIndex
-from toolcards.vector.param import EmbeddingParam
-from toolcards.vector.providers.base import EmbeddingUnavailable
-from toolcards.vector.service import EmbeddingService, get_embedding_service
-from toolcards.vector.text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors, text_digest
+from toolcards.vector._index import VectorIndex
+from toolcards.vector._param import EmbeddingParam
+from toolcards.vector._providers.base import EmbeddingUnavailable
+from toolcards.vector._service import EmbeddingService, get_embedding_service
+from toolcards.vector._text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors
 
 __all__ = [
     "EmbeddingParam",
@@ -33,5 +33,4 @@ __all__ = [
     "TextsEmbedded",
     "VectorIndex",
     "get_embedding_service",
-    "text_digest",
 ]

@@ -27,18 +27,16 @@ pykka; markitdown, Pillow, rapidfuzz and pydantic-ai load when a capability need
 
 from __future__ import annotations
 
-from toolcards.workspace.actor import (
+from toolcards.workspace._actor import (
     WorkspaceActor,
     WorkspaceHub,
     WorkspaceProxy,
     stop_workspace_actors,
     workspace_actor,
-    workspace_hub,
 )
-from toolcards.workspace.gate import SnapshotCache, WriteGate
-from toolcards.workspace.journal import Journal, JournalSettings
-from toolcards.workspace.models import FileChange, FileEdit, JournalEntry, ReadRecord, content_digest
-from toolcards.workspace.tool import (
+from toolcards.workspace._journal import Journal, JournalSettings
+from toolcards.workspace._models import FileChange, FileEdit, JournalEntry, ReadRecord
+from toolcards.workspace._tool import (
     JournalParam,
     WorkspaceDeleteParam,
     WorkspaceDiffParam,
@@ -62,7 +60,7 @@ from toolcards.workspace.tool import (
     WorkspaceViewParam,
     WorkspaceWriteParam,
 )
-from toolcards.workspace.tree_lock import TreeLock, probe_tree_locks
+from toolcards.workspace._tree_lock import TreeLock, probe_tree_locks
 
 __all__ = [
     "FileChange",
@@ -72,7 +70,6 @@ __all__ = [
     "JournalParam",
     "JournalSettings",
     "ReadRecord",
-    "SnapshotCache",
     "TreeLock",
     "WorkspaceActor",
     "WorkspaceDeleteParam",
@@ -98,10 +95,7 @@ __all__ = [
     "WorkspaceUndoParam",
     "WorkspaceViewParam",
     "WorkspaceWriteParam",
-    "WriteGate",
-    "content_digest",
     "probe_tree_locks",
     "stop_workspace_actors",
     "workspace_actor",
-    "workspace_hub",
 ]

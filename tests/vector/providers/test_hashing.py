@@ -9,11 +9,11 @@ import sys
 import numpy as np
 
 from toolcards.vector import EmbeddingParam
-from toolcards.vector.providers.hashing import HashingProvider
+from toolcards.vector._providers.hashing import HashingProvider
 
 _PRINT_VECTOR = (
     "from toolcards.vector import EmbeddingParam; "
-    "from toolcards.vector.providers.hashing import HashingProvider; "
+    "from toolcards.vector._providers.hashing import HashingProvider; "
     "v = HashingProvider(EmbeddingParam(provider='hashing', dimensions=64)).embed(['Reset the password'])[0]; "
     "print(','.join(repr(float(x)) for x in v))"
 )

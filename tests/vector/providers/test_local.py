@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from toolcards.vector import EmbeddingParam, assets
-from toolcards.vector.assets import FoundFile, find_model, find_tokenizer
-from toolcards.vector.providers import local
-from toolcards.vector.providers.base import EmbeddingUnavailable
-from toolcards.vector.providers.local import LocalProvider
+from toolcards.vector import EmbeddingParam
+from toolcards.vector import _assets as assets
+from toolcards.vector._assets import FoundFile, find_model, find_tokenizer
+from toolcards.vector._providers import local
+from toolcards.vector._providers.base import EmbeddingUnavailable
+from toolcards.vector._providers.local import LocalProvider
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from toolcards.vector import EmbeddingParam, EmbeddingService
-from toolcards.vector.providers import EmbeddingUnavailable
-from toolcards.vector.providers.openai import OpenAIProvider
+from toolcards.vector._providers import EmbeddingUnavailable
+from toolcards.vector._providers.openai import OpenAIProvider
 
 KEY_ENV = "TOOLCARDS_TEST_OPENAI_KEY"
 DIMS = 8
@@ -165,7 +165,7 @@ def test_a_rejected_key_degrades_the_service_and_warns_once(
 ) -> None:
     fake.fail_next, fake.fail_status = 100, 401
     service = EmbeddingService(_param(fake))
-    with caplog.at_level(logging.WARNING, logger="toolcards.vector.service"):
+    with caplog.at_level(logging.WARNING, logger="toolcards.vector._service"):
         assert service.embed(["a"]) is None
         assert service.embed(["b"]) is None
     assert not service.available

@@ -1,0 +1,69 @@
+"""``toolcards history``: what changed in a team's workspace, newest first, from its journal.
+
+::
+
+    toolcards history                                  # the last 20 changes of the team's tree
+    toolcards history --path src/ --member Bob --limit 50
+    toolcards history --task 7                         # what was changed for task 7
+    toolcards history --diff 42                        # the diff of change 42
+    toolcards history --export-git ../journal.git      # every change as a git commit
+
+Each line gives the change id, its time (UTC), who made it (``outside`` for a change made
+without the workspace tools), the tool (``exec_command`` for a sandboxed command), the task
+its author held a claim on, and what it changed. The journal is the one the team's servers
+keep, in the team's store (``--store``, ``TOOLCARDS_STORE``, else the default); the tree is
+scanned first, so a change made outside the tools since the last scan is listed too.
+``--export-git DIR`` writes every change the journal keeps as a commit (author: the member)
+of branch ``journal`` in the git repository at ``DIR`` (a bare one is made in a new or empty
+directory). It runs the team's ``workspace_history`` (``workspace_diff``,
+``workspace_export_git``) command as member ``cli``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from toolcards.cli._console import summary
+from toolcards.cli._team_tool import add_team_options, run_team_tool
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
+    """Add ``history`` to the command line."""
+    parser = subparsers.add_parser(
+        "history",
+        parents=parents,
+        help="list what changed in the team's workspace, newest first (or one change's diff)",
+        description=summary(__doc__),
+    )
+    add_team_options(parser)
+    parser.add_argument("--path", metavar="PATH", help="only changes of this file or directory")
+    parser.add_argument(
+        "--member", metavar="NAME", help="only changes by this member ('outside': made without the tools)"
+    )
+    parser.add_argument("--task", metavar="ID", type=int, help="only changes made for this task")
+    parser.add_argument("--limit", metavar="N", type=int, default=20, help="changes to list at most (default: 20)")
+    parser.add_argument("--diff", metavar="ID", type=int, help="show the diff of change ID instead")
+    parser.add_argument(
+        "--export-git", metavar="DIR", help="write every change as a commit of a git repository at DIR instead"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """List the changes (or show one change's diff); returns the exit code."""
+    if args.diff is not None:
+        return run_team_tool(args, "workspace_diff", {"change_id": args.diff})
+    if args.export_git:
+        return run_team_tool(args, "workspace_export_git", {"dest": str(Path(args.export_git).absolute())})
+    arguments: dict[str, Any] = {"limit": args.limit}
+    if args.path:
+        arguments["path"] = args.path
+    if args.member:
+        arguments["agent"] = args.member
+    if args.task is not None:
+        arguments["task_id"] = args.task
+    return run_team_tool(args, "workspace_history", arguments)

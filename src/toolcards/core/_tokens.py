@@ -1,0 +1,137 @@
+"""Counting tokens: the o200k count, or a stated estimate where the encoder is absent.
+
+The ledger (:mod:`toolcards.core._ledger`) records what every call's arguments and result cost
+in tokens, and the token benchmarks measure what the model reads on every request; both count
+the same way, so their figures compare. The count is OpenAI's ``o200k_base`` encoding (GPT-4o
+and later), built from the encoding file shipped in the ``bpe-openai`` wheel and checked
+against tiktoken's published hash, so nothing is downloaded. Install the ``tokens`` extra
+(``tiktoken`` and ``bpe-openai``) to get it; the encoder loads on the first count, not at
+import.
+
+Without the encoder, :func:`count_tokens` estimates: one token per four characters, rounded up
+(:func:`estimate_tokens`). On English prose and JSON tool results o200k comes close to that
+(from three to five characters a token); code and non-Latin scripts take more tokens. The
+ledger says which of the two it uses (:func:`token_method`).
+"""
+
+from __future__ import annotations
+
+import functools
+import gzip
+import importlib.util
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "O200K_SHA256",
+    "count_tokens",
+    "count_tokens_batch",
+    "estimate_tokens",
+    "text_of",
+    "token_method",
+]
+
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+"""tiktoken's published hash of ``o200k_base.tiktoken``."""
+
+CHARS_PER_TOKEN = 4
+"""The estimate without the encoder: one token per this many characters, rounded up."""
+
+
+@functools.cache
+def o200k() -> Any | None:
+    """The ``o200k_base`` encoding (a ``tiktoken.Encoding``), or ``None`` when ``tiktoken`` or
+    ``bpe-openai`` is not installed. Built once per process (a few hundred milliseconds)."""
+    try:
+        with warnings.catch_warnings():  # bpe-openai reads its data with a deprecated call
+            warnings.simplefilter("ignore", DeprecationWarning)
+            import bpe_openai.data  # type: ignore[import-untyped]
+        import tiktoken
+        import tiktoken.load
+        from tiktoken_ext import openai_public  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    packed = Path(bpe_openai.data.__file__).parent / "o200k_base.tiktoken.gz"
+    with tempfile.NamedTemporaryFile(suffix=".tiktoken", delete=False) as plain:
+        plain.write(gzip.decompress(packed.read_bytes()))
+    real_load = tiktoken.load.load_tiktoken_bpe
+
+    def load_local(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        ranks: dict[bytes, int] = real_load(plain.name, expected_hash=O200K_SHA256)
+        return ranks
+
+    # The encoding's definition (pattern, special tokens) is tiktoken's; only the file is local.
+    openai_public.load_tiktoken_bpe = load_local
+    try:
+        spec = openai_public.o200k_base()
+    finally:
+        openai_public.load_tiktoken_bpe = real_load
+        os.unlink(plain.name)
+    return tiktoken.Encoding(**spec)
+
+
+def token_method() -> Literal["o200k", "estimate"]:
+    """How :func:`count_tokens` counts in this process: ``"o200k"`` or ``"estimate"``. Tells
+    from what is installed, without building the encoder."""
+    if o200k.cache_info().currsize:
+        return "o200k" if o200k() is not None else "estimate"
+    found = all(importlib.util.find_spec(name) is not None for name in ("tiktoken", "bpe_openai"))
+    return "o200k" if found else "estimate"
+
+
+def estimate_tokens(text: str) -> int:
+    """``text``'s length in tokens as estimated without an encoder: characters / 4, rounded up."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def count_tokens(text: str) -> int:
+    """``text``'s length in o200k tokens (special-token text counted as plain text), or
+    :func:`estimate_tokens` without the encoder."""
+    encoding = o200k()
+    if encoding is None:
+        return estimate_tokens(text)
+    return len(encoding.encode(text, disallowed_special=()))
+
+
+def count_tokens_batch(texts: Sequence[str]) -> list[int]:
+    """:func:`count_tokens` of each text, in one pass of the encoder (on the calling thread)."""
+    encoding = o200k()
+    if encoding is None:
+        return [estimate_tokens(text) for text in texts]
+    # The encoder's core, called directly: encode_batch hands every text to a thread pool,
+    # which costs more than encoding a short text. Special-token text counts as plain text.
+    encode = getattr(getattr(encoding, "_core_bpe", None), "encode_ordinary", None) or encoding.encode_ordinary
+    counts = []
+    for text in texts:
+        try:
+            counts.append(len(encode(text)))
+        except UnicodeEncodeError:  # lone surrogates: the public method replaces them
+            counts.append(len(encoding.encode_ordinary(text)))
+    return counts
+
+
+def text_of(value: Any) -> str:
+    """The text a model reads for ``value``: a string as it is, ``None`` as nothing, anything
+    else as compact JSON (pydantic models by their fields), or its ``str`` when JSON cannot
+    hold it."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bytes | bytearray):
+        return ""  # images and other binary content are not text the ledger can count
+    try:
+        from pydantic_core import to_json
+
+        return to_json(value, fallback=str).decode()
+    except Exception:  # an object pydantic cannot walk: what it prints
+        try:
+            return json.dumps(value, default=str, ensure_ascii=False)
+        except Exception:
+            return str(value)

@@ -1,0 +1,260 @@
+"""``CardToolset``: a factory's tools and system prompts as one pydantic-ai toolset.
+
+The toolset owns validation (the same pipeline every channel uses), so the schema the
+model sees is exactly the one MCP clients see, and the same bad input gets the same
+message everywhere. Translation at this boundary:
+
+* ``RetriableError`` → ``ModelRetry`` (the model fixes its call; counts against retries);
+* ``ToolFailed`` → pydantic-ai ``ToolFailed`` (the model sees the failure and adapts);
+* the pipeline's ``ApprovalRequired`` (a tool that ``requires_approval``, called before
+  anyone approved it) → pydantic-ai's ``ApprovalRequired``: the run ends with
+  ``DeferredToolRequests`` and the application asks a human, then resumes the run with
+  the decision. A call the application approved runs with ``approved=True``. When the
+  factory has an ``approve`` hook, the hook decides at once instead, and a refusal is a
+  failed tool result the model reads.
+
+System prompts become the toolset's instructions, re-evaluated before every model request
+in a worker thread (they may ask actors), one named instruction part per section (the plan,
+the graph summary). ``context`` says how a section that changed reaches the model:
+
+* ``"rewrite"`` (the default): the instructions are rendered afresh before every request, so
+  the model always reads the whole current context in one place and the conversation stays a
+  plain sequence of requests and responses; any change rewrites the start of the prompt, so
+  provider prompt caches miss from there on. It sends the fewest tokens when nothing is cached.
+* ``"append"``: the first version stays in the instruction prefix and each change is appended
+  to the conversation as pydantic-ai's instruction delta (a unified diff against the version
+  the model last saw, when that is shorter than the whole section). The start of every request
+  stays byte-identical, so provider prompt caches keep hitting.
+* ``"off"``: no instructions (:class:`~toolcards.pydantic_ai.TeamContext` gives them instead,
+  as compact updates: the cheapest mode wherever the provider caches prompts).
+
+``python -m bench tokens`` measures the three on a 30-request run whose board changes every
+3 requests; ``docs/tokens.md`` gives the figures and which to choose.
+
+**Steering** (:mod:`toolcards.core._steering`), when a card offers it (the messaging card does),
+whatever ``context`` is:
+
+* before every model request, the texts the cards hand over (new messages, reminders that fell
+  due) are added to that request as user messages (``ctx.enqueue``), once each;
+* a stop request (``stop_member``) found before a tool call fails that call with the text the
+  model reads ("You were stopped by @Lead: ..."), and the next model request is not sent: the
+  run ends with :class:`~toolcards.errors.MemberStopped`, which the application catches. Found
+  before a model request, it ends the run there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic_ai import RunContext
+from pydantic_ai.exceptions import ApprovalRequired, ModelRetry
+from pydantic_ai.exceptions import ToolFailed as PydanticAIToolFailed
+from pydantic_ai.messages import InstructionPart
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_core import SchemaValidator, core_schema
+
+from toolcards.core._approval import ApprovalRequired as CallNotApproved
+from toolcards.core._channels import Channels
+from toolcards.errors import RetriableError, ToolFailed, WiringError
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from toolcards.core._factory import ToolFactory
+    from toolcards.core._steering import StopRequest
+
+__all__ = ["CardToolset", "ContextMode", "factory_toolset"]
+
+ContextMode = Literal["append", "rewrite", "off"]
+"""How a changed system-prompt section reaches the model (see the module docstring); ``"off"``:
+the toolset gives no instructions (``TeamContext`` gives them instead)."""
+
+# The pipeline validates; pydantic-ai only passes the raw arguments through.
+_PASS_THROUGH = SchemaValidator(core_schema.dict_schema())
+
+_STOPPED_RUNS_KEPT = 64
+"""Runs remembered as stopped at a tool call, until their next model request ends them."""
+
+
+class CardToolset(AbstractToolset[Any]):
+    """Every TOOL_CALL tool of a :class:`~toolcards.core._factory.ToolFactory`, plus its
+    SYSTEM_PROMPT sections as instructions."""
+
+    def __init__(
+        self,
+        factory: ToolFactory,
+        *,
+        max_retries: int = 2,
+        id: str | None = "toolcards",
+        context: ContextMode = "rewrite",
+    ) -> None:
+        if context not in ("append", "rewrite", "off"):
+            raise ValueError(f"context must be 'append', 'rewrite' or 'off', not {context!r}")
+        self.factory = factory
+        self.max_retries = max_retries
+        self.context: ContextMode = context
+        self._id = id
+        self._tools = {tool.name: tool for tool in factory.tools(Channels.TOOL_CALL)}
+        self._prompts = factory.get_system_prompts()
+        self._prompt_names = [tool.name for tool in factory.tools(Channels.SYSTEM_PROMPT)]
+        self._definitions: dict[str, ToolsetTool[Any]] | None = None
+        self._steering = factory.steers
+        self._stopped: dict[str, StopRequest] = {}
+        """Run id → the stop a tool call of that run delivered; its next model request raises it."""
+
+    @property
+    def id(self) -> str | None:
+        return self._id
+
+    @property
+    def label(self) -> str:
+        cards = ", ".join(type(card).__name__ for card in self.factory.cards)
+        return f"CardToolset({cards})"
+
+    async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        if self._definitions is None:
+            self._definitions = {
+                name: ToolsetTool(
+                    toolset=self,
+                    tool_def=ToolDefinition(
+                        name=name,
+                        description=tool.description,
+                        parameters_json_schema=tool.parameters_schema,
+                    ),
+                    max_retries=self.max_retries,
+                    args_validator=_PASS_THROUGH,
+                )
+                for name, tool in self._tools.items()
+            }
+        return self._definitions
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        target = self._tools[name]
+        if self._steering:
+            stop = self._stopped.get(ctx.run_id or "") or await asyncio.to_thread(self.factory.take_stop)
+            if stop is not None:
+                self._remember_stop(ctx.run_id, stop)
+                raise PydanticAIToolFailed(stop.for_model())
+        try:
+            return await target.call(
+                tool_args,
+                channel=Channels.TOOL_CALL,
+                call_id=ctx.tool_call_id,
+                approved=ctx.tool_call_approved,
+                idempotency_key=_idempotency_key(ctx),
+            )
+        except CallNotApproved as exc:
+            if exc.deferrable:
+                raise ApprovalRequired(metadata={"tool": name, "args": tool_args}) from exc
+            raise PydanticAIToolFailed(str(exc)) from exc
+        except RetriableError as exc:
+            raise ModelRetry(str(exc)) from exc
+        except ToolFailed as exc:
+            raise PydanticAIToolFailed(str(exc)) from exc
+
+    async def get_instructions(self, ctx: RunContext[Any]) -> list[InstructionPart] | None:
+        render = bool(self._prompts) and self.context != "off"
+        # Texts are taken only where they can be delivered: a context without a run's message
+        # queue (a synthetic one) cannot take them.
+        steer = self._steering and getattr(ctx, "pending_messages", None) is not None
+        stopped = self._stopped.pop(ctx.run_id, None) if ctx.run_id else None
+        if stopped is not None:
+            raise stopped.error()
+        if not render and not steer:
+            return None
+        stop, texts, sections = await asyncio.to_thread(self._before_request, render, steer)
+        if stop is not None:
+            raise stop.error()
+        for text in texts:
+            ctx.enqueue(text)
+        if not render:
+            return None
+        # Named parts of an addressable toolset: pydantic-ai appends a changed one as a delta
+        # (append), or re-renders the prefix (rewrite). An empty section is kept in append mode,
+        # so its withdrawal is recorded rather than silently dropped.
+        append = self.context == "append" and self._id is not None
+        mode: Literal["append", "rewrite"] = "append" if append else "rewrite"
+        parts = [
+            InstructionPart(content=section or "", dynamic=True, name=name, on_change=mode)
+            for name, section in zip(self._prompt_names, sections, strict=True)
+            if section or mode == "append"
+        ]
+        return parts or None
+
+    def _before_request(self, render: bool, steer: bool) -> tuple[StopRequest | None, list[str], list[str | None]]:
+        """In a worker thread: a stop request, else the texts to deliver, then the sections.
+
+        The sections are rendered after the texts were taken, so a section announcing unread
+        messages no longer counts those the model is about to read.
+        """
+        if steer:
+            stop = self.factory.take_stop()
+            if stop is not None:
+                return stop, [], []
+        texts = self.factory.deliveries() if steer else []
+        sections = [prompt() for prompt in self._prompts] if render else []
+        return None, texts, sections
+
+    def _remember_stop(self, run_id: str | None, stop: StopRequest) -> None:
+        if run_id is None:
+            return
+        self._stopped[run_id] = stop
+        while len(self._stopped) > _STOPPED_RUNS_KEPT:
+            del self._stopped[next(iter(self._stopped))]
+
+
+def factory_toolset(
+    factory: ToolFactory,
+    *,
+    max_retries: int = 2,
+    context: ContextMode = "rewrite",
+    tool_search: bool = False,
+    hot_tools: Iterable[str] = (),
+) -> AbstractToolset[Any]:
+    """What :meth:`ToolFactory.toolset <toolcards.core._factory.ToolFactory.toolset>` returns:
+    a :class:`CardToolset`, or with ``tool_search`` a
+    :class:`~toolcards.pydantic_ai.CatalogToolset` around it and the cards' MCP toolsets.
+
+    Raises:
+        WiringError: ``hot_tools`` without ``tool_search``, or naming a tool the cards do not
+            have (when no MCP toolset could have it).
+    """
+    cards = CardToolset(factory, max_retries=max_retries, context=context)
+    hot = frozenset(hot_tools)
+    if not tool_search:
+        if hot:
+            raise WiringError("hot_tools lists tools kept in view by tool search: pass tool_search=True too.")
+        return cards
+    from pydantic_ai.toolsets import CombinedToolset
+
+    from toolcards.pydantic_ai._catalog import CatalogToolset
+
+    extra = factory.get_toolsets()
+    unknown = sorted(hot - {tool.name for tool in factory.tools(Channels.TOOL_CALL)})
+    if unknown and not extra:
+        raise WiringError(
+            f"hot_tools names tools these cards do not offer: {', '.join(unknown)}. "
+            "Give names of their tool-call tools."
+        )
+    wrapped: AbstractToolset[Any] = CombinedToolset([cards, *extra]) if extra else cards
+    return CatalogToolset(
+        wrapped, hot_tools=hot | factory.context_tools(), entries=factory.catalog_entries, max_retries=max_retries
+    )
+
+
+def _idempotency_key(ctx: RunContext[Any]) -> str | None:
+    """The key that names this tool call when it is made again: the run, its step and the
+    call's id.
+
+    The run id is fresh per run and stays the same when a durable workflow executes the run
+    again, and the step tells apart calls of providers that number their ids per response
+    (``call_0``); so a repeat of this call has this key and no other call does.
+    """
+    if ctx.run_id is None or ctx.tool_call_id is None:
+        return None
+    return f"{ctx.run_id}/{ctx.run_step}/{ctx.tool_call_id}"

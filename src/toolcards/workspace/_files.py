@@ -1,0 +1,558 @@
+"""Files shown to a model: numbered pages of text and directory listings.
+
+* :func:`read_page` shows one page of a text file in the style of ``cat -n`` without its
+  padding: the number, a tab, then the line (``"1\\tfirst line"``), or the bare lines. It
+  streams the file (:data:`~toolcards.workspace._tree.READ_CHUNK_BYTES` at a time), so the
+  memory a page costs does not grow with the file: only the lines of the page are kept,
+  each clipped past :data:`MAX_LINE_CHARS` characters (with a marker giving the number of
+  characters cut), and collecting stops once the page is longer than the caller's budget.
+  The whole file is still hashed on the way, so the read-before-write gate records what
+  was read. A file smaller than one such read is read whole and paged at once (the same
+  page, with no piecewise decoding). Lines are split on ``\\n``; a ``\\r`` before it (CRLF) is not shown; a leading
+  UTF-8 byte-order mark is dropped. A file that is not text by the rule of
+  :func:`~toolcards.workspace._text.file_text` (UTF-8 without a NUL byte) is refused as binary.
+* :func:`page_of_text` takes the same page of a text that did not come from a file (a
+  converted document), and :func:`render_page` turns a :class:`Page` into the text shown.
+* :func:`list_directory` lists a directory of a :class:`~toolcards.workspace._tree.Tree`
+  flat (``depth=1``) or as an ASCII tree, by handles.
+
+:func:`read_bytes` reads a whole file at a path of the host (a document or an image to
+convert): it opens a :class:`~toolcards.workspace._tree.Tree` on its directory, so it too
+refuses named pipes and never follows a link out of that directory, and its messages name
+the file by its name.
+Everything here that takes a file blocks on disk I/O.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import operator
+import os
+import stat
+import threading
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from pathlib import Path
+
+from toolcards.core._deadline import check_deadline
+from toolcards.errors import RetriableError, ToolFailed
+from toolcards.workspace._models import content_digest
+from toolcards.workspace._os_errors import kind_of
+from toolcards.workspace._paths import SKIPPED_DIRS, display_name
+from toolcards.workspace._text import binary_error, file_text
+from toolcards.workspace._tree import READ_CHUNK_BYTES, Directory, Entry, OpenFile, Tree, format_size
+
+__all__ = [
+    "MAX_COUNTED_MORE",
+    "MAX_LINE_CHARS",
+    "MAX_LIST_ENTRIES",
+    "Page",
+    "PageBuilder",
+    "PageRead",
+    "list_directory",
+    "page_of_text",
+    "read_bytes",
+    "read_page",
+    "render_page",
+]
+
+MAX_LINE_CHARS = 2000
+"""Longer lines are clipped when shown."""
+
+MAX_LIST_ENTRIES = 500
+"""How many entries :func:`list_directory` shows by default (its ``limit``)."""
+
+_KEEP_BYTES = 2 * 1024 * 1024
+"""A file read by :func:`read_page` is kept whole (for the gate's diffs) up to this size."""
+
+_utf8_decoder = codecs.getincrementaldecoder("utf-8")
+
+_PREFIXES: list[str] = []
+"""``"1\\t"``, ``"2\\t"`` ...: the start of each numbered line, made once (see :func:`_prefixes`)."""
+_MAX_PREFIXES = 10_000
+"""Line numbers whose prefix is kept (about 0.5 MB at most): past them a page's numbers are
+formatted each time."""
+_prefixes_lock = threading.Lock()
+
+
+@dataclass(frozen=True, kw_only=True)
+class Page:
+    """A numbered page of a text: what :func:`render_page` shows."""
+
+    lines: list[str]
+    """The lines collected, long ones clipped; numbered (``"4\\ttext"``: the number and a tab)
+    unless the page was taken with ``numbered=False``."""
+    offset: int
+    """The first line asked for (from 1)."""
+    limit: int
+    """How many lines were asked for."""
+    end: int
+    """The last line of the page: ``min(total, offset + limit - 1)``."""
+    total: int
+    """How many lines the text has."""
+    clipped: bool
+    """A collected line was longer than :data:`MAX_LINE_CHARS` and was clipped."""
+    stopped: bool
+    """Collecting stopped early, at the caller's ``max_chars``: ``lines`` ends before ``end``."""
+
+    @property
+    def whole(self) -> bool:
+        """The page shows the whole text, unabridged."""
+        return self.offset == 1 and self.end == self.total and not self.clipped and not self.stopped
+
+
+@dataclass(frozen=True, kw_only=True)
+class PageRead:
+    """A page of a file, and what the read-before-write gate needs to know of the file."""
+
+    page: Page
+    """The page."""
+    digest: str
+    """``content_digest`` of the whole file as it was read."""
+    data: bytes | None
+    """The whole file when it is small (up to 2 MB), for the gate's diffs; else ``None``."""
+
+
+class PageBuilder:
+    """Collects one page of a text fed piece by piece (:meth:`feed`), keeping only that page.
+
+    ``offset`` and ``limit`` choose the lines; with ``max_chars`` collecting stops once the
+    collected lines hold more characters (lines are still counted). Each line starts with its
+    number and a tab (``"12\\t"``: no padding, the fewest characters that stay unambiguous to
+    strip), or with nothing when ``numbered`` is false. :meth:`finish` returns
+    the :class:`Page`. Memory: the page's lines, each at most :data:`MAX_LINE_CHARS` + 1
+    characters before numbering, whatever the pieces.
+    """
+
+    def __init__(self, offset: int, limit: int, max_chars: int | None, *, numbered: bool = True) -> None:
+        self.offset = offset
+        self.numbered = numbered
+        self.last = offset - 1 + limit
+        self.limit = limit
+        self.max_chars = max_chars
+        self.number = 1  # the line being read
+        self.lines: list[str] = []
+        self.chars = 0
+        self.clipped = False
+        self.stopped = False
+        self.started = False  # a character other than a leading byte-order mark was seen
+        self._bom_checked = False
+        self.ends_with_newline = False
+        self._parts: list[str] = []  # the start of the current line, at most MAX_LINE_CHARS + 1
+        self._kept = 0
+        self._length = 0  # characters of the current line so far
+        self._last_char = ""
+
+    def feed(self, text: str) -> None:
+        if not self._bom_checked and text:
+            self._bom_checked = True
+            text = text.removeprefix("\ufeff")
+        if not text:
+            return
+        self.started = True
+        position, size = 0, len(text)
+        while position < size:
+            if self.number < self.offset:
+                needed = self.offset - self.number
+                newlines = text.count("\n", position)
+                if newlines < needed:
+                    self.number += newlines
+                    break
+                for _ in range(needed):
+                    position = text.index("\n", position) + 1
+                self.number += needed
+            elif self.number > self.last or self.stopped:
+                self.number += text.count("\n", position)
+                break
+            elif self._length:  # the rest of a line begun in an earlier piece
+                newline = text.find("\n", position)
+                end = size if newline < 0 else newline
+                self._take(text, position, end)
+                if newline < 0:
+                    break
+                self._close_line()
+                self.number += 1
+                position = newline + 1
+            else:
+                self._add_lines(text, position)
+                break
+        self.ends_with_newline = text.endswith("\n")
+
+    def _add_lines(self, text: str, position: int) -> None:
+        """Collect the whole lines of ``text`` from ``position`` on, as many as the page
+        still wants, then count the rest; a last line without its newline is begun."""
+        wanted = self.last - self.number + 1
+        lines = (text[position:] if position else text).split("\n", wanted)
+        rest = lines.pop()
+        if len(lines) > 8 and self._add_plain_lines(text, position, lines):
+            done = len(lines)
+            lines_left: list[str] = []
+        else:
+            done = 0
+            lines_left = lines
+        for line in lines_left:
+            done += 1
+            body = line[:-1] if line.endswith("\r") else line
+            if len(body) > MAX_LINE_CHARS:
+                body = f"{body[:MAX_LINE_CHARS]}… [line clipped: {len(body) - MAX_LINE_CHARS} more characters]"
+                self.clipped = True
+            numbered = f"{self.number}\t{body}" if self.numbered else body
+            self.lines.append(numbered)
+            self.number += 1
+            self.chars += len(numbered) + 1
+            if self.max_chars is not None and self.chars - 1 > self.max_chars:
+                self.stopped = True
+                break
+        if self.stopped or len(lines) == wanted:
+            self.number += len(lines) - done + rest.count("\n")
+        else:
+            self._take(rest, 0, len(rest))
+
+    def finish(self) -> Page:
+        if not self.started:
+            total = 0
+        elif self.ends_with_newline:
+            total = self.number - 1
+        else:
+            total = self.number
+            if self.offset <= self.number <= self.last and not self.stopped:
+                self._close_line()
+        return Page(
+            lines=self.lines,
+            offset=self.offset,
+            limit=self.limit,
+            end=min(total, self.last),
+            total=total,
+            clipped=self.clipped,
+            stopped=self.stopped,
+        )
+
+    def _add_plain_lines(self, text: str, position: int, lines: list[str]) -> bool:
+        """Collect ``lines`` at once when none needs care (no ``\\r``, none too long, all
+        within the budget); return whether it did. The common case, in C loops."""
+        size = sum(map(len, lines))
+        last = self.number + len(lines) - 1
+        width = len(str(last)) + 1 if self.numbered else 0  # the widest prefix, tab included
+        if (
+            (self.max_chars is not None and self.chars + size + len(lines) * (width + 1) > self.max_chars)
+            or max(map(len, lines)) > MAX_LINE_CHARS
+            or text.find("\r", position, position + size + len(lines)) >= 0
+        ):
+            return False
+        numbered = list(map(operator.add, _prefixes(self.number, last), lines)) if self.numbered else lines
+        self.lines.extend(numbered)
+        self.chars += sum(map(len, numbered)) + len(numbered)
+        self.number = last + 1
+        return True
+
+    def _take(self, text: str, start: int, end: int) -> None:
+        if end <= start:
+            return
+        self._length += end - start
+        self._last_char = text[end - 1]
+        room = MAX_LINE_CHARS + 1 - self._kept
+        if room > 0:
+            piece = text[start : min(end, start + room)]
+            self._parts.append(piece)
+            self._kept += len(piece)
+
+    def _close_line(self) -> None:
+        content = "".join(self._parts)
+        length = self._length - (1 if self._last_char == "\r" else 0)
+        if length > MAX_LINE_CHARS:
+            shown = f"{content[:MAX_LINE_CHARS]}… [line clipped: {length - MAX_LINE_CHARS} more characters]"
+            self.clipped = True
+        else:
+            shown = content[:length]
+        numbered = f"{self.number}\t{shown}" if self.numbered else shown
+        self.lines.append(numbered)
+        self.chars += len(numbered) + 1
+        if self.max_chars is not None and self.chars - 1 > self.max_chars:
+            self.stopped = True
+        self._parts, self._kept, self._length, self._last_char = [], 0, 0, ""
+
+
+def _prefixes(first: int, last: int) -> list[str]:
+    """The prefixes of lines ``first`` .. ``last`` (``f"{number}\\t"``): numbering a page is
+    then one concatenation per line instead of one formatting."""
+    if last > _MAX_PREFIXES:
+        return [f"{number}\t" for number in range(first, last + 1)]
+    if last > len(_PREFIXES):
+        with _prefixes_lock:  # one thread extends, in order
+            start = len(_PREFIXES) + 1
+            _PREFIXES.extend([f"{number}\t" for number in range(start, last + 1)])
+    return _PREFIXES[first - 1 : last]
+
+
+def _check_range(offset: int, limit: int) -> None:
+    if offset < 1 or limit < 1:
+        raise RetriableError(f"offset and limit must be at least 1 (got offset={offset}, limit={limit}).")
+
+
+def render_page(page: Page, *, shown_as: str = "the file") -> str:
+    """The lines of ``page``, followed, when lines remain after it, by a notice with
+    the total and the ``offset`` that reads on. An empty text gives ``"(empty file)"``.
+
+    Raises:
+        RetriableError: ``offset`` is past the last line (the message gives the count).
+    """
+    if page.total == 0:
+        if page.offset > 1:
+            raise RetriableError(f"offset {page.offset} is past the end: {shown_as!r} is empty.")
+        return "(empty file)"
+    if page.offset > page.total:
+        raise RetriableError(
+            f"offset {page.offset} is past the end: {shown_as!r} has {page.total} lines. "
+            f"Use an offset from 1 to {page.total}."
+        )
+    out = list(page.lines)
+    if page.end < page.total:
+        out.append(
+            f"(showing lines {page.offset}-{page.end} of {page.total}; read again with offset={page.end + 1} "
+            "to continue)"
+        )
+    return "\n".join(out)
+
+
+def page_of_text(
+    text: str, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None, numbered: bool = True
+) -> Page:
+    """The :class:`Page` of ``text`` from line ``offset``, ``limit`` lines long (numbered unless
+    ``numbered`` is false).
+
+    Raises:
+        RetriableError: ``offset`` < 1 or ``limit`` < 1.
+    """
+    _check_range(offset, limit)
+    builder = PageBuilder(offset, limit, max_chars, numbered=numbered)
+    builder.feed(text)
+    return builder.finish()
+
+
+def read_page(
+    file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None, numbered: bool = True
+) -> PageRead:
+    """Lines ``offset`` .. ``offset + limit - 1`` of the open text file ``file``, streamed
+    (numbered unless ``numbered`` is false).
+
+    Only the page's lines are kept (each clipped at :data:`MAX_LINE_CHARS`); once they
+    hold more than ``max_chars`` characters collecting stops (``Page.stopped``), while the
+    rest of the file is still read to count its lines and hash it. A file that fits in one
+    read (:data:`~toolcards.workspace._tree.READ_CHUNK_BYTES`) is read whole, then paged:
+    the same page, without decoding and collecting it piece by piece.
+
+    Raises:
+        RetriableError: ``offset``/``limit`` below 1; the file is not UTF-8 text (see
+            :func:`~toolcards.workspace._text.binary_error`) or changed while it was read.
+    """
+    _check_range(offset, limit)
+    if file.size < READ_CHUNK_BYTES:
+        whole = _whole(file)
+        page = page_of_text(file_text(whole, file.rel), offset, limit, max_chars=max_chars, numbered=numbered)
+        return PageRead(page=page, digest=content_digest(whole), data=whole)
+    builder = PageBuilder(offset, limit, max_chars, numbered=numbered)
+    decoder = _utf8_decoder()
+    hasher = hashlib.sha256()
+    kept: list[bytes] | None = [] if file.size <= _KEEP_BYTES else None
+    kept_size = 0
+    try:
+        for block in file.chunks():
+            hasher.update(block)
+            if b"\x00" in block:
+                raise binary_error(file.rel)
+            if kept is not None:
+                kept_size += len(block)
+                if kept_size <= _KEEP_BYTES:
+                    kept.append(block)
+                else:
+                    kept = None
+            builder.feed(decoder.decode(block))
+        builder.feed(decoder.decode(b"", final=True))
+    except UnicodeDecodeError as exc:
+        raise binary_error(file.rel) from exc
+    data = None if kept is None else kept[0] if len(kept) == 1 else b"".join(kept)
+    return PageRead(page=builder.finish(), digest=hasher.hexdigest(), data=data)
+
+
+def _whole(file: OpenFile) -> bytes:
+    """All of a file smaller than one read, refusing more than ``fstat`` said it holds (it grew
+    meanwhile), so memory stays bounded by the size seen at open."""
+    parts: list[bytes] = []
+    total = 0
+    for block in file.chunks():
+        total += len(block)
+        if total > file.size:
+            raise RetriableError(f"{file.rel!r} changed while it was being read. Read it again.")
+        parts.append(block)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+# -- listings ------------------------------------------------------------------------------------------
+
+
+def list_directory(
+    tree: Tree,
+    path: str = "",
+    depth: int = 1,
+    *,
+    offset: int = 0,
+    limit: int = MAX_LIST_ENTRIES,
+    sizes: bool = False,
+    exclude: Callable[[str], bool] | None = None,
+) -> str:
+    """List the directory ``path`` of ``tree``: flat for ``depth=1``, else an ASCII tree.
+
+    Directories come first, then files, each sorted case-insensitively; a directory ends
+    with ``/``, a symlink with ``@`` (listed among the files, never followed), and a named
+    pipe, socket or device says what it is (``"fifo (named pipe)"``). ``depth`` is how many
+    levels to show (0 = all). The contents of :data:`SKIPPED_DIRS` are not listed: such a
+    directory shows as ``.git/ (skipped)``. ``sizes`` adds each file's size; ``exclude``
+    (given the entry's path relative to the listed directory) leaves entries out, and a
+    directory left out is not entered.
+
+    The entries are paged: ``offset`` entries are skipped, at most ``limit`` shown (each line
+    of the listing is an entry), then a last line says how many more there are and the
+    offset to list on with (``"N more — next offset K"``); at most :data:`MAX_COUNTED_MORE`
+    more are counted. A directory with more than
+    :data:`~toolcards.workspace._tree.MAX_SCAN_ENTRIES` entries is listed from the first
+    ones read, with a notice.
+
+    A flat listing is one name per line. A tree starts with the listed directory
+    (``./`` for the root) and draws each level with ``├── ``, ``└── `` and ``│   ``.
+
+    Raises:
+        RetriableError: ``path`` escapes the root, does not exist, or is a file;
+            ``depth``, ``offset`` or ``limit`` is out of range.
+    """
+    if depth < 0:
+        raise RetriableError(f"depth must be 0 (all levels) or more (got {depth}).")
+    if offset < 0 or limit < 1:
+        raise RetriableError(f"offset must be 0 or more and limit 1 or more (got offset={offset}, limit={limit}).")
+    lines: list[str] = []
+    notes: list[str] = []
+    walk = _Walk(depth=depth, sizes=sizes, exclude=exclude, notes=notes, flat=depth == 1)
+    seen = more = 0
+    with tree.directory(path) as directory:
+        if depth != 1:
+            lines.append("./" if directory.rel == "." else display_name(directory.rel) + "/")
+        listed = walk.level(directory, "", 1)
+        try:
+            for line in listed:
+                seen += 1
+                if seen <= offset:
+                    continue
+                if len(lines) - (depth != 1) < limit:
+                    lines.append(line)
+                    continue
+                more += 1
+                if more >= MAX_COUNTED_MORE:
+                    break
+        finally:
+            listed.close()  # closes the directories it still holds
+    shown = len(lines) - (depth != 1)
+    if not shown and not more:
+        if seen and offset:
+            raise RetriableError(f"offset {offset} is past the end: the listing has {seen} entries.")
+        lines.append("(empty directory)")
+    lines.extend(notes[:3])
+    if more:  # the last line, where a model looks for how to go on
+        counted = f"{more:,}" if more < MAX_COUNTED_MORE else f"at least {more:,}"
+        lines.append(f"{counted} more — next offset {offset + shown}")
+    return "\n".join(lines)
+
+
+MAX_COUNTED_MORE = 100_000
+"""Entries past a page :func:`list_directory` counts at most (then it says "at least")."""
+
+
+@dataclass(kw_only=True)
+class _Walk:
+    """How one listing walks: what it shows of each entry and what it leaves out."""
+
+    depth: int
+    sizes: bool
+    exclude: Callable[[str], bool] | None
+    notes: list[str]
+    flat: bool
+
+    def level(self, directory: Directory, indent: str, level: int, prefix: str = "") -> Generator[str, None, None]:
+        """The lines of ``directory``'s entries (and, in a tree, of what is below them)."""
+        try:
+            entries, more = directory.entries()
+        except (RetriableError, ToolFailed) as exc:  # shown in place: the rest is still listed
+            yield f"{indent}({exc})"
+            return
+        if more:
+            self.notes.append(
+                f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
+                "use workspace_glob to find files in it)"
+            )
+        dirs: list[Entry] = []
+        files: list[Entry] = []
+        for entry in entries:
+            if self.exclude is not None and self.exclude(prefix + entry.name):
+                continue
+            (dirs if entry.kind == stat.S_IFDIR else files).append(entry)
+        dirs.sort(key=_sort_key)
+        files.sort(key=_sort_key)
+        ordered = [*dirs, *files]
+        for index, entry in enumerate(ordered):
+            if index % 256 == 0:
+                check_deadline()
+            last = index == len(ordered) - 1
+            label = _label(entry)
+            if self.sizes and entry.kind == stat.S_IFREG:
+                label += _size_of(directory, entry.name)
+            if self.flat:
+                yield label
+                continue
+            yield f"{indent}{'└── ' if last else '├── '}{label}"
+            if entry.is_directory and entry.name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
+                child_indent = indent + ("    " if last else "│   ")
+                try:
+                    child = directory.child(entry.name)
+                except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
+                    yield f"{child_indent}({exc})"
+                    continue
+                with child:
+                    yield from self.level(child, child_indent, level + 1, prefix + entry.name + "/")
+
+
+def _size_of(directory: Directory, name: str) -> str:
+    try:
+        return f" ({format_size(os.lstat(name, dir_fd=directory.fd).st_size)})"
+    except OSError:
+        return ""
+
+
+def _sort_key(entry: Entry) -> tuple[str, str]:
+    return entry.name.casefold(), entry.name
+
+
+def _label(entry: Entry) -> str:
+    name = display_name(entry.name)
+    if entry.is_directory:
+        return name + "/" + (" (skipped)" if entry.name in SKIPPED_DIRS else "")
+    if entry.kind in (0, stat.S_IFREG):
+        return name
+    if entry.kind == stat.S_IFLNK:
+        return name + "@"
+    return f"{name} ({kind_of(entry.kind).removeprefix('a ')})"
+
+
+# -- the same for a path of the host ----------------------------------------------------------------------
+
+
+def read_bytes(path: Path, *, max_bytes: int = 64 * 1024 * 1024, too_large: str = "Read a smaller file.") -> bytes:
+    """The whole regular file at ``path`` (at most ``max_bytes``; messages name it by its name).
+
+    Raises:
+        RetriableError: it does not exist (the message suggests workspace_glob), is a
+            directory (suggests workspace_list) or not a regular file, or is too large (the
+            message ends with ``too_large``).
+        ToolFailed: it cannot be read (permission denied...).
+    """
+    read = Tree(path.parent).read_bytes(path.name, max_bytes=max_bytes, too_large=too_large)
+    assert read.data is not None
+    return read.data

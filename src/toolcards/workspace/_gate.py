@@ -1,0 +1,298 @@
+"""The read-before-write gate: no agent overwrites what it has not seen.
+
+:class:`WriteGate` remembers, per agent and file, the :class:`ReadRecord` of what that
+agent last read (or wrote) and decides whether a change may go ahead. The rules:
+
+* Creating a file needs no read.
+* Changing an existing file (overwriting it whole, editing it, patching it) needs a
+  record whose digest equals the digest of the file's *current* bytes. Whoever changed the
+  file since the read — another agent through the workspace tools, a shell command,
+  another process — the digests differ and the change is refused.
+* A page read (``full=False``) licenses an anchored change (an edit or a patch, whose
+  ``old_string`` or context lines prove the agent saw that part), not a whole-file
+  overwrite.
+* After an agent's own successful change its record becomes the new content, so it may
+  change the file again; every other agent's record is then stale by construction.
+
+A refusal is a :class:`~toolcards.errors.RetriableError` whose message is ordered by
+usefulness: what to do next, who changed the file ("@Bob" when the current content is what
+another agent of this process last wrote through the workspace tools; otherwise "outside
+the workspace tools ..., or through them by another process", as writers are known per
+process), then a unified diff from the version the agent read to the current one, inside
+the untrusted-output envelope (it is the file's text). The diff needs the old version's
+bytes: :class:`SnapshotCache` keeps recently read and written
+versions by digest, in a bounded LRU (:data:`SNAPSHOT_BUDGET_BYTES` in total, files over
+:data:`SNAPSHOT_MAX_FILE_BYTES` not kept); when the version is gone the message says so.
+
+Agents are opaque strings to the gate; the workspace card passes ``str(address)``,
+``"<team_id>/@<name>"``, and messages show another agent of the reader's team by its handle
+alone. Pure logic: no I/O. Each public method of :class:`WriteGate` holds the gate's lock
+while it runs, so readers record what they read in their own threads while the tree's
+:class:`~toolcards.workspace._actor.WorkspaceActor` checks and records its changes; a record is
+always what its agent really read, so one stored between the actor's check and its write is
+either that write's new content or, if older, refused later as stale.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Literal
+
+from toolcards.errors import RetriableError
+from toolcards.workspace._models import ReadRecord, content_digest
+from toolcards.workspace._text import file_text, quote_file_text, unified_diff
+
+__all__ = [
+    "MAX_RECORDS_PER_AGENT",
+    "REFUSAL_DIFF_LINES",
+    "SNAPSHOT_BUDGET_BYTES",
+    "SNAPSHOT_MAX_FILE_BYTES",
+    "Intent",
+    "SnapshotCache",
+    "WriteGate",
+]
+
+SNAPSHOT_BUDGET_BYTES = 64 * 1024 * 1024
+"""Total bytes of file versions :class:`SnapshotCache` keeps by default."""
+
+SNAPSHOT_MAX_FILE_BYTES = 2 * 1024 * 1024
+"""Versions larger than this are not kept (a refusal then shows no diff)."""
+
+MAX_RECORDS_PER_AGENT = 10_000
+"""Read records kept per agent; past that the least recently used is forgotten (the agent
+is then asked to read that file again)."""
+
+REFUSAL_DIFF_LINES = 200
+"""Lines of diff a refusal shows at most."""
+
+Intent = Literal["overwrite", "edit"]
+"""What a change does to an existing file: replace it whole, or change anchored parts."""
+
+
+class SnapshotCache:
+    """File versions by digest, least recently used evicted first, bounded in bytes.
+
+    Not thread-safe: one owner (the workspace actor) calls it.
+    """
+
+    def __init__(self, max_bytes: int = SNAPSHOT_BUDGET_BYTES, max_file_bytes: int = SNAPSHOT_MAX_FILE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.max_file_bytes = min(max_file_bytes, max_bytes)
+        self._items: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+
+    def add(self, digest: str, data: bytes) -> None:
+        """Keep ``data`` under ``digest`` unless it is larger than ``max_file_bytes``."""
+        if len(data) > self.max_file_bytes:
+            return
+        if digest in self._items:
+            self._items.move_to_end(digest)
+            return
+        self._items[digest] = data
+        self._size += len(data)
+        while self._size > self.max_bytes:
+            _, evicted = self._items.popitem(last=False)
+            self._size -= len(evicted)
+
+    def get(self, digest: str) -> bytes | None:
+        """The version with ``digest``, or ``None`` if it was never kept or was evicted."""
+        data = self._items.get(digest)
+        if data is not None:
+            self._items.move_to_end(digest)
+        return data
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class WriteGate:
+    """Read records per agent and file, the last writer of each file, and the checks.
+
+    Paths are the canonical root-relative POSIX paths the caller resolved; the gate does
+    not touch the disk. Thread-safe: each public method runs under the gate's lock (its
+    :class:`SnapshotCache` is reached only through it).
+    """
+
+    def __init__(
+        self, snapshots: SnapshotCache | None = None, *, max_records_per_agent: int = MAX_RECORDS_PER_AGENT
+    ) -> None:
+        self.snapshots = snapshots if snapshots is not None else SnapshotCache()
+        self.max_records_per_agent = max_records_per_agent
+        self._records: dict[str, OrderedDict[str, ReadRecord]] = {}
+        self._writers: dict[str, tuple[str, str]] = {}
+        self._lock = threading.Lock()
+
+    # -- recording --------------------------------------------------------------------------
+
+    def record_read(
+        self, agent: str, path: str, data: bytes | None, *, full: bool, digest: str | None = None
+    ) -> ReadRecord:
+        """Remember that ``agent`` read ``data`` as the content of ``path`` (all of it if ``full``).
+
+        ``digest`` may be passed when the caller already computed it; it is required when
+        ``data`` is ``None`` (a file streamed rather than held: no snapshot is kept, so a
+        later refusal cannot show what changed). Returns the record.
+        """
+        if data is None and digest is None:
+            raise ValueError("record_read needs the data or its digest")
+        digest = digest or content_digest(data or b"")
+        with self._lock:
+            record = self._record_of(agent, path)
+            if record is None or record.digest != digest or record.full != full:
+                record = ReadRecord(digest=digest, full=full)
+            # else: read again unchanged, the record it has says the same (records are frozen)
+            self._store(agent, path, record)
+            if data is not None:
+                self.snapshots.add(digest, data)
+        return record
+
+    def record_write(
+        self, agent: str, path: str, data: bytes, *, full: bool | None = None, digest: str | None = None
+    ) -> ReadRecord:
+        """Remember that ``agent`` wrote ``data`` to ``path``: it becomes the agent's record.
+
+        Args:
+            full: whether the agent now knows the whole file: ``True`` after a whole-file
+                write or a creation; ``None`` keeps what its previous record said (an edit
+                changes what the agent knew, not how much of it), ``True`` if it had none.
+
+        Returns the agent's new record.
+        """
+        digest = digest or content_digest(data)
+        with self._lock:
+            previous = self._record_of(agent, path)
+            if full is None:
+                full = previous.full if previous is not None else True
+            record = ReadRecord(digest=digest, full=full)
+            self._store(agent, path, record)
+            self._writers[path] = (agent, record.digest)
+            self.snapshots.add(record.digest, data)
+        return record
+
+    def forget(self, path: str, *, below: bool = False) -> None:
+        """Drop every record of ``path`` (and, with ``below``, of every path under it)."""
+        prefix = "" if path == "." else path + "/"
+
+        def gone(candidate: str) -> bool:
+            return candidate == path or (below and (path == "." or candidate.startswith(prefix)))
+
+        with self._lock:
+            for records in self._records.values():
+                for candidate in [p for p in records if gone(p)]:
+                    del records[candidate]
+            for candidate in [p for p in self._writers if gone(p)]:
+                del self._writers[candidate]
+
+    def move(self, source: str, destination: str) -> None:
+        """``source`` (and every path under it) was moved to ``destination``: each agent's
+        record follows the content it describes, and the records of what was at
+        ``destination`` are dropped."""
+        self.forget(destination, below=True)
+        prefix = source + "/"
+
+        def moved(candidate: str) -> str | None:
+            if candidate == source:
+                return destination
+            if candidate.startswith(prefix):
+                return destination + "/" + candidate[len(prefix) :]
+            return None
+
+        with self._lock:
+            for records in self._records.values():
+                for candidate in [p for p in records if moved(p) is not None]:
+                    records[moved(candidate) or candidate] = records.pop(candidate)
+            for candidate in [p for p in self._writers if moved(p) is not None]:
+                self._writers[moved(candidate) or candidate] = self._writers.pop(candidate)
+
+    def record_of(self, agent: str, path: str) -> ReadRecord | None:
+        """What ``agent`` last read or wrote of ``path``, if it is remembered."""
+        with self._lock:
+            return self._record_of(agent, path)
+
+    # -- the check --------------------------------------------------------------------------
+
+    def check(self, agent: str, path: str, current: bytes | None, intent: Intent, *, digest: str | None = None) -> None:
+        """Allow ``agent``'s change to ``path``, whose bytes are now ``current``, or refuse it.
+
+        ``current`` is ``None`` when the file does not exist (a creation, always allowed).
+        ``digest`` may be passed when the caller already hashed ``current``.
+
+        Raises:
+            RetriableError: the agent has not read the file, it changed since the agent read
+                it, or ``intent`` is ``"overwrite"`` after a page read. The message says to
+                read it again, who changed it, and (when the version read is still cached)
+                what changed.
+        """
+        if current is None:
+            return
+        with self._lock:
+            self._check(agent, path, current, intent, digest)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _check(self, agent: str, path: str, current: bytes, intent: Intent, digest: str | None) -> None:
+        record = self._record_of(agent, path)
+        if record is None:
+            hint = self._writer_note(agent, path, digest or content_digest(current), last=True)
+            raise RetriableError(
+                f"Call workspace_read on {path!r} first, then retry: it exists and you have not read it, "
+                f"so this change could overwrite work you have not seen.{hint}"
+            )
+        if digest is None and self.snapshots.get(record.digest) == current:
+            digest = record.digest  # the very bytes read: no need to hash them again
+        current_digest = digest or content_digest(current)
+        if record.digest != current_digest:
+            raise RetriableError(self._stale_message(agent, path, record, current, current_digest))
+        if intent == "overwrite" and not record.full:
+            raise RetriableError(
+                f"Call workspace_read on {path!r} without offset and limit before overwriting it, or change "
+                "part of it with workspace_edit: you have read only part of it, so overwriting it whole could "
+                "drop lines you have not seen."
+            )
+
+    def _record_of(self, agent: str, path: str) -> ReadRecord | None:
+        records = self._records.get(agent)
+        return records.get(path) if records is not None else None
+
+    def _store(self, agent: str, path: str, record: ReadRecord) -> None:
+        records = self._records.setdefault(agent, OrderedDict())
+        records[path] = record
+        records.move_to_end(path)
+        while len(records) > self.max_records_per_agent:
+            records.popitem(last=False)
+
+    def _stale_message(self, agent: str, path: str, record: ReadRecord, current: bytes, current_digest: str) -> str:
+        parts = [
+            f"Call workspace_read on {path!r} again, then redo your change: it changed since you read it, "
+            "so nothing was written.",
+            self._writer_note(agent, path, current_digest, last=False).strip(),
+        ]
+        old = self.snapshots.get(record.digest)
+        if old is None:
+            parts.append("(The version you read is no longer cached, so what changed cannot be shown.)")
+        else:
+            try:
+                diff = unified_diff(file_text(old, path), file_text(current, path), path, max_lines=REFUSAL_DIFF_LINES)
+            except RetriableError:
+                parts.append("(It is a binary file, so what changed is not shown.)")
+            else:
+                parts.append(f"What changed since your read:\n{quote_file_text(diff.rstrip())}")
+        return "\n".join(part for part in parts if part)
+
+    def _writer_note(self, agent: str, path: str, current_digest: str, *, last: bool) -> str:
+        writer = self._writers.get(path)
+        if writer is not None and writer[1] == current_digest and writer[0] != agent:
+            who = _display(writer[0], agent)
+            return f" {who} wrote it last." if last else f"It was changed by {who} through the workspace tools."
+        if last:
+            return ""
+        return "It was changed outside the workspace tools (e.g. by a command), or through them by another process."
+
+
+def _display(writer: str, reader: str) -> str:
+    """``writer`` as ``reader`` should read it: the bare handle when both are in one team."""
+    team, sep, handle = writer.rpartition("/")
+    if sep and reader.startswith(team + "/"):
+        return handle
+    return writer

@@ -1,0 +1,1108 @@
+"""The workspace journal: every change of a tree, who made it, and the bytes before and after.
+
+Every change accepted through a workspace tool (write, edit, multi-edit, patch, delete,
+mkdir, rmdir, undo), every change a sandboxed ``exec_command`` made, and every change made
+any other way (an editor, another program: ``outside``) becomes one :class:`~toolcards.workspace._models.JournalEntry`:
+its id, the member and team, the time, the tool, the member's claimed task, the paths, and
+the content of each file before and after. ``workspace_history``, ``workspace_diff`` and
+``workspace_undo`` read it; :mod:`toolcards.workspace._undo` restores from it.
+
+**Where it lives: the team's store**, so every process (and host, on PostgreSQL) serving the
+tree shares one journal, in two namespaces per tree (``<id>`` is the workspace id):
+
+* ``#workspace/<id>/journal`` — the index, loaded whole by every process that uses it:
+  ``changes`` (one row per entry, key the zero-padded id), ``files`` (the *baseline*: each
+  file's status and digest as last seen, see below), ``blobs`` (a catalog of the stored
+  versions: base, depth, size, rows), ``meta`` (the last id, what retention dropped),
+  ``running`` (the sandboxed commands running now, in any process) and ``#calls`` (the keyed
+  calls answered, :class:`~toolcards.store.CallLog`);
+* ``#workspace/<id>/blobs`` — the versions themselves (:mod:`toolcards.workspace._blobs`):
+  content-addressed by SHA-256, so a version is stored once however many entries name it,
+  compressed, as deltas where that pays, split into rows of at most 256 KiB. It is never
+  loaded whole: a version is read by key when a diff or an undo needs it.
+
+**How changes are noticed.** A workspace tool records its change as it makes it, holding the
+tree's lock (:class:`~toolcards.workspace._tree_lock.TreeLock`), after the files are written
+and before it answers: if the journal cannot commit, the files are put back and the tool
+fails. Everything else is found by a **scan** (:mod:`toolcards.workspace._scan`): the tree is
+``stat``-ed and compared with the baseline; only files whose size, modification time, inode
+or permission bits changed are read and hashed. The baseline is recorded lazily: a file's
+content is stored when the journal first sees it (the first scan of a tree reads every file
+once; later scans read what changed), so the content a command is about to overwrite is
+already kept. A scan runs before and after every sandboxed command (:meth:`Journal.scan`
+with the command's registration), before ``workspace_history`` and ``workspace_undo``, and
+a tool notices a file that differs from the baseline when it changes it. What a scan finds
+is attributed to the command that just ended; else to the command running in any process
+(the earliest, when several run: overlapping commands on one tree cannot be told apart); else
+to ``outside``.
+
+**Exactly once.** A workspace change carrying an idempotency key
+(:func:`~toolcards.core._idempotency.current_call`) records the key and its answer in the
+same transaction as its entry; the same call again, from any process, is answered the first
+answer without being applied again (:meth:`Journal.replay`).
+
+**Retention** is per tree (:class:`JournalSettings`): history beyond the tree's current
+content is kept up to ``max_bytes`` and for ``max_age_s``; past either, the oldest entries are
+dropped first, with the versions no remaining entry or baseline file needs. An id dropped so
+is reported as such (:meth:`Journal.entry`). Files larger than :data:`MAX_KEPT_BYTES` are
+recorded by digest alone: their changes appear in the history, but cannot be restored.
+
+**Threads.** Writes (:meth:`Journal.prepare`, :meth:`Journal.commit`, :meth:`Journal.scan`)
+run on the tree's actor, holding the tree lock, one at a time; reads run in any thread. A
+lock guards the in-memory cache of the index.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from toolcards.core._idempotency import CallKey
+from toolcards.errors import RetriableError
+from toolcards.store._base import CatchUp, Change, Snapshot, Store
+from toolcards.store._calls import CALLS, CallLog
+from toolcards.workspace._blobs import BlobInfo, BlobStore, EncodedBlob
+from toolcards.workspace._models import DIRECTORY, FileChange, JournalEntry, content_digest
+from toolcards.workspace._scan import Scan, Stat, is_journaled, scan_tree
+from toolcards.workspace._tree import Tree
+
+__all__ = [
+    "DEFAULT_MAX_AGE_DAYS",
+    "DEFAULT_MAX_MB",
+    "MAX_KEPT_BYTES",
+    "OUTSIDE",
+    "Author",
+    "ChangeContext",
+    "Journal",
+    "JournalSettings",
+    "PathChange",
+    "Prepared",
+    "RunningCommand",
+    "StoredEntry",
+    "journal_namespaces",
+]
+
+logger = logging.getLogger(__name__)
+
+MAX_KEPT_BYTES = 16 * 1024 * 1024
+"""Files larger than this are recorded by digest alone (their content is not kept)."""
+
+DEFAULT_MAX_MB = 256
+"""Megabytes of history (beyond the tree's current content) kept per tree by default."""
+
+DEFAULT_MAX_AGE_DAYS = 30.0
+"""Days an entry is kept by default."""
+
+OUTSIDE = "outside"
+"""The tool of a change made without the workspace tools and no command running."""
+
+_CHANGES = "changes"
+_FILES = "files"
+_CATALOG = "blobs"
+_META = "meta"
+_RUNNING = "running"
+_META_KEY = "journal"
+_DIRECTORY_REF = "/"
+_UNKEPT = "!"
+_RUNNING_GRACE_S = 60.0
+"""A command registered as running is believed to run for at most its deadline and this."""
+_HISTORY_TARGET = 0.9
+"""Retention brings history down to this share of its limit, so it does not run at every change."""
+
+Ref = str | None
+"""How the index names one side of a path: a digest (content kept), ``"!" + digest`` (not
+kept), ``"/"`` (a directory), ``None`` (nothing there)."""
+
+
+@dataclass(frozen=True, slots=True)
+class JournalSettings:
+    """How much history one tree keeps (the largest of the cards attached applies)."""
+
+    max_bytes: int = DEFAULT_MAX_MB * 1024 * 1024
+    """Bytes of stored versions kept beyond those the tree's current files need."""
+    max_age_s: float = DEFAULT_MAX_AGE_DAYS * 86_400
+    """Seconds an entry is kept."""
+
+    def merged(self, other: JournalSettings) -> JournalSettings:
+        """The settings keeping the most of both."""
+        return JournalSettings(
+            max_bytes=max(self.max_bytes, other.max_bytes), max_age_s=max(self.max_age_s, other.max_age_s)
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Author:
+    """Who a change is recorded for."""
+
+    member: str
+    """``@Name``, or ``""`` outside the tools."""
+    team: str
+    """The member's team (``""`` outside the tools)."""
+    task_id: int | None = None
+    """The task the member holds a claim on, if any."""
+
+    @classmethod
+    def of_agent(cls, agent: str, task_id: int | None = None) -> Author:
+        """The author for an agent string ``"<team>/@Name"`` (what the workspace card passes)."""
+        team, _, member = agent.rpartition("/")
+        return cls(member=member if member.startswith("@") else f"@{member}", team=team, task_id=task_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChangeContext:
+    """What a workspace card tells the tree's actor about a change it asks for."""
+
+    tool: str = ""
+    """The tool the change is journaled under (default: the actor method's tool)."""
+    task_id: int | None = None
+    """The task the member holds a claim on, if any."""
+    call: CallKey | None = None
+    """The call's idempotency key, if it has one: a retry gets the first answer."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PathChange:
+    """One path's part of a change, as the actor hands it to :meth:`Journal.prepare`.
+
+    ``before`` and ``after`` are the content (``bytes``), a digest (``str``: kept when the
+    journal holds that version, else recorded by digest alone),
+    :data:`~toolcards.workspace._models.DIRECTORY`, or ``None`` (nothing there).
+    """
+
+    path: str
+    before: bytes | str | None
+    after: bytes | str | None
+    before_mode: int | None = None
+    after_mode: int | None = None
+    before_digest: str | None = None
+    """The digest of ``before``'s bytes, when the caller has it (it is not computed again)."""
+    after_digest: str | None = None
+    """The digest of ``after``'s bytes, when the caller has it."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunningCommand:
+    """A sandboxed command running in the tree, as registered in the index."""
+
+    key: str
+    """Its registration's key."""
+    author: Author
+    """Who runs it."""
+    command: str
+    """Its command line (the first 500 characters)."""
+    started: float
+    """When it started (seconds since the epoch)."""
+    until: float
+    """When it is believed over whatever happens (its deadline, and a grace)."""
+
+    @classmethod
+    def new(cls, author: Author, command: str, timeout_s: float) -> RunningCommand:
+        """A registration for ``command`` starting now, with a deadline ``timeout_s`` away."""
+        now = time.time()
+        return cls(
+            key=uuid.uuid4().hex,
+            author=author,
+            command=command[:500],
+            started=now,
+            until=now + timeout_s + _RUNNING_GRACE_S,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The row the index keeps."""
+        return {
+            "m": self.author.member,
+            "t": self.author.team,
+            "task": self.author.task_id,
+            "cmd": self.command,
+            "at": self.started,
+            "until": self.until,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+        }
+
+    @classmethod
+    def from_json(cls, key: str, value: Mapping[str, Any]) -> RunningCommand:
+        """Read back a row :meth:`to_json` gave."""
+        task = value.get("task")
+        author = Author(
+            member=str(value.get("m", "")),
+            team=str(value.get("t", "")),
+            task_id=task if isinstance(task, int) else None,
+        )
+        return cls(
+            key=key,
+            author=author,
+            command=str(value.get("cmd", "")),
+            started=float(value.get("at", 0.0)),
+            until=float(value.get("until", 0.0)),
+        )
+
+
+@dataclass(slots=True)
+class StoredEntry:
+    """An entry as the index holds it, parsed once; :meth:`public` is the
+    :class:`~toolcards.workspace._models.JournalEntry` it stands for."""
+
+    id: int
+    at: float
+    member: str
+    team: str
+    tool: str
+    task_id: int | None
+    files: tuple[tuple[str, Ref, Ref, int | None, int | None], ...]
+    summary: str
+    command: str | None
+    undoes: tuple[int, ...]
+    call: str | None
+
+    @classmethod
+    def from_json(cls, key: str, value: Mapping[str, Any]) -> StoredEntry:
+        """Read back an index row."""
+        task = value.get("task")
+        return cls(
+            id=int(key),
+            at=float(value["at"]),
+            member=str(value.get("m", "")),
+            team=str(value.get("t", "")),
+            tool=str(value.get("tool", "")),
+            task_id=task if isinstance(task, int) else None,
+            files=tuple((str(f[0]), f[1], f[2], f[3], f[4]) for f in value.get("f", ())),
+            summary=str(value.get("s", "")),
+            command=value.get("cmd"),
+            undoes=tuple(int(u) for u in value.get("u", ())),
+            call=value.get("k"),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The index row (short keys: it is loaded by every process using the tree)."""
+        value: dict[str, Any] = {
+            "at": self.at,
+            "m": self.member,
+            "t": self.team,
+            "tool": self.tool,
+            "f": [list(item) for item in self.files],
+            "s": self.summary,
+        }
+        if self.task_id is not None:
+            value["task"] = self.task_id
+        if self.command is not None:
+            value["cmd"] = self.command
+        if self.undoes:
+            value["u"] = list(self.undoes)
+        if self.call is not None:
+            value["k"] = self.call
+        return value
+
+    @property
+    def paths(self) -> list[str]:
+        """The paths it changed."""
+        return [item[0] for item in self.files]
+
+    def public(self) -> JournalEntry:
+        """The entry as the public model."""
+        return JournalEntry(
+            id=self.id,
+            at=self.at,
+            member=self.member,
+            team=self.team,
+            tool=self.tool,
+            task_id=self.task_id,
+            files=tuple(_file_change(item) for item in self.files),
+            summary=self.summary,
+            command=self.command,
+            undoes=self.undoes,
+        )
+
+
+@dataclass(slots=True)
+class Prepared:
+    """A change whose versions are stored, ready for :meth:`Journal.commit`."""
+
+    items: list[tuple[str, Ref, Ref, int | None, int | None]]
+    """The entry's paths: ``(path, before, after, before mode, after mode)``."""
+    noticed: list[tuple[str, Ref, Ref, int | None, int | None]]
+    """Files that differed from the baseline before the change: an entry of their own."""
+    blobs: dict[str, BlobInfo] = field(default_factory=dict)
+    """The versions this change stored, for the catalog."""
+    baseline: dict[str, Ref] = field(default_factory=dict)
+    """Each path's ref after the change, for the baseline."""
+
+
+def journal_namespaces(workspace_id: str) -> tuple[str, str]:
+    """The store namespaces of the journal of tree ``workspace_id``: ``(index, blobs)``."""
+    return f"#workspace/{workspace_id}/journal", f"#workspace/{workspace_id}/blobs"
+
+
+class Journal:
+    """The journal of one tree, in one process: a cache of its index, and how changes are recorded.
+
+    Args:
+        store: the team's store.
+        workspace_id: the tree's id (its directory's name).
+        settings: retention.
+    """
+
+    def __init__(self, store: Store, workspace_id: str, settings: JournalSettings | None = None) -> None:
+        self.store = store
+        self.workspace_id = workspace_id
+        self.settings = settings or JournalSettings()
+        self.index_namespace, blob_namespace = journal_namespaces(workspace_id)
+        self.blobs = BlobStore(store, blob_namespace)
+        self._lock = threading.RLock()
+        self._version = 0
+        self._entries: dict[int, StoredEntry] = {}
+        self._files: dict[str, tuple[Stat | None, Ref]] = {}
+        self._catalog: dict[str, BlobInfo] = {}
+        self._stored = 0
+        self._seq = 0
+        self._compacted = 0
+        self._complete = False
+        self._baseline_bytes = 0
+        self._running: dict[str, RunningCommand] = {}
+        self._calls = CallLog()
+        self._by_path: dict[str, list[int]] = {}
+        self._by_member: dict[str, list[int]] = {}
+        self._by_task: dict[int, list[int]] = {}
+        self._indexes_stale = False
+        self._loaded = False
+        self._scanned_at = float("-inf")
+        self._unsettled: set[str] = set()
+        """Files the last scan hashed without keeping (its memory was spent): read again next time."""
+
+    # -- the cache of the index -----------------------------------------------------------------
+
+    def refresh(self) -> None:
+        """Catch up with what every process committed (cheap when nothing did).
+
+        Raises:
+            StoreError: the store cannot be read.
+        """
+        with self._lock:
+            catch_up: CatchUp = self.store.read(self.index_namespace, self._version if self._loaded else -1)
+            self._absorb(catch_up)
+
+    def _absorb(self, catch_up: CatchUp | None) -> None:
+        if catch_up is None:
+            return
+        if isinstance(catch_up, Snapshot):
+            self._reset()
+            for collection, rows in catch_up.rows.items():
+                for key, value in rows.items():
+                    self._absorb_row(collection, key, value)
+        else:
+            for change in catch_up.changes:
+                self._absorb_row(change.collection, change.key, change.value)
+        self._version = catch_up.version
+        self._loaded = True
+
+    def _reset(self) -> None:
+        self._entries.clear()
+        self._files.clear()
+        self._catalog.clear()
+        self._stored = 0
+        self._seq = self._compacted = 0
+        self._complete = False
+        self._running.clear()
+        self._calls.clear()
+        self._by_path.clear()
+        self._by_member.clear()
+        self._by_task.clear()
+        self._indexes_stale = False
+
+    def _absorb_row(self, collection: str, key: str, value: Any) -> None:
+        try:
+            if collection == _CHANGES:
+                entry_id = int(key)
+                if value is None:
+                    if self._entries.pop(entry_id, None) is not None:
+                        self._indexes_stale = True
+                else:
+                    entry = StoredEntry.from_json(key, value)
+                    self._entries[entry.id] = entry
+                    self._index(entry)
+            elif collection == _FILES:
+                if value is None:
+                    self._files.pop(key, None)
+                else:
+                    stat = tuple(value[:4]) if value[0] is not None else None
+                    self._files[key] = (stat, value[4])
+            elif collection == _CATALOG:
+                old = self._catalog.pop(key, None)
+                if old is not None:
+                    self._stored -= old.size
+                if value is not None:
+                    info = BlobInfo.from_json(value)
+                    self._catalog[key] = info
+                    self._stored += info.size
+            elif collection == _META:
+                if value is not None:
+                    self._seq = int(value.get("seq", 0))
+                    self._compacted = int(value.get("compacted", 0))
+                    self._complete = bool(value.get("complete", False))
+            elif collection == _RUNNING:
+                if value is None:
+                    self._running.pop(key, None)
+                else:
+                    self._running[key] = RunningCommand.from_json(key, value)
+            elif collection == CALLS:
+                self._calls.absorb(Change(collection=collection, key=key, value=value))
+        except (KeyError, IndexError, TypeError, ValueError):
+            logger.warning("Journal of %s: ignoring a damaged row %s/%s", self.workspace_id, collection, key)
+
+    def _index(self, entry: StoredEntry) -> None:
+        for path in _with_ancestors(entry.paths):
+            self._by_path.setdefault(path, []).append(entry.id)
+        self._by_member.setdefault(entry.member, []).append(entry.id)
+        if entry.task_id is not None:
+            self._by_task.setdefault(entry.task_id, []).append(entry.id)
+
+    def _rebuild_indexes(self) -> None:
+        if not self._indexes_stale:
+            return
+        self._by_path.clear()
+        self._by_member.clear()
+        self._by_task.clear()
+        for entry in self._entries.values():
+            self._index(entry)
+        self._indexes_stale = False
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def history(
+        self, *, path: str | None = None, member: str | None = None, task_id: int | None = None, limit: int = 20
+    ) -> list[JournalEntry]:
+        """The newest entries first, at most ``limit``, matching every filter given.
+
+        ``path`` matches the entries that changed it or, for a directory, anything under it;
+        ``member`` is ``@Name`` (``""`` or :data:`OUTSIDE` for changes made outside the tools).
+        Reads what this process has absorbed: call :meth:`refresh` first for the latest.
+        """
+        return [entry.public() for entry in self.select(path=path, member=member, task_id=task_id, limit=limit)]
+
+    def select(
+        self,
+        *,
+        path: str | None = None,
+        member: str | None = None,
+        task_id: int | None = None,
+        since_id: int | None = None,
+        since_time: float | None = None,
+        limit: int | None = None,
+    ) -> list[StoredEntry]:
+        """The entries matching every filter, newest first: ``path`` (the entries that
+        changed it or something under it), ``member`` (``@Name``; ``""`` or :data:`OUTSIDE`
+        for changes made outside the tools), ``task_id``, ``since_id`` (that change and
+        later ones), ``since_time`` (recorded at or after it); at most ``limit``.
+
+        Reads what this process has absorbed: call :meth:`refresh` first for the latest.
+        """
+        with self._lock:
+            return self._select(
+                path=path, member=member, task_id=task_id, since_id=since_id, since_time=since_time, limit=limit
+            )
+
+    def _select(
+        self,
+        *,
+        path: str | None,
+        member: str | None,
+        task_id: int | None,
+        since_id: int | None,
+        since_time: float | None,
+        limit: int | None,
+    ) -> list[StoredEntry]:
+        self._rebuild_indexes()
+        if member == OUTSIDE:
+            member = ""
+        candidates: Iterable[int]
+        whole_tree = path is not None and path.strip("/") in ("", ".")
+        if path is not None and not whole_tree:
+            candidates = reversed(self._by_path.get(path.strip("/"), []))
+        elif member is not None:
+            candidates = reversed(self._by_member.get(member, []))
+        elif task_id is not None:
+            candidates = reversed(self._by_task.get(task_id, []))
+        else:
+            candidates = reversed(self._entries)
+        found: list[StoredEntry] = []
+        for entry_id in candidates:
+            entry = self._entries.get(entry_id)
+            if entry is None:
+                continue
+            if since_id is not None and entry.id < since_id:
+                break
+            if since_time is not None and entry.at < since_time:
+                break
+            if member is not None and entry.member != member:
+                continue
+            if task_id is not None and entry.task_id != task_id:
+                continue
+            found.append(entry)
+            if limit is not None and len(found) >= limit:
+                break
+        return found
+
+    def entry(self, entry_id: int) -> StoredEntry:
+        """The entry ``entry_id`` (after catching up).
+
+        Raises:
+            RetriableError: no such change (never made, or dropped by retention: the
+                message says which).
+        """
+        self.refresh()
+        with self._lock:
+            found = self._entries.get(entry_id)
+            if found is not None:
+                return found
+            raise RetriableError(self.missing_message(entry_id))
+
+    def missing_message(self, entry_id: int) -> str:
+        """Why change ``entry_id`` is not in the journal, and what to do."""
+        with self._lock:
+            if 0 < entry_id <= self._compacted:
+                days = self.settings.max_age_s / 86_400
+                return (
+                    f"Change {entry_id} was dropped from the journal by its retention (it keeps "
+                    f"{self.settings.max_bytes // (1024 * 1024):,} MB of history for {days:g} days), so it can no "
+                    "longer be shown or undone. Call workspace_history for the changes it still holds."
+                )
+            last = f" (the last is {self._seq})" if self._seq else " (it is empty)"
+            return f"There is no change {entry_id} in the journal{last}. Call workspace_history to list change ids."
+
+    def later_entries(self, path: str, after_id: int, excluded: Iterable[int] = ()) -> list[StoredEntry]:
+        """The entries after ``after_id`` that changed ``path`` (or, for a directory, what
+        is under it), oldest first, leaving out ``excluded``."""
+        skip = set(excluded)
+        with self._lock:
+            self._rebuild_indexes()
+            ids = [i for i in self._by_path.get(path, []) if i > after_id and i not in skip]
+            return [self._entries[i] for i in ids if i in self._entries]
+
+    def contents(self, refs: Iterable[Ref]) -> dict[str, bytes]:
+        """The content of each version ``refs`` name that the journal holds, by digest
+        (directories, absences and versions never kept are left out; a version recorded by
+        digest alone and kept since is found).
+
+        Raises:
+            StoreError: the versions cannot be read.
+        """
+        digests = [ref.lstrip(_UNKEPT) for ref in refs if ref and ref != _DIRECTORY_REF]
+        chains: dict[str, BlobInfo] = {}
+        with self._lock:
+            for digest in digests:
+                current: str | None = digest
+                while current is not None and current not in chains:
+                    info = self._catalog.get(current)
+                    if info is None:
+                        break
+                    chains[current] = info
+                    current = info.base
+        return self.blobs.read(digests, chains)
+
+    def is_kept(self, ref: Ref) -> bool:
+        """Whether the content ``ref`` names can be read back."""
+        with self._lock:
+            return ref is not None and ref in self._catalog
+
+    def replay(self, call: CallKey | None, tool: str) -> str | None:
+        """The answer recorded for ``call`` when it was applied already, after catching up.
+
+        Raises:
+            ToolFailed: the key was used with other arguments.
+        """
+        if call is None:
+            return None
+        self.refresh()
+        with self._lock:
+            answer = self._calls.replay(call, tool)
+        return answer if isinstance(answer, str) else None
+
+    @property
+    def seconds_since_scan(self) -> float:
+        """Seconds since this process last scanned the tree (infinite: never)."""
+        return time.monotonic() - self._scanned_at
+
+    @property
+    def last_id(self) -> int:
+        """The id of the newest entry recorded (0: none)."""
+        with self._lock:
+            return self._seq
+
+    @property
+    def history_bytes(self) -> int:
+        """About how many bytes of stored versions the history takes beyond the current tree."""
+        with self._lock:
+            return max(0, self._stored - self._baseline_bytes)
+
+    def running(self) -> list[RunningCommand]:
+        """The commands registered as running in the tree now (in any process), oldest first."""
+        now = time.time()
+        with self._lock:
+            return sorted((r for r in self._running.values() if r.until > now), key=lambda r: r.started)
+
+    # -- recording a tool's change ------------------------------------------------------------
+
+    def prepare(self, changes: Sequence[PathChange]) -> Prepared:
+        """Store the versions of ``changes`` that the journal does not hold yet.
+
+        Call it holding the tree's lock, before writing the files. Also notices files that
+        differed from the baseline (changed outside the tools since it was last seen): they
+        become an entry of their own at :meth:`commit`.
+
+        Raises:
+            StoreError: the versions cannot be written (nothing is referenced yet).
+        """
+        self.refresh()
+        with self._lock:
+            items: list[tuple[str, Ref, Ref, int | None, int | None]] = []
+            noticed: list[tuple[str, Ref, Ref, int | None, int | None]] = []
+            encoded: dict[str, EncodedBlob] = {}
+            prepared = Prepared(items=items, noticed=noticed)
+            for change in changes:
+                before, before_data = self._ref(change.before, change.before_digest)
+                after, after_data = self._ref(change.after, change.after_digest)
+                if change.path in self._files or self._complete:
+                    seen = self._files.get(change.path, (None, None))[1]
+                    if not _same(seen, before) and is_journaled(change.path):
+                        noticed.append((change.path, seen, before, None, change.before_mode))
+                base = self._store_version(before, before_data, None, encoded)
+                self._store_version(after, after_data, base, encoded)
+                items.append((change.path, before, after, change.before_mode, change.after_mode))
+                prepared.baseline[change.path] = after
+            if encoded:
+                self.blobs.write(list(encoded.values()))
+            prepared.blobs = {digest: blob.info for digest, blob in encoded.items()}
+            return prepared
+
+    def _ref(self, side: bytes | str | None, digest: str | None = None) -> tuple[Ref, bytes | None]:
+        """The index's name for one side of a path, and its content when it is to be kept
+        (``digest``: the content's, when the caller has it)."""
+        if side is None:
+            return None, None
+        if isinstance(side, str):
+            if side == DIRECTORY:
+                return _DIRECTORY_REF, None
+            return (side if side in self._catalog else _UNKEPT + side), None
+        digest = digest or content_digest(side)
+        if len(side) > MAX_KEPT_BYTES:
+            return _UNKEPT + digest, None
+        return digest, side
+
+    def contents_under(self, tree: Tree, directory: str) -> list[PathChange]:
+        """Everything under ``directory`` (itself included), as removals: for the entry of a
+        ``workspace_rmdir``. Scans it first, so what it holds is kept (and a change made
+        there outside the tools is recorded as such). Call it holding the tree's lock.
+
+        Raises:
+            StoreError: the journal cannot be read or written.
+        """
+        self.scan(tree, under=directory)
+        prefix = directory + "/"
+        with self._lock:
+            found = [
+                PathChange(
+                    path=path,
+                    before=DIRECTORY if ref == _DIRECTORY_REF else (ref or "").lstrip(_UNKEPT) or None,
+                    after=None,
+                    before_mode=stat[3] if stat is not None else None,
+                )
+                for path, (stat, ref) in self._files.items()
+                if path.startswith(prefix)
+            ]
+        return [PathChange(path=directory, before=DIRECTORY, after=None), *found]
+
+    def _store_version(
+        self, ref: Ref, data: bytes | None, base: tuple[str, bytes, BlobInfo] | None, encoded: dict[str, EncodedBlob]
+    ) -> tuple[str, bytes, BlobInfo] | None:
+        """Encode ``data`` under ``ref`` unless it is stored; returns it as a base for the next."""
+        if ref is None or data is None:
+            return None
+        info = self._catalog.get(ref)
+        if info is None:
+            blob = encoded.get(ref) or self.blobs.encode(ref, data, base)
+            encoded[ref] = blob
+            info = blob.info
+        else:
+            self.blobs.remember(ref, data)
+        return ref, data, info
+
+    def commit(
+        self,
+        prepared: Prepared,
+        author: Author,
+        *,
+        tool: str,
+        summary: str | None = None,
+        answer: str | Callable[[int], str] | None = None,
+        call: CallKey | None = None,
+        undoes: Sequence[int] = (),
+    ) -> int:
+        """Record a change whose files are written: its entry (and the entry of what was
+        noticed first), the baseline, the catalog and ``call``'s answer, in one transaction.
+
+        ``summary`` defaults to a line naming the paths; ``answer`` (what the tool returns,
+        or a function of the new entry's id giving it) is recorded for ``call``.
+        Returns the entry's id (0 when ``prepared`` holds no path).
+
+        Raises:
+            StoreError / OutcomeUnknown: the transaction failed; nothing was recorded (the
+                caller puts its files back).
+        """
+        with self._lock:
+            with self.store.write(self.index_namespace, since=self._version) as txn:
+                self._absorb(txn.catch_up)
+                rows: list[Change] = []
+                seq = self._seq
+                now = time.time()
+                if prepared.noticed:
+                    seq += 1
+                    rows.append(self._found_row(seq, now, prepared.noticed))
+                entry_id = 0
+                if prepared.items:
+                    seq = entry_id = seq + 1
+                    entry = StoredEntry(
+                        id=seq,
+                        at=now,
+                        member=author.member,
+                        team=author.team,
+                        tool=tool,
+                        task_id=author.task_id,
+                        files=tuple(prepared.items),
+                        summary=summary if summary is not None else _summary(prepared.items),
+                        command=None,
+                        undoes=tuple(undoes),
+                        call=call.key if call is not None else None,
+                    )
+                    rows.append(Change(collection=_CHANGES, key=_entry_key(seq), value=entry.to_json()))
+                rows += self._baseline_rows(prepared.baseline)
+                rows += [Change(collection=_CATALOG, key=d, value=info.to_json()) for d, info in prepared.blobs.items()]
+                rows.append(self._meta_row(seq, self._complete))
+                if call is not None and answer is not None:
+                    text = answer(entry_id) if callable(answer) else answer
+                    rows += self._calls.record(call, text, txn.version + 1)
+                txn.stage(rows)
+            self._mirror(rows, txn.committed)
+        self._retain()
+        return entry_id
+
+    # -- scans ---------------------------------------------------------------------------------
+
+    def scan(
+        self,
+        tree: Tree,
+        *,
+        ended: RunningCommand | None = None,
+        register: RunningCommand | None = None,
+        under: str = "",
+    ) -> list[int]:
+        """Compare the tree with the baseline and record what changed; returns the new ids.
+
+        Call it holding the tree's lock. What is found is attributed to ``ended`` (a command
+        that just finished, whose registration is removed), else to the command running in
+        the tree, else to ``outside``. ``register`` adds a running command in the same
+        transaction. ``under`` scans one directory only (before it is removed).
+        The first complete scan of a tree records no change: it adopts what is there as
+        the baseline (reading and storing every file once).
+
+        Raises:
+            StoreError: the journal cannot be read or written.
+        """
+        self.refresh()
+        with self._lock:
+            prefix = f"{under}/" if under and under != "." else ""
+            found = scan_tree(tree, self._files, keep_bytes=MAX_KEPT_BYTES, under=under)
+            if not prefix:
+                self._scanned_at = time.monotonic()
+            items, baseline, contents = self._compare(found, prefix)
+            if not self._complete:
+                # A first look: what was there is adopted silently; only files the journal
+                # knew already (from the tools' changes) are changes.
+                items = [item for item in items if item[1] is not None]
+            bases = self.contents(before for path, before, _, _, _ in items if path in contents) if items else {}
+            encoded: dict[str, EncodedBlob] = {}
+            previous = {item[0]: item[1] for item in items}
+            for path, data in contents.items():
+                ref = baseline[path]
+                before = (previous.get(path) or "").lstrip(_UNKEPT)
+                base_data = bases.get(before) if before else None
+                base = (before, base_data, self._catalog[before]) if base_data is not None else None
+                self._store_version(ref, data, base, encoded)
+            if not items and not baseline and register is None and ended is None and (self._complete or prefix):
+                return []
+            if encoded:
+                self.blobs.write(list(encoded.values()))
+            with self.store.write(self.index_namespace, since=self._version) as txn:
+                self._absorb(txn.catch_up)
+                rows: list[Change] = []
+                seq = self._seq
+                ids: list[int] = []
+                if items:
+                    seq += 1
+                    ids.append(seq)
+                    rows.append(self._found_row(seq, time.time(), items, ended))
+                rows += self._baseline_rows(baseline, stats=found.files)
+                rows += [Change(collection=_CATALOG, key=d, value=b.info.to_json()) for d, b in encoded.items()]
+                if ended is not None:
+                    rows.append(Change(collection=_RUNNING, key=ended.key, value=None))
+                if register is not None:
+                    rows.append(Change(collection=_RUNNING, key=register.key, value=register.to_json()))
+                rows += [
+                    Change(collection=_RUNNING, key=key, value=None)
+                    for key, running in self._running.items()
+                    if running.until < time.time()
+                ]
+                rows.append(self._meta_row(seq, self._complete or (found.complete and not prefix)))
+                txn.stage(rows)
+            self._mirror(rows, txn.committed)
+        if ids:
+            self._retain()
+        return ids
+
+    def _compare(
+        self, found: Scan, prefix: str
+    ) -> tuple[list[tuple[str, Ref, Ref, int | None, int | None]], dict[str, Ref], dict[str, bytes]]:
+        """What the scan found against the baseline: the entry's items, the baseline's new
+        refs, and the contents to store (the caller holds the lock)."""
+        items: list[tuple[str, Ref, Ref, int | None, int | None]] = []
+        baseline: dict[str, Ref] = {}
+        contents: dict[str, bytes] = {}
+        unsettled = self._unsettled
+        unsettled.clear()
+        for path, read in found.read.items():
+            known_stat, known_ref = self._files.get(path, (None, None))
+            ref = read.digest if read.data is not None else _UNKEPT + read.digest
+            mode = read.stat[3]
+            if read.data is not None:
+                contents[path] = read.data
+            elif read.deferred:
+                unsettled.add(path)  # no status in the baseline: the next scan reads it again
+            if _same(known_ref, ref) and (known_stat is None or known_stat[3] == mode):
+                baseline[path] = ref  # the status changed, not the content
+                continue
+            old_mode = known_stat[3] if known_stat is not None else None
+            items.append((path, known_ref, ref, old_mode, mode))
+            baseline[path] = ref
+        for path in found.directories:
+            known = self._files.get(path)
+            if known is None or known[1] != _DIRECTORY_REF:
+                items.append((path, known[1] if known is not None else None, _DIRECTORY_REF, None, None))
+                baseline[path] = _DIRECTORY_REF
+        if found.complete:
+            # Set differences in C first: the loop below meets only what is gone (or a directory).
+            for path in self._files.keys() - found.files.keys() - found.directories:
+                if (prefix and not path.startswith(prefix)) or not is_journaled(path):
+                    continue
+                seen = self._files[path][1]
+                items.append((path, seen, None, None, None))
+                baseline[path] = None
+        items.sort(key=lambda item: item[0])
+        return items, baseline, contents
+
+    def _found_row(
+        self,
+        seq: int,
+        at: float,
+        items: Sequence[tuple[str, Ref, Ref, int | None, int | None]],
+        ended: RunningCommand | None = None,
+    ) -> Change:
+        """The entry of changes found rather than made: by ``ended``, else by the command
+        running in the tree (the earliest), else outside the tools."""
+        running = self.running()
+        source = ended or (running[0] if running else None)
+        if source is None:
+            author, tool, command = Author(member="", team=""), OUTSIDE, None
+        else:
+            author, tool, command = source.author, "exec_command", source.command
+        summary = _summary(items)
+        others = [r for r in running if source is None or r.key != source.key]
+        if source is not None and others:
+            summary += f" (while {len(others)} other command{'s' if len(others) > 1 else ''} ran)"
+        entry = StoredEntry(
+            id=seq,
+            at=at,
+            member=author.member,
+            team=author.team,
+            tool=tool,
+            task_id=author.task_id,
+            files=tuple(items),
+            summary=summary,
+            command=command,
+            undoes=(),
+            call=None,
+        )
+        return Change(collection=_CHANGES, key=_entry_key(seq), value=entry.to_json())
+
+    def _baseline_rows(self, refs: Mapping[str, Ref], *, stats: Mapping[str, Stat] | None = None) -> list[Change]:
+        rows: list[Change] = []
+        for path, ref in refs.items():
+            if not is_journaled(path):
+                continue
+            if ref is None:
+                rows.append(Change(collection=_FILES, key=path, value=None))
+                if path in self._files and self._files[path][1] == _DIRECTORY_REF:
+                    below = path + "/"
+                    rows += [Change(collection=_FILES, key=p, value=None) for p in self._files if p.startswith(below)]
+                continue
+            status = stats.get(path) if stats is not None and path not in self._unsettled else None
+            rows.append(Change(collection=_FILES, key=path, value=[*(status or (None, None, None, None)), ref]))
+        return rows
+
+    def _meta_row(self, seq: int, complete: bool, compacted: int | None = None) -> Change:
+        value = {"seq": seq, "compacted": self._compacted if compacted is None else compacted, "complete": complete}
+        return Change(collection=_META, key=_META_KEY, value=value)
+
+    def _mirror(self, rows: Sequence[Change], committed: int | None) -> None:
+        """Apply rows this process committed to its cache (the caller holds the lock)."""
+        for row in rows:
+            if row.collection == CALLS:
+                self._calls.absorb(row)
+            else:
+                self._absorb_row(row.collection, row.key, row.value)
+        if committed is not None:
+            self._version = committed
+
+    # -- retention -----------------------------------------------------------------------------
+
+    def _retain(self) -> None:
+        """Drop the oldest entries past the retention limits, and the versions only they needed."""
+        with self._lock:
+            now = time.time()
+            oldest = next(iter(self._entries.values()), None)
+            too_old = oldest is not None and oldest.at < now - self.settings.max_age_s
+            if not too_old and self._stored - self._baseline_bytes <= self.settings.max_bytes:
+                return
+            try:
+                self._compact(now)
+            except Exception:
+                # Retention is housekeeping: the change itself is recorded.
+                logger.exception(
+                    "Journal of %s: retention failed; it is tried again at the next change", self.workspace_id
+                )
+
+    def _compact(self, now: float) -> None:
+        entries = list(self._entries.values())
+        age_cut = 0
+        while age_cut < len(entries) and entries[age_cut].at < now - self.settings.max_age_s:
+            age_cut += 1
+        self._baseline_bytes = baseline_bytes = sum(self._catalog[d].size for d in self._live(()))
+        target = self.settings.max_bytes * _HISTORY_TARGET
+
+        def history_bytes(cut: int) -> int:
+            return sum(self._catalog[d].size for d in self._live(entries[cut:])) - baseline_bytes
+
+        cut = age_cut
+        if history_bytes(cut) > self.settings.max_bytes:
+            low, high = cut, len(entries)  # the smallest cut within target is in (low, high]
+            while high - low > 1:
+                middle = (low + high) // 2
+                if history_bytes(middle) <= target:
+                    high = middle
+                else:
+                    low = middle
+            cut = high
+        if cut == 0:
+            return
+        dropped = entries[:cut]
+        live = self._live(entries[cut:])
+        dead = {digest: info for digest, info in self._catalog.items() if digest not in live}
+        with self.store.write(self.index_namespace, since=self._version) as txn:
+            self._absorb(txn.catch_up)
+            rows = [Change(collection=_CHANGES, key=_entry_key(entry.id), value=None) for entry in dropped]
+            rows += [Change(collection=_CATALOG, key=digest, value=None) for digest in dead]
+            rows.append(self._meta_row(self._seq, self._complete, compacted=max(self._compacted, dropped[-1].id)))
+            txn.stage(rows)
+        self._mirror(rows, txn.committed)
+        self.blobs.delete(dead)
+        logger.info(
+            "Journal of %s: retention dropped changes %d-%d and %d stored versions",
+            self.workspace_id,
+            dropped[0].id,
+            dropped[-1].id,
+            len(dead),
+        )
+
+    def _live(self, entries: Iterable[StoredEntry]) -> set[str]:
+        """The stored versions the baseline and ``entries`` need, with the bases they are
+        deltas against (the caller holds the lock)."""
+        wanted = [ref for _, ref in self._files.values()]
+        for entry in entries:
+            for _, before, after, _, _ in entry.files:
+                wanted += (before, after)
+        live: set[str] = set()
+        for ref in wanted:
+            current = ref.lstrip(_UNKEPT) if ref else None
+            while current is not None and current not in live:
+                info = self._catalog.get(current)
+                if info is None:
+                    break
+                live.add(current)
+                current = info.base
+        return live
+
+
+def _entry_key(entry_id: int) -> str:
+    return f"{entry_id:010d}"
+
+
+def _same(a: Ref, b: Ref) -> bool:
+    """Whether two refs name the same content (kept or not)."""
+    if a is None or b is None:
+        return a is b
+    return a.lstrip(_UNKEPT) == b.lstrip(_UNKEPT)
+
+
+def _file_change(item: tuple[str, Ref, Ref, int | None, int | None]) -> FileChange:
+    path, before, after, before_mode, after_mode = item
+
+    def public(ref: Ref) -> str | None:
+        if ref is None:
+            return None
+        if ref == _DIRECTORY_REF:
+            return DIRECTORY
+        return ref.lstrip(_UNKEPT)
+
+    return FileChange(
+        path=path,
+        before=public(before),
+        after=public(after),
+        before_mode=before_mode,
+        after_mode=after_mode,
+        before_kept=not (before or "").startswith(_UNKEPT),
+        after_kept=not (after or "").startswith(_UNKEPT),
+    )
+
+
+def _with_ancestors(paths: Iterable[str]) -> set[str]:
+    out: set[str] = set()
+    for path in paths:
+        out.add(path)
+        parts = path.split("/")
+        for end in range(1, len(parts)):
+            out.add("/".join(parts[:end]))
+    return out
+
+
+def _summary(items: Sequence[tuple[str, Ref, Ref, int | None, int | None]]) -> str:
+    """One line saying what ``items`` did: ``"changed a.py, created b/"`` (at most three named)."""
+    words = []
+    for path, before, after, before_mode, after_mode in items[:3]:
+        shown = f"{path}/" if _DIRECTORY_REF in (before, after) else path
+        if before is None:
+            words.append(f"created {shown}")
+        elif after is None:
+            words.append(f"deleted {shown}")
+        elif _same(before, after):
+            words.append(
+                f"mode of {shown}" + (f" {before_mode:o} -> {after_mode:o}" if before_mode and after_mode else "")
+            )
+        else:
+            words.append(f"changed {shown}")
+    more = f" and {len(items) - 3} more" if len(items) > 3 else ""
+    return ", ".join(words) + more

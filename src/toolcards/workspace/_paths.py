@@ -1,0 +1,66 @@
+"""Confining paths to a workspace root, and naming workspaces.
+
+:data:`ESCAPE_MESSAGE` is the one message every path that leaves a tree gets: ``../x``, an
+absolute path, a NUL byte, a symlink inside the tree that points outside, or a sibling of
+the root whose name merely starts with the root's name (``team-11`` next to ``team-1``;
+containment is decided on path components, never on string prefixes).
+
+Paths are resolved and files opened through :class:`~toolcards.workspace._tree.Tree`, which
+walks a path from a handle of the root one component at a time, so a directory swapped for a
+symlink while a tool runs cannot lead it out; there is no second, name-based resolver.
+
+The walks of the workspace (listing, glob, grep) never descend into
+:data:`SKIPPED_DIRS` (the internals of version-control systems, and toolcards' own
+``.toolcards``, which holds spilled outputs), unless a call names one in its path, and never
+follow a symlink, so a link cannot lead a walk out of the tree or into a loop.
+
+Workspace ids follow :func:`validate_workspace_id`, which lives in
+:mod:`toolcards.fs._locations` (next to ``workspace_dir``, so every domain working on a
+workspace tree agrees on the layout) and is re-exported here.
+
+Nothing here blocks beyond a few ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from toolcards.fs._locations import WORKSPACE_ID_PATTERN, validate_workspace_id
+
+__all__ = [
+    "ESCAPE_MESSAGE",
+    "SKIPPED_DIRS",
+    "WORKSPACE_ID_PATTERN",
+    "display_name",
+    "relative",
+    "validate_workspace_id",
+]
+
+ESCAPE_MESSAGE = "path escapes the workspace root — use a path relative to it"
+"""The one message every refused path gets, followed by the offending path."""
+
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".toolcards"})
+"""Directory names whose contents no walk lists, globs or searches, unless the walk starts
+inside one (a call that names it in its path)."""
+
+
+def relative(root: Path, path: Path) -> str:
+    """The POSIX form of ``path`` relative to ``root`` (``"."`` for the root itself).
+
+    Both must already be resolved the same way; this only strips the prefix.
+
+    Raises:
+        ValueError: ``path`` is not inside ``root`` (a programming error).
+    """
+    return path.relative_to(root).as_posix()
+
+
+def display_name(name: str) -> str:
+    """``name`` (a path from ``os`` functions) as valid UTF-8 text for a model to read.
+
+    File names that are not valid UTF-8 reach Python with their bad bytes as lone
+    surrogates, which cannot be encoded for a model; they become U+FFFD here.
+    """
+    if name.isascii():  # most names: nothing to replace, and no round trip through bytes
+        return name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
