@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -24,7 +23,6 @@ from toolcards.core._output import ENVELOPE_BEGIN, ENVELOPE_END
 __all__ = ["add_team_options", "plain_text", "run_team_tool"]
 
 
-
 def add_team_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--config``, ``--team``, ``--agent``, ``--store`` and ``--root`` (as ``call`` has them)."""
     parser.add_argument("--config", metavar="PATH", help="team config (YAML); default: the standard team")
@@ -35,7 +33,8 @@ def add_team_options(parser: argparse.ArgumentParser) -> None:
 
 def plain_text(result: str) -> str:
     """``result`` without the untrusted-output envelope lines (a person reads it in a terminal)."""
-    return "\n".join(line for line in result.split("\n") if not (ENVELOPE_BEGIN.match(line) or ENVELOPE_END.match(line)))
+    lines = result.split("\n")
+    return "\n".join(line for line in lines if not (ENVELOPE_BEGIN.match(line) or ENVELOPE_END.match(line)))
 
 
 def run_team_tool(args: argparse.Namespace, tool_name: str, arguments: Mapping[str, Any]) -> int:
