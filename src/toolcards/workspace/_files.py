@@ -488,25 +488,41 @@ class _Walk:
                 f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
                 "use workspace_glob to find files in it)"
             )
-        dirs: list[Entry] = []
-        files: list[Entry] = []
-        for entry in entries:
-            if self.exclude is not None and self.exclude(prefix + entry.name):
-                continue
-            (dirs if entry.kind == stat.S_IFDIR else files).append(entry)
-        dirs.sort(key=_sort_key)
-        files.sort(key=_sort_key)
-        ordered = [*dirs, *files]
-        for index, entry in enumerate(ordered):
-            if index % 256 == 0:
-                check_deadline()
-            last = index == len(ordered) - 1
-            label = _label(entry)
-            if self.sizes and entry.kind == stat.S_IFREG:
-                label += _size_of(directory, entry.name)
+        if self.exclude is not None:
+            entries = [entry for entry in entries if not self.exclude(prefix + entry.name)]
+        # Directories first, then by name case-blind, ties by name: stable sorts on C-level keys.
+        entries.sort(key=_name)
+        entries.sort(key=_folded_name)
+        entries.sort(key=_not_a_directory)
+        for start in range(0, len(entries), 256):
+            check_deadline()
+            block = entries[start : start + 256]
+            labels = list(map(_label, block))
+            if self.sizes:
+                labels = [
+                    label + _size_of(directory, entry.name) if entry.kind == stat.S_IFREG else label
+                    for label, entry in zip(labels, block, strict=True)
+                ]
             if self.flat:
-                yield label
+                yield from labels
                 continue
+            ends = start + len(block) == len(entries)
+            yield from self._branches(directory, block, labels, indent, level, prefix, ends)
+
+    def _branches(
+        self,
+        directory: Directory,
+        block: list[Entry],
+        labels: list[str],
+        indent: str,
+        level: int,
+        prefix: str,
+        ends: bool,
+    ) -> Generator[str, None, None]:
+        """The tree lines of ``block`` (whose last entry is the directory's last when ``ends``)
+        and of what is below them."""
+        for index, (entry, label) in enumerate(zip(block, labels, strict=True)):
+            last = ends and index == len(block) - 1
             yield f"{indent}{'└── ' if last else '├── '}{label}"
             if entry.is_directory and entry.name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
                 child_indent = indent + ("    " if last else "│   ")
@@ -526,13 +542,22 @@ def _size_of(directory: Directory, name: str) -> str:
         return ""
 
 
-def _sort_key(entry: Entry) -> tuple[str, str]:
-    return entry.name.casefold(), entry.name
+_name = operator.attrgetter("name")
+
+
+def _folded_name(entry: Entry) -> str:
+    return entry.name.casefold()
+
+
+def _not_a_directory(entry: Entry) -> bool:
+    return entry.kind != stat.S_IFDIR
 
 
 def _label(entry: Entry) -> str:
-    name = display_name(entry.name)
-    if entry.is_directory:
+    name = entry.name if entry.name.isascii() else display_name(entry.name)
+    if entry.kind == stat.S_IFREG:  # most entries
+        return name
+    if entry.kind == stat.S_IFDIR:
         return name + "/" + (" (skipped)" if entry.name in SKIPPED_DIRS else "")
     if entry.kind in (0, stat.S_IFREG):
         return name
