@@ -8,7 +8,9 @@ marked "off" are set to ``True`` (or a param) when a role needs them:
 tool                       what it does                                      mutates  default
 =========================  ================================================  =======  =======
 ``workspace_read``         numbered lines of a text file (a page or the      no       on
-                           ``tail``); PDF/DOCX/XLSX/PPTX as Markdown;
+                           ``tail``; ``N<tab>`` before each line, or none
+                           with ``line_numbers=false``); PDF/DOCX/XLSX/PPTX
+                           as Markdown;
                            records the read for the gate
 ``workspace_read_many``    several files, each under a ``==> path <==``      no       on
                            header; a failed one says why in its place
