@@ -308,7 +308,7 @@ def test_a_page_cut_at_the_output_budget_says_where_to_read_on_with_or_without_n
 
 
 def test_the_envelope_costs_at_most_five_percent_of_a_2_kb_read(a: Agent_) -> None:
-    content = ("0123456789abcdef" * 8 + "\n") * 15 + "x" * 17  # 2,048 characters
+    content = ("0123456789abcdef" * 8 + "\n") * 15 + "x" * 113  # 2,048 characters
     a("workspace_write", path="data.txt", content=content)
     answer = a("workspace_read", path="data.txt", line_numbers=False)
     inside = unwrap(answer)
