@@ -1,11 +1,14 @@
-"""Planning board benchmark: one write, one plan, one search, and that a write does not grow with the board.
+"""Planning board benchmark: one write, one plan, one search, that a write does not grow with the
+board, and how often a search finds the task a query means.
 
 ``run()`` returns :class:`~bench.timing.Case` rows. Every call goes through a ``PlanningActor``
 proxy (``proxy.method(...).get()``), the way a card calls it, on a SQLite store in a temporary
 directory (WAL, ``synchronous="normal"``). Boards are filled with one batch, then measured; ten
 agents own the tasks. Nothing is asserted: the machine is noisy. Target: an update costs at
 most 0.3 ms (median) at both board sizes. How these costs grow up to 20,000 tasks is
-``bench/scaling.py``.
+``bench/scaling.py``. Search quality is recall at 1 and 5 over the labelled set of
+``bench/planning_set.py`` (keyword queries and paraphrases), keyword-only and with each
+embedding provider; no target.
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ from bench.timing import Case, Stats, measure
 from toolcards.core._idempotency import CallKey
 from toolcards.planning import PlanningProxy, TaskCreate, TaskUpdate
 from toolcards.planning._actor import PlanningActor
-from toolcards.store import SQLiteStore
-from toolcards.vector import EmbeddingParam
+from toolcards.store import MemoryStore, SQLiteStore
+from toolcards.vector import EmbeddingParam, get_embedding_service
 
 __all__ = ["run"]
 
@@ -164,6 +167,34 @@ def _searches(directory: Path, embedding: EmbeddingParam | None) -> list[Case]:
     return rows
 
 
+def _quality(embedding: EmbeddingParam | None) -> list[Case]:
+    """Recall at 1 and 5 of ``bench/planning_set.py``'s queries, by kind, with ``embedding``."""
+    from bench.planning_set import KEYWORD_QUERIES, PARAPHRASES, TASKS, UNRELATED
+
+    label = "keyword only" if embedding is None else f"{embedding.provider} embeddings"
+    if embedding is not None and not get_embedding_service(embedding).available:
+        return [Case.skipped(f"search recall, {label}", "the embedding model is not installed")]
+    store = MemoryStore()
+    proxy = cast(PlanningProxy, PlanningActor.start("bench-quality", store, embedding).proxy())
+    proxy.update("@Setup", create=[TaskCreate(description=text) for text in TASKS]).get()
+    proxy.when_indexed().get().result(120)
+    rows = []
+    for kind, queries in (("keyword queries", KEYWORD_QUERIES), ("paraphrases", PARAPHRASES)):
+        found = [[hit.task.id for hit in proxy.search_page(query, limit=5).get().hits] for query, _ in queries]
+        for depth in (1, 5):
+            recall = (
+                100 * sum(task in ids[:depth] for ids, (_, task) in zip(found, queries, strict=True)) / len(queries)
+            )
+            note = f"{len(queries)} queries over {len(TASKS)} tasks"
+            rows.append(Case(f"search recall@{depth}, {kind}, {label}", recall, note, unit="%", better="higher"))
+    false_hits = statistics.mean(proxy.search_page(query, limit=5).get().total for query in UNRELATED)
+    note = f"{len(UNRELATED)} queries no task is about"
+    rows.append(Case(f"search hits per unrelated query, {label}", false_hits, note, unit=""))
+    pykka.ActorRegistry.stop_all()
+    store.close()
+    return rows
+
+
 def run() -> list[Case]:
     """Run every measurement on temporary databases; takes about ten seconds."""
     rows: list[Case] = []
@@ -176,6 +207,8 @@ def run() -> list[Case]:
                 rows.extend(_renders(directory, size))
             for embedding in (None, EmbeddingParam(provider="hashing")):
                 rows.extend(_searches(directory, embedding))
+            for quality in (None, EmbeddingParam(provider="hashing"), EmbeddingParam(provider="local")):
+                rows.extend(_quality(quality))
         finally:
             pykka.ActorRegistry.stop_all()
     return rows

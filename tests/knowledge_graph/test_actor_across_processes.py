@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import toolcards.vector
+import toolcards.vector._service
 import toolcards.vector._text_vectors
 from tests.knowledge_graph.conftest import HASHING, StartGraph
 from tests.knowledge_graph.test_actor_persistence import fill, wait_until
@@ -111,7 +112,7 @@ def services(monkeypatch: pytest.MonkeyPatch) -> Any:
     def install(param: EmbeddingParam, **options: Any) -> RecordingService:
         installed[param.model_dump_json()] = recorder = RecordingService(real(param), **options)
         monkeypatch.setattr(
-            toolcards.vector, "get_embedding_service", lambda p: installed.get(p.model_dump_json()) or real(p)
+            toolcards.vector._service, "get_embedding_service", lambda p: installed.get(p.model_dump_json()) or real(p)
         )
         return recorder
 

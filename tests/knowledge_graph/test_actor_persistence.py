@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import pykka
 import pytest
 
 import toolcards.vector
+import toolcards.vector._service
 from tests.knowledge_graph.conftest import HASHING, StartGraph
 from toolcards.core._events import StateChanged
 from toolcards.knowledge_graph import EntityCreate, EntityUpdate, KnowledgeGraphProxy, RelationCreate
@@ -73,7 +75,7 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> Callable[..., SpyService]:
             return holder[key]
 
         holder.clear()
-        monkeypatch.setattr(toolcards.vector, "get_embedding_service", get)
+        monkeypatch.setattr(toolcards.vector._service, "get_embedding_service", get)
         return get(HASHING)
 
     return install
@@ -290,7 +292,7 @@ class FailingService:
 def test_an_unavailable_embedder_degrades_to_keyword_search(
     start_graph: StartGraph, monkeypatch: pytest.MonkeyPatch, store: Any
 ) -> None:
-    monkeypatch.setattr(toolcards.vector, "get_embedding_service", lambda param: FailingService())
+    monkeypatch.setattr(toolcards.vector._service, "get_embedding_service", lambda param: FailingService())
     kg = start_graph(HASHING)
     fill(kg)
     assert len(kg.entities().get()) == 3
@@ -312,3 +314,32 @@ def test_a_large_batch_is_embedded_in_the_background(start_graph: StartGraph, st
     assert len(store.load(NAMESPACE).rows["vectors"]) == count
     result = kg.search("item 7", mode="vector").get()
     assert result.note is None and result.hits[0].entity.name == "item 7"
+
+
+def _embedding_threads(namespace: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(namespace) and t.is_alive()]
+
+
+def test_a_crashed_graph_leaves_no_embedding_thread_behind(start_graph: StartGraph) -> None:
+    kg = start_graph(HASHING)
+    # More entities than an update embeds inline: the background worker starts.
+    many = [EntityCreate(name=f"Service {n}", entity_type="service") for n in range(INLINE_EMBED_MAX + 1)]
+    kg.update("a", create_entities=many).get()
+    wait_until(lambda: kg.pending_embeddings().get() == 0)
+    kg.search("service", mode="vector").get()  # the query thread too
+    assert _embedding_threads("team-1/#KnowledgeGraphTool")
+    actor = kg.actor_ref
+    kg.get_entities.defer(None)  # a told message that raises: the actor dies of it
+    assert actor.actor_stopped.wait(30)
+    for thread in _embedding_threads("team-1/#KnowledgeGraphTool"):
+        thread.join(30)
+    assert _embedding_threads("team-1/#KnowledgeGraphTool") == []
+
+
+def test_a_message_the_graph_does_not_know_is_logged_not_swallowed(
+    start_graph: StartGraph, caplog: pytest.LogCaptureFixture
+) -> None:
+    kg = start_graph(HASHING)
+    with caplog.at_level(logging.WARNING, logger="pykka"):
+        assert kg.actor_ref.ask({"unknown": 1}, timeout=30) is None
+    assert any("Unexpected message" in r.getMessage() and "unknown" in r.getMessage() for r in caplog.records)

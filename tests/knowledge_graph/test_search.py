@@ -159,7 +159,21 @@ def test_the_hybrid_fusion_calibrates_each_leg_to_its_range() -> None:
     keyword = np.array([4.0, 2.0, 0.0, 0.0])
     cosines = np.array([0.2, 0.4, 0.6, 0.9])
     embedded = np.array([True, True, True, False])
-    scores, eligible = fuse(keyword, cosines, embedded, 0.7, 0.3)
-    # cos' = (cos - 0.2) / (0.6 - 0.2) over the embedded; keyword' = keyword / 4.
+    scores, eligible = fuse(keyword, cosines, embedded, 0.7, 0.3, 4.0)
+    # cos' = (cos - 0.2) / (0.6 - 0.2) over the embedded; keyword' = keyword / ceiling 4.
     assert scores.tolist() == pytest.approx([0.3, 0.7 * 0.5 + 0.3 * 0.5, 0.7, 0.0])
     assert eligible.tolist() == [True, True, True, False]
+
+
+def test_the_keyword_leg_weighs_by_the_query_not_by_the_best_match() -> None:
+    # The same keyword scores count for less when the query could have matched far better
+    # (its words are rare but the hits share only its common ones), capped at 1.
+    keyword = np.array([2.0, 1.0])
+    cosines = np.array([0.5, 0.5])
+    embedded = np.array([True, True])
+    weak, _ = fuse(keyword, cosines, embedded, 0.5, 0.3, 20.0)
+    strong, _ = fuse(keyword, cosines, embedded, 0.5, 0.3, 1.0)
+    assert weak.tolist() == pytest.approx([0.05, 0.025])
+    assert strong.tolist() == pytest.approx([0.5, 0.5])
+    nothing, _ = fuse(keyword, cosines, embedded, 0.5, 0.3, 0.0)
+    assert nothing.tolist() == [0.0, 0.0]

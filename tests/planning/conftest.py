@@ -144,6 +144,7 @@ class RecordingService:
 def record_embeddings(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., RecordingService]]:
     """``install(param, gated=False)``: actors started next with ``param`` use a RecordingService."""
     import toolcards.vector
+    import toolcards.vector._service
 
     real = toolcards.vector.get_embedding_service
     recorders: dict[str, RecordingService] = {}
@@ -154,7 +155,7 @@ def record_embeddings(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[...,
     def install(param: EmbeddingParam, *, gated: bool = False) -> RecordingService:
         recorder = RecordingService(real(param), gated=gated)
         recorders[param.model_dump_json()] = recorder
-        monkeypatch.setattr(toolcards.vector, "get_embedding_service", get)
+        monkeypatch.setattr(toolcards.vector._service, "get_embedding_service", get)
         return recorder
 
     yield install

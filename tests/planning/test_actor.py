@@ -404,7 +404,7 @@ def test_a_search_page_keeps_the_best_hits_and_counts_all_of_them(start: StartAc
     assert render_search(page).endswith("... 113 more not shown; narrow the query or filters.")
 
 
-def test_the_rendered_search_is_the_rendered_page_for_every_kind_of_query(start: StartActor) -> None:
+def test_a_page_is_the_best_of_the_whole_search_for_every_kind_of_query(start: StartActor) -> None:
     proxy = start(embedding=HASHING)
     seed(proxy)
     proxy.update("@Alice", create=[TaskCreate(description=f"auth step {i} of the rollout") for i in range(60)]).get(
@@ -421,10 +421,13 @@ def test_the_rendered_search_is_the_rendered_page_for_every_kind_of_query(start:
         {"query": "!!!"},
     ]
     for arguments in queries:
+        everything = proxy.search(**arguments).get(timeout=WAIT)
         for limit in (3, 50):
             page = proxy.search_page(**arguments, limit=limit).get(timeout=WAIT)
-            text = proxy.render_search(**arguments, limit=limit).get(timeout=WAIT)
-            assert text == render_search(page, limit=limit), arguments
+            assert page.total == len(everything), arguments
+            assert [(hit.task.id, hit.match) for hit in page.hits] == [
+                (hit.task.id, hit.match) for hit in everything[:limit]
+            ], arguments
 
 
 def test_keyword_search_without_an_embedding(start: StartActor) -> None:
@@ -512,7 +515,7 @@ def test_vectors_arriving_after_the_store_closed_are_a_shutdown_not_an_error(
     actor = proxy.actor_ref
 
     store.close()
-    with caplog.at_level(logging.DEBUG, logger="toolcards.planning"):
+    with caplog.at_level(logging.DEBUG, logger="toolcards.vector"):
         actor.ask(message, timeout=WAIT)
     assert [r.levelno for r in caplog.records if "vectors" in r.getMessage()] == [logging.DEBUG]
 
@@ -527,10 +530,39 @@ def test_vectors_arriving_after_the_store_closed_are_a_shutdown_not_an_error(
         raise StoreError("disk I/O error")
 
     reopened.write = broken_write  # type: ignore[method-assign]
-    with caplog.at_level(logging.DEBUG, logger="toolcards.planning"):
+    with caplog.at_level(logging.DEBUG, logger="toolcards.vector"):
         failing.actor_ref.ask(message, timeout=WAIT)
-    assert [r.levelno for r in caplog.records if "vectors" in r.getMessage()] == [logging.ERROR]
+    (error,) = [r for r in caplog.records if "vectors" in r.getMessage()]
+    assert error.levelno == logging.ERROR and error.exc_info is None  # one line; the traceback at DEBUG
+    assert "StoreError: disk I/O error" in error.getMessage() and "team-2/#PlanningTool" in error.getMessage()
     reopened.close()
+
+
+def _embedding_threads(namespace: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(namespace) and t.is_alive()]
+
+
+def test_a_crashed_board_leaves_no_embedding_thread_behind(start: StartActor) -> None:
+    proxy = start(embedding=HASHING)
+    seed(proxy)
+    indexed(proxy)
+    proxy.search("auth").get(timeout=WAIT)  # the query thread too
+    assert _embedding_threads("team-1/#PlanningTool")
+    actor = proxy.actor_ref
+    proxy.get_task.defer(404)  # a told message that raises: the actor dies of it
+    assert actor.actor_stopped.wait(WAIT)
+    for thread in _embedding_threads("team-1/#PlanningTool"):
+        thread.join(WAIT)
+    assert _embedding_threads("team-1/#PlanningTool") == []
+
+
+def test_a_message_the_board_does_not_know_is_logged_not_swallowed(
+    start: StartActor, caplog: pytest.LogCaptureFixture
+) -> None:
+    proxy = start(embedding=HASHING)
+    with caplog.at_level(logging.WARNING, logger="pykka"):
+        assert proxy.actor_ref.ask({"unknown": 1}, timeout=WAIT) is None
+    assert any("Unexpected message" in r.getMessage() and "unknown" in r.getMessage() for r in caplog.records)
 
 
 def test_local_model_finds_a_paraphrase(start: StartActor) -> None:

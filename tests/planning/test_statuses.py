@@ -24,7 +24,7 @@ from toolcards.core._schema import compact_json_schema
 from toolcards.planning import TASK_STATUSES, PlanningTool, Task, TaskCreate, TaskUpdate
 from toolcards.planning._actor import PLANNING_ACTOR_NAME
 from toolcards.planning._models import STATUS_SYNONYMS, normalize_status
-from toolcards.planning._render import render_plan
+from toolcards.planning._render import render_plan, render_search
 from toolcards.store import Change, MemoryStore, Store
 from toolcards.testing import FakeObserver
 
@@ -269,7 +269,7 @@ def test_a_synonym_is_read_by_the_actor(word: str, status: str, start: StartActo
     for search in (proxy.search, proxy.search_page):
         hits = search(status=word).get(timeout=5)
         assert [hit.task.id for hit in getattr(hits, "hits", hits)] == [1, 2]
-    assert proxy.render_search(status=word).get(timeout=5).startswith("2 tasks match:")
+    assert render_search(proxy.search_page(status=word).get(timeout=5)).startswith("2 tasks match:")
 
 
 def test_the_actor_refuses_a_search_by_another_word_as_the_model_s_to_fix(start: StartActor) -> None:

@@ -12,6 +12,7 @@ def test_exports_are_sorted_and_complete() -> None:
     exported = toolcards.vector.__all__
     assert exported == sorted(exported)
     assert set(exported) == {
+        "EmbeddingKeeper",
         "EmbeddingParam",
         "EmbeddingService",
         "EmbeddingUnavailable",
@@ -21,7 +22,6 @@ def test_exports_are_sorted_and_complete() -> None:
         "TextsEmbedded",
         "VectorIndex",
         "get_embedding_service",
-        "text_digest",
     }
 
 

@@ -401,11 +401,11 @@ def test_fuzzy_replace_all_replaces_the_best_runs_that_do_not_overlap() -> None:
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_the_fuzzy_prefilter_picks_the_same_runs_with_or_without_numpy(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Both ways of scoring the anchor lines must credit the same runs; a difference would
-    # make the chosen match depend on whether numpy is installed.
+def test_the_fuzzy_prefilter_credits_runs_as_its_definition_says(seed: int) -> None:
+    # The prefilter scores all anchor lines in one array; it must credit exactly the runs
+    # that adding up each anchor's per-line ratio (above the floor) would credit.
+    from rapidfuzz import fuzz
+
     rng = random.Random(seed)
     words = ["value", "total", "x", "if", "for", "return", "(", ")", "=", "item", "42", "#"]
     stripped = [" ".join(rng.choice(words) for _ in range(rng.randrange(0, 9))) for _ in range(rng.randrange(5, 300))]
@@ -417,10 +417,19 @@ def test_the_fuzzy_prefilter_picks_the_same_runs_with_or_without_numpy(
         if query[row]:
             spot = rng.randrange(len(query[row]))
             query[row] = query[row][:spot] + rng.choice("abxyz ") + query[row][spot + 1 :]
-    monkeypatch.setattr(edit_module, "_numpy_installed", lambda: True)
-    with_matrix = edit_module._fuzzy_starts(stripped, query)
-    monkeypatch.setattr(edit_module, "_numpy_installed", lambda: False)
-    assert edit_module._fuzzy_starts(stripped, query) == with_matrix
+    weights = [len(line) for line in query]
+    anchors = sorted(rng.sample(range(count), rng.randrange(1, count + 1)))
+    least = rng.uniform(0, 40) * sum(weights)
+    floor = edit_module._ANCHOR_FLOOR
+    credit: dict[int, float] = {}
+    for j in anchors:
+        for line, text in enumerate(stripped):
+            score = fuzz.ratio(query[j], text, score_cutoff=floor)
+            if score:
+                credit[line - j] = credit.get(line - j, 0.0) + weights[j] * (score - floor)
+    last = len(stripped) - count
+    expected = sorted(start for start, value in credit.items() if 0 <= start <= last and value >= least)
+    assert edit_module._credited_starts(stripped, query, anchors, weights, least) == expected
 
 
 def test_no_match_names_the_closest_region_with_line_numbers() -> None:

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace import _grep as grep_module
+from toolcards.workspace import _grep_found as grep_found
+from toolcards.workspace import _ripgrep as ripgrep
 from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, find_rg, grep, to_rust_regex
 
 HAVE_RG = find_rg() is not None
@@ -219,6 +221,7 @@ def test_results_are_capped_with_the_total(tmp_path: Path, use_rg: bool) -> None
 @pytest.mark.parametrize("use_rg", ENGINES)
 def test_too_broad_a_search_is_refused(tmp_path: Path, use_rg: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grep_module, "MAX_GREP_COLLECTED", 50)
+    monkeypatch.setattr(grep_found, "MAX_GREP_COLLECTED", 50)
     write(tmp_path, "many.txt", "hit\n" * 200)
     with pytest.raises(RetriableError, match="more than 50 lines"):
         grep(tmp_path, "hit", use_rg=use_rg)
@@ -292,7 +295,7 @@ def fake_rg(tmp_path: Path, script: str) -> str:
 
 def test_a_hanging_ripgrep_is_stopped(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(tmp_path, "exec sleep 30"))
-    monkeypatch.setattr(grep_module, "RG_TIMEOUT_S", 0.2)
+    monkeypatch.setattr(ripgrep, "RG_TIMEOUT_S", 0.2)
     with pytest.raises(RetriableError, match=r"ran past 0\.2 s"):
         grep(tree, "main")
 

@@ -24,6 +24,7 @@ from tests.workspace.hostile import answer_within, bound_unix_socket
 from toolcards.core._deadline import deadline_after
 from toolcards.errors import ToolTimeout
 from toolcards.workspace import _grep as grep_module
+from toolcards.workspace import _ripgrep as ripgrep_module
 from toolcards.workspace._glob import MAX_WALK_DEPTH
 from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, find_rg, grep
 
@@ -117,6 +118,7 @@ def test_a_match_at_the_end_of_a_long_line_shows_no_trailing_mark(long_tree: Pat
 @needs_rg
 def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grep_module, "MAX_GREP_OUTPUT_BYTES", 4096)
+    monkeypatch.setattr(ripgrep_module, "MAX_GREP_OUTPUT_BYTES", 4096)
     for index in range(40):
         (tmp_path / f"f{index:02}.txt").write_text("hit " + "." * 200 + "\n" * 3 + "hit again\n")
     lines = grep(tmp_path, "hit", use_rg=True).splitlines()
@@ -194,7 +196,7 @@ def test_ripgrep_is_read_when_it_ends_not_at_every_write(
     # the search, and the answer is still whole; without a pidfd the pipes are watched.
     rg = slow_writer(tmp_path, 20)
     monkeypatch.setattr(grep_module, "find_rg", lambda: rg)
-    monkeypatch.setattr(grep_module, "_IDLE_WAIT_S", 60.0)
+    monkeypatch.setattr(ripgrep_module, "_IDLE_WAIT_S", 60.0)
     if not pidfd:
         monkeypatch.delattr(os, "pidfd_open", raising=False)
     elif not hasattr(os, "pidfd_open"):

@@ -11,19 +11,20 @@ Persistence
     (key: passage key; value: the :class:`~toolcards.vector.TextVectors` row
     ``{"model": model_id, "digest": digest of the embedded text, "vector": base64}``) and
     ``meta`` (``seq``). Every :meth:`~KnowledgeGraphActor.update` that changes
-    something is one :meth:`Store.apply` transaction (entities, relations, the new ``seq``
-    and, for local providers, the vectors), applied before the ask returns: an
-    acknowledged batch is committed, and a failed one (``StoreError``) changes nothing.
+    something is one store write (entities, relations, the new ``seq`` and, for local
+    providers, the vectors), committed before the ask returns: an acknowledged batch is
+    committed, and a failed one (``StoreError``) changes nothing.
     On restart the graph is reloaded exactly; stored vectors are reused when their model
     id and text digest match, so nothing is re-embedded.
 
 Embeddings
-    With ``embedding=None`` the graph is keyword-only and :mod:`toolcards.vector` is not
-    imported. Otherwise one :class:`~toolcards.vector.TextVectors` (keys: passage keys, texts:
-    an entity's head and windows of its observations, see
-    :mod:`toolcards.knowledge_graph._passages`), the module the planning board uses too, keeps
-    the vectors; the ``vectors`` collection is keyed by passage key. The ``hashing`` and ``local`` providers are
-    fast (~3 ms a text locally), so an update that changes at most ``INLINE_EMBED_MAX`` (64)
+    With ``embedding=None`` the graph is keyword-only and numpy is not imported. Otherwise
+    one :class:`~toolcards.vector.EmbeddingKeeper` and its :class:`~toolcards.vector.TextVectors`
+    (keys: passage keys, texts: an entity's head and windows of its observations, see
+    :mod:`toolcards.knowledge_graph._passages`), as the planning board keeps its own, keep the
+    vectors; the ``vectors`` collection is keyed by passage key, and the keeper's threads end
+    with the actor, stopped or crashed. The ``hashing`` and ``local`` providers are
+    fast (milliseconds a text), so an update that changes at most ``INLINE_EMBED_MAX`` (64)
     entities embeds them before taking the store's lock and persists the vectors whose text
     is still the one committed in the same transaction. A remote provider (``openai``) can
     take seconds or time out, and a large batch would hold the actor for seconds even
@@ -66,6 +67,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pykka
@@ -109,7 +111,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     from toolcards.knowledge_graph._index import GraphIndex
-    from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVector, TextVectors
+    from toolcards.vector import EmbeddingKeeper, EmbeddingParam, TextVector, TextVectors
 
 __all__ = ["INLINE_EMBED_MAX", "QUERY_EMBEDDING_TIMEOUT_S", "SOURCE", "KnowledgeGraphActor", "KnowledgeGraphProxy"]
 
@@ -124,7 +126,7 @@ _VECTORS = "vectors"
 _META = "meta"
 
 INLINE_EMBED_MAX = 64
-"""An update embeds at most this many entities inline (~0.2 s locally) with a fast provider
+"""An update embeds at most this many entities inline with a fast provider
 (``hashing``, ``local``); a larger one goes to the background."""
 QUERY_EMBEDDING_TIMEOUT_S = 2.0
 """Longest a search waits for its query's embedding before answering with keyword results."""
@@ -143,7 +145,7 @@ MAX_PATH_ENDPOINTS = 5
 
 def _relation_row_key(key: RelationKey) -> str:
     """``json.dumps(list(key), ensure_ascii=False)``, the stored key, written without building
-    an encoder per call (a batch of 2,000 relations spent ~15 ms doing that)."""
+    an encoder per call (that cost shows in a large batch of relations)."""
     return f"[{_json_string(key[0])}, {_json_string(key[1])}, {_json_string(key[2])}]"
 
 
@@ -232,8 +234,20 @@ class KnowledgeGraphActor(CallerRunsActor):
 
         self._passage_cache: dict[str, tuple[Entity, dict[str, str]]] = {}
         """Entity name → (the entity, its passage texts): the worker asks for texts one key at a time."""
-        self._vectors: TextVectors | None = None
-        """The entities' embeddings; ``None`` without an embedding (and until ``on_start``)."""
+        self._keeper: EmbeddingKeeper | None = None
+        """Keeps the passages' vectors; ``None`` without an embedding."""
+        if embedding is not None:
+            from toolcards.vector import EmbeddingKeeper
+
+            self._keeper = EmbeddingKeeper(
+                embedding,
+                name=self.namespace,
+                text_of=self._embedding_text_of,
+                persist=self._persist_vectors,
+                catch_up=self._refresh,
+                store_closed=lambda: store.closed,
+                index_factory=self._vector_rows,
+            )
 
         self._version = 0
         """The store version the graph in memory is the state of."""
@@ -242,6 +256,11 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._absorb(snapshot)
         self._stored_vectors: dict[str, Any] = snapshot.rows.get(_VECTORS, {})
         """The vector rows loaded with the graph, until ``on_start`` restores them."""
+
+    @property
+    def _vectors(self) -> TextVectors | None:
+        """The passages' vectors; ``None`` without an embedding (and outside ``on_start``..``on_stop``)."""
+        return None if self._keeper is None else self._keeper.vectors
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -252,43 +271,38 @@ class KnowledgeGraphActor(CallerRunsActor):
         if self._index.pending:
             self.actor_ref.tell(_IndexPending())
         stored, self._stored_vectors = self._stored_vectors, {}
-        if self._embedding is None:
-            return
-        from toolcards.vector import TextVectors, get_embedding_service
-
-        self._vectors = TextVectors(
-            get_embedding_service(self._embedding),
-            text_of=self._embedding_text_of,
-            deliver=self.actor_ref.tell,
-            name=self.namespace,
-            index_factory=self._vector_rows,
-        )
-        keys = [key for entity in self._entities.values() for key in passage_texts(entity)]
-        self._vectors.load(keys, stored, shared=self._store.shared)
+        if self._keeper is not None:
+            keys = [key for entity in self._entities.values() for key in passage_texts(entity)]
+            self._keeper.start(self.actor_ref.tell, keys, stored, shared=self._store.shared)
 
     def on_stop(self) -> None:
-        """Stop the background embedding thread; waits up to 5 s for a call in progress.
+        """Stop the background embedding threads; waits up to 5 s for a call in progress.
 
         Queued jobs are dropped: their entities have no stored vector, so the next start
         embeds them.
         """
-        if self._vectors is not None:
-            self._vectors.close()
+        if self._keeper is not None:
+            self._keeper.stop()
+
+    def on_failure(
+        self,
+        exception_type: type[BaseException] | None,
+        exception_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Stop the background embedding threads when the actor dies of an unexpected exception."""
+        if self._keeper is not None:
+            self._keeper.stop(wait_s=0)
 
     def on_receive(self, message: Any) -> Any:
-        """Index what was committed (:class:`_IndexPending`); handle the embedding worker's and
-        grace timer's messages; others are ignored."""
+        """Index what was committed (:class:`_IndexPending`) and handle the embedding keeper's
+        messages; others go to pykka's default, which logs them."""
         if isinstance(message, _IndexPending):
             self._index.flush()
             return None
-        if self._vectors is not None:
-            from toolcards.vector import GraceElapsed, TextsEmbedded
-
-            if isinstance(message, TextsEmbedded):
-                self._store_vectors(message)
-            elif isinstance(message, GraceElapsed):
-                self._embed_overdue()
-        return None
+        if self._keeper is not None and self._keeper.receive(message):
+            return None
+        return super().on_receive(message)
 
     # -- reads -----------------------------------------------------------------------
 
@@ -1040,37 +1054,19 @@ class KnowledgeGraphActor(CallerRunsActor):
         }
         return self._vectors.embed_now(texts, max_texts=INLINE_EMBED_MAX)
 
-    def _store_vectors(self, message: TextsEmbedded) -> None:
-        """Persist and index the vectors the worker computed, those still of their entity's text."""
+    def _persist_vectors(self, found: Sequence[TextVector]) -> list[TextVector]:
+        """Store the rows of the ``found`` vectors still of their entity's text, after catching
+        up (the keeper's ``persist``)."""
         vectors = self._vectors
         assert vectors is not None
-        accepted: list[TextVector] = []
-        if message.vectors:
-            try:
-                with self._store.write(self.namespace, since=self._version) as txn:
-                    # The texts may have changed in another process meanwhile.
-                    self._absorb(txn.catch_up)
-                    accepted = vectors.still_current(message.vectors)
-                    txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
-            except Exception:
-                # Vectors are derived data: without the rows they are recomputed on the next
-                # start. A store closed while the worker embedded is a shutdown, not a failure.
-                log = logger.debug if self._store.closed else logger.exception
-                log("%s: persisting %d vectors failed", self.namespace, len(message.vectors))
-                accepted = vectors.still_current(message.vectors)
-            else:
-                if txn.committed is not None:
-                    self._version = txn.committed
-        vectors.received(message, accepted)
-
-    def _embed_overdue(self) -> None:
-        """Embed entities another process changed but stored no vector for in time."""
-        assert self._vectors is not None
-        try:
-            self._refresh()  # a vector may have landed meanwhile
-        except Exception:
-            logger.exception("%s: catching up before embedding overdue entities failed", self.namespace)
-        self._vectors.embed_overdue()
+        with self._store.write(self.namespace, since=self._version) as txn:
+            # The texts may have changed in another process meanwhile.
+            self._absorb(txn.catch_up)
+            accepted = vectors.still_current(found)
+            txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
+        if txn.committed is not None:
+            self._version = txn.committed
+        return accepted
 
 
 class KnowledgeGraphProxy(ActorMemberMixin, pykka.ActorProxy[KnowledgeGraphActor]):

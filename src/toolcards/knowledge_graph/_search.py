@@ -20,12 +20,18 @@ Vector score
     embedding model reads them); entities below ``threshold`` do not enter through it.
 
 Hybrid score, in [0, 1]
-    ``alpha * cos' + (1 - alpha) * keyword'``: ``keyword'`` is the keyword score over the best
-    keyword score of the search, ``cos'`` the cosine scaled from the lowest to the highest
-    among the embedded entities onto [0, 1]. Each leg is calibrated to its own range, so
-    neither BM25's open range nor a model's narrow band of cosines dominates, whatever the
-    graph's size. ``bench memory`` chose the default weight (``alpha = 0.7``) and this
-    calibration against the best cosine, z-scores and reciprocal-rank fusion.
+    ``alpha * cos' + (1 - alpha) * keyword'``. ``cos'`` is the cosine scaled from the lowest
+    to the highest among the embedded entities onto [0, 1]. ``keyword'`` is the keyword
+    score over the query's *ceiling*, the BM25 one passage holding every query term would
+    reach (the sum of the terms' ``idf * (k1 + 1)``), capped at 1: it says how much of the
+    query an entity matched, weighed by rarity, whatever the other entities matched. A
+    query whose only shared words are common ones (speakers' names in every conversation)
+    lets its keyword leg weigh little, where dividing by the best keyword score gave the
+    best of those weak matches full weight. Neither BM25's open range nor a model's narrow
+    band of cosines dominates, whatever the graph's size. ``bench memory`` measured this
+    against the best-score calibration, z-scores, reciprocal-rank fusion (k = 10 and 60,
+    weighted, at several candidate depths) and other weights; ``docs/benchmarks.md`` has
+    the table. The weight (``alpha = 0.7``) was kept from before.
 
 Names first
     Whatever the mode, an entity named (or aliased) exactly the query ranks first, alone,

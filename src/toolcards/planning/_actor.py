@@ -10,16 +10,18 @@ One actor per team (the team orchestrator spawns it under the name
   :class:`~toolcards.vector.TextVectors`:
   ``{"model": model_id, "digest": description digest, "vector": base64 float32}``.
 
-**Writes.** :meth:`PlanningActor.update` applies a batch in memory, writes exactly the rows it
-changed plus the ``meta`` row in one :meth:`Store.apply` transaction, and returns only after
-that transaction committed; if the store fails, the in-memory board is rolled back and the
-error raised, so nothing is half-applied. The cost is the rows changed, never the board size.
+**Writes.** :meth:`PlanningActor.update` takes the store's write lock, catches the board up
+with what other processes committed, validates the batch against that, stages exactly the
+rows it changed plus the ``meta`` row, and returns only after that transaction committed;
+the board in memory changes only then, so a store that fails leaves both as they were and
+the error is raised. The cost is the rows changed, never the board size.
 Every non-empty batch increments the persisted ``seq`` and publishes one
 :class:`StateChanged`.
 
 **Embeddings** (when an :class:`EmbeddingParam` is given) are kept by one
-:class:`~toolcards.vector.TextVectors` (keys: task ids as text; texts: descriptions), the
-module the knowledge graph uses too. They never hold up or fail an update:
+:class:`~toolcards.vector.EmbeddingKeeper` and its :class:`~toolcards.vector.TextVectors`
+(keys: task ids as text; texts: descriptions), as the knowledge graph keeps its own. They
+never hold up or fail an update, and their threads end with the actor, stopped or crashed:
 
 * Descriptions this process committed are embedded after the commit, on the module's one
   worker thread. At most one embedding call is in flight; descriptions committed meanwhile
@@ -43,7 +45,7 @@ module the knowledge graph uses too. They never hold up or fail an update:
   store it waits for that vector as above, on a :class:`~toolcards.store.MemoryStore` it
   is embedded at once.
 
-numpy and :mod:`toolcards.vector` are imported only when an embedding is configured.
+numpy is imported only when an embedding is configured.
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ from toolcards.actors._timers import TimerHandle, call_later
 from toolcards.core._events import StateChanged, ToolcardsEvent
 from toolcards.core._idempotency import CallKey
 from toolcards.core._services import MAILBOX
-from toolcards.core._words import words_of
+from toolcards.core._words import STOP_WORDS, words_of
 from toolcards.errors import RetriableError
 from toolcards.planning._batch import StagedBatch, stage_update, unknown_task
 from toolcards.planning._claims import ReadyQueue, claim_refusal, history_line, none_ready, with_history
@@ -92,14 +94,14 @@ from toolcards.planning._models import (
     normalize_agent_name,
     normalize_status,
 )
-from toolcards.planning._render import PLAN_LIMIT, render_hits, render_plan
+from toolcards.planning._render import render_plan
 from toolcards.store._base import CatchUp, Change, Delta, Snapshot, Store, Transaction
 from toolcards.store._calls import CALLS, CallLog
 from toolcards.store._codec import JSONText
 
 if TYPE_CHECKING:
     from toolcards.actors._system import TeamHandle
-    from toolcards.vector import EmbeddingParam, TextsEmbedded, TextVectors
+    from toolcards.vector import EmbeddingKeeper, EmbeddingParam, TextVector, TextVectors
 
 __all__ = [
     "DEFAULT_LEASE_S",
@@ -117,8 +119,11 @@ T = TypeVar("T")
 
 PLANNING_ACTOR_NAME = "#PlanningTool"
 """The actor's name in a team, and the suffix of its store namespace."""
-SEMANTIC_MIN_SCORE = 0.5
-"""Lowest cosine similarity for a semantic search hit."""
+SEMANTIC_MIN_SCORE = 0.3
+"""Lowest cosine similarity for a semantic search hit. Task descriptions are one line, and a
+paraphrase of one often scores below 0.5 with the local model: the board's labelled set
+(``python -m bench planning``, figures in docs/benchmarks.md) finds far more paraphrases at
+0.3, for about one false hit in six queries that no task is about."""
 SEMANTIC_TOP_K = 20
 """Most semantic hits a search returns (keyword hits are not capped)."""
 QUERY_EMBEDDING_TIMEOUT_S = 2.0
@@ -136,12 +141,9 @@ _META = "meta"
 _VECTORS = "vectors"
 _BOARD_KEY = "board"
 
-# Words that say nothing about which task is meant; dropped from keyword queries.
-_STOPWORDS = frozenset(
-    {"a", "about", "all", "an", "and", "any", "are", "as", "at", "be", "by", "find", "for", "from", "in"}
-    | {"into", "is", "it", "list", "me", "my", "of", "on", "or", "show", "task", "tasks", "that", "the"}
-    | {"this", "to", "which", "with"}
-)
+# Words that say nothing about which task is meant, dropped from keyword queries: the shared
+# stop words, and the words of a request to the board itself ("find the tasks about ...").
+_STOPWORDS = STOP_WORDS | {"find", "list", "show", "task", "tasks"}
 
 
 def _search_text(task: Task) -> str:
@@ -149,8 +151,9 @@ def _search_text(task: Task) -> str:
 
 
 def _query_terms(query: str) -> list[str]:
-    # The package's one tokenizer splits words as the graph's search does (``user_service``
-    # is ``user`` and ``service``); the board keeps its own stop words and matches substrings.
+    # The package's one tokenizer splits words and drops stop words as the graph's search does
+    # (``user_service`` is ``user`` and ``service``). Plurals are not folded: the board matches
+    # substrings, and ``policy`` is not one of ``policies``.
     words = list(dict.fromkeys(words_of(query)))
     terms = [word for word in words if word not in _STOPWORDS and (len(word) > 1 or word.isdigit())]
     return terms or words
@@ -196,7 +199,6 @@ class PlanningActor(CallerRunsActor):
         self._team_id = team_id
         self._store = store
         self._namespace = f"{team_id}/{PLANNING_ACTOR_NAME}"
-        self._embedding = embedding
         self._publish = publish
         self._team = team
         self._claims: dict[int, Claim] = {}
@@ -215,10 +217,26 @@ class PlanningActor(CallerRunsActor):
         """The store version the board in memory is the state of."""
         self._calls = CallLog()
         """The keyed calls the board's writes answered, for exactly-once retries."""
-        self._vectors: TextVectors | None = None
-        """Semantic search; ``None`` when no embedding is configured."""
+        self._keeper: EmbeddingKeeper | None = None
+        """Keeps the descriptions' vectors; ``None`` when no embedding is configured."""
+        if embedding is not None:
+            from toolcards.vector import EmbeddingKeeper
+
+            self._keeper = EmbeddingKeeper(
+                embedding,
+                name=self._namespace,
+                text_of=self._description_of,
+                persist=self._persist_vectors,
+                catch_up=self._refresh,
+                store_closed=lambda: store.closed,
+            )
         self._loaded: Snapshot | None = store.load(self._namespace)
         self._absorb(self._loaded)
+
+    @property
+    def _vectors(self) -> TextVectors | None:
+        """The descriptions' vectors, for semantic search; ``None`` without an embedding."""
+        return None if self._keeper is None else self._keeper.vectors
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -229,17 +247,9 @@ class PlanningActor(CallerRunsActor):
         in the background.
         """
         snapshot, self._loaded = self._loaded, None
-        if self._embedding is not None and snapshot is not None:
-            from toolcards.vector import TextVectors, get_embedding_service
-
-            self._vectors = TextVectors(
-                get_embedding_service(self._embedding),
-                text_of=self._description_of,
-                deliver=self.actor_ref.tell,
-                name=self._namespace,
-            )
+        if self._keeper is not None and snapshot is not None:
             keys = [str(task_id) for task_id in self._tasks]
-            self._vectors.load(keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
+            self._keeper.start(self.actor_ref.tell, keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
         self._schedule_tick()
         if self._team is not None:
             # A member leaving the team (in any process) gives back what it claimed.
@@ -263,8 +273,8 @@ class PlanningActor(CallerRunsActor):
         if self._unsubscribe is not None:
             with contextlib.suppress(Exception):  # the team may be stopping first
                 self._unsubscribe()
-        if self._vectors is not None:
-            self._vectors.close()
+        if self._keeper is not None:
+            self._keeper.stop()
 
     def on_failure(
         self,
@@ -275,27 +285,20 @@ class PlanningActor(CallerRunsActor):
         """Stop the embedding threads when the actor dies of an unexpected exception."""
         if self._tick is not None:
             self._tick.cancel()
-        if self._vectors is not None:
-            self._vectors.close(wait_s=0)
+        if self._keeper is not None:
+            self._keeper.stop(wait_s=0)
 
     def on_receive(self, message: Any) -> Any:
-        """Handle the lease tick, the embedding worker's and grace timer's messages; others go
-        to pykka's default."""
+        """Handle the lease tick, a member's leaving and the embedding keeper's messages; others
+        go to pykka's default, which logs them."""
         if isinstance(message, _LeaseTick):
             self._on_tick()
             return None
         if isinstance(message, _MemberGone):
             self._release_member(message.member, message.reason)
             return None
-        if self._vectors is not None:
-            from toolcards.vector import GraceElapsed, TextsEmbedded
-
-            if isinstance(message, TextsEmbedded):
-                self._store_vectors(message)
-                return None
-            if isinstance(message, GraceElapsed):
-                self._embed_overdue()
-                return None
+        if self._keeper is not None and self._keeper.receive(message):
+            return None
         return super().on_receive(message)
 
     # -- reads -------------------------------------------------------------------------
@@ -369,8 +372,8 @@ class PlanningActor(CallerRunsActor):
                 a substring of its description or output, or when at least half of the
                 query's significant words occur in them (case-insensitive), and by
                 **meaning** when the cosine of its description's embedding with the
-                query's is at least 0.5 (best 20 only). Hits are the union, each labelled
-                ``keyword``, ``semantic`` or ``both``, best first.
+                query's is at least :data:`SEMANTIC_MIN_SCORE` (best 20 only). Hits are
+                the union, each labelled ``keyword``, ``semantic`` or ``both``, best first.
             status: keep only tasks with this status; a synonym is read as its status
                 (``"done"`` keeps ``completed`` tasks, see
                 :func:`~toolcards.planning._models.normalize_status`).
@@ -402,46 +405,14 @@ class PlanningActor(CallerRunsActor):
         limit: int | None = None,
     ) -> SearchPage:
         """:meth:`search`, keeping only the best ``limit`` hits (all when ``None``), and how
-        many matched in all.
+        many matched in all: the board's one search, which :meth:`search` and the
+        ``search_planning`` tool both read.
 
         The best hits are selected before any is built, so a query matching every task of a
         large board costs one pass over it, not a sorted list of objects it will not show.
         """
         total, hits = self._best_hits(query, status, owner, creator, limit)
         return _page(total, [{"task": task, "match": match, "similarity": score} for task, match, score in hits])
-
-    def render_search(
-        self,
-        query: str | None = None,
-        status: str | None = None,
-        owner: str | None = None,
-        creator: str | None = None,
-        limit: int = PLAN_LIMIT,
-    ) -> str:
-        """:meth:`search_page` as a model reads it (:func:`~toolcards.planning._render.render_search`),
-        rendered from the board itself: what ``search_planning`` answers, without a page of
-        models built only to be turned into text."""
-        total, hits = self._best_hits(query, status, owner, creator, limit)
-        return render_hits(total, [(task, match) for task, match, _ in hits], limit=limit)
-
-    def search_records(
-        self,
-        query: str | None = None,
-        status: str | None = None,
-        owner: str | None = None,
-        creator: str | None = None,
-        limit: int = PLAN_LIMIT,
-    ) -> tuple[str, dict[str, Any]]:
-        """:meth:`render_search`'s text and the hits it shows as records: ``{"total", "hits":
-        [{"id", "description", "status", "owner", "match"}]}``, from one pass over the board.
-        Added in 0.3."""
-        total, hits = self._best_hits(query, status, owner, creator, limit)
-        text = render_hits(total, [(task, match) for task, match, _ in hits], limit=limit)
-        records = [
-            {"id": task.id, "description": task.description, "status": task.status, "owner": task.owner, "match": match}
-            for task, match, _ in hits[:limit]
-        ]
-        return text, {"total": total, "hits": records}
 
     def _best_hits(
         self,
@@ -934,8 +905,13 @@ class PlanningActor(CallerRunsActor):
     # -- the lease tick ----------------------------------------------------------------
 
     def _schedule_tick(self) -> None:
+        # A lease is renewed once two thirds of it are left; ticking at least four times per
+        # shortest lease held makes sure a tick falls inside that window before it runs out.
+        shortest = min((claim.lease_s for claim in self._claims.values()), default=LEASE_TICK_S * 4)
         ref = self.actor_ref
-        self._tick = call_later(LEASE_TICK_S, lambda: ref.tell(_LeaseTick()) if ref.is_alive() else None)
+        self._tick = call_later(
+            min(LEASE_TICK_S, shortest / 4), lambda: ref.tell(_LeaseTick()) if ref.is_alive() else None
+        )
 
     def _on_tick(self) -> None:
         """Renew the leases of members active in this process; end those that ran out.
@@ -1170,36 +1146,19 @@ class PlanningActor(CallerRunsActor):
             self._vectors.forget(str(task_id))
         self._vectors.embed(str(task_id) for task_id in described if task_id in self._tasks)
 
-    def _store_vectors(self, message: TextsEmbedded) -> None:
-        """Persist and index the vectors the worker computed, those still of their description."""
+    def _persist_vectors(self, found: Sequence[TextVector]) -> list[TextVector]:
+        """Store the rows of the ``found`` vectors still of their description, after catching up
+        (the keeper's ``persist``); no ``seq``: vectors are derived data, not a change to the board."""
         vectors = self._vectors
         assert vectors is not None
-        accepted = []
-        try:
-            with self._store.write(self._namespace, since=self._version) as txn:
-                # The descriptions may have changed in another process meanwhile.
-                self._absorb(txn.catch_up)
-                accepted = vectors.still_current(message.vectors)
-                txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
-        except Exception:
-            # Vectors are derived data: search still uses them; a restart re-embeds them. A
-            # store closed while the worker embedded is a shutdown, not a failure.
-            log = logger.debug if self._store.closed else logger.exception
-            log("Persisting the vectors of %s failed.", self._namespace)
-            accepted = vectors.still_current(message.vectors)
-        else:
-            if txn.committed is not None:
-                self._version = txn.committed
-        vectors.received(message, accepted)
-
-    def _embed_overdue(self) -> None:
-        """Embed descriptions another process wrote but stored no vector for in time."""
-        assert self._vectors is not None
-        try:
-            self._refresh()  # a vector may have landed meanwhile
-        except Exception:
-            logger.exception("Catching up %s before embedding overdue descriptions failed.", self._namespace)
-        self._vectors.embed_overdue()
+        with self._store.write(self._namespace, since=self._version) as txn:
+            # The descriptions may have changed in another process meanwhile.
+            self._absorb(txn.catch_up)
+            accepted = vectors.still_current(found)
+            txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
+        if txn.committed is not None:
+            self._version = txn.committed
+        return accepted
 
 
 def _status_filter(word: str) -> TaskStatus:
@@ -1314,8 +1273,6 @@ class PlanningProxy(ActorMemberMixin, pykka.ActorProxy[PlanningActor]):
     render = proxy_method(PlanningActor.render)
     search = proxy_method(PlanningActor.search)
     search_page = proxy_method(PlanningActor.search_page)
-    render_search = proxy_method(PlanningActor.render_search)
-    search_records = proxy_method(PlanningActor.search_records)
     seq = proxy_method(PlanningActor.seq)
     tasks = proxy_method(PlanningActor.tasks)
     task_ids = proxy_method(PlanningActor.task_ids)

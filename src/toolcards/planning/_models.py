@@ -426,7 +426,7 @@ class SearchHit(BaseModel):
     task: Task
     match: MatchKind
     """``"keyword"``: the query's words are in the task; ``"semantic"``: its meaning is
-    close (cosine >= 0.5); ``"both"``; ``"filter"``: no query, only filters applied."""
+    close (cosine >= 0.3); ``"both"``; ``"filter"``: no query, only filters applied."""
     similarity: float | None = None
     """Cosine similarity to the query when it matched semantically, else ``None``."""
 

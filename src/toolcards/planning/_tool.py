@@ -41,7 +41,7 @@ from toolcards.core._views import view
 from toolcards.errors import OutcomeUnknown, RetriableError
 from toolcards.planning._actor import DEFAULT_LEASE_S, PLANNING_ACTOR_NAME, PlanningActor, PlanningProxy
 from toolcards.planning._models import ReservationMode, TaskCreate, TaskStatus, TaskUpdate
-from toolcards.planning._render import PLAN_LIMIT, render_claim, render_task, render_update_report
+from toolcards.planning._render import PLAN_LIMIT, render_claim, render_search, render_task, render_update_report
 from toolcards.store._default import default_store
 from toolcards.vector._param import EmbeddingParam
 
@@ -252,10 +252,18 @@ class PlanningTool(ToolCard):
             owner: e.g. @Bob; "" for unassigned.
             creator: e.g. @Alice.
         """
-        text, records = self.ask(
-            self.board.search_records(query, status, owner, creator, limit=PLAN_LIMIT), actor=PLANNING_ACTOR_NAME
-        )
-        return Records(text, records)
+        page = self.ask(self.board.search_page(query, status, owner, creator, PLAN_LIMIT), actor=PLANNING_ACTOR_NAME)
+        records = [
+            {
+                "id": hit.task.id,
+                "description": hit.task.description,
+                "status": hit.task.status,
+                "owner": hit.task.owner,
+                "match": hit.match,
+            }
+            for hit in page.hits
+        ]
+        return Records(render_search(page), {"total": page.total, "hits": records})
 
     @capability("claim_task", mutates=True, hints=ToolHints(title="Claim task"))
     def claim(self, task_id: int) -> str:

@@ -9,6 +9,8 @@
   worker, stored rows, and the rule that a text one process embedded is never embedded
   again by another; its worker and timer talk to the actor with :class:`TextsEmbedded`
   and :class:`GraceElapsed` messages.
+* :class:`EmbeddingKeeper` — keeps an actor's :class:`TextVectors` from its start to its stop
+  or crash: handles those messages, persists through the actor, ends the threads.
 
 Importing this package loads pydantic only; numpy, onnxruntime and openai are imported
 on first use. The local model's files are pinned by sha256 (:mod:`toolcards.vector._assets`);
@@ -18,12 +20,14 @@ on first use. The local model's files are pinned by sha256 (:mod:`toolcards.vect
 from __future__ import annotations
 
 from toolcards.vector._index import VectorIndex
+from toolcards.vector._keeper import EmbeddingKeeper
 from toolcards.vector._param import EmbeddingParam
 from toolcards.vector._providers.base import EmbeddingUnavailable
 from toolcards.vector._service import EmbeddingService, get_embedding_service
 from toolcards.vector._text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors
 
 __all__ = [
+    "EmbeddingKeeper",
     "EmbeddingParam",
     "EmbeddingService",
     "EmbeddingUnavailable",

@@ -1,8 +1,8 @@
 """An in-memory cosine index: exact brute-force search over a growable float32 matrix.
 
 Rows are stored L2-normalised in one contiguous ``(capacity, dim)`` matrix, so a search
-is one matrix-vector product plus ``argpartition`` — bound by memory bandwidth, about
-0.1 ms for 10,000 rows of 384 dimensions. :meth:`VectorIndex.upsert` appends (doubling the
+is one matrix-vector product plus ``argpartition``, bound by memory bandwidth
+(``docs/benchmarks.md`` has the figures). :meth:`VectorIndex.upsert` appends (doubling the
 capacity when full) or overwrites in place; :meth:`VectorIndex.remove` moves the last row
 into the hole. Both are amortised O(1). The matrix shrinks by half when it is a quarter
 full, so memory follows the number of rows.
@@ -152,8 +152,8 @@ class VectorIndex:
 
         unit = _as_unit_vector(query, self._dim, "The query")
         # einsum, not `@`: a BLAS matrix-vector product spreads over every core, and with the
-        # actor threads busy its worker threads contend (16 ms instead of 2 ms at 2k rows on
-        # two cores). einsum stays on the calling thread and its cost is predictable.
+        # actor threads busy its worker threads contend (several times slower on two cores,
+        # see docs/benchmarks.md). einsum stays on the calling thread and its cost is predictable.
         result: npt.NDArray[np.float32] = np.einsum("ij,j->i", self._matrix[: len(self._keys)], unit)
         return result
 

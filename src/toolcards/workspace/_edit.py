@@ -18,11 +18,9 @@ strategies, strictest first; the first strategy that finds ``old`` at all decide
    :data:`FUZZY_THRESHOLD` similar (rapidfuzz ``ratio`` over the lines with surrounding
    whitespace stripped); ``new`` is re-indented as in 4. The best runs that do not overlap
    count as the matches. Runs are first estimated line by line from the longest lines of
-   ``old`` (compared with every line of the file in one rapidfuzz ``cdist`` call where numpy
-   is installed, one ``extract`` per line otherwise: the same scores) and only promising
-   ones are scored in full, which keeps the search to about a millisecond on a 2,000-line
-   file; a run that scores well only by aligning its lines across line boundaries may be
-   passed over.
+   ``old`` (compared with every line of the file in one rapidfuzz ``cdist`` call) and only
+   promising ones are scored in full, so a large file is not scored run by run; a run that
+   scores well only by aligning its lines across line boundaries may be passed over.
 
 Re-indenting: when each indentation in ``old`` stands for one indentation in the matched
 lines (spaces for tabs, a deeper or shallower level, an unindented first line copied from
@@ -49,8 +47,6 @@ change nothing. Nothing here blocks or does I/O.
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import itertools
 import re
 from bisect import bisect_right
@@ -604,36 +600,17 @@ def _fuzzy_starts(stripped: list[str], query_lines: list[str]) -> list[int]:
     # A run starting at `start` is credited weight * (score - floor) for each anchor j whose
     # line start + j scores at least the floor; it is scored when its credit reaches `least`.
     least = need - base
-    if _numpy_installed():
-        return _credited_starts_matrix(stripped, query_lines, anchors, weights, least)
     return _credited_starts(stripped, query_lines, anchors, weights, least)
 
 
 def _credited_starts(
     stripped: list[str], query_lines: list[str], anchors: list[int], weights: list[int], least: float
 ) -> list[int]:
-    """:func:`_fuzzy_starts`'s credited runs, one rapidfuzz ``extract`` per anchor line."""
-    from rapidfuzz import fuzz, process
+    """:func:`_fuzzy_starts`'s credited runs: the starts whose credit reaches ``least``.
 
-    last = len(stripped) - len(query_lines)
-    credit: dict[int, float] = {}
-    for j in anchors:
-        weight = weights[j]
-        for _, score, line in process.extract(
-            query_lines[j], stripped, scorer=fuzz.ratio, score_cutoff=_ANCHOR_FLOOR, limit=None
-        ):
-            credit[line - j] = credit.get(line - j, 0.0) + weight * (score - _ANCHOR_FLOOR)
-    return sorted(start for start, value in credit.items() if 0 <= start <= last and value >= least)
-
-
-def _credited_starts_matrix(
-    stripped: list[str], query_lines: list[str], anchors: list[int], weights: list[int], least: float
-) -> list[int]:
-    """:func:`_credited_starts` computed with one rapidfuzz ``cdist`` for every anchor line.
-
-    ``cdist`` compares many lines at once (SIMD), about four times faster than an
-    ``extract`` per anchor, and needs numpy. Same scores, summed in the same order, so the
-    same runs.
+    Each anchor line ``j`` of old is compared with every line of the file in one rapidfuzz
+    ``cdist`` (many lines at once, in an array); line ``i`` scoring at least the floor
+    credits the run starting at ``i - j`` with ``weights[j] * (score - floor)``.
     """
     import numpy as np
     from rapidfuzz import fuzz, process
@@ -643,18 +620,13 @@ def _credited_starts_matrix(
     scores = process.cdist(
         [query_lines[j] for j in anchors], stripped, scorer=fuzz.ratio, score_cutoff=_ANCHOR_FLOOR, dtype=np.float64
     )
-    # credit[start + count] for start in -count .. size-1, as in _credited_starts.
+    # credit[start + count] for start in -count .. size-1.
     credit = np.zeros(size + count)
     for row, j in enumerate(anchors):
         gains = scores[row] - _ANCHOR_FLOOR
         gains[scores[row] < _ANCHOR_FLOOR] = 0.0  # below the floor cdist says 0: no credit
         credit[count - j : count - j + size] += weights[j] * gains
     return [int(start) for start in np.flatnonzero(credit[count : size + 1] >= least)]
-
-
-@functools.cache
-def _numpy_installed() -> bool:
-    return importlib.util.find_spec("numpy") is not None
 
 
 def _non_overlapping(doc: _Doc, matches: list[_Match]) -> list[_Match]:

@@ -43,9 +43,9 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from toolcards.workspace._glob import open_beneath
-from toolcards.workspace._grep import text_as_searched
 from toolcards.workspace._index import MAX_INDEXED_BYTES, WorkspaceIndex, workspace_index
 from toolcards.workspace._paths import display_name
+from toolcards.workspace._searched_text import text_as_searched
 from toolcards.workspace._watch import FileStat
 
 if TYPE_CHECKING:

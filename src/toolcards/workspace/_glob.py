@@ -131,45 +131,21 @@ def glob(
     expanded = check_glob(pattern)
     excluded = exclusion(exclude) if exclude.strip() else None
     if kind != stat.S_IFDIR:
-        shown = path or "."
-        if kind is None:
-            raise RetriableError(f"Directory {shown!r} does not exist: call workspace_list to see what does.")
-        if kind == stat.S_IFREG:
-            raise RetriableError(f"{shown!r} is a file, not a directory: pass its directory as path.")
-        raise RetriableError(f"{shown!r} is not a directory (a FIFO, socket or device): pass a directory as path.")
+        raise _not_a_directory(kind, path)
     regex = glob_regex(expanded)
     normalised = _normalised(expanded)
     max_depth = MAX_WALK_DEPTH
     if not any("**" in p.split("/") for p in normalised):
         max_depth = min(max_depth, _max_segments(normalised))
     kept = offset + limit
-    newest: list[tuple[int, list[str], str, int]] = []
-    total = 0
-    left_out: dict[str, bool] = {}
     with tree.directory(path) as base:
         prefix = "" if base.rel == "." else base.rel + "/"
-        for _, directory, entries in walk_files(base.fd, max_depth=max_depth):
-            if excluded is not None and _inside_excluded(directory, excluded, left_out):
-                continue
-            for entry in entries:
-                rel = directory + entry.name
-                if regex.fullmatch(rel) is None or (excluded is not None and excluded(rel)):
-                    continue
-                try:
-                    status = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                total += 1
-                newest.append((-status.st_mtime_ns, rel.split("/"), rel, status.st_size))
-            if len(newest) > 2 * kept:
-                newest.sort()
-                del newest[kept:]
+        newest, total = _newest_matches(base.fd, regex, excluded, max_depth=max_depth, kept=kept)
     if not total:
-        where = path or "."
         hint = ""
         if "/" not in pattern and not pattern.startswith("**"):
             hint = f" Patterns are anchored at the base directory: use '**/{pattern}' to match at any depth."
-        return f"No files match {pattern!r} under {where!r}.{hint}"
+        return f"No files match {pattern!r} under {path or '.'!r}.{hint}"
     if offset >= total:
         raise RetriableError(f"offset {offset} is past the end: {total} files match.")
     newest.sort()
@@ -178,6 +154,51 @@ def glob(
     if total > offset + len(page):
         lines.append(f"{total - offset - len(page):,} more — next offset {offset + len(page)}")
     return "\n".join(lines)
+
+
+def _not_a_directory(kind: int | None, path: str) -> RetriableError:
+    """The refusal of a base path that is missing (``kind`` None), a file or a special file."""
+    shown = path or "."
+    if kind is None:
+        return RetriableError(f"Directory {shown!r} does not exist: call workspace_list to see what does.")
+    if kind == stat.S_IFREG:
+        return RetriableError(f"{shown!r} is a file, not a directory: pass its directory as path.")
+    return RetriableError(f"{shown!r} is not a directory (a FIFO, socket or device): pass a directory as path.")
+
+
+_Match = tuple[int, list[str], str, int]
+"""A matching file as :func:`glob` sorts it: minus its mtime, its path's segments, its path, its size."""
+
+
+def _newest_matches(
+    base_fd: int,
+    regex: re.Pattern[str],
+    excluded: Callable[[str], bool] | None,
+    *,
+    max_depth: int,
+    kept: int,
+) -> tuple[list[_Match], int]:
+    """The ``kept`` newest files under ``base_fd`` that ``regex`` matches (unsorted), and how many match."""
+    newest: list[_Match] = []
+    total = 0
+    left_out: dict[str, bool] = {}
+    for _, directory, entries in walk_files(base_fd, max_depth=max_depth):
+        if excluded is not None and _inside_excluded(directory, excluded, left_out):
+            continue
+        for entry in entries:
+            rel = directory + entry.name
+            if regex.fullmatch(rel) is None or (excluded is not None and excluded(rel)):
+                continue
+            try:
+                status = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += 1
+            newest.append((-status.st_mtime_ns, rel.split("/"), rel, status.st_size))
+        if len(newest) > 2 * kept:
+            newest.sort()
+            del newest[kept:]
+    return newest, total
 
 
 def exclusion(pattern: str) -> Callable[[str], bool]:

@@ -45,9 +45,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from toolcards.workspace._glob import open_beneath
-from toolcards.workspace._grep import text_as_searched
 from toolcards.workspace._ignore_rules import IgnoreRules, read_small_text
 from toolcards.workspace._literals import Query, text_properties
+from toolcards.workspace._searched_text import text_as_searched
 from toolcards.workspace._trigrams import Postings, PostingsBuilder, codes_of_texts, index_bytes, set_bits, trigram_set
 from toolcards.workspace._watch import FileStat, TreeWatch, inotify_available, stat_walk
 

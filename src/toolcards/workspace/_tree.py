@@ -685,83 +685,23 @@ class Tree:
         the walk with ``missing(rel)``, ``rel`` being where the path would be. A path that
         names a directory (the root, or one ending in ``..``) runs ``last`` on ``"."`` in it.
         """
-        pending = _components(path)
-        pending.reverse()
-        root_fd = self._open_root(doing)
-        fd = root_fd
-        names: list[str] = []
-        links = 0
-        retries = 0
+        walk = _Walk(self, path, doing)
         try:
             while True:
-                if not pending:
-                    rel = "/".join(names) or "."
-                    try:
-                        return last(fd, ".", rel), rel
-                    except _IsLink:  # "." is never a link
-                        raise RetriableError(f"{rel!r} changed while it was being opened. Retry.") from None
-                name = pending.pop()
+                if not walk.pending:
+                    return walk.finish_in_directory(last)
+                name = walk.pending.pop()
                 if name == "..":
-                    if not names:
-                        raise _escape(path)
-                    names.pop()
-                    fd = self._reopen(root_fd, fd, names, path)
+                    walk.up()
                     continue
-                if not pending:
-                    rel = "/".join([*names, name])
-                    try:
-                        return last(fd, name, rel), rel
-                    except _IsLink:
-                        if not follow_last:
-                            raise RetriableError(f"{rel!r} changed while it was being changed. Retry.") from None
-                        target = _link_target(fd, name)
-                        if target is None:  # no longer a link: try again
-                            retries = _retry(retries, rel)
-                            pending.append(name)
-                            continue
-                        links = self._follow(target, links, pending, names, path)
-                        if not names and fd != root_fd:
-                            os.close(fd)
-                            fd = root_fd
-                        continue
-                try:
-                    child = os.open(name, _DIRECTORY_FLAGS, dir_fd=fd)
-                except OSError as exc:
-                    here = "/".join([*names, name])
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        target = _link_target(fd, name)
-                        if target is not None:
-                            links = self._follow(target, links, pending, names, path)
-                            if not names and fd != root_fd:
-                                os.close(fd)
-                                fd = root_fd
-                            continue
-                        if exc.errno == errno.ELOOP or _in_flux(fd, name):  # swapped while we looked
-                            retries = _retry(retries, here)
-                            pending.append(name)
-                            continue
-                    if exc.errno == errno.ENOENT and create_parents:
-                        try:
-                            os.mkdir(name, 0o777, dir_fd=fd)
-                        except FileExistsError:
-                            pass
-                        except OSError as made:
-                            raise file_error(made, doing, _joined(names, name, pending)) from made
-                        retries = _retry(retries, here)
-                        pending.append(name)
-                        continue
-                    if exc.errno in (errno.ENOENT, errno.ENOTDIR) and missing is not None:
-                        rel = _lexical([*names, name], pending, path)
-                        return missing(rel), rel
-                    raise _walk_error(exc, doing, here, _joined(names, name, pending)) from exc
-                if fd != root_fd:
-                    os.close(fd)
-                fd = child
-                names.append(name)
+                if walk.pending:
+                    found = walk.descend(name, create_parents=create_parents, missing=missing)
+                else:
+                    found = walk.finish(name, last, follow_last=follow_last)
+                if found is not None:
+                    return found
         finally:
-            if fd != root_fd:
-                os.close(fd)
-            os.close(root_fd)
+            walk.close()
 
     def _open_root(self, doing: Doing) -> int:
         try:
@@ -811,6 +751,110 @@ class Tree:
             names.clear()
         pending.extend(reversed([part for part in target.split("/") if part not in ("", ".")]))
         return links
+
+
+class _Walk:
+    """One walk of :meth:`Tree._at`: the directory it stands in and the components left.
+
+    ``fd`` is the handle of the directory ``names`` leads to (the root's handle while
+    ``names`` is empty); ``pending`` holds the components still to walk, the next last.
+    """
+
+    def __init__(self, tree: Tree, path: str, doing: Doing) -> None:
+        self.tree = tree
+        self.path = path
+        self.doing = doing
+        self.pending = _components(path)
+        self.pending.reverse()
+        self.root_fd = tree._open_root(doing)
+        self.fd = self.root_fd
+        self.names: list[str] = []
+        self.links = 0
+        self.retries = 0
+
+    def close(self) -> None:
+        if self.fd != self.root_fd:
+            os.close(self.fd)
+        os.close(self.root_fd)
+
+    def up(self) -> None:
+        """Walk ``..``: open the parent anew from the root (never past it)."""
+        if not self.names:
+            raise _escape(self.path)
+        self.names.pop()
+        self.fd = self.tree._reopen(self.root_fd, self.fd, self.names, self.path)
+
+    def finish_in_directory(self, last: Callable[[int, str, str], T]) -> tuple[T, str]:
+        """Nothing is left: run ``last`` on ``"."`` in the directory reached."""
+        rel = "/".join(self.names) or "."
+        try:
+            return last(self.fd, ".", rel), rel
+        except _IsLink:  # "." is never a link
+            raise RetriableError(f"{rel!r} changed while it was being opened. Retry.") from None
+
+    def finish(self, name: str, last: Callable[[int, str, str], T], *, follow_last: bool) -> tuple[T, str] | None:
+        """Run ``last`` on the last component; None when it was a link the walk now follows."""
+        rel = "/".join([*self.names, name])
+        try:
+            return last(self.fd, name, rel), rel
+        except _IsLink:
+            if not follow_last:
+                raise RetriableError(f"{rel!r} changed while it was being changed. Retry.") from None
+        target = _link_target(self.fd, name)
+        if target is None:  # no longer a link: try again
+            self._retry(name, rel)
+        else:
+            self._follow(target)
+        return None
+
+    def descend(self, name: str, *, create_parents: bool, missing: Callable[[str], T] | None) -> tuple[T, str] | None:
+        """Step into the directory ``name``; the walk's end when ``missing`` decides it, else None."""
+        try:
+            child = os.open(name, _DIRECTORY_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            return self._not_entered(exc, name, create_parents=create_parents, missing=missing)
+        if self.fd != self.root_fd:
+            os.close(self.fd)
+        self.fd = child
+        self.names.append(name)
+        return None
+
+    def _not_entered(
+        self, exc: OSError, name: str, *, create_parents: bool, missing: Callable[[str], T] | None
+    ) -> tuple[T, str] | None:
+        """``name`` could not be opened as a directory: follow, retry, create, end or raise."""
+        here = "/".join([*self.names, name])
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            target = _link_target(self.fd, name)
+            if target is not None:
+                self._follow(target)
+                return None
+            if exc.errno == errno.ELOOP or _in_flux(self.fd, name):  # swapped while we looked
+                self._retry(name, here)
+                return None
+        if exc.errno == errno.ENOENT and create_parents:
+            try:
+                os.mkdir(name, 0o777, dir_fd=self.fd)
+            except FileExistsError:
+                pass
+            except OSError as made:
+                raise file_error(made, self.doing, _joined(self.names, name, self.pending)) from made
+            self._retry(name, here)
+            return None
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR) and missing is not None:
+            rel = _lexical([*self.names, name], self.pending, self.path)
+            return missing(rel), rel
+        raise _walk_error(exc, self.doing, here, _joined(self.names, name, self.pending)) from exc
+
+    def _retry(self, name: str, rel: str) -> None:
+        self.retries = _retry(self.retries, rel)
+        self.pending.append(name)
+
+    def _follow(self, target: str) -> None:
+        self.links = self.tree._follow(target, self.links, self.pending, self.names, self.path)
+        if not self.names and self.fd != self.root_fd:
+            os.close(self.fd)
+            self.fd = self.root_fd
 
 
 # -- helpers of the walk and the operations --------------------------------------------------------
