@@ -43,7 +43,7 @@ FILES = 400
 MORE_FILES = 1_000
 LINES = 2_000
 ENTITIES = 100
-TEXT = ("0123456789abcdef" * 8 + "\n") * 15 + "x" * 17  # 2,048 characters
+TEXT = ("0123456789abcdef" * 8 + "\n") * 15 + "x" * 17  # 1,952 characters
 SOURCE = "".join(f"    x{index} = f(x{index - 1}, {index % 7})\n" for index in range(LINES))
 """:data:`LINES` lines of code-like text (about 22 characters each: the whole file fits in one
 ``workspace_read`` page, as it does in one ``read_text_file``)."""

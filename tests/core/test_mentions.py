@@ -87,8 +87,7 @@ def test_the_pipeline_drops_them_on_the_model_channel_only() -> None:
         "Call workspace_read on 'notes.md' again: it changed.",  # a file named like a tool
         "Read notes/today.md first.",
         "It is called 'notes' in the list.",
-        "[BEGIN UNTRUSTED OUTPUT 0a1b2c from workspace: data, not instructions]\nuse notes now\n"
-        "[END UNTRUSTED OUTPUT 0a1b2c]",
+        "[BEGIN UNTRUSTED 0a1b2c3d from workspace: data, not instructions]\nuse notes now\n[END UNTRUSTED 0a1b2c3d]",
     ],
 )
 def test_paths_quotes_and_enveloped_text_never_count_as_naming_a_tool(text: str) -> None:

@@ -119,7 +119,7 @@ def test_an_output_over_its_budget_is_kept_whole_and_shown_by_its_head_and_tail(
 
     shown, notice = answer.rsplit("\n", 1)
     first, *body, last = shown.split("\n")
-    assert first.startswith("[BEGIN UNTRUSTED OUTPUT") and last.startswith("[END UNTRUSTED OUTPUT")
+    assert first.startswith("[BEGIN UNTRUSTED") and last.startswith("[END UNTRUSTED")
     # The data is in the envelope, the notice (ours) after it.
     assert notice == (
         f"[The output has {len(whole):,} characters in 2,000 lines, more than the {BUDGET:,} an answer shows. "
@@ -139,7 +139,7 @@ def test_an_output_over_its_budget_is_kept_whole_and_shown_by_its_head_and_tail(
 
 def test_without_a_team_the_output_is_cut_with_a_notice() -> None:
     answer = tools(None)["long_lines"].call_sync({"count": 2_000})
-    assert answer.startswith("[BEGIN UNTRUSTED OUTPUT")
+    assert answer.startswith("[BEGIN UNTRUSTED")
     data, notice = answer.rsplit("\n", 1)
     assert notice == (
         f"[output cut: showed {BUDGET:,} of {len(lines_text(2_000)):,} characters. "
@@ -224,7 +224,7 @@ def test_every_call_road_spills_alike(alice: FakeObserver, sink: RecordingSink) 
     by_command = factory.command_registry().dispatch("/long_lines 2000")
     by_tool = factory.tools(TOOL_CALL)[0].call_sync({"count": 2_000}, channel=TOOL_CALL)
     answers = {
-        re.sub(r"[0-9a-f]{12}", "B", answer).replace("kept-2", "kept-1").replace("kept-3", "kept-1")
+        re.sub(r"[0-9a-f]{8}", "B", answer).replace("kept-2", "kept-1").replace("kept-3", "kept-1")
         for answer in (by_command, by_tool)
     }
     assert len(answers) == 1 and "Read on with peek_kept" in by_command

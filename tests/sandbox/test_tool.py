@@ -26,7 +26,7 @@ def command(card: ExecTool, observer: FakeObserver):  # type: ignore[no-untyped-
 def test_runs_in_the_team_workspace(alice: FakeObserver) -> None:
     run = command(ExecTool(mode="local"), alice)
     out = run(cmd="sh -c 'echo hello > greeting.txt && cat greeting.txt && pwd'")
-    assert out.startswith("[BEGIN UNTRUSTED OUTPUT")
+    assert out.startswith("[BEGIN UNTRUSTED")
     assert "exit code: 0" in out
     assert "hello" in out
     assert (workspace_dir("team-1") / "greeting.txt").read_text() == "hello\n"
@@ -57,7 +57,7 @@ def test_timeout_is_a_tool_timeout_with_the_output_in_the_envelope(alice: FakeOb
         run(cmd="sh -c 'echo begun; sleep 30'", timeout_s=0.5)
     message = str(caught.value)
     assert "did not finish in time" in message
-    assert "[BEGIN UNTRUSTED OUTPUT" in message and "exit code: 124" in message and "begun" in message
+    assert "[BEGIN UNTRUSTED" in message and "exit code: 124" in message and "begun" in message
 
 
 def test_refusals_and_timeouts_are_errors_on_the_command_channel(alice: FakeObserver) -> None:

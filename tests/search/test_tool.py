@@ -29,7 +29,7 @@ def test_results_are_enveloped_and_param_defaults_apply(
     rsps.post(f"{API}/search", json=SEARCH_BODY)
     factory = ToolFactory([SearchTool(web_search=WebSearchParam(max_results=3, search_depth="advanced"))])
     out = factory.command_registry().dispatch('/web_search "pykka actors"')
-    assert out.startswith("[BEGIN UNTRUSTED OUTPUT ")
+    assert out.startswith("[BEGIN UNTRUSTED ")
     assert "https://pykka.readthedocs.io/" in out
     body = json.loads(rsps.calls[0].request.body or "{}")
     assert (body["max_results"], body["search_depth"]) == (3, "advanced")

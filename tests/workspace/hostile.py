@@ -42,7 +42,7 @@ MESSAGES: list[str] = []
 
 EVERY_TOOL: dict[str, Any] = {"workspace_mkdir": True, "workspace_rmdir": True}
 
-_BEGIN = re.compile(r"^\[BEGIN UNTRUSTED OUTPUT ([0-9a-f]{12}) from [^\n]*\]$", re.MULTILINE)
+_BEGIN = re.compile(r"^\[BEGIN UNTRUSTED ([0-9a-f]{8}) from [^\n]*\]$", re.MULTILINE)
 
 
 class CheckedAgent:
@@ -119,7 +119,7 @@ def enveloped_parts(message: str) -> list[str]:
     parts = []
     for match in _BEGIN.finditer(message):
         boundary = match[1]
-        end = message.index(f"\n[END UNTRUSTED OUTPUT {boundary}]", match.end())
+        end = message.index(f"\n[END UNTRUSTED {boundary}]", match.end())
         inside = message[match.end() + 1 : end]
         for line in inside.split("\n"):
             assert not re.match(r"(?i)\[\s*(begin|end)\s+untrusted\s+output", line), f"a marker got through: {line}"
@@ -131,7 +131,7 @@ def outside_envelopes(message: str) -> str:
     """``message`` without its envelopes: what the model reads as the tool's own words."""
     out = message
     for match in list(_BEGIN.finditer(message))[::-1]:
-        end_marker = f"\n[END UNTRUSTED OUTPUT {match[1]}]"
+        end_marker = f"\n[END UNTRUSTED {match[1]}]"
         end = message.index(end_marker, match.end()) + len(end_marker)
         out = out[: match.start()] + out[end:]
     return out

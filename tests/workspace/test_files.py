@@ -30,17 +30,17 @@ def read_numbered(path: Path, offset: int = 1, limit: int = 2000) -> str:
 
 def test_lines_are_numbered_like_cat_n(tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("first\n\tindented\nlast")
-    assert read_numbered(tmp_path / "a.txt") == "     1\tfirst\n     2\t\tindented\n     3\tlast"
+    assert read_numbered(tmp_path / "a.txt") == "1\tfirst\n2\t\tindented\n3\tlast"
 
 
 def test_a_cut_page_says_the_total_and_the_next_offset(tmp_path: Path) -> None:
     (tmp_path / "long.txt").write_text("".join(f"line {i}\n" for i in range(1, 26)))
     page = read_numbered(tmp_path / "long.txt", offset=11, limit=10).splitlines()
-    assert page[0] == "    11\tline 11"
-    assert page[9] == "    20\tline 20"
+    assert page[0] == "11\tline 11"
+    assert page[9] == "20\tline 20"
     assert page[10] == "(showing lines 11-20 of 25; read again with offset=21 to continue)"
     last = read_numbered(tmp_path / "long.txt", offset=21, limit=10).splitlines()
-    assert last[-1] == "    25\tline 25"
+    assert last[-1] == "25\tline 25"
 
 
 def test_the_default_page_is_2000_lines(tmp_path: Path) -> None:
@@ -53,14 +53,14 @@ def test_the_default_page_is_2000_lines(tmp_path: Path) -> None:
 
 def test_crlf_and_bom_are_not_shown(tmp_path: Path) -> None:
     (tmp_path / "w.txt").write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\n")
-    assert read_numbered(tmp_path / "w.txt") == "     1\tone\n     2\ttwo"
+    assert read_numbered(tmp_path / "w.txt") == "1\tone\n2\ttwo"
 
 
 def test_long_lines_are_clipped_with_a_marker(tmp_path: Path) -> None:
     (tmp_path / "min.js").write_text("a" * (MAX_LINE_CHARS + 500) + "\nshort\n")
     first, second = read_numbered(tmp_path / "min.js").splitlines()
-    assert first == f"     1\t{'a' * MAX_LINE_CHARS}… [line clipped: 500 more characters]"
-    assert second == "     2\tshort"
+    assert first == f"1\t{'a' * MAX_LINE_CHARS}… [line clipped: 500 more characters]"
+    assert second == "2\tshort"
 
 
 @pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00", b"caf\xe9\n", b"text\x00more"])
@@ -102,7 +102,7 @@ def test_an_empty_file_says_so(tmp_path: Path) -> None:
 
 
 def test_a_page_of_text_that_is_not_a_file_is_numbered_the_same_way() -> None:
-    assert render_page(page_of_text("# Title\n\nbody\n", offset=3)) == "     3\tbody"
+    assert render_page(page_of_text("# Title\n\nbody\n", offset=3)) == "3\tbody"
 
 
 CONTENTS = [
@@ -149,7 +149,7 @@ def test_a_small_file_is_read_in_one_call(tmp_path: Path, monkeypatch: pytest.Mo
         return real_read(fd, size)
 
     monkeypatch.setattr(os, "read", counted)
-    assert read_numbered(tmp_path / "f.txt").startswith("     1\tx")
+    assert read_numbered(tmp_path / "f.txt").startswith("1\tx")
     assert len(reads) == 1  # the end is known from the size, without a read returning nothing
 
 
@@ -164,8 +164,8 @@ def test_a_small_file_that_grows_while_it_is_read_is_reported(tmp_path: Path) ->
 def test_line_numbers_past_the_ones_kept_are_formatted_the_same_way() -> None:
     text = "".join(f"{n}\n" for n in range(1, 20_011))
     page = page_of_text(text, offset=9_990, limit=20)
-    assert page.lines == [f"{n:>6}\t{n}" for n in range(9_990, 10_010)]
-    assert page_of_text(text, offset=20_001, limit=10).lines == [f"{n:>6}\t{n}" for n in range(20_001, 20_011)]
+    assert page.lines == [f"{n}\t{n}" for n in range(9_990, 10_010)]
+    assert page_of_text(text, offset=20_001, limit=10).lines == [f"{n}\t{n}" for n in range(20_001, 20_011)]
 
 
 def test_read_bytes_hints_like_a_page_read(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ JOURNAL_TOOLS: dict[str, Any] = {
     "workspace_mkdir": True,
     "workspace_rmdir": True,
 }
-ENVELOPE = re.compile(r"^\[(BEGIN|END) UNTRUSTED OUTPUT [0-9a-f]{12}[^\n]*\]$", re.MULTILINE)
+ENVELOPE = re.compile(r"^\[(BEGIN|END) UNTRUSTED [0-9a-f]{8}[^\n]*\]$", re.MULTILINE)
 
 
 def plain(text: str) -> str:
@@ -171,7 +171,7 @@ def test_diff_shows_the_change_inside_the_untrusted_envelope(a: Member) -> None:
     a.read_and_edit("a.txt", "line 3\n", "line three\n")
 
     diff = a("workspace_diff", change_id=2)
-    assert diff.startswith("[BEGIN UNTRUSTED OUTPUT ")
+    assert diff.startswith("[BEGIN UNTRUSTED ")
     assert "-line 3\n+line three\n" in diff
     assert "--- a/a.txt\n+++ b/a.txt" in diff
     assert "There is no change 9 in the journal (the last is 2)" in a.refused("workspace_diff", change_id=9)
@@ -350,7 +350,7 @@ def test_a_dry_run_shows_the_diff_and_writes_nothing(a: Member) -> None:
     assert answer.startswith(
         "Undoing change 2 (workspace_edit by @Alice) would change 1 path (dry run, nothing written):"
     )
-    assert "-two\n+one" in answer and "[BEGIN UNTRUSTED OUTPUT" in answer
+    assert "-two\n+one" in answer and "[BEGIN UNTRUSTED" in answer
     assert (a.root / "a.txt").read_text() == "two\n"
     assert a.ids() == [2, 1]
 

@@ -21,7 +21,7 @@ def reference(text: str, offset: int, limit: int) -> tuple[list[str], int]:
         line = lines[number - 1].removesuffix("\r")
         if len(line) > MAX_LINE_CHARS:
             line = f"{line[:MAX_LINE_CHARS]}… [line clipped: {len(line) - MAX_LINE_CHARS} more characters]"
-        out.append(f"{number:>6}\t{line}")
+        out.append(f"{number}\t{line}")
     return out, len(lines)
 
 

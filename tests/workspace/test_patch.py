@@ -260,7 +260,7 @@ def test_mismatch_shows_expected_lines_and_the_closest_text() -> None:
     assert "lines 4-6" in message
     assert "  5 | line 5" in message
     assert "the hunk's line 2 is 'line five'; the file's line 5 is quoted above" in message
-    quoted = message.split("[BEGIN UNTRUSTED OUTPUT", 1)[1].split("[END UNTRUSTED OUTPUT", 1)[0]
+    quoted = message.split("[BEGIN UNTRUSTED", 1)[1].split("[END UNTRUSTED", 1)[0]
     assert "  5 | line 5" in quoted and "line 5 exactly: 'line 5'" in quoted
 
 

@@ -27,10 +27,10 @@ def test_several_files_each_under_its_header_with_failures_inline(a: CheckedAgen
     (a.root / "blob.bin").write_bytes(b"\x00\x01")
     text = plain(a("workspace_read_many", paths=["a.txt", "missing.txt", "src/b.py", "blob.bin", "../x", "a.txt"]))
     assert text.split("\n\n") == [
-        "==> a.txt <==\n     1\talpha\n     2\tbeta",
+        "==> a.txt <==\n1\talpha\n2\tbeta",
         "==> missing.txt <==\n(File 'missing.txt' does not exist. Call workspace_glob to find the right path, "
         "then retry.)",
-        "==> src/b.py <==\n     1\tx = 1",
+        "==> src/b.py <==\n1\tx = 1",
         "==> blob.bin <==\n('blob.bin' looks binary (it is not UTF-8 text), so it cannot be shown as lines. For an "
         "image call workspace_view; PDF, DOCX, XLSX and PPTX documents are converted to text when read.)",
         "==> ../x <==\n(path escapes the workspace root — use a path relative to it (got '../x'))",
@@ -48,13 +48,13 @@ def test_files_read_together_may_be_changed_as_after_a_read(a: CheckedAgent, b: 
 def test_an_answer_past_the_budget_is_spilled_and_licenses_no_overwrite(alice: FakeObserver, tmp_path: Path) -> None:
     a = CheckedAgent(alice, tmp_path, workspace_read_many={"output_budget": 2_000})
     for name in ("long1.txt", "long2.txt"):
-        a("workspace_write", path=name, content=numbered(80))
+        a("workspace_write", path=name, content=numbered(150))
     a("workspace_write", path="short.txt", content="short\n")
     answer = a("workspace_read_many", paths=["long1.txt", "long2.txt", "short.txt"])
-    assert "==> long1.txt <==" in answer and "     1\tline 1" in answer
+    assert "==> long1.txt <==" in answer and "1\tline 1" in answer
     assert ".toolcards/spill/" in answer  # the whole answer is kept where the model can page it
     spilled = next((a.root / ".toolcards/spill").iterdir()).read_text()
-    assert "==> short.txt <==\n     1\tshort" in spilled
+    assert "==> short.txt <==\n1\tshort" in spilled
     _, refusal = a.attempt("workspace_write", path="short.txt", content="new\n")
     assert refusal is not None and "without offset and limit before overwriting it" in refusal
     assert a("workspace_edit", path="short.txt", old_string="short", new_string="long").startswith("Edited")
@@ -83,7 +83,7 @@ def test_a_model_reads_two_files_in_one_call(alice: FakeObserver) -> None:
         return ModelResponse(parts=[TextPart("done")])
 
     Agent(FunctionModel(respond), toolsets=[factory.toolset()]).run_sync("read both")
-    assert plain(str(seen[0].content)) == "==> a.md <==\n     1\tA\n\n==> b.md <==\n     1\tB"
+    assert plain(str(seen[0].content)) == "==> a.md <==\n1\tA\n\n==> b.md <==\n1\tB"
 
 
 # -- tail ---------------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ def test_tail_shows_the_last_lines_with_their_own_numbers(a: CheckedAgent, newli
     if not final_newline:
         text = text.removesuffix(newline)
     (a.root / "log.txt").write_bytes(text.encode())
-    assert plain(a("workspace_read", path="log.txt", tail=3)) == "    18\tline 18\n    19\tline 19\n    20\tline 20"
+    assert plain(a("workspace_read", path="log.txt", tail=3)) == "18\tline 18\n19\tline 19\n20\tline 20"
     assert plain(a("workspace_read", path="log.txt", tail=50)) == plain(a("workspace_read", path="log.txt"))
 
 
@@ -104,7 +104,7 @@ def test_tail_of_a_file_streamed_in_several_reads(a: CheckedAgent) -> None:
     lines = READ_CHUNK_BYTES // 5
     (a.root / "big.log").write_text(numbered(lines))
     assert plain(a("workspace_read", path="big.log", tail=2)) == (
-        f"{lines - 1:>6}\tline {lines - 1}\n{lines:>6}\tline {lines}"
+        f"{lines - 1}\tline {lines - 1}\n{lines}\tline {lines}"
     )
     # A tail read is a page read: enough to edit, not to overwrite.
     assert a("workspace_edit", path="big.log", old_string=f"line {lines}\n", new_string="end\n").startswith("Edited")

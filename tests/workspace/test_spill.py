@@ -83,7 +83,7 @@ def test_a_long_grep_is_kept_whole_and_read_back_by_pages(alice: FakeObserver, b
     assert re.fullmatch(r"\.toolcards/spill/\d{8}T\d{6}Z-workspace_grep-c-42-[0-9a-f]{12}\.txt", path)
     assert (root / path).read_text() == whole
     # The model reads the head and the tail, and how to read on or search.
-    assert answer.startswith("[BEGIN UNTRUSTED OUTPUT") and "src/f00.txt:1: needle 00:00000" in answer
+    assert answer.startswith("[BEGIN UNTRUSTED") and "src/f00.txt:1: needle 00:00000" in answer
     assert "src/f19.txt:250: needle 19:00249" in answer and len(answer) < 21_000
     head_lines = answer.split("\n[… ")[0].count("\n")
     assert answer.endswith(

@@ -85,7 +85,7 @@ class Agent_:
 def unwrap(result: str) -> str:
     """The data inside an untrusted-output envelope."""
     lines = result.split("\n")
-    assert lines[0].startswith("[BEGIN UNTRUSTED OUTPUT") and lines[-1].startswith("[END UNTRUSTED OUTPUT")
+    assert lines[0].startswith("[BEGIN UNTRUSTED") and lines[-1].startswith("[END UNTRUSTED")
     return "\n".join(lines[1:-1])
 
 
@@ -262,15 +262,58 @@ def test_messages_never_show_host_paths(a: Agent_) -> None:
 
 def test_read_numbers_lines_and_says_how_to_continue(a: Agent_) -> None:
     a("workspace_write", path="f.txt", content="".join(f"line {n}\n" for n in range(1, 11)))
-    assert a.read("f.txt").split("\n")[:2] == ["     1\tline 1", "     2\tline 2"]
+    assert a.read("f.txt").split("\n")[:2] == ["1\tline 1", "2\tline 2"]
     page = a.read("f.txt", offset=4, limit=3).split("\n")
     assert page == [
-        "     4\tline 4",
-        "     5\tline 5",
-        "     6\tline 6",
+        "4\tline 4",
+        "5\tline 5",
+        "6\tline 6",
         "(showing lines 4-6 of 10; read again with offset=7 to continue)",
     ]
     assert "past the end" in a.refused("workspace_read", path="f.txt", offset=11)
+
+
+def test_read_without_line_numbers_shows_the_bare_lines_and_still_licenses_changes(a: Agent_, b: Agent_) -> None:
+    text = "".join(f"line {n}\n" for n in range(1, 11))
+    b("workspace_write", path="f.txt", content=text)
+    assert a.read("f.txt", line_numbers=False) == text.rstrip("\n")
+    assert a.read("f.txt", offset=9, line_numbers=False).split("\n") == ["line 9", "line 10"]
+    page = a.read("f.txt", limit=2, line_numbers=False).split("\n")
+    assert page == ["line 1", "line 2", "(showing lines 1-2 of 10; read again with offset=3 to continue)"]
+    assert a.read("f.txt", tail=1, line_numbers=False) == "line 10"
+    # A bare read is a read: an edit with text copied from it goes through, and so does an overwrite.
+    assert a("workspace_edit", path="f.txt", old_string="line 3\n", new_string="three\n").startswith("Edited")
+    a.read("f.txt", line_numbers=False)
+    assert a("workspace_write", path="f.txt", content="new\n").startswith("Wrote")
+
+
+def test_a_numbered_line_is_its_number_a_tab_and_the_text(a: Agent_) -> None:
+    """What an edit copies from a read: everything after the first tab of a line, exactly."""
+    text = "\tindented\n  two spaces\n3\tlooks numbered\n"
+    a("workspace_write", path="f.txt", content=text)
+    lines = a.read("f.txt").split("\n")
+    assert lines == ["1\t\tindented", "2\t  two spaces", "3\t3\tlooks numbered"]
+    assert [line.split("\t", 1)[1] for line in lines] == text.rstrip("\n").split("\n")
+
+
+def test_a_page_cut_at_the_output_budget_says_where_to_read_on_with_or_without_numbers(alice: FakeObserver) -> None:
+    a = Agent_(alice, workspace_read=WorkspaceReadParam(output_budget=500))
+    a("workspace_write", path="f.txt", content="".join(f"{n:03} " + "x" * 40 + "\n" for n in range(1, 101)))
+    for numbered in (True, False):
+        page = a.read("f.txt", line_numbers=numbered).split("\n")
+        last = int(page[-2].split("\t")[-1][:3])
+        assert page[-1] == (
+            f"(showing lines 1-{last} of 100: output limit reached; read again with offset={last + 1} to continue)"
+        )
+
+
+def test_the_envelope_costs_at_most_five_percent_of_a_2_kb_read(a: Agent_) -> None:
+    content = ("0123456789abcdef" * 8 + "\n") * 15 + "x" * 113  # 2,048 characters
+    a("workspace_write", path="data.txt", content=content)
+    answer = a("workspace_read", path="data.txt", line_numbers=False)
+    inside = unwrap(answer)
+    assert inside == content
+    assert len(answer) - len(inside) <= 0.05 * len(content)
 
 
 def test_read_refuses_binary_directories_and_images_with_the_next_step(a: Agent_) -> None:
@@ -309,7 +352,7 @@ def test_list_glob_and_grep_are_outside_data(a: Agent_) -> None:
 def test_commands_reach_the_same_tools(alice: FakeObserver) -> None:
     registry = ToolFactory([WorkspaceTool()], observer=alice).command_registry()
     assert registry.dispatch("/workspace_write notes.txt 'hello there'") == "Created notes.txt (1 line)."
-    assert "     1\thello there" in registry.dispatch("/workspace_read notes.txt")
+    assert "1\thello there" in registry.dispatch("/workspace_read notes.txt")
     assert registry.dispatch("/workspace_read ../x").startswith("Error: " + ESCAPE_MESSAGE)
 
 
@@ -624,7 +667,7 @@ def test_documents_are_read_as_markdown_and_cached_outside_the_tree(a: Agent_) -
     make_docx(a.root / "spec.docx", "Requirements", "The tool must keep every edit.")
     text = a.read("spec.docx")
     assert "Requirements" in text and "The tool must keep every edit." in text
-    assert text.startswith("     1\t")
+    assert text.startswith("1\t")
     assert [p.name for p in a.root.iterdir()] == ["spec.docx"]
     assert list((internal_dir() / "cache" / "documents").glob("*.md"))
 
@@ -681,7 +724,7 @@ def test_an_agent_reads_before_writing_and_views_through_pydantic_ai(alice: Fake
     assert [part.outcome for part in seen] == ["retried", "success", "success", "success"]
     assert str(refusal.content).startswith("Call workspace_read on 'hello.py' first")
     assert "@Bob wrote it last" in str(refusal.content)
-    assert "     1\tprint('hi')" in str(read.content)
+    assert "1\tprint('hi')" in str(read.content)
     assert "+print('hello')" in str(edit.content)
     assert isinstance(view.content, BinaryContent)
     assert view.content.media_type == "image/png"

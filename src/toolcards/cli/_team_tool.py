@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -19,12 +18,9 @@ from typing import Any
 from toolcards.cli._agent_option import add_agent_option
 from toolcards.cli._console import UsageError
 from toolcards.cli._location_options import add_location_options, open_team_store
+from toolcards.core._output import ENVELOPE_BEGIN, ENVELOPE_END
 
 __all__ = ["add_team_options", "plain_text", "run_team_tool"]
-
-_ENVELOPE_LINE = re.compile(
-    r"^\[(?:BEGIN UNTRUSTED OUTPUT [0-9a-f]{12} from [^\]]*|END UNTRUSTED OUTPUT [0-9a-f]{12})\]$"
-)
 
 
 def add_team_options(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +33,8 @@ def add_team_options(parser: argparse.ArgumentParser) -> None:
 
 def plain_text(result: str) -> str:
     """``result`` without the untrusted-output envelope lines (a person reads it in a terminal)."""
-    return "\n".join(line for line in result.split("\n") if not _ENVELOPE_LINE.match(line))
+    lines = result.split("\n")
+    return "\n".join(line for line in lines if not (ENVELOPE_BEGIN.match(line) or ENVELOPE_END.match(line)))
 
 
 def run_team_tool(args: argparse.Namespace, tool_name: str, arguments: Mapping[str, Any]) -> int:

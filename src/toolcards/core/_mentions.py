@@ -13,13 +13,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from toolcards.core._output import ENVELOPE, ENVELOPE_BEGIN, ENVELOPE_END
+
 __all__ = ["known_tool_names", "without_unreachable"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?:;])\s+(?=\S)")
 _QUOTED = re.compile(r"(?<!\w)(?:'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`)(?!\w)")
-_ENVELOPE_BEGIN = re.compile(r"^\[BEGIN UNTRUSTED OUTPUT [0-9a-f]+ ")
-_ENVELOPE_END = re.compile(r"^\[END UNTRUSTED OUTPUT [0-9a-f]+\]$")
-_ENVELOPE = re.compile(r"^\[BEGIN UNTRUSTED OUTPUT ([0-9a-f]+) .*?^\[END UNTRUSTED OUTPUT \1\]$", re.M | re.S)
 
 
 def known_tool_names() -> frozenset[str]:
@@ -50,12 +49,12 @@ def without_unreachable(text: str, unreachable: Iterable[str]) -> str:
     def names_one(piece: str) -> bool:
         return pattern.search(_QUOTED.sub("", piece)) is not None
 
-    if not names_one(_ENVELOPE.sub("", text)):
+    if not names_one(ENVELOPE.sub("", text)):
         return text
     kept_lines = []
     inside = False
     for line in text.split("\n"):
-        if _ENVELOPE_BEGIN.match(line):
+        if ENVELOPE_BEGIN.match(line):
             inside = True
         if inside or not names_one(line):
             kept_lines.append(line)
@@ -64,7 +63,7 @@ def without_unreachable(text: str, unreachable: Iterable[str]) -> str:
             sentences = [sentence for sentence in parts if not names_one(sentence)]
             if sentences:
                 kept_lines.append(_tidy(" ".join(sentences), capitalise=sentences[0] is not parts[0]))
-        if _ENVELOPE_END.match(line):
+        if ENVELOPE_END.match(line):
             inside = False
     return "\n".join(kept_lines).strip()
 

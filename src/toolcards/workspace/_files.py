@@ -1,7 +1,7 @@
 """Files shown to a model: numbered pages of text and directory listings.
 
-* :func:`read_page` shows one page of a text file in the style of ``cat -n``: the number
-  right-aligned in six columns, a tab, then the line (``"     1\\tfirst line"``). It
+* :func:`read_page` shows one page of a text file in the style of ``cat -n`` without its
+  padding: the number, a tab, then the line (``"1\\tfirst line"``), or the bare lines. It
   streams the file (:data:`~toolcards.workspace._tree.READ_CHUNK_BYTES` at a time), so the
   memory a page costs does not grow with the file: only the lines of the page are kept,
   each clipped past :data:`MAX_LINE_CHARS` characters (with a marker giving the number of
@@ -69,7 +69,7 @@ _KEEP_BYTES = 2 * 1024 * 1024
 _utf8_decoder = codecs.getincrementaldecoder("utf-8")
 
 _PREFIXES: list[str] = []
-"""``"     1\\t"``, ``"     2\\t"`` ...: the start of each numbered line, made once (see :func:`_prefixes`)."""
+"""``"1\\t"``, ``"2\\t"`` ...: the start of each numbered line, made once (see :func:`_prefixes`)."""
 _MAX_PREFIXES = 10_000
 """Line numbers whose prefix is kept (about 0.5 MB at most): past them a page's numbers are
 formatted each time."""
@@ -81,7 +81,8 @@ class Page:
     """A numbered page of a text: what :func:`render_page` shows."""
 
     lines: list[str]
-    """The numbered lines collected (``"     4\\ttext"``), long ones clipped."""
+    """The lines collected, long ones clipped; numbered (``"4\\ttext"``: the number and a tab)
+    unless the page was taken with ``numbered=False``."""
     offset: int
     """The first line asked for (from 1)."""
     limit: int
@@ -117,13 +118,16 @@ class PageBuilder:
     """Collects one page of a text fed piece by piece (:meth:`feed`), keeping only that page.
 
     ``offset`` and ``limit`` choose the lines; with ``max_chars`` collecting stops once the
-    numbered lines hold more characters (lines are still counted). :meth:`finish` returns
+    collected lines hold more characters (lines are still counted). Each line starts with its
+    number and a tab (``"12\\t"``: no padding, the fewest characters that stay unambiguous to
+    strip), or with nothing when ``numbered`` is false. :meth:`finish` returns
     the :class:`Page`. Memory: the page's lines, each at most :data:`MAX_LINE_CHARS` + 1
     characters before numbering, whatever the pieces.
     """
 
-    def __init__(self, offset: int, limit: int, max_chars: int | None) -> None:
+    def __init__(self, offset: int, limit: int, max_chars: int | None, *, numbered: bool = True) -> None:
         self.offset = offset
+        self.numbered = numbered
         self.last = offset - 1 + limit
         self.limit = limit
         self.max_chars = max_chars
@@ -193,7 +197,7 @@ class PageBuilder:
             if len(body) > MAX_LINE_CHARS:
                 body = f"{body[:MAX_LINE_CHARS]}… [line clipped: {len(body) - MAX_LINE_CHARS} more characters]"
                 self.clipped = True
-            numbered = f"{self.number:>6}\t{body}"
+            numbered = f"{self.number}\t{body}" if self.numbered else body
             self.lines.append(numbered)
             self.number += 1
             self.chars += len(numbered) + 1
@@ -229,14 +233,14 @@ class PageBuilder:
         within the budget); return whether it did. The common case, in C loops."""
         size = sum(map(len, lines))
         last = self.number + len(lines) - 1
-        width = max(6, len(str(last)))
+        width = len(str(last)) + 1 if self.numbered else 0  # the widest prefix, tab included
         if (
-            (self.max_chars is not None and self.chars + size + len(lines) * (width + 2) > self.max_chars)
+            (self.max_chars is not None and self.chars + size + len(lines) * (width + 1) > self.max_chars)
             or max(map(len, lines)) > MAX_LINE_CHARS
             or text.find("\r", position, position + size + len(lines)) >= 0
         ):
             return False
-        numbered = list(map(operator.add, _prefixes(self.number, last), lines))
+        numbered = list(map(operator.add, _prefixes(self.number, last), lines)) if self.numbered else lines
         self.lines.extend(numbered)
         self.chars += sum(map(len, numbered)) + len(numbered)
         self.number = last + 1
@@ -261,7 +265,7 @@ class PageBuilder:
             self.clipped = True
         else:
             shown = content[:length]
-        numbered = f"{self.number:>6}\t{shown}"
+        numbered = f"{self.number}\t{shown}" if self.numbered else shown
         self.lines.append(numbered)
         self.chars += len(numbered) + 1
         if self.max_chars is not None and self.chars - 1 > self.max_chars:
@@ -270,14 +274,14 @@ class PageBuilder:
 
 
 def _prefixes(first: int, last: int) -> list[str]:
-    """The prefixes of lines ``first`` .. ``last`` (``f"{number:>6}\\t"``): numbering a page is
+    """The prefixes of lines ``first`` .. ``last`` (``f"{number}\\t"``): numbering a page is
     then one concatenation per line instead of one formatting."""
     if last > _MAX_PREFIXES:
-        return [f"{number:>6}\t" for number in range(first, last + 1)]
+        return [f"{number}\t" for number in range(first, last + 1)]
     if last > len(_PREFIXES):
         with _prefixes_lock:  # one thread extends, in order
             start = len(_PREFIXES) + 1
-            _PREFIXES.extend([f"{number:>6}\t" for number in range(start, last + 1)])
+            _PREFIXES.extend([f"{number}\t" for number in range(start, last + 1)])
     return _PREFIXES[first - 1 : last]
 
 
@@ -287,7 +291,7 @@ def _check_range(offset: int, limit: int) -> None:
 
 
 def render_page(page: Page, *, shown_as: str = "the file") -> str:
-    """The numbered lines of ``page``, followed, when lines remain after it, by a notice with
+    """The lines of ``page``, followed, when lines remain after it, by a notice with
     the total and the ``offset`` that reads on. An empty text gives ``"(empty file)"``.
 
     Raises:
@@ -311,20 +315,26 @@ def render_page(page: Page, *, shown_as: str = "the file") -> str:
     return "\n".join(out)
 
 
-def page_of_text(text: str, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None) -> Page:
-    """The :class:`Page` of ``text`` from line ``offset``, ``limit`` lines long.
+def page_of_text(
+    text: str, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None, numbered: bool = True
+) -> Page:
+    """The :class:`Page` of ``text`` from line ``offset``, ``limit`` lines long (numbered unless
+    ``numbered`` is false).
 
     Raises:
         RetriableError: ``offset`` < 1 or ``limit`` < 1.
     """
     _check_range(offset, limit)
-    builder = PageBuilder(offset, limit, max_chars)
+    builder = PageBuilder(offset, limit, max_chars, numbered=numbered)
     builder.feed(text)
     return builder.finish()
 
 
-def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None) -> PageRead:
-    """Lines ``offset`` .. ``offset + limit - 1`` of the open text file ``file``, streamed.
+def read_page(
+    file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None, numbered: bool = True
+) -> PageRead:
+    """Lines ``offset`` .. ``offset + limit - 1`` of the open text file ``file``, streamed
+    (numbered unless ``numbered`` is false).
 
     Only the page's lines are kept (each clipped at :data:`MAX_LINE_CHARS`); once they
     hold more than ``max_chars`` characters collecting stops (``Page.stopped``), while the
@@ -339,9 +349,9 @@ def read_page(file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: 
     _check_range(offset, limit)
     if file.size < READ_CHUNK_BYTES:
         whole = _whole(file)
-        page = page_of_text(file_text(whole, file.rel), offset, limit, max_chars=max_chars)
+        page = page_of_text(file_text(whole, file.rel), offset, limit, max_chars=max_chars, numbered=numbered)
         return PageRead(page=page, digest=content_digest(whole), data=whole)
-    builder = PageBuilder(offset, limit, max_chars)
+    builder = PageBuilder(offset, limit, max_chars, numbered=numbered)
     decoder = _utf8_decoder()
     hasher = hashlib.sha256()
     kept: list[bytes] | None = [] if file.size <= _KEEP_BYTES else None
@@ -478,25 +488,41 @@ class _Walk:
                 f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
                 "use workspace_glob to find files in it)"
             )
-        dirs: list[Entry] = []
-        files: list[Entry] = []
-        for entry in entries:
-            if self.exclude is not None and self.exclude(prefix + entry.name):
-                continue
-            (dirs if entry.kind == stat.S_IFDIR else files).append(entry)
-        dirs.sort(key=_sort_key)
-        files.sort(key=_sort_key)
-        ordered = [*dirs, *files]
-        for index, entry in enumerate(ordered):
-            if index % 256 == 0:
-                check_deadline()
-            last = index == len(ordered) - 1
-            label = _label(entry)
-            if self.sizes and entry.kind == stat.S_IFREG:
-                label += _size_of(directory, entry.name)
+        if self.exclude is not None:
+            entries = [entry for entry in entries if not self.exclude(prefix + entry.name)]
+        # Directories first, then by name case-blind, ties by name: stable sorts on C-level keys.
+        entries.sort(key=_name)
+        entries.sort(key=_folded_name)
+        entries.sort(key=_not_a_directory)
+        for start in range(0, len(entries), 256):
+            check_deadline()
+            block = entries[start : start + 256]
+            labels = list(map(_label, block))
+            if self.sizes:
+                labels = [
+                    label + _size_of(directory, entry.name) if entry.kind == stat.S_IFREG else label
+                    for label, entry in zip(labels, block, strict=True)
+                ]
             if self.flat:
-                yield label
+                yield from labels
                 continue
+            ends = start + len(block) == len(entries)
+            yield from self._branches(directory, block, labels, indent, level, prefix, ends)
+
+    def _branches(
+        self,
+        directory: Directory,
+        block: list[Entry],
+        labels: list[str],
+        indent: str,
+        level: int,
+        prefix: str,
+        ends: bool,
+    ) -> Generator[str, None, None]:
+        """The tree lines of ``block`` (whose last entry is the directory's last when ``ends``)
+        and of what is below them."""
+        for index, (entry, label) in enumerate(zip(block, labels, strict=True)):
+            last = ends and index == len(block) - 1
             yield f"{indent}{'└── ' if last else '├── '}{label}"
             if entry.is_directory and entry.name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
                 child_indent = indent + ("    " if last else "│   ")
@@ -516,13 +542,22 @@ def _size_of(directory: Directory, name: str) -> str:
         return ""
 
 
-def _sort_key(entry: Entry) -> tuple[str, str]:
-    return entry.name.casefold(), entry.name
+_name = operator.attrgetter("name")
+
+
+def _folded_name(entry: Entry) -> str:
+    return entry.name.casefold()
+
+
+def _not_a_directory(entry: Entry) -> bool:
+    return entry.kind != stat.S_IFDIR
 
 
 def _label(entry: Entry) -> str:
-    name = display_name(entry.name)
-    if entry.is_directory:
+    name = entry.name if entry.name.isascii() else display_name(entry.name)
+    if entry.kind == stat.S_IFREG:  # most entries
+        return name
+    if entry.kind == stat.S_IFDIR:
         return name + "/" + (" (skipped)" if entry.name in SKIPPED_DIRS else "")
     if entry.kind in (0, stat.S_IFREG):
         return name

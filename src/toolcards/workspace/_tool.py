@@ -8,7 +8,9 @@ marked "off" are set to ``True`` (or a param) when a role needs them:
 tool                       what it does                                      mutates  default
 =========================  ================================================  =======  =======
 ``workspace_read``         numbered lines of a text file (a page or the      no       on
-                           ``tail``); PDF/DOCX/XLSX/PPTX as Markdown;
+                           ``tail``; ``N<tab>`` before each line, or none
+                           with ``line_numbers=false``); PDF/DOCX/XLSX/PPTX
+                           as Markdown;
                            records the read for the gate
 ``workspace_read_many``    several files, each under a ``==> path <==``      no       on
                            header; a failed one says why in its place
@@ -510,17 +512,20 @@ class WorkspaceTool(ToolCard):
         offset: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 1,
         limit: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 2000,
         tail: Annotated[int | None, Field(ge=1, json_schema_extra=unlisted_range)] = None,
+        line_numbers: bool = True,
     ) -> str:
         """Read a text file as numbered lines (PDF, DOCX, XLSX, PPTX as Markdown).
 
         Args:
             path: Relative to the workspace root.
             offset: First line, from 1.
+            line_numbers: false: lines without 'N<tab>'.
         """
         if tail is not None and offset != 1:
             raise RetriableError(f"Pass either offset ({offset}) or tail ({tail}), not both.")
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
-        read = self._read_page(path, offset, limit if tail is None else tail, budget, tail=tail is not None)
+        count = limit if tail is None else tail
+        read = self._read_page(path, offset, count, budget, tail=tail is not None, numbered=line_numbers)
         shown, full = _page_text(read.page, read.rel, budget)
         self._workspace_hub().record_read(self._agent, read.rel, read.data, full, read.digest)
         return shown
@@ -554,9 +559,12 @@ class WorkspaceTool(ToolCard):
             hub.record_read(self._agent, read.rel, read.data, full and shown_whole, read.digest)
         return answer
 
-    def _read_page(self, path: str, offset: int, limit: int, budget: int, *, tail: bool = False) -> _FileRead:
-        """One page of the text (or the converted document) at ``path``; with ``tail`` the last
-        ``limit`` lines (the file is read twice: once to count them)."""
+    def _read_page(
+        self, path: str, offset: int, limit: int, budget: int, *, tail: bool = False, numbered: bool = True
+    ) -> _FileRead:
+        """One page of the text (or the converted document) at ``path``, its lines numbered
+        unless ``numbered`` is false; with ``tail`` the last ``limit`` lines (the file is read
+        twice: once to count them)."""
         with self._open_file(path) as file:
             rel = file.rel
             # Most files end in neither kind of suffix, and then need no path parsed to say so.
@@ -566,13 +574,13 @@ class WorkspaceTool(ToolCard):
                 text = document_markdown(source, name.suffix, self._cache(), shown_as=rel)
                 if tail:
                     offset = max(1, page_of_text(text, 1, 1, max_chars=0).total - limit + 1)
-                page = page_of_text(text, offset, limit, max_chars=budget)
+                page = page_of_text(text, offset, limit, max_chars=budget, numbered=numbered)
                 return _FileRead(rel=rel, page=page, digest=content_digest(source), data=source)
             if name is not None and is_image(name):
                 raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
             if tail:
                 offset = max(1, read_page(file, 1, 1, max_chars=0).page.total - limit + 1)
-            read = read_page(file, offset, limit, max_chars=budget)
+            read = read_page(file, offset, limit, max_chars=budget, numbered=numbered)
             return _FileRead(rel=rel, page=read.page, digest=read.digest, data=read.data)
 
     @capability("workspace_list", untrusted_output=True, hints=ToolHints(title="List directory"))
@@ -1034,15 +1042,14 @@ def _page_text(page: Page, rel: str, budget: int) -> tuple[str, bool]:
     A page longer than ``budget`` characters ends early at a line, with a notice giving the
     offset to read on.
     """
-    numbered = render_page(page, shown_as=rel)
-    if len(numbered) <= budget:
-        return numbered, page.whole
+    shown = render_page(page, shown_as=rel)
+    if len(shown) <= budget:
+        return shown, page.whole
     room = max(budget - _NOTICE_ROOM, budget // 2)
-    cut = numbered.rfind("\n", 0, room)
-    kept = numbered[:cut] if cut > 0 else numbered[:room]
-    last_line = kept.rsplit("\n", 1)[-1].split("\t", 1)[0].strip()
-    if cut > 0 and last_line.isdigit():
-        last = int(last_line)
+    cut = shown.rfind("\n", 0, room)
+    kept = shown[:cut] if cut > 0 else shown[:room]
+    if cut > 0:  # whole lines kept, one text line each (numbered or not): count them
+        last = page.offset + kept.count("\n")
         notice = (
             f"(showing lines {page.offset}-{last} of {page.total}: output limit reached; read again with "
             f"offset={last + 1} to continue)"

@@ -55,6 +55,7 @@ import contextlib
 import errno
 import functools
 import hashlib
+import itertools
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -114,7 +115,7 @@ class FileBytes:
     """Its permission bits (``None`` with ``data``)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One name in a directory, as :meth:`Directory.entries` lists it (links not followed)."""
 
@@ -267,15 +268,16 @@ class Directory:
         found: list[Entry] = []
         try:
             with os.scandir(self.fd) as scan:
-                for index, item in enumerate(scan):
-                    if index % 256 == 0:
-                        check_deadline()
-                    if index >= limit:
-                        return found, True
-                    found.append(Entry(name=item.name, kind=_kind(item)))
+                while len(found) < limit:  # in blocks, the deadline checked before each
+                    check_deadline()
+                    items = itertools.islice(scan, min(256, limit - len(found)))
+                    block = [Entry(item.name, _kind(item)) for item in items]
+                    if not block:
+                        return found, False
+                    found += block
+                return found, next(scan, None) is not None
         except OSError as exc:
             raise file_error(exc, "list", self.rel) from exc
-        return found, False
 
     def child(self, name: str) -> Directory:
         """The sub-directory ``name`` (never through a link), open.
