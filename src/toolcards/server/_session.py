@@ -148,7 +148,6 @@ class AgentSessions:
         self._sessions: dict[str, AgentSession] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._catalog: ToolFactory | None = None
-        self._catalog_agent: SessionAgent | None = None
 
     # -- the catalog --------------------------------------------------------------------
 
@@ -169,7 +168,7 @@ class AgentSessions:
         factory = ToolFactory(self._make_cards(), observer=agent)
         with self._lock:
             if self._catalog is None:
-                self._catalog, self._catalog_agent = factory, agent
+                self._catalog = factory
             return self._catalog
 
     # -- sessions -------------------------------------------------------------------------
