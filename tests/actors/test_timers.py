@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
-from toolcards.actors._timers import call_at, call_later
+import pykka
+import pytest
+
+from toolcards.actors._timers import ActorTimer, call_at, call_later
 
 WAIT = 10.0
 
@@ -43,3 +47,44 @@ def test_a_callback_due_in_the_past_runs_at_once() -> None:
     done = threading.Event()
     call_at(time.monotonic() - 5, done.set)
     assert done.wait(WAIT)
+
+
+class _Recorder(pykka.ThreadingActor):
+    def __init__(self, told: list[object], done: threading.Event) -> None:
+        super().__init__()
+        self.told, self.done = told, done
+
+    def on_receive(self, message: Any) -> Any:
+        self.told.append(message)
+        if message == "last":
+            self.done.set()
+
+
+def test_an_actor_timer_tells_the_latest_message_and_drops_the_cancelled_one() -> None:
+    told: list[object] = []
+    done = threading.Event()
+    ref = _Recorder.start(told, done)
+    try:
+        replaced, cancelled, last = ActorTimer(), ActorTimer(), ActorTimer()
+        replaced.tell_later(ref, 0.05, "replaced")
+        replaced.tell_later(ref, 0.05, "replacement")
+        cancelled.tell_later(ref, 0.05, "cancelled")
+        cancelled.cancel()
+        last.tell_later(ref, 0.1, "last")
+        assert done.wait(WAIT)
+        assert told == ["replacement", "last"]
+    finally:
+        ref.stop()
+
+
+def test_an_actor_timer_tells_a_stopped_actor_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    told: list[object] = []
+    ref = _Recorder.start(told, threading.Event())
+    ref.stop()
+    timer = ActorTimer()
+    timer.tell_later(ref, 0, "too late")
+    done = threading.Event()
+    call_later(0.05, done.set)  # runs after the tell, on the same thread
+    assert done.wait(WAIT)
+    assert told == []
+    assert not [r for r in caplog.records if r.name == "toolcards.actors"]  # no ActorDeadError

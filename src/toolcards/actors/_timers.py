@@ -4,7 +4,8 @@ Leases that expire, reminders that fall due, a board that must look for other pr
 claims now and then: each needs to act at a time, and a thread (or ``threading.Timer``) per
 need would grow with the teams and cards of a process. :func:`call_at` and
 :func:`call_later` schedule a callback on the process's one timer thread instead, which
-sleeps until the earliest one is due.
+sleeps until the earliest one is due. An actor that wakes itself (a tick, a reminder)
+keeps an :class:`ActorTimer`, which tells it a message at a time if it is still alive then.
 
 Callbacks run on that thread, one after another, so they must return at once: the usual
 callback sends an actor a message (``actor_ref.tell(...)``) and the actor does the work on
@@ -23,8 +24,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["TimerHandle", "call_at", "call_later"]
+if TYPE_CHECKING:
+    import pykka
+
+__all__ = ["ActorTimer", "TimerHandle", "call_at", "call_later"]
 
 logger = logging.getLogger("toolcards.actors")
 
@@ -96,3 +101,31 @@ def call_at(when: float, callback: Callable[[], None]) -> TimerHandle:
 def call_later(delay_s: float, callback: Callable[[], None]) -> TimerHandle:
     """Run ``callback`` on the timer thread ``delay_s`` seconds from now (see :func:`call_at`)."""
     return _timers.schedule(time.monotonic() + max(0.0, delay_s), callback)
+
+
+class ActorTimer:
+    """One pending message an actor tells itself later: its tick or its soonest deadline.
+
+    :meth:`tell_later` replaces the pending message, if any; :meth:`cancel` drops it, and an
+    actor calls it from ``on_stop`` and ``on_failure`` so a stopped actor leaves nothing
+    scheduled. The message is told only if the actor is still alive when it falls due.
+    """
+
+    def __init__(self) -> None:
+        self._handle: TimerHandle | None = None
+
+    def tell_later(self, actor_ref: pykka.ActorRef[Any], delay_s: float, message: object) -> None:
+        """Tell ``actor_ref`` ``message`` ``delay_s`` seconds from now, replacing any pending one."""
+        self.cancel()
+
+        def tell() -> None:
+            if actor_ref.is_alive():
+                actor_ref.tell(message)
+
+        self._handle = call_later(delay_s, tell)
+
+    def cancel(self) -> None:
+        """Drop the pending message, if any (a no-op once it was told)."""
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None

@@ -68,7 +68,7 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors._caller_runs import CallerRunsActor
 from toolcards.actors._events import MemberLeft
-from toolcards.actors._timers import TimerHandle, call_later
+from toolcards.actors._timers import ActorTimer
 from toolcards.core._events import StateChanged, ToolcardsEvent
 from toolcards.core._idempotency import CallKey
 from toolcards.core._services import MAILBOX
@@ -206,7 +206,7 @@ class PlanningActor(CallerRunsActor):
         self._queue = ReadyQueue()
         self._renewed: dict[int, float] = {}
         """Task id → when this process last renewed its claim (``time.monotonic()``)."""
-        self._tick: TimerHandle | None = None
+        self._tick = ActorTimer()
         self._unsubscribe: Callable[[], None] | None = None
         self._tasks: dict[int, Task] = {}
         self._dependents: dict[int, set[int]] = {}
@@ -268,8 +268,7 @@ class PlanningActor(CallerRunsActor):
         dropped (they are recomputed on the next start); every committed update is
         already in the store.
         """
-        if self._tick is not None:
-            self._tick.cancel()
+        self._tick.cancel()
         if self._unsubscribe is not None:
             with contextlib.suppress(Exception):  # the team may be stopping first
                 self._unsubscribe()
@@ -283,8 +282,7 @@ class PlanningActor(CallerRunsActor):
         traceback: TracebackType | None,
     ) -> None:
         """Stop the embedding threads when the actor dies of an unexpected exception."""
-        if self._tick is not None:
-            self._tick.cancel()
+        self._tick.cancel()
         if self._keeper is not None:
             self._keeper.stop(wait_s=0)
 
@@ -908,10 +906,7 @@ class PlanningActor(CallerRunsActor):
         # A lease is renewed once two thirds of it are left; ticking at least four times per
         # shortest lease held makes sure a tick falls inside that window before it runs out.
         shortest = min((claim.lease_s for claim in self._claims.values()), default=LEASE_TICK_S * 4)
-        ref = self.actor_ref
-        self._tick = call_later(
-            min(LEASE_TICK_S, shortest / 4), lambda: ref.tell(_LeaseTick()) if ref.is_alive() else None
-        )
+        self._tick.tell_later(self.actor_ref, min(LEASE_TICK_S, shortest / 4), _LeaseTick())
 
     def _on_tick(self) -> None:
         """Renew the leases of members active in this process; end those that ran out.

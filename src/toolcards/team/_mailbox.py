@@ -51,7 +51,7 @@ import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors._caller_runs import CallerRunsActor
-from toolcards.actors._timers import TimerHandle, call_later
+from toolcards.actors._timers import ActorTimer
 from toolcards.core._events import ToolcardsEvent
 from toolcards.core._idempotency import CallKey
 from toolcards.core._steering import StopRequest
@@ -137,8 +137,8 @@ class MailboxActor(CallerRunsActor):
         self._listener_ids = 0
         self._news: set[str] = set()
         """Members with a new message or stop request since their listeners were last called."""
-        self._tick: TimerHandle | None = None
-        self._due_timer: TimerHandle | None = None
+        self._tick = ActorTimer()
+        self._due_timer = ActorTimer()
         self._due_at: float | None = None
         self._started = False
         self._absorb(store.load(self._namespace))
@@ -444,8 +444,7 @@ class MailboxActor(CallerRunsActor):
     # -- the tick and the reminder timer -----------------------------------------------
 
     def _schedule_tick(self) -> None:
-        ref = self.actor_ref
-        self._tick = call_later(TICK_S, lambda: ref.tell(_Tick()) if ref.is_alive() else None)
+        self._tick.tell_later(self.actor_ref, TICK_S, _Tick())
 
     def _on_tick(self) -> None:
         """Catch up (waking this process's members for news), and deliver due reminders."""
@@ -459,7 +458,7 @@ class MailboxActor(CallerRunsActor):
             self._schedule_tick()
 
     def _on_due(self) -> None:
-        self._due_timer, self._due_at = None, None
+        self._due_at = None
         try:
             self._deliver_due()
         except Exception:
@@ -521,19 +520,14 @@ class MailboxActor(CallerRunsActor):
         soonest = min((r.due for r in self._reminders.values()), default=None)
         if soonest == self._due_at:
             return
-        if self._due_timer is not None:
-            self._due_timer.cancel()
-            self._due_timer, self._due_at = None, None
-        if soonest is None:
-            return
-        ref = self.actor_ref
+        self._due_timer.cancel()
         self._due_at = soonest
-        self._due_timer = call_later(soonest - time.time(), lambda: ref.tell(_Due()) if ref.is_alive() else None)
+        if soonest is not None:
+            self._due_timer.tell_later(self.actor_ref, soonest - time.time(), _Due())
 
     def _cancel_timers(self) -> None:
-        for timer in (self._tick, self._due_timer):
-            if timer is not None:
-                timer.cancel()
+        self._tick.cancel()
+        self._due_timer.cancel()
 
     # -- the store ---------------------------------------------------------------------
 
