@@ -15,10 +15,10 @@ import asyncio
 import os
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
+from bench._process_groups import cancel_until_gone
 from bench.timing import Case, Stats
 
 __all__ = ["run"]
@@ -33,38 +33,6 @@ cards:
     timeout_s: 3600
   - kind: workspace
 """
-
-
-def _live(text: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
 
 
 async def _measure(root: Path) -> list[float]:
@@ -84,23 +52,8 @@ async def _measure(root: Path) -> list[float]:
         async with Client(stdio_client(params, errlog=quiet), mode="legacy", client_info=info) as client:
             for _ in range(SAMPLES):
                 seconds = f"{40 + uuid.uuid4().int % 10_000 / 10_000:.4f}"
-                call = asyncio.ensure_future(client.call_tool("exec_command", {"cmd": f"sleep {seconds} && touch m"}))
-                while not (pids := _live(f"sleep {seconds}")):
-                    await asyncio.sleep(0.005)
-                pgids = {os.getpgid(pid) for pid in pids}
-                started = time.perf_counter()
-                call.cancel()
-                while any(map(_group_alive, pgids)):
-                    if time.perf_counter() - started > 10:
-                        raise RuntimeError(f"process group {pgids} still alive 10 s after the cancel")
-                    await asyncio.sleep(0.001)  # the loop must run: it sends the cancel
-                samples.append((time.perf_counter() - started) * 1000)
-                try:
-                    await call
-                except asyncio.CancelledError:
-                    pass
-                else:
-                    raise RuntimeError("a cancelled call was answered")
+                call = client.call_tool("exec_command", {"cmd": f"sleep {seconds} && touch m"})
+                samples.append(await cancel_until_gone(call, f"sleep {seconds}", timeout_s=10) * 1000)
     if (root / "workspaces" / "cancel-bench" / "m").exists():
         raise RuntimeError("a cancelled command wrote its marker")
     return samples

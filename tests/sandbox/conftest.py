@@ -71,22 +71,6 @@ def marker() -> str:
     return f"{30 + uuid.uuid4().int % 10_000 / 10_000:.4f}"
 
 
-def live_processes_with(text: str) -> list[int]:
-    """Pids of live (not zombie) processes whose command line contains ``text``."""
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmdline and state not in ("Z", "X"):
-            found.append(int(entry.name))
-    return found
-
-
 def wait_until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> bool:
     """Poll ``predicate`` until it holds or ``timeout_s`` passes (test helper only)."""
     end = time.monotonic() + timeout_s

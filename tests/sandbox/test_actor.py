@@ -6,8 +6,9 @@ from pathlib import Path, PurePosixPath
 
 import pykka
 import pytest
+from bench._process_groups import live_processes_with
 
-from tests.sandbox.conftest import SandboxRef, live_processes_with, marker, run_via_proxy, wait_until
+from tests.sandbox.conftest import SandboxRef, marker, run_via_proxy, wait_until
 from toolcards.errors import WiringError
 from toolcards.sandbox import (
     SANDBOX_ACTOR_CLASSES,

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from bench._process_groups import live_processes_with
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from tests.sandbox.conftest import backend_class, live_processes_with, marker, wait_until
+from tests.sandbox.conftest import backend_class, marker, wait_until
 from toolcards import Channels, ToolFactory
 from toolcards.actors import ActorSystem
 from toolcards.errors import RetriableError

@@ -5,13 +5,13 @@ reaches a caller that listens."""
 from __future__ import annotations
 
 import asyncio
-import os
 import time
 from pathlib import Path
 
 import pytest
+from bench._process_groups import cancel_until_gone, live_processes_with
 
-from tests.sandbox.conftest import backend_class, live_processes_with, marker, wait_until
+from tests.sandbox.conftest import backend_class, marker, wait_until
 from toolcards import ToolFactory
 from toolcards.core._channels import Channels
 from toolcards.core._progress import ProgressReporter, reporting
@@ -21,33 +21,16 @@ from toolcards.fs._locations import workspace_dir
 from toolcards.sandbox._tool import ExecTool
 from toolcards.testing import FakeObserver
 
+GONE_TIMEOUT_S = 20.0
+"""Longest a cancelled command's process group may outlive the cancel: generous for a loaded
+machine (``python -m bench cancel`` measures the real figure), and shorter than the command's
+``sleep`` (:func:`marker`), so a group that ends by itself still fails."""
+
 
 def exec_tool(observer: FakeObserver, **fields: object) -> Tool:
     fields.setdefault("allowed_commands", [])
     tools = ToolFactory([ExecTool(**fields)], observer=observer).tools(Channels.TOOL_CALL)  # type: ignore[arg-type]
     return next(tool for tool in tools if tool.name == "exec_command")
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process of group ``pgid`` still runs (a zombie waiting to be reaped does not)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            return True
-    return False
-
-
-def group_of(pid: int) -> int:
-    return os.getpgid(pid)
 
 
 @pytest.mark.parametrize("mode", ["local", "bwrap"])
@@ -58,21 +41,13 @@ def test_cancelling_the_call_kills_the_process_group_at_once_and_the_marker_is_n
     tool = exec_tool(alice, mode=mode, timeout_s=3600)
     sleep_for = marker()
     command = f"sleep {sleep_for} && touch cancelled-marker"
-    pgids: list[int] = []
 
     async def main() -> None:
-        call = asyncio.ensure_future(tool.call({"cmd": command}))
-        assert await asyncio.to_thread(wait_until, lambda: bool(live_processes_with(f"sleep {sleep_for}")))
-        pgids.extend(group_of(pid) for pid in live_processes_with(f"sleep {sleep_for}"))
-        call.cancel()
-        cancelled_at = time.monotonic()
-        with pytest.raises(asyncio.CancelledError):
-            await call
-        gone = await asyncio.to_thread(lambda: wait_until(lambda: not any(map(group_alive, pgids)), timeout_s=0.5))
-        assert gone, f"process group still alive {time.monotonic() - cancelled_at:.2f} s after the cancel"
+        # Ends once the process group is gone (the benchmark times it); raises if it outlives the bound.
+        await cancel_until_gone(tool.call({"cmd": command}), f"sleep {sleep_for}", timeout_s=GONE_TIMEOUT_S)
 
     asyncio.run(main())
-    assert pgids and not live_processes_with(f"sleep {sleep_for}")
+    assert not live_processes_with(f"sleep {sleep_for}")
     time.sleep(0.3)
     assert not (workspace_dir("team-1") / "cancelled-marker").exists()
 

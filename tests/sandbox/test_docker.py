@@ -10,8 +10,9 @@ import uuid
 from pathlib import Path
 
 import pytest
+from bench._process_groups import live_processes_with
 
-from tests.sandbox.conftest import SandboxRef, calls, live_processes_with, marker, run_via_proxy, wait_until
+from tests.sandbox.conftest import SandboxRef, calls, marker, run_via_proxy, wait_until
 from toolcards.sandbox import ExecLimits
 from toolcards.sandbox._actor import DockerSandboxActor
 from toolcards.sandbox._docker import GROUP_WRAPPER, KILL_SCRIPT, docker_available

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench._process_groups import live_processes_with
 
-from tests.sandbox.conftest import live_processes_with, marker
+from tests.sandbox.conftest import marker
 from toolcards.sandbox import ExecLimits
 from toolcards.sandbox._process import (
     TIMEOUT_EXIT_CODE,
