@@ -446,7 +446,8 @@ TOOL_SEARCH_SCRIPT: tuple[tuple[str, dict[str, Any]], ...] = (
     ("repo_get_issue", {"repo": "acme/shop", "number": 42}),
     ("chat_post_message", {"channel": "#shop", "text": "A fix is on its way."}),
 )
-"""A run of 20 requests with tool search: 19 tool calls (four of them searches), then the answer."""
+"""A run with tool search: 19 tool calls (four of them searches), then the answer; where a
+search found the next tool without loading it, the scripted model first calls ``describe_tool``."""
 
 LISTED_EXTRA_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("repo_get_issue", {"repo": "acme/shop", "number": 42}),
@@ -504,12 +505,17 @@ def _tool_search_rows() -> list[Row]:
         sent: list[int] = []
         listed: list[int] = []
 
+        step = [0]
+
         def model(messages: list[Any], info: AgentInfo) -> ModelResponse:
             sent.append(_request_tokens(messages, info))
             listed.append(len(info.function_tools))
-            done = sum(isinstance(message, ModelResponse) for message in messages)
-            if done < len(script):
-                name, args = script[done]
+            if step[0] < len(script):
+                name, args = script[step[0]]
+                if search and name not in {tool.name for tool in info.function_tools}:
+                    # As a model does when a search found the tool without loading it.
+                    return ModelResponse(parts=[ToolCallPart("describe_tool", {"name": name})])
+                step[0] += 1
                 return ModelResponse(parts=[ToolCallPart(name, args)])
             return ModelResponse(parts=[TextPart("Issue 42 is reproduced, planned and explained.")])
 
