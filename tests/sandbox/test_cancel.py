@@ -71,10 +71,10 @@ def test_the_handler_thread_ends_with_call_cancelled(alice: FakeObserver) -> Non
 
         thread = asyncio.get_running_loop().run_in_executor(None, work)
         assert await asyncio.to_thread(wait_until, lambda: bool(live_processes_with(f"sleep {sleep_for}")))
-        started = time.monotonic()
         token.cancel()
-        await thread
-        assert time.monotonic() - started < 2.0
+        # Bounded below the sleep (30 s or more): a thread that ends only when the command
+        # would have finished fails here; the bound is generous, not a timing claim.
+        await asyncio.wait_for(thread, timeout=20)
 
     asyncio.run(main())
     assert len(outcome) == 1 and isinstance(outcome[0], CallCancelled)
