@@ -14,11 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bench._process_groups import live_processes_with
 
 from tests.sandbox.conftest import (
     StartSandbox,
     fork_bomb_contained,
-    live_processes_with,
     marker,
     run_via_proxy,
 )
