@@ -17,6 +17,8 @@ import re
 import sys
 from pathlib import Path
 
+from toolcards.core._error_text import one_line
+
 __all__ = [
     "UsageError",
     "configure_logging",
@@ -37,12 +39,6 @@ class UsageError(Exception):
 def progress(message: str) -> None:
     """Tell the user what is happening, on stderr."""
     print(f"toolcards: {message}", file=sys.stderr, flush=True)
-
-
-def one_line(exc: BaseException) -> str:
-    """``exc`` as one line: its message with whitespace collapsed (its type if it has none)."""
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 def root_error(exc: BaseException) -> BaseException:

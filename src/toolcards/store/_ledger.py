@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from toolcards.core._error_text import typed_line
 from toolcards.core._services import CLAIMED_TASK
 from toolcards.core._usage import WARN_AT, Budget, BudgetScope, UsageReport, UsageTotals, budget_refusal, budget_warning
 from toolcards.errors import BudgetExceeded, RetriableError, StoreError
@@ -204,7 +205,7 @@ class StoreLedger:
             except Exception as exc:  # the next pass tries again; a call never fails for the ledger
                 # One line (the traceback at DEBUG): a store that stays unwritable would
                 # otherwise fill the log with the same traceback every pass.
-                logger.warning("team %s: a ledger write failed, retrying: %s", self.team_id, _one_line(exc))
+                logger.warning("team %s: a ledger write failed, retrying: %s", self.team_id, typed_line(exc))
                 logger.debug("ledger write failure", exc_info=True)
 
     def flush(self) -> int:
@@ -393,7 +394,7 @@ class StoreLedger:
                 self.flush()
             except Exception as exc:
                 logger.warning(
-                    "team %s: its last calls could not be added to the ledger: %s", self.team_id, _one_line(exc)
+                    "team %s: its last calls could not be added to the ledger: %s", self.team_id, typed_line(exc)
                 )
                 logger.debug("ledger write failure at close", exc_info=True)
 
@@ -640,8 +641,3 @@ def _encode_key(key: Key) -> str:
 def _decode_key(text: str) -> Key:
     hour, member, task, card, tool = text.split("\t")
     return int(hour), member, int(task) if task else None, card, tool
-
-
-def _one_line(exc: BaseException) -> str:
-    """``exc`` as one line of a log: its type and its message's words."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"

@@ -75,6 +75,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from toolcards.core._error_text import one_line
 from toolcards.errors import OutcomeUnknown, StoreError
 from toolcards.store._base import (
     TOMBSTONE_RETENTION,
@@ -511,13 +512,13 @@ class PostgresStore(Store):
                 return
             if status == "aborted":
                 raise StoreError(
-                    f"Store {self._masked}: {action} failed ({_one_line(exc)}). The connection was lost during the "
+                    f"Store {self._masked}: {action} failed ({one_line(exc)}). The connection was lost during the "
                     "commit and the server rolled it back: nothing was written. Retry.",
                     transient=True,
                 ) from exc
             if time.monotonic() >= deadline:
                 raise OutcomeUnknown(
-                    f"Store {self._masked}: {action} failed ({_one_line(exc)}). The connection was lost during the "
+                    f"Store {self._masked}: {action} failed ({one_line(exc)}). The connection was lost during the "
                     f"commit and the server could not be asked within {self._settle_timeout:g} s whether it "
                     "committed, so the write may or may not be in the store: read it again before deciding to "
                     "retry, or retry with the same idempotency key."
@@ -779,7 +780,7 @@ class PostgresStore(Store):
 
     def _error(self, action: str, exc: Exception) -> StoreError:
         return StoreError(
-            f"Store {self._masked}: {action} failed ({_one_line(exc)}). {self._hint(exc)}",
+            f"Store {self._masked}: {action} failed ({one_line(exc)}). {self._hint(exc)}",
             transient=_transient(exc),
         )
 
@@ -902,10 +903,6 @@ def _server_of(url: str) -> str:
     host = params.get("host") or os.environ.get("PGHOST") or "localhost"
     port = params.get("port") or os.environ.get("PGPORT") or "5432"
     return f"{host}:{port}"
-
-
-def _one_line(exc: Exception) -> str:
-    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def _change(namespace: str, collection: str, key: str, text: str | None) -> Change:

@@ -28,6 +28,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolcards.core._error_text import typed_line
 from toolcards.vector._text_vectors import CLOSE_WAIT_S, GraceElapsed, TextsEmbedded, TextVector, TextVectors
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class EmbeddingKeeper:
                         "%s: storing %d vectors failed; they are recomputed on the next start: %s",
                         self._name,
                         len(message.vectors),
-                        _one_line(exc),
+                        typed_line(exc),
                     )
                     logger.debug("vector write failure", exc_info=True)
                 accepted = vectors.still_current(message.vectors)
@@ -164,11 +165,6 @@ class EmbeddingKeeper:
         try:
             self._catch_up()
         except Exception as exc:
-            logger.warning("%s: catching up before embedding overdue texts failed: %s", self._name, _one_line(exc))
+            logger.warning("%s: catching up before embedding overdue texts failed: %s", self._name, typed_line(exc))
             logger.debug("catch-up failure", exc_info=True)
         vectors.embed_overdue()
-
-
-def _one_line(exc: BaseException) -> str:
-    """``exc`` as one line of a log: its type and its message's words."""
-    return f"{type(exc).__name__}: {' '.join(str(exc).split())}"
