@@ -353,9 +353,7 @@ class KnowledgeGraphActor(CallerRunsActor):
     def _view(self, name: str) -> EntityView:
         holds = functools.partial(self._relation_shown, as_of=None, include_invalid=False)
         neighbours, more = self._neighbours_of(name, holds)
-        return EntityView(
-            entity=self._entities[name].model_copy(deep=True), neighbours=neighbours, more_neighbours=more
-        )
+        return EntityView(entity=self._entities[name].detached(), neighbours=neighbours, more_neighbours=more)
 
     def seq(self) -> int:
         """The sequence number of the last committed change (0 for a new graph)."""
@@ -508,7 +506,7 @@ class KnowledgeGraphActor(CallerRunsActor):
 
         hits = [
             SearchHit(
-                entity=self._entities[name].model_copy(deep=True),
+                entity=self._entities[name].detached(),
                 score=score,
                 keyword_score=keyword if used != "vector" else None,
                 cosine=cosine if used != "keyword" else None,

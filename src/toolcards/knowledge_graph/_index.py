@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from toolcards.core._words import name_key, name_tokens, query_terms, tokenize
+from toolcards.knowledge_graph._ivf import APPROXIMATE_FROM, PROBES, InvertedFile
 from toolcards.knowledge_graph._passages import owner_of
 from toolcards.knowledge_graph._search import BM25_B, BM25_K1, NAME_WEIGHT
 from toolcards.knowledge_graph._sorted_list import discard, insort_all
@@ -105,6 +106,14 @@ def fuse(
     scores = alpha * calibrated + (1.0 - alpha) * matched
     eligible = (by_meaning & (cosines >= threshold)) | (keyword > 0)
     return scores, eligible
+
+
+def _top(scores: Any, count: int) -> npt.NDArray[np.intp]:
+    """The numbers of the (at most) ``count`` highest ``scores`` above 0, in no order."""
+    positive = np.flatnonzero(scores > 0)
+    if len(positive) <= count:
+        return positive
+    return positive[np.argpartition(-scores[positive], count - 1)[:count]]
 
 
 def _best(scores: Any) -> float:
@@ -212,7 +221,12 @@ class _PassageVectors:
 class GraphIndex:
     """Entities, passages, postings and vectors of one graph, for search (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, approximate_from: int = APPROXIMATE_FROM, probes: int = PROBES) -> None:
+        """``approximate_from``: the vector rows from which a search probes an
+        :class:`~toolcards.knowledge_graph._ivf.InvertedFile` of ``probes`` lists instead of
+        scanning every row."""
+        self._approximate_from = approximate_from
+        self._probes = probes
         self._numbers: dict[str, int] = {}
         """Entity name → number."""
         self._names: list[str | None] = []
@@ -264,6 +278,9 @@ class GraphIndex:
         """Each passage's BM25 in the last keyword search (read by :meth:`observation_scores`)."""
         self._last_ceiling = 0.0
         """The last keyword search's :meth:`keyword_ceiling`."""
+        self._seen: tuple[float | None, bool, Any, int, float] | None = None
+        """The last keyword search's moment, ``include_invalid``, the passages it saw, how many
+        and their average length; forgotten whenever a passage changes."""
         self._vectors: _PassageVectors | None = None
         self._matrix: npt.NDArray[np.float32] | None = None
         """One row per passage vector; rows of forgotten passages are reused."""
@@ -273,8 +290,12 @@ class GraphIndex:
         self._row_owner = _Column(np.int64, -1)
         """Row → the number of the entity it belongs to; -1 for a free row."""
         self._free_rows: list[int] = []
+        self._ent_rows: dict[int, dict[int, None]] = {}
+        """Entity number → its rows of :attr:`_matrix`."""
         self._has_vector = _Column(np.int32, 0)
         """Entity number → how many passage vectors it has."""
+        self._ivf = InvertedFile(probes)
+        """The rows by nearest centroid, trained once :attr:`_approximate_from` rows hold vectors."""
 
     def __len__(self) -> int:
         """The number of entities indexed."""
@@ -323,6 +344,7 @@ class GraphIndex:
         if not self._pending:
             return
         pending, self._pending = self._pending, {}
+        self._seen = None
         new = _NewPassages(len(self._pass_live))
         self._new = new
         try:
@@ -449,6 +471,7 @@ class GraphIndex:
         slot = self._slots.pop(key, None)
         if slot is None:
             return
+        self._seen = None
         new = self._new
         if new is not None and slot >= new.base:
             new.live[slot - new.base] = False
@@ -467,8 +490,10 @@ class GraphIndex:
             self._rows.clear()
             self._row_keys.clear()
             self._free_rows.clear()
+            self._ent_rows.clear()
             self._row_owner = _Column(np.int64, -1)
             self._has_vector.view()[:] = 0
+            self._ivf = InvertedFile(self._probes)
         return self._vectors
 
     def _set_vector(self, key: str, vector: npt.ArrayLike) -> None:
@@ -493,10 +518,12 @@ class GraphIndex:
                     grown[: len(self._matrix)] = self._matrix
                     self._matrix = grown
             self._rows[key] = row
+            self._ent_rows.setdefault(number, {})[row] = None
             self._has_vector[number] += 1
             self._vectors.count += 1
         norm = float(np.linalg.norm(array_))
         self._matrix[row] = array_ / np.float32(norm) if norm > 0 else array_
+        self._ivf.touch(row)
 
     def _clear_vector(self, key: str) -> None:
         row = self._rows.pop(key, None)
@@ -505,6 +532,11 @@ class GraphIndex:
         number = int(self._row_owner[row])
         if number >= 0:
             self._has_vector[number] -= 1
+            owned = self._ent_rows.get(number)
+            if owned is not None:
+                owned.pop(row, None)
+                if not owned:
+                    del self._ent_rows[number]
         self._free_row(row)
 
     def _free_row(self, row: int) -> None:
@@ -513,13 +545,14 @@ class GraphIndex:
         self._row_keys[row] = None
         self._matrix[row] = 0.0
         self._free_rows.append(row)
+        self._ivf.touch(row)
         self._vectors.count -= 1
 
     def _clear_vector_rows(self, number: int) -> None:
         """Free the rows of entity ``number`` (deleted)."""
         if self._vectors is None or not self._has_vector[number]:
             return
-        for row in np.flatnonzero(self._row_owner.view() == number).tolist():
+        for row in self._ent_rows.pop(number, {}):
             key = self._row_keys[row]
             if key is not None:
                 self._rows.pop(key, None)
@@ -583,12 +616,16 @@ class GraphIndex:
         """Each passage's BM25 for ``terms`` over the passages a search at ``at`` sees, by slot;
         ``None`` when no visible passage holds any of them."""
         live = self._pass_live.view()
-        seen = live & visible(self._pass_created.view(), self._pass_invalid.view(), at, include_invalid)
-        total = int(np.count_nonzero(seen))
+        lengths = self._pass_length.view()
+        if self._seen is not None and self._seen[:2] == (at, include_invalid):
+            seen, total, average = self._seen[2:]
+        else:
+            seen = live & visible(self._pass_created.view(), self._pass_invalid.view(), at, include_invalid)
+            total = int(np.count_nonzero(seen))
+            average = float(lengths[seen].mean()) or 1.0 if total else 1.0
+            self._seen = (at, include_invalid, seen, total, average)
         if not total:
             return None
-        lengths = self._pass_length.view()
-        average = float(lengths[seen].mean()) or 1.0
         scores: Any = None
         for term in terms:
             posting = self._postings.get(term)
@@ -687,13 +724,18 @@ class GraphIndex:
         ``threshold``. ``hybrid``: every entity from either leg,
         ``alpha * (cos - lowest) / (best - lowest) + (1 - alpha) * keyword / best keyword`` (see
         :mod:`toolcards.knowledge_graph._search`; no vector counts as cosine 0).
+
+        From :attr:`_approximate_from` vector rows on, cosines are computed only for the rows
+        of the probed lists (:mod:`toolcards.knowledge_graph._ivf`) and, in hybrid mode, of the
+        best keyword entities; any other entity has no cosine, as if it had no vector.
         """
         shown = self.visible_entities(at, include_invalid)
         self._last_passages = None
         keyword = self.keyword_scores(query, shown, at, include_invalid) if mode != "vector" else None
-        cosines = self._cosines(query_vector, shown) if mode != "keyword" else None
-        has_vector = self._has_vector.view() > 0
-        if mode == "keyword" or cosines is None:
+        cosines, has_vector = (
+            self._cosines(query_vector, keyword, 5 * max(limit, 1)) if mode != "keyword" else (None, None)
+        )
+        if mode == "keyword" or cosines is None or has_vector is None:
             assert keyword is not None
             eligible = keyword > 0
             scores = keyword / _best(keyword)
@@ -720,32 +762,59 @@ class GraphIndex:
                 name,
                 float(scores[number]),
                 None if keyword is None else float(keyword[number]),
-                float(cosines[number]) if cosines is not None and has_vector[number] else None,
+                float(cosines[number])
+                if cosines is not None and has_vector is not None and has_vector[number]
+                else None,
             )
             ranked.append((-hit[1], -float(recent[number]), name, hit))
         ranked.sort()
         return [hit for *_, hit in ranked[:limit]], matching
 
-    def _cosines(self, query: npt.NDArray[np.float32] | None, shown: npt.NDArray[np.bool_]) -> Any:
-        """Each entity's best passage cosine with ``query`` (0 without a vector), by number."""
+    def _cosines(
+        self, query: npt.NDArray[np.float32] | None, keyword: Any, keyword_best: int
+    ) -> tuple[Any, npt.NDArray[np.bool_] | None]:
+        """Each entity's best passage cosine with ``query`` (0 without one), by number, and
+        which entities have one.
+
+        Below :attr:`_approximate_from` rows: every row's cosine. From there: the rows of the
+        lists the query probes and, when ``keyword`` scores are given, of the
+        ``keyword_best`` entities scored highest by them.
+        """
         if query is None or self._matrix is None or self._vectors is None or query.shape != (self._vectors.dim,):
-            return None
-        rows = len(self._row_owner)
-        # einsum, not `@`: BLAS threads would contend with the actors' threads on small hosts.
-        cosines = np.einsum("ij,j->i", self._matrix[:rows], query).astype(np.float64)
+            return None, None
+        count = len(self._row_owner)
         owner = self._row_owner.view()
-        used = owner >= 0
-        best = np.full(len(self._names), -np.inf)
-        np.maximum.at(best, owner[used], cosines[used])
-        best[~np.isfinite(best)] = 0.0
-        return best
+        best = np.full(len(self._names), -np.inf, dtype=np.float32)
+        if self._vectors.count < self._approximate_from:
+            # einsum, not `@`: BLAS threads would contend with the actors' threads on small hosts.
+            cosines = np.einsum("ij,j->i", self._matrix[:count], query)
+            used = owner >= 0
+            np.maximum.at(best, owner[used], cosines[used])
+            best[~np.isfinite(best)] = 0.0
+            return best, self._has_vector.view() > 0
+        matrix = self._matrix[:count]
+        if self._ivf.needs_training(self._vectors.count):
+            self._ivf.train(matrix, owner)
+        rows = self._ivf.probe(matrix, owner, query)
+        if keyword is not None:
+            rows = np.concatenate((rows, self._rows_of(_top(keyword, keyword_best))))
+        cosines = np.einsum("ij,j->i", matrix[rows], query)
+        np.maximum.at(best, owner[rows], cosines)
+        measured = np.isfinite(best)
+        best[~measured] = 0.0
+        return best, measured
+
+    def _rows_of(self, numbers: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
+        """The vector rows of the passages of entities ``numbers``."""
+        owned = self._ent_rows
+        return np.array([row for number in numbers.tolist() for row in owned.get(number, ())], dtype=np.int64)
 
     def cosine(self, name: str, query: npt.NDArray[np.float32]) -> float | None:
         """Entity ``name``'s best passage cosine with ``query``, or ``None`` without a vector."""
         number = self._numbers.get(name)
         if number is None or self._matrix is None or not self._has_vector[number]:
             return None
-        rows = np.flatnonzero(self._row_owner.view() == number)
+        rows = list(self._ent_rows.get(number, ()))
         return float((self._matrix[rows] @ query).max())
 
     def passage_cosines(self, keys: Iterable[str], query: npt.NDArray[np.float32]) -> dict[str, float]:
@@ -805,6 +874,7 @@ class GraphIndex:
         """Renumber live entities and passages and drop dead rows from every column and posting."""
         if self._pending:
             self.flush()
+        self._seen = None
         live_entities = np.flatnonzero(self._ent_live.view())
         entity_map = np.full(len(self._ent_live), -1, dtype=np.int64)
         entity_map[live_entities] = np.arange(len(live_entities))
@@ -820,6 +890,7 @@ class GraphIndex:
         owner = self._row_owner.view()
         used = owner >= 0
         owner[used] = entity_map[owner[used]]
+        self._ent_rows = {int(entity_map[n]): rows for n, rows in self._ent_rows.items()}
         old_names = self._names
         self._names = [old_names[number] for number in live_entities.tolist()]
         self._numbers = {name: number for number, name in enumerate(self._names) if name is not None}

@@ -183,6 +183,13 @@ class Entity(Provenance):
                 }
         return data
 
+    def detached(self) -> Entity:
+        """A copy that shares nothing mutable with this entity: what ``model_copy(deep=True)``
+        gives, copying only the lists and observations (the other fields are immutable)."""
+        return self.model_copy(
+            update={"observations": [each.model_copy() for each in self.observations], "aliases": list(self.aliases)}
+        )
+
     def current_observations(self) -> list[Observation]:
         """The observations that hold now, in the order added."""
         return [observation for observation in self.observations if observation.invalid_at is None]
