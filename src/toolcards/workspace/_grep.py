@@ -15,8 +15,7 @@ What a search does:
   groups, possessive quantifiers, the ``(?a)`` ASCII flag, and ``\\n``/``\\r`` (lines
   have no terminators to match). ``\\A`` and ``\\Z`` mean the start and end of the line.
   ``\\w``, ``\\s`` and ``\\d`` follow ripgrep's Unicode tables (``re`` confirms only
-  ASCII text with them). A pattern starting with
-  ``-`` is an ordinary pattern.
+  ASCII text with them). A pattern starting with ``-`` is an ordinary pattern.
 * The base path is opened through :class:`~toolcards.workspace._tree.Tree` (symlinks that
   stay inside the tree followed); one that is not a regular file or a directory is
   refused. Every regular file under it is searched, hidden ones included; ``.gitignore``
@@ -39,38 +38,12 @@ What a search does:
   on either side). More than :data:`MAX_GREP_COLLECTED` matching lines is refused
   (deterministically) with a request to narrow.
 
-Bounded memory and time, whatever the files hold:
-
-* ripgrep prints at most 4,096 bytes of a matching line (``--max-columns`` with a
-  preview), so its output, and what is read of it, grows with the number of matching
-  lines, never with their length; the pattern is handed to it as ``(?:pattern)[^\\n]*``,
-  which matches once per line, so ripgrep never collects every match of a long line.
-  Its output is read every few milliseconds while it runs (not at each write, see
-  ``_collect``), parsed record by record, and at most
-  :data:`MAX_GREP_OUTPUT_BYTES` of it are read: past that ripgrep is stopped and the
-  answer says the results were cut. Only the first ``max_results`` lines in
-  output order are kept in memory; the rest are counted. The window of a line longer than
-  ripgrep's preview is read from the file itself (opened beneath the root, without
-  following symlinks), at most 32 MB per call; past that such a line shows its start.
-  Patterns that compile to more than 4 MB in ripgrep (``\\w{100}``) are refused as too
-  large.
-* ripgrep starts in the base directory through its open descriptor, so a swap of the
-  base's path cannot redirect it; but it opens what lies below by name, and follows a
-  directory swapped for a symlink at that moment. So every line it reports that is shown
-  is read again through descriptors opened beneath the root without following symlinks
-  (each file and directory once per call; at ripgrep's byte offset, else from the file's
-  start, at most 64 MB per call) and shown only if the tree holds it there; the answer
-  says how many were left out. ``re`` reads the index's candidates through descriptors
-  opened beneath the root without following symlinks.
-* The call's deadline (:func:`~toolcards.core._deadline.check_deadline`) is checked as
-  files are read, and ripgrep is killed when it passes, so a call abandoned by its timeout
-  stops its work; ripgrep is also stopped after :data:`RG_TIMEOUT_S` seconds. Python's
-  ``re`` backtracks and cannot be interrupted inside one search (it holds the GIL), so it
-  confirms only patterns that cannot backtrack far, on files of at most 1 MB without a line
-  over 64 K characters; ripgrep's engine is linear, which is why it is a required
-  dependency.
-
-Blocks while searching (figures in ``docs/benchmarks.md``).
+Memory and time stay bounded whatever the files hold: ripgrep's output is capped and read as
+it comes (:mod:`~toolcards.workspace._ripgrep`), each line it reports is read again through
+the tree before it is shown (:mod:`~toolcards.workspace._grep_reread`), ``re`` confirms only
+what cannot make it backtrack far (:mod:`~toolcards.workspace._grep_indexed`), and the call's
+deadline (:func:`~toolcards.core._deadline.check_deadline`) stops the work, ripgrep included.
+Figures are in ``docs/benchmarks.md``.
 
 The work is split by subject: :mod:`~toolcards.workspace._grep_pattern` (the pattern),
 :mod:`~toolcards.workspace._ripgrep` (the process and its output),
