@@ -13,7 +13,7 @@ from toolcards.knowledge_graph._passages import head_key, observation_key
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 48
-TOPICS = 60
+TOPICS = 300
 
 
 def entity(n: int, observations: int) -> Entity:
@@ -32,7 +32,7 @@ def entity(n: int, observations: int) -> Entity:
 def topical_vectors(rng: np.random.Generator, centres: np.ndarray, count: int) -> np.ndarray:
     """Vectors near one of ``centres`` each, as texts on a few topics embed."""
     topics = rng.integers(0, len(centres), count)
-    return centres[topics] + 0.35 * rng.standard_normal((count, centres.shape[1]))
+    return centres[topics] + 0.5 * rng.standard_normal((count, centres.shape[1]))
 
 
 def filled(

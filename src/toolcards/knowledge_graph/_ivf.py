@@ -1,7 +1,7 @@
 """``InvertedFile``: a coarse quantizer over a :class:`GraphIndex`'s passage vectors, so a
 search reads the rows near the query instead of every row.
 
-Spherical k-means centroids (about the square root of the row count of them) split the
+Spherical k-means centroids (half the square root of the row count of them) split the
 rows into lists, each row in the list of its nearest centroid. A query scores the
 centroids, takes the :data:`PROBES` nearest lists and the index computes exact cosines on
 their rows only. The structure lives in memory, beside the matrix the vectors persist
@@ -28,8 +28,8 @@ __all__ = ["APPROXIMATE_FROM", "PROBES", "InvertedFile"]
 
 APPROXIMATE_FROM = 20_000
 """Vector rows from which a search probes an :class:`InvertedFile` instead of scanning every row."""
-PROBES = 16
-"""Lists a query reads (of about ``sqrt(rows)``)."""
+PROBES = 8
+"""Lists a query reads (of about ``sqrt(rows) / 2``)."""
 _TRAIN_SAMPLE = 32
 """Rows sampled per centroid to train on."""
 _TRAIN_ROUNDS = 8
@@ -66,7 +66,7 @@ class InvertedFile:
     def train(self, matrix: npt.NDArray[np.float32], owner: npt.NDArray[np.int64]) -> None:
         """Fit centroids to the used rows of ``matrix`` (``owner >= 0``) and list every row."""
         used = np.flatnonzero(owner >= 0)
-        count = max(1, round(math.sqrt(len(used))))
+        count = max(1, round(math.sqrt(len(used)) / 2))
         rng = np.random.default_rng(_SEED)
         sample = used if len(used) <= _TRAIN_SAMPLE * count else rng.choice(used, _TRAIN_SAMPLE * count, replace=False)
         points = matrix[np.sort(sample)]
