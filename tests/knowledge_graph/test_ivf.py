@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import numpy as np
+import pytest
 
 from toolcards.knowledge_graph._index import GraphIndex
 from toolcards.knowledge_graph._ivf import InvertedFile
@@ -108,6 +109,8 @@ def test_rows_written_after_training_are_found_and_deleted_ones_are_not() -> Non
     assert top(index, target)[0] == "entity 999"
     index.drop_entity("entity 999")
     assert "entity 999" not in top(index, target)
+    index.vector_rows(DIM).upsert(head_key("entity 5"), target)
+    assert top(index, target)[0] == "entity 5"
     assert index._ivf.trained_rows == trained_on
 
 
@@ -119,9 +122,13 @@ def test_the_lists_are_trained_again_when_the_rows_double() -> None:
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     owner = np.arange(400, dtype=np.int64)
     owner[::7] = -1
-    lists.train(matrix, owner)
+    order = lists.train(matrix, owner)
+    assert sorted(order.tolist()) == list(range(400))
+    matrix, owner = matrix[order], owner[order]
     assert lists.trained_rows == int((owner >= 0).sum())
     assert not lists.needs_training(lists.trained_rows + 1)
     assert lists.needs_training(2 * lists.trained_rows)
-    found = lists.probe(matrix, owner, matrix[1])
-    assert 1 in found.tolist() and not set(found.tolist()) & set(np.flatnonzero(owner < 0).tolist())
+    row = int(np.flatnonzero(order == 1)[0])
+    found, cosines = lists.probe(matrix, owner, matrix[row])
+    assert row in found.tolist() and not set(found.tolist()) & set(np.flatnonzero(owner < 0).tolist())
+    assert cosines.tolist() == pytest.approx((matrix[found] @ matrix[row]).tolist(), abs=1e-5)

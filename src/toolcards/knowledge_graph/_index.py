@@ -785,24 +785,42 @@ class GraphIndex:
         count = len(self._row_owner)
         owner = self._row_owner.view()
         best = np.full(len(self._names), -np.inf, dtype=np.float32)
-        if self._vectors.count < self._approximate_from:
+        if self._vectors.count < max(1, self._approximate_from):
             # einsum, not `@`: BLAS threads would contend with the actors' threads on small hosts.
             cosines = np.einsum("ij,j->i", self._matrix[:count], query)
             used = owner >= 0
             np.maximum.at(best, owner[used], cosines[used])
             best[~np.isfinite(best)] = 0.0
             return best, self._has_vector.view() > 0
-        matrix = self._matrix[:count]
         if self._ivf.needs_training(self._vectors.count):
-            self._ivf.train(matrix, owner)
-        rows = self._ivf.probe(matrix, owner, query)
-        if keyword is not None:
-            rows = np.concatenate((rows, self._rows_of(_top(keyword, keyword_best))))
-        cosines = np.einsum("ij,j->i", matrix[rows], query)
+            self._reorder_rows(self._ivf.train(self._matrix[:count], owner))
+            owner = self._row_owner.view()
+        matrix = self._matrix[:count]
+        rows, cosines = self._ivf.probe(matrix, owner, query)
         np.maximum.at(best, owner[rows], cosines)
+        if keyword is not None:
+            rows = self._rows_of(_top(keyword, keyword_best))
+            np.maximum.at(best, owner[rows], np.einsum("ij,j->i", matrix[rows], query))
         measured = np.isfinite(best)
         best[~measured] = 0.0
         return best, measured
+
+    def _reorder_rows(self, order: npt.NDArray[np.int64]) -> None:
+        """Move row ``order[i]`` to row ``i``, in the matrix and everything numbered by row."""
+        assert self._matrix is not None
+        count = len(order)
+        self._matrix[:count] = self._matrix[order]
+        owner = self._row_owner.view()
+        owner[:] = owner[order]
+        keys = self._row_keys
+        self._row_keys = [keys[row] for row in order.tolist()]
+        self._rows = {key: row for row, key in enumerate(self._row_keys) if key is not None}
+        self._free_rows = [row for row, key in enumerate(self._row_keys) if key is None]
+        owned: dict[int, dict[int, None]] = {}
+        for row, number in enumerate(owner.tolist()):
+            if number >= 0:
+                owned.setdefault(number, {})[row] = None
+        self._ent_rows = owned
 
     def _rows_of(self, numbers: npt.NDArray[np.intp]) -> npt.NDArray[np.int64]:
         """The vector rows of the passages of entities ``numbers``."""

@@ -10,6 +10,11 @@ rows have doubled since, and new or rewritten rows join their nearest list at th
 search (in one batch). Freed rows stay in their list until then and are skipped by
 their owner (-1).
 
+Training also says how to reorder the rows so that each list is one contiguous block of
+the matrix (:meth:`InvertedFile.train` returns the order; the index moves its rows): a
+probe then reads whole blocks in place instead of gathering scattered rows. Rows that join
+a list later are kept beside its block and gathered.
+
 Approximate: a row whose centroid is not among the probed ones is not read. See
 ``docs/architecture.md`` for where the index switches to it and what it buys.
 """
@@ -45,6 +50,9 @@ class InvertedFile:
         self.trained_rows = 0
         """How many rows the centroids were trained on (retrained when the rows double)."""
         self._lists: list[npt.NDArray[np.int64]] = []
+        """List → the rows put in it since training (outside its block)."""
+        self._blocks = np.zeros(1, dtype=np.int64)
+        """List ``i``'s block is rows ``_blocks[i]`` to ``_blocks[i + 1]``."""
         self._member = np.full(0, -1, dtype=np.int32)
         """Row → the list it was last put in; -1 when none."""
         self._stale: dict[int, None] = {}
@@ -63,8 +71,13 @@ class InvertedFile:
         """Whether ``rows`` rows call for (re)training: none yet, or twice those trained on."""
         return self.centroids is None or rows >= 2 * self.trained_rows
 
-    def train(self, matrix: npt.NDArray[np.float32], owner: npt.NDArray[np.int64]) -> None:
-        """Fit centroids to the used rows of ``matrix`` (``owner >= 0``) and list every row."""
+    def train(self, matrix: npt.NDArray[np.float32], owner: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        """Fit centroids to the used rows of ``matrix`` (``owner >= 0``) and list every row.
+
+        Returns the order to put the rows in (``new[i] = old[order[i]]``, for the matrix, the
+        owners and everything else numbered by row): the used rows list by list, then the
+        free ones. The lists are numbered in that new order; the caller must reorder.
+        """
         used = np.flatnonzero(owner >= 0)
         count = max(1, round(math.sqrt(len(used)) / 2))
         rng = np.random.default_rng(_SEED)
@@ -81,10 +94,24 @@ class InvertedFile:
             centroids = np.where(empty[:, None], centroids, sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         self.centroids = centroids
         self.trained_rows = len(used)
+        nearest = self._nearest(matrix, used)
+        by_list = np.argsort(nearest, kind="stable")
+        order = np.concatenate((used[by_list], np.flatnonzero(owner < 0))).astype(np.int64)
+        self._blocks = np.searchsorted(nearest[by_list], np.arange(len(centroids) + 1)).astype(np.int64)
         self._member = np.full(len(owner), -1, dtype=np.int32)
+        self._member[: len(used)] = nearest[by_list]
         self._lists = [np.empty(0, dtype=np.int64) for _ in range(len(centroids))]
         self._stale = {}
-        self._assign(matrix, used)
+        return order
+
+    def _nearest(self, matrix: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int32]:
+        """The list of the centroid nearest each of ``rows``."""
+        assert self.centroids is not None
+        nearest = np.empty(len(rows), dtype=np.int32)
+        for start in range(0, len(rows), 8192):
+            chunk = rows[start : start + 8192]
+            nearest[start : start + len(chunk)] = np.argmax(matrix[chunk] @ self.centroids.T, axis=1)
+        return nearest
 
     def _assign(self, matrix: npt.NDArray[np.float32], rows: npt.NDArray[np.int64]) -> None:
         """Put ``rows`` in the lists of their nearest centroids (a row already there is not repeated)."""
@@ -93,10 +120,7 @@ class InvertedFile:
             grown = np.full(len(matrix), -1, dtype=np.int32)
             grown[: len(self._member)] = self._member
             self._member = grown
-        nearest = np.empty(len(rows), dtype=np.int32)
-        for start in range(0, len(rows), 8192):
-            chunk = rows[start : start + 8192]
-            nearest[start : start + len(chunk)] = np.argmax(matrix[chunk] @ self.centroids.T, axis=1)
+        nearest = self._nearest(matrix, rows)
         moved = self._member[rows] != nearest
         rows, nearest = rows[moved], nearest[moved]
         self._member[rows] = nearest
@@ -109,8 +133,9 @@ class InvertedFile:
 
     def probe(
         self, matrix: npt.NDArray[np.float32], owner: npt.NDArray[np.int64], query: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.int64]:
-        """The used rows in the :attr:`probes` lists nearest ``query`` (a row may repeat)."""
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The used rows in the :attr:`probes` lists nearest ``query`` (a row may repeat) and
+        their cosines with it (``matrix`` rows are normalised)."""
         assert self.centroids is not None
         if self._stale:
             stale = np.fromiter(self._stale, dtype=np.int64, count=len(self._stale))
@@ -119,9 +144,22 @@ class InvertedFile:
         scores = np.einsum("ij,j->i", self.centroids, query)
         probes = min(self.probes, len(scores))
         nearest = np.argpartition(-scores, probes - 1)[:probes] if probes < len(scores) else np.arange(len(scores))
-        rows = np.concatenate([self._lists[i] for i in nearest.tolist()])
-        # Rows moved to another list since, or freed, are skipped.
-        lists = np.repeat(nearest, [len(self._lists[i]) for i in nearest.tolist()])
-        keep = (self._member[rows] == lists) & (owner[rows] >= 0)
-        probed: npt.NDArray[np.int64] = rows[keep]
-        return probed
+        blocks = self._blocks
+        found_rows: list[npt.NDArray[np.int64]] = []
+        found_cosines: list[npt.NDArray[np.float32]] = []
+        member = self._member
+        for list_id in nearest.tolist():
+            start, end = int(blocks[list_id]), int(blocks[list_id + 1])
+            if end > start:
+                # Rows moved to another list since, or freed, are skipped.
+                keep = (member[start:end] == list_id) & (owner[start:end] >= 0)
+                found_rows.append(np.flatnonzero(keep) + start)
+                found_cosines.append(np.einsum("ij,j->i", matrix[start:end], query)[keep])
+            extra = self._lists[list_id]
+            if len(extra):
+                extra = extra[(member[extra] == list_id) & (owner[extra] >= 0)]
+                found_rows.append(extra)
+                found_cosines.append(np.einsum("ij,j->i", matrix[extra], query))
+        if not found_rows:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        return np.concatenate(found_rows).astype(np.int64), np.concatenate(found_cosines)

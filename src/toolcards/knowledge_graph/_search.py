@@ -17,7 +17,10 @@ Keyword score (BM25 with field weights)
 
 Vector score
     The cosine of the query with the entity's text (its head and observations, as the
-    embedding model reads them); entities below ``threshold`` do not enter through it.
+    embedding model reads them); entities below ``threshold`` do not enter through it. In a
+    large graph the cosines are computed only for the passages near the query
+    (:mod:`toolcards.knowledge_graph._ivf`) and, in hybrid mode, those of the best keyword
+    entities; any other entity has no cosine, as if it had no vector.
 
 Hybrid score, in [0, 1]
     ``alpha * cos' + (1 - alpha) * keyword'``. ``cos'`` is the cosine scaled from the lowest
