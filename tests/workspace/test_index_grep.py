@@ -22,11 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from toolcards.errors import RetriableError
-from toolcards.workspace._grep import find_rg, grep, to_rust_regex
+from toolcards.workspace._grep import grep, to_rust_regex
 from toolcards.workspace._index import WorkspaceIndex
 from toolcards.workspace._literals import analyse
-
-pytestmark = pytest.mark.skipif(find_rg() is None, reason="ripgrep is not installed")
 
 _OLD = time.time() - 3600
 
@@ -142,7 +140,7 @@ def _write(root: Path, files: dict[str, bytes], stamp: float) -> None:
 
 def _answer(root: Path, index: WorkspaceIndex | None, pattern: str, path: str, include: str, limit: int) -> str:
     try:
-        return grep(root, pattern, path, include, max_results=limit, index=index, use_rg=None)
+        return grep(root, pattern, path, include, max_results=limit, index=index)
     except RetriableError as exc:
         return f"refused: {exc}"
 

@@ -2,11 +2,11 @@
 
 A real child process flips ``d`` (a directory of the tree) with ``d_link`` (an absolute
 symlink to a directory outside) and ``e`` with ``e_link`` (a relative one climbing out),
-each with one ``renameat2(RENAME_EXCHANGE)``, in a tight loop, while grep (both engines) and
-glob run over the whole tree and over ``d``. Every file outside holds a canary in its name
-and its text; none may come back. ripgrep opens what lies below its base by name, so it
-does read outside files now and then: what it reports is read again through the tree before
-it is shown.
+each with one ``renameat2(RENAME_EXCHANGE)``, in a tight loop, while grep (ripgrep alone, and
+narrowed by the workspace index to the few files ``re`` confirms) and glob run over the
+whole tree and over ``d``. Every file outside holds a canary in its name and its text; none
+may come back. ripgrep opens what lies below its base by name, so it does read outside files
+now and then: what it reports is read again through the tree before it is shown.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ import pytest
 from tests.workspace.hostile import renameat2_works
 from toolcards.errors import RetriableError
 from toolcards.workspace._glob import glob
-from toolcards.workspace._grep import find_rg, grep
+from toolcards.workspace._grep import grep
+from toolcards.workspace._index import WorkspaceIndex
 
 pytestmark = pytest.mark.slow
 
@@ -72,24 +73,25 @@ def test_swapping_directories_for_symlinks_never_shows_outside_files(tmp_path: P
     for n in range(40):
         (outside / f"f{n}.txt").write_text(f"hit {CANARY}\n")
         (outside / f"{CANARY}-{n}.txt").write_text("hit\n")
+    (outside / "rare.txt").write_text(f"needle {CANARY}\n")
     for directory in ("d", "e"):
         (root / directory).mkdir()
         for n in range(40):
             (root / directory / f"f{n}.txt").write_text("hit inside\n")
+        (root / directory / "rare.txt").write_text("needle inside\n")
     (root / "d_link").symlink_to(outside)
     (root / "e_link").symlink_to(os.path.relpath(outside, root))
 
+    index = WorkspaceIndex(root)
+    assert index.wait_ready(timeout=60)
     calls: list[tuple[str, Callable[[], str]]] = [
-        ("grep python, whole tree", lambda: grep(root, "hit", use_rg=False)),
-        ("grep python, in d", lambda: grep(root, "hit", "d", use_rg=False)),
+        ("grep, whole tree", lambda: grep(root, "hit")),
+        ("grep, in d", lambda: grep(root, "hit", "d")),
+        ("grep indexed, whole tree", lambda: grep(root, "needle", index=index)),
+        ("grep indexed, in d", lambda: grep(root, "needle", "d", index=index)),
         ("glob, whole tree", lambda: glob(root, "**/*.txt")),
         ("glob, in d", lambda: glob(root, "**/*.txt", "d")),
     ]
-    if find_rg() is not None:
-        calls += [
-            ("grep rg, whole tree", lambda: grep(root, "hit", use_rg=True)),
-            ("grep rg, in d", lambda: grep(root, "hit", "d", use_rg=True)),
-        ]
     stop = tmp_path / "stop"
     swapper = subprocess.Popen([sys.executable, "-c", SWAPPER, str(root), str(stop)], stdout=subprocess.PIPE, text=True)
     assert swapper.stdout is not None
@@ -110,6 +112,7 @@ def test_swapping_directories_for_symlinks_never_shows_outside_files(tmp_path: P
                     leaks[label] = leaks.get(label, 0) + 1
     finally:
         stop.write_text("")
+        index.close()
         swaps = int(swapper.communicate(timeout=30)[0].strip() or 0)
     print(f"{swaps} swaps; calls: {counts}")
     assert swaps > 0 and all(count >= MIN_CALLS for count in counts.values())

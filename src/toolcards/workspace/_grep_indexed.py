@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from toolcards.errors import ToolTimeout
 from toolcards.workspace._glob import open_beneath
 from toolcards.workspace._grep_found import Found
+from toolcards.workspace._grep_lines import clip_line
 from toolcards.workspace._grep_pattern import CompiledPattern
-from toolcards.workspace._grep_python import search_file
 from toolcards.workspace._literals import PatternFacts, analyse, text_properties
 from toolcards.workspace._paths import SKIPPED_DIRS
 from toolcards.workspace._ripgrep import search_rg
@@ -45,7 +45,7 @@ def search_indexed(
     index: WorkspaceIndex,
     compiled: CompiledPattern,
     *,
-    rg: str | None,
+    rg: str,
     base: Directory,
     named: str,
     accepts: Callable[[str], bool] | None,
@@ -58,7 +58,7 @@ def search_indexed(
     below the root when its walk stopped at the depth limit), or when the candidates are
     too many to name. Candidates whose text Python's ``re`` surely reads as ripgrep does
     (:meth:`~toolcards.workspace._literals.PatternFacts.python_agrees`) are searched here,
-    the others by ripgrep (or the Python engine without it), all into one ``found``.
+    at most :data:`_MAX_PYTHON_FILES` of them, the others by ripgrep, all into one ``found``.
     """
     if not index.ensure_started():
         return False
@@ -69,21 +69,19 @@ def search_indexed(
     candidates = _candidates(index, facts, below, named)
     if candidates is None or (below and index.truncated):
         return False
-    if rg is not None and len(candidates.files) > _MAX_LISTED_FRACTION * index.status().files_total:
+    if len(candidates.files) > _MAX_LISTED_FRACTION * index.status().files_total:
         return False  # most files may match: ripgrep's own walk is as quick
     files = [rel for rel in candidates.files if accepts is None or accepts(rel)]
-    if rg is not None and sum(len(rel) + 3 for rel in files) > _MAX_LISTED_BYTES:
+    if sum(len(rel) + 3 for rel in files) > _MAX_LISTED_BYTES:
         return False  # too many names for one command line
     likely = _likely_agreeing(files, candidates, facts)
-    if rg is not None and len(likely) > _MAX_PYTHON_FILES:
+    if len(likely) > _MAX_PYTHON_FILES:
         likely = []  # one ripgrep over many files is quicker than reading each here
     prefix = f"{below}/" if below else ""
     chosen = set(likely)
     by_rg = [rel for rel in files if rel not in chosen]
-    by_rg += _search_with_re(base, prefix, likely, compiled, facts if rg is not None else None, found)
-    if by_rg and rg is None:
-        _search_with_re(base, prefix, by_rg, compiled, None, found)
-    elif by_rg and rg is not None:
+    by_rg += _search_with_re(base, prefix, likely, compiled, facts, found)
+    if by_rg:
         search_rg(
             rg,
             rust_pattern=compiled.rust,
@@ -124,17 +122,13 @@ def _likely_agreeing(files: list[str], candidates: Candidates, facts: PatternFac
 
 
 def _search_with_re(
-    base: Directory,
-    prefix: str,
-    files: list[str],
-    compiled: CompiledPattern,
-    facts: PatternFacts | None,
-    found: Found,
+    base: Directory, prefix: str, files: list[str], compiled: CompiledPattern, facts: PatternFacts, found: Found
 ) -> list[str]:
     """Search ``files`` (root-relative, below ``base`` at ``prefix``) with ``re``.
 
-    With ``facts``, a file whose text (as read now, not as the index saw it) ``re`` may read
-    otherwise than ripgrep is not searched but returned, for ripgrep.
+    A file whose text (as read now, not as the index saw it) ``re`` may read otherwise than
+    ripgrep, or that is larger than :data:`_PYTHON_FILE_BYTES`, is not searched but returned,
+    for ripgrep.
     """
     left: list[str] = []
     for rel in files:
@@ -143,13 +137,31 @@ def _search_with_re(
         except OSError:
             continue
         try:
-            if facts is not None:
-                text = text_as_searched(fd, _PYTHON_FILE_BYTES)
-                if text is None or not facts.python_agrees(**text_properties(text)._asdict()):
-                    left.append(rel)
-                    continue
-                os.lseek(fd, 0, os.SEEK_SET)
-            search_file(fd, rel, compiled, found=found)
+            text = text_as_searched(fd, _PYTHON_FILE_BYTES)
+        except OSError:
+            continue
         finally:
             os.close(fd)
+        if text is None or not facts.python_agrees(**text_properties(text)._asdict()):
+            left.append(rel)
+        elif "\x00" not in text:  # a NUL makes the file binary: skipped, as ripgrep skips it
+            _search_text(text, rel, compiled, found)
     return left
+
+
+def _search_text(text: str, rel: str, compiled: CompiledPattern, found: Found) -> None:
+    """Report the lines of ``text`` (a whole file as grep reads it) that ``compiled`` matches."""
+    regex = compiled.regex
+    # Without ^ or $ a search of all lines at once can only over-report (a line break is no
+    # word character, like the ends of a line for \b), so one search rules out most files.
+    if not compiled.line_anchored and regex.search(text) is None:
+        return
+    found.begin_file(rel)
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()  # the break that ends the last line starts no line
+    for number, line in enumerate(lines, 1):
+        match = regex.search(line := line.removesuffix("\r"))
+        if match is not None:
+            found.add(number, clip_line(line, match.start()))
+    found.end_file()

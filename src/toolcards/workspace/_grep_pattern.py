@@ -33,7 +33,7 @@ _FLAG_LETTERS = ((re.IGNORECASE, "i"), (re.DOTALL, "s"), (re.MULTILINE, "m"))
 
 
 class CompiledPattern(NamedTuple):
-    """A pattern checked and prepared for both engines."""
+    """A pattern checked and prepared for ripgrep and ``re``."""
 
     rust: str
     """The pattern in ripgrep's syntax."""
@@ -41,8 +41,6 @@ class CompiledPattern(NamedTuple):
     """The pattern compiled by ``re``."""
     line_anchored: bool
     """It has ``^``, ``$``, ``\\A`` or ``\\Z``: it must be searched line by line."""
-    asserts: bool
-    """It has those or ``\\b``/``\\B``: whether it matches can depend on the characters after the match."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -81,7 +79,7 @@ def compile_pattern(pattern: str) -> CompiledPattern:
         raise _too_deep(pattern) from None
     letters = "".join(letter for flag, letter in _FLAG_LETTERS if flags & flag)
     rust = f"(?{letters}){body}" if letters else body
-    return CompiledPattern(rust, compiled, line_anchored=writer.line_anchored, asserts=writer.asserts)
+    return CompiledPattern(rust, compiled, line_anchored=writer.line_anchored)
 
 
 _ASCII_FIX = "Spell the class out instead, such as [A-Za-z0-9_] for \\w."
@@ -105,7 +103,6 @@ class _RustWriter:
     def __init__(self, pattern: str) -> None:
         self.pattern = pattern
         self.line_anchored = False
-        self.asserts = False
 
     def sequence(self, items: list[tuple[Any, Any]]) -> str:
         return "".join(self.item(op, av) for op, av in items)
@@ -145,7 +142,6 @@ class _RustWriter:
         if op is c.BRANCH:
             return "(?:" + "|".join(self.sequence(list(alt)) for alt in av[1]) + ")"
         if op is c.AT:
-            self.asserts = True
             self.line_anchored = self.line_anchored or av not in (c.AT_BOUNDARY, c.AT_NON_BOUNDARY)
             return {
                 c.AT_BEGINNING: "^",

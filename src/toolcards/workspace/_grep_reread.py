@@ -236,7 +236,7 @@ def _line_end(chunks: Iterable[str]) -> Iterator[str]:
             yield piece.removesuffix("\r")
             return
         # A final "\r" may be half of the line break: hold it until the next piece. At
-        # the end of the file it is dropped, as the Python engine drops it.
+        # the end of the file it is dropped, as a search with ``re`` drops it.
         held = "\r" if piece.endswith("\r") else ""
         yield piece[: len(piece) - len(held)]
 

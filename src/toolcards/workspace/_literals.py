@@ -113,7 +113,7 @@ class PatternFacts:
         """Whether ``re`` gives ripgrep's answer on a file with these properties.
 
         ``irregular``: the file's text has a lone ``\\r`` or a U+FFFD; ``long_line``: a line
-        too long for the Python engine to search whole.
+        too long for ``re`` to be trusted with (it is left to ripgrep).
         """
         if not self.python_safe or long_line:
             return False
@@ -536,7 +536,7 @@ def _simplified(query: Query) -> Query:
     return _all_of([Query(False, query.trigrams, ()), *(_simplified(part) for part in query.parts)])
 
 
-# -- what the Python engine can be trusted with ---------------------------------------------------
+# -- what Python's re can be trusted with ---------------------------------------------------
 
 _INFINITE = 1 << 62
 

@@ -53,7 +53,7 @@ def decoded_chunks(fd: int, budget: Budget | None = None) -> Iterator[str]:
 
 
 def text_as_searched(fd: int, max_bytes: int) -> str | None:
-    """The whole text of an open file as both engines search it (see :func:`decoded_chunks`), or
+    """The whole text of an open file as grep searches it (see :func:`decoded_chunks`), or
     None when it holds more than ``max_bytes`` bytes."""
     try:
         return "".join(decoded_chunks(fd, Budget(max_bytes)))
