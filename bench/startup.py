@@ -29,7 +29,7 @@ LAUNCHES = 9
 
 
 def run() -> list[Case]:
-    from bench.mcp_reference.__main__ import Side, _client, _install
+    from bench.mcp_reference.__main__ import Side, _client, _install, _warm_up
 
     try:
         filesystem, memory = _install()
@@ -39,9 +39,8 @@ def run() -> list[Case]:
     async def measure(root: Path) -> dict[str, list[float]]:
         sides = [Side(name, root / name, filesystem, memory) for name in ("reference", "toolcards")]
         samples: dict[str, list[float]] = {side.name: [] for side in sides}
-        for side in sides:  # warm-up: bytecode written, files in the page cache
-            async with _client(side.files_command, side.env) as client:
-                await side.read(client, 0)
+        for side in sides:
+            await _warm_up(side)
         for launch in range(LAUNCHES):
             for side in sides if launch % 2 == 0 else sides[::-1]:
                 started = time.perf_counter()

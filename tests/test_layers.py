@@ -70,7 +70,9 @@ def test_the_first_card_loads_the_core_only() -> None:
     loaded = imported_modules("from toolcards import ToolCard, ToolFactory")
     assert {"pydantic", "toolcards.core._card", "toolcards.core._factory"} <= loaded
     assert not {m for m in loaded if m.split(".")[0] in HEAVY | {"pykka"}}
-    assert not {m for m in loaded if m.startswith("toolcards.") and m.split(".")[1] not in {"core", "errors", "_lazy_names"}}
+    assert not {
+        m for m in loaded if m.startswith("toolcards.") and m.split(".")[1] not in {"core", "errors", "_lazy_names"}
+    }
 
 
 def test_lazy_names_resolve_in_a_fresh_interpreter() -> None:

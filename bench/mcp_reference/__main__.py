@@ -7,7 +7,8 @@ Run by hand from the repository root with the project's venv. It:
    ``~/.cache/toolcards-bench/mcp-reference-<version>``), once; without node or npm, or when the
    install fails (no network), it prints one ``skipped: why`` row and exits 0;
 2. drives every server with the official Python SDK client over stdio, the same client for
-   both sides, in ``--rounds`` rounds (3) taken turn about (which side goes first alternates):
+   both sides, in ``--rounds`` rounds (3) taken turn about (which side goes first alternates),
+   after one warm-up launch of each (toolcards' bytecode is cached, as in an installed package):
    start-up to the first answer, ``ping`` (on the handshake protocol: the 2026-07-28 protocol
    toolcards and the client otherwise agree on has none), reading a 2 KB file, reading a 2,000-line
    file, writing a new 2 KB file, listing directories of 400 and 1,000 entries, and searching a
@@ -128,6 +129,10 @@ class Side:
             config.write_text(CONFIG)
             self.env["TOOLCARDS_WORKSPACES_ROOT"] = str(root / "workspaces")
             self.files = root / "workspaces" / "ref"
+            # Bytecode cached as in an installed package, whatever PYTHONDONTWRITEBYTECODE says:
+            # otherwise every launch compiles toolcards from source first.
+            self.env.pop("PYTHONDONTWRITEBYTECODE", None)
+            self.env["PYTHONPYCACHEPREFIX"] = str(root / "pycache")
             serve = [sys.executable, "-m", "toolcards.cli", "serve", "--config", str(config)]
             self.files_command = self.graph_command = serve
         else:
@@ -190,6 +195,12 @@ class Side:
             await _call(client, "create_entities", {"entities": typed})
 
 
+async def _warm_up(side: Side) -> None:
+    """One launch before the timed ones: bytecode written, files in the page cache."""
+    async with _client(side.files_command, side.env) as client:
+        await side.read(client, 0)
+
+
 async def _round(side: Side, samples: dict[str, list[float]], first_round: bool) -> None:
     for _ in range(STARTS):
         started = time.perf_counter()
@@ -215,6 +226,8 @@ async def _round(side: Side, samples: dict[str, list[float]], first_round: bool)
 async def _compare(rounds: int, filesystem: Path, memory: Path, tmp: Path) -> list[tuple[str, float, float]]:
     sides = [Side(name, tmp / name, filesystem, memory) for name in ("reference", "toolcards")]
     samples: dict[str, dict[str, list[float]]] = {side.name: {} for side in sides}
+    for side in sides:
+        await _warm_up(side)
     for number in range(rounds):
         order = sides if number % 2 == 0 else sides[::-1]
         for side in order:

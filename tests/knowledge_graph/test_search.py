@@ -156,24 +156,23 @@ def test_shortest_paths_skip_unreachable_targets_and_the_source() -> None:
 
 
 def test_the_hybrid_fusion_calibrates_each_leg_to_its_range() -> None:
-    keyword = np.array([4.0, 2.0, 0.0, 0.0])
+    keyword = np.array([4.0, 1.0, 0.0, 0.0])
     cosines = np.array([0.2, 0.4, 0.6, 0.9])
     embedded = np.array([True, True, True, False])
-    scores, eligible = fuse(keyword, cosines, embedded, 0.7, 0.3, 4.0)
-    # cos' = (cos - 0.2) / (0.6 - 0.2) over the embedded; keyword' = keyword / ceiling 4.
-    assert scores.tolist() == pytest.approx([0.3, 0.7 * 0.5 + 0.3 * 0.5, 0.7, 0.0])
+    scores, eligible = fuse(keyword, cosines, embedded, 0.7, 0.3)
+    # cos' = (cos - 0.2) / (0.6 - 0.2) over the embedded; keyword' = sqrt((4 - 1) / 4) for the best only.
+    assert scores.tolist() == pytest.approx([0.3 * 0.75**0.5, 0.7 * 0.5, 0.7, 0.0])
     assert eligible.tolist() == [True, True, True, False]
 
 
-def test_the_keyword_leg_weighs_by_the_query_not_by_the_best_match() -> None:
-    # The same keyword scores count for less when the query could have matched far better
-    # (its words are rare but the hits share only its common ones), capped at 1.
-    keyword = np.array([2.0, 1.0])
-    cosines = np.array([0.5, 0.5])
-    embedded = np.array([True, True])
-    weak, _ = fuse(keyword, cosines, embedded, 0.5, 0.3, 20.0)
-    strong, _ = fuse(keyword, cosines, embedded, 0.5, 0.3, 1.0)
-    assert weak.tolist() == pytest.approx([0.05, 0.025])
-    assert strong.tolist() == pytest.approx([0.5, 0.5])
-    nothing, _ = fuse(keyword, cosines, embedded, 0.5, 0.3, 0.0)
-    assert nothing.tolist() == [0.0, 0.0]
+def test_a_keyword_match_counts_only_where_one_entity_stands_out() -> None:
+    cosines = np.array([0.5, 0.5, 0.5])
+    embedded = np.array([True, True, True])
+    shared, _ = fuse(np.array([2.0, 2.0, 1.0]), cosines, embedded, 0.5, 0.3)
+    assert shared.tolist() == [0.0, 0.0, 0.0]  # the best is shared: nothing tells them apart
+    alone, _ = fuse(np.array([2.0, 0.0, 0.0]), cosines, embedded, 0.5, 0.3)
+    assert alone.tolist() == pytest.approx([0.5, 0.0, 0.0])
+    ahead, _ = fuse(np.array([2.0, 1.5, 0.0]), cosines, embedded, 0.5, 0.3)
+    assert ahead.tolist() == pytest.approx([0.5 * 0.25**0.5, 0.0, 0.0])
+    nothing, _ = fuse(np.zeros(3), cosines, embedded, 0.5, 0.3)
+    assert nothing.tolist() == [0.0, 0.0, 0.0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -179,7 +180,17 @@ def test_many_changes_at_once_are_searched_while_a_build_reads_them(
     index: WorkspaceIndex, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(index_module, "_REINDEX_AT_ONCE", 1)
+    # The build waits until the search has been made, however the threads are scheduled.
+    searched = threading.Event()
+    real = index_module.text_as_searched
+
+    def after_the_search(fd: int, limit: int) -> str | None:
+        searched.wait(60)
+        return real(fd, limit)
+
+    monkeypatch.setattr(index_module, "text_as_searched", after_the_search)
     _write(tree, {"b.md": "omega\n", "sub/c.txt": "nothing\n", "new.txt": "omega too\n"}, _OLD + 5)
     assert {"b.md", "new.txt", "sub/c.txt"} <= set(_candidates(index, "omega"))
+    searched.set()
     assert index.wait_ready(60)
     assert _candidates(index, "omega") == ["b.md", "new.txt", "node/x.js"]  # node/ is ignored: open

@@ -17,12 +17,8 @@ ledger says which of the two it uses (:func:`token_method`).
 from __future__ import annotations
 
 import functools
-import gzip
 import importlib.util
 import json
-import os
-import tempfile
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -47,23 +43,34 @@ CHARS_PER_TOKEN = 4
 @functools.cache
 def o200k() -> Any | None:
     """The ``o200k_base`` encoding (a ``tiktoken.Encoding``), or ``None`` when ``tiktoken`` or
-    ``bpe-openai`` is not installed. Built once per process (a few hundred milliseconds)."""
+    ``bpe-openai`` is not installed. Built once per process.
+
+    Only the encoding file is taken from ``bpe-openai``, found without importing the package
+    (its import builds every encoding it ships); the ranks are checked against tiktoken's
+    published hash before use.
+    """
+    import gzip
+    import hashlib
+
+    found = importlib.util.find_spec("bpe_openai")
+    if found is None or not found.submodule_search_locations:
+        return None
     try:
-        with warnings.catch_warnings():  # bpe-openai reads its data with a deprecated call
-            warnings.simplefilter("ignore", DeprecationWarning)
-            import bpe_openai.data  # type: ignore[import-untyped]
         import tiktoken
-        import tiktoken.load
         from tiktoken_ext import openai_public  # type: ignore[import-untyped]
     except ImportError:
         return None
-    packed = Path(bpe_openai.data.__file__).parent / "o200k_base.tiktoken.gz"
-    with tempfile.NamedTemporaryFile(suffix=".tiktoken", delete=False) as plain:
-        plain.write(gzip.decompress(packed.read_bytes()))
-    real_load = tiktoken.load.load_tiktoken_bpe
+    packed = Path(next(iter(found.submodule_search_locations))) / "data" / "o200k_base.tiktoken.gz"
+    try:
+        plain = gzip.decompress(packed.read_bytes())
+    except OSError:
+        return None
+    if hashlib.sha256(plain).hexdigest() != O200K_SHA256:
+        raise ValueError(f"{packed} does not hold tiktoken's o200k_base encoding (its hash differs)")
+    ranks = _ranks(plain)
+    real_load = openai_public.load_tiktoken_bpe
 
     def load_local(_url: str, expected_hash: str | None = None) -> dict[bytes, int]:
-        ranks: dict[bytes, int] = real_load(plain.name, expected_hash=O200K_SHA256)
         return ranks
 
     # The encoding's definition (pattern, special tokens) is tiktoken's; only the file is local.
@@ -72,8 +79,18 @@ def o200k() -> Any | None:
         spec = openai_public.o200k_base()
     finally:
         openai_public.load_tiktoken_bpe = real_load
-        os.unlink(plain.name)
     return tiktoken.Encoding(**spec)
+
+
+def _ranks(plain: bytes) -> dict[bytes, int]:
+    """The token → rank table of a ``.tiktoken`` file (one ``base64-token rank`` pair a line),
+    parsed in C-level passes: the file has some 200,000 lines."""
+    import binascii
+
+    fields = plain.split()
+    if len(fields) % 2:
+        raise ValueError("a .tiktoken file holds pairs of a token and its rank")
+    return dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2]), strict=True))
 
 
 def token_method() -> Literal["o200k", "estimate"]:

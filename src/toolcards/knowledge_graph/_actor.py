@@ -227,7 +227,9 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._summaries: dict[str | None, str] = {}
         """The summary text by search tool, for the graph at ``_summaries_version``."""
         self._summaries_version = -1
-        self._index = _new_index()
+        self._built_index: GraphIndex | None = None
+        """The search index, built from :attr:`_entities` by the first call that needs it
+        (:attr:`_index`): a team that never searches its graph never loads numpy."""
         self._seq = 0
         self._calls = CallLog()
         """The keyed calls the graph's writes answered, for exactly-once retries."""
@@ -258,6 +260,15 @@ class KnowledgeGraphActor(CallerRunsActor):
         """The vector rows loaded with the graph, until ``on_start`` restores them."""
 
     @property
+    def _index(self) -> GraphIndex:
+        """The search index of the graph in memory, built on first use."""
+        index = self._built_index
+        if index is None:
+            index = self._built_index = _new_index()
+            index.put_entities(self._entities.values())
+        return index
+
+    @property
     def _vectors(self) -> TextVectors | None:
         """The passages' vectors; ``None`` without an embedding (and outside ``on_start``..``on_stop``)."""
         return None if self._keeper is None else self._keeper.vectors
@@ -268,7 +279,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         """Restore stored vectors that match the current model; embed the rest in the background
         (see "Embeddings" above for those whose writer may still be embedding them)."""
         self._started = True
-        if self._index.pending:
+        if self._built_index is not None and self._built_index.pending:
             self.actor_ref.tell(_IndexPending())
         stored, self._stored_vectors = self._stored_vectors, {}
         if self._keeper is not None:
@@ -298,7 +309,8 @@ class KnowledgeGraphActor(CallerRunsActor):
         """Index what was committed (:class:`_IndexPending`) and handle the embedding keeper's
         messages; others go to pykka's default, which logs them."""
         if isinstance(message, _IndexPending):
-            self._index.flush()
+            if self._built_index is not None:
+                self._built_index.flush()
             return None
         if self._keeper is not None and self._keeper.receive(message):
             return None
@@ -818,7 +830,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._entity_types.clear()
         self._relation_types.clear()
         self._roots.clear()
-        self._index = _new_index()
+        self._built_index = None
         self._passage_cache.clear()
         self._seq = 0
         self._calls.clear()
@@ -879,7 +891,6 @@ class KnowledgeGraphActor(CallerRunsActor):
     def _put_entities(self, entities: Sequence[Entity]) -> None:
         """Index committed entities; only those that hold count in the summary."""
         new_roots: list[str] = []
-        index = self._index
         for entity in entities:
             previous = self._entities.get(entity.name)
             if previous is not None and previous.current:
@@ -897,6 +908,9 @@ class KnowledgeGraphActor(CallerRunsActor):
             elif was_root and not is_root:
                 discard(self._roots, entity.name)
         insort_all(self._roots, new_roots)
+        index = self._built_index
+        if index is None:
+            return  # the first call that needs the index builds it from the entities
         index.put_entities(entities)
         if index.pending and self._started:
             self.actor_ref.tell(_IndexPending())
@@ -913,7 +927,8 @@ class KnowledgeGraphActor(CallerRunsActor):
                 discard(self._roots, name)
         self._links.pop(name, None)
         self._passage_cache.pop(name, None)
-        self._index.drop_entity(name)
+        if self._built_index is not None:
+            self._built_index.drop_entity(name)
         if self._vectors is not None:
             for key in passage_texts(entity):
                 self._vectors.forget(key)

@@ -89,23 +89,29 @@ def visible(
 _NOT_ALNUM = re.compile(r"[\W_]+")
 
 
-def fuse(
-    keyword: Any, cosines: Any, by_meaning: Any, alpha: float, threshold: float, ceiling: float
-) -> tuple[Any, Any]:
+def fuse(keyword: Any, cosines: Any, by_meaning: Any, alpha: float, threshold: float) -> tuple[Any, Any]:
     """The hybrid score of every entity and which ones a hybrid search may return.
 
     ``keyword``: each entity's keyword score; ``cosines``: its best passage cosine;
-    ``by_meaning``: which ones are visible and have a vector; ``ceiling``: the BM25 a
-    passage holding every query term would reach (:meth:`GraphIndex.keyword_ceiling`). See
+    ``by_meaning``: which ones are visible and have a vector. See
     :mod:`toolcards.knowledge_graph._search` for the formula.
     """
     low = float(cosines[by_meaning].min()) if by_meaning.any() else 0.0
     spread = (float(cosines[by_meaning].max()) - low) if by_meaning.any() else 0.0
     calibrated = np.where(by_meaning, (cosines - low) / (spread if spread > 0 else 1.0), 0.0)
-    matched = np.minimum(keyword / ceiling, 1.0) if ceiling > 0 else np.zeros_like(keyword)
-    scores = alpha * calibrated + (1.0 - alpha) * matched
+    scores = alpha * calibrated + (1.0 - alpha) * standout(keyword)
     eligible = (by_meaning & (cosines >= threshold)) | (keyword > 0)
     return scores, eligible
+
+
+def standout(keyword: Any) -> Any:
+    """How far each keyword score stands out: ``sqrt((score - runner-up) / best)`` for the one
+    best entity, 0 for the others (and for all when the best is shared)."""
+    if len(keyword) == 0 or float(keyword.max()) <= 0:
+        return np.zeros_like(keyword)
+    best = float(keyword.max())
+    runner_up = float(np.partition(keyword, -2)[-2]) if len(keyword) > 1 else 0.0
+    return np.sqrt(np.maximum(keyword - runner_up, 0.0) / best)
 
 
 def _top(scores: Any, count: int) -> npt.NDArray[np.intp]:
@@ -276,8 +282,6 @@ class GraphIndex:
 
         self._last_passages: Any = None
         """Each passage's BM25 in the last keyword search (read by :meth:`observation_scores`)."""
-        self._last_ceiling = 0.0
-        """The last keyword search's :meth:`keyword_ceiling`."""
         self._seen: tuple[float | None, bool, Any, int, float] | None = None
         """The last keyword search's moment, ``include_invalid``, the passages it saw, how many
         and their average length; forgotten whenever a passage changes."""
@@ -574,7 +578,6 @@ class GraphIndex:
         BM25 with field weights (see :mod:`toolcards.knowledge_graph._search`)."""
         count = len(self._names)
         scores = np.zeros(count, dtype=np.float64)
-        self._last_ceiling = 0.0
         terms = query_terms(query)
         if not terms:
             return scores
@@ -592,13 +595,6 @@ class GraphIndex:
         self._add_name_scores(terms, scores, shown)
         scores[~shown] = 0.0
         return scores
-
-    @property
-    def keyword_ceiling(self) -> float:
-        """The BM25 a passage holding every term of the last keyword search's query would
-        reach (each term's rarity times ``k1 + 1``): what :func:`fuse` divides keyword scores
-        by, so a query matched only by common words weighs little whatever the best match."""
-        return self._last_ceiling
 
     def observation_scores(self, observation_ids: Iterable[str]) -> dict[str, float]:
         """The BM25 of each of ``observation_ids`` in the last keyword search (above 0 only)."""
@@ -640,7 +636,6 @@ class GraphIndex:
             unique = slots[starts]
             frequency = np.diff(np.append(starts, len(slots))).astype(np.float64)
             rarity = math.log(1.0 + (total - len(unique) + 0.5) / (len(unique) + 0.5))
-            self._last_ceiling += rarity * (BM25_K1 + 1.0)
             norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths[unique] / average)
             if scores is None:
                 scores = np.zeros(len(live), dtype=np.float64)
@@ -744,7 +739,7 @@ class GraphIndex:
             eligible = shown & has_vector & (cosines >= threshold)
         else:
             assert keyword is not None
-            scores, eligible = fuse(keyword, cosines, shown & has_vector, alpha, threshold, self._last_ceiling)
+            scores, eligible = fuse(keyword, cosines, shown & has_vector, alpha, threshold)
         candidates = np.flatnonzero(eligible)
         matching = len(candidates)
         if limit <= 0 or not matching:

@@ -24,17 +24,18 @@ Vector score
 
 Hybrid score, in [0, 1]
     ``alpha * cos' + (1 - alpha) * keyword'``. ``cos'`` is the cosine scaled from the lowest
-    to the highest among the embedded entities onto [0, 1]. ``keyword'`` is the keyword
-    score over the query's *ceiling*, the BM25 one passage holding every query term would
-    reach (the sum of the terms' ``idf * (k1 + 1)``), capped at 1: it says how much of the
-    query an entity matched, weighed by rarity, whatever the other entities matched. A
-    query whose only shared words are common ones (speakers' names in every conversation)
-    lets its keyword leg weigh little, where dividing by the best keyword score gave the
-    best of those weak matches full weight. Neither BM25's open range nor a model's narrow
-    band of cosines dominates, whatever the graph's size. ``bench memory`` measured this
-    against the best-score calibration, z-scores, reciprocal-rank fusion (k = 10 and 60,
-    weighted, at several candidate depths) and other weights; ``docs/benchmarks.md`` has
-    the table. The weight (``alpha = 0.7``) was kept from before.
+    to the highest among the embedded entities onto [0, 1]. ``keyword'`` is how far the
+    entity's keyword score stands out: ``sqrt((keyword - runner-up) / best)`` for the one
+    entity with the best keyword score, 0 for every other (and for all when the best is
+    shared). A keyword match several entities share does not tell them apart, so it leaves
+    the ranking by meaning alone; one entity matching the query's rare words far better
+    than any other (a name, a figure, the question's own words) rises to the top. Summing
+    every entity's keyword score instead let words common to many entities reorder the
+    meaning-based ranking: on ``bench memory`` every such calibration (over the best score,
+    over the query's BM25 ceiling, z-scores, reciprocal-rank fusion at k = 10 and 60,
+    weighted, at several candidate depths, per passage rather than per entity) fell below
+    vectors alone at depth 5 and 10 for paraphrased questions; ``docs/benchmarks.md`` has
+    the table. The result holds for ``alpha`` from 0.5 to 0.7; the default stays 0.7.
 
 Names first
     Whatever the mode, an entity named (or aliased) exactly the query ranks first, alone,

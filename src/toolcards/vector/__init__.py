@@ -19,12 +19,17 @@ on first use. The local model's files are pinned by sha256 (:mod:`toolcards.vect
 
 from __future__ import annotations
 
-from toolcards.vector._index import VectorIndex
-from toolcards.vector._keeper import EmbeddingKeeper
-from toolcards.vector._param import EmbeddingParam
-from toolcards.vector._providers.base import EmbeddingUnavailable
-from toolcards.vector._service import EmbeddingService, get_embedding_service
-from toolcards.vector._text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors
+from typing import TYPE_CHECKING
+
+from toolcards._lazy_names import lazy_names
+
+if TYPE_CHECKING:
+    from toolcards.vector._index import VectorIndex
+    from toolcards.vector._keeper import EmbeddingKeeper
+    from toolcards.vector._param import EmbeddingParam
+    from toolcards.vector._providers.base import EmbeddingUnavailable
+    from toolcards.vector._service import EmbeddingService, get_embedding_service
+    from toolcards.vector._text_vectors import GraceElapsed, TextsEmbedded, TextVector, TextVectors
 
 __all__ = [
     "EmbeddingKeeper",
@@ -38,3 +43,21 @@ __all__ = [
     "VectorIndex",
     "get_embedding_service",
 ]
+
+
+# A card's fields name EmbeddingParam (toolcards.vector._param); the rest loads when first used.
+__getattr__, __dir__ = lazy_names(
+    globals(),
+    {
+        "EmbeddingKeeper": "toolcards.vector._keeper",
+        "EmbeddingParam": "toolcards.vector._param",
+        "EmbeddingService": "toolcards.vector._service",
+        "EmbeddingUnavailable": "toolcards.vector._providers.base",
+        "GraceElapsed": "toolcards.vector._text_vectors",
+        "TextVector": "toolcards.vector._text_vectors",
+        "TextVectors": "toolcards.vector._text_vectors",
+        "TextsEmbedded": "toolcards.vector._text_vectors",
+        "VectorIndex": "toolcards.vector._index",
+        "get_embedding_service": "toolcards.vector._service",
+    },
+)

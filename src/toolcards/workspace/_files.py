@@ -437,16 +437,18 @@ def list_directory(
         if depth != 1:
             lines.append("./" if directory.rel == "." else display_name(directory.rel) + "/")
         listed = walk.level(directory, "", 1)
+        first = len(lines)
         try:
-            for line in listed:
-                seen += 1
+            for block in listed:  # lists of lines: a page is taken a block at a time
+                start, seen = seen, seen + len(block)
                 if seen <= offset:
                     continue
-                if len(lines) - (depth != 1) < limit:
-                    lines.append(line)
-                    continue
-                more += 1
+                skip = max(0, offset - start)
+                taken = max(0, min(limit - (len(lines) - first), len(block) - skip))
+                lines.extend(block[skip : skip + taken])
+                more += len(block) - skip - taken
                 if more >= MAX_COUNTED_MORE:
+                    more = MAX_COUNTED_MORE
                     break
         finally:
             listed.close()  # closes the directories it still holds
@@ -476,12 +478,15 @@ class _Walk:
     notes: list[str]
     flat: bool
 
-    def level(self, directory: Directory, indent: str, level: int, prefix: str = "") -> Generator[str, None, None]:
-        """The lines of ``directory``'s entries (and, in a tree, of what is below them)."""
+    def level(
+        self, directory: Directory, indent: str, level: int, prefix: str = ""
+    ) -> Generator[list[str], None, None]:
+        """The lines of ``directory``'s entries (and, in a tree, of what is below them), in
+        blocks: a flat listing's lines come a few hundred at a time."""
         try:
             entries, more = directory.entries()
         except (RetriableError, ToolFailed) as exc:  # shown in place: the rest is still listed
-            yield f"{indent}({exc})"
+            yield [f"{indent}({exc})"]
             return
         if more:
             self.notes.append(
@@ -504,7 +509,7 @@ class _Walk:
                     for label, entry in zip(labels, block, strict=True)
                 ]
             if self.flat:
-                yield from labels
+                yield labels
                 continue
             ends = start + len(block) == len(entries)
             yield from self._branches(directory, block, labels, indent, level, prefix, ends)
@@ -518,21 +523,26 @@ class _Walk:
         level: int,
         prefix: str,
         ends: bool,
-    ) -> Generator[str, None, None]:
+    ) -> Generator[list[str], None, None]:
         """The tree lines of ``block`` (whose last entry is the directory's last when ``ends``)
-        and of what is below them."""
+        and of what is below them, in blocks that end where a sub-directory's lines begin."""
+        lines: list[str] = []
         for index, (entry, label) in enumerate(zip(block, labels, strict=True)):
             last = ends and index == len(block) - 1
-            yield f"{indent}{'└── ' if last else '├── '}{label}"
+            lines.append(f"{indent}{'└── ' if last else '├── '}{label}")
             if entry.is_directory and entry.name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
                 child_indent = indent + ("    " if last else "│   ")
                 try:
                     child = directory.child(entry.name)
                 except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
-                    yield f"{child_indent}({exc})"
+                    lines.append(f"{child_indent}({exc})")
                     continue
+                yield lines
+                lines = []
                 with child:
                     yield from self.level(child, child_indent, level + 1, prefix + entry.name + "/")
+        if lines:
+            yield lines
 
 
 def _size_of(directory: Directory, name: str) -> str:

@@ -61,7 +61,7 @@ import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from toolcards.core._deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
@@ -115,9 +115,11 @@ class FileBytes:
     """Its permission bits (``None`` with ``data``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One name in a directory, as :meth:`Directory.entries` lists it (links not followed)."""
+class Entry(NamedTuple):
+    """One name in a directory, as :meth:`Directory.entries` lists it (links not followed).
+
+    A named tuple: a listing makes one per name, and a tuple is the cheapest record to make.
+    """
 
     name: str
     """The name (with undecodable bytes as surrogates, as ``os`` gives them)."""
@@ -926,11 +928,11 @@ def _in_flux(dir_fd: int, name: str) -> bool:
 
 
 def _kind(item: os.DirEntry[str]) -> int:
-    try:
-        if item.is_dir(follow_symlinks=False):
-            return stat.S_IFDIR
+    try:  # regular files first: most entries are
         if item.is_file(follow_symlinks=False):
             return stat.S_IFREG
+        if item.is_dir(follow_symlinks=False):
+            return stat.S_IFDIR
         if item.is_symlink():
             return stat.S_IFLNK
         return stat.S_IFMT(item.stat(follow_symlinks=False).st_mode)
