@@ -3,6 +3,7 @@ and two ledgers of one team (two processes' worth) adding to the same totals."""
 
 from __future__ import annotations
 
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -160,3 +161,27 @@ def test_a_removed_budget_reaches_the_other_ledgers(store: Store) -> None:
     assert second.budgets() == []
     first.close()
     second.close()
+
+
+def test_usage_waits_for_calls_the_writer_is_still_counting(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolcards.core import _tokens
+
+    counting, release = threading.Event(), threading.Event()
+    real = _tokens.count_tokens_batch
+
+    def slow(texts: list[str]) -> list[int]:
+        counting.set()
+        release.wait(30)
+        return real(texts)
+
+    monkeypatch.setattr(_tokens, "count_tokens_batch", slow)
+    ledger = StoreLedger(store, "t1", interval_s=0.01)
+    _note(ledger, _tool())
+    assert counting.wait(30)  # the writer thread took the call from the queue and is counting it
+    reader = threading.Thread(target=lambda: reports.append(ledger.usage()))
+    reports: list[Any] = []
+    reader.start()
+    release.set()
+    reader.join(30)
+    assert reports and reports[0].total.calls == 1
+    ledger.close()

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.workspace.hostile import answer_within
 from toolcards.workspace import _watch as watch_module
-from toolcards.workspace._watch import FileStat, TreeWatch, inotify_available, is_directory, stat_walk
+from toolcards.workspace._watch import Changes, FileStat, TreeWatch, inotify_available, is_directory, stat_walk
 
 
 @pytest.fixture
@@ -101,3 +105,38 @@ def test_network_file_systems_are_not_watched(monkeypatch: pytest.MonkeyPatch) -
     assert not inotify_available("/anywhere")
     monkeypatch.setattr(watch_module, "_filesystem_of", lambda path: "fuse.sshfs")
     assert not inotify_available("/anywhere")
+
+
+_RENAMER = """
+import os, sys
+os.chdir(sys.argv[1])
+print("ready", flush=True)
+while not os.path.exists("stop"):
+    os.rename("a.txt", "b.txt")
+    os.rename("b.txt", "a.txt")
+"""
+
+
+def test_a_tree_renamed_without_pause_cannot_hold_a_take(
+    watched: TreeWatch, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each event handled slowly, as on a loaded machine: the renamer always queues more than
+    # is read. A take reads what was queued when it began, never the stream that follows.
+    real = TreeWatch.record
+
+    def slow(self: TreeWatch, directory: str, name: str, mask: int) -> None:
+        time.sleep(0.0002)
+        real(self, directory, name, mask)
+
+    monkeypatch.setattr(TreeWatch, "record", slow)
+    renamer = subprocess.Popen([sys.executable, "-c", _RENAMER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert renamer.stdout is not None and renamer.stdout.readline().strip() == "ready"
+        time.sleep(0.2)
+        taken: list[Changes] = []
+        for _ in range(5):
+            answer_within(30, lambda: str(taken.append(watched.take())))
+        assert len(taken) == 5 and all(changes.paths or changes.rewalk for changes in taken)
+    finally:
+        (tmp_path / "stop").write_text("")
+        renamer.wait(timeout=30)

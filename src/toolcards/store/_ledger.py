@@ -500,7 +500,10 @@ class StoreLedger:
         """Write this process's calls (so they count), else read what others wrote."""
         if self._queue or self._unwritten:
             self.flush()
-        else:
+            return
+        # The writer thread may hold calls it took from the queue and is still counting:
+        # its flush ends first, or the read would miss them.
+        with self._write_lock:
             self._refresh()
 
     def members(self) -> set[str]:

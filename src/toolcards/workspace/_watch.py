@@ -25,14 +25,17 @@ writes through a hard link in a directory that is not watched.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import ctypes
 import errno
+import fcntl
 import functools
 import os
 import stat
 import struct
 import sys
+import termios
 import threading
 import weakref
 from collections.abc import Callable
@@ -247,18 +250,31 @@ class _Notifier:
         self._libc.inotify_rm_watch(self.fd, wd)
 
     def drain(self) -> None:
-        """Read every queued event and hand each to its tree's watch."""
+        """Read the events queued when called and hand each to its tree's watch.
+
+        Events that arrive meanwhile wait for the next call: a tree that changes faster than
+        its events are read (a process renaming in a loop) cannot hold a search here.
+        """
         with self.lock:
-            while True:
+            left = self._queued_bytes()
+            while left > 0:
                 try:
-                    data = os.read(self.fd, 64 * 1024)
-                except BlockingIOError:
-                    return
-                except OSError:
+                    data = os.read(self.fd, min(left, 64 * 1024))
+                except OSError:  # empty (EAGAIN), or the next event no longer fits (EINVAL)
                     return
                 if not data:
                     return
+                left -= len(data)
                 self._dispatch(data)
+
+    def _queued_bytes(self) -> int:
+        """How many bytes of events are queued now (``FIONREAD``)."""
+        count = array.array("i", [0])
+        try:
+            fcntl.ioctl(self.fd, termios.FIONREAD, count, True)
+        except OSError:
+            return 64 * 1024  # cannot tell: one read's worth
+        return count[0]
 
     def _dispatch(self, data: bytes) -> None:
         position = 0
