@@ -107,9 +107,9 @@ def fuse(keyword: Any, cosines: Any, by_meaning: Any, alpha: float, threshold: f
 def standout(keyword: Any) -> Any:
     """How far each keyword score stands out: ``sqrt((score - runner-up) / best)`` for the one
     best entity, 0 for the others (and for all when the best is shared)."""
-    if len(keyword) == 0 or float(keyword.max()) <= 0:
+    best = float(keyword.max()) if len(keyword) else 0.0
+    if best <= 0:
         return np.zeros_like(keyword)
-    best = float(keyword.max())
     runner_up = float(np.partition(keyword, -2)[-2]) if len(keyword) > 1 else 0.0
     return np.sqrt(np.maximum(keyword - runner_up, 0.0) / best)
 
@@ -717,8 +717,8 @@ class GraphIndex:
         ``keyword``: entities with a keyword score above 0, scored over the best one.
         ``vector``: the cosine of the entity's vector with ``query_vector``, at least
         ``threshold``. ``hybrid``: every entity from either leg,
-        ``alpha * (cos - lowest) / (best - lowest) + (1 - alpha) * keyword / best keyword`` (see
-        :mod:`toolcards.knowledge_graph._search`; no vector counts as cosine 0).
+        ``alpha * (cos - lowest) / (best - lowest) + (1 - alpha) * standout`` (see :func:`fuse`
+        and :mod:`toolcards.knowledge_graph._search`; no vector counts as cosine 0).
 
         From :attr:`_approximate_from` vector rows on, cosines are computed only for the rows
         of the probed lists (:mod:`toolcards.knowledge_graph._ivf`) and, in hybrid mode, of the
