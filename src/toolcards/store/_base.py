@@ -81,6 +81,15 @@ class Snapshot:
     rows: dict[str, dict[str, JSONValue]]
     """``{collection: {key: value}}``; collections and keys in sorted order; fresh objects."""
 
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """The rows as the changes that write them into an empty namespace (as :attr:`Delta.changes`)."""
+        return tuple(
+            Change(collection=collection, key=key, value=value)
+            for collection, rows in self.rows.items()
+            for key, value in rows.items()
+        )
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Delta:

@@ -69,7 +69,7 @@ class EmbeddingKeeper:
         name: str,
         text_of: Callable[[str], str | None],
         persist: Callable[[Sequence[TextVector]], list[TextVector]],
-        catch_up: Callable[[], None],
+        catch_up: Callable[[], object],
         store_closed: Callable[[], bool],
         index_factory: Callable[[int], VectorRows] | None = None,
     ) -> None:
