@@ -172,6 +172,14 @@ class SandboxActor(pykka.ThreadingActor):
         self._usage = workspace_usage(self.workspace)
         self.runs = RunRegistry()
         """The team's background runs (:meth:`start_run`); thread-safe, read it from any thread."""
+        self._set_up()
+
+    def _set_up(self) -> None:
+        """What a backend prepares once its options are known (nothing is spawned yet).
+
+        Raises:
+            WiringError: the options cannot hold on this host.
+        """
 
     @classmethod
     def policy_for(
@@ -737,21 +745,8 @@ class LocalSandboxActor(SandboxActor):
     options_class = LocalOptions
     shared_options = (*SandboxActor.shared_options, "hide_host_process")
 
-    def __init__(
-        self,
-        workspace: Path,
-        limits: ExecLimits | None = None,
-        timeout_s: float = 60.0,
-        options: SandboxOptions | Mapping[str, Any] | None = None,
-        *,
-        owner: str = "",
-    ) -> None:
-        """See :class:`SandboxActor`; with ``hide_host_process`` this process becomes non-dumpable.
-
-        Raises:
-            WiringError: as :class:`SandboxActor`, or ``hide_host_process`` off Linux.
-        """
-        super().__init__(workspace, limits, timeout_s, options, owner=owner)
+    def _set_up(self) -> None:
+        """With ``hide_host_process`` this process becomes non-dumpable (``WiringError`` off Linux)."""
         assert isinstance(self.options, LocalOptions)
         if self.options.hide_host_process:
             hide_host_process()
@@ -916,16 +911,7 @@ class DockerSandboxActor(SandboxActor):
     _CLIENT_GRACE_S = 10.0
     """Extra seconds the host waits for ``docker exec`` after the in-container deadline."""
 
-    def __init__(
-        self,
-        workspace: Path,
-        limits: ExecLimits | None = None,
-        timeout_s: float = 60.0,
-        options: SandboxOptions | Mapping[str, Any] | None = None,
-        *,
-        owner: str = "",
-    ) -> None:
-        super().__init__(workspace, limits, timeout_s, options, owner=owner)
+    def _set_up(self) -> None:
         assert isinstance(self.options, DockerOptions)
         self.container = DockerContainer(workspace=self.workspace, limits=self.limits, options=self.options)
 

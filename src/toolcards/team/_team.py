@@ -255,7 +255,6 @@ class Member(TeamAgent):
 
     def __init__(self, name: str, team: Team, *, role: str = "agent") -> None:
         super().__init__(name, team.handle, role=role, user_id=team._user_id)
-        self._front = team
 
     def __repr__(self) -> str:
         return f"Member({self.address.handle} of team {self.team_id!r})"
