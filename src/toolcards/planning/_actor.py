@@ -1,31 +1,17 @@
 """The planning board of one team: :class:`PlanningActor`, which owns the tasks and persists them.
 
-One actor per team (the team orchestrator spawns it under the name
-:data:`PLANNING_ACTOR_NAME`). Its state lives in the store namespace
-``"<team_id>/#PlanningTool"`` in three collections:
-
-* ``tasks`` — one row per task (key: the id), the JSON of :class:`Task`;
-* ``meta`` — one row, ``board``: ``{"seq": ..., "next_id": ...}``;
-* ``vectors`` — one row per embedded description (key: the task id), in the format of
-  :class:`~toolcards.vector.TextVectors`:
-  ``{"model": model_id, "digest": description digest, "vector": base64 float32}``.
-
-**Writes.** The board is a :class:`~toolcards.store._namespace_actor.NamespaceActor`:
-:meth:`PlanningActor.update` validates the batch against the board every process left, under
-the namespace's lock, stages exactly the rows it changed plus the ``meta`` row, and returns
-only after that transaction committed; the board in memory changes only then. The cost is
-the rows changed, never the board size. Every non-empty batch increments the persisted
+One actor per team (spawned as :data:`PLANNING_ACTOR_NAME`), a
+:class:`~toolcards.store._namespace_actor.NamespaceActor` over ``"<team_id>/#PlanningTool"``:
+``tasks`` (the JSON of each :class:`Task`, keyed by id), ``meta`` (``board``: ``seq`` and
+``next_id``) and ``vectors`` (:class:`~toolcards.vector.TextVectors` rows of the descriptions).
+:meth:`PlanningActor.update` validates a batch against the board every process left, under the
+namespace's lock, and returns only after its rows committed; every non-empty batch increments
 ``seq`` and publishes one :class:`StateChanged`.
 
-**Embeddings** (when an :class:`EmbeddingParam` is given) are kept as the base class keeps
-them (keys: task ids as text; texts: descriptions): they never hold up or fail an update.
-Descriptions this process committed are embedded after the commit on the module's one worker
-thread, those another process committed by that process. A search embeds its query on a
-thread of its own and waits at most :data:`QUERY_EMBEDDING_TIMEOUT_S`; past that, or when
-the provider is unavailable, the search is keyword-only. Keyword search always sees every
-committed task, so a search right after an update finds the new task by its words.
-
-numpy is imported only when an embedding is configured.
+Embeddings (with an :class:`EmbeddingParam`) never hold up or fail an update. A search waits at
+most :data:`QUERY_EMBEDDING_TIMEOUT_S` for its query's embedding, else is keyword-only; keyword
+search always sees every committed task. numpy is imported only when an embedding is
+configured.
 """
 
 from __future__ import annotations

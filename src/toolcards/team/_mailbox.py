@@ -1,41 +1,29 @@
 """The team's durable mailboxes: :class:`MailboxActor`, a cache of the store namespace that holds them.
 
-Every member of a team — a runtime member, an application's agent, an MCP client's session,
-in any process or host sharing the team's store — has a mailbox in ``"<team_id>/#Mailbox"``:
+Every member of a team, in any process or host sharing the team's store, has a mailbox in
+``"<team_id>/#Mailbox"``: ``messages`` (one row per unread
+:class:`~toolcards.team._models.MailboxMessage`, key ``<member>/<number>``), ``boxes`` (per
+member ``{"last": n, "read": n}``: its last message and its delivery cursor), ``reminders``
+(pending :class:`~toolcards.team._models.Reminder` rows), ``stops`` (members asked to stop),
+``meta`` (the next reminder id) and ``#calls`` (:class:`~toolcards.store._calls.CallLog`, which
+makes a keyed send, read or reminder exactly-once).
 
-* ``messages`` — one row per unread message (key ``<member>/<number>``), the JSON of
-  :class:`~toolcards.team._models.MailboxMessage`;
-* ``boxes`` — one row per member ever written to: ``{"last": n, "read": n}``, the number of
-  its last message and its **delivery cursor**, the number of the last one it read;
-* ``reminders`` — one row per pending reminder (key: its id), the JSON of
-  :class:`~toolcards.team._models.Reminder`;
-* ``stops`` — one row per member asked to stop: ``{"by": ..., "reason": ...}``;
-* ``meta`` — ``mailbox``: ``{"next_reminder": id}``; and ``#calls``, the call records that make
-  a keyed send, read or reminder exactly-once (:class:`~toolcards.store._calls.CallLog`).
+**Exactly once.** A read (:meth:`MailboxActor.take`) holds the namespace's write lock, catches
+up, and in one transaction hands over the oldest unread messages, advances the cursor and
+deletes them: two processes never hand one message twice, and a read message is kept nowhere
+(the event log keeps what was sent). A send to a mailbox holding
+:data:`~toolcards.team._models.INBOX_MAX` unread messages is refused, naming the bound. A
+member that leaves keeps its mailbox for whoever joins later with its name.
 
-**Exactly once.** A read (:meth:`MailboxActor.take`) takes the namespace's write lock, catches
-up, hands over the member's oldest unread messages and, in the same transaction, advances its
-cursor and deletes them: two calls of one member in two processes never get the same message,
-and a read message is kept nowhere (the team's event log keeps what was sent). A mailbox holds
-at most :data:`~toolcards.team._models.INBOX_MAX` unread messages; a send to a full one is
-refused, naming the bound and the count. A member that leaves keeps its mailbox: a member who
-joins later with the same name reads it.
-
-**Reminders** are due at an absolute time (seconds since the epoch). Every process keeps one
-timer on the process's timer thread (:mod:`toolcards.actors._timers`) for the soonest reminder it
-knows, and a tick every :data:`TICK_S` that catches up with what other processes committed.
-Whichever process's timer fires first moves the reminder into its member's mailbox, in one
-transaction; the others find it gone when they catch up. So a reminder is delivered once, by any
-live process of the team, also after the one that set it exited. A reminder enters its member's
-mailbox even when the mailbox is full (a member has at most
-:data:`~toolcards.team._models.REMINDERS_MAX` pending).
-
-**Waking members.** A process's member actors :meth:`~MailboxActor.listen` for their mailbox:
-the actor calls them back when a message or a stop request reaches them, from this process or,
-at the next tick, from another.
-
-Cards and the runtime reach the actor through :mod:`toolcards.team._delivery`, which also
-resolves who a message is for.
+**Reminders** are due at an absolute time. Every process keeps one timer
+(:mod:`toolcards.actors._timers`) for the soonest reminder it knows, and a tick every
+:data:`TICK_S` to catch up with other processes; whichever fires first moves the reminder into
+its member's mailbox in one transaction, so a reminder is delivered once, by any live process,
+even after its setter exited, and even into a full mailbox (at most
+:data:`~toolcards.team._models.REMINDERS_MAX` pending per member). Member actors
+:meth:`~MailboxActor.listen` to be called back when a message or stop request reaches them
+(from another process: at the next tick). Cards reach the actor through
+:mod:`toolcards.team._delivery`, which also resolves recipients.
 """
 
 from __future__ import annotations
