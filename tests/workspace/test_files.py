@@ -248,6 +248,24 @@ def test_listing_is_capped_with_a_notice(tmp_path: Path) -> None:
     assert lines[500] == "100 more — next offset 500"
 
 
+def test_a_long_mixed_listing_keeps_the_order_and_marks_each_kind(tmp_path: Path) -> None:
+    # Blocks of regular files are read in one pass and shown as their names; a block with a
+    # directory, a link, a pipe or a name that is not ASCII is shown entry by entry. Either
+    # way: directories first, then case-blind, names that differ only in case by name.
+    names = [f"f{i:03}.txt" for i in range(300)] + ["b", "B", "Ä.txt"]
+    for name in names:
+        (tmp_path / name).write_text("")
+    (tmp_path / "Dir").mkdir()
+    (tmp_path / "lnk").symlink_to("b")
+    os.mkfifo(tmp_path / "pipe")
+    expected = ["Dir/", "B", "b", *names[:300], "lnk@", "pipe (named pipe)", "Ä.txt"]
+    assert list_directory(Tree(tmp_path), limit=1000).splitlines() == expected
+    assert list_directory(Tree(tmp_path), offset=250, limit=5).splitlines() == [
+        *expected[250:255],
+        "51 more — next offset 255",
+    ]
+
+
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
     assert list_directory(Tree(tmp_path)) == "(empty directory)"
     assert list_directory(Tree(tmp_path), depth=2) == "./\n(empty directory)"
