@@ -1,35 +1,23 @@
 """Actors whose idle mailbox is served by the thread that waits on it.
 
-A pykka ask costs two thread hand-offs: the caller wakes the actor's thread, and the actor's
-thread wakes the caller with the answer. On a busy machine each wake-up can cost more
-than a planning update's own work, so most of an ask was spent waiting for threads to be
-scheduled (docs/architecture.md has the measurements). :class:`CallerRunsActor` removes both hand-offs when
-nothing stands in the way:
+A pykka ask costs two thread hand-offs (caller to actor, actor back to caller), which on a busy
+machine can cost more than the work itself (``docs/architecture.md``). :class:`CallerRunsActor`
+removes both when nothing stands in the way: an ask is queued without waking the actor's
+thread; the caller that blocks on the answer (``future.get()`` without timeout) takes the
+actor's serial lock and runs the messages at the head of the mailbox itself, up to its own;
+otherwise (a stop or custom message at the head, the actor not started, a timeout) it wakes the
+actor's thread as pykka does. An ask nobody waits on is handed to the actor's thread within
+``_Watch.PERIOD_S`` by one watching thread per process.
 
-* an ask is queued without waking the actor's thread (a tell still wakes it);
-* the caller that then blocks on the answer (``future.get()`` with no timeout) takes the
-  actor's serial lock (waiting while another message runs) and runs the messages at the
-  head of the mailbox itself, up to and including its own;
-* when that cannot be done (the head is a stop or a tell's custom message, the actor has
-  not started, the wait has a timeout) it wakes the actor's thread and waits for its
-  answer, as with pykka;
-* an ask nobody waits on (a future dropped or kept unread) is handed to the actor's thread
-  within ``_Watch.PERIOD_S`` (10 ms) by one watching thread per process.
-
-What made the actor safe stays true: messages run one at a time, under one lock, in the
-order they were sent; ``on_start`` runs before any message and ``on_stop`` after the last;
-answers, errors and ``ActorDeadError`` reach callers as before (an error is not logged but
-as one DEBUG line: see :mod:`toolcards.actors._returned_errors`). Two things differ from
-pykka's thread-only model, and actors that opt in must not depend on them:
-
-* a method may run on a caller's thread, not the actor's, so it must not rely on thread
-  identity or thread-locals (SQLite connections are opened with ``check_same_thread=False``);
-* messages run in one context of their own (``contextvars``), whichever thread runs them, so
-  a caller's context variables (a tool call's deadline) do not leak into the actor.
-
-A ``get(timeout=...)`` never runs messages: its caller asked to stop waiting at a time, and a
-method it ran could not be abandoned. Only method calls and attribute reads are run by
-callers; attribute writes, stops and custom messages are left to the actor's thread.
+What made the actor safe stays true: messages run one at a time, under one lock, in order;
+``on_start`` runs first and ``on_stop`` last; answers, errors and ``ActorDeadError`` reach
+callers as before (an error is logged only at DEBUG: :mod:`toolcards.actors._returned_errors`).
+Two things differ, and opting-in actors must not depend on them: a method may run on a caller's
+thread (no thread identity or thread-locals; SQLite connections use
+``check_same_thread=False``), and messages run in a ``contextvars`` context of their own, so a
+caller's context (a tool call's deadline) does not leak in. A ``get(timeout=...)`` never runs
+messages, since a method it ran could not be abandoned; attribute writes, stops and custom
+messages are left to the actor's thread.
 """
 
 from __future__ import annotations

@@ -1,27 +1,20 @@
 """The ``Orchestrator`` actor: one per team, owning who is in it and which tool actors serve it.
 
-Because an actor handles one message at a time, :meth:`Orchestrator.get_or_spawn` is
-race-free: two agents binding the same card at once get the same ``#PlanningTool``.
+An actor handles one message at a time, so :meth:`Orchestrator.get_or_spawn` is race-free: two
+agents binding the same card at once get the same ``#PlanningTool``.
 
-Events go to the team's :class:`~toolcards.actors._journal.EventJournal`, which numbers them.
-Frequent ones (a record of every tool call) are published *batched*
-(:meth:`Orchestrator.publish_batched`): the caller only queues them, and within
-:data:`BATCH_DELAY_S` they reach the journal together, in one write, and then the subscribers,
-so the calls that made them are never held up by the log. A ``TeamHandle`` queues them in
-an :class:`EventQueue` and sends the orchestrator one message per batch, not one per event:
-each message wakes the orchestrator's thread, which then competes with the caller for the
-interpreter.
-When the journal is shared with other processes, the orchestrator also watches it while it
-has subscribers: every :data:`WATCH_INTERVAL_S` it hands them the events other processes
-appended (a board change made by another server, say), so a subscriber sees the whole
-team's events, its own process's at once and the others' within that interval.
+Events go to the team's :class:`~toolcards.actors._journal.EventJournal`. Frequent ones (a
+record of every tool call) are published batched (:meth:`Orchestrator.publish_batched`): a
+``TeamHandle`` queues them in an :class:`EventQueue` and sends one message per batch, and within
+:data:`BATCH_DELAY_S` they reach the journal in one write, so calls are never held up by the
+log and the orchestrator's thread is woken once per batch. With a journal shared across
+processes, subscribers also get other processes' events every :data:`WATCH_INTERVAL_S`.
 
-The roster is this process's members (and the actors hosting them); every join and leave is
-also reported to the team's :class:`~toolcards.actors._presence.Presence`, which answers for
-every process of the team, and published as a
-:class:`~toolcards.actors._events.MemberJoined` or :class:`~toolcards.actors._events.MemberLeft`.
-A shared presence is renewed (and swept for members of processes that stopped) by one timer
-per orchestrator, every ``presence.beat_interval_s``.
+The roster is this process's members; every join and leave is also reported to the team's
+:class:`~toolcards.actors._presence.Presence` (which answers for every process) and published
+as :class:`~toolcards.actors._events.MemberJoined` or :class:`~toolcards.actors._events.MemberLeft`.
+One timer per orchestrator renews and sweeps a shared presence every
+``presence.beat_interval_s``.
 """
 
 from __future__ import annotations

@@ -1,31 +1,12 @@
 """The ``toolcards`` command line.
 
-::
-
-    toolcards init [--root DIR] [--store LOCATION]                      keep this project's team here
-    toolcards info [--json]                                             where the team lives, what it holds
-    toolcards serve [--config team.yaml] [--transport stdio|http] ...   serve a team over MCP
-    toolcards cards [--json]                                            the card kinds available
-    toolcards call [--config team.yaml] [--agent NAME] '/get_planning'  run one command
-    toolcards dashboard [--config team.yaml] [--store ...]              watch a team live in a browser
-    toolcards backup [--store ...] [--force] DEST                       copy the team's store while it runs
-    toolcards history [--path P] [--member NAME] [--diff ID]            what changed in the team's workspace
-    toolcards undo [ID] [--member NAME] [--since WHEN] [--dry-run]      undo workspace changes, all or nothing
-    toolcards usage [--member @A] [--task N] [--since 2h] [--json]      what members, tasks and cards cost
-    toolcards demo [--model openai:gpt-4o-mini]                         a team ships a task end to end
-    toolcards --version
-
-Every command that works on a team finds it the same way (``--store``/``--root``, the
-environment, a ``toolcards.toml``, a legacy ``./workspaces``, the per-user data directory:
-:mod:`toolcards.core._lookup`); ``toolcards info`` says which step chose it.
-
-Each command is a module here with ``register(subparsers, parents)`` and is listed in
-:data:`COMMANDS`. Results go to stdout; progress and errors go to stderr. An error is one
-line, ``toolcards: error: ...``, naming the bad value and the fix; ``--debug`` shows the
-traceback instead. Exit codes: 0 success, 1 failure, 2 usage error (an option value,
-options that contradict each other, an unknown command or kind: see
-:mod:`toolcards.cli._console`), 130 interrupted. Options are never abbreviated: ``--trans``
-is an error, not ``--transport``.
+Each command (``init``, ``info``, ``serve``, ``cards``, ``call``, ``dashboard``, ``backup``,
+``history``, ``undo``, ``usage``, ``demo``; described in ``docs/cli.md``) is a module here with
+``register(subparsers, parents)``, listed in :data:`COMMANDS`. Every command that works on a
+team finds it through :mod:`toolcards.core._lookup`. Results go to stdout, progress and errors
+to stderr; an error is one line, ``toolcards: error: ...``, naming the bad value and the fix
+(``--debug`` shows the traceback). Exit codes: 0 success, 1 failure, 2 usage error
+(:mod:`toolcards.cli._console`), 130 interrupted. Options are never abbreviated.
 """
 
 from __future__ import annotations

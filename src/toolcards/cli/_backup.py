@@ -3,26 +3,17 @@
 ::
 
     toolcards backup state-backup.db                 # the team's store, wherever the lookup finds it
-    toolcards backup --store /srv/team/state.db /backups/team-$(date +%F).db
     toolcards backup --force state-backup.db         # replace an existing copy
 
-The store is the one ``serve`` and ``call`` use, found by the same lookup (``--store`` or
-``--root``, ``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml`` here or
-in a parent, a legacy ``./workspaces``, the per-user data directory:
-:mod:`toolcards.core._lookup`); a SQLite store that does not exist there is an error naming
-every step of the lookup. ``--root`` names the store kept under a workspaces root, so it
-cannot be given with ``--store`` (exit code 2). A SQLite store is copied online: one consistent
-snapshot holding everything acknowledged before the copy began, while other processes keep
-writing, checked, flushed and put at DEST at once (see
-:mod:`toolcards.store._sqlite_backup`). DEST is one self-contained file: to restore, point
-``TOOLCARDS_STORE`` at it, or put it in place of the store's file (with the team stopped,
-and the old ``-wal`` and ``-shm`` files removed: they belong to the old file).
-
-An existing DEST is replaced only with ``--force`` (else exit code 2, as for a DEST in a
-directory that does not exist). A PostgreSQL store is not copied: the command prints the
-``pg_dump`` command to use (without the password) and exits 1; so does a ``:memory:``
-store, which no other process can read. Prints what was copied: the file, its size, and
-each namespace with its version.
+The store is found by the lookup ``serve`` and ``call`` use (:mod:`toolcards.core._lookup`); a
+SQLite store that does not exist there is an error naming every step, and ``--root`` with
+``--store`` is a usage error. A SQLite store is copied online as one consistent snapshot of
+everything acknowledged before the copy began, checked, flushed and put at DEST at once
+(:mod:`toolcards.store._sqlite_backup`); DEST is one self-contained file, restored by pointing
+``TOOLCARDS_STORE`` at it or, with the team stopped and the old ``-wal``/``-shm`` removed, put
+in the store's place. An existing DEST is replaced only with ``--force`` (else exit 2). A
+PostgreSQL store is not copied: the command prints the ``pg_dump`` to use (no password) and
+exits 1, as for a ``:memory:`` store. It prints the file, its size and each namespace's version.
 """
 
 from __future__ import annotations

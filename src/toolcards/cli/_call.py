@@ -2,33 +2,16 @@
 
 ::
 
-    toolcards call '/get_planning'
     toolcards call /update_planning create_tasks='[{"description": "Ship the release"}]'
     toolcards call --config team.yaml --agent Alice /add_note "ship it"
-    toolcards call --config team.yaml            # list the commands
     toolcards call --approve /wipe               # a tool that requires approval
 
-Every tool of the team's cards is a command here, the ones a model calls included
-(``update_planning``, ``update_graph``); list and JSON arguments are given as JSON text.
-
-The team's actors read its state from the store the lookup finds (``--store``/``--root``,
-``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml`` here or in a parent,
-a legacy ``./workspaces``, the per-user data directory: see :mod:`toolcards.core._lookup`).
-A SQLite store that does not exist there is an error naming every step of the lookup: the
-command never starts an empty team (``toolcards init`` or ``toolcards serve`` starts one).
-The command runs through the COMMAND channel (``factory.command_registry().dispatch``), and
-the actors stop before the process exits.
-The result goes to stdout. A command the team cannot take (unknown, badly quoted, too long,
-or with arguments its tool refuses) prints its ``Error: ...`` line to stderr and exits 2
-without running; a command that ran and failed prints its ``Error: ...`` line and exits 1.
-
-A tool whose param sets ``requires_approval`` runs only with ``--approve``: the person
-running the command approves that one call. Without it the command does not run, and the
-error says to add ``--approve``.
-
-It works on a live team: the store is the team's truth, so a server holding the same team
-sees what this command changes at its next call, and this command sees everything the
-servers committed. Writes (``/update_planning``, ``/update_graph``) are safe beside them.
+Every tool of the team's cards is a command here; list and JSON arguments are JSON text. The
+state comes from the store the lookup finds (:mod:`toolcards.core._lookup`), and a SQLite store
+that does not exist is an error naming every step: the command never starts an empty team. It
+runs through the COMMAND channel; a command the team cannot take exits 2 without running, one
+that ran and failed exits 1 (``docs/cli.md``). A tool that ``requires_approval`` runs only with
+``--approve``. The store being the team's truth, this is safe beside live servers of the team.
 """
 
 from __future__ import annotations

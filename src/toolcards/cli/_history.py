@@ -2,21 +2,14 @@
 
 ::
 
-    toolcards history                                  # the last 20 changes of the team's tree
     toolcards history --path src/ --member Bob --limit 50
-    toolcards history --task 7                         # what was changed for task 7
     toolcards history --diff 42                        # the diff of change 42
     toolcards history --export-git ../journal.git      # every change as a git commit
 
-Each line gives the change id, its time (UTC), who made it (``outside`` for a change made
-without the workspace tools), the tool (``exec_command`` for a sandboxed command), the task
-its author held a claim on, and what it changed. The journal is the one the team's servers
-keep, in the team's store (``--store``, ``TOOLCARDS_STORE``, else the default); the tree is
-scanned first, so a change made outside the tools since the last scan is listed too.
-``--export-git DIR`` writes every change the journal keeps as a commit (author: the member)
-of branch ``journal`` in the git repository at ``DIR`` (a bare one is made in a new or empty
-directory). It runs the team's ``workspace_history`` (``workspace_diff``,
-``workspace_export_git``) command as member ``cli``.
+It runs the team's ``workspace_history`` (``workspace_diff``, ``workspace_export_git``)
+command as member ``cli`` on the journal in the team's store, scanning the tree first so
+outside changes are listed too; the line format and the export are described in
+``docs/cards/workspace.md``.
 """
 
 from __future__ import annotations

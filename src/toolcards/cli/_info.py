@@ -4,24 +4,13 @@
 
     toolcards info                  # from any directory of the project
     toolcards info --json           # the same, for scripts
-    toolcards info --store postgresql://toolcards@db.internal/toolcards
 
-Prints, on stdout:
-
-* **where**: the store and the workspaces root, each with the step of the lookup that chose
-  it (``--store``/``--root``, ``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT``, a
-  ``toolcards.toml``, a legacy ``./workspaces``, the per-user data directory: see
-  :mod:`toolcards.core._lookup`), and every step looked at;
-* **what**: each team found in the store and its namespaces (one per team-wide actor, such
-  as ``#PlanningTool``, plus the event log ``#events``), each with its version (for the
-  event log, the number of its last event) and its rows per collection (``tasks`` on the
-  board, ``entities`` in the graph), read through :meth:`toolcards.store.Store.namespaces`;
-* **versions**: toolcards, Python, SQLite, the packages toolcards depends on, and each extra
-  with whether its packages are installed.
-
-Nothing is created. A SQLite store that does not exist is reported with everything else,
-then the command exits 1 with the error the commands that read a team give (it names every
-step of the lookup and how to point at the right team).
+Prints where (the store and the workspaces root, each with the lookup step that chose it and
+every step looked at: :mod:`toolcards.core._lookup`), what (each team in the store and its
+namespaces, with their versions and rows per collection, from
+:meth:`toolcards.store.Store.namespaces`) and the versions of toolcards, Python, SQLite, the
+dependencies and each extra. Nothing is created: a SQLite store that does not exist is
+reported with the rest, then the command exits 1 with the error every reading command gives.
 """
 
 from __future__ import annotations

@@ -3,21 +3,16 @@
 ::
 
     toolcards init                                  # ./workspaces, the state in it
-    toolcards init --root /srv/acme/workspaces
     toolcards init --store postgresql://toolcards@db.internal/toolcards
 
-Writes ``toolcards.toml`` in the working directory (the project file of
-:mod:`toolcards.core._lookup`): ``root`` and ``store``, relative to the file's directory
-unless given as absolute paths or a URL. Every command run here or in a subdirectory, and
-``toolcards.Team`` in a program started here, then finds the same team, unless
-``--store``/``--root`` or ``TOOLCARDS_STORE``/``TOOLCARDS_WORKSPACES_ROOT`` say otherwise
-(they come first; a note says so when they are set). Then it makes the workspaces root and
-opens the store, creating it if it does not exist: this is how a project's team starts.
-
-By default ``root`` is ``workspaces``: where earlier versions kept every team, so a project
-that has one goes on using it. An existing ``toolcards.toml`` is kept as it is (its store is
-still created if missing); ``--force`` replaces it, and giving ``--root`` or ``--store``
-without ``--force`` beside an existing one is a usage error (exit code 2).
+Writes ``toolcards.toml`` (the project file of :mod:`toolcards.core._lookup`: ``root`` and
+``store``, relative to the file's directory unless absolute or a URL), so every command and
+``toolcards.Team`` run here or below finds the same team unless options or the environment
+say otherwise (a note says so when they are set). Then it makes the root and opens the store,
+creating it if missing: this is how a project's team starts. ``root`` defaults to
+``workspaces``, where earlier versions kept every team. An existing ``toolcards.toml`` is kept
+(its store still created if missing); ``--force`` replaces it, and ``--root`` or ``--store``
+without ``--force`` beside one is a usage error (exit code 2).
 """
 
 from __future__ import annotations

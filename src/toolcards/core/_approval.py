@@ -1,23 +1,14 @@
 """Approval: a capability whose param sets ``requires_approval`` runs only once approved.
 
-Approval is one step of the pipeline (:class:`~toolcards.core._tool.Tool`), after the
-arguments are validated and the guards have run, before the concurrency limit, the
-timeout and the handler. So every channel refuses the same way, and the human approving
-a call sees the arguments that will really be used. A call is approved when:
-
-* its caller says so: ``tool.call(args, approved=True)`` (an adapter that already asked,
-  such as pydantic-ai's deferred tools, ``toolcards serve --approve-all`` or
-  ``toolcards call --approve``); or
-* the tool's :data:`Approver` (``ToolFactory(approve=...)``) returns ``True`` for it; or
-* the approver whoever runs the call made current (:func:`approving`) does: the MCP server
-  asks the client's user (``elicitation/create``) for the call it is running.
-
-Otherwise the handler does not run and the call raises :class:`ApprovalRequired`, a
-``ToolFailed``: the model is told that the call did not run and why, and retrying it
-unchanged will not help. Each adapter translates it: pydantic-ai's toolset defers the
-call to the application (``DeferredToolRequests``), the MCP server returns an ``isError``
-result naming ``--approve-all``, ``toolcards call`` prints one line naming ``--approve``,
-and plain functions from ``get_tools()`` return it as text.
+Approval is a pipeline step (:class:`~toolcards.core._tool.Tool`) after validation and guards,
+before the concurrency limit, timeout and handler, so every channel refuses alike and the
+approver sees the arguments really used. A call is approved when its caller says so
+(``approved=True``: pydantic-ai's deferred tools, ``serve --approve-all``, ``call
+--approve``), when the factory's :data:`Approver` returns ``True``, or when the approver made
+current by whoever runs the call (:func:`approving`; the MCP server asks the client's user)
+does. Otherwise it raises :class:`ApprovalRequired`, a ``ToolFailed`` telling the model the
+call did not run, which each adapter translates (deferred tool requests, an ``isError``
+result naming ``--approve-all``, a line naming ``--approve``, text from ``get_tools()``).
 """
 
 from __future__ import annotations

@@ -1,47 +1,29 @@
 """Where a team lives: the one lookup order every command and the library follow.
 
-A team is found at two locations: its **store** (its state: a SQLite file, a
-``postgresql://`` URL or ``:memory:``) and its **workspaces root** (the directory holding its
-workspace trees and ``.toolcards/``, toolcards' own files). Each is looked up in this
-order, and the first step that names it wins:
+A team is found at two locations, its **store** (a SQLite file, a ``postgresql://`` URL or
+``:memory:``) and its **workspaces root** (its trees and ``.toolcards/``). Each is taken from
+the first step that names it: explicit (``--store`` / ``--root``, :func:`use_locations`), the
+environment (``TOOLCARDS_STORE``, ``TOOLCARDS_WORKSPACES_ROOT``), the project file
+(:data:`CONFIG_FILE` in the working directory or its nearest parent holding one), the legacy
+``./workspaces`` holding ``.toolcards`` (with a note on stderr once per process), then the
+per-user directory (``$XDG_DATA_HOME/toolcards/workspaces``, else
+``~/.local/share/toolcards/workspaces``). ``docs/architecture.md`` ("Where a team lives")
+describes each step.
 
-1. **explicit**: ``--store`` / ``--root`` on the command line, or :func:`use_locations` in
-   a program;
-2. **environment**: ``TOOLCARDS_STORE``, ``TOOLCARDS_WORKSPACES_ROOT``;
-3. **project file**: ``toolcards.toml`` in the working directory or the nearest parent
-   directory holding one (:data:`CONFIG_FILE`, format below);
-4. **legacy**: ``./workspaces`` in the working directory, when it holds toolcards' own
-   files (``./workspaces/.toolcards``): where earlier versions kept every team by default.
-   It is used where it is found, and a note on stderr (once per process) says how to make
-   it explicit;
-5. **per-user directory**: ``$XDG_DATA_HOME/toolcards/workspaces`` (an absolute
-   ``XDG_DATA_HOME`` only, as the XDG rule says), else
-   ``~/.local/share/toolcards/workspaces``.
+**The store follows its root**: a step naming a root and no store puts the store at
+``<root>/.toolcards/state.db``, so ``--root DIR`` alone means the team kept in ``DIR``.
 
-**The store follows its root.** A step that names a root and no store puts the store at
-``<root>/.toolcards/state.db``: so ``--root DIR`` alone means the team kept in ``DIR``,
-whatever ``TOOLCARDS_STORE`` says, and ``TOOLCARDS_WORKSPACES_ROOT`` alone keeps the store
-under it, as it always did. To keep the state elsewhere, name the store at the same step.
+**The project file** is TOML with two optional keys, ``root`` (default ``"workspaces"``) and
+``store`` (default ``<root>/.toolcards/state.db``, or a ``postgresql://`` URL); relative paths
+are resolved against the file's directory, ``~`` is expanded, and any other key is refused (a
+misspelt key would otherwise silently pick another team). A project file always decides both
+locations, so an empty one means "this project's team lives in ./workspaces here".
 
-**The project file** is TOML with two optional keys; relative paths are resolved against the
-file's directory, ``~`` is expanded, and any other key is refused (a misspelt key would
-otherwise silently pick another team)::
-
-    root = "workspaces"                       # the default
-    store = "workspaces/.toolcards/state.db"  # the default: <root>/.toolcards/state.db
-    # store = "postgresql://toolcards@db.internal/toolcards"
-
-A project file always decides both locations (a key it leaves out takes its default), so
-an empty ``toolcards.toml`` says "this project's team lives in ./workspaces here".
-``toolcards init`` writes one.
-
-Nothing here creates anything: :func:`locate` only says where. Who may create a store
-where nothing was found is the caller's decision (``serve``, ``demo`` and the library do;
-commands that read a team refuse, naming every step, see :meth:`Lookup.trail_text`).
-
-The answer is cached per process for the explicit choice, the environment and the working
-directory it was found from, so a project file is read once: a process that writes one
-calls :func:`forget_lookup`.
+Nothing here creates anything: :func:`locate` only says where; creating a store where nothing
+was found is the caller's choice (commands that read a team refuse, naming every step:
+:meth:`Lookup.trail_text`). The answer is cached per process for the explicit choice, the
+environment and the working directory, so a process that writes a project file calls
+:func:`forget_lookup`.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """Spilling: an output over a tool's budget is kept whole where the model can read it back.
 
-The pipeline (step 7 of :mod:`toolcards.core._tool`) decides *when*: a result longer than
-the tool's ``output_budget`` (a ``str``, or a dict or list whose JSON text is). It then asks
-a :class:`SpillSink` to keep the whole text and answers with its head and its tail, what was
-left out between them, and the sink's words on where the output is kept and how to read on.
-A structured result is kept as JSON text indented one space a level, so it pages and
-searches by line. Other results (images, binary content) are never budgeted.
+The pipeline (:mod:`toolcards.core._tool`) decides *when*: a ``str`` result, or a dict or list
+whose JSON is, longer than the tool's ``output_budget``. A :class:`SpillSink` keeps the whole
+text (structured results as JSON indented one space a level, so they page by line) and the
+answer is its head, its tail, what was left out and the sink's words on reading on. Images
+and binary content are never budgeted.
 
-The core knows no sink: cards offer them as services of the team handle
-(:mod:`toolcards.core._services`), and the factory gives each tool a :class:`TeamSpill` that
-looks them up at every call, in the order of
-:data:`~toolcards.core._services.SPILL_SERVICES` (the team's workspace first, then its store).
-A sink is used only when the calling agent can call its :attr:`SpillSink.reader` on the
-channel of the call: no model is told to call a tool it does not have. With no usable sink
-(a tool outside any team, a team offering none), the output is cut with a notice, as it
-always was.
-
-A sink that fails (a full disk, the workspace's quota, a read-only file system, a store out
-of reach) never fails the call: the output is cut, and the notice says why it could not be
-kept. The sink runs in the caller's thread (a worker thread on async channels) and blocks on
-its disk or store write.
+The core knows no sink: cards offer them as team services, and each tool's :class:`TeamSpill`
+looks them up at every call in the order of :data:`~toolcards.core._services.SPILL_SERVICES`
+(the workspace, then the store), using one only when the caller can call its
+:attr:`SpillSink.reader` on the call's channel. Without a usable sink, or when the sink fails
+(a full disk, the quota, a store out of reach), the output is cut with a notice saying why; the
+call never fails for it. The sink runs in the caller's thread and blocks on its write.
 """
 
 from __future__ import annotations

@@ -1,31 +1,16 @@
 """OpenTelemetry spans for tool calls, at no cost when nobody traces.
 
-Every call through the pipeline (:mod:`toolcards.core._tool`), on every channel, is a span
-following the GenAI semantic conventions:
+Every call through the pipeline (:mod:`toolcards.core._tool`), on every channel, is an
+``execute_tool {tool}`` span following the GenAI semantic conventions, with
+``toolcards.channel`` and ``toolcards.card``, and on failure ``error.type`` and status
+``ERROR``; the attributes and nesting are listed in ``docs/opentelemetry.md``. As pydantic-ai
+without ``include_content``, no arguments, results or error messages are recorded: they can
+quote files and tool outputs. When the current span is pydantic-ai's own ``execute_tool`` span
+for this very call, the attributes are added to it instead of making a second span.
 
-* name ``execute_tool {tool}``, kind ``INTERNAL``;
-* ``gen_ai.operation.name`` = ``execute_tool``, ``gen_ai.tool.name``, ``gen_ai.tool.call.id``
-  (the caller's id, else the one the call's record carries), ``gen_ai.tool.type`` =
-  ``function``, ``gen_ai.agent.name`` (the agent the tool is bound to, without its ``@``);
-* ``toolcards.channel`` (``tool_call``, ``command``, ``system_prompt``) and ``toolcards.card``;
-* on failure ``error.type`` (``RetriableError``, ``GuardError``, ``ToolTimeout``,
-  ``ToolFailed``, ``ApprovalRequired``...) and the status ``ERROR``. Like pydantic-ai without
-  ``include_content``, no arguments, results or error messages are recorded: they can quote
-  files and tool outputs.
-
-**Nesting.** The span is a child of whatever span is current when the call starts. When
-that span is pydantic-ai's own ``execute_tool {tool}`` span for this very call (an agent run
-with ``instrument=True`` calling ``factory.toolset()`` or ``factory.get_tools()``), no second
-span is made: the attributes above are added to pydantic-ai's span, so a trace shows
-``invoke_agent`` → ``chat`` / ``execute_tool {tool}`` once per call, as pydantic-ai draws it.
-Over MCP, the SDK's server span ``tools/call {tool}`` is current, and the pipeline's span
-is its child (with the client's trace, when the client sends one).
-
-**Cost.** Nothing here imports OpenTelemetry: a span is made only when
-``opentelemetry.trace`` is already imported (an application that configures tracing
-imports it) and a tracer provider is set (``trace.set_tracer_provider``, Logfire's
-``configure()``, ...) or a recording span is current. Otherwise :func:`start_tool_span`
-costs one dictionary lookup. The tracer is resolved once per provider.
+**Cost.** Nothing here imports OpenTelemetry: a span is made only when ``opentelemetry.trace``
+is already imported and a tracer provider is set or a recording span is current; otherwise
+:func:`start_tool_span` costs one dictionary lookup. The tracer is resolved once per provider.
 """
 
 from __future__ import annotations

@@ -1,27 +1,19 @@
 """The dashboard's ASGI app: one page, its script and style, JSON views and an event stream.
 
-Routes (every one read-only; nothing here changes the team):
+Routes, all read-only: ``GET /`` and ``/static/...``; ``/api/team`` (the id and views);
+``/api/views/<name>`` (one view as JSON: ``404`` for an unknown view, ``422`` with
+``{"error": ...}`` when it refuses); ``/api/files/image?path=...`` (a workspace image, its
+media type read from its content: PNG, JPEG, GIF, WebP); ``/api/events`` (server-sent events,
+:class:`~toolcards.dashboard._hub.DashboardHub`).
 
-* ``GET /`` — the page; ``GET /static/app.js``, ``/static/app.css``, ``/static/icon.svg``;
-* ``GET /api/team`` — the team's id and the views it has;
-* ``GET /api/views/<name>?<params>`` — one view's data as JSON (``404`` for a view the team
-  does not have, ``422`` with ``{"error": ...}`` when the view refuses, e.g. a file that is gone);
-* ``GET /api/files/image?path=...`` — a workspace image as it is, with the media type read
-  from its content (PNG, JPEG, GIF, WebP only);
-* ``GET /api/events`` — server-sent events (:class:`~toolcards.dashboard._hub.DashboardHub`).
-
-Every response carries a Content-Security-Policy that allows scripts, styles, images and
-connections from this origin only (no inline script, no inline handler, no frame, no form),
-``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` (the first URL carries
-the token) and ``Cache-Control: no-store``. The page builds every text it shows with
-``textContent``: tasks, entities, file contents, tool errors are data, never markup.
-
-Authentication is the caller's: wrap the app in :class:`~toolcards.server._http.TokenAuth`
-with ``cookie_routes=is_dashboard_read`` (:func:`~toolcards.dashboard._serve.dashboard_asgi`
-and ``toolcards serve`` do), so the cookie set by the printed ``/?token=`` link opens these
-routes, read with GET or HEAD, and nothing else. Without a token (loopback only), requests
-must name a loopback ``Host``, so a web page that rebinds its own name to this machine cannot
-read the team.
+Every response carries a same-origin Content-Security-Policy (no inline script or handler, no
+frame, no form), ``nosniff``, ``Referrer-Policy: no-referrer`` (the first URL carries the
+token) and ``Cache-Control: no-store``; the page builds text with ``textContent``, so team data
+is never markup. Authentication is the caller's: :class:`~toolcards.server._http.TokenAuth`
+with ``cookie_routes=is_dashboard_read`` (:func:`~toolcards.dashboard._serve.dashboard_asgi`),
+so the cookie of the printed ``/?token=`` link opens these GET/HEAD routes and nothing else.
+Without a token (loopback only), requests must name a loopback ``Host``, so a page rebinding
+its name to this machine cannot read the team.
 """
 
 from __future__ import annotations

@@ -1,23 +1,15 @@
 """``TeamSource``: everything the dashboard shows of one team, as JSON data with versions.
 
-The cards' own views (:mod:`toolcards.core._views`: the board, the graph, the workspace) are
-read through a :class:`~toolcards.core._factory.ToolFactory` of the team's cards bound to a
-:class:`~toolcards.dashboard._viewer.TeamViewer`, the way ``toolcards call`` binds them to an
-agent; only cards that offer views are bound (a sandbox is never started to be looked at).
-Two views come from the team itself:
-
-* ``team.calls``: the last tool calls of every process (:class:`~toolcards.dashboard._calls.CallLog`);
-* ``team.usage``: the team's ledger, when it keeps one (``ActorSystem(ledger=...)``): calls,
-  tokens and tool time per member, task, card and tool, and each budget with what it used;
-* ``team.roster``: the team's present members, every process's (from the team's presence:
-  ``TeamHandle.present_members``), with role, process and host and when their process last
-  renewed them; the team's role catalog; and the call statistics of every agent the call log
-  saw, each marked ``present`` or not (a member whose session ended, who was fired or whose
-  process died keeps its statistics, never its place in the roster).
-
-``knowledge_graph.graph`` is sent with the positions of its entities
-(:class:`~toolcards.dashboard._layout.GraphLayout`, computed once per graph version).
-Every method blocks (actor asks, disk): call them from a worker thread.
+The cards' views (:mod:`toolcards.core._views`) are read through a
+:class:`~toolcards.core._factory.ToolFactory` of the team's cards bound to a
+:class:`~toolcards.dashboard._viewer.TeamViewer`, as ``toolcards call`` binds them; only cards
+offering views are bound (a sandbox is never started to be looked at). Three views come from
+the team itself: ``team.calls`` (every process's last calls,
+:class:`~toolcards.dashboard._calls.CallLog`), ``team.usage`` (the ledger, when kept) and
+``team.roster`` (every process's present members, the role catalog, and the call statistics
+of every agent seen, marked ``present`` or not). ``knowledge_graph.graph`` comes with entity
+positions (:class:`~toolcards.dashboard._layout.GraphLayout`, once per graph version). Every
+method blocks (actor asks, disk): call them from a worker thread.
 """
 
 from __future__ import annotations

@@ -1,25 +1,18 @@
 """Replacing a file atomically: a reader sees the old content or the new, never a mix.
 
-:func:`atomic_write_at` is the one implementation, for every file toolcards writes whole
-(workspace files, OAuth token files, caches, the local model's files). The temporary is
-created ``O_EXCL | O_NOFOLLOW`` in the target's directory (it can neither exist already nor
-be a planted link) with its final permission bits from the start, flushed with
-``fdatasync`` and renamed over the target in that directory; on any failure it is removed
-and the target is untouched. The directory is a descriptor, so a caller that walked to it
-through handles (the workspace's :class:`~toolcards.workspace._tree.Tree`) keeps that
-guarantee; :func:`atomic_write` opens a path's parent. Errors are the ``OSError`` of the
-step that failed, for each caller to word. Blocks on disk I/O.
+:func:`atomic_write_at` is the one implementation for every file toolcards writes whole. The
+temporary is created ``O_EXCL | O_NOFOLLOW`` in the target's directory (it can neither exist
+already nor be a planted link) with its final permission bits, flushed with ``fdatasync`` and
+renamed over the target; on failure it is removed and the target is untouched. The directory is
+a descriptor, so a caller that walked to it through handles (the workspace's
+:class:`~toolcards.workspace._tree.Tree`) keeps that guarantee; :func:`atomic_write` opens a
+path's parent. Errors are the failing step's ``OSError``, for each caller to word.
 
-Without the flush (``sync_data=False``) an existing target is swapped with the temporary in
-one ``renameat2(RENAME_EXCHANGE)`` and the old file then unlinked, where the system offers
-that call. ext4 (``auto_da_alloc``) allocates and starts writing a file renamed over another,
-which makes that rename pay for a flush this mode chose not to pay. An exchange is as
-atomic for readers and writes nothing back.
-
-:func:`rename_noreplace_at` moves a name without ever replacing what is at the destination:
-one ``renameat2(RENAME_NOREPLACE)`` where the system offers it, else a check and a rename
-(a name made between the two is then replaced: the caller holds whatever lock keeps its own
-writers out).
+Without the flush (``sync_data=False``) an existing target is swapped in one
+``renameat2(RENAME_EXCHANGE)`` and the old file unlinked, because ext4's ``auto_da_alloc``
+would otherwise make a rename over a file pay the flush this mode chose not to pay.
+:func:`rename_noreplace_at` never replaces the destination (``RENAME_NOREPLACE``, else a check
+and a rename, the caller's lock keeping its own writers out). Blocks on disk I/O.
 """
 
 from __future__ import annotations

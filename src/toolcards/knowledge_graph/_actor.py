@@ -19,29 +19,17 @@ Persistence
 
 Embeddings
     With ``embedding=None`` the graph is keyword-only and numpy is not imported. Otherwise
-    one :class:`~toolcards.vector.EmbeddingKeeper` and its :class:`~toolcards.vector.TextVectors`
-    (keys: passage keys, texts: an entity's head and windows of its observations, see
-    :mod:`toolcards.knowledge_graph._passages`), as the planning board keeps its own, keep the
-    vectors; the ``vectors`` collection is keyed by passage key, and the keeper's threads end
-    with the actor, stopped or crashed. The ``hashing`` and ``local`` providers are
+    the vectors are kept as :class:`~toolcards.store._namespace_actor.NamespaceActor` keeps
+    them (keys: passage keys; texts: an entity's head and windows of its observations, see
+    :mod:`toolcards.knowledge_graph._passages`). The ``hashing`` and ``local`` providers are
     fast (milliseconds a text), so an update that changes at most ``INLINE_EMBED_MAX`` (64)
     entities embeds them before taking the store's lock and persists the vectors whose text
     is still the one committed in the same transaction. A remote provider (``openai``) can
-    take seconds or time out, and a large batch would hold the actor for seconds even
-    locally, so then the update commits without vectors and hands the texts to the module's
-    background worker; the vectors arrive later as a message to the actor, which catches
-    up, persists and indexes them in a separate transaction. Until then those entities are
-    found by keyword only (a search says so in its note), and ``pending_embeddings()``
-    counts them. Entities another process changed are embedded by that process: its vector
-    rows arrive with a later catch-up; only when none has arrived after
-    :data:`~toolcards.vector._text_vectors.REMOTE_EMBED_GRACE_S` (the writer died or exited)
-    does this process catch up once more and embed what is still missing. Entities whose
-    stored vector is of another model or an older format when the actor starts are
-    embedded in the background for every provider; those with no vector of their text yet
-    (a crash before a background write, or another process embedding it right now) too on
-    a :class:`~toolcards.store.MemoryStore`, after the grace period on a shared store.
-    Queries are embedded on a thread of their own, waiting at most
-    ``QUERY_EMBEDDING_TIMEOUT_S`` (then keyword results, with a note); pass
+    take seconds, and a large batch would hold the actor for seconds even locally, so then
+    the update commits without vectors and the background worker embeds the texts; until
+    then those entities are found by keyword only (a search says so in its note), and
+    ``pending_embeddings()`` counts them. Queries are embedded on a thread of their own,
+    waiting at most ``QUERY_EMBEDDING_TIMEOUT_S`` (then keyword results, with a note); pass
     ``query_vector`` to embed a query outside the actor.
 
 Provenance and time
@@ -67,14 +55,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
-from toolcards.actors._caller_runs import CallerRunsActor
-from toolcards.core._events import StateChanged
+from toolcards.core._events import StateChanged, ToolcardsEvent
 from toolcards.core._idempotency import CallKey
 from toolcards.core._words import name_key
 from toolcards.errors import RetriableError
@@ -102,16 +88,16 @@ from toolcards.knowledge_graph._passages import owner_of, passage_texts, windows
 from toolcards.knowledge_graph._render import SUMMARY_TOP, relation_text, render_graph_summary, shown_observations
 from toolcards.knowledge_graph._search import DEFAULT_ALPHA, DEFAULT_THRESHOLD, shortest_paths
 from toolcards.knowledge_graph._sorted_list import discard, insort_all
-from toolcards.store._base import CatchUp, Change, Delta, Snapshot, Store
-from toolcards.store._calls import CALLS, CallLog
+from toolcards.store._base import Change, Store
 from toolcards.store._codec import JSONText
+from toolcards.store._namespace_actor import VECTORS, NamespaceActor
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from toolcards.knowledge_graph._index import GraphIndex
-    from toolcards.vector import EmbeddingKeeper, EmbeddingParam, TextVector, TextVectors
+    from toolcards.vector import EmbeddingParam, TextVector
 
 __all__ = ["INLINE_EMBED_MAX", "QUERY_EMBEDDING_TIMEOUT_S", "SOURCE", "KnowledgeGraphActor", "KnowledgeGraphProxy"]
 
@@ -122,7 +108,6 @@ SOURCE = "#KnowledgeGraphTool"
 
 _ENTITIES = "entities"
 _RELATIONS = "relations"
-_VECTORS = "vectors"
 _META = "meta"
 
 INLINE_EMBED_MAX = 64
@@ -173,7 +158,7 @@ def _new_index() -> GraphIndex:
     return GraphIndex()
 
 
-class KnowledgeGraphActor(CallerRunsActor):
+class KnowledgeGraphActor(NamespaceActor):
     """One team's knowledge graph. Its public methods run one at a time, under the actor's lock
     (on its thread or on a waiting caller's: :class:`~toolcards.actors._caller_runs.CallerRunsActor`).
 
@@ -198,19 +183,15 @@ class KnowledgeGraphActor(CallerRunsActor):
         team_id: str,
         store: Store,
         embedding: EmbeddingParam | None = None,
-        publish: Callable[[StateChanged], None] | None = None,
+        publish: Callable[[ToolcardsEvent], None] | None = None,
         *,
         alpha: float = DEFAULT_ALPHA,
         threshold: float = DEFAULT_THRESHOLD,
         max_path_length: int = 4,
         clock: Callable[[], datetime] = _utc_now,
     ) -> None:
-        super().__init__()
-        self.team_id = team_id
-        self.namespace = f"{team_id}/{SOURCE}"
-        self._store = store
+        super().__init__(team_id, SOURCE, store, publish)
         self._embedding = embedding
-        self._publish = publish
         self._alpha = alpha
         self._threshold = threshold
         self._max_path_length = max_path_length
@@ -231,33 +212,11 @@ class KnowledgeGraphActor(CallerRunsActor):
         """The search index, built from :attr:`_entities` by the first call that needs it
         (:attr:`_index`): a team that never searches its graph never loads numpy."""
         self._seq = 0
-        self._calls = CallLog()
-        """The keyed calls the graph's writes answered, for exactly-once retries."""
-
         self._passage_cache: dict[str, tuple[Entity, dict[str, str]]] = {}
         """Entity name → (the entity, its passage texts): the worker asks for texts one key at a time."""
-        self._keeper: EmbeddingKeeper | None = None
-        """Keeps the passages' vectors; ``None`` without an embedding."""
-        if embedding is not None:
-            from toolcards.vector import EmbeddingKeeper
-
-            self._keeper = EmbeddingKeeper(
-                embedding,
-                name=self.namespace,
-                text_of=self._embedding_text_of,
-                persist=self._persist_vectors,
-                catch_up=self._refresh,
-                store_closed=lambda: store.closed,
-                index_factory=self._vector_rows,
-            )
-
-        self._version = 0
-        """The store version the graph in memory is the state of."""
+        self._keep_vectors(embedding, self._embedding_text_of, self._vector_rows)
         self._started = False
-        snapshot = store.load(self.namespace)
-        self._absorb(snapshot)
-        self._stored_vectors: dict[str, Any] = snapshot.rows.get(_VECTORS, {})
-        """The vector rows loaded with the graph, until ``on_start`` restores them."""
+        self._load()
 
     @property
     def _index(self) -> GraphIndex:
@@ -268,11 +227,6 @@ class KnowledgeGraphActor(CallerRunsActor):
             index.put_entities(self._entities.values())
         return index
 
-    @property
-    def _vectors(self) -> TextVectors | None:
-        """The passages' vectors; ``None`` without an embedding (and outside ``on_start``..``on_stop``)."""
-        return None if self._keeper is None else self._keeper.vectors
-
     # -- lifecycle -------------------------------------------------------------------
 
     def on_start(self) -> None:
@@ -281,29 +235,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._started = True
         if self._built_index is not None and self._built_index.pending:
             self.actor_ref.tell(_IndexPending())
-        stored, self._stored_vectors = self._stored_vectors, {}
-        if self._keeper is not None:
-            keys = [key for entity in self._entities.values() for key in passage_texts(entity)]
-            self._keeper.start(self.actor_ref.tell, keys, stored, shared=self._store.shared)
-
-    def on_stop(self) -> None:
-        """Stop the background embedding threads; waits up to 5 s for a call in progress.
-
-        Queued jobs are dropped: their entities have no stored vector, so the next start
-        embeds them.
-        """
-        if self._keeper is not None:
-            self._keeper.stop()
-
-    def on_failure(
-        self,
-        exception_type: type[BaseException] | None,
-        exception_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Stop the background embedding threads when the actor dies of an unexpected exception."""
-        if self._keeper is not None:
-            self._keeper.stop(wait_s=0)
+        self._start_vectors(key for entity in self._entities.values() for key in passage_texts(entity))
 
     def on_receive(self, message: Any) -> Any:
         """Index what was committed (:class:`_IndexPending`) and handle the embedding keeper's
@@ -311,8 +243,6 @@ class KnowledgeGraphActor(CallerRunsActor):
         if isinstance(message, _IndexPending):
             if self._built_index is not None:
                 self._built_index.flush()
-            return None
-        if self._keeper is not None and self._keeper.receive(message):
             return None
         return super().on_receive(message)
 
@@ -638,9 +568,8 @@ class KnowledgeGraphActor(CallerRunsActor):
             embedded = self._embed_ahead(draft.entities, draft.report.changed)
         with (
             self._vectors.writing() if self._vectors is not None else contextlib.nullcontext(),
-            self._store.write(self.namespace, since=self._version) as txn,
+            self._writing() as txn,
         ):
-            self._absorb(txn.catch_up)
             replayed = self._calls.replay(call, "update_graph")
             if replayed is not None:
                 return UpdateReport.model_validate(replayed).model_copy(update={"replayed": True})
@@ -661,9 +590,8 @@ class KnowledgeGraphActor(CallerRunsActor):
             changes = self._rows_of(batch.entities, batch.relations, embedded)
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes + calls)
-        assert txn.committed is not None
         self._calls.committed(calls)
-        self._apply(batch.entities, batch.relations, seq, txn.committed, embedded)
+        self._apply(batch.entities, batch.relations, seq, embedded)
         self._emit(f"{agent}: {report.summary_line()}", seq)
         return report
 
@@ -705,9 +633,8 @@ class KnowledgeGraphActor(CallerRunsActor):
             return batch.report.model_copy(update={"dry_run": True})
         with (
             self._vectors.writing() if self._vectors is not None else contextlib.nullcontext(),
-            self._store.write(self.namespace, since=self._version) as txn,
+            self._writing() as txn,
         ):
-            self._absorb(txn.catch_up)
             replayed = self._calls.replay(call, "merge_entities")
             if replayed is not None:
                 return MergeReport.model_validate(replayed).model_copy(update={"replayed": True})
@@ -727,9 +654,8 @@ class KnowledgeGraphActor(CallerRunsActor):
             changes = self._rows_of(merge.entities, merge.relations, {})
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes + calls)
-        assert txn.committed is not None
         self._calls.committed(calls)
-        self._apply(merge.entities, merge.relations, seq, txn.committed, {})
+        self._apply(merge.entities, merge.relations, seq, {})
         self._emit(f"{agent}: merged {', '.join(report.sources)} into {report.into}", seq)
         return report
 
@@ -741,7 +667,6 @@ class KnowledgeGraphActor(CallerRunsActor):
         entities: dict[str, Entity | None],
         relations: dict[RelationKey, Relation | None],
         seq: int,
-        version: int,
         embedded: dict[str, TextVector],
     ) -> None:
         """Mirror a committed change in memory. Upserts first, so relations find their ends."""
@@ -752,7 +677,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         for name, entity in entities.items():
             if entity is None:
                 self._drop_entity(name)
-        self._seq, self._version = seq, version
+        self._seq = seq
         if self._vectors is not None:
             after = [key for entity in entities.values() for key in _passage_keys(entity)]
             # Keys gone (a window fewer, an entity merged away) are forgotten: their text is None.
@@ -760,28 +685,10 @@ class KnowledgeGraphActor(CallerRunsActor):
 
     # -- the store -----------------------------------------------------------------
 
-    def _refresh(self) -> None:
-        """Catch up with what other processes committed; cheap when nothing was."""
-        catch_up = self._store.read(self.namespace, self._version)
-        if not (isinstance(catch_up, Delta) and catch_up.empty):
-            self._absorb(catch_up)
-
-    def _absorb(self, catch_up: CatchUp | None) -> None:
-        """Apply committed rows (a delta, or the whole graph) to memory."""
-        if catch_up is None:
-            return
-        if isinstance(catch_up, Snapshot):
-            self._reset()
-            changes = [
-                Change(collection=collection, key=key, value=value)
-                for collection, rows in catch_up.rows.items()
-                for key, value in rows.items()
-            ]
-        else:
-            changes = list(catch_up.changes)
+    def _absorb_changes(self, changes: Sequence[Change]) -> list[str]:
+        """Apply committed rows to memory; the passages whose text changed."""
         entities: dict[str, Entity | None] = {}
         relations: dict[RelationKey, Relation | None] = {}
-        vectors: dict[str, Any] = {}
         for change in changes:
             if change.collection == _ENTITIES:
                 entities[change.key] = None if change.value is None else Entity.model_validate(change.value)
@@ -790,10 +697,6 @@ class KnowledgeGraphActor(CallerRunsActor):
                 relations[key] = None if change.value is None else Relation.model_validate(change.value)
             elif change.collection == _META and change.key == "seq":
                 self._seq = int(change.value or 0)
-            elif change.collection == _VECTORS:
-                vectors[change.key] = change.value
-            elif change.collection == CALLS:
-                self._calls.absorb(change)
         present = [entity for entity in entities.values() if entity is not None]
         retexted: dict[str, None] = {}
         for arrived in present:
@@ -809,21 +712,16 @@ class KnowledgeGraphActor(CallerRunsActor):
                 relation.from_entity in self._entities and relation.to_entity in self._entities
             ):
                 logger.warning(
-                    "%s: dropping stored relation %s to a missing entity", self.namespace, relation_text(relation)
+                    "%s: dropping stored relation %s to a missing entity", self._namespace, relation_text(relation)
                 )
                 continue
             self._put_relation(key, relation)
         for name, entity in entities.items():
             if entity is None:
                 self._drop_entity(name)
-        self._version = catch_up.version
-        if self._vectors is not None:
-            # Another process wrote these entities and embeds them itself: drop vectors made
-            # from an older text, and take the new ones it stored.
-            self._vectors.expect(list(retexted))
-            self._vectors.restore(vectors)
+        return list(retexted)
 
-    def _reset(self) -> None:
+    def _clear(self) -> None:
         self._entities.clear()
         self._relations.clear()
         self._links.clear()
@@ -833,9 +731,6 @@ class KnowledgeGraphActor(CallerRunsActor):
         self._built_index = None
         self._passage_cache.clear()
         self._seq = 0
-        self._calls.clear()
-        if self._vectors is not None:
-            self._vectors.clear()
 
     def _rows_of(
         self,
@@ -864,7 +759,7 @@ class KnowledgeGraphActor(CallerRunsActor):
         # another, when merged), a window fewer.
         kept = {key for entity in entities.values() for key in _passage_keys(entity)}
         changes.extend(
-            Change(collection=_VECTORS, key=key, value=None)
+            Change(collection=VECTORS, key=key, value=None)
             for name in entities
             for key in _passage_keys(self._entities.get(name))
             if key not in kept
@@ -883,7 +778,7 @@ class KnowledgeGraphActor(CallerRunsActor):
             for key, vector in embedded.items():
                 text = texts.get(key)
                 if text is not None and vector.digest == text_digest(text):
-                    changes.append(Change(collection=_VECTORS, key=key, value=self._vectors.row(vector)))
+                    changes.append(Change(collection=VECTORS, key=key, value=self._vectors.row(vector)))
         return changes
 
     # -- state ----------------------------------------------------------------------
@@ -950,12 +845,7 @@ class KnowledgeGraphActor(CallerRunsActor):
             self._links.setdefault(end, {})[key] = None
 
     def _emit(self, summary: str, seq: int) -> None:
-        if self._publish is None:
-            return
-        try:
-            self._publish(StateChanged(team_id=self.team_id, source=SOURCE, seq=seq, summary=summary))
-        except Exception:
-            logger.exception("%s: publishing StateChanged %d failed", self.namespace, seq)
+        self._publish_event(StateChanged(team_id=self._team_id, source=SOURCE, seq=seq, summary=summary))
 
     # -- search internals ------------------------------------------------------------
 
@@ -1066,20 +956,6 @@ class KnowledgeGraphActor(CallerRunsActor):
             for key, text in passage_texts(entity).items()
         }
         return self._vectors.embed_now(texts, max_texts=INLINE_EMBED_MAX)
-
-    def _persist_vectors(self, found: Sequence[TextVector]) -> list[TextVector]:
-        """Store the rows of the ``found`` vectors still of their entity's text, after catching
-        up (the keeper's ``persist``)."""
-        vectors = self._vectors
-        assert vectors is not None
-        with self._store.write(self.namespace, since=self._version) as txn:
-            # The texts may have changed in another process meanwhile.
-            self._absorb(txn.catch_up)
-            accepted = vectors.still_current(found)
-            txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
-        if txn.committed is not None:
-            self._version = txn.committed
-        return accepted
 
 
 class KnowledgeGraphProxy(ActorMemberMixin, pykka.ActorProxy[KnowledgeGraphActor]):

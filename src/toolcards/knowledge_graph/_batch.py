@@ -1,24 +1,18 @@
 """The update rules: one batch of changes, or one merge, staged over the committed graph.
 
-:func:`stage_update` applies a batch's parts in a fixed order — create entities, create
-relations, update entities, delete relations, delete entities — so an entity and relations
-to it can be created together. :func:`stage_merge` folds entities into one. Neither changes
-anything committed: the result lists the staged rows and a report, and the actor persists
-and applies them.
+:func:`stage_update` applies a batch in a fixed order (create entities, create relations,
+update entities, delete relations, delete entities), so an entity and relations to it can be
+created together; :func:`stage_merge` folds entities into one. Neither changes anything
+committed: the actor persists the staged rows and applies them.
 
-Rules: an entity name is unique, and so is an alias (the name of an entity merged into
-another): a reference to an alias means the entity it was merged into, creating an entity
-under it is refused. A relation needs both entities; a relation whose ``(from, to, type)``
-triple holds is skipped (reported, not duplicated), one that no longer holds is recorded
-again (its provenance is the new one's). Deleting an entity deletes its relations. An
-update supersedes and invalidates first, then removes observations (exact text), then adds
-new ones; duplicates are dropped. A fact that no longer holds is never removed by a
-supersede or an invalidation: it is kept with who said so, when and why. A broken part
-becomes an error message that says what to do next, and a batch is all or nothing: one
-broken part and nothing of it is staged.
-
-Every fact staged carries the batch's :class:`Stamp` (member, claimed task, time) and every
-new observation an id made of the batch's change number and its place in the batch.
+Rules: names and aliases (names merged into another entity) are unique; a reference to an alias
+means its entity, and creating under an alias is refused. A relation needs both entities; one
+whose ``(from, to, type)`` holds is skipped and reported, one that no longer holds is recorded
+again. Deleting an entity deletes its relations. An update supersedes and invalidates, then
+removes observations (exact text), then adds new ones, dropping duplicates; a fact that no
+longer holds is kept with who said so, when and why. A batch is all or nothing: one broken part
+(an error saying what to do next) and nothing is staged. Every staged fact carries the batch's
+:class:`Stamp`, and every new observation an id from the batch's change number and its place.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """The knowledge graph's data: stored entities and relations, LLM-facing inputs, results.
 
-Stored rows (:class:`Entity`, :class:`Relation`, and the :class:`Observation` rows an entity
-holds) are what the actor persists and returns. Each carries its :class:`Provenance`: who
-recorded it, under which claimed task, when, and — once it no longer holds — when, by whom
-and why. Nothing is judged by a model: a fact stops holding only because a member said so
-(``supersede``, ``invalidate``), and it is kept, so the graph can be read as it stood at
-any time.
+Stored rows (:class:`Entity`, :class:`Relation`, an entity's :class:`Observation` rows) carry
+their :class:`Provenance`: who recorded them, under which claimed task, when, and, once they
+no longer hold, when, by whom and why. A fact stops holding only because a member said so
+(``supersede``, ``invalidate``) and is kept, so the graph can be read as it stood at any time.
 
 Inputs (:class:`EntityCreate`, :class:`EntityUpdate`, :class:`RelationCreate`,
-:class:`RelationDelete`) are what a model sends: their JSON schema reaches the model on
-every request, so it carries terse field descriptions and its limits (name <= 120
-characters, types <= 60, descriptions <= 500, observations <= 4,000 each (a long turn of a conversation
-fits) and <= 50 per
-call) and no model titles or class docstrings. Results (:class:`UpdateReport`, :class:`MergeReport`,
-:class:`SearchResult`) are data; :mod:`toolcards.knowledge_graph._render` writes the text a
-tool returns.
-
-Stored graphs of earlier versions load as they are: an observation stored as a plain string
-reads as an :class:`Observation` without provenance (see :meth:`Entity.migrate`).
-
-Importing this module loads pydantic only.
+:class:`RelationDelete`) reach the model's schema on every request, so they carry terse field
+descriptions and their limits, and no titles or class docstrings. Results
+(:class:`UpdateReport`, :class:`MergeReport`, :class:`SearchResult`) are data;
+:mod:`toolcards.knowledge_graph._render` writes the text. An observation stored by an earlier
+version as a plain string reads as one without provenance (:meth:`Entity.migrate`). Importing
+this module loads pydantic only.
 """
 
 from __future__ import annotations

@@ -1,27 +1,14 @@
 """``KnowledgeGraphTool``: the team's knowledge graph, as tools, a system prompt and commands.
 
-One graph per team (``#KnowledgeGraphTool``, race-free ``get_or_spawn``), persisted with
-the planning board's guarantees: an acknowledged update is committed, and a restart
-restores the graph exactly.
-
-| capability | default channels | what the model sees |
-|---|---|---|
-| ``get_graph`` | SYSTEM_PROMPT, COMMAND | a summary whose size does not grow with the graph |
-| ``update_graph(...)`` | TOOL_CALL | one batch in a fixed order; failures listed together |
-| ``search_graph(query, mode, ...)`` | TOOL_CALL, COMMAND | hits, plus neighbours, edges, paths on request |
-| ``get_entities(names)`` | TOOL_CALL, COMMAND | the entities named so (any case), in full |
-| ``read_graph(offset, limit)`` | TOOL_CALL, COMMAND | a page of every entity that holds, by name |
-| ``merge_entities(into, sources, dry_run)`` | TOOL_CALL, COMMAND | what moved (or would move) |
-
-Every fact recorded carries the calling member, the task it holds on the team's planning
-board (through the :data:`~toolcards.core._services.CLAIMED_TASK` service, when a planning
-card is bound in the process) and the time.
-
-With no ``embedding`` configured the card needs neither numpy nor openai: search is
-keyword-only and says so.
-
-Two views (:mod:`toolcards.core._views`): ``knowledge_graph.graph``, every entity and
-relation, and ``knowledge_graph.search(query)``, the names ``search_graph`` ranks first.
+One graph per team (``#KnowledgeGraphTool``, race-free ``get_or_spawn``), persisted with the
+planning board's guarantees: an acknowledged update is committed, and a restart restores the
+graph exactly. Its capabilities (``get_graph``, ``update_graph``, ``search_graph``,
+``get_entities``, ``read_graph``, ``merge_entities``) are described in
+``docs/cards/knowledge-graph.md``. Every fact carries the calling member, the task it holds
+(the :data:`~toolcards.core._services.CLAIMED_TASK` service) and the time. Without an
+``embedding`` the card needs neither numpy nor openai and search says it is keyword-only.
+Views (:mod:`toolcards.core._views`): ``knowledge_graph.graph`` and
+``knowledge_graph.search(query)``.
 """
 
 from __future__ import annotations

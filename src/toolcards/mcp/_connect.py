@@ -1,24 +1,18 @@
 """Build pydantic-ai toolsets that consume external MCP servers.
 
-:func:`build_toolset` turns a connection config (or an in-process server) into a
-pydantic-ai toolset an agent can use: a ``pydantic_ai.mcp.MCPToolset``, wrapped by
-``.prefixed(tool_prefix)`` when the config asks for a prefix. :func:`build_mcp_toolset`
-returns the unwrapped ``MCPToolset`` (server tool names, direct calls).
+:func:`build_toolset` turns a connection config or an in-process server into a
+``pydantic_ai.mcp.MCPToolset``, ``.prefixed(tool_prefix)`` when the config asks;
+:func:`build_mcp_toolset` returns it unwrapped. Sources: a subprocess
+(:class:`~toolcards.mcp._config.MCPStdioConnectionConfig`, through fastmcp's
+``StdioTransport``), a URL with headers and a bearer token or OAuth
+(:class:`~toolcards.mcp._config.MCPHTTPConnectionConfig`, :mod:`toolcards.mcp._oauth`), or a
+server object in this process (:class:`InProcessMCPServer`, ``mcp.server.Server``,
+``MCPServer``) over memory streams.
 
-Sources:
-
-* :class:`~toolcards.mcp._config.MCPStdioConnectionConfig` — a subprocess through
-  fastmcp's ``StdioTransport(command, args, env, cwd, keep_alive)``;
-* :class:`~toolcards.mcp._config.MCPHTTPConnectionConfig` — a URL with its headers and
-  a bearer token or an OAuth ``httpx2.Auth`` (:mod:`toolcards.mcp._oauth`);
-* :class:`InProcessMCPServer`, or a bare ``mcp.server.Server`` / ``MCPServer`` — a server
-  object in this process, connected through memory streams (tests, embedding).
-
-Building connects to nothing: the connection opens when the toolset is entered (by an
-agent run, or ``async with agent:`` to keep it across runs). ``${VAR}`` references are
-expanded here, so a missing variable raises :class:`~toolcards.errors.WiringError` at
-build time; so does a source of the wrong type. Tool errors reach the model as failed
-results by default (see :data:`~toolcards.mcp._config.ToolErrorBehavior`).
+Building connects to nothing: the connection opens when the toolset is entered. ``${VAR}``
+references are expanded here, so a missing variable, like a source of the wrong type, is a
+:class:`~toolcards.errors.WiringError` at build time. Tool errors reach the model as failed
+results by default (:data:`~toolcards.mcp._config.ToolErrorBehavior`).
 """
 
 from __future__ import annotations

@@ -1,28 +1,15 @@
 """OAuth 2.0 sign-in for HTTP MCP servers: authorization code with PKCE, tokens on disk.
 
-The flow itself — discovery, dynamic client registration, the PKCE authorization code
-grant, refresh — is the MCP SDK's ``mcp.client.auth.OAuthClientProvider``, an
-``httpx2.Auth`` that pydantic-ai's ``MCPToolset(url, auth=...)`` accepts. This module adds
-what a long-lived, often unattended process needs around it:
-
-* :class:`OAuthTokenFile` — the SDK's ``TokenStorage`` as one JSON file per server URL
-  (``internal_dir()/"oauth"/<sha256 of the URL>.json``, mode 0600, written atomically)
-  holding the tokens, their absolute expiry, the registered client and the authorization
-  server's metadata, so a restarted process refreshes an expired token at the right
-  endpoint instead of asking a person to sign in again.
-* A loopback redirect: in an interactive process the authorization URL is printed to
-  stderr (and opened in a browser when a display is available), and the standard
-  library's HTTP server listens on ``127.0.0.1`` up to ``callback_timeout_s`` for the
-  redirect carrying this sign-in's ``state``, then closes.
-* A headless process — no display and no terminal, or ``interactive=False`` — never
-  waits: it raises :class:`OAuthAuthorizationRequired` (a
-  :class:`~toolcards.errors.ToolFailed`) whose message gives the URL and says to run
-  :func:`~toolcards.mcp._probe.login` once from a terminal; the cached tokens then serve
-  headless runs.
-
-:func:`build_oauth_auth` is what :mod:`toolcards.mcp._connect` calls; it reads the token
-file (blocking, small) and picks the redirect port. Nothing here imports ``mcp`` until
-it is called.
+The flow (discovery, dynamic client registration, PKCE, refresh) is the MCP SDK's
+``OAuthClientProvider``. This module adds what a long-lived, often unattended process needs:
+:class:`OAuthTokenFile`, the SDK's ``TokenStorage`` as one file per server URL
+(``internal_dir()/"oauth"/<sha256 of the URL>.json``, mode 0600, written atomically) holding
+the tokens, their expiry, the registered client and the server's metadata, so a restarted
+process refreshes instead of asking a person again; a loopback redirect on ``127.0.0.1`` for
+interactive sign-in (the URL printed to stderr, a browser opened when possible); and, in a
+headless process, :class:`OAuthAuthorizationRequired` at once, saying to run
+:func:`~toolcards.mcp._probe.login` once from a terminal. :func:`build_oauth_auth` is what
+:mod:`toolcards.mcp._connect` calls; ``mcp`` is imported only then.
 """
 
 from __future__ import annotations

@@ -1,22 +1,16 @@
 """``MetadataTool``: the team's business context, in every member's context, set by the team's people.
 
-| capability | default channels | what the model sees |
-|---|---|---|
-| ``team_metadata`` | SYSTEM_PROMPT, COMMAND | the fields and notes, before every request |
-| ``set_metadata(fields, text)`` | COMMAND | (not offered to models by default; see below) |
+``team_metadata`` (system prompt, command) shows the fields and notes before every request;
+``set_metadata(fields, text)`` is a command. Metadata comes from the card's config
+(``fields``, ``text``: what a deployment knows) and the team's store
+(``"<team>/#MetadataTool"``, which ``set_metadata`` changes for every member of every process;
+:mod:`toolcards.metadata._render` merges the two). The block is read from the store before
+each render, cheaply when nothing changed, so a change shows at every member's next request.
 
-Metadata comes from two places: the card's config (``fields``, ``text``), which says what a
-deployment knows, and the team's store (``"<team>/#MetadataTool"``), which ``set_metadata``
-changes for every member of every process at once (:mod:`toolcards.metadata._render` says how
-the two are merged). The block is read from the store before each render — one cheap call
-when nothing changed — so a change shows at the next request of every member, not when its
-agent restarts.
-
-``set_metadata`` is a command for the people and programs running the team (``/set_metadata
-text="..."``, ``commands[SetMetadataParam](fields={...})``). It is not a model's tool by
-default: what every member reads as the business's own statement before every request should
-not be rewritten by one member's model, from something it read. Add ``TOOL_CALL`` to its
-``expose`` when a member should keep it (a coordinator recording what the customer decided).
+``set_metadata`` is not a model's tool by default: what every member reads as the business's
+own statement should not be rewritten by one member's model from something it read. Add
+``TOOL_CALL`` to its ``expose`` when a member should keep it (a coordinator recording what the
+customer decided).
 """
 
 from __future__ import annotations

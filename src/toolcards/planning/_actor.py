@@ -1,51 +1,17 @@
 """The planning board of one team: :class:`PlanningActor`, which owns the tasks and persists them.
 
-One actor per team (the team orchestrator spawns it under the name
-:data:`PLANNING_ACTOR_NAME`). Its state lives in the store namespace
-``"<team_id>/#PlanningTool"`` in three collections:
+One actor per team (spawned as :data:`PLANNING_ACTOR_NAME`), a
+:class:`~toolcards.store._namespace_actor.NamespaceActor` over ``"<team_id>/#PlanningTool"``:
+``tasks`` (the JSON of each :class:`Task`, keyed by id), ``meta`` (``board``: ``seq`` and
+``next_id``) and ``vectors`` (:class:`~toolcards.vector.TextVectors` rows of the descriptions).
+:meth:`PlanningActor.update` validates a batch against the board every process left, under the
+namespace's lock, and returns only after its rows committed; every non-empty batch increments
+``seq`` and publishes one :class:`StateChanged`.
 
-* ``tasks`` — one row per task (key: the id), the JSON of :class:`Task`;
-* ``meta`` — one row, ``board``: ``{"seq": ..., "next_id": ...}``;
-* ``vectors`` — one row per embedded description (key: the task id), in the format of
-  :class:`~toolcards.vector.TextVectors`:
-  ``{"model": model_id, "digest": description digest, "vector": base64 float32}``.
-
-**Writes.** :meth:`PlanningActor.update` takes the store's write lock, catches the board up
-with what other processes committed, validates the batch against that, stages exactly the
-rows it changed plus the ``meta`` row, and returns only after that transaction committed;
-the board in memory changes only then, so a store that fails leaves both as they were and
-the error is raised. The cost is the rows changed, never the board size.
-Every non-empty batch increments the persisted ``seq`` and publishes one
-:class:`StateChanged`.
-
-**Embeddings** (when an :class:`EmbeddingParam` is given) are kept by one
-:class:`~toolcards.vector.EmbeddingKeeper` and its :class:`~toolcards.vector.TextVectors`
-(keys: task ids as text; texts: descriptions), as the knowledge graph keeps its own. They
-never hold up or fail an update, and their threads end with the actor, stopped or crashed:
-
-* Descriptions this process committed are embedded after the commit, on the module's one
-  worker thread. At most one embedding call is in flight; descriptions committed meanwhile
-  wait and go in the next call, so a slow provider makes the backlog batch up rather than
-  queue calls. The worker sends the vectors back to the actor as a message; the actor
-  catches up with the store, persists those whose description has not changed since (one
-  ``vectors`` row each, no ``seq``: vectors are derived data, not a change to the board)
-  and indexes them.
-* Descriptions another process committed are embedded by that process: its ``vectors``
-  rows arrive with a later catch-up and are indexed as they are. Only when none has
-  arrived after :data:`~toolcards.vector._text_vectors.REMOTE_EMBED_GRACE_S` (the writer
-  died or exited) does this process catch up once more and embed what is still missing.
-* A search embeds its query on a thread of its own and waits at most
-  :data:`QUERY_EMBEDDING_TIMEOUT_S`; past that, or when the provider is unavailable, the
-  search is keyword-only. Keyword search always sees every committed task, so a search
-  right after an update finds the new task by its words.
-* On start, stored vectors whose ``model`` equals the service's ``model_id`` and whose
-  digest matches the description are loaded as they are; the others (model changed, a
-  row of an older format) are embedded again in the background. A description with no
-  vector of its text yet may be being embedded by the process that wrote it: on a shared
-  store it waits for that vector as above, on a :class:`~toolcards.store.MemoryStore` it
-  is embedded at once.
-
-numpy is imported only when an embedding is configured.
+Embeddings (with an :class:`EmbeddingParam`) never hold up or fail an update. A search waits at
+most :data:`QUERY_EMBEDDING_TIMEOUT_S` for its query's embedding, else is keyword-only; keyword
+search always sees every committed task. numpy is imported only when an embedding is
+configured.
 """
 
 from __future__ import annotations
@@ -66,7 +32,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
-from toolcards.actors._caller_runs import CallerRunsActor
 from toolcards.actors._events import MemberLeft
 from toolcards.actors._timers import ActorTimer
 from toolcards.core._events import StateChanged, ToolcardsEvent
@@ -95,13 +60,13 @@ from toolcards.planning._models import (
     normalize_status,
 )
 from toolcards.planning._render import render_plan
-from toolcards.store._base import CatchUp, Change, Delta, Snapshot, Store, Transaction
-from toolcards.store._calls import CALLS, CallLog
+from toolcards.store._base import Change, Store, Transaction
 from toolcards.store._codec import JSONText
+from toolcards.store._namespace_actor import VECTORS, NamespaceActor
 
 if TYPE_CHECKING:
     from toolcards.actors._system import TeamHandle
-    from toolcards.vector import EmbeddingKeeper, EmbeddingParam, TextVector, TextVectors
+    from toolcards.vector import EmbeddingParam
 
 __all__ = [
     "DEFAULT_LEASE_S",
@@ -138,7 +103,6 @@ leases that ran out (in whichever process notices first)."""
 _TASKS = "tasks"
 _CLAIMS = "claims"
 _META = "meta"
-_VECTORS = "vectors"
 _BOARD_KEY = "board"
 
 # Words that say nothing about which task is meant, dropped from keyword queries: the shared
@@ -159,7 +123,7 @@ def _query_terms(query: str) -> list[str]:
     return terms or words
 
 
-class PlanningActor(CallerRunsActor):
+class PlanningActor(NamespaceActor):
     """The planning board of one team; its methods run one at a time, in the order sent.
 
     A method runs on the actor's thread or on the thread of a caller waiting for its answer
@@ -195,11 +159,7 @@ class PlanningActor(CallerRunsActor):
         *,
         team: TeamHandle | None = None,
     ) -> None:
-        super().__init__()
-        self._team_id = team_id
-        self._store = store
-        self._namespace = f"{team_id}/{PLANNING_ACTOR_NAME}"
-        self._publish = publish
+        super().__init__(team_id, PLANNING_ACTOR_NAME, store, publish)
         self._team = team
         self._claims: dict[int, Claim] = {}
         """The claims on the board, by task id (mirror of the ``claims`` collection)."""
@@ -207,36 +167,16 @@ class PlanningActor(CallerRunsActor):
         self._renewed: dict[int, float] = {}
         """Task id → when this process last renewed its claim (``time.monotonic()``)."""
         self._tick = ActorTimer()
+        self._tick_due = 0.0
+        """When the pending lease tick falls due (``time.monotonic()``)."""
         self._unsubscribe: Callable[[], None] | None = None
         self._tasks: dict[int, Task] = {}
         self._dependents: dict[int, set[int]] = {}
         self._texts: dict[int, str] = {}
         self._seq = 0
         self._next_id = 1
-        self._version = 0
-        """The store version the board in memory is the state of."""
-        self._calls = CallLog()
-        """The keyed calls the board's writes answered, for exactly-once retries."""
-        self._keeper: EmbeddingKeeper | None = None
-        """Keeps the descriptions' vectors; ``None`` when no embedding is configured."""
-        if embedding is not None:
-            from toolcards.vector import EmbeddingKeeper
-
-            self._keeper = EmbeddingKeeper(
-                embedding,
-                name=self._namespace,
-                text_of=self._description_of,
-                persist=self._persist_vectors,
-                catch_up=self._refresh,
-                store_closed=lambda: store.closed,
-            )
-        self._loaded: Snapshot | None = store.load(self._namespace)
-        self._absorb(self._loaded)
-
-    @property
-    def _vectors(self) -> TextVectors | None:
-        """The descriptions' vectors, for semantic search; ``None`` without an embedding."""
-        return None if self._keeper is None else self._keeper.vectors
+        self._keep_vectors(embedding, self._description_of)
+        self._load()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -246,10 +186,7 @@ class PlanningActor(CallerRunsActor):
         Blocks the actor while the vectors are decoded; re-embedding of stale ones happens
         in the background.
         """
-        snapshot, self._loaded = self._loaded, None
-        if self._keeper is not None and snapshot is not None:
-            keys = [str(task_id) for task_id in self._tasks]
-            self._keeper.start(self.actor_ref.tell, keys, snapshot.rows.get(_VECTORS, {}), shared=self._store.shared)
+        self._start_vectors(str(task_id) for task_id in self._tasks)
         self._schedule_tick()
         if self._team is not None:
             # A member leaving the team (in any process) gives back what it claimed.
@@ -272,8 +209,7 @@ class PlanningActor(CallerRunsActor):
         if self._unsubscribe is not None:
             with contextlib.suppress(Exception):  # the team may be stopping first
                 self._unsubscribe()
-        if self._keeper is not None:
-            self._keeper.stop()
+        super().on_stop()
 
     def on_failure(
         self,
@@ -281,10 +217,9 @@ class PlanningActor(CallerRunsActor):
         exception_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        """Stop the embedding threads when the actor dies of an unexpected exception."""
+        """Stop the lease ticks and the embedding threads when the actor dies of an unexpected exception."""
         self._tick.cancel()
-        if self._keeper is not None:
-            self._keeper.stop(wait_s=0)
+        super().on_failure(exception_type, exception_value, traceback)
 
     def on_receive(self, message: Any) -> Any:
         """Handle the lease tick, a member's leaving and the embedding keeper's messages; others
@@ -294,8 +229,6 @@ class PlanningActor(CallerRunsActor):
             return None
         if isinstance(message, _MemberGone):
             self._release_member(message.member, message.reason)
-            return None
-        if self._keeper is not None and self._keeper.receive(message):
             return None
         return super().on_receive(message)
 
@@ -533,9 +466,7 @@ class PlanningActor(CallerRunsActor):
         if not creator:
             raise ValueError(f"update() needs the calling agent's name, got {agent!r}.")
         writing = self._vectors.writing() if self._vectors is not None else contextlib.nullcontext()
-        with writing, self._store.write(self._namespace, since=self._version) as txn:
-            # Validate against the board as every process left it, under the board's lock.
-            self._absorb(txn.catch_up)
+        with writing, self._writing() as txn:
             replayed = self._calls.replay(call, "update_planning")
             if replayed is not None:
                 return UpdateReport.model_validate(replayed).model_copy(update={"replayed": True})
@@ -574,7 +505,7 @@ class PlanningActor(CallerRunsActor):
                 self._put(task)
         self._calls.committed(calls)
         self._tell_ready_owners(completed, agent=creator)
-        self._seq, self._next_id, self._version = seq, batch.next_id, txn.committed
+        self._seq, self._next_id = seq, batch.next_id
         self._after_commit(batch.described, batch.deleted)
         self._emit(report)
         return report
@@ -618,8 +549,7 @@ class PlanningActor(CallerRunsActor):
         """
         member = _member(agent)
         lease_s = _checked_lease(lease_s)
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             replayed = self._calls.replay(call, "claim_task")
             if replayed is not None:
                 return ClaimReport.model_validate(replayed).model_copy(update={"replayed": True})
@@ -663,8 +593,7 @@ class PlanningActor(CallerRunsActor):
         """
         member = _member(agent)
         lease_s = _checked_lease(lease_s)
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             replayed = self._calls.replay(call, "next_task")
             if replayed is not None:
                 return ClaimReport.model_validate(replayed).model_copy(update={"replayed": True})
@@ -698,8 +627,7 @@ class PlanningActor(CallerRunsActor):
         Committed before it returns; one store transaction.
         """
         member = _member(agent)
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             replayed = self._calls.replay(call, "release_task")
             if replayed is not None:
                 return Task.model_validate(replayed)
@@ -804,7 +732,8 @@ class PlanningActor(CallerRunsActor):
         self._renewed[staged.claim.task_id] = time.monotonic()
         self._put(staged.task)
         self._calls.committed(staged.calls)
-        self._seq, self._version = staged.seq, txn.committed
+        self._seq = staged.seq
+        self._schedule_tick(sooner=True)
         if not staged.report.renewed:
             self._emit_claims([("claimed", staged.claim.task_id, staged.claim.member)])
         return staged.report
@@ -831,7 +760,7 @@ class PlanningActor(CallerRunsActor):
         for task in released:
             self._drop_claim(task.id)
             self._put(task)
-        self._seq, self._version = self._seq + 1, txn.committed
+        self._seq += 1
 
     def _drop_claim(self, task_id: int) -> None:
         self._claims.pop(task_id, None)
@@ -902,11 +831,19 @@ class PlanningActor(CallerRunsActor):
 
     # -- the lease tick ----------------------------------------------------------------
 
-    def _schedule_tick(self) -> None:
-        # A lease is renewed once two thirds of it are left; ticking at least four times per
-        # shortest lease held makes sure a tick falls inside that window before it runs out.
+    def _schedule_tick(self, *, sooner: bool = False) -> None:
+        """Schedule the next lease tick (with ``sooner``, only if it comes before the pending one).
+
+        A lease is renewed once two thirds of it are left; ticking at least four times per
+        shortest lease held makes sure a tick falls inside that window before it runs out.
+        A claim with a shorter lease than the pending tick allows reschedules it.
+        """
         shortest = min((claim.lease_s for claim in self._claims.values()), default=LEASE_TICK_S * 4)
-        self._tick.tell_later(self.actor_ref, min(LEASE_TICK_S, shortest / 4), _LeaseTick())
+        delay = min(LEASE_TICK_S, shortest / 4)
+        if sooner and time.monotonic() + delay >= self._tick_due:
+            return
+        self._tick_due = time.monotonic() + delay
+        self._tick.tell_later(self.actor_ref, delay, _LeaseTick())
 
     def _on_tick(self) -> None:
         """Renew the leases of members active in this process; end those that ran out.
@@ -928,8 +865,7 @@ class PlanningActor(CallerRunsActor):
             self._schedule_tick()
 
     def _expire(self) -> None:
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)  # a renewal another process committed counts
+        with self._writing() as txn:  # a renewal another process committed counts
             now = time.time()
             expired = [claim for claim in self._claims.values() if claim.until <= now and claim.task_id in self._tasks]
             if not expired:
@@ -945,8 +881,7 @@ class PlanningActor(CallerRunsActor):
             self._refresh()
             if not any(claim.member == member for claim in self._claims.values()):
                 return
-            with self._store.write(self._namespace, since=self._version) as txn:
-                self._absorb(txn.catch_up)
+            with self._writing() as txn:
                 held = [claim for claim in self._claims.values() if claim.member == member]
                 if not held:
                     return
@@ -972,8 +907,7 @@ class PlanningActor(CallerRunsActor):
                 due.append(claim)
         if not due:
             return
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             renewed_claims = [
                 claim.model_copy(update={"until": now + claim.lease_s})
                 for claim in due
@@ -983,44 +917,23 @@ class PlanningActor(CallerRunsActor):
                 Change(collection=_CLAIMS, key=str(claim.task_id), value=claim.model_dump(mode="json"))
                 for claim in renewed_claims
             )
-        if txn.committed is not None:
-            self._version = txn.committed
         for claim in renewed_claims:
             self._claims[claim.task_id] = claim
             self._renewed[claim.task_id] = clock
 
     # -- the store -------------------------------------------------------------------
 
-    def _refresh(self) -> None:
-        """Catch up with what other processes committed; cheap when nothing was."""
-        catch_up = self._store.read(self._namespace, self._version)
-        if not (isinstance(catch_up, Delta) and catch_up.empty):
-            self._absorb(catch_up)
+    def _clear(self) -> None:
+        self._tasks.clear()
+        self._dependents.clear()
+        self._texts.clear()
+        self._seq, self._next_id = 0, 1
+        self._claims.clear()
+        self._queue.clear()
 
-    def _absorb(self, catch_up: CatchUp | None) -> None:
-        """Apply committed rows (a delta, or the whole board) to memory."""
-        if catch_up is None or (isinstance(catch_up, Delta) and catch_up.empty):
-            return
-        if isinstance(catch_up, Snapshot):
-            self._tasks.clear()
-            self._dependents.clear()
-            self._texts.clear()
-            self._seq, self._next_id = 0, 1
-            self._calls.clear()
-            self._claims.clear()
-            self._queue.clear()
-            changes = [
-                Change(collection=collection, key=key, value=value)
-                for collection, rows in catch_up.rows.items()
-                for key, value in rows.items()
-            ]
-            if self._vectors is not None:
-                self._vectors.clear()
-        else:
-            changes = list(catch_up.changes)
-        vectors: dict[str, Any] = {}
-        described: set[int] = set()
-        deleted: list[int] = []
+    def _absorb_changes(self, changes: Sequence[Change]) -> list[str]:
+        """Apply committed rows to memory; the tasks whose description changed."""
+        described: list[str] = []
         for change in changes:
             if change.collection == _TASKS:
                 task_id = int(change.key)
@@ -1028,31 +941,21 @@ class PlanningActor(CallerRunsActor):
                 if change.value is None:
                     if before is not None:
                         self._remove(task_id)
-                        deleted.append(task_id)
+                        if self._vectors is not None:
+                            self._vectors.forget(change.key)
                 else:
                     task = Task.model_validate(change.value)
                     self._put(task)
                     self._next_id = max(self._next_id, task_id + 1)
                     if before is None or before.description != task.description:
-                        described.add(task_id)
+                        described.append(change.key)
             elif change.collection == _META and change.key == _BOARD_KEY:
                 board = change.value or {}
                 self._seq = int(board.get("seq", self._seq))
                 self._next_id = max(self._next_id, int(board.get("next_id", 1)))
-            elif change.collection == _VECTORS:
-                vectors[change.key] = change.value
-            elif change.collection == CALLS:
-                self._calls.absorb(change)
             elif change.collection == _CLAIMS:
                 self._absorb_claim(int(change.key), change.value)
-        self._version = catch_up.version
-        if self._vectors is not None:
-            # Another process wrote these tasks and embeds them itself: drop vectors made
-            # for an older description, and take the new ones it stored.
-            for task_id in deleted:
-                self._vectors.forget(str(task_id))
-            self._vectors.expect(str(task_id) for task_id in described)
-            self._vectors.restore(vectors)
+        return described
 
     def _rows_of(self, batch: StagedBatch, seq: int) -> list[Change]:
         changes = []
@@ -1060,7 +963,7 @@ class PlanningActor(CallerRunsActor):
             value = None if task is None else JSONText(task.model_dump_json())
             changes.append(Change(collection=_TASKS, key=str(task_id), value=value))
             if task is None and self._vectors is not None:
-                changes.append(Change(collection=_VECTORS, key=str(task_id), value=None))
+                changes.append(Change(collection=VECTORS, key=str(task_id), value=None))
         changes.append(Change(collection=_META, key=_BOARD_KEY, value={"seq": seq, "next_id": batch.next_id}))
         return changes
 
@@ -1092,13 +995,9 @@ class PlanningActor(CallerRunsActor):
             self._queue.refresh(task, self._claims)
 
     def _emit(self, report: UpdateReport) -> None:
-        if self._publish is None:
-            return
-        event = StateChanged(team_id=self._team_id, source=PLANNING_ACTOR_NAME, seq=self._seq, summary=report.summary())
-        try:
-            self._publish(event)
-        except Exception:
-            logger.exception("Publishing %s of %s failed; the change is committed.", event.seq, self._namespace)
+        self._publish_event(
+            StateChanged(team_id=self._team_id, source=PLANNING_ACTOR_NAME, seq=self._seq, summary=report.summary())
+        )
 
     # -- search internals --------------------------------------------------------------
 
@@ -1140,20 +1039,6 @@ class PlanningActor(CallerRunsActor):
         for task_id in deleted:
             self._vectors.forget(str(task_id))
         self._vectors.embed(str(task_id) for task_id in described if task_id in self._tasks)
-
-    def _persist_vectors(self, found: Sequence[TextVector]) -> list[TextVector]:
-        """Store the rows of the ``found`` vectors still of their description, after catching up
-        (the keeper's ``persist``); no ``seq``: vectors are derived data, not a change to the board."""
-        vectors = self._vectors
-        assert vectors is not None
-        with self._store.write(self._namespace, since=self._version) as txn:
-            # The descriptions may have changed in another process meanwhile.
-            self._absorb(txn.catch_up)
-            accepted = vectors.still_current(found)
-            txn.stage(Change(collection=_VECTORS, key=v.key, value=vectors.row(v)) for v in accepted)
-        if txn.committed is not None:
-            self._version = txn.committed
-        return accepted
 
 
 def _status_filter(word: str) -> TaskStatus:

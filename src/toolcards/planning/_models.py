@@ -1,31 +1,18 @@
 """The planning board's data: tasks, the changes a model may ask for, and what a change did.
 
-Two kinds of model live here:
+:class:`TaskCreate` and :class:`TaskUpdate` are LLM-facing: their schema is read on every
+request, so their docstrings and field descriptions are written for the model and terse, and
+there is no ``creator`` field (the actor stamps the caller). :class:`Task`,
+:class:`UpdateReport`, :class:`UpdateFailure` and :class:`SearchHit` are frozen, so the actor
+can hand them to other threads.
 
-* LLM-facing inputs — :class:`TaskCreate` and :class:`TaskUpdate`. Their JSON schema is
-  what a model reads on every request, so their class docstrings and field descriptions
-  are written for the model and kept terse: they state the board's rules (id unique,
-  description at most 300 characters, output cut to 150, dependencies must exist and form
-  no cycle). There is no ``creator`` field: the actor stamps the calling agent.
-* Board data and results — :class:`Task`, :class:`UpdateReport`, :class:`UpdateFailure`,
-  :class:`SearchHit`. All are frozen, so the actor can hand them to other threads.
-
-Task statuses are one vocabulary everywhere: ``pending``, ``in_progress``, ``completed``,
-``aborted`` (:data:`TASK_STATUSES`), the words agents' todo tools use. :data:`TaskStatus`
-carries the one normalisation (:func:`normalize_status`), so every model and tool argument
-typed with it reads the common synonyms (``done``, ``started``, ``cancelled``, ``todo``...)
-and the words of stored boards as these four, while its JSON schema lists only the four.
-A word that is not a status is refused naming the four, with a hint where one helps.
-
-Agent names are normalised to ``@Name`` everywhere (:func:`normalize_agent_name`):
-``"Alice"``, ``" @Alice "`` and ``"@@Alice"`` all become ``"@Alice"``; case is kept, so
-``"@alice"`` and ``"@Alice"`` are different agents. An empty name means "unassigned".
-
-Rules the schema cannot check part by part (description length, unique ids, existing
-dependencies, cycles) are checked by :class:`toolcards.planning._actor.PlanningActor`, which
-reports every refused part of a batch together; a batch with a refused part applies nothing.
-Output longer than :data:`OUTPUT_MAX` is cut here, on validation, never refused. This module
-imports pydantic (and its ``pydantic_core``) and the core's event base only.
+Statuses are ``pending``, ``in_progress``, ``completed``, ``aborted`` (:data:`TASK_STATUSES`);
+:data:`TaskStatus` reads common synonyms (``done``, ``todo``...) as these through
+:func:`normalize_status`, while its schema lists only the four. Agent names are normalised to
+``@Name`` (:func:`normalize_agent_name`), case kept; empty means unassigned. Rules the schema
+cannot check part by part (lengths, unique ids, dependencies, cycles) are checked by
+:class:`toolcards.planning._actor.PlanningActor`; output past :data:`OUTPUT_MAX` is cut here,
+never refused.
 """
 
 from __future__ import annotations

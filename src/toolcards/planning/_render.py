@@ -1,14 +1,11 @@
 """The planning board as text a model reads: the plan, one task, and search results.
 
-Pure functions of :class:`~toolcards.planning._models.Task` values, so the actor, the card
-and tests render the same way. Every output is bounded: a plan lists at most
-:data:`PLAN_LIMIT` open tasks (oldest first) and says how many it left out, so a board of
-thousands of tasks still costs a few hundred tokens per request.
-
-The plan is written for its reader, because it is paid for on every request: a task shows
-its owner and creator only when they are someone else, closed tasks are one line of ids
-(their outputs are a ``get_planning_task`` away), and the order is stable (status group,
-then id), so the text changes only where the board did. For ``@Alice``::
+Pure functions of :class:`~toolcards.planning._models.Task` values, so the actor, the card and
+tests render alike. Every output is bounded: a plan lists at most :data:`PLAN_LIMIT` open
+tasks, oldest first, and says how many it left out. The plan is paid for on every request, so
+it is written for its reader: owner and creator shown only when someone else, closed tasks one
+line of ids, a stable order (status group, then id) so the text changes only where the board
+did, statuses written as the words a model sends back (``in_progress``). For ``@Alice``::
 
     **Team planning:** 5 tasks (3 pending, 1 in_progress, 1 completed)
     Owners: @Bob 2, @Alice 1, @Carol 1, unassigned 1
@@ -17,11 +14,8 @@ then id), so the text changes only where the board did. For ``@Alice``::
     - #7 [pending] Review PR #42 — Output: pending (owner @Bob)
     get_planning_task(id) shows a task in full; search_planning(...) filters the board.
 
-Statuses are written as the words a model sends back (``in_progress``, not "in
-progress"), so what it reads in the plan is what it can put in an update or a filter.
-
-A tool is named only when the reader can call it: the card passes the names of the lookup
-and search tools it exposes (``None`` when it does not).
+A tool is named only when the reader can call it: the card passes the names of the tools it
+exposes (``None`` when it does not).
 """
 
 from __future__ import annotations

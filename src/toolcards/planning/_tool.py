@@ -1,23 +1,13 @@
 """``PlanningTool``: the team's shared planning board, as tools, a system prompt and commands.
 
-One board per team (``#PlanningTool``, obtained race-free through the team's
-``get_or_spawn``): two agents of one team share it, two teams never do. Every update is
-committed to the store before the tool answers, so an acknowledged update survives a kill.
-
-| capability | default channels | what the model sees |
-|---|---|---|
-| ``get_planning`` | SYSTEM_PROMPT, COMMAND | the plan rendered for the calling agent, before every request |
-| ``get_planning_task(task_id)`` | TOOL_CALL, COMMAND | one task in full |
-| ``update_planning(create_tasks, update_tasks, delete_tasks)`` | TOOL_CALL | one batch; failures listed together |
-| ``search_planning(query, status, owner, creator)`` | TOOL_CALL, COMMAND | keyword ∪ semantic hits, labelled |
-
-The creator of a task is stamped from the calling agent, never taken from the model.
-A status is ``pending``, ``in_progress``, ``completed`` or ``aborted``, the only words the
-schemas list and the plan shows; the words models also use (``done``, ``started``,
-``cancelled``, ``todo``...) are read as these on every channel
-(:data:`~toolcards.planning._models.TaskStatus`), and other words are refused naming the four.
-
-One view (:mod:`toolcards.core._views`): ``planning.board``, every task with all its fields.
+One board per team (``#PlanningTool``, race-free through the team's ``get_or_spawn``): two
+agents of one team share it, two teams never do. Every update is committed to the store before
+the tool answers, so an acknowledged update survives a kill. Its capabilities
+(``get_planning``, ``get_planning_task``, ``update_planning``, ``search_planning``) are
+described in ``docs/cards/planning.md``. A task's creator is stamped from the calling agent,
+never taken from the model; statuses and their synonyms are read by
+:data:`~toolcards.planning._models.TaskStatus` on every channel. One view
+(:mod:`toolcards.core._views`): ``planning.board``.
 """
 
 from __future__ import annotations

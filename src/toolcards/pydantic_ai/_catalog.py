@@ -1,27 +1,18 @@
 """``CatalogToolset``: a few tools listed, the rest found by search and loaded on demand.
 
 An agent with sixty tools pays for sixty definitions on every request. Wrapped in a
-``CatalogToolset`` (``member.toolset(..., tool_search=True)``), it is shown a small set that
-does not change:
+``CatalogToolset`` (``member.toolset(..., tool_search=True)``) it is shown a fixed small set:
+``search_tools(query)`` (ranked by :mod:`toolcards.core._catalog`, as the MCP facade ranks;
+hits scoring at least :data:`LOAD_SHARE` of the best are loaded), ``describe_tool(name)``
+(which loads the tool), the ``hot_tools`` and the cards' ``context_tools``. ``docs/tool-search.md``
+describes the answers.
 
-* ``search_tools(query)`` — the three tools that fit a task best, ranked by the catalog
-  search the MCP server's facade uses (:mod:`toolcards.core._catalog`). Those scoring at least
-  :data:`LOAD_SHARE` of the best are loaded and named; the others are shown with their summary.
-  A card's entry (a skill) comes back as the tool that serves it and its arguments;
-* ``describe_tool(name)`` — one tool's description; the tool is loaded;
-* the hot tools (``hot_tools``), and the tools the cards' context tells the model to call
-  (``ToolCard.context_tools``: the skill menu's ``use_skill``).
-
-A *loaded* tool's definition is sent with every later request, like any other, and the model
-calls it directly (so ``describe_tool`` leaves the schema out of its answer: it comes with the
-definition). What was loaded is read from the conversation itself (the meta tool's result part
-carries the names in its ``metadata``, which no model reads), so it holds for the whole
-conversation, across runs that continue its history, and a new conversation starts small
-again. Loaded definitions are appended after the fixed set, in the order they were found, so
-every request's tool list starts with the previous request's: prompt caches keep their prefix.
-
-It wraps any toolset: a factory's ``CardToolset`` and the MCP toolsets of its ``MCPTool``
-cards alike, so an external server's tools are searched with the cards'.
+A loaded tool's definition is sent with every later request and called directly. What was
+loaded is read from the conversation itself (the meta tool's result ``metadata``, which no
+model reads), so it holds across runs continuing the history and a new conversation starts
+small. Loaded definitions are appended in the order found, so each request's tool list starts
+with the previous one's and prompt caches keep their prefix. It wraps any toolset, MCP
+toolsets included.
 """
 
 from __future__ import annotations

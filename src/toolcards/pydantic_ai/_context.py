@@ -1,27 +1,18 @@
 """``TeamContext``: a factory's tools, with the team's context kept out of the prompt's prefix.
 
-Every request a model receives starts with the tool definitions and the instructions;
-provider prompt caches (OpenAI, Anthropic, Gemini) reuse a request's start only when it is
-byte-identical to an earlier one. Re-rendering the plan into the instructions before every
-request (``CardToolset``'s ``context="rewrite"``) changes that start whenever the board
-changes, and every cached prefix is lost. ``TeamContext`` keeps it still:
+Provider prompt caches reuse a request's start only when it is byte-identical to an earlier
+one, and re-rendering the plan into the instructions (``context="rewrite"``) changes that start
+whenever the board does. ``TeamContext`` keeps it still: the instructions hold the context as
+the run started; before each request the system-prompt sections are rendered again and, when
+something changed, one ``[context update]`` with only the changed lines is appended to the
+conversation; after :attr:`TeamContext.full_every` updates, or when the changes would be longer
+than the whole, the update carries the whole context, so the model never assembles the state
+from many pieces.
 
-* the instructions hold the context as it was when the run started, and never change during
-  the run;
-* before each request, the system-prompt sections (the plan, the graph summary) are rendered
-  again and compared with what the model last saw; when something changed, one compact
-  ``[context update]`` text is added to the end of the conversation, carrying only the lines
-  that changed — a task line that changed is sent once, in its new form, and a line that no
-  longer holds is named as gone;
-* after :attr:`TeamContext.full_every` updates, or when the changes would be longer than the
-  whole context, the update carries the whole current context instead, so a long run never
-  makes the model assemble the state from many small pieces.
-
-Attach it as a capability: ``Agent(model, capabilities=[TeamContext(factory)])``. It carries
-the factory's tools too (a ``CardToolset`` without instructions), and the model the cards
-chose (:class:`~toolcards.pydantic_ai.ModelSwitch`). The state of what the model
-has seen is per run; a new run starts from a fresh baseline in its instructions.
-``python -m bench tokens`` measures it against the other modes.
+Attach it as a capability, ``Agent(model, capabilities=[TeamContext(factory)])``; it carries
+the factory's tools (a ``CardToolset`` without instructions) and the model the cards chose
+(:class:`~toolcards.pydantic_ai.ModelSwitch`). What the model has seen is tracked per run.
+``docs/tokens.md`` compares it with the other modes.
 """
 
 from __future__ import annotations

@@ -1,45 +1,24 @@
 """``CardToolset``: a factory's tools and system prompts as one pydantic-ai toolset.
 
-The toolset owns validation (the same pipeline every channel uses), so the schema the
-model sees is exactly the one MCP clients see, and the same bad input gets the same
-message everywhere. Translation at this boundary:
+The toolset owns validation (the pipeline every channel uses), so the model sees the schema
+MCP clients see and the same bad input gets the same message everywhere. Translation at this
+boundary: ``RetriableError`` → ``ModelRetry``; ``ToolFailed`` → pydantic-ai ``ToolFailed``;
+the pipeline's ``ApprovalRequired`` → pydantic-ai's ``ApprovalRequired`` (the run ends with
+``DeferredToolRequests`` and resumes with the decision; an approved call runs with
+``approved=True``), unless the factory's ``approve`` hook decides at once.
 
-* ``RetriableError`` → ``ModelRetry`` (the model fixes its call; counts against retries);
-* ``ToolFailed`` → pydantic-ai ``ToolFailed`` (the model sees the failure and adapts);
-* the pipeline's ``ApprovalRequired`` (a tool that ``requires_approval``, called before
-  anyone approved it) → pydantic-ai's ``ApprovalRequired``: the run ends with
-  ``DeferredToolRequests`` and the application asks a human, then resumes the run with
-  the decision. A call the application approved runs with ``approved=True``. When the
-  factory has an ``approve`` hook, the hook decides at once instead, and a refusal is a
-  failed tool result the model reads.
+System prompts become the toolset's instructions, re-evaluated before every model request in a
+worker thread (they may ask actors), one named part per section. ``context`` says how a changed
+section reaches the model: ``"rewrite"`` renders the instructions afresh each request,
+``"append"`` keeps the first version and appends each change as an instruction delta (so the
+prompt's start stays byte-identical for provider caches), ``"off"`` sends none
+(:class:`~toolcards.pydantic_ai.TeamContext` gives them instead). ``docs/tokens.md`` says which
+to choose.
 
-System prompts become the toolset's instructions, re-evaluated before every model request
-in a worker thread (they may ask actors), one named instruction part per section (the plan,
-the graph summary). ``context`` says how a section that changed reaches the model:
-
-* ``"rewrite"`` (the default): the instructions are rendered afresh before every request, so
-  the model always reads the whole current context in one place and the conversation stays a
-  plain sequence of requests and responses; any change rewrites the start of the prompt, so
-  provider prompt caches miss from there on. It sends the fewest tokens when nothing is cached.
-* ``"append"``: the first version stays in the instruction prefix and each change is appended
-  to the conversation as pydantic-ai's instruction delta (a unified diff against the version
-  the model last saw, when that is shorter than the whole section). The start of every request
-  stays byte-identical, so provider prompt caches keep hitting.
-* ``"off"``: no instructions (:class:`~toolcards.pydantic_ai.TeamContext` gives them instead,
-  as compact updates: the cheapest mode wherever the provider caches prompts).
-
-``python -m bench tokens`` measures the three on a 30-request run whose board changes every
-3 requests; ``docs/tokens.md`` gives the figures and which to choose.
-
-**Steering** (:mod:`toolcards.core._steering`), when a card offers it (the messaging card does),
-whatever ``context`` is:
-
-* before every model request, the texts the cards hand over (new messages, reminders that fell
-  due) are added to that request as user messages (``ctx.enqueue``), once each;
-* a stop request (``stop_member``) found before a tool call fails that call with the text the
-  model reads ("You were stopped by @Lead: ..."), and the next model request is not sent: the
-  run ends with :class:`~toolcards.errors.MemberStopped`, which the application catches. Found
-  before a model request, it ends the run there.
+**Steering** (:mod:`toolcards.core._steering`), whatever ``context`` is: texts the cards hand
+over (messages, due reminders) join the next model request as user messages, once each; a stop
+request fails the next tool call with the text the model reads and ends the run with
+:class:`~toolcards.errors.MemberStopped` before the next model request.
 """
 
 from __future__ import annotations

@@ -1,35 +1,23 @@
 """The team's sandbox: one Pykka actor per team that runs every agent's shell commands.
 
-Concurrency design. The actor owns the backend's state and lifecycle (the docker
-container, the seatbelt temp directory, the set of running commands), but it never runs a
-command on its own thread: :meth:`SandboxActor.run` starts a worker thread and returns a
-pykka ``Future`` at once, which the worker resolves with the :class:`ExecResult`. So a
-ten-minute test suite from one agent never queues another agent's ``ls`` behind it, and
-the actor keeps answering (including ``stop``) while commands run. At most
-``options.max_concurrent`` commands of a team run at once; more wait in their worker
-thread, not in the actor's inbox. Through a proxy the answer is a future of a future::
+The actor owns the backend's state and lifecycle (a docker container, a seatbelt temp
+directory, the running commands) but never runs a command on its own thread, which would
+serialise every command: :meth:`SandboxActor.run` starts a worker thread and returns a pykka
+``Future`` at once, so one agent's long test suite never queues another's ``ls`` and the actor
+keeps answering (``stop`` included). At most ``options.max_concurrent`` commands run at once;
+more wait in their worker thread. Through a proxy the answer is a future of a future::
 
     result = proxy.run("pytest -q").get().get()      # or: await ask_async twice
 
-Why not run commands on the actor thread: pykka handles one message at a time, so that
-would serialise every command. Why not a plain thread-safe function: the container and
-the running set need one owner that starts them lazily and tears them down at stop.
+Each call may carry its card's :class:`CommandPolicy`, under which that command alone runs.
+What a backend cannot apply per command is listed by :meth:`SandboxActor.conflicts`, which a
+card calls when it binds, so disagreeing cards fail loudly. Every refusal or failure is a
+result, never an exception: ``error`` holds ``CommandNotAllowedError: ...`` or
+``SandboxError: ...`` and ``exit_code`` is ``None``.
 
-Per-call settings. The actor is the team's, but its settings are not: every call may
-carry a :class:`CommandPolicy` (the limits, allowlist, deadline and backend options of the
-card that sent it), and that command alone runs under it; a call without one runs under
-the policy the actor was started with. What a backend cannot apply per command (the
-workspace, the number of concurrent commands, a docker container's limits) is listed by
-:meth:`SandboxActor.conflicts`, which a card calls when it binds so that two cards that
-disagree fail loudly instead of one silently taking the other's settings.
-
-Every refusal or failure is a result, never an exception: ``error`` holds
-``CommandNotAllowedError: ...`` or ``SandboxError: ...`` and ``exit_code`` is ``None``.
-
-Backends register in :data:`SANDBOX_ACTOR_CLASSES` under their mode name; another package
-adds one (say ``"e2b"``) by subclassing :class:`SandboxActor`, implementing
-``_execute`` (which must apply the policy it is given) and inserting the class before a
-team starts.
+Backends register in :data:`SANDBOX_ACTOR_CLASSES` under their mode name; another package adds
+one by subclassing :class:`SandboxActor`, implementing ``_execute`` (which must apply the
+policy it is given) and registering the class before a team starts.
 """
 
 from __future__ import annotations
@@ -184,6 +172,14 @@ class SandboxActor(pykka.ThreadingActor):
         self._usage = workspace_usage(self.workspace)
         self.runs = RunRegistry()
         """The team's background runs (:meth:`start_run`); thread-safe, read it from any thread."""
+        self._set_up()
+
+    def _set_up(self) -> None:
+        """What a backend prepares once its options are known (nothing is spawned yet).
+
+        Raises:
+            WiringError: the options cannot hold on this host.
+        """
 
     @classmethod
     def policy_for(
@@ -749,21 +745,8 @@ class LocalSandboxActor(SandboxActor):
     options_class = LocalOptions
     shared_options = (*SandboxActor.shared_options, "hide_host_process")
 
-    def __init__(
-        self,
-        workspace: Path,
-        limits: ExecLimits | None = None,
-        timeout_s: float = 60.0,
-        options: SandboxOptions | Mapping[str, Any] | None = None,
-        *,
-        owner: str = "",
-    ) -> None:
-        """See :class:`SandboxActor`; with ``hide_host_process`` this process becomes non-dumpable.
-
-        Raises:
-            WiringError: as :class:`SandboxActor`, or ``hide_host_process`` off Linux.
-        """
-        super().__init__(workspace, limits, timeout_s, options, owner=owner)
+    def _set_up(self) -> None:
+        """With ``hide_host_process`` this process becomes non-dumpable (``WiringError`` off Linux)."""
         assert isinstance(self.options, LocalOptions)
         if self.options.hide_host_process:
             hide_host_process()
@@ -928,16 +911,7 @@ class DockerSandboxActor(SandboxActor):
     _CLIENT_GRACE_S = 10.0
     """Extra seconds the host waits for ``docker exec`` after the in-container deadline."""
 
-    def __init__(
-        self,
-        workspace: Path,
-        limits: ExecLimits | None = None,
-        timeout_s: float = 60.0,
-        options: SandboxOptions | Mapping[str, Any] | None = None,
-        *,
-        owner: str = "",
-    ) -> None:
-        super().__init__(workspace, limits, timeout_s, options, owner=owner)
+    def _set_up(self) -> None:
         assert isinstance(self.options, DockerOptions)
         self.container = DockerContainer(workspace=self.workspace, limits=self.limits, options=self.options)
 

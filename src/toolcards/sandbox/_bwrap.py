@@ -2,26 +2,19 @@
 
 What a command sees inside:
 
-* ``/usr`` read-only, with ``/lib``, ``/lib64``, ``/bin``, ``/sbin`` as on the host
-  (symlinks on a merged-``/usr`` system, read-only binds otherwise);
-* a read-only ``/etc`` holding only a copy of :data:`ETC_ENTRIES` (enough for the loader,
-  alternatives, certificates, users and time zones), taken once per sandbox by
-  :func:`snapshot_etc`. Not ``/etc/shadow``, SSH host keys or ``/etc/ssl/private``: a
-  caller running as root keeps owner access to root-owned files even with every capability
-  dropped, so what must not be read must not be there. One bind of the copy instead of a
-  bind per entry also keeps the spawn cheap (each mount costs);
-* the workspace read-write at ``/workspace`` (``HOME``), a private ``/tmp``, a fresh
-  ``/proc`` and minimal ``/dev``;
-* the Python running toolcards (venv and base prefix) read-only at their host paths, when
-  ``bind_python`` is on, with ``/workspace/.venv/bin`` first on ``PATH`` when it exists, so
-  ``python`` is the workspace's venv if there is one, else toolcards' own interpreter
-  (read-only: ``pip install`` needs a workspace venv);
-* no network (``--unshare-all``: only a private loopback) unless ``allow_network``; with
-  ``allowed_hosts``, the directory of the proxy's socket at :data:`~.forwarder.EGRESS_MOUNT`
-  (see :mod:`.egress`);
-  new PID, IPC, UTS and cgroup namespaces; no capabilities; its own session; it dies with
-  the worker that started it (``--die-with-parent`` follows the spawning *thread*, which
-  is the worker thread that waits for this very command, so it never fires early).
+* ``/usr`` read-only, with ``/lib``, ``/lib64``, ``/bin`` and ``/sbin`` as on the host;
+* a read-only ``/etc`` holding only a copy of :data:`ETC_ENTRIES`, taken once per sandbox by
+  :func:`snapshot_etc`. Not ``/etc/shadow``, SSH host keys or ``/etc/ssl/private``: a caller
+  running as root keeps owner access to root-owned files even with every capability dropped,
+  so what must not be read must not be there (one bind also keeps the spawn cheap);
+* the workspace read-write at ``/workspace`` (``HOME``), a private ``/tmp``, a fresh ``/proc``
+  and a minimal ``/dev``;
+* with ``bind_python``, toolcards' Python (venv and base prefix) read-only at its host paths,
+  ``/workspace/.venv/bin`` first on ``PATH`` when it exists;
+* no network unless ``allow_network`` (with ``allowed_hosts``, only the proxy's socket at
+  :data:`~.forwarder.EGRESS_MOUNT`: :mod:`.egress`); new PID, IPC, UTS and cgroup namespaces;
+  no capabilities; its own session; ``--die-with-parent``, which follows the worker thread
+  waiting for this very command, so it never fires early.
 
 Killing bwrap's process group kills everything inside: bwrap is init of the PID namespace.
 """

@@ -1,28 +1,17 @@
 """A command's working directory: the ``cwd`` a model passes, checked once, where it enters.
 
-:func:`resolve_cwd` turns the ``cwd`` of ``exec_command`` into a directory of the workspace
-before any backend sees it (``SandboxActor.execute`` calls it for local, bwrap, docker and
-seatbelt alike), or refuses it with :class:`~toolcards.sandbox._guards.CommandRefused`: a
-message that says what is wrong in the workspace's own terms (paths relative to its root,
-never the host's absolute path nor the path a backend mounts it at, ``/workspace``) and what
-to do instead. A refused command has not run.
+:func:`resolve_cwd` turns ``exec_command``'s ``cwd`` into a directory of the workspace before
+any backend sees it, or refuses it with :class:`~toolcards.sandbox._guards.CommandRefused`, in
+the workspace's own terms (root-relative paths, never the host's or ``/workspace``); a refused
+command has not run. Text that cannot name a directory (a NUL, a lone surrogate, an absolute
+path, a name over :data:`NAME_MAX` bytes, a whole over :data:`PATH_MAX`) is refused without
+touching the disk; then the path is walked one name at a time with ``lstat`` as the kernel
+would, ``..`` refused above the root, symlinks followed only inside the workspace and at most
+:data:`MAX_SYMLINKS` of them, and whatever stops the walk named by its relative path.
 
-How it resolves. The text first: a NUL, a lone surrogate (what a name that is not UTF-8
-becomes in Python; a model cannot name such a directory), an absolute path, a name over
-:data:`NAME_MAX` bytes or a whole over :data:`PATH_MAX` are refused without touching the
-disk. Then the path is walked one name at a time below the root with ``lstat``, as the kernel
-would but in words: ``..`` goes back up what is already resolved (refused above the root); a
-symlink's target is walked in its place (relative to the link's directory; an absolute one
-only when it lies in the workspace as the host or the sandbox names it), at most
-:data:`MAX_SYMLINKS` links (more is a loop, named by the ``cwd`` prefix that led into it); a
-missing name, a file, a pipe or a directory that cannot be entered is named by its path
-relative to the root. Cost: one ``lstat`` per name (and a ``readlink`` per link), one
-``access`` at the end; nothing for the root itself.
-
-What it cannot promise: the answer holds when it is given. A command running at the same
-time may swap a directory for a symlink before this command enters it. In bwrap and docker
-the directory is entered inside the sandbox, where a link leads nowhere the sandbox does not
-mount; in local mode nothing contains the command anyway.
+The answer holds when it is given: a concurrent command may swap a directory for a symlink
+before this one enters it. In bwrap and docker the directory is entered inside the sandbox,
+where a link leads nowhere unmounted; in local mode nothing contains the command anyway.
 """
 
 from __future__ import annotations

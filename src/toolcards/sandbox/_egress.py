@@ -1,29 +1,19 @@
 """The host side of a network allowlist: a proxy that lets a sandboxed command reach listed hosts only.
 
-A command with an allowlist runs in a network namespace of its own (bubblewrap's
-``--unshare-net``): no interface but its private loopback, no DNS. Its only way out is a Unix
-socket, bound into the sandbox, on which this proxy listens. Inside, a small forwarder
-(:mod:`.forwarder`) listens on ``127.0.0.1:3128``, which the command's environment names in
-``HTTP_PROXY``/``HTTPS_PROXY`` (curl, pip, git, Python and most HTTP clients use it), and
-hands each connection it accepts, as a file descriptor, to this proxy over that socket; from
-then on the proxy talks to the command's client directly. Each request is checked here:
+A command with an allowlist runs in a network namespace of its own (``--unshare-net``: a
+private loopback, no DNS). Its only way out is a Unix socket bound into the sandbox, on which
+this proxy listens: a forwarder inside (:mod:`.forwarder`) listens on ``127.0.0.1:3128``, named
+by ``HTTP_PROXY``/``HTTPS_PROXY``, and hands each accepted connection's descriptor over that
+socket. Each request is checked here: ``CONNECT host:port`` against the list, then a byte
+tunnel (TLS stays end to end); plain ``GET http://host/...`` by the URL's host, passed on with
+``Connection: close`` so each request is checked on a connection of its own.
 
-* ``CONNECT host:port`` (HTTPS and anything tunnelled): the host and port against the list,
-  then a byte tunnel; TLS stays end to end, the proxy sees no content;
-* ``GET http://host:port/path`` (plain HTTP): the URL's host, then the request is passed on
-  in origin form with ``Connection: close``, so every request opens, and is checked on, a
-  connection of its own.
-
-A host not on the list gets ``403 Forbidden`` with a sentence saying why, the refusal is
-logged (logger ``toolcards.sandbox._egress``, WARNING) and kept on the command's
-:class:`EgressGate`, which the sandbox turns into a note of the command's result. Names are
-resolved here, on the host (``resolve`` maps a name to an address first, like curl's
-``--resolve``), so a command never needs DNS; a name that DNS resolves to an internal address
-(loopback, private, link-local) is refused too, since the proxy runs on the host.
-
-One :class:`EgressProxy` per sandbox runs one event loop thread, started at the first
-command that needs it; each command gets its own gate (socket, allowlist, refusals), closed
-when the command ends.
+A host not on the list gets ``403 Forbidden`` with a reason, logged at WARNING and kept on the
+command's :class:`EgressGate`, which becomes a note of its result. Names are resolved here, on
+the host (``resolve`` pins a name to an address, like curl's ``--resolve``), and a name
+resolving to an internal address (loopback, private, link-local) is refused too, since the
+proxy runs on the host. One :class:`EgressProxy` per sandbox runs one event loop thread,
+started at the first command needing it; each command's gate closes when it ends.
 """
 
 from __future__ import annotations

@@ -1,30 +1,22 @@
 """Spawn one command, capture its output, stop it and everything it started.
 
-Shared by every backend that runs a host process (``local``, ``bwrap``, ``seatbelt``, and
-the ``docker`` client). The sequence, in the calling (worker) thread:
+Shared by every backend that runs a host process (``local``, ``bwrap``, ``seatbelt``, the
+``docker`` client), in the calling worker thread:
 
-1. ``Popen`` in a new session, so the command leads its own process group. Before the
-   command runs, its process joins its cgroup (when one is given) and gets its rlimits;
-   both are inherited by everything it starts. On Linux the process first runs a small
-   gate (:data:`GATE`, ``/bin/sh``) that waits on its stdin until this process has put it
-   in the cgroup and lowered its limits (``prlimit``), then execs the command with stdin
-   on ``/dev/null``. Python can then start it with ``vfork``: a ``preexec_fn`` would force
-   ``fork``, which copies this process's page tables, and that grows with its memory (see
-   ``docs/benchmarks.md``). Elsewhere
-   a ``preexec_fn`` does the same before exec.
-2. One ``select`` loop reads stdout and stderr and waits for the process to exit (a
-   ``pidfd`` on Linux; elsewhere a thread blocked in ``wait``), so a command returns as
-   soon as it ends, with no polling interval, and a chatty command never blocks on a full
-   pipe. Capture keeps the head and tail of each stream, so memory stays bounded.
-3. When the command exits, or its deadline passes, its whole process group gets SIGKILL
-   and its cgroup is emptied: background processes never outlive the command. Only then
-   are the pipes drained: a background grandchild holding stdout would otherwise keep
-   them open forever.
+1. ``Popen`` in a new session, so the command leads its own process group, with its cgroup
+   and rlimits inherited by all it starts. On Linux a small gate (:data:`GATE`) waits on stdin
+   until this process has placed it in the cgroup and lowered its limits (``prlimit``), then
+   execs the command, so Python can spawn with ``vfork`` (a ``preexec_fn`` would force
+   ``fork``, whose cost grows with this process's memory); elsewhere a ``preexec_fn`` does it.
+2. One ``select`` loop reads both streams and waits for the exit (a ``pidfd`` on Linux), so a
+   command returns as soon as it ends and never blocks on a full pipe; capture keeps each
+   stream's head and tail, bounding memory.
+3. At exit or deadline the whole process group gets SIGKILL and the cgroup is emptied, so
+   background processes never outlive the command; only then are the pipes drained (a
+   grandchild holding stdout would keep them open forever).
 
-A caller that gives up (a cancelled call: :mod:`toolcards.core._cancel`) kills the process
-group from its own thread with :meth:`RunningProcess.interrupt`, at once; the loop then sees
-the command end and empties its cgroup as after any exit. While the command runs, the loop
-reports its progress (seconds running, bytes of output) to the call's
+A cancelled call kills the process group from its own thread
+(:meth:`RunningProcess.interrupt`). The loop reports progress to the call's
 :class:`~toolcards.core._progress.ProgressReporter`, when it has one.
 """
 

@@ -1,34 +1,22 @@
 """The workspace's disk quota: what the tree uses, and a watchdog that stops a command past it.
 
-``ExecLimits.disk_mb`` caps the space the workspace tree may use when commands write to it.
-Three mechanisms enforce it, from the cheapest:
+``ExecLimits.disk_mb`` caps the space the tree may use when commands write to it, enforced
+three ways, cheapest first: before a command, every file it writes is capped at what remains
+(``RLIMIT_FSIZE``), so one big file stops exactly at the quota; while it runs, a
+:class:`DiskWatch` thread reads the file system's used space every :data:`TICK_S` and walks the
+tree only when the last usage plus that growth may pass the quota (or every :data:`PERIOD_S`),
+stopping the process group when the walk confirms it, so fast small files overshoot by at most
+one tick's writes; after it, the same estimate decides on a final walk.
 
-1. Before a command starts, the tree's usage gives what remains of the quota, and every
-   file the command writes is capped at that (``RLIMIT_FSIZE``, lowered below
-   ``ExecLimits.file_size_mb`` when less remains): one big file stops exactly at the quota.
-2. While it runs, a :class:`DiskWatch` thread reads the filesystem's used space every
-   :data:`TICK_S` (one ``statvfs``, a few µs). The tree cannot have grown by more than the
-   filesystem did, so only when the last measured usage plus that growth passes the quota
-   (or every :data:`PERIOD_S` regardless) does it walk the tree to measure; a walk that
-   confirms it stops the command's whole process group. Many small files written fast
-   therefore overshoot by at most what is written in one tick.
-3. After the command, the same estimate decides whether a final walk is needed, so a
-   command that ended between two ticks is still reported.
+A walk is one ``lstat`` per entry, capped at :data:`MAX_ENTRIES` (beyond, a lower bound). A
+tree's usage is remembered between commands and trusted while the file system grew by less
+than :data:`ESTIMATE_SLACK`, for at most :data:`MAX_AGE_S`, and did not shrink (a shrink may be
+deletions in the tree: :meth:`WorkspaceUsage.at_start`). Walks are spaced by
+:data:`WALK_SPACING` times the last one's duration, bounding the watchdog's CPU.
 
-Cost. A walk is one ``lstat`` per entry (docs/benchmarks.md has the figures),
-capped at :data:`MAX_ENTRIES` entries (beyond, the sum is a lower bound). The usage of a
-tree is remembered between commands: a command starts without a walk when the filesystem
-has not grown by more than :data:`ESTIMATE_SLACK` since the last one, not longer than
-:data:`MAX_AGE_S` ago, and has not shrunk (a shrink may be files deleted from the tree, by
-a command, a workspace tool or anything else: the next command near the quota walks, see
-:meth:`WorkspaceUsage.at_start`). The watchdog never walks more often than once per
-:data:`WALK_SPACING` times the last walk's duration, so it uses at most a few percent of a
-core on a large tree.
-
-What it counts: allocated blocks (``st_blocks``, as ``du`` does), hard links once, nothing
-on another filesystem mounted inside the tree (``du -x``), symlinks not followed. Space
-freed outside the tree while a command writes inside it hides growth from the estimate
-until the next periodic walk.
+It counts allocated blocks (as ``du -x``: hard links once, not other mounts, symlinks not
+followed). Space freed outside the tree during a command hides growth from the estimate until
+the next periodic walk.
 """
 
 from __future__ import annotations

@@ -1,25 +1,14 @@
 """Background runs: commands a member starts now and checks on later, by run id.
 
-A run is one sandboxed command started without waiting for it (``exec_command(cmd,
-background=True)``). It runs under the same policy as any command of its card (allowlist,
-limits, cgroup, disk quota, deadline) but takes no slot of ``max_concurrent``: a dev server
-left running must not keep the team's other commands waiting. Its output is kept as it
-arrives, so its owner can page through it while it runs.
-
-* :class:`RunLog` — the run's output, stdout and stderr interleaved as they were read,
-  addressed by absolute character offsets; only the last ``keep_chars`` are kept.
-* :class:`BackgroundRun` — one run: its owner, its log, how to stop it, how it ended.
-* :class:`RunRegistry` — the runs of one sandbox, each reachable only by its owner; kept
-  while they run and for a while after (the newest finished runs of each owner).
-* :class:`RunStatus`, :class:`RunOutputPage` — snapshots a caller reads (any channel).
-
-A run belongs to the member that started it: every lookup names the owner, and another
-member's run id reads as unknown. A run lives in the team's sandbox, not in a model turn,
-so it outlives the call that started it; it ends when its command does, at its deadline or
-another limit, at ``stop``, or when the sandbox stops.
-
-The registry is the API other front ends build on (MCP tasks, a dashboard): everything here
-is thread-safe and none of it blocks, except :meth:`BackgroundRun.wait`.
+A run (``exec_command(cmd, background=True)``) runs under its card's policy but takes no slot
+of ``max_concurrent``, so a dev server left running keeps no one waiting; its output is kept as
+it arrives (:class:`RunLog`: stdout and stderr interleaved, by absolute character offset, the
+last ``keep_chars`` kept). :class:`BackgroundRun` is one run; :class:`RunRegistry` holds a
+sandbox's runs while they run and the newest finished ones after; :class:`RunStatus` and
+:class:`RunOutputPage` are snapshots for any channel. A run belongs to its starter (another
+member's id reads as unknown) and lives in the team's sandbox, outliving the call that started
+it until its command ends, hits a limit, is stopped or the sandbox stops. Thread-safe and
+non-blocking except :meth:`BackgroundRun.wait`, so other front ends can build on it.
 """
 
 from __future__ import annotations

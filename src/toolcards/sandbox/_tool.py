@@ -1,45 +1,25 @@
 """``ExecTool``: shell commands in the team workspace, run by the team's sandbox.
 
-Channels: ``exec_command`` is a TOOL_CALL and a COMMAND. One sandbox actor per team
-(``#SandboxActor``, race-free ``get_or_spawn``) serves every agent's calls (a directory
-mounted as a workspace, an MCP client's root, has its own: ``#SandboxActor:<workspace id>``); commands run
-in worker threads, so one agent's long build does not hold up another's ``ls``.
+``exec_command`` is a TOOL_CALL and a COMMAND. One sandbox actor per team (``#SandboxActor``,
+or ``#SandboxActor:<workspace id>`` for a mounted directory such as an MCP client's root)
+serves every agent; commands run in worker threads, so one agent's long build does not hold up
+another's ``ls``. Every call carries its card's :class:`CommandPolicy` (allowlist, limits,
+quota, deadline, backend options), so cards with different settings share one sandbox; what
+cannot differ inside a team (mode, workspace, concurrency, a container's settings) is checked
+at bind time and a disagreement is a ``WiringError`` naming both cards, never a silent merge.
 
-Each card's settings are its own. Every call carries the card's :class:`CommandPolicy`
-(allowlist, limits, disk quota, deadline, backend options) and the shared actor applies it
-to that command alone, so a reviewer restricted to ``ls`` and a builder with the defaults
-can be in one team. What cannot differ inside one team (the mode, the workspace, the
-number of concurrent commands, a docker container's settings) is checked when the card
-binds: a card that disagrees with the team's sandbox is a ``WiringError`` naming both
-cards and every difference, never a silent merge.
+A command that ran returns its exit code, stdout and stderr (capped, saying what was cut) as
+untrusted output. One that did not run or was stopped is an error, so adapters report it as
+one: a refusal or the disk quota is ``RetriableError``, the deadline ``ToolTimeout`` (exit code
+124), the sandbox failing ``ToolFailed``; its output is still included. A cancelled call kills
+the process group (:mod:`toolcards.core._cancel`); a running one reports progress
+(:mod:`toolcards.core._progress`). Background runs, ``network`` and the sandbox modes are
+described in ``docs/cards/sandbox.md`` (:mod:`toolcards.sandbox._runs`).
 
-What the model reads: a command that ran (whatever its exit code) returns the exit code,
-stdout and stderr (each capped, saying what was cut) inside the untrusted-output envelope.
-A call cancelled by its caller kills the command's process group at once, or keeps it from
-starting (:mod:`toolcards.core._cancel`); while it runs, it reports how long it has run to a
-caller that listens (:mod:`toolcards.core._progress`). A command that did not run or was
-stopped is an error, so adapters report it as one (pydantic-ai retry, MCP ``isError``): a
-refusal (not allowed, bad ``cwd``, too long) and a command stopped at the disk quota are
-``RetriableError``; one stopped at its deadline is
-``ToolTimeout`` (exit code 124); the sandbox failing or shutting down is ``ToolFailed``.
-Output of a stopped command is included, inside the envelope.
-
-Background runs (unless ``max_background_runs`` is 0): ``exec_command(cmd, background=True)``
-returns a run id at once, and ``exec_status``, ``exec_output`` (paged) and ``exec_stop``
-(TOOL_CALL and COMMAND) read and end the run; ``exec_runs`` (SYSTEM_PROMPT) lists the
-member's runs while they run and until an ended one is read. Runs belong to the member that
-started them and live in the team's sandbox (:mod:`toolcards.sandbox._runs`).
-
-``network`` holds commands to no network, the host's, or a list of hosts (``bwrap``: a proxy
-is their only way out, and each refusal is a note of the command's result).
-
-The workspace is the same tree ``WorkspaceTool`` edits (``fs.locations.workspace_dir``),
-and the workspace's read-before-write gate compares file hashes, so files a command
-changed are seen by every agent's next write. When a workspace card of the same process
-keeps the tree's journal, each command runs inside the team's ``workspace_commands``
-service (:data:`toolcards.core._services.WORKSPACE_COMMANDS`): the tree is scanned before and
-after, and what the command changed is journaled as this member's ``exec_command``, so it can
-be undone.
+The workspace is the tree ``WorkspaceTool`` edits, whose gate compares file hashes, so files a
+command changed are seen by every agent's next write. When the tree keeps a journal, each
+command runs inside the team's :data:`~toolcards.core._services.WORKSPACE_COMMANDS` service,
+which scans the tree around it and journals its changes as this member's ``exec_command``.
 """
 
 from __future__ import annotations

@@ -1,32 +1,20 @@
 """Web search, page extraction and crawling through Tavily.
 
 :class:`TavilySettings` is the serialisable configuration a search card holds;
-:class:`WebSearch` runs the three operations with it and returns compact text:
+:class:`WebSearch` runs :meth:`~WebSearch.search`, :meth:`~WebSearch.fetch` (Tavily extract)
+and :meth:`~WebSearch.crawl` with it and returns compact text. Shared contract:
 
-* :meth:`WebSearch.search` — a query to a list of titled, snippeted results;
-* :meth:`WebSearch.fetch` — URLs to their clean text (Tavily extract);
-* :meth:`WebSearch.crawl` — a site, optionally steered by instructions, to its pages.
+* The API key is read from the variable named by :attr:`TavilySettings.api_key_env` at every
+  call, never stored; without it (or ``tavily-python``) the call returns one sentence saying
+  why the operation is unavailable, and does no I/O.
+* Bad arguments and transient failures (timeouts, connection errors, HTTP 429 and 5xx, a
+  malformed response) raise :class:`~toolcards.errors.RetriableError` (a timeout as
+  :class:`~toolcards.errors.ToolTimeout`); failures a retry cannot fix (401, 403/432/433,
+  other 4xx) raise :class:`~toolcards.errors.ToolFailed`. No other exception escapes.
+* Calls block on the network up to the timeout; each uses its own HTTP session, so one
+  :class:`WebSearch` may serve many threads.
 
-Contract shared by the three:
-
-* The API key is read from the environment variable named by
-  :attr:`TavilySettings.api_key_env` at every call, never stored. Without it (or
-  without the ``tavily-python`` package) the call returns one sentence saying the
-  operation is unavailable and why, and does no I/O.
-* Arguments a model got wrong (an empty query, a non-http URL, a blocked domain, too
-  many URLs) raise :class:`~toolcards.errors.RetriableError` naming the value and the fix.
-* Transient failures — timeouts, connection errors, HTTP 429 and 5xx, a malformed
-  response — raise :class:`~toolcards.errors.RetriableError` (a timeout as its subclass
-  :class:`~toolcards.errors.ToolTimeout`) saying to retry later or narrow the request.
-  Failures retrying cannot fix — a rejected key (401), a refusal or exhausted plan
-  (403/432/433), a rejected request (400 and other 4xx) — raise
-  :class:`~toolcards.errors.ToolFailed`. No other exception escapes.
-* Calls block on the network (up to the configured timeout): call them from a worker
-  thread, as pydantic-ai does for sync tools. Each call uses its own HTTP session, so
-  one :class:`WebSearch` may serve many threads at once.
-
-``get_search_context`` of the Tavily client is never used: it downloads tokenizer data
-at run time.
+The client's ``get_search_context`` is never used: it downloads tokenizer data at run time.
 """
 
 from __future__ import annotations

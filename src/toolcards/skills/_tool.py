@@ -1,22 +1,14 @@
 """``SkillsTool``: folders of instructions an agent loads when a task calls for them.
 
-| capability | default channels | what the model sees |
-|---|---|---|
-| ``skill_menu`` | SYSTEM_PROMPT, COMMAND | a line per skill, ``name — description``, before every request |
-| ``use_skill(name)`` | TOOL_CALL, COMMAND | the skill's instructions (its ``SKILL.md`` body) and its files |
-| ``read_skill_file(name, path)`` | TOOL_CALL, COMMAND | one file of the skill, read inside its folder |
-
-Skills are read from ``paths`` and from installed packages (:mod:`toolcards.skills._library`)
-when the card is bound (its tools are built): a ``SKILL.md`` that is not a valid skill is a
-:class:`~toolcards.errors.WiringError` naming the file and the line. Edits reach the agent
-without a restart: every menu render and every use first checks the files' modification
-times. The menu is sorted by name and carries no time or version, so it changes only when a
-skill does; each line shows ``menu_chars`` characters of description at most (about 14
-tokens a skill). Skills are instructions the operator chose to install, so their text reaches the
-model as it is, like the card's own words: install only skills you trust.
-
-No team is needed: the card binds to any agent. Skills are also found by ``search_tools``
-(the MCP server's facade and in-process tool search) as entries served by ``use_skill``.
+``skill_menu`` (a line per skill in the system prompt), ``use_skill(name)`` (its ``SKILL.md``
+body and files) and ``read_skill_file(name, path)`` (one file, read inside its folder); see
+``docs/cards/skills.md``. Skills are read from ``paths`` and installed packages
+(:mod:`toolcards.skills._library`) when the card is bound; an invalid ``SKILL.md`` is a
+:class:`~toolcards.errors.WiringError` naming the file and line. Every render and use checks
+the files' modification times, so edits reach the agent without a restart; the menu is sorted
+and carries no time or version, so it changes only when a skill does. Skill text reaches the
+model as it is, like the card's own words: install only skills you trust. No team is needed;
+``search_tools`` also finds skills, as entries served by ``use_skill``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """Outputs over a tool's budget, kept whole in the team's store: :class:`StoredSpills`.
 
-For a team whose process has no workspace card (which keeps them as files,
-:mod:`toolcards.workspace._spill`). The spilled-output card offers a :class:`StoredSpills` as
-the :data:`~toolcards.core._services.SPILL_TO_STORE` service; ``read_spilled_output`` pages
-what it kept, by character, in any process of the team.
+For a team whose process has no workspace card; the spilled-output card offers it as the
+:data:`~toolcards.core._services.SPILL_TO_STORE` service, and ``read_spilled_output`` pages it
+by character in any process of the team. A team keeps at most :data:`SLOTS` spills: the index
+namespace ``"<team>/#SpilledOutput"`` holds one row per slot in use, and each slot is a
+namespace of its own (``"<team>/#SpilledOutput/<slot>"``, the text in rows of
+:data:`CHUNK_CHARS`), so a page loads one slot and the namespaces never grow in number.
 
-**Layout.** A team keeps at most :data:`SLOTS` spilled outputs. An index namespace,
-``"<team>/#SpilledOutput"``, holds one small row per slot in use (the spill's id, tool, size
-and time); each slot is a namespace of its own, ``"<team>/#SpilledOutput/<slot>"``, holding
-the text in rows of :data:`CHUNK_CHARS` characters and a row naming the spill. Reading a
-page loads one slot, never the others; the namespaces never grow in number.
-
-**Saving** takes the index's write lock to choose a slot (a free one, after deleting the
-spills older than ``max_hours`` and then the oldest until the new one fits ``max_mb``, and
-while all :data:`SLOTS` are taken), so concurrent spills of several processes never choose
-the same one; then the slot is emptied and written (two more writes). A spill id is
-``"<slot>-<8 hex digits>"``: a reader of a slot holding another spill, or one past its age,
-is told it is no longer kept.
-
-Everything here blocks on the store; a :class:`~toolcards.errors.StoreError` is raised as the
-store raised it.
+Saving chooses a slot under the index's write lock (after deleting spills past ``max_hours``,
+then the oldest until the new one fits ``max_mb`` and a slot is free), so concurrent processes
+never choose the same one. A spill id is ``"<slot>-<8 hex digits>"``, so a reader of a reused
+or expired slot is told the spill is no longer kept. Everything blocks on the store; a
+:class:`~toolcards.errors.StoreError` is raised as the store raised it.
 """
 
 from __future__ import annotations

@@ -1,26 +1,12 @@
 """``SpilledOutputTool``: tool outputs too long for their answer, kept whole in the team's store.
 
-A team whose process has a workspace card keeps such outputs as workspace files
-(``.toolcards/spill/``, read with ``workspace_read``). This card is for the others: bound, it
-offers the team the store as the place to keep them
-(:data:`~toolcards.core._services.SPILL_TO_STORE`, used when no workspace serves the caller),
-and gives the model one tool to read them back:
-
-=========================  ==================================================  =======
-tool                       what it does                                        mutates
-=========================  ==================================================  =======
-``read_spilled_output``    characters ``offset`` to ``offset + limit`` of a    no
-                           kept output, with where to read on
-=========================  ==================================================  =======
-
-An answer over its tool's budget then shows the output's head and tail and its spill id:
-``read_spilled_output(spill_id='3-9f2c41d0', offset=12840)``. Any member of the team reads it,
-in any process sharing the store. Retention is per team: ``max_mb`` of text and ``max_hours``,
-the oldest outputs deleted first, at most :data:`~toolcards.spill._stored.SLOTS` kept.
-
-**Channels.** A tool call and a command. **Cost.** About 60 tokens of definition per request;
-reading a page loads the output's rows once per process, later pages check the store for a
-change (one cheap read). Exposed as untrusted output: a spilled output is whatever the tool
+A process with a workspace card spills to workspace files; this card is for the others. Bound,
+it offers the team's store as the place to keep such outputs
+(:data:`~toolcards.core._services.SPILL_TO_STORE`, used when no workspace serves the caller) and
+gives the model ``read_spilled_output`` (a tool call and a command), which reads ``limit``
+characters from ``offset`` and says where to read on. Any member reads a spill, in any process
+sharing the store. Retention is per team: ``max_mb``, ``max_hours``, the oldest first, at most
+:data:`~toolcards.spill._stored.SLOTS`. Pages are untrusted output: a spill is whatever the tool
 returned.
 """
 

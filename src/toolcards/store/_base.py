@@ -1,35 +1,21 @@
 """The persistence contract: the store is the team's truth, shared by every process.
 
-State is organised as ``namespace → collection → key → JSON value``. A namespace is one
-actor's state (for example ``"team-1/#PlanningTool"``); a collection is one kind of row
-(``"tasks"``, ``"meta"``); a key is the row's identity.
+State is ``namespace → collection → key → JSON value``: a namespace is one actor's state
+(``"team-1/#PlanningTool"``), a collection one kind of row, a key the row's identity. Every
+namespace has a version (0, then one more per committed write) and every row remembers the
+version that last wrote it; a deleted row stays as a *tombstone* for a while. That is the
+change log: "what changed after ``v``" costs the rows changed, and a reader that fell behind
+the tombstone purge gets the whole namespace instead.
 
-**Versions.** Every namespace has a version: 0 before its first write, then one more per
-committed write. Every row remembers the version that last wrote it, and a deleted row
-stays behind as a *tombstone* for a while, so "what changed after version ``v``" costs the
-rows changed since, never the size of the namespace. That is the change log. Old
-tombstones are purged (compaction); a reader that fell behind the purge gets the whole
-namespace again instead of a delta.
-
-**Many processes, one truth.** An actor's memory is a cache of its namespace at a version.
-Several processes (and, on a server database, several hosts) hold such caches of one
-namespace at once, so:
-
-* a **write** is :meth:`Store.write`: a transaction that takes the namespace's write lock,
-  hands the writer what others committed since its version (:attr:`Transaction.catch_up`),
-  lets it validate its request against that fresh state and stage rows, then commits them
-  as the next version. Only then may the actor answer. Two writers never commit from the
-  same version, so ids allocated from the state are never handed out twice and no
-  acknowledged row is overwritten by a writer that had not seen it;
-* a **read** first calls :meth:`Store.read` with the cache's version, which answers an
-  empty :class:`Delta` cheaply when nothing changed.
-
-Values are JSON: a value reads back as ``json.loads(json.dumps(value))`` (tuples as lists,
-non-string dict keys as strings); a value JSON cannot hold is refused. Implementations:
-:class:`~toolcards.store.SQLiteStore` (the default, one file shared by the processes of one
-host), :class:`~toolcards.store.PostgresStore` (a server shared across hosts) and
-:class:`~toolcards.store.MemoryStore` (one process, for tests). One contract test suite runs
-against all three.
+An actor's memory is a cache of its namespace, held by several processes (and hosts) at once,
+so a **write** (:meth:`Store.write`) takes the namespace's write lock, hands the writer what
+others committed since its version (:attr:`Transaction.catch_up`), lets it validate and stage
+against that fresh state, and commits the next version before the actor answers: two writers
+never commit from the same version, so no id is handed out twice and no acknowledged row is
+overwritten unseen. A **read** calls :meth:`Store.read` with the cache's version, cheaply
+empty when nothing changed. Values read back as ``json.loads(json.dumps(value))``; a value
+JSON cannot hold is refused. ``docs/architecture.md`` describes the three implementations and
+the contract suite they share.
 """
 
 from __future__ import annotations
@@ -80,6 +66,15 @@ class Snapshot:
     """The namespace's version these rows are the state of."""
     rows: dict[str, dict[str, JSONValue]]
     """``{collection: {key: value}}``; collections and keys in sorted order; fresh objects."""
+
+    @property
+    def changes(self) -> tuple[Change, ...]:
+        """The rows as the changes that write them into an empty namespace (as :attr:`Delta.changes`)."""
+        return tuple(
+            Change(collection=collection, key=key, value=value)
+            for collection, rows in self.rows.items()
+            for key, value in rows.items()
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

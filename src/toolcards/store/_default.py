@@ -1,26 +1,17 @@
 """Choosing a store by location, and the store every actor of a process shares by default.
 
-A location is one string, the value of ``TOOLCARDS_STORE`` or of ``--store``:
+A location (``TOOLCARDS_STORE`` or ``--store``) is a file path or ``sqlite:///path``
+(:class:`~toolcards.store.SQLiteStore`, shared by the processes of a host), a
+``postgresql://`` URL (:class:`~toolcards.store.PostgresStore`, shared across hosts; the
+``postgres`` extra) or ``:memory:`` (:class:`~toolcards.store.MemoryStore`, one process).
+``open_store(location)`` makes a new store; ``default_store()`` returns the process-wide one
+for the location the lookup finds (:mod:`toolcards.core._lookup`), creating a SQLite store
+there if none exists (how a team starts), so a process's actors share one connection or pool;
+``close_default_stores()`` closes them, also at normal interpreter exit.
 
-* a file path (or ``sqlite:///path``): a :class:`~toolcards.store.SQLiteStore`, shared by
-  every process of the host that opens the same file;
-* ``postgresql://user@host:port/db`` (or ``postgres://``): a
-  :class:`~toolcards.store.PostgresStore`, shared by every host that reaches the server
-  (needs the ``postgres`` extra);
-* ``:memory:``: a :class:`~toolcards.store.MemoryStore`, private to one process.
-
-``open_store(location)`` makes a new store. ``default_store()`` returns the process-wide
-store for the location the lookup finds (:mod:`toolcards.core._lookup`: ``--store`` or
-``use_locations()``, ``TOOLCARDS_STORE``, a ``toolcards.toml``, a legacy ``./workspaces``,
-the per-user data directory), so all actors of a process share one connection (or pool),
-and it creates a SQLite store there if there is none yet: that is how a team starts.
-``close_default_stores()`` closes those at shutdown, and runs by itself when the
-interpreter exits normally.
-
-A ``:memory:`` default store cannot be shared, so two processes using one as the team's
-store would silently serve two different teams: the second process to try is refused (an
-exclusive lock on ``<workspaces root>/.toolcards/memory-store.lock``, held for the life of
-the first, names its pid).
+A ``:memory:`` default store cannot be shared, so two processes using one would silently serve
+two teams: the second is refused by an exclusive lock on
+``<workspaces root>/.toolcards/memory-store.lock``, whose message names the first's pid.
 """
 
 from __future__ import annotations

@@ -1,61 +1,19 @@
 """The server store: one PostgreSQL database shared by every process of every host of a team.
 
-The same three tables as :class:`~toolcards.store.SQLiteStore`, created on first open in
-the first schema of the connection's ``search_path``::
+The same tables as :class:`~toolcards.store.SQLiteStore` (``records``, ``namespaces``,
+``toolcards_schema``), created under an advisory lock on first open, in the first schema of
+``search_path``; text columns use the ``"C"`` collation so rows sort by code point as Python
+and SQLite sort them. A database whose ``toolcards_schema`` is newer than this code is refused.
 
-    records(namespace, collection, key TEXT COLLATE "C", value TEXT NULL, version BIGINT,
-            PRIMARY KEY (namespace, collection, key))        -- NULL value: a tombstone
-    INDEX records_by_version ON records (namespace, version)
-    namespaces(namespace TEXT COLLATE "C" PRIMARY KEY, version BIGINT, purged BIGINT)
-    toolcards_schema(version INTEGER)                        -- one row: the layout's version
-
-Text columns use the ``"C"`` collation, so rows sort by code point as Python sorts them
-(and as SQLite does), whatever the database's locale. Creating the tables takes an
-advisory lock, so processes opening a new database at once create them once; a database
-whose ``toolcards_schema`` is newer than this code is refused (a future layout migrates
-from the version found there).
-
-**The lock.** A write locks its namespace's row of ``namespaces`` (``SELECT ... FOR
-UPDATE``, after inserting the row if the namespace is new) for the whole ``with`` block.
-Writers of one namespace take turns, waiting up to ``lock_timeout``; writers of different
-namespaces never wait for each other. Under ``READ COMMITTED`` every statement after the
-lock sees everything the previous holder committed, which is what makes the catch-up exact.
-
-**Round trips.** A write's round trip is one query of several statements, sent with the
-simple query protocol and its values quoted by psycopg (``ClientCursor``, client-side
-binding), so it costs one wait on the socket; pipelined statements cost several.
-
-* ``write``: 1) ``BEGIN`` + lock + the rows changed since the writer's version, 2) the
-  staged rows (one multi-row ``INSERT``), the new head, the tombstone purge when due and
-  ``COMMIT``. A write of more than 1,000 rows sends each earlier 1,000 in a round trip of
-  its own, so no query grows without bound. A writer whose version the change log no
-  longer reaches gets one more, for the whole namespace. An empty write ends with
-  ``ROLLBACK`` instead.
-* ``read``: one statement returns the head and the changed rows (or the whole namespace
-  when a snapshot is due); ``READ COMMITTED`` makes a statement consistent.
-* ``load``: one ``REPEATABLE READ READ ONLY`` transaction reading the head and the rows.
-* ``drop``: ``BEGIN`` + lock (as a write's first), then the delete, the head and ``COMMIT``.
-
-Tombstones older than :data:`~toolcards.store._base.TOMBSTONE_RETENTION` versions are
-purged at every multiple of it, exactly as in SQLite, so both stores hand out the same
-deltas and snapshots.
-
-**Durability** is PostgreSQL's: a write is durable when ``COMMIT`` returns, as the server's
-``synchronous_commit`` and ``fsync`` settings define (by default: flushed to its WAL).
-
-**Connections** come from a ``psycopg_pool.ConnectionPool`` (``autocommit``; each method
-runs its own transaction). A pooled connection is checked as it is taken out: when its
-socket has something to read while idle (the server closed it, e.g. on a restart), it is
-tested with an empty query and replaced if dead, so a server restart costs the next call a
-reconnection, not an error. When a connection turns out to be lost anyway (a network drop
-leaves no trace on the socket), the idle ones are tested too and the first round trip of a
-read, load, write or drop is retried once (nothing was committed).
-A ``COMMIT`` whose answer is lost is never sent again. The transaction's id, read when the
-write began, lets the store ask the server afterwards (``pg_xact_status``, on a fresh
-connection, for up to ``settle_timeout``) whether it committed: if so the write succeeds
-as if nothing had happened, if it was rolled back the error says nothing was written, and
-only when the server cannot be asked in time is the outcome reported as unknown
-(:class:`~toolcards.errors.OutcomeUnknown`).
+A write locks its namespace's row of ``namespaces`` (``SELECT ... FOR UPDATE``) for the whole
+``with`` block, so writers of one namespace take turns (up to ``lock_timeout``) and writers of
+different namespaces never wait; under ``READ COMMITTED`` every statement after the lock sees
+what the previous holder committed, which makes the catch-up exact. Each operation is one or
+two round trips; a lost connection is replaced and a first round trip retried (nothing was
+committed), and a ``COMMIT`` whose answer is lost is never resent: ``pg_xact_status`` tells
+whether it committed, else :class:`~toolcards.errors.OutcomeUnknown`. Durability is
+PostgreSQL's (``synchronous_commit``, ``fsync``). The layout, round trips and reconnection
+rules are in ``docs/architecture.md`` ("The PostgreSQL store").
 
 Needs the ``postgres`` extra (``psycopg`` 3 and ``psycopg_pool``), imported when a store is
 opened, so importing this module costs nothing without it.

@@ -1,30 +1,22 @@
 """A team's presence in the store: one roster for every process of the team.
 
-:class:`StorePresence` implements :class:`toolcards.actors._presence.Presence` on the namespace
-``"<team_id>/#roster"``: one row per member (collection ``members``, keyed by name) holding
-its address, its process and host, when it joined, when its process last renewed it
-(``seen``) and that process's time to live (``ttl_s``). Every change is one locked write
-(:meth:`~toolcards.store.Store.write`) that first catches up with what the other processes
-committed, so a name check and the join it allows are one step, race-free across processes
-and hosts.
+:class:`StorePresence` implements :class:`toolcards.actors._presence.Presence` on
+``"<team_id>/#roster"``: one ``members`` row per name (address, process and host, joined,
+``seen`` and the writer's ``ttl_s``). Every change is one locked write that first catches up,
+so a name check and the join it allows are one step, race-free across processes and hosts.
 
-**Renewal.** Each presence renews all of its process's members in one write every
-``interval_s`` (the orchestrator's beat), whatever their number. A member is live while
-``now <= seen + ttl_s`` by the reader's clock; the TTL is the writer's, kept in its rows, so
-processes configured differently still judge each other by the writer's promise. Hosts sharing
-a PostgreSQL store need clocks that agree well within the TTL (NTP keeps them within
-milliseconds): a clock ahead by more than ``ttl_s - interval_s`` would expire the others'
-members (their processes put them back at their next beat, with a ``MemberJoined``).
+**Renewal.** Each presence renews all its process's members in one write per ``interval_s``.
+A member is live while ``now <= seen + ttl_s`` by the reader's clock, the TTL being the
+writer's promise; hosts sharing a PostgreSQL store need clocks that agree well within the TTL
+(one ahead by more than ``ttl_s - interval_s`` would expire the others' members until their
+next beat puts them back).
 
-**Expiry, announced at least once.** A member whose process stopped renewing is left out of
-:meth:`StorePresence.present` as soon as its TTL passes. The next beat of any live process
-of the team removes it and, in the same write, keeps a *departure* row (collection
-``departures``, keyed by membership); that process publishes ``MemberLeft(reason="expired")``
-and then deletes the departure (:meth:`StorePresence.announced`). Because the write holds the
-namespace's lock, one process removes each member: the departure is announced once. A
-departure still kept past its noter's TTL (the noter died before announcing it) is claimed and
-announced again by the next sweeping process, so a departure is announced at least once and,
-rarely, twice, with the same ``membership`` both times. Clean leaves go through the same rows.
+**Expiry, announced at least once.** An expired member is left out of
+:meth:`StorePresence.present` at once. The next beat of any live process removes it and, in the
+same locked write, keeps a ``departures`` row; that process publishes
+``MemberLeft(reason="expired")`` and deletes the row (:meth:`StorePresence.announced`). A
+departure outliving its noter's TTL is claimed and announced again by the next sweeper: at
+least once, rarely twice, with the same ``membership``. Clean leaves use the same rows.
 """
 
 from __future__ import annotations

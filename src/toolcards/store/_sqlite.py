@@ -1,34 +1,21 @@
 """The default store: one SQLite file in WAL mode, shared by every process of a host.
 
-Three tables, in SQL that PostgreSQL also accepts (the server store uses the same layout)::
+The layout is PostgreSQL's (``docs/architecture.md``): ``records`` (a row's ``version`` is the
+namespace version that last wrote it, so the change log is one range scan of
+``records_by_version``; a deleted row is a NULL-valued tombstone until older than
+:data:`TOMBSTONE_RETENTION` versions) and ``namespaces`` (the version, and ``purged``: how far
+tombstones were removed; a reader behind it gets a snapshot).
 
-    records(namespace, collection, key, value TEXT NULL, version INTEGER,
-            PRIMARY KEY (namespace, collection, key))        -- NULL value: a tombstone
-    namespaces(namespace PRIMARY KEY, version INTEGER, purged INTEGER)
-    INDEX records_by_version ON records (namespace, version)
-
-A row's ``version`` is the namespace version that last wrote it, so the rows changed after
-version ``v`` are one range scan of ``records_by_version``: the change log costs an index
-entry per row, not a second copy of every value. A deleted row stays as a tombstone until
-it is older than :data:`TOMBSTONE_RETENTION` versions; ``purged`` records how far tombstones
-were removed, and a reader behind it gets a whole snapshot instead of a delta.
-
-**Writes** are ``BEGIN IMMEDIATE`` (SQLite's one write lock for the file, so every process
-of the host waits its turn in the busy handler), read the namespace's version, hand the
-writer what changed since its cache's version, write the staged rows and the new version,
-``COMMIT``. A write costs the rows it changes plus one catch-up, never the namespace size.
-
+**Writes** are ``BEGIN IMMEDIATE`` (the file's one write lock, so every process waits its turn
+in the busy handler), catch the writer up from its cache's version, write the staged rows and
+the new version, ``COMMIT``: a write costs the rows it changes, never the namespace's size.
 **Reads** first ask ``PRAGMA data_version``, which changes only when another connection
-committed: while it stays the same, the versions this connection last saw (or wrote) are
-still current and a read answers without touching a table.
+committed, so an unchanged namespace is answered without touching a table.
 
-Durability: ``COMMIT`` returns once the transaction is in the ``-wal`` file. With
-``synchronous="normal"`` it sits in the operating system's page cache, which survives the
-process being killed (even with SIGKILL) but not a power loss or kernel crash;
-``synchronous="full"`` also fsyncs the WAL on every commit.
-
-The file must be on a local file system: SQLite's WAL needs shared memory between the
-processes, which network file systems do not give. Across hosts, use PostgreSQL.
+Durability: ``COMMIT`` returns once the transaction is in the ``-wal`` file; with
+``synchronous="normal"`` that survives a killed process but not a power loss,
+``synchronous="full"`` fsyncs the WAL at every commit. The file must be on a local file system
+(WAL needs shared memory between processes); across hosts, use PostgreSQL.
 """
 
 from __future__ import annotations
@@ -132,10 +119,9 @@ class SQLiteStore(Store):
     here rather than at the first write.
 
     Threads: the store holds **one connection behind a lock**; every method blocks until the
-    lock is free, and a :meth:`write` holds it for its whole ``with`` block. Measured on 2
-    cores with 8 threads, one shared connection sustained more mixed reads and writes than a
-    connection per thread (per-thread writers wait on each other in SQLite's sleeping busy
-    handler), with three file descriptors however many actor threads share it.
+    lock is free, and a :meth:`write` holds it for its whole ``with`` block: per-thread
+    connections would wait on each other in SQLite's sleeping busy handler instead
+    (``docs/architecture.md``), and this keeps three file descriptors however many threads.
 
     Processes: any number of processes may open the same file and share its namespaces;
     writes are serialised by SQLite's write lock, and a writer waits up to

@@ -1,26 +1,19 @@
 """The file a :class:`~toolcards.store.SQLiteStore` opens, looked at before SQLite writes to it.
 
-Opening a database with SQLite changes it at once (WAL mode rewrites its header, a new schema
-is written, an empty or missing file beside its ``-wal`` makes SQLite discard that log), so
-:func:`examine` decides what the file is first, from its first bytes and then its schema
-read through a read-only connection (``immutable`` for a WAL-mode file with no ``-wal``
-beside it, so not even an empty log is left behind):
+Opening a database with SQLite changes it at once (WAL mode rewrites its header, an empty or
+missing file beside its ``-wal`` makes SQLite discard that log), so :func:`examine` first reads
+the file's first bytes and its schema through a read-only connection (``immutable`` when no
+``-wal`` is beside it, so not even an empty log is left) and decides: *to create* (no file, no
+log); *a store* (this schema or an older one, or an empty SQLite database); or *refused,
+untouched*: a missing directory, a file that is not SQLite, another program's database, a newer
+toolcards' store, and files whose data was probably lost (an empty file, a missing file beside
+its log, a WAL-mode file with no tables: a copy of the main file alone).
 
-* **to create**: no file and no log beside it;
-* **a store**: a toolcards store of this schema or an older one, or an empty SQLite database;
-* **refused, untouched**: a directory that does not exist; a file that is not SQLite; a
-  SQLite database of another program (other tables, views or triggers, or an
-  ``application_id``); a store of a newer toolcards; and files whose data was probably lost:
-  an empty file, a missing file beside its log, a WAL-mode file with no tables (they were
-  in a log that is not beside it: a copy of the main file alone).
-
-:func:`create_store_file` makes a new store whole: tables first, in rollback-journal mode,
-then WAL mode, in a temporary file beside the target, hard-linked into place (which fails
-when another process created the store first: that one is then used). So no toolcards
-process ever shows another an empty or half-made store, and an empty file can be refused as
-data lost. On a file system without hard links the file is made in place as SQLite makes
-it; there a process opening the store in the instant after another created it may be
-refused as empty, and opening it again succeeds.
+:func:`create_store_file` makes a new store whole (tables, then WAL mode) in a temporary file
+hard-linked into place, which fails if another process created it first (that one is used), so
+no process ever sees an empty or half-made store and an empty file can be refused as data lost.
+Without hard links the file is made in place, and a process opening it in the instant after its
+creation may be refused as empty; opening again succeeds.
 """
 
 from __future__ import annotations

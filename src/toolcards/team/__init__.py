@@ -1,21 +1,11 @@
 """Teams of LLM agents: role profiles, member actors, the runtime that staffs them, their cards.
 
-* :mod:`~toolcards.team._models` — :class:`RoleProfile`, :class:`TeamMessage` and the team
-  events, and the rules for member names.
-* :mod:`~toolcards.team._member` — :class:`MemberActor`, a Pykka actor hosting one
-  pydantic-ai agent, the observer its cards are bound to.
-* :mod:`~toolcards.team._team` — :class:`Team` and :class:`Member`: an application's own
-  agents on a team (``toolcards.Team("acme").member("Alice").toolset(...)``).
-* :mod:`~toolcards.team._runtime` — :class:`TeamRuntime`: hire, fire, message, wait.
-* :mod:`~toolcards.team._mailbox` — :class:`MailboxActor`: every member's durable mailbox,
-  reminders and stop requests, in the team's store; :mod:`~toolcards.team._delivery` — who a
-  message is for, and :func:`mailbox_of`.
-* :mod:`~toolcards.team._tool` — :class:`TeamTool` (kind ``"team"``: hire, fire, roster,
-  roles) and :class:`MessagingTool` (kind ``"messaging"``: ``send_message``,
-  ``read_messages``, reminders, ``stop_member``).
-
-Importing this package loads pydantic, pykka and the core; pydantic-ai loads when the
-first member is hired.
+:class:`Team` and :class:`Member` put an application's own agents on a team;
+:class:`TeamRuntime` hires, fires, messages and waits for LLM members
+(:class:`MemberActor`, each hosting one pydantic-ai agent); :class:`MailboxActor` keeps every
+member's durable mailbox, reminders and stop requests in the team's store; :class:`TeamTool`
+and :class:`MessagingTool` are the cards. Importing this package loads pydantic, pykka and
+the core; pydantic-ai loads when the first member is hired.
 """
 
 from __future__ import annotations

@@ -1,48 +1,36 @@
 """The team's durable mailboxes: :class:`MailboxActor`, a cache of the store namespace that holds them.
 
-Every member of a team — a runtime member, an application's agent, an MCP client's session,
-in any process or host sharing the team's store — has a mailbox in ``"<team_id>/#Mailbox"``:
+Every member of a team, in any process or host sharing the team's store, has a mailbox in
+``"<team_id>/#Mailbox"``: ``messages`` (one row per unread
+:class:`~toolcards.team._models.MailboxMessage`, key ``<member>/<number>``), ``boxes`` (per
+member ``{"last": n, "read": n}``: its last message and its delivery cursor), ``reminders``
+(pending :class:`~toolcards.team._models.Reminder` rows), ``stops`` (members asked to stop),
+``meta`` (the next reminder id) and ``#calls`` (:class:`~toolcards.store._calls.CallLog`, which
+makes a keyed send, read or reminder exactly-once).
 
-* ``messages`` — one row per unread message (key ``<member>/<number>``), the JSON of
-  :class:`~toolcards.team._models.MailboxMessage`;
-* ``boxes`` — one row per member ever written to: ``{"last": n, "read": n}``, the number of
-  its last message and its **delivery cursor**, the number of the last one it read;
-* ``reminders`` — one row per pending reminder (key: its id), the JSON of
-  :class:`~toolcards.team._models.Reminder`;
-* ``stops`` — one row per member asked to stop: ``{"by": ..., "reason": ...}``;
-* ``meta`` — ``mailbox``: ``{"next_reminder": id}``; and ``#calls``, the call records that make
-  a keyed send, read or reminder exactly-once (:class:`~toolcards.store._calls.CallLog`).
+**Exactly once.** A read (:meth:`MailboxActor.take`) holds the namespace's write lock, catches
+up, and in one transaction hands over the oldest unread messages, advances the cursor and
+deletes them: two processes never hand one message twice, and a read message is kept nowhere
+(the event log keeps what was sent). A send to a mailbox holding
+:data:`~toolcards.team._models.INBOX_MAX` unread messages is refused, naming the bound. A
+member that leaves keeps its mailbox for whoever joins later with its name.
 
-**Exactly once.** A read (:meth:`MailboxActor.take`) takes the namespace's write lock, catches
-up, hands over the member's oldest unread messages and, in the same transaction, advances its
-cursor and deletes them: two calls of one member in two processes never get the same message,
-and a read message is kept nowhere (the team's event log keeps what was sent). A mailbox holds
-at most :data:`~toolcards.team._models.INBOX_MAX` unread messages; a send to a full one is
-refused, naming the bound and the count. A member that leaves keeps its mailbox: a member who
-joins later with the same name reads it.
-
-**Reminders** are due at an absolute time (seconds since the epoch). Every process keeps one
-timer on the process's timer thread (:mod:`toolcards.actors._timers`) for the soonest reminder it
-knows, and a tick every :data:`TICK_S` that catches up with what other processes committed.
-Whichever process's timer fires first moves the reminder into its member's mailbox, in one
-transaction; the others find it gone when they catch up. So a reminder is delivered once, by any
-live process of the team, also after the one that set it exited. A reminder enters its member's
-mailbox even when the mailbox is full (a member has at most
-:data:`~toolcards.team._models.REMINDERS_MAX` pending).
-
-**Waking members.** A process's member actors :meth:`~MailboxActor.listen` for their mailbox:
-the actor calls them back when a message or a stop request reaches them, from this process or,
-at the next tick, from another.
-
-Cards and the runtime reach the actor through :mod:`toolcards.team._delivery`, which also
-resolves who a message is for.
+**Reminders** are due at an absolute time. Every process keeps one timer
+(:mod:`toolcards.actors._timers`) for the soonest reminder it knows, and a tick every
+:data:`TICK_S` to catch up with other processes; whichever fires first moves the reminder into
+its member's mailbox in one transaction, so a reminder is delivered once, by any live process,
+even after its setter exited, and even into a full mailbox (at most
+:data:`~toolcards.team._models.REMINDERS_MAX` pending per member). Member actors
+:meth:`~MailboxActor.listen` to be called back when a message or stop request reaches them
+(from another process: at the next tick). Cards reach the actor through
+:mod:`toolcards.team._delivery`, which also resolves recipients.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
@@ -50,15 +38,14 @@ from typing import Any
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
-from toolcards.actors._caller_runs import CallerRunsActor
 from toolcards.actors._timers import ActorTimer
 from toolcards.core._events import ToolcardsEvent
 from toolcards.core._idempotency import CallKey
 from toolcards.core._steering import StopRequest
 from toolcards.errors import RetriableError
-from toolcards.store._base import CatchUp, Change, Delta, Snapshot, Store
-from toolcards.store._calls import CALLS, CallLog
+from toolcards.store._base import Change, Store
 from toolcards.store._codec import JSONText
+from toolcards.store._namespace_actor import NamespaceActor
 from toolcards.team._models import (
     INBOX_MAX,
     MESSAGE_MAX,
@@ -99,7 +86,7 @@ Listener = Callable[[], None]
 """Called (under the mailbox's lock: it must not block) when its member has news."""
 
 
-class MailboxActor(CallerRunsActor):
+class MailboxActor(NamespaceActor):
     """The mailboxes of one team, as this process sees them; methods run one at a time.
 
     A cache of the namespace ``"<team_id>/#Mailbox"`` (see the module docstring). Every write
@@ -119,11 +106,7 @@ class MailboxActor(CallerRunsActor):
     """
 
     def __init__(self, team_id: str, store: Store, publish: Callable[[ToolcardsEvent], None] | None = None) -> None:
-        super().__init__()
-        self._team_id = team_id
-        self._store = store
-        self._namespace = f"{team_id}/{MAILBOX_ACTOR_NAME}"
-        self._publish = publish
+        super().__init__(team_id, MAILBOX_ACTOR_NAME, store, publish)
         self._unread: dict[str, dict[int, MailboxMessage]] = {}
         """Member → number → unread message (read ones are deleted)."""
         self._boxes: dict[str, tuple[int, int]] = {}
@@ -131,8 +114,6 @@ class MailboxActor(CallerRunsActor):
         self._reminders: dict[int, Reminder] = {}
         self._stops: dict[str, dict[str, Any]] = {}
         self._next_reminder = 1
-        self._version = 0
-        self._calls = CallLog()
         self._listeners: dict[str, dict[int, Listener]] = {}
         self._listener_ids = 0
         self._news: set[str] = set()
@@ -141,7 +122,7 @@ class MailboxActor(CallerRunsActor):
         self._due_timer = ActorTimer()
         self._due_at: float | None = None
         self._started = False
-        self._absorb(store.load(self._namespace))
+        self._load()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -155,6 +136,7 @@ class MailboxActor(CallerRunsActor):
         """Cancel the timers. Every acknowledged write is in the store already."""
         self._started = False
         self._cancel_timers()
+        super().on_stop()
 
     def on_failure(
         self,
@@ -164,6 +146,7 @@ class MailboxActor(CallerRunsActor):
     ) -> None:
         """Cancel the timers when the actor dies of an unexpected exception."""
         self._cancel_timers()
+        super().on_failure(exception_type, exception_value, traceback)
 
     def on_receive(self, message: Any) -> Any:
         """Handle the tick and the reminder timer; other messages go to pykka's default."""
@@ -203,8 +186,7 @@ class MailboxActor(CallerRunsActor):
         if not text or len(text) > MESSAGE_MAX:
             raise RetriableError(f"A message has 1 to {MESSAGE_MAX} characters; this one has {len(text)}.")
         names = list(dict.fromkeys(recipients))
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             replayed = self._calls.replay(call, "send_message")
             if replayed is not None:
                 return SendReport.model_validate(replayed).model_copy(update={"replayed": True})
@@ -223,12 +205,13 @@ class MailboxActor(CallerRunsActor):
                 return report
             calls = self._calls.record(call, report.model_dump(mode="json"), txn.version + 1)
             txn.stage([*self._message_rows(messages), *calls])
-        self._committed(txn.committed)
         for message in messages:
             self._put_message(message)
         self._calls.committed(calls)
         for message in messages:
-            self._emit(TeamMessage(team_id=self._team_id, sender=sender, recipient=f"@{message.recipient}", text=text))
+            self._publish_event(
+                TeamMessage(team_id=self._team_id, sender=sender, recipient=f"@{message.recipient}", text=text)
+            )
         self._settle()
         return report
 
@@ -255,8 +238,7 @@ class MailboxActor(CallerRunsActor):
             return _taken(replayed)
         if not self._unread.get(member):
             return [], 0
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             replayed = self._calls.replay(call, "read_messages")
             if replayed is not None:
                 return _taken(replayed)
@@ -277,13 +259,14 @@ class MailboxActor(CallerRunsActor):
             rows = [Change(collection=_MESSAGES, key=_message_key(m), value=None) for m in page]
             rows.append(Change(collection=_BOXES, key=member, value={"last": last, "read": page[-1].number}))
             txn.stage([*rows, *calls])
-        self._committed(txn.committed)
         box = self._unread.get(member, {})
         for message in page:
             box.pop(message.number, None)
         self._boxes[member] = (last, page[-1].number)
         self._calls.committed(calls)
-        self._emit(MessagesRead(team_id=self._team_id, member=f"@{member}", count=len(page), remaining=remaining))
+        self._publish_event(
+            MessagesRead(team_id=self._team_id, member=f"@{member}", count=len(page), remaining=remaining)
+        )
         self._settle()
         return page, remaining
 
@@ -309,18 +292,16 @@ class MailboxActor(CallerRunsActor):
         A second request before the first is taken replaces it. Committed before it returns;
         listeners of ``member`` in this process are called.
         """
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             if self._calls.replay(call, "stop_member") is not None:
                 return
             value = {"by": by, "reason": reason, "at": time.time()}
             calls = self._calls.record(call, True, txn.version + 1)
             txn.stage([Change(collection=_STOPS, key=member, value=value), *calls])
-        self._committed(txn.committed)
         self._stops[member] = value
         self._news.add(member)
         self._calls.committed(calls)
-        self._emit(StopRequested(team_id=self._team_id, member=f"@{member}", by=by, reason=reason))
+        self._publish_event(StopRequested(team_id=self._team_id, member=f"@{member}", by=by, reason=reason))
         self._settle()
 
     def take_stop(self, member: str) -> StopRequest | None:
@@ -329,16 +310,14 @@ class MailboxActor(CallerRunsActor):
         self._refresh()
         if member not in self._stops:
             return None
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             value = self._stops.get(member)
             if value is None:
                 return None
             txn.stage([Change(collection=_STOPS, key=member, value=None)])
-        self._committed(txn.committed)
         self._stops.pop(member, None)
         stop = StopRequest(member=f"@{member}", by=str(value.get("by", "")), reason=str(value.get("reason", "")))
-        self._emit(StopDelivered(team_id=self._team_id, member=stop.member, by=stop.by, reason=stop.reason))
+        self._publish_event(StopDelivered(team_id=self._team_id, member=stop.member, by=stop.by, reason=stop.reason))
         return stop
 
     # -- reminders ---------------------------------------------------------------------
@@ -353,8 +332,7 @@ class MailboxActor(CallerRunsActor):
 
         Committed before it returns; this process's timer is moved if it is the soonest.
         """
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             replayed = self._calls.replay(call, "remind_me")
             if replayed is not None:
                 return Reminder.model_validate(replayed)
@@ -373,11 +351,10 @@ class MailboxActor(CallerRunsActor):
                     *calls,
                 ]
             )
-        self._committed(txn.committed)
         self._reminders[reminder.id] = reminder
         self._next_reminder = reminder.id + 1
         self._calls.committed(calls)
-        self._emit(
+        self._publish_event(
             ReminderSet(team_id=self._team_id, member=f"@{member}", reminder_id=reminder.id, due=reminder.due_at)
         )
         self._settle()
@@ -397,8 +374,7 @@ class MailboxActor(CallerRunsActor):
 
         Committed before it returns.
         """
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             replayed = self._calls.replay(call, "cancel_reminder")
             if replayed is not None:
                 return Reminder.model_validate(replayed)
@@ -412,10 +388,9 @@ class MailboxActor(CallerRunsActor):
                 )
             calls = self._calls.record(call, reminder.model_dump(mode="json"), txn.version + 1)
             txn.stage([Change(collection=_REMINDERS, key=str(reminder_id), value=None), *calls])
-        self._committed(txn.committed)
         self._reminders.pop(reminder_id, None)
         self._calls.committed(calls)
-        self._emit(ReminderCancelled(team_id=self._team_id, member=f"@{member}", reminder_id=reminder_id))
+        self._publish_event(ReminderCancelled(team_id=self._team_id, member=f"@{member}", reminder_id=reminder_id))
         self._settle()
         return reminder
 
@@ -475,8 +450,7 @@ class MailboxActor(CallerRunsActor):
         now = time.time()
         if not any(r.due <= now for r in self._reminders.values()):
             return
-        with self._store.write(self._namespace, since=self._version) as txn:
-            self._absorb(txn.catch_up)
+        with self._writing() as txn:
             now = time.time()
             due = sorted((r for r in self._reminders.values() if r.due <= now), key=lambda r: (r.due, r.id))
             if not due:
@@ -499,12 +473,11 @@ class MailboxActor(CallerRunsActor):
             rows = self._message_rows(messages)
             rows += [Change(collection=_REMINDERS, key=str(r.id), value=None) for r in due]
             txn.stage(rows)
-        self._committed(txn.committed)
         delivered = time.time()
         for reminder, message in zip(due, messages, strict=True):
             self._reminders.pop(reminder.id, None)
             self._put_message(message)
-            self._emit(
+            self._publish_event(
                 ReminderFired(
                     team_id=self._team_id,
                     member=f"@{reminder.member}",
@@ -531,12 +504,12 @@ class MailboxActor(CallerRunsActor):
 
     # -- the store ---------------------------------------------------------------------
 
-    def _refresh(self) -> None:
-        """Catch up with what other processes committed; cheap when nothing was."""
-        catch_up = self._store.read(self._namespace, self._version)
-        if not (isinstance(catch_up, Delta) and catch_up.empty):
-            self._absorb(catch_up)
-            self._settle()
+    def _refresh(self) -> bool:
+        """Catch up with what other processes committed, then settle; whether anything was."""
+        if not super()._refresh():
+            return False
+        self._settle()
+        return True
 
     def _settle(self) -> None:
         """After a change: call the listeners of members with news, move the reminder timer."""
@@ -550,28 +523,15 @@ class MailboxActor(CallerRunsActor):
         if self._started:
             self._schedule_due()
 
-    def _committed(self, version: int | None) -> None:
-        if version is not None:
-            self._version = version
+    def _clear(self) -> None:
+        self._unread.clear()
+        self._boxes.clear()
+        self._reminders.clear()
+        self._stops.clear()
+        self._next_reminder = 1
 
-    def _absorb(self, catch_up: CatchUp | None) -> None:
-        """Apply committed rows (a delta, or the whole namespace) to memory."""
-        if catch_up is None or (isinstance(catch_up, Delta) and catch_up.empty):
-            return
-        if isinstance(catch_up, Snapshot):
-            self._unread.clear()
-            self._boxes.clear()
-            self._reminders.clear()
-            self._stops.clear()
-            self._calls.clear()
-            self._next_reminder = 1
-            changes: Iterable[Change] = (
-                Change(collection=collection, key=key, value=value)
-                for collection, rows in catch_up.rows.items()
-                for key, value in rows.items()
-            )
-        else:
-            changes = catch_up.changes
+    def _absorb_changes(self, changes: Sequence[Change]) -> list[str]:
+        """Apply committed rows to memory (no texts here have vectors)."""
         for change in changes:
             collection, value = change.collection, change.value
             if collection == _MESSAGES:
@@ -600,9 +560,7 @@ class MailboxActor(CallerRunsActor):
                     self._news.add(change.key)
             elif collection == _META and change.key == _META_KEY and value is not None:
                 self._next_reminder = max(self._next_reminder, int(value.get("next_reminder", 1)))
-            elif collection == CALLS:
-                self._calls.absorb(change)
-        self._version = catch_up.version
+        return []
 
     def _put_message(self, message: MailboxMessage) -> None:
         self._unread.setdefault(message.recipient, {})[message.number] = message
@@ -622,14 +580,6 @@ class MailboxActor(CallerRunsActor):
             _, read = self._boxes.get(member, (0, 0))
             rows.append(Change(collection=_BOXES, key=member, value={"last": last, "read": read}))
         return rows
-
-    def _emit(self, event: ToolcardsEvent) -> None:
-        if self._publish is None:
-            return
-        try:
-            self._publish(event)
-        except Exception:
-            logger.exception("Publishing %s of %s failed; the change is committed.", event.kind, self._namespace)
 
 
 class _Tick:

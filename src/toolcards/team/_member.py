@@ -1,30 +1,22 @@
 """``MemberActor``: a team member as a Pykka actor hosting a pydantic-ai agent.
 
-A member runs its agent on its own thread, on a private event loop owned by that thread,
-continuing the member's message history. Its work comes from its durable mailbox
-(:mod:`toolcards.team._mailbox`): when messages reach it while it is idle, the mailbox wakes it
-and its unread messages become the next run's prompt; messages that reach it mid-run are
-handed to that run before its next model request (steering, by its messaging card). A
-:meth:`TeamRuntime.ask <toolcards.team._runtime.TeamRuntime.ask>` runs one message directly and
-answers it. A ``stop_member`` ends the run in progress at its next step
-(:class:`~toolcards.errors.MemberStopped`); the member then waits for its next message. The
-member's cards are bound to the member itself, so it is their observer: an
-:class:`~toolcards.core._observer.ActorToolObserver` and a
-:class:`~toolcards.core._observer.TeamManagementToolObserver` (whether a member may manage
-its team is decided by its cards: only a member with a ``team`` card can hire and fire).
+A member runs its agent on its own thread and event loop, continuing its message history. Its
+work comes from its durable mailbox (:mod:`toolcards.team._mailbox`): messages reaching it idle
+wake it and become the next run's prompt; messages reaching it mid-run are steered into that
+run. A :meth:`TeamRuntime.ask <toolcards.team._runtime.TeamRuntime.ask>` runs one message and
+answers it; ``stop_member`` ends the run at its next step
+(:class:`~toolcards.errors.MemberStopped`). The member is its cards' observer
+(:class:`~toolcards.core._observer.ActorToolObserver`, and
+:class:`~toolcards.core._observer.TeamManagementToolObserver` when a ``team`` card lets it hire
+and fire).
 
-Threads, and why nothing deadlocks:
-
-* The run occupies the member's actor thread. pydantic-ai runs the (sync) tools in worker
-  threads; they may ask other actors (the orchestrator, a planning board) and wait briefly.
-* The observer methods (:meth:`MemberActor.roster`, :meth:`~MemberActor.hire_member`, ...)
-  are called directly on the instance by the member's own tools, from those worker
-  threads. They only ask the orchestrator, never the member's own mailbox, which is busy
-  with the run.
-* Messages to teammates go to their mailboxes, and the mailbox wakes them with a ``tell``: a
-  member never waits for another member's run.
-  :func:`running_member` tells code that would block on a member whether it is inside a
-  run, so the runtime can refuse such calls instead of hanging.
+Why nothing deadlocks: the run occupies the actor thread, and pydantic-ai runs the sync tools
+in worker threads, which may ask other actors. The observer methods
+(:meth:`MemberActor.roster`, :meth:`~MemberActor.hire_member`, ...) are called directly on the
+instance from those threads and only ask the orchestrator, never the member's own busy mailbox.
+Messages to teammates go to their mailboxes, which wake them with a ``tell``: a member never
+waits for another's run, and :func:`running_member` lets the runtime refuse a call that would
+block on a member from inside its own run.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """``TeamRuntime``: hiring, firing and messaging the LLM members of one team.
 
 The runtime sits on a team's orchestrator (:class:`~toolcards.actors._system.TeamHandle`): role
-profiles go in its catalog, members in its roster. Each member is an
-:class:`~toolcards.team._member.MemberActor` actor::
+profiles go in its catalog, members (:class:`~toolcards.team._member.MemberActor`) in its
+roster::
 
     runtime = TeamRuntime(system.team("t1"), models={"scripted": lambda profile: FunctionModel(...)})
     runtime.register_profile(RoleProfile(role="builder", description="Builds.", model="scripted"))
@@ -10,16 +10,12 @@ profiles go in its catalog, members in its roster. Each member is an
     runtime.send("Builder-1", "Build the parser.")    # to its durable mailbox; returns at once
     runtime.wait_idle()                               # until nobody has work left
 
-Models: a profile's ``model`` is looked up in ``models`` (name → factory called with the
-profile, returning a pydantic-ai model) and otherwise handed to pydantic-ai as a model
-string (``"openai:gpt-4o"``). A member with a ``ModelTool`` runs each request on the model
-it chose (``switch_model``); a roster entry naming a registered model gets that factory's.
-
-Blocking: :meth:`TeamRuntime.ask`, :meth:`~TeamRuntime.wait_idle` and
+A profile's ``model`` is looked up in ``models`` (name → factory of a pydantic-ai model), else
+given to pydantic-ai as a model string; a member with a ``ModelTool`` runs each request on the
+model it chose. :meth:`TeamRuntime.ask`, :meth:`~TeamRuntime.wait_idle` and
 :meth:`~TeamRuntime.fire` with ``wait=True`` wait for members' runs, so they refuse to run
-inside a member's run (its tools), where they would deadlock; members message each other
-with ``send_message`` and fire without waiting. Do not call them from event subscribers
-either: those run on the orchestrator's thread, which members' tools ask.
+inside a member's run, where they would deadlock; do not call them from event subscribers
+either, which run on the orchestrator's thread that members' tools ask.
 """
 
 from __future__ import annotations

@@ -11,22 +11,16 @@
     alice = team.member("Alice", role="builder")
     agent = Agent("openai:gpt-4o", toolsets=[alice.toolset(PlanningTool(), WorkspaceTool())])
 
-The agent keeps its own tools, deps, output type and instructions; the toolset adds the
-cards' tools and their context (the plan, the graph summary), rendered for Alice before
-every model request. Every agent of team ``acme`` — in this process, in other processes of
-this host or of other hosts on a PostgreSQL store, MCP clients of ``toolcards serve`` — shares
-one board, one graph, one workspace: the team's state is found where every ``toolcards``
-command finds it (:mod:`toolcards.fs._locations`). Each call is stamped with the member and
-written to the team's event log, which the dashboard shows.
+The agent keeps its own tools and instructions; the toolset adds the cards' tools and their
+context, rendered for Alice before every model request. Every agent of team ``acme``, in any
+process or host sharing its store (:mod:`toolcards.fs._locations`), MCP clients included,
+shares one board, graph and workspace; each call is stamped with the member and logged.
 
-**Lifetime.** The actors of every :class:`Team` of a process run in one shared
-:class:`~toolcards.actors.ActorSystem`, started by the first team and stopped when the last
-one is closed — ``with toolcards.Team(...) as team:``, :meth:`Team.close`, or
-``await team.aclose()`` — or when the main thread ends: a script that simply exits loses
-nothing, because every acknowledged write is in the store before the tool answers, and the
-event log is flushed as the actors stop. Sync scripts and async applications (a FastAPI
-handler, ``await agent.run()`` in a running loop) use it the same way: the toolset never
-blocks the event loop.
+**Lifetime.** Every :class:`Team` of a process runs in one shared
+:class:`~toolcards.actors.ActorSystem`, started by the first team and stopped when the last is
+closed (``with``, :meth:`Team.close`, ``await team.aclose()``) or the main thread ends: a
+script that simply exits loses nothing, since every acknowledged write is in the store before
+the tool answers. The toolset never blocks an event loop.
 """
 
 from __future__ import annotations
@@ -261,7 +255,6 @@ class Member(TeamAgent):
 
     def __init__(self, name: str, team: Team, *, role: str = "agent") -> None:
         super().__init__(name, team.handle, role=role, user_id=team._user_id)
-        self._front = team
 
     def __repr__(self) -> str:
         return f"Member({self.address.handle} of team {self.team_id!r})"

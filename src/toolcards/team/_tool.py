@@ -1,38 +1,18 @@
 """The team cards: :class:`TeamTool` (hire and fire members, the roster, the hireable roles) and :class:`MessagingTool`.
 
 ``TeamTool`` (kind ``"team"``) needs a
-:class:`~toolcards.core._observer.TeamManagementToolObserver` — a member allowed to change
-its team, such as an :class:`~toolcards.team._member.MemberActor`. What the model sees:
-
-* ``hire_team_member(role, name=None)`` and ``fire_team_member(name)`` as tool calls;
-* the roster (every member with its role, the agent itself marked "you") and the roles it
-  may hire, as system prompt sections re-rendered before every model request;
-* all four as commands (``/hire_team_member builder``, ``/team_roster``, ...).
+:class:`~toolcards.core._observer.TeamManagementToolObserver`, a member allowed to change its
+team such as a :class:`~toolcards.team._member.MemberActor`: ``hire_team_member`` and
+``fire_team_member`` are tool calls, the roster and the hireable roles are system prompt
+sections, and all four are commands.
 
 ``MessagingTool`` (kind ``"messaging"``) needs an
-:class:`~toolcards.core._observer.ActorToolObserver`: any member of a team, in any process,
-MCP sessions included. Every member has a durable mailbox in the team's store
-(:mod:`toolcards.team._mailbox`). What the model sees:
-
-| capability | default channels | what it does |
-|---|---|---|
-| ``send_message(to, text)`` | TOOL_CALL, COMMAND | to a teammate, or every member of a role; returns at once |
-| ``read_messages()`` | TOOL_CALL, COMMAND | the unread messages, each handed over once |
-| ``unread_messages`` | SYSTEM_PROMPT, COMMAND | "3 unread messages from @Bob, @Ann — read_messages" |
-| ``teammates`` | SYSTEM_PROMPT, COMMAND | who can be messaged, and how |
-| ``remind_me(text, after_s, at)`` | TOOL_CALL, COMMAND | a message to oneself at a time |
-| ``list_reminders()``, ``cancel_reminder(reminder_id)`` | TOOL_CALL, COMMAND | the pending reminders |
-| ``stop_member(name, reason)`` | COMMAND | ends a member's run at its next step |
-
-Sends never wait for the recipient's run, so two members messaging each other cannot
-deadlock. With ``steering`` (the default), a pydantic-ai agent (a runtime member, or an agent
-attached with ``member.toolset(...)``) gets its new messages before its next model request,
-mid-run (:mod:`toolcards.core._steering`); others read them with ``read_messages``.
-
-Cost per model request: TeamTool ~180 tokens of tool definitions, plus its prompts (~20
-tokens and one line per member and per hireable role); MessagingTool ~350 tokens (~150
-without the three reminder tools), plus ~50 and a few per teammate, and a line while
-messages are unread.
+:class:`~toolcards.core._observer.ActorToolObserver`, any member of a team in any process, MCP
+sessions included; every member has a durable mailbox (:mod:`toolcards.team._mailbox`). Its
+capabilities (messages, reminders, ``stop_member``) are listed in ``docs/cards/team.md``. Sends
+never wait for the recipient's run, so two members messaging each other cannot deadlock. With
+``steering`` (the default) a pydantic-ai agent gets new messages before its next model request
+(:mod:`toolcards.core._steering`); others call ``read_messages``.
 """
 
 from __future__ import annotations

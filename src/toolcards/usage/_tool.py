@@ -1,26 +1,11 @@
 """``UsageTool``: what each member, task and card cost the team, and budgets that limit it.
 
-Every call of a team that keeps a ledger is counted (:mod:`toolcards.store._ledger`); this
-card reads the ledger and sets its budgets. Bound, it turns the ledger on for its team in
-this process if nothing did (``toolcards.Team`` and ``toolcards serve`` keep one anyway).
-
-====================  ==============================  ================================================
-capability            channels (default)              what it does
-====================  ==============================  ================================================
-``usage``             tool call, command              totals per member, task, card and tool
-``set_budget``        command                         limit a member, a task or a card
-``remove_budget``     command                         take a limit away
-``budget_warnings``   system prompt                   a line per budget of this member at 80 % or more
-====================  ==============================  ================================================
-
-**Budgets** limit calls, result tokens or tool time of one member, one task (every member
-holding it) or one card (every member's calls of its tools). A spent budget refuses further
-calls (``BudgetExceeded``) with words naming it and who set it, who alone (with the user)
-can raise it. ``set_budget`` is a command by default: a member given it as a tool could raise
-its own.
-
-**Cost.** ``usage`` adds about 90 tokens of definition per request when exposed as a tool;
-``budget_warnings`` costs nothing while no budget is at 80 %.
+Every call of a team keeping a ledger is counted (:mod:`toolcards.store._ledger`); this card
+reads it (``usage``), sets and removes budgets (``set_budget``, ``remove_budget``: commands by
+default, since a member given them as tools could raise its own) and warns in the system
+prompt of budgets at 80 % or more (``budget_warnings``). Bound, it turns the ledger on for its
+team in this process if nothing did. A spent budget on a member, a task or a card refuses
+further calls with ``BudgetExceeded``, naming it and who set it (``docs/usage.md``).
 """
 
 from __future__ import annotations

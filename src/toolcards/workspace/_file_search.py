@@ -1,30 +1,17 @@
 """Search of a workspace's files by meaning and by keywords: :class:`FileSearch`.
 
-**Chunks.** Every text file the workspace index lists (not binary, not left out by an
-ignore file) and the Markdown text of every document (PDF, DOCX, XLSX, PPTX, converted
-once with markitdown and cached, :mod:`toolcards.workspace._documents`) is cut into chunks
-of :data:`CHUNK_LINES` lines. A chunk knows its lines, so every hit cites ``path:L10-42``
-and can be opened with ``workspace_read`` at that offset (a document's lines are those of
-its Markdown, which is what ``workspace_read`` shows of it).
+Every text file the workspace index lists and the Markdown of every document (converted once
+and cached: :mod:`toolcards.workspace._documents`) is cut into chunks of :data:`CHUNK_LINES`
+lines, so every hit cites ``path:L10-42`` for ``workspace_read``. Two rankings are fused by
+reciprocal rank (:data:`RRF_K`): BM25 over words (lower-cased; ``camelCase`` and
+``snake_case`` split as well as kept whole) and the cosine of chunk and query embeddings from
+the local model (:mod:`toolcards.vector`). Chunks are embedded in the background; the answer
+says how many are covered, or that the search is keyword-only without a usable model.
 
-**Ranking.** Two rankings of the chunks, fused by reciprocal rank (each chunk scores
-``1 / (60 + rank)`` in each list it is in, :data:`RRF_K`):
-
-* BM25 over words (runs of letters and digits, ``camelCase`` and ``snake_case`` split
-  into their parts as well as kept whole, lower-cased);
-* cosine similarity of the chunk's embedding with the query's, from the offline local
-  model the planning board and the knowledge graph use
-  (:mod:`toolcards.vector`, MiniLM int8 ONNX, by default). Chunks are embedded in a
-  background thread; until all are, the meaning ranking covers those done, and the answer
-  says how many. Without a usable model the search is keyword-only and says so.
-
-**Kept current** by the :class:`~toolcards.workspace._index.WorkspaceIndex` of the tree: each
-search refreshes it (the workspace's writes and outside changes alike) and compares each
-file's ``stat`` with the one its chunks were cut from. A few changed files are cut again at
-once; many (the first search, a large checkout) are cut in the background while the
-search answers from what is ready, saying how far it got.
-
-Thread-safe; one :class:`FileSearch` per tree and process (:func:`file_search`).
+Kept current through the tree's :class:`~toolcards.workspace._index.WorkspaceIndex`: each
+search refreshes it and re-cuts files whose ``stat`` changed, a few at once, many in the
+background while the answer says how far it got. Thread-safe; one per tree and process
+(:func:`file_search`).
 """
 
 from __future__ import annotations

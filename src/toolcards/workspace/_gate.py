@@ -1,36 +1,25 @@
 """The read-before-write gate: no agent overwrites what it has not seen.
 
-:class:`WriteGate` remembers, per agent and file, the :class:`ReadRecord` of what that
-agent last read (or wrote) and decides whether a change may go ahead. The rules:
+:class:`WriteGate` remembers, per agent and file, the :class:`ReadRecord` of what that agent
+last read (or wrote) and decides whether a change may go ahead: creating a file needs no read;
+changing an existing one needs a record whose digest equals the file's *current* bytes, so a
+change by anyone since the read (another agent, a shell command, another process) refuses it;
+a page read (``full=False``) licenses an anchored change (an edit or a patch, whose context
+proves the agent saw that part), not an overwrite; after an agent's own change its record
+becomes the new content, and every other agent's record is stale by construction.
 
-* Creating a file needs no read.
-* Changing an existing file (overwriting it whole, editing it, patching it) needs a
-  record whose digest equals the digest of the file's *current* bytes. Whoever changed the
-  file since the read — another agent through the workspace tools, a shell command,
-  another process — the digests differ and the change is refused.
-* A page read (``full=False``) licenses an anchored change (an edit or a patch, whose
-  ``old_string`` or context lines prove the agent saw that part), not a whole-file
-  overwrite.
-* After an agent's own successful change its record becomes the new content, so it may
-  change the file again; every other agent's record is then stale by construction.
+A refusal is a :class:`~toolcards.errors.RetriableError` ordered by usefulness: what to do
+next, who changed the file (an agent's handle when this process knows it, else "outside the
+workspace tools ..., or through them by another process"), then a diff from the version read,
+as untrusted output. The diff's old bytes come from :class:`SnapshotCache`, a bounded LRU by
+digest (:data:`SNAPSHOT_BUDGET_BYTES`, files over :data:`SNAPSHOT_MAX_FILE_BYTES` not kept);
+when the version is gone the message says so.
 
-A refusal is a :class:`~toolcards.errors.RetriableError` whose message is ordered by
-usefulness: what to do next, who changed the file ("@Bob" when the current content is what
-another agent of this process last wrote through the workspace tools; otherwise "outside
-the workspace tools ..., or through them by another process", as writers are known per
-process), then a unified diff from the version the agent read to the current one, inside
-the untrusted-output envelope (it is the file's text). The diff needs the old version's
-bytes: :class:`SnapshotCache` keeps recently read and written
-versions by digest, in a bounded LRU (:data:`SNAPSHOT_BUDGET_BYTES` in total, files over
-:data:`SNAPSHOT_MAX_FILE_BYTES` not kept); when the version is gone the message says so.
-
-Agents are opaque strings to the gate; the workspace card passes ``str(address)``,
-``"<team_id>/@<name>"``, and messages show another agent of the reader's team by its handle
-alone. Pure logic: no I/O. Each public method of :class:`WriteGate` holds the gate's lock
-while it runs, so readers record what they read in their own threads while the tree's
-:class:`~toolcards.workspace._actor.WorkspaceActor` checks and records its changes; a record is
+Agents are opaque strings (the card passes ``"<team_id>/@<name>"``). Pure logic, no I/O. Each
+public method holds the gate's lock, so readers record in their own threads while the tree's
+:class:`~toolcards.workspace._actor.WorkspaceActor` checks and records changes; a record is
 always what its agent really read, so one stored between the actor's check and its write is
-either that write's new content or, if older, refused later as stale.
+that write's content or, if older, refused later as stale.
 """
 
 from __future__ import annotations

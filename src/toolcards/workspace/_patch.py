@@ -1,38 +1,26 @@
 """Parse and apply GNU unified diffs in memory, all or nothing.
 
-:func:`parse_patch` turns a patch into one :class:`FilePatch` per ``--- ``/``+++ `` header
-pair; :func:`apply_file_patch` applies one of them to a file's text and returns the new
-text (``None``: the file is deleted). Neither touches the disk, so a caller applies every
-file of a patch in memory first and writes only when all of them succeeded;
-:func:`apply_patch` does exactly that given a function that reads a file.
+:func:`parse_patch` turns a patch into one :class:`FilePatch` per ``--- ``/``+++ `` pair;
+:func:`apply_file_patch` applies one to a file's text (``None``: the file is deleted). Neither
+touches the disk, so :func:`apply_patch` applies every file in memory and the caller writes
+only when all succeeded.
 
-What is accepted:
+Accepted: multi-file patches with any text between files (``diff --git``, a commit message);
+``a/``/``b/`` prefixes, ``/dev/null`` for an added or deleted file, a tab-separated timestamp;
+hunk headers with counts omitted or a bare ``@@`` (placed by its lines alone); ``\\ No newline
+at end of file``; context lines whose leading space an editor stripped; and wrong counts when
+the hunk's lines clearly run up to the next hunk, file or the end.
 
-* Multi-file patches, with any text between files (``diff --git``, ``index``, a commit
-  message) ignored. ``a/`` and ``b/`` prefixes are dropped; ``/dev/null`` marks an added or
-  deleted file; a tab and what follows it (a timestamp) is not part of a path.
-* Hunk headers ``@@ -l,s +l,s @@`` with either count omitted (meaning 1), and a bare ``@@``
-  without line numbers, which is then placed by its lines alone.
-* ``\\ No newline at end of file`` after the line it concerns.
-* Context lines whose leading space an editor stripped (an empty line that the header's
-  counts still need), and headers whose counts are wrong when the hunk's lines clearly run
-  up to the next hunk, file or the end.
+Each hunk, in order and never before the previous one's end, applies at its stated line
+(shifted by earlier hunks) if its lines are there, else where they occur exactly once in the
+rest of the file, then both again ignoring trailing whitespace. Several occurrences and none at
+the stated line is an error listing them: a place is never guessed. Context lines keep the
+file's text, added lines take its line ending, and a missing final newline stays missing
+unless the patch's marker changes it.
 
-Where a hunk applies, for each hunk in order and never before the end of the previous one:
-
-1. at its stated line (shifted by what earlier hunks added, removed and were moved by),
-   if its context and removed lines are there;
-2. otherwise wherever those lines occur exactly once in the rest of the file;
-3. the same two steps again comparing lines without trailing whitespace.
-
-Two or more occurrences and no match at the stated line is an error listing them: the
-patch must say where it goes, it is never guessed. Lines the patch keeps as context keep
-the file's text; added lines take the file's line ending (CRLF stays CRLF). A file without
-a final newline keeps that state unless the patch changes it with the marker.
-
-Every error is a :class:`~toolcards.errors.RetriableError` naming the file, the hunk and
-its header, and what did not match (the expected lines next to the closest text in the
-file, which is inside the untrusted-output envelope). Nothing here blocks or does I/O.
+Every error is a :class:`~toolcards.errors.RetriableError` naming the file, the hunk and what
+did not match (the expected lines beside the closest text, as untrusted output). Nothing here
+blocks or does I/O.
 """
 
 from __future__ import annotations

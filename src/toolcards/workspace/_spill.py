@@ -1,38 +1,23 @@
 """Outputs over a tool's budget, kept whole as files of the workspace: ``.toolcards/spill/``.
 
-The pipeline (:mod:`toolcards.core._spill`) hands the whole text of an output longer than its
-tool's budget to the tree's :class:`SpillFolder`, through the team's
-:data:`~toolcards.core._services.SPILL_TO_WORKSPACE` service (:class:`MemberSpillFolders`,
-which the workspace cards of a process fill: each member's outputs go to its own tree). The model gets the head and
-the tail, the file's path, and the calls that read on (``workspace_read`` with ``offset``)
-or search it (``workspace_grep`` with the path). It is a file of the tree: every teammate, MCP
-client and sandboxed command of the team reads it, wherever it runs.
+The pipeline (:mod:`toolcards.core._spill`) hands an output longer than its tool's budget to
+the tree's :class:`SpillFolder` through the team's
+:data:`~toolcards.core._services.SPILL_TO_WORKSPACE` service (:class:`MemberSpillFolders`:
+each member's outputs go to its own card's tree); the model gets the head, the tail, the path
+and the calls that read on. Names, retention and behaviour are described in
+``docs/cards/workspace.md``.
 
-**Where.** ``.toolcards/spill/`` under the tree's root, a folder the listings, globs and
-greps skip (:data:`~toolcards.workspace._paths.SKIPPED_DIRS`) unless a call names it in its
-``path``. Both directories are opened by handle without following links: a link or a file
-in their place makes the spill fail (the output is then cut, its notice saying why), so
-neither a write nor the retention's deletions can be led elsewhere. A ``.toolcards`` made here
-gets a ``.gitignore`` of ``*``, so a command's ``git add -A`` leaves spills out of the project.
+**Containment.** Both ``.toolcards`` and ``spill`` are opened by handle without following
+links: a link or a file in their place makes the spill fail (the output is then cut, its notice
+saying why), so neither a write nor the retention's deletions can be led elsewhere. A
+``.toolcards`` made here gets a ``.gitignore`` of ``*``, keeping spills out of ``git add -A``.
 
-**Names** never collide across calls, processes or hosts: the UTC time, the tool, the call
-id and 48 random bits, ``20261128T101500Z-workspace_grep-call_7-3fa9c1b2d4e5.txt``.
-
-**Writing.** The text is encoded 1 MiB of characters at a time and streamed into a temporary
-that is renamed into place (:func:`~toolcards.fs._atomic_write.atomic_write_at`), so a reader
-never sees a partial file and a 50 MB output costs a few MB more, not another 50. It is not
-flushed: a spill is a copy of an answer, disposable, and a flush can cost more than the
-write itself; a killed process still loses nothing. A NUL character is saved as U+FFFD and
-an unpaired surrogate as ``?``, so the file stays text that ``workspace_read`` shows. A
-read-only card still spills: spills are the system's writes, not the model's.
-
-**Limits.** A spill counts against the workspace's disk quota (``WorkspaceTool.disk_mb``):
-one that would pass it is refused. Retention is a setting of the workspace card,
-``spill_mb`` (128) and ``spill_hours`` (24), the smallest applying when cards on one tree
-disagree: spills older than ``spill_hours`` are deleted, and the oldest go first when the
-folder would hold more than ``spill_mb``. Each process sweeps the folder at its first spill,
-then at most once a minute or when it has spilled a quarter of ``spill_mb`` since, so the
-folder may briefly hold what other processes spilled since their last sweep on top of it.
+**Writing.** The text is encoded a MiB of characters at a time into a temporary renamed into
+place (:func:`~toolcards.fs._atomic_write.atomic_write_at`): readers never see a partial file.
+It is not flushed, a spill being a disposable copy of an answer. NUL is saved as U+FFFD and an
+unpaired surrogate as ``?``, so the file stays text. A spill counts against the disk quota.
+Each process sweeps the folder at its first spill, then at most once a minute or after
+spilling a quarter of ``spill_mb``, so the folder may briefly hold more than ``spill_mb``.
 
 Everything here blocks on disk I/O; the folder's sweep state is guarded by a lock.
 """

@@ -1,108 +1,34 @@
 """``WorkspaceTool``: a team's files, for agents to read, search and change without losing work.
 
 The card gives twenty capabilities, each a field ``<Param> | bool`` named like the tool the
-model sees and exposed as a tool call and a command. Seventeen are on by default; the two
-marked "off" are set to ``True`` (or a param) when a role needs them:
+model sees and exposed as a tool call and a command; ``workspace_mkdir`` and
+``workspace_rmdir`` are off by default, ``workspace_export_git`` is a command only (it writes
+outside the tree), and ``read_only=True`` drops every mutating tool. The table of tools, the
+journal, the spill folder and the limits are described in ``docs/cards/workspace.md``.
 
-=========================  ================================================  =======  =======
-tool                       what it does                                      mutates  default
-=========================  ================================================  =======  =======
-``workspace_read``         numbered lines of a text file (a page or the      no       on
-                           ``tail``; ``N<tab>`` before each line, or none
-                           with ``line_numbers=false``); PDF/DOCX/XLSX/PPTX
-                           as Markdown;
-                           records the read for the gate
-``workspace_read_many``    several files, each under a ``==> path <==``      no       on
-                           header; a failed one says why in its place
-``workspace_list``         a directory, flat or as a tree; paged, sizes and  no       on
-                           an ``exclude`` glob on request
-``workspace_glob``         files by glob pattern, newest first; paged,       no       on
-                           sizes and an ``exclude`` glob on request
-``workspace_grep``         lines matching a regex                            no       on
-``workspace_info``         size, times, kind, permissions, lines and type    no       on
-``workspace_search``       passages by meaning and keywords, cited by lines  no       on
-``workspace_view``         an image, scaled for a model (``BinaryContent``)  no       on
-``workspace_write``        create or overwrite a file                        yes      on
-``workspace_edit``         replace a string; returns the diff (``dry_run``:  yes      on
-                           only the diff)
-``workspace_delete``       delete a file                                     yes      on
-``workspace_move``         move or rename a file or directory, atomically    yes      on
-``workspace_multi_edit``   several replacements across files, all or nothing yes      on
-``workspace_patch``        a unified diff (add, update, delete), all or      yes      on
-                           nothing
-``workspace_mkdir``        create a directory and its parents                yes      off
-``workspace_rmdir``        remove a directory (recursively on request)       yes      off
-``workspace_history``      the journal's changes, newest first, filtered     no       on
-``workspace_diff``         the diff of one change                            no       on
-``workspace_undo``         undo changes, all or nothing (dry run on request) yes      on
-``workspace_export_git``   the journal as a git repository, one commit per   no       command
-                           change (a command only: it writes outside)
-=========================  ================================================  =======  =======
-
-**The journal** (``journal=True``, the default; :mod:`toolcards.workspace._journal`) records
-every change of the tree — through these tools, by a sandboxed ``exec_command`` (the tree
-is scanned before and after each command), or from outside, noticed at the next scan —
-with who made it, when, with which tool, for which claimed task, and the content before
-and after, in the team's store. ``journal_mb`` and ``journal_days`` bound what it keeps.
-A change carrying an idempotency key is applied once: a retry gets the first answer.
-
-**Where.** The tree is :func:`toolcards.fs._locations.workspace_dir` of ``workspace_id``,
-which defaults to the team id: ``<workspaces root>/<team_id>``, the root being the one every
-command finds (``--root``, ``TOOLCARDS_WORKSPACES_ROOT``, a ``toolcards.toml``, a legacy
-``./workspaces``, the per-user data directory: :mod:`toolcards.core._lookup`). Give several
-teams the same ``workspace_id`` (``"shared"``) to share one tree. What the card keeps for
-itself (converted documents, scaled images) is under ``internal_dir()/"cache"``, outside
-every tree. Every path a model gives is resolved inside the tree, one component at a time, with symlinks
-followed while they stay inside it;
-one that leaves it is refused with
-:data:`~toolcards.workspace._paths.ESCAPE_MESSAGE`. Models only ever see root-relative paths.
-Files are reached through the tree's directory handles
-(:class:`~toolcards.workspace._tree.Tree`), so a command that swaps a directory for a
-symlink while a tool runs cannot lead it outside; only regular files are read and
-written (a named pipe, socket or device is refused, and nothing blocks on one).
+**Where.** The tree is :func:`toolcards.fs._locations.workspace_dir` of ``workspace_id``
+(the team id by default; teams sharing an id share a tree), under the root every command
+finds (:mod:`toolcards.core._lookup`). Every path a model gives is resolved inside the tree
+through its directory handles (:class:`~toolcards.workspace._tree.Tree`), so a directory
+swapped for a symlink while a tool runs cannot lead outside; a path that leaves is refused
+with :data:`~toolcards.workspace._paths.ESCAPE_MESSAGE`, and only regular files are read or
+written (nothing blocks on a named pipe).
 
 **No lost updates.** Every change goes through the tree's
 :class:`~toolcards.workspace._actor.WorkspaceActor`, one at a time, and through the
-read-before-write gate (:mod:`toolcards.workspace._gate`): changing an existing file needs a
-``workspace_read`` of its current content by the same agent (a page read is enough for an
-edit or a patch, not for an overwrite). Creating a file, deleting one and the directory
-tools need no read; ``workspace_view`` does not count as one. A move needs no read of what it
-moves; replacing a file with it needs ``overwrite=true`` and a full read, and read records
-follow what moved. A binary file that is not
-a convertible document cannot be read, so it can only be deleted and written anew.
-Writes and moves are atomic.
-``read_only=True`` drops the eight mutating tools from every channel.
+read-before-write gate (:mod:`toolcards.workspace._gate`); writes and moves are atomic. The
+agent is the card's :class:`~toolcards.core._observer.ActorToolObserver` ``address``.
 
-**Identity.** The card needs an :class:`~toolcards.core._observer.ActorToolObserver`; the
-agent is ``observer.address`` (its handle appears in refusals another agent receives).
+**Untrusted output.** Reads, listings, globs, greps and views, and every file text inside
+another result or error (a diff, a mismatch hint, a gate refusal), are wrapped as untrusted
+output. Argument bounds live in :mod:`toolcards.workspace._models`, out of the schemas every
+request pays for. Handlers block (disk I/O, actor asks), as every sync handler may.
 
-**Cost.** Tool definitions are paid for on every model request: the ten file tools
-akgentic-tool has too cost about 845 tokens (o200k: names, descriptions and schemas),
-``workspace_move``, ``workspace_info`` and ``workspace_read_many`` about 185 more, the two
-opt-in ones about 100. New arguments default to null and their ranges are left out of the
-schemas (validation keeps them). ``workspace_write`` creates missing parent directories, so ``mkdir`` is rarely
-needed; ``multi_edit`` and ``patch`` are alternatives to repeated ``workspace_edit`` calls.
-Arguments are bounded (paths 4,096 characters, contents 4 MiB, edit strings 1 MiB, patches
-4 MiB, patterns 1,000: :mod:`toolcards.workspace._models`), enforced by validation but left
-out of the schemas, which every request pays for. ``workspace_read`` streams the file and
-keeps only the page it shows; files over 16 MiB are not changed (they would be loaded
-whole), images over 32 MiB are not viewed and documents over 64 MiB are not converted.
-Reads, listings, globs, greps and views are wrapped as untrusted output; so is every file
-text inside another result or error (an edit's diff, a mismatch hint, a gate refusal).
-Handlers block (disk I/O, actor asks), as every sync handler may.
-
-**Spills.** Any tool's output longer than its budget, for a member with this card, is saved
-whole in the tree's hidden ``.toolcards/spill/`` folder (:mod:`toolcards.workspace._spill`):
-the model reads its head and tail, the path, and the ``workspace_read`` / ``workspace_grep``
-calls that page or search it. Listings, globs and greps skip the folder unless their
-``path`` names it. ``spill_mb`` and ``spill_hours`` bound it; a read-only card spills too.
-
-**Views** (:mod:`toolcards.core._views`, :mod:`toolcards.workspace._browse`):
-``workspace.tree`` (every entry, bounded), ``workspace.file(path)`` (a text preview, or what
-kind of file it is) and ``workspace.image(path)`` (an image's bytes). They read through the
-same directory handles as the tools, never follow a link out of the tree and never block
-on a named pipe. Their version is a digest of the tree's entries, taken at most once per
-:data:`TREE_SIGNATURE_MAX_AGE_S`, so a file a command wrote is seen as well as one a tool wrote.
+**Spills** of any tool's over-budget output go to the tree's ``.toolcards/spill/``
+(:mod:`toolcards.workspace._spill`). **Views** (``workspace.tree``, ``workspace.file(path)``,
+``workspace.image(path)``: :mod:`toolcards.workspace._browse`) read through the same handles;
+their version is a digest of the tree's entries, taken at most once per
+:data:`TREE_SIGNATURE_MAX_AGE_S`, so a file a command wrote is seen too.
 """
 
 from __future__ import annotations

@@ -1,52 +1,38 @@
 """``Tree``: a workspace tree, reached only through directory handles of its root.
 
-A workspace is written by models and by sandboxed commands, which may rename, swap and
-link its directories while a tool runs (``renameat2(RENAME_EXCHANGE)`` flips a directory and
-a symlink atomically). So a path is never checked and then reopened by name: every
-operation opens the tree's root directory (``O_DIRECTORY``) and walks the path one
-component at a time from that handle, each step an ``openat`` of one name with
-``O_NOFOLLOW``, and does its work (open, create, rename, unlink, ``mkdir``, ``rmdir``,
-listing) relative to the handle of the last directory it reached. Whatever is swapped
-meanwhile, a step either lands on a real directory already inside the tree or is refused.
+Models and sandboxed commands may rename, swap and link a tree's directories while a tool runs
+(``renameat2(RENAME_EXCHANGE)`` flips a directory and a symlink atomically). So a path is
+never checked and then reopened by name: every operation opens the root (``O_DIRECTORY``),
+walks the path one component at a time, each step an ``openat`` of one name with
+``O_NOFOLLOW``, and works relative to the last directory reached. Whatever is swapped
+meanwhile, a step lands on a real directory inside the tree or is refused.
 
-**Paths.** ``""`` and ``"."`` name the root; components are separated by ``/``; an absolute
-path, a NUL byte or a path that is not valid text is refused. ``..`` goes back to the
-directory the walk came from and is refused at the root: the walk never leaves the tree,
-not even to come back (``openat2``'s ``RESOLVE_BENEATH``).
+**Paths.** ``""`` and ``"."`` name the root; an absolute path, a NUL byte or invalid text is
+refused; ``..`` returns to the directory the walk came from and is refused at the root
+(``openat2``'s ``RESOLVE_BENEATH``). **Symbolic links** are followed only while they stay
+inside, their target walked the same way from the link's directory; one leading out, or more
+than :data:`MAX_SYMLINKS` in a path, is refused (:data:`~toolcards.workspace._paths.ESCAPE_MESSAGE`).
+Reads and writes follow a last-component link (a write replaces the target);
+:meth:`Tree.unlink` and :meth:`Tree.remove_directory` act on the link itself. Canonical paths
+(:attr:`OpenFile.rel`, the ``rel`` results) name where the walk arrived, so two spellings of
+one file are one path for the write gate.
 
-**Symbolic links** met on the way are followed only while they stay inside the tree: their
-target is walked the same way, component by component, from the link's directory (an
-absolute target only when it lies under the root's real path). A link that leads out, or
-more than :data:`MAX_SYMLINKS` links in one path, is refused with
-:data:`~toolcards.workspace._paths.ESCAPE_MESSAGE` or "too many levels of symbolic links".
-Reads and writes follow a last-component link that stays inside (a write replaces the
-target, not the link); :meth:`Tree.unlink` and :meth:`Tree.remove_directory` act on the
-link itself. Canonical paths (:attr:`OpenFile.rel` and the ``rel`` results) name where the
-walk really arrived, so two spellings of one file are one path for the write gate.
+**Only regular files** are read or written: opened ``O_NONBLOCK`` (a named pipe or a leased
+file cannot block) and checked with ``fstat``; anything else is refused by name
+(:func:`~toolcards.workspace._os_errors.not_regular_error`). **Writes** are atomic
+(:func:`~toolcards.fs._atomic_write.atomic_write_at` in the target's directory): a temporary
+file, ``fdatasync``, ``renameat``; on failure the target is untouched. ``sync_directory=True``
+also syncs the directory (so the rename survives a power loss); ``sync_data=False`` skips the
+flush (the workspace's ``sync="off"``).
 
-**Only regular files** are read or written: files are opened with ``O_NONBLOCK`` (a named
-pipe or a leased file cannot block the caller) and checked with ``fstat``; a named pipe, a
-socket or a device is refused with a message saying what it is
-(:func:`~toolcards.workspace._os_errors.not_regular_error`), and so is a write, edit or
-delete of one.
+**Errors** are translated once (:mod:`toolcards.workspace._os_errors`), naming the
+workspace-relative path in words, never the host path. Loops whose length depends on the tree
+call :func:`~toolcards.core._deadline.check_deadline`.
 
-**Writes** are atomic (:func:`~toolcards.fs._atomic_write.atomic_write_at` on the
-handle of the target's directory): the data goes to a temporary file created (``O_EXCL``)
-in that directory, is flushed with ``fdatasync`` and renamed over the target within it
-(``renameat``); on failure the temporary is removed and the target is untouched.
-By default durability matches the state store's: a killed process loses nothing written;
-after a power loss the last rename may be undone unless ``sync_directory=True`` also syncs
-the directory; ``sync_data=False`` skips the flush (the workspace's ``sync="off"``).
-
-**Errors** are translated once, by :mod:`toolcards.workspace._os_errors`: every message
-names the workspace-relative path and says what happened in words; the host path of the
-tree never appears. Loops whose length depends on the tree (reading, listing, removing)
-call :func:`~toolcards.core._deadline.check_deadline`, so work abandoned by a timeout stops.
-
-A ``Tree`` holds no descriptor between calls (each call opens the root by its path, which
-the sandbox cannot rename: it is the mount point it sees as its workspace), so it is
-thread-safe and needs no closing; :class:`OpenFile` and :class:`Directory` hold theirs
-until their ``with`` block ends. Everything here blocks on disk I/O.
+A ``Tree`` holds no descriptor between calls (each opens the root by its path, which the
+sandbox cannot rename: it is its mount point), so it is thread-safe and needs no closing;
+:class:`OpenFile` and :class:`Directory` hold theirs for their ``with`` block. Everything here
+blocks on disk I/O.
 """
 
 from __future__ import annotations

@@ -1,46 +1,32 @@
 """``TreeLock``: one workspace tree is changed by one process at a time, whichever host.
 
-The :class:`~toolcards.workspace._actor.WorkspaceActor` runs a tree's mutations one at a
-time, but only within its process. Several processes (several ``toolcards serve``, or
-workers on several hosts) may each run an actor on the same tree; without more, two agents
-that read the same version could both pass the read-before-write gate and both replace the
-file, and one edit would be lost without anyone being told. A :class:`TreeLock` closes that
-gap.
+The :class:`~toolcards.workspace._actor.WorkspaceActor` serializes a tree's mutations only
+within its process. Without more, two processes that read the same version could both pass
+the read-before-write gate and both replace the file, losing one edit silently.
 
-**What is locked, and for how long.** One OS file lock per tree, taken around the whole of
-each mutation: reading the current bytes, the gate check, computing the new content, the
-atomic writes and, for a multi-file change, the rollback. It is held for that mutation only
-(milliseconds: one ``fdatasync`` per file written), so the lock is never held while a model
-thinks. Reads take no lock: :func:`~toolcards.fs._atomic_write.atomic_write_at` already shows
-readers a whole version. A process waiting for the lock polls it with short pauses for up
-to :data:`LOCK_TIMEOUT_S`, then fails the mutation with
-:class:`~toolcards.errors.ToolFailed`; nothing is written.
+**What is locked.** One OS file lock per tree, held around the whole of each mutation (the
+read of the current bytes, the gate, the atomic writes, a multi-file rollback) and never while
+a model thinks. Reads take none: atomic writes already show readers a whole version. A waiter
+polls for up to :data:`LOCK_TIMEOUT_S`, then fails with :class:`~toolcards.errors.ToolFailed`,
+writing nothing.
 
-**Where.** The lock file of a tree is ``internal_dir()/"locks"/"<tree name>-<hash>.lock"``,
-outside every tree, so no agent can see, delete or lock it. The hash is of the tree's path
-relative to the workspaces root (of its real path for a tree elsewhere), so hosts that
-mount the shared root at different places agree on the file. Lock files are never deleted:
-a file deleted while another process holds it open would let two holders lock two files.
+**Where.** ``internal_dir()/"locks"/"<tree name>-<hash>.lock"``, outside every tree so no agent
+can touch it; the hash is of the tree's path relative to the workspaces root, so hosts mounting
+the root at different places agree. Lock files are never deleted: one deleted while held open
+would let two holders lock two files.
 
-**Which lock.** ``fcntl`` record locks on the whole file, because they are what NFS and
-SMB clients forward to the server (``flock`` is emulated locally on some of them). On
-Linux they are open-file-description locks (``F_OFD_SETLK``): owned by the open file
-rather than the process, so two actors of one process exclude each other too, and closing
-some other descriptor of the file does not drop them. Elsewhere :func:`fcntl.lockf`
-(classic POSIX locks) is used, with two caveats: they are per process, so they exclude
-other processes but not a second :class:`TreeLock` on the same tree in the same process
-(the actor registry keeps one actor per tree per process), and closing *any* descriptor of
-the lock file in the process releases them (nothing but the tree's own :class:`TreeLock`
-opens it). The descriptor is opened once, on first use, and kept until :meth:`TreeLock.close`
-(the actor's ``on_stop``). A process that dies releases its locks with its descriptors; on
-NFSv4 the server frees them when the client's lease expires (about 90 s by default).
+**Which lock.** ``fcntl`` record locks on the whole file, because NFS and SMB clients forward
+them to the server (``flock`` is emulated locally on some). On Linux they are
+open-file-description locks (``F_OFD_SETLK``), owned by the open file, so two actors of one
+process exclude each other too. Elsewhere :func:`fcntl.lockf` is used: per process (the actor
+registry keeps one actor per tree per process), and released by closing *any* descriptor of the
+file (only this lock opens it). The descriptor is kept from first use to :meth:`TreeLock.close`
+(the actor's ``on_stop``); a dead process releases its locks (on NFSv4 when its lease expires).
 
-**Across hosts** the workspaces root must be a shared volume whose ``fcntl`` locks reach
-every host: NFSv4 (or NFSv3 with its lock manager; not mounted ``nolock``) or an SMB cloud
-file share with locking. :func:`probe_tree_locks` checks the volume once per process: the
-first mutation refuses to run where locks do not work, and a server should call it at
-start and refuse to serve. It catches file systems that refuse or ignore locks and NFS
-mounts whose locks stay on the host; it cannot see whether another host honours them.
+**Across hosts** the root must be a shared volume whose ``fcntl`` locks reach every host
+(NFSv4, NFSv3 with its lock manager, an SMB share with locking). :func:`probe_tree_locks`
+checks the volume once per process, so the first mutation refuses to run where locks do not
+work (a server should call it at start); it cannot see whether another host honours them.
 """
 
 from __future__ import annotations

@@ -1,23 +1,17 @@
 """Undoing journal entries: the tree put back as it was before them, all or nothing.
 
-:func:`plan_undo` picks the changes (:class:`UndoSelection`: one change, or every change of
-a member, a task, a path, since a change or a time), reads what the tree holds now, and
-works out, newest change first and in memory only, what each path must hold afterwards:
+:func:`plan_undo` picks the changes (:class:`UndoSelection`) and works out in memory, newest
+first, what each path must hold afterwards: a path still holding what the change left gets back
+exactly its earlier bytes and permission bits (created files deleted, deleted ones restored,
+directories likewise); a path already as before is left alone; a text file changed since gets
+the change's hunks taken out (:func:`~toolcards.workspace._revert.revert_lines`) unless a later
+change touched the same or adjacent lines. Otherwise (that case, a binary file, a file since
+deleted, a directory holding files no undone change made) the undo is refused, naming the later
+changes, and nothing is written.
 
-* a path that still holds what the change left gets back exactly the bytes (and permission
-  bits) it had before — a file the change created is deleted, one it deleted comes back,
-  a directory it made is removed, one it removed is made again;
-* a path that already holds what it had before is left alone;
-* a text file changed since by someone else gets the change's hunks taken out of its
-  current text when no later change touched the same or adjacent lines
-  (:func:`~toolcards.workspace._revert.revert_lines`); otherwise — and for a binary file, a
-  file since deleted, or a directory that holds files no undone change made — the undo is
-  refused, naming the later changes, and nothing is written.
-
-:func:`apply_undo` then writes the plan, directories first and last as they nest, and
-puts back everything it wrote if any step fails (:meth:`AppliedUndo.roll_back`), so the
-tree is never left half restored. The tree's actor runs both holding the tree's lock, and
-records the undo as one more change, which can itself be undone.
+:func:`apply_undo` writes the plan, directories in nesting order, and puts back everything it
+wrote if a step fails (:meth:`AppliedUndo.roll_back`), so the tree is never left half restored.
+The tree's actor runs both holding the tree's lock and records the undo as one more change.
 """
 
 from __future__ import annotations

@@ -1,26 +1,19 @@
 """What changed in a workspace tree: a walk that ``stat``s every file, and inotify watches.
 
-**The walk** (:func:`stat_walk`) visits what grep searches: every regular file below the
-root, hidden ones included, never entering :data:`~toolcards.workspace._paths.SKIPPED_DIRS`
-or a symlink, at most :data:`~toolcards.workspace._glob.MAX_WALK_DEPTH` levels deep, each
-directory opened relative to its parent's descriptor without following symlinks. It
-``stat``s each file (no read), so comparing what it finds with what the index holds tells
-which files changed; its cost grows with the tree (``docs/benchmarks.md``), too slow to
-run before every search of a large one.
+**The walk** (:func:`stat_walk`) visits what grep searches (regular files, hidden ones
+included, not :data:`~toolcards.workspace._paths.SKIPPED_DIRS`, no symlinks, at most
+:data:`~toolcards.workspace._glob.MAX_WALK_DEPTH` deep, each directory opened relative to its
+parent) and ``stat``s each file, so comparing with the index tells what changed. Its cost
+grows with the tree, too slow before every search of a large one.
 
-**Watches** (Linux): :class:`TreeWatch` puts an inotify watch on every directory the walk
-opens, before listing it (through ``/proc/self/fd``, so the watch is on the directory the
-walk holds, whatever its path becomes), so a change made after the listing is reported,
-and a search only reads the events queued since the last one (a non-blocking ``read``,
-microseconds when nothing changed). The kernel queues an event before the write that
-causes it returns, so a change a command finished before the search is always seen. One
-inotify instance serves every tree of the process. A directory created, deleted or moved,
-a queue overflow, or a watch the kernel refuses (``fs.inotify.max_user_watches``) make the
-next refresh walk the tree again (or, after a refusal, every refresh: the tree is then
-watched by walks alone). Not used (walks only): off Linux, where ctypes cannot reach
-inotify, and on network and FUSE file systems, whose changes from other hosts inotify
-does not see. Changes inotify never reports: writes through a shared memory mapping, and
-writes through a hard link in a directory that is not watched.
+**Watches** (Linux): :class:`TreeWatch` watches every directory the walk opens, before listing
+it and through ``/proc/self/fd`` (so the watch is on the directory held, whatever its path
+becomes); a search reads only the events queued since the last. The kernel queues an event
+before the write returns, so a change finished before the search is always seen. A directory
+created, deleted or moved, a queue overflow or a refused watch makes the next refresh walk
+again (after a refusal, every refresh). Walks alone are used off Linux and on network and FUSE
+file systems, whose remote changes inotify does not see. Never reported: writes through a
+shared memory mapping or through a hard link in an unwatched directory.
 """
 
 from __future__ import annotations
