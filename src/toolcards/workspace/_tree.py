@@ -936,11 +936,14 @@ _name_of = operator.attrgetter("name")
 _new_entry = functools.partial(tuple.__new__, Entry)
 
 
+_is_regular_file = operator.methodcaller("is_file", follow_symlinks=False)
+
+
 def _all_regular_files(items: list[os.DirEntry[str]]) -> bool:
-    """Whether every one of ``items`` is a regular file (what the directory read said, no
-    ``stat``; ``False`` when one has to be asked and cannot be)."""
-    try:  # is_file follows links, so links are ruled out apart
-        return all(map(os.DirEntry.is_file, items)) and not any(map(os.DirEntry.is_symlink, items))
+    """Whether every one of ``items`` is a regular file itself (what the directory read said:
+    no link is followed; ``False`` when one has to be asked and cannot be)."""
+    try:
+        return all(map(_is_regular_file, items))
     except OSError:
         return False
 
