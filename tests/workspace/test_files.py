@@ -248,6 +248,36 @@ def test_listing_is_capped_with_a_notice(tmp_path: Path) -> None:
     assert lines[500] == "100 more — next offset 500"
 
 
+def test_a_long_mixed_listing_keeps_the_order_and_marks_each_kind(tmp_path: Path) -> None:
+    # A block of regular files (all of Dir) is read and labelled in one pass; a block with a
+    # directory, a link, a pipe or a name that is not ASCII (the root) entry by entry. Either
+    # way: directories first, then case-blind, names that differ only in case by name.
+    names = [f"f{i:03}.txt" for i in range(300)]
+    (tmp_path / "Dir").mkdir()
+    for name in names:
+        (tmp_path / "Dir" / name).write_text("")
+    for name in ["b", "B", "Ä.txt"]:
+        (tmp_path / name).write_text("")
+    (tmp_path / "lnk").symlink_to("b")
+    os.mkfifo(tmp_path / "pipe")
+    assert list_directory(Tree(tmp_path), depth=0, limit=1000).splitlines() == [
+        "./",
+        "├── Dir/",
+        *(f"│   ├── {name}" for name in names[:-1]),
+        f"│   └── {names[-1]}",
+        "├── B",
+        "├── b",
+        "├── lnk@",
+        "├── pipe (named pipe)",
+        "└── Ä.txt",
+    ]
+    assert list_directory(Tree(tmp_path)).splitlines() == ["Dir/", "B", "b", "lnk@", "pipe (named pipe)", "Ä.txt"]
+    assert list_directory(Tree(tmp_path), "Dir", offset=250, limit=5).splitlines() == [
+        *names[250:255],
+        "45 more — next offset 255",
+    ]
+
+
 def test_an_empty_directory_says_so(tmp_path: Path) -> None:
     assert list_directory(Tree(tmp_path)) == "(empty directory)"
     assert list_directory(Tree(tmp_path), depth=2) == "./\n(empty directory)"

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import itertools
 import operator
 import os
 import stat
@@ -41,7 +42,7 @@ from toolcards.workspace._models import content_digest
 from toolcards.workspace._os_errors import kind_of
 from toolcards.workspace._paths import SKIPPED_DIRS, display_name
 from toolcards.workspace._text import binary_error, file_text
-from toolcards.workspace._tree import READ_CHUNK_BYTES, Directory, Entry, OpenFile, Tree, format_size
+from toolcards.workspace._tree import READ_CHUNK_BYTES, Directory, OpenFile, Tree, format_size
 
 __all__ = [
     "MAX_COUNTED_MORE",
@@ -484,63 +485,64 @@ class _Walk:
         """The lines of ``directory``'s entries (and, in a tree, of what is below them), in
         blocks: a flat listing's lines come a few hundred at a time."""
         try:
-            entries, more = directory.entries()
+            kinds, more = directory.kinds()
         except (RetriableError, ToolFailed) as exc:  # shown in place: the rest is still listed
             yield [f"{indent}({exc})"]
             return
         if more:
             self.notes.append(
-                f"({display_name(directory.rel)!r} has more than {len(entries):,} entries: only some are listed; "
+                f"({display_name(directory.rel)!r} has more than {len(kinds):,} entries: only some are listed; "
                 "use workspace_glob to find files in it)"
             )
+        names = list(kinds)
         if self.exclude is not None:
-            entries = [entry for entry in entries if not self.exclude(prefix + entry.name)]
-        # Directories first, then by name case-blind, ties by name: stable sorts on C-level keys.
-        entries.sort(key=_name)
-        entries.sort(key=_folded_name)
-        entries.sort(key=_not_a_directory)
-        for start in range(0, len(entries), 256):
+            names = [name for name in names if not self.exclude(prefix + name)]
+        _in_listing_order(names, kinds)
+        for start in range(0, len(names), 256):
             check_deadline()
-            block = entries[start : start + 256]
-            labels = list(map(_label, block))
+            block = names[start : start + 256]
+            block_kinds = list(map(kinds.__getitem__, block))
+            labels = _labels(block, block_kinds)
             if self.sizes:
                 labels = [
-                    label + _size_of(directory, entry.name) if entry.kind == stat.S_IFREG else label
-                    for label, entry in zip(labels, block, strict=True)
+                    label + _size_of(directory, name) if kind == stat.S_IFREG else label
+                    for label, name, kind in zip(labels, block, block_kinds, strict=True)
                 ]
             if self.flat:
                 yield labels
                 continue
-            ends = start + len(block) == len(entries)
-            yield from self._branches(directory, block, labels, indent, level, prefix, ends)
+            ends = start + len(block) == len(names)
+            yield from self._branches(directory, block, block_kinds, labels, indent, level, prefix, ends)
 
     def _branches(
         self,
         directory: Directory,
-        block: list[Entry],
+        block: list[str],
+        block_kinds: list[int],
         labels: list[str],
         indent: str,
         level: int,
         prefix: str,
         ends: bool,
     ) -> Generator[list[str], None, None]:
-        """The tree lines of ``block`` (whose last entry is the directory's last when ``ends``)
-        and of what is below them, in blocks that end where a sub-directory's lines begin."""
+        """The tree lines of the names ``block`` (whose last is the directory's last when
+        ``ends``) and of what is below them, in blocks that end where a sub-directory's lines
+        begin."""
         lines: list[str] = []
-        for index, (entry, label) in enumerate(zip(block, labels, strict=True)):
+        for index, (name, kind, label) in enumerate(zip(block, block_kinds, labels, strict=True)):
             last = ends and index == len(block) - 1
             lines.append(f"{indent}{'└── ' if last else '├── '}{label}")
-            if entry.is_directory and entry.name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
+            if kind == stat.S_IFDIR and name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
                 child_indent = indent + ("    " if last else "│   ")
                 try:
-                    child = directory.child(entry.name)
+                    child = directory.child(name)
                 except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
                     lines.append(f"{child_indent}({exc})")
                     continue
                 yield lines
                 lines = []
                 with child:
-                    yield from self.level(child, child_indent, level + 1, prefix + entry.name + "/")
+                    yield from self.level(child, child_indent, level + 1, prefix + name + "/")
         if lines:
             yield lines
 
@@ -552,28 +554,35 @@ def _size_of(directory: Directory, name: str) -> str:
         return ""
 
 
-_name = operator.attrgetter("name")
+def _in_listing_order(names: list[str], kinds: dict[str, int]) -> None:
+    """Sort ``names`` (of ``kinds``) in place: directories first, then by name case-blind, ties
+    by name. Stable sorts on keys taken in C (a listing sorts every name of a directory)."""
+    names.sort()
+    names.sort(key=str.casefold)
+    if stat.S_IFDIR in kinds.values():
+        directories = set(itertools.compress(kinds, map(stat.S_IFDIR.__eq__, kinds.values())))
+        names.sort(key=directories.__contains__, reverse=True)  # reverse keeps ties in order
 
 
-def _folded_name(entry: Entry) -> str:
-    return entry.name.casefold()
+def _labels(names: list[str], kinds: list[int]) -> list[str]:
+    """What each name shows as (:func:`_label`); regular files with ASCII names, most
+    entries, show as their names, taken in one pass."""
+    if kinds.count(stat.S_IFREG) == len(kinds) and "".join(names).isascii():
+        return names
+    return list(map(_label, names, kinds))
 
 
-def _not_a_directory(entry: Entry) -> bool:
-    return entry.kind != stat.S_IFDIR
-
-
-def _label(entry: Entry) -> str:
-    name = entry.name if entry.name.isascii() else display_name(entry.name)
-    if entry.kind == stat.S_IFREG:  # most entries
-        return name
-    if entry.kind == stat.S_IFDIR:
-        return name + "/" + (" (skipped)" if entry.name in SKIPPED_DIRS else "")
-    if entry.kind in (0, stat.S_IFREG):
-        return name
-    if entry.kind == stat.S_IFLNK:
-        return name + "@"
-    return f"{name} ({kind_of(entry.kind).removeprefix('a ')})"
+def _label(name: str, kind: int) -> str:
+    shown = name if name.isascii() else display_name(name)
+    if kind == stat.S_IFREG:  # most entries
+        return shown
+    if kind == stat.S_IFDIR:
+        return shown + "/" + (" (skipped)" if name in SKIPPED_DIRS else "")
+    if kind == 0:
+        return shown
+    if kind == stat.S_IFLNK:
+        return shown + "@"
+    return f"{shown} ({kind_of(kind).removeprefix('a ')})"
 
 
 # -- the same for a path of the host ----------------------------------------------------------------------

@@ -42,6 +42,7 @@ import errno
 import functools
 import hashlib
 import itertools
+import operator
 import os
 import stat
 from collections.abc import Callable, Iterator
@@ -248,21 +249,39 @@ class Directory:
 
     def entries(self, limit: int = MAX_SCAN_ENTRIES) -> tuple[list[Entry], bool]:
         """Up to ``limit`` entries, in the order the file system gives them, and whether
-        there were more. Nothing is followed; the deadline is checked as it reads.
+        there were more (:meth:`kinds`, as records).
 
         Raises:
             ToolFailed: the directory cannot be read (permission denied...), in words.
         """
-        found: list[Entry] = []
+        found, more = self.kinds(limit)
+        return list(map(_new_entry, found.items())), more
+
+    def kinds(self, limit: int = MAX_SCAN_ENTRIES) -> tuple[dict[str, int], bool]:
+        """Up to ``limit`` names, each with its kind (``stat.S_IFMT`` of the entry itself, as
+        :attr:`Entry.kind`), in the order the file system gives them, and whether there were
+        more. Nothing is followed; the deadline is checked as it reads.
+
+        Read in blocks made in C-level passes (a listing reads every name of a directory):
+        the kinds are asked name by name only in a block holding something other than
+        regular files.
+
+        Raises:
+            ToolFailed: the directory cannot be read (permission denied...), in words.
+        """
+        found: dict[str, int] = {}
         try:
             with os.scandir(self.fd) as scan:
                 while len(found) < limit:  # in blocks, the deadline checked before each
                     check_deadline()
-                    items = itertools.islice(scan, min(256, limit - len(found)))
-                    block = [Entry(item.name, _kind(item)) for item in items]
-                    if not block:
+                    items = list(itertools.islice(scan, min(256, limit - len(found))))
+                    if not items:
                         return found, False
-                    found += block
+                    names = map(_name_of, items)
+                    if _all_regular_files(items):
+                        found.update(zip(names, itertools.repeat(stat.S_IFREG)))
+                    else:
+                        found.update(zip(names, map(_kind, items), strict=True))
                 return found, next(scan, None) is not None
         except OSError as exc:
             raise file_error(exc, "list", self.rel) from exc
@@ -911,6 +930,22 @@ def _in_flux(dir_fd: int, name: str) -> bool:
     except OSError:
         return False
     return stat.S_ISDIR(mode) or stat.S_ISLNK(mode)
+
+
+_name_of = operator.attrgetter("name")
+_new_entry = functools.partial(tuple.__new__, Entry)
+
+
+_is_regular_file = operator.methodcaller("is_file", follow_symlinks=False)
+
+
+def _all_regular_files(items: list[os.DirEntry[str]]) -> bool:
+    """Whether every one of ``items`` is a regular file itself (what the directory read said:
+    no link is followed; ``False`` when one has to be asked and cannot be)."""
+    try:
+        return all(map(_is_regular_file, items))
+    except OSError:
+        return False
 
 
 def _kind(item: os.DirEntry[str]) -> int:
