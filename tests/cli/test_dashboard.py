@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import subprocess
+import sys
 
 import pytest
 
@@ -43,3 +45,14 @@ def test_mistakes_end_in_one_line_with_exit_code_2(
         assert code == 2
     err = capsys.readouterr().err
     assert expected in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_command_line_loads_no_dashboard_until_one_is_built() -> None:
+    # Every command reads the dashboard's default port to build its parser.
+    code = (
+        "import sys; from toolcards.cli import build_parser; build_parser();"
+        "import toolcards.dashboard as d; port = d.DEFAULT_DASHBOARD_PORT;"
+        "print(port, sorted(m for m in sys.modules if m.startswith('toolcards.dashboard.')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split(maxsplit=1) == ["8766", "['toolcards.dashboard._serve']\n"]

@@ -22,11 +22,16 @@ Starlette, uvicorn and numpy (the ``dashboard`` extra) load when a dashboard is 
 
 from __future__ import annotations
 
-from toolcards.dashboard._app import dashboard_app
-from toolcards.dashboard._calls import CallLog
-from toolcards.dashboard._serve import DEFAULT_DASHBOARD_PORT, dashboard_asgi, dashboard_for, serve_dashboard
-from toolcards.dashboard._source import TeamSource, UnknownView
-from toolcards.dashboard._viewer import TeamViewer
+from typing import TYPE_CHECKING
+
+from toolcards._lazy_names import lazy_names
+
+if TYPE_CHECKING:
+    from toolcards.dashboard._app import dashboard_app
+    from toolcards.dashboard._calls import CallLog
+    from toolcards.dashboard._serve import DEFAULT_DASHBOARD_PORT, dashboard_asgi, dashboard_for, serve_dashboard
+    from toolcards.dashboard._source import TeamSource, UnknownView
+    from toolcards.dashboard._viewer import TeamViewer
 
 __all__ = [
     "DEFAULT_DASHBOARD_PORT",
@@ -39,3 +44,20 @@ __all__ = [
     "dashboard_for",
     "serve_dashboard",
 ]
+
+
+# The command line reads DEFAULT_DASHBOARD_PORT on every start; the rest loads when first used.
+__getattr__, __dir__ = lazy_names(
+    globals(),
+    {
+        "DEFAULT_DASHBOARD_PORT": "toolcards.dashboard._serve",
+        "CallLog": "toolcards.dashboard._calls",
+        "TeamSource": "toolcards.dashboard._source",
+        "TeamViewer": "toolcards.dashboard._viewer",
+        "UnknownView": "toolcards.dashboard._source",
+        "dashboard_app": "toolcards.dashboard._app",
+        "dashboard_asgi": "toolcards.dashboard._serve",
+        "dashboard_for": "toolcards.dashboard._serve",
+        "serve_dashboard": "toolcards.dashboard._serve",
+    },
+)

@@ -15,17 +15,17 @@ import socket
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from toolcards.dashboard._app import dashboard_app, is_dashboard_read
-from toolcards.dashboard._hub import DashboardHub
-from toolcards.dashboard._source import TeamSource
-
 if TYPE_CHECKING:
     import anyio
     from starlette.types import ASGIApp
 
     from toolcards.actors._system import TeamHandle
     from toolcards.core._card import ToolCard
+    from toolcards.dashboard._hub import DashboardHub
     from toolcards.server._client_limits import ClientLimits
+
+# The hub, its source and the app are imported when a dashboard is built: the command line
+# reads DEFAULT_DASHBOARD_PORT on every start, also when it serves no dashboard.
 
 __all__ = ["DEFAULT_DASHBOARD_PORT", "dashboard_asgi", "dashboard_for", "serve_dashboard"]
 
@@ -41,6 +41,9 @@ def dashboard_for(team: TeamHandle, cards: Sequence[ToolCard]) -> DashboardHub:
     """
     import threading
 
+    from toolcards.dashboard._hub import DashboardHub
+    from toolcards.dashboard._source import TeamSource
+
     source = TeamSource(team, cards)
     threading.Thread(target=source.warm, name="dashboard graph layout", daemon=True).start()
     return DashboardHub(source)
@@ -51,6 +54,7 @@ def dashboard_asgi(hub: DashboardHub, *, host: str, token: str | None) -> ASGIAp
 
     The cookie the ``/?token=`` link sets opens the dashboard's routes (:func:`is_dashboard_read`).
     """
+    from toolcards.dashboard._app import dashboard_app, is_dashboard_read
     from toolcards.server._http import TokenAuth, check_bind
 
     check_bind(host, token)

@@ -39,11 +39,12 @@ import contextlib
 import errno
 import os
 import stat
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
@@ -53,9 +54,7 @@ from toolcards.core._deadline import deadline_after
 from toolcards.core._events import StateChanged
 from toolcards.errors import OutcomeUnknown, RetriableError, StoreError, ToolFailed
 from toolcards.fs._tree_usage import MIB, workspace_usage
-from toolcards.workspace._edit import apply_edit
 from toolcards.workspace._gate import WriteGate
-from toolcards.workspace._index import workspace_index
 from toolcards.workspace._journal import (
     MAX_KEPT_BYTES,
     Author,
@@ -67,7 +66,6 @@ from toolcards.workspace._journal import (
 )
 from toolcards.workspace._models import DIRECTORY, FileEdit, ReadRecord, content_digest
 from toolcards.workspace._os_errors import Doing, file_error, kind_of, not_regular_error
-from toolcards.workspace._patch import apply_patch
 from toolcards.workspace._text import (
     change_diff,
     detect_newline,
@@ -78,7 +76,12 @@ from toolcards.workspace._text import (
 )
 from toolcards.workspace._tree import FileBytes, Tree, format_size
 from toolcards.workspace._tree_lock import TreeLock
-from toolcards.workspace._undo import UndoSelection, run_undo
+
+if TYPE_CHECKING:
+    from toolcards.workspace._undo import UndoSelection
+
+# Edits, patches, undos and the search index are imported by the calls that need them, so a
+# server whose agents only read never loads them.
 
 __all__ = [
     "CHANGE_DIFF_CHARS",
@@ -262,6 +265,8 @@ class WorkspaceActor(CallerRunsActor):
         inside the untrusted-output envelope. With ``dry_run`` the same checks run and the
         same diff is returned, but nothing is written or journaled.
         """
+        from toolcards.workspace._edit import apply_edit
+
         with self._changing(context, "workspace_edit") as replayed:
             if replayed is not None:
                 return replayed
@@ -300,6 +305,8 @@ class WorkspaceActor(CallerRunsActor):
         current read. Returns a summary line, then one diff per changed file (together inside
         the untrusted-output envelope). With ``dry_run`` nothing is written or journaled.
         """
+        from toolcards.workspace._edit import apply_edit
+
         with self._changing(context, "workspace_multi_edit") as replayed:
             if replayed is not None:
                 return replayed
@@ -358,6 +365,8 @@ class WorkspaceActor(CallerRunsActor):
         same checks run and the answer adds the diff of each file as it would change;
         nothing is written or journaled.
         """
+        from toolcards.workspace._patch import apply_patch
+
         with self._changing(context, "workspace_patch") as replayed:
             if replayed is not None:
                 return replayed
@@ -712,6 +721,8 @@ class WorkspaceActor(CallerRunsActor):
                 nothing was changed.
             ToolFailed: a write or the journal failed; what was written was put back.
         """
+        from toolcards.workspace._undo import run_undo
+
         journal = self.hub.journal
         if journal is None:
             raise RetriableError("The workspace journal is off for this tree, so there is nothing to undo.")
@@ -742,6 +753,10 @@ class WorkspaceActor(CallerRunsActor):
 
     def _tell_index(self, *, written: Sequence[str] = (), removed_below: str | None = None) -> None:
         """Bring the tree's search index (when one was made) up to these changes at once."""
+        if "toolcards.workspace._index" not in sys.modules:
+            return  # no call has searched yet, so no index was made: nothing to bring up to date
+        from toolcards.workspace._index import workspace_index
+
         index = workspace_index(self.hub.root, create=False)
         if index is None:
             return

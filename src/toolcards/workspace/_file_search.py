@@ -30,16 +30,19 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from toolcards.workspace._glob import open_beneath
-from toolcards.workspace._index import MAX_INDEXED_BYTES, WorkspaceIndex, workspace_index
 from toolcards.workspace._paths import display_name
 from toolcards.workspace._searched_text import text_as_searched
-from toolcards.workspace._watch import FileStat
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from toolcards.vector import EmbeddingParam, EmbeddingService
+    from toolcards.workspace._index import WorkspaceIndex
+    from toolcards.workspace._watch import FileStat
+
+# The trigram index (and the file watch under it) is imported by the first search, not by the
+# workspace card, which needs only this module's bounds to describe workspace_search.
 
 __all__ = [
     "CHUNK_LINES",
@@ -402,6 +405,8 @@ class FileSearch:
             self._add_chunks(rel, text)
 
     def _read_text(self, rel: str) -> str | None:
+        from toolcards.workspace._index import MAX_INDEXED_BYTES
+
         try:
             root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         except OSError:
@@ -650,6 +655,8 @@ def file_search(
             from toolcards.vector import EmbeddingParam, get_embedding_service
 
             service = get_embedding_service(embedding or EmbeddingParam())
+        from toolcards.workspace._index import workspace_index
+
         index = workspace_index(Path(key))
         assert index is not None
         found = _searches[key] = FileSearch(Path(key), index=index, cache_dir=cache_dir, embeddings=service)

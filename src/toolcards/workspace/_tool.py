@@ -63,11 +63,10 @@ from toolcards.workspace._file_search import DEFAULT_TOP_K, MAX_TOP_K, file_sear
 from toolcards.workspace._file_search import render as render_hits
 from toolcards.workspace._files import MAX_LIST_ENTRIES, Page, list_directory, page_of_text, read_page, render_page
 from toolcards.workspace._glob import MAX_GLOB_RESULTS, exclusion, glob
-from toolcards.workspace._grep import MAX_GREP_COLLECTED, MAX_GREP_RESULTS, grep
+from toolcards.workspace._grep_limits import MAX_GREP_COLLECTED, MAX_GREP_RESULTS
 from toolcards.workspace._history import render_diff, render_history
 from toolcards.workspace._images import IMAGE_SUFFIXES, MAX_IMAGE_BYTES, image_for_model, is_image, require_image
 from toolcards.workspace._images import TOO_LARGE_HINT as IMAGE_TOO_LARGE
-from toolcards.workspace._index import workspace_index
 from toolcards.workspace._info import path_info
 from toolcards.workspace._journal import (
     DEFAULT_MAX_AGE_DAYS,
@@ -87,7 +86,6 @@ from toolcards.workspace._models import (
     WorkspacePath,
     content_digest,
 )
-from toolcards.workspace._patch import parse_patch
 from toolcards.workspace._reservations import check_reservations
 from toolcards.workspace._spill import (
     DEFAULT_SPILL_HOURS,
@@ -99,7 +97,9 @@ from toolcards.workspace._spill import (
 )
 from toolcards.workspace._tree import OpenFile, Tree
 from toolcards.workspace._tree_lock import probe_tree_locks
-from toolcards.workspace._undo import UndoSelection
+
+# grep, the search index, patches and undos are imported by the capabilities that use them, so
+# a server whose agents only read never loads them.
 
 __all__ = [
     "HISTORY_SCAN_INTERVAL_S",
@@ -573,6 +573,9 @@ class WorkspaceTool(ToolCard):
             pattern: Python regex, matched per line.
             include: Only these files, e.g. *.py
         """
+        from toolcards.workspace._grep import grep
+        from toolcards.workspace._index import workspace_index
+
         max_results = self.param("workspace_grep", WorkspaceGrepParam).max_results
         try:
             return grep(self.root, pattern, path, include, max_results=max_results, index=workspace_index(self.root))
@@ -672,6 +675,8 @@ class WorkspaceTool(ToolCard):
         Args:
             patch_text: '--- a/path' '+++ b/path' then '@@' hunks; /dev/null to add or delete a file.
         """
+        from toolcards.workspace._patch import parse_patch
+
         paths = [path for change in parse_patch(patch_text) for path in (change.old_path, change.new_path) if path]
         return self._change(
             "workspace_patch",
@@ -784,6 +789,8 @@ class WorkspaceTool(ToolCard):
             since: A change id, an ISO time or an age like '2h'.
             dry_run: Only show what would change.
         """
+        from toolcards.workspace._undo import UndoSelection
+
         self._journal()
         selection = UndoSelection(
             change_id=change_id,
