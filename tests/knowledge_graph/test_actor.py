@@ -12,6 +12,7 @@ from typing import cast
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from tests.knowledge_graph.conftest import HASHING, StartGraph
 from toolcards.core._events import StateChanged
@@ -607,3 +608,15 @@ def test_a_relation_row_key_is_its_triple_as_json(triple: list[str]) -> None:
     key = (triple[0], triple[1], triple[2])
     assert _relation_row_key(key) == json.dumps(triple, ensure_ascii=False)
     assert _relation_key(_relation_row_key(key)) == key
+
+
+def test_what_a_search_returns_cannot_change_the_graph(kg: KnowledgeGraphProxy) -> None:
+    """Hits share the graph's observations (they are immutable) but not its lists."""
+    kg.update("a", create_entities=[ent("Ann", "person", "", "likes tea", "lives in Oslo")]).get()
+    hit = kg.search("tea", "keyword").get().hits[0]
+    hit.entity.observations.clear()
+    hit.entity.aliases.append("Annie")
+    with pytest.raises(ValidationError):
+        kg.search("tea", "keyword").get().hits[0].entity.observations[0].text = "likes coffee"
+    (again,) = kg.search("tea", "keyword").get().hits
+    assert texts(again.entity) == ["likes tea", "lives in Oslo"] and again.entity.aliases == []

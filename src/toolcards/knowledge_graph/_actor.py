@@ -455,8 +455,14 @@ class KnowledgeGraphActor(NamespaceActor):
             )
             for name, score, keyword, cosine in ranked[:count]
         ]
+        # The hits' passages' cosines in one product: they order the observations shown.
+        cosines = (
+            {}
+            if vector is None
+            else self._index.passage_cosines([key for hit in hits for key, _ in windows(hit.entity)], vector)
+        )
         for hit in hits:
-            hit.shown = self._best_observations(hit.entity, vector, as_of, include_invalid)
+            hit.shown = self._best_observations(hit.entity, cosines, as_of, include_invalid)
         result = SearchResult(
             query=text,
             mode=used,
@@ -479,19 +485,18 @@ class KnowledgeGraphActor(NamespaceActor):
         return result
 
     def _best_observations(
-        self, entity: Entity, vector: npt.NDArray[np.float32] | None, as_of: datetime | None, include_invalid: bool
+        self, entity: Entity, cosines: dict[str, float], as_of: datetime | None, include_invalid: bool
     ) -> list[str] | None:
         """The ids of ``entity``'s observations an answer shows: those matching the query's
-        words (best first), then those closest in meaning, then the latest; at
-        most :data:`SHOWN_OBSERVATIONS`. ``None`` when every one it holds fits."""
+        words (best first), then those closest in meaning (by their passages' ``cosines``),
+        then the latest; at most :data:`SHOWN_OBSERVATIONS`. ``None`` when every one it holds fits."""
         visible = [o.id for o in shown_observations(entity, as_of, include_invalid)]
         if len(visible) <= SHOWN_OBSERVATIONS + 1:
             return None
         scores = self._index.observation_scores(visible)
         chosen = dict.fromkeys(sorted(scores, key=lambda i: -scores[i]))
-        if vector is not None and len(chosen) < SHOWN_OBSERVATIONS:
+        if cosines and len(chosen) < SHOWN_OBSERVATIONS:
             spans = windows(entity)
-            cosines = self._index.passage_cosines([key for key, _ in spans], vector)
             shown = set(visible)
             for key, ids in sorted(spans, key=lambda span: -cosines.get(span[0], -2.0)):
                 if key not in cosines or len(chosen) >= SHOWN_OBSERVATIONS:

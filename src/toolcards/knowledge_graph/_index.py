@@ -107,11 +107,17 @@ def fuse(keyword: Any, cosines: Any, by_meaning: Any, alpha: float, threshold: f
 def standout(keyword: Any) -> Any:
     """How far each keyword score stands out: ``sqrt((score - runner-up) / best)`` for the one
     best entity, 0 for the others (and for all when the best is shared)."""
-    best = float(keyword.max()) if len(keyword) else 0.0
-    if best <= 0:
-        return np.zeros_like(keyword)
-    runner_up = float(np.partition(keyword, -2)[-2]) if len(keyword) > 1 else 0.0
-    return np.sqrt(np.maximum(keyword - runner_up, 0.0) / best)
+    standing = np.zeros_like(keyword)
+    if not len(keyword):
+        return standing
+    top = int(keyword.argmax())
+    best = float(keyword[top])
+    if best > 0:
+        # Two maxima around the best, not a partition: most scores are 0, and partitioning
+        # many equal values is the slow case of introselect.
+        runner_up = max(float(keyword[:top].max(initial=0.0)), float(keyword[top + 1 :].max(initial=0.0)))
+        standing[top] = math.sqrt((best - runner_up) / best)
+    return standing
 
 
 def _top(scores: Any, count: int) -> npt.NDArray[np.intp]:

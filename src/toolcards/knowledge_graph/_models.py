@@ -129,7 +129,10 @@ class Provenance(BaseModel):
 
 
 class Observation(Provenance):
-    """One atomic fact about an entity."""
+    """One atomic fact about an entity. Immutable: a change records a new copy, so the graph
+    and every answer it gave can share one."""
+
+    model_config = ConfigDict(frozen=True)
 
     id: str
     """Unique in the graph and never reused: ``"<change>.<n>"``, the graph change that recorded it
@@ -177,10 +180,8 @@ class Entity(Provenance):
 
     def detached(self) -> Entity:
         """A copy that shares nothing mutable with this entity: what ``model_copy(deep=True)``
-        gives, copying only the lists and observations (the other fields are immutable)."""
-        return self.model_copy(
-            update={"observations": [each.model_copy() for each in self.observations], "aliases": list(self.aliases)}
-        )
+        gives, copying only the lists (observations and the other fields are immutable)."""
+        return self.model_copy(update={"observations": list(self.observations), "aliases": list(self.aliases)})
 
     def current_observations(self) -> list[Observation]:
         """The observations that hold now, in the order added."""
