@@ -148,6 +148,14 @@ class _IndexPending:
     caller has its answer (a search indexes them first if it comes sooner)."""
 
 
+_QueryVector = tuple["npt.NDArray[np.float32] | None", str | None]
+"""A query's vector, or ``None`` and why the search falls back to keywords."""
+
+
+def _known(answer: _QueryVector) -> Callable[[], _QueryVector]:
+    return lambda: answer
+
+
 def _utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -397,26 +405,23 @@ class KnowledgeGraphActor(NamespaceActor):
             raise ValueError("as_of must be an aware datetime (UTC).")
         count = max(1, min(top_k, MAX_TOP_K))
         at = None if as_of is None else as_of.timestamp()
-        used: SearchMode = mode
-        note: str | None = None
-        vector = None
-        if mode != "keyword":
-            vector, note = self._query_vector(text, query_vector)
-            if vector is None:
-                used = "keyword"
+        # The query is embedded while the keywords are scored.
+        later = self._query_vector(text, query_vector) if mode != "keyword" else None
         index = self._index
         shown = index.visible_entities(at, include_invalid)
         # The best twice over: enough for the names pinned first.
         best, matching = index.rank(
             text,
-            vector,
-            mode=used,
+            None if later is None else (lambda: later()[0]),
+            mode=mode,
             at=at,
             include_invalid=include_invalid,
             alpha=self._alpha,
             threshold=self._threshold,
             limit=2 * count,
         )
+        vector, note = (None, None) if later is None else later()
+        used: SearchMode = mode if vector is not None else "keyword"
         pinned = index.name_matches(text, count, shown)
         wanted = name_key(text)
         exact = {name for name in index.named(text) if shown[index.number(name)]}
@@ -854,30 +859,35 @@ class KnowledgeGraphActor(NamespaceActor):
 
     # -- search internals ------------------------------------------------------------
 
-    def _query_vector(
-        self, text: str, given: npt.ArrayLike | None
-    ) -> tuple[npt.NDArray[np.float32] | None, str | None]:
-        """The query's vector, or ``None`` and the one-line reason for a keyword fallback."""
+    def _query_vector(self, text: str, given: npt.ArrayLike | None) -> Callable[[], _QueryVector]:
+        """What waits for the query's vector, or for ``None`` and the one-line reason for a keyword
+        fallback; the embedding starts now (a ``given`` vector is checked now)."""
         vectors = self._vectors
         if vectors is None:
-            return None, "vector search needs an embedding model, none is configured; keyword results."
+            return _known((None, "vector search needs an embedding model, none is configured; keyword results."))
         if given is None and not vectors.available:
-            return None, f"embeddings are unavailable ({vectors.failure}); keyword results."
+            return _known((None, f"embeddings are unavailable ({vectors.failure}); keyword results."))
         if vectors.dim is None:
-            return None, ("no entity is embedded yet; keyword results." if self._entities else None)
+            return _known((None, "no entity is embedded yet; keyword results." if self._entities else None))
         if given is not None:
             import numpy as np
 
             vector = np.asarray(given, dtype=np.float32).reshape(-1)
             if vector.shape != (vectors.dim,):
                 raise ValueError(f"query_vector has {vector.size} dimensions; the index holds {vectors.dim}.")
-            return vector, None
-        embedded = vectors.embed_query(text, QUERY_EMBEDDING_TIMEOUT_S)
-        if embedded is not None:
-            return embedded, None
-        if not vectors.available:
-            return None, f"embeddings are unavailable ({vectors.failure}); keyword results."
-        return None, f"embedding the query took over {QUERY_EMBEDDING_TIMEOUT_S:g} s; keyword results."
+            return _known((vector, None))
+        waiting = vectors.start_query(text, QUERY_EMBEDDING_TIMEOUT_S)
+
+        @functools.cache
+        def embedded() -> _QueryVector:
+            vector = waiting()
+            if vector is not None:
+                return vector, None
+            if not vectors.available:
+                return None, f"embeddings are unavailable ({vectors.failure}); keyword results."
+            return None, f"embedding the query took over {QUERY_EMBEDDING_TIMEOUT_S:g} s; keyword results."
+
+        return embedded
 
     def _relation_shown(self, relation: Relation, *, as_of: datetime | None, include_invalid: bool) -> bool:
         """Whether a search at ``as_of`` shows ``relation`` (and both its ends)."""

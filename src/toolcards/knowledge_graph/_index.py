@@ -30,7 +30,7 @@ import math
 import re
 from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -708,7 +708,7 @@ class GraphIndex:
     def rank(
         self,
         query: str,
-        query_vector: npt.NDArray[np.float32] | None,
+        query_vector: npt.NDArray[np.float32] | Callable[[], npt.NDArray[np.float32] | None] | None,
         *,
         mode: str,
         at: float | None,
@@ -726,6 +726,9 @@ class GraphIndex:
         ``alpha * (cos - lowest) / (best - lowest) + (1 - alpha) * standout`` (see :func:`fuse`
         and :mod:`toolcards.knowledge_graph._search`; no vector counts as cosine 0).
 
+        ``query_vector`` may be a callable that gives it (or ``None``) once the keywords are
+        scored; without a vector, ``vector`` and ``hybrid`` rank as ``keyword``.
+
         From :attr:`_approximate_from` vector rows on, cosines are computed only for the rows
         of the probed lists (:mod:`toolcards.knowledge_graph._ivf`) and, in hybrid mode, of the
         best keyword entities; any other entity has no cosine, as if it had no vector.
@@ -733,9 +736,13 @@ class GraphIndex:
         shown = self.visible_entities(at, include_invalid)
         self._last_passages = None
         keyword = self.keyword_scores(query, shown, at, include_invalid) if mode != "vector" else None
-        cosines, has_vector = (
-            self._cosines(query_vector, keyword, 5 * max(limit, 1)) if mode != "keyword" else (None, None)
-        )
+        # A callable gives the vector once the keywords are scored (it may still be embedding).
+        vector = query_vector() if callable(query_vector) else query_vector
+        if mode != "keyword" and vector is None:
+            mode = "keyword"
+            if keyword is None:
+                keyword = self.keyword_scores(query, shown, at, include_invalid)
+        cosines, has_vector = self._cosines(vector, keyword, 5 * max(limit, 1)) if mode != "keyword" else (None, None)
         if mode == "keyword" or cosines is None or has_vector is None:
             assert keyword is not None
             eligible = keyword > 0

@@ -396,25 +396,36 @@ class TextVectors:
 
     def embed_query(self, text: str, timeout_s: float) -> npt.NDArray[np.float32] | None:
         """The unit vector of a search query, or ``None`` when the provider is unavailable or
-        took longer than ``timeout_s`` (logged; the call goes on and is dropped).
+        took longer than ``timeout_s`` (:meth:`start_query`, waited for at once)."""
+        return self.start_query(text, timeout_s)()
+
+    def start_query(self, text: str, timeout_s: float) -> Callable[[], npt.NDArray[np.float32] | None]:
+        """Start embedding a search query; the callable returned waits for its unit vector, or
+        ``None`` when the provider is unavailable or took longer than ``timeout_s`` (logged; the
+        call goes on and is dropped). The caller does other work meanwhile (a search scores
+        keywords).
 
         Runs on a query thread of its own, so the background worker's backlog does not
-        delay it; holds up the caller for at most ``timeout_s``.
+        delay it; the callable holds up its caller for at most ``timeout_s``.
         """
         if not self.available or self._stopping.is_set():
-            return None
+            return _nothing
         if self._query_pool is None:
             self._query_pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=f"{self._name} query")
         try:
             future = self._query_pool.submit(self._service.embed, [text])
         except RuntimeError:  # shut down: the actor is stopping
-            return None
-        try:
-            vectors = future.result(timeout=timeout_s)
-        except TimeoutError:
-            logger.warning("%s: embedding a search query took over %ss; keyword results.", self._name, timeout_s)
-            return None
-        return None if vectors is None else vectors[0]
+            return _nothing
+
+        def result() -> npt.NDArray[np.float32] | None:
+            try:
+                vectors = future.result(timeout=timeout_s)
+            except TimeoutError:
+                logger.warning("%s: embedding a search query took over %ss; keyword results.", self._name, timeout_s)
+                return None
+            return None if vectors is None else vectors[0]
+
+        return result
 
     def still_current(self, vectors: Iterable[TextVector]) -> list[TextVector]:
         """The ``vectors`` made from their key's current text and not indexed already.
@@ -630,3 +641,8 @@ class TextVectors:
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             waiter.set_result(None)
+
+
+def _nothing() -> None:
+    """The query vector when none can be made."""
+    return
