@@ -26,7 +26,6 @@ from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pykka
@@ -205,21 +204,13 @@ class PlanningActor(NamespaceActor):
         dropped (they are recomputed on the next start); every committed update is
         already in the store.
         """
-        self._tick.cancel()
         if self._unsubscribe is not None:
             with contextlib.suppress(Exception):  # the team may be stopping first
                 self._unsubscribe()
         super().on_stop()
 
-    def on_failure(
-        self,
-        exception_type: type[BaseException] | None,
-        exception_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Stop the lease ticks and the embedding threads when the actor dies of an unexpected exception."""
+    def _cancel_timers(self) -> None:
         self._tick.cancel()
-        super().on_failure(exception_type, exception_value, traceback)
 
     def on_receive(self, message: Any) -> Any:
         """Handle the lease tick, a member's leaving and the embedding keeper's messages; others
@@ -840,9 +831,10 @@ class PlanningActor(NamespaceActor):
         """
         shortest = min((claim.lease_s for claim in self._claims.values()), default=LEASE_TICK_S * 4)
         delay = min(LEASE_TICK_S, shortest / 4)
-        if sooner and time.monotonic() + delay >= self._tick_due:
+        due = time.monotonic() + delay
+        if sooner and due >= self._tick_due:
             return
-        self._tick_due = time.monotonic() + delay
+        self._tick_due = due
         self._tick.tell_later(self.actor_ref, delay, _LeaseTick())
 
     def _on_tick(self) -> None:

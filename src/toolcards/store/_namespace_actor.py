@@ -78,6 +78,9 @@ class NamespaceActor(CallerRunsActor):
         if any, are the writer's to make)."""
         raise NotImplementedError
 
+    def _cancel_timers(self) -> None:
+        """Cancel the timers the actor set for itself (stopped or crashed); none by default."""
+
     # -- loading and catching up -------------------------------------------------------
 
     def _load(self) -> None:
@@ -185,8 +188,9 @@ class NamespaceActor(CallerRunsActor):
     # -- lifecycle ---------------------------------------------------------------------
 
     def on_stop(self) -> None:
-        """Stop the embedding threads, waiting up to 5 s for a call in progress; vectors not
-        yet stored are recomputed on the next start."""
+        """Cancel the timers and stop the embedding threads, waiting up to 5 s for a call in
+        progress; vectors not yet stored are recomputed on the next start."""
+        self._cancel_timers()
         if self._keeper is not None:
             self._keeper.stop()
 
@@ -196,7 +200,9 @@ class NamespaceActor(CallerRunsActor):
         exception_value: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        """Stop the embedding threads when the actor dies of an unexpected exception."""
+        """Cancel the timers and stop the embedding threads when the actor dies of an
+        unexpected exception."""
+        self._cancel_timers()
         if self._keeper is not None:
             self._keeper.stop(wait_s=0)
 

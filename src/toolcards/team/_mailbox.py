@@ -32,7 +32,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from types import TracebackType
 from typing import Any
 
 import pykka
@@ -135,18 +134,7 @@ class MailboxActor(NamespaceActor):
     def on_stop(self) -> None:
         """Cancel the timers. Every acknowledged write is in the store already."""
         self._started = False
-        self._cancel_timers()
         super().on_stop()
-
-    def on_failure(
-        self,
-        exception_type: type[BaseException] | None,
-        exception_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Cancel the timers when the actor dies of an unexpected exception."""
-        self._cancel_timers()
-        super().on_failure(exception_type, exception_value, traceback)
 
     def on_receive(self, message: Any) -> Any:
         """Handle the tick and the reminder timer; other messages go to pykka's default."""

@@ -255,7 +255,7 @@ class Directory:
             ToolFailed: the directory cannot be read (permission denied...), in words.
         """
         found, more = self.kinds(limit)
-        return list(map(_new_entry, found.items())), more
+        return list(map(Entry._make, found.items())), more
 
     def kinds(self, limit: int = MAX_SCAN_ENTRIES) -> tuple[dict[str, int], bool]:
         """Up to ``limit`` names, each with its kind (``stat.S_IFMT`` of the entry itself, as
@@ -933,7 +933,6 @@ def _in_flux(dir_fd: int, name: str) -> bool:
 
 
 _name_of = operator.attrgetter("name")
-_new_entry = functools.partial(tuple.__new__, Entry)
 
 
 _is_regular_file = operator.methodcaller("is_file", follow_symlinks=False)
