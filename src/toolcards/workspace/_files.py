@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import itertools
 import operator
 import os
 import stat
 import threading
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from toolcards.core._deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.workspace._listing import listing_of
 from toolcards.workspace._models import content_digest
 from toolcards.workspace._os_errors import kind_of
 from toolcards.workspace._paths import SKIPPED_DIRS, display_name
@@ -485,7 +485,7 @@ class _Walk:
         """The lines of ``directory``'s entries (and, in a tree, of what is below them), in
         blocks: a flat listing's lines come a few hundred at a time."""
         try:
-            kinds, more = directory.kinds()
+            names, kinds, more = listing_of(directory)
         except (RetriableError, ToolFailed) as exc:  # shown in place: the rest is still listed
             yield [f"{indent}({exc})"]
             return
@@ -494,10 +494,8 @@ class _Walk:
                 f"({display_name(directory.rel)!r} has more than {len(kinds):,} entries: only some are listed; "
                 "use workspace_glob to find files in it)"
             )
-        names = list(kinds)
         if self.exclude is not None:
-            names = [name for name in names if not self.exclude(prefix + name)]
-        _in_listing_order(names, kinds)
+            names = tuple(name for name in names if not self.exclude(prefix + name))
         for start in range(0, len(names), 256):
             check_deadline()
             block = names[start : start + 256]
@@ -517,7 +515,7 @@ class _Walk:
     def _branches(
         self,
         directory: Directory,
-        block: list[str],
+        block: Sequence[str],
         block_kinds: list[int],
         labels: list[str],
         indent: str,
@@ -554,21 +552,11 @@ def _size_of(directory: Directory, name: str) -> str:
         return ""
 
 
-def _in_listing_order(names: list[str], kinds: dict[str, int]) -> None:
-    """Sort ``names`` (of ``kinds``) in place: directories first, then by name case-blind, ties
-    by name. Stable sorts on keys taken in C (a listing sorts every name of a directory)."""
-    names.sort()
-    names.sort(key=str.casefold)
-    if stat.S_IFDIR in kinds.values():
-        directories = set(itertools.compress(kinds, map(stat.S_IFDIR.__eq__, kinds.values())))
-        names.sort(key=directories.__contains__, reverse=True)  # reverse keeps ties in order
-
-
-def _labels(names: list[str], kinds: list[int]) -> list[str]:
+def _labels(names: Sequence[str], kinds: list[int]) -> list[str]:
     """What each name shows as (:func:`_label`); regular files with ASCII names, most
     entries, show as their names, taken in one pass."""
     if kinds.count(stat.S_IFREG) == len(kinds) and "".join(names).isascii():
-        return names
+        return list(names)
     return list(map(_label, names, kinds))
 
 
