@@ -101,15 +101,9 @@ built-in cards are found through the card registry (:data:`toolcards.core._regis
 
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        # importlib.metadata is slow to import: read the version only when asked.
-        from importlib.metadata import PackageNotFoundError, version
+        from toolcards._version import __version__
 
-        try:
-            value: Any = version("toolcards")
-        except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
-            value = "0.0.0"
-        globals()[name] = value
-        return value
+        return __version__
     return _lazy_getattr(name)
 
 

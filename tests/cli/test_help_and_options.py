@@ -49,6 +49,20 @@ def test_version_prints_the_installed_version(tmp_path: Path) -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, f"toolcards {version('toolcards')}\n", "")
 
 
+def test_the_command_line_loads_pydantic_plugins_only_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolcards.cli import main
+
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "recorded")  # restored (unset) after the test
+    monkeypatch.delenv("PYDANTIC_DISABLE_PLUGINS")
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
+    monkeypatch.setenv("PYDANTIC_DISABLE_PLUGINS", "")  # the user's choice: every plugin
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
+
+
 @pytest.mark.parametrize("command", ["", *command_names()])
 def test_help_is_plain_text(command: str, tmp_path: Path) -> None:
     done = toolcards(*([command] if command else []), "--help", cwd=tmp_path)

@@ -53,6 +53,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from toolcards._version import __version__
 from toolcards.core._approval import ApprovalRequired, Approver, approving
 from toolcards.core._channels import Channels
 from toolcards.core._progress import ProgressReporter, ProgressSink, reporting
@@ -350,7 +351,7 @@ class TeamServer:
     @functools.cached_property
     def server_info(self) -> dict[str, str]:
         """``serverInfo``: the config's name and toolcards' version."""
-        return {"name": self.config.name, "version": _version()}
+        return {"name": self.config.name, "version": __version__}
 
     @functools.cached_property
     def instructions(self) -> str:
@@ -688,10 +689,3 @@ def _checked_agent_name(name: str | None) -> str | None:
     return cleaned
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("toolcards")
-    except PackageNotFoundError:
-        return "0"
