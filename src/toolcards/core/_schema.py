@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
 from toolcards.core._docstring import parse_docstring
+from toolcards.core._shipped_schemas import schema_key, shipped_schema
 from toolcards.errors import RetriableError, WiringError
 
 __all__ = ["ArgsSchema", "build_args_schema"]
@@ -66,8 +67,10 @@ class ArgsSchema:
         description: str,
         signature: inspect.Signature,
         structured: frozenset[str],
+        shipped_key: str | None = None,
     ) -> None:
         self._name = name
+        self._shipped_key = shipped_key
         self._fields = dict(fields)
         self.description = description
         """The docstring's description (without the ``Args:`` section)."""
@@ -93,7 +96,12 @@ class ArgsSchema:
 
     @functools.cached_property
     def json_schema(self) -> dict[str, Any]:
-        """The compact JSON schema sent to models and MCP clients."""
+        """The compact JSON schema sent to models and MCP clients: the shipped one of a built-in
+        capability (:mod:`toolcards.core._shipped_schemas`), without building the model."""
+        if self._shipped_key is not None:
+            shipped = shipped_schema(self._shipped_key)
+            if shipped is not None:
+                return shipped
         return compact_json_schema(self.model.model_json_schema())
 
     def validate(self, tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,6 +179,7 @@ def _build_args_schema(func: Callable[..., Any], *, name: str) -> ArgsSchema:
         description=doc.description,
         signature=signature.replace(parameters=params, return_annotation=hints.get("return", Any)),
         structured=frozenset(structured),
+        shipped_key=schema_key(func, name),
     )
 
 

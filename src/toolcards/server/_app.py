@@ -687,5 +687,3 @@ def _checked_agent_name(name: str | None) -> str | None:
     if not cleaned:
         raise WiringError(f"Agent name {name!r} has no usable characters; use letters, digits, '_', '.' or '-'.")
     return cleaned
-
-
