@@ -63,6 +63,33 @@ def test_the_command_line_loads_pydantic_plugins_only_when_asked(monkeypatch: py
     assert os.environ["PYDANTIC_DISABLE_PLUGINS"] == ""
 
 
+@pytest.mark.parametrize("ends_start_up", [False, True])
+def test_only_a_long_running_command_starts_without_the_collector(
+    ends_start_up: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+    import gc
+
+    from toolcards import cli
+
+    seen: list[bool] = []
+
+    def parser() -> argparse.ArgumentParser:
+        made = argparse.ArgumentParser()
+        made.add_argument("command")
+        made.set_defaults(
+            handler=lambda args: seen.append(gc.isenabled()) or 0, ends_start_up=ends_start_up, debug=False
+        )
+        return made
+
+    monkeypatch.setattr(cli, "build_parser", parser)
+    monkeypatch.setattr(cli, "configure_logging", lambda **options: None)
+    assert gc.isenabled()
+    assert cli.main(["go"]) == 0
+    assert seen == [not ends_start_up]  # serve turns it back on itself, once it is ready
+    assert gc.isenabled()
+
+
 @pytest.mark.parametrize("command", ["", *command_names()])
 def test_help_is_plain_text(command: str, tmp_path: Path) -> None:
     done = toolcards(*([command] if command else []), "--help", cwd=tmp_path)

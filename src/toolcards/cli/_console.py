@@ -12,6 +12,7 @@ interrupted.
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import sys
@@ -34,6 +35,14 @@ __all__ = [
 
 class UsageError(Exception):
     """The command line is wrong (exit code 2); the message names the value and the fix."""
+
+
+def start_up_over() -> None:
+    """End the start-up of a long-running command (``main`` turns the collector off while a
+    command starts): the objects made so far are kept out of every later collection, and the
+    cyclic garbage collector runs again."""
+    gc.freeze()
+    gc.enable()
 
 
 def progress(message: str) -> None:

@@ -42,7 +42,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from toolcards.cli._agent_option import add_agent_option
-from toolcards.cli._console import UsageError, configure_logging, install_hint, one_line, progress, summary
+from toolcards.cli._console import (
+    UsageError,
+    configure_logging,
+    install_hint,
+    one_line,
+    progress,
+    start_up_over,
+    summary,
+)
 from toolcards.cli._http_options import HTTP_OPTIONS, add_http_options, check_access, client_limits
 from toolcards.cli._location_options import LOOKUP_HELP, add_location_options, open_team_store
 
@@ -110,7 +118,7 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument("--team", metavar="ID", help="override the config's team id")
     add_agent_option(parser, default=None, help="name every client's agent NAME (X-Agent-Name still wins)")
     add_location_options(parser)
-    parser.set_defaults(handler=run)
+    parser.set_defaults(handler=run, ends_start_up=True)
 
 
 # -- option values (argparse types: a bad value is a usage error, exit code 2) -------------
@@ -283,6 +291,7 @@ def run(args: argparse.Namespace) -> int:
         except BaseException:
             team_server.close()
             raise
+        start_up_over()
         if http:
             import anyio
 
