@@ -8,9 +8,9 @@ before they were read: its change and modification times, size and link count. A
 the stamp moved.
 
 A directory changed in the last :data:`SETTLED_S` seconds is read and not kept. The kernel
-stamps times from a clock that ticks every few milliseconds, so a change made in the same tick
-as the read could leave the stamp as it was; a directory whose stamp is older than the read by
-more than a tick cannot. The change time is set by the kernel at every change to the
+stamps times from a clock that ticks every few milliseconds (some file systems keep whole
+seconds, or two), so a change made in the same tick as the read could leave the stamp as it
+was; a directory whose stamp is older than the read by more than a tick cannot. The change time is set by the kernel at every change to the
 directory (a rename in or out, a new or removed entry) and no program can set it back, so a
 tool that restores modification times (``tar``, ``rsync -t``) is noticed too. What changes
 inside files (their sizes) is not part of a directory's entries: sizes are asked at every
@@ -34,7 +34,7 @@ from toolcards.workspace._tree import Directory
 
 __all__ = ["Listing", "listing_of"]
 
-SETTLED_S = 1.0
+SETTLED_S = 2.0
 """A directory changed more recently than this is read again at every listing."""
 
 MAX_KEPT_NAMES = 200_000
