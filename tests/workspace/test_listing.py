@@ -37,9 +37,7 @@ def names(tree: Tree, path: str = "") -> tuple[str, ...]:
         return listing_of(directory).names
 
 
-def test_a_settled_directory_is_listed_from_what_was_kept(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_settled_directory_is_listed_from_what_was_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "b.txt").write_text("")
     (tmp_path / "A").mkdir()
     monkeypatch.setattr(_listing, "SETTLED_S", -10.0)  # the change time just set counts as settled
