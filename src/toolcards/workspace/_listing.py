@@ -10,9 +10,10 @@ the stamp moved.
 A directory changed in the last :data:`SETTLED_S` seconds is read and not kept. The kernel
 stamps times from a clock that ticks every few milliseconds (some file systems keep whole
 seconds, or two), so a change made in the same tick as the read could leave the stamp as it
-was; a directory whose stamp is older than the read by more than a tick cannot. The change time is set by the kernel at every change to the
-directory (a rename in or out, a new or removed entry) and no program can set it back, so a
-tool that restores modification times (``tar``, ``rsync -t``) is noticed too. What changes
+was; a directory whose stamp is older than the read by more than a tick cannot. The change
+time is set by the kernel at every change to the directory (a rename in or out, a new or
+removed entry) and no program can set it back, so a tool that restores modification times
+(``tar``, ``rsync -t``) is noticed too. What changes
 inside files (their sizes) is not part of a directory's entries: sizes are asked at every
 listing.
 
