@@ -34,6 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 WHEEL_MUST_HOLD = (
     "toolcards/__init__.py",
     "toolcards/py.typed",
+    "toolcards/_tool_schemas.json",
+    "toolcards/_version.py",
     "toolcards/examples/__init__.py",
     "toolcards/examples/quickstart.py",
     "toolcards/examples/team.py",
