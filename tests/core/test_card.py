@@ -44,6 +44,27 @@ def test_capability_must_name_a_field() -> None:
                 return ""
 
 
+def test_a_card_may_defer_building_its_schema() -> None:
+    class LazyParam(BaseToolParam):
+        model_config = ConfigDict(defer_build=True)
+
+    class LazyCard(ToolCard):
+        model_config = ConfigDict(defer_build=True)
+
+        shout: LazyParam | bool = True
+
+        @capability("shout")
+        def shout_text(self, text: str) -> str:
+            """Shout the text."""
+            return text.upper()
+
+    (tool,) = LazyCard().build_tools()
+    assert tool.call_sync({"text": "hi"}) == "HI"
+    assert LazyCard.model_validate({"shout": {"instructions": "Loud."}}).param("shout") == LazyParam(
+        instructions="Loud."
+    )
+
+
 def test_round_trip() -> None:
     card = GreeterCard(greet=GreetParam(greeting="Hi", instructions="Be brief."), motd=False)
     assert GreeterCard.model_validate(card.model_dump()) == card

@@ -189,7 +189,11 @@ class ToolCard(BaseModel):
         found: dict[str, Capability] = {}
         views: dict[str, ViewSpec] = {}
         for klass in reversed(cls.__mro__):
-            for attr, value in vars(klass).items():
+            # A copy, and pydantic's own names skipped: touching a deferred schema
+            # (defer_build=True) builds it, which adds to the class's namespace.
+            for attr, value in list(vars(klass).items()):
+                if attr.startswith("__pydantic"):
+                    continue
                 cap = getattr(value, "__toolcards_capability__", None)
                 if isinstance(cap, Capability):
                     found[attr] = cap
