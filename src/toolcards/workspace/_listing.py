@@ -13,9 +13,8 @@ seconds, or two), so a change made in the same tick as the read could leave the 
 was; a directory whose stamp is older than the read by more than a tick cannot. The change
 time is set by the kernel at every change to the directory (a rename in or out, a new or
 removed entry) and no program can set it back, so a tool that restores modification times
-(``tar``, ``rsync -t``) is noticed too. What changes
-inside files (their sizes) is not part of a directory's entries: sizes are asked at every
-listing.
+(``tar``, ``rsync -t``) is noticed too. What changes inside files (their sizes) is not part of a
+directory's entries: sizes are asked at every listing.
 
 At most :data:`MAX_KEPT_NAMES` names are kept in all, the directories listed longest ago
 dropped first.
@@ -100,19 +99,22 @@ def listing_of(directory: Directory) -> Listing:
     now = time.time_ns()
     try:
         info = os.fstat(directory.fd)
-    except OSError:
-        info = None
-    if info is not None:
-        key = (info.st_dev, info.st_ino)
-        stamp = (info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_nlink)
-        kept = _KEPT.get(key, stamp)
-        if kept is not None:
-            return kept
-    kinds, more = directory.kinds()
-    listing = Listing(_in_listing_order(kinds), kinds, more)
-    if info is not None and max(info.st_ctime_ns, info.st_mtime_ns) < now - int(SETTLED_S * 1e9):
+    except OSError:  # no stamp to check it by: read it, keep nothing
+        return _read(directory)
+    key = (info.st_dev, info.st_ino)
+    stamp = (info.st_ctime_ns, info.st_mtime_ns, info.st_size, info.st_nlink)
+    kept = _KEPT.get(key, stamp)
+    if kept is not None:
+        return kept
+    listing = _read(directory)
+    if max(info.st_ctime_ns, info.st_mtime_ns) < now - int(SETTLED_S * 1e9):
         _KEPT.put(key, stamp, listing)
     return listing
+
+
+def _read(directory: Directory) -> Listing:
+    kinds, more = directory.kinds()
+    return Listing(_in_listing_order(kinds), kinds, more)
 
 
 def _in_listing_order(kinds: dict[str, int]) -> tuple[str, ...]:
