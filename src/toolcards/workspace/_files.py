@@ -186,7 +186,9 @@ class PageBuilder:
         wanted = self.last - self.number + 1
         lines = (text[position:] if position else text).split("\n", wanted)
         rest = lines.pop()
-        if len(lines) > 8 and self._add_plain_lines(text, position, lines):
+        # The lines' characters, without a pass over them: each was followed by a newline.
+        size = len(text) - position - len(rest) - len(lines)
+        if len(lines) > 8 and self._add_plain_lines(text, position, lines, size):
             done = len(lines)
             lines_left: list[str] = []
         else:
@@ -229,21 +231,23 @@ class PageBuilder:
             stopped=self.stopped,
         )
 
-    def _add_plain_lines(self, text: str, position: int, lines: list[str]) -> bool:
-        """Collect ``lines`` at once when none needs care (no ``\\r``, none too long, all
-        within the budget); return whether it did. The common case, in C loops."""
-        size = sum(map(len, lines))
+    def _add_plain_lines(self, text: str, position: int, lines: list[str], size: int) -> bool:
+        """Collect ``lines`` (``size`` characters in all) at once when none needs care (no
+        ``\\r``, none too long, all within the budget); return whether it did. The common case,
+        in C loops."""
         last = self.number + len(lines) - 1
-        width = len(str(last)) + 1 if self.numbered else 0  # the widest prefix, tab included
+        prefix_chars = _prefix_chars(self.number, last) if self.numbered else 0
         if (
-            (self.max_chars is not None and self.chars + size + len(lines) * (width + 1) > self.max_chars)
-            or max(map(len, lines)) > MAX_LINE_CHARS
+            (self.max_chars is not None and self.chars + size + prefix_chars + len(lines) > self.max_chars)
+            or (size > MAX_LINE_CHARS and max(map(len, lines)) > MAX_LINE_CHARS)
             or text.find("\r", position, position + size + len(lines)) >= 0
         ):
             return False
-        numbered = list(map(operator.add, _prefixes(self.number, last), lines)) if self.numbered else lines
-        self.lines.extend(numbered)
-        self.chars += sum(map(len, numbered)) + len(numbered)
+        if self.numbered:
+            self.lines.extend(map(operator.add, _prefixes(self.number, last), lines))
+        else:
+            self.lines.extend(lines)
+        self.chars += size + prefix_chars + len(lines)
         self.number = last + 1
         return True
 
@@ -284,6 +288,17 @@ def _prefixes(first: int, last: int) -> list[str]:
             start = len(_PREFIXES) + 1
             _PREFIXES.extend([f"{number}\t" for number in range(start, last + 1)])
     return _PREFIXES[first - 1 : last]
+
+
+def _prefix_chars(first: int, last: int) -> int:
+    """The characters of the prefixes of lines ``first`` .. ``last``, counted by digits."""
+    total, digits, low = 0, 1, 1
+    while low <= last:
+        high = low * 10 - 1
+        if high >= first:
+            total += (min(high, last) - max(low, first) + 1) * (digits + 1)
+        digits, low = digits + 1, high + 1
+    return total
 
 
 def _check_range(offset: int, limit: int) -> None:
