@@ -58,3 +58,34 @@ def test_collecting_stops_past_the_budget_but_counting_goes_on() -> None:
     builder.feed("".join(f"line {n}\n" for n in range(1, 1001)))
     page = builder.finish()
     assert page.stopped and page.total == 1000 and 100 < len("\n".join(page.lines)) < 200
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(
+    short=st.lists(st.integers(0, 30), min_size=9, max_size=120),
+    long_at=st.integers(0, 119),
+    long_size=st.integers(MAX_LINE_CHARS - 1, MAX_LINE_CHARS + 2),
+    first=st.sampled_from([1, 5, 95, 995]),
+)
+def test_a_long_line_among_many_is_clipped_wherever_it_stands(
+    short: list[int], long_at: int, long_size: int, first: int
+) -> None:
+    # Many short lines take the page's whole-block road; a line over the limit must still be seen.
+    sizes = [*short[: long_at % len(short)], long_size, *short[long_at % len(short) :]]
+    text = "pad\n" * (first - 1) + "".join("y" * size + "\n" for size in sizes)
+    builder = PageBuilder(first, len(sizes), None)
+    builder.feed(text)
+    page = builder.finish()
+    assert (page.lines, page.total) == reference(text, first, len(sizes))
+    assert page.clipped == (long_size > MAX_LINE_CHARS)
+
+
+def test_a_page_that_fits_its_budget_exactly_is_whole() -> None:
+    text = "".join(f"line {n}\n" for n in range(1, 200))
+    whole = len("\n".join(reference(text, 1, 500)[0]))
+    fits = PageBuilder(1, 500, whole)
+    fits.feed(text)
+    assert not fits.finish().stopped
+    short = PageBuilder(1, 500, whole - 1)
+    short.feed(text)
+    assert short.finish().stopped
