@@ -12,7 +12,7 @@ import pytest
 
 from tests.workspace.hostile import CheckedAgent
 from tests.workspace.test_journal import plain
-from toolcards.workspace import _listing
+from toolcards.workspace import _kept, _listing
 from toolcards.workspace._listing import listing_of
 from toolcards.workspace._tree import Tree
 
@@ -40,7 +40,7 @@ def names(tree: Tree, path: str = "") -> tuple[str, ...]:
 def test_a_settled_directory_is_listed_from_what_was_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "b.txt").write_text("")
     (tmp_path / "A").mkdir()
-    monkeypatch.setattr(_listing, "SETTLED_S", -10.0)  # the change time just set counts as settled
+    monkeypatch.setattr(_kept, "SETTLED_S", -10.0)  # the change time just set counts as settled
     tree = Tree(tmp_path)
     first = names(tree)
     assert first == ("A", "b.txt")
@@ -59,7 +59,7 @@ def test_a_change_whose_modification_time_is_set_back_is_seen(tmp_path: Path, mo
     # What `rsync -t` and `tar` do: add entries, then restore the directory's modification time.
     (tmp_path / "old.txt").write_text("")
     settle(tmp_path)
-    monkeypatch.setattr(_listing, "SETTLED_S", -10.0)
+    monkeypatch.setattr(_kept, "SETTLED_S", -10.0)
     tree = Tree(tmp_path)
     assert names(tree) == ("old.txt",)
     (tmp_path / "new.txt").write_text("")
@@ -70,7 +70,7 @@ def test_a_change_whose_modification_time_is_set_back_is_seen(tmp_path: Path, mo
 def test_a_rename_over_a_name_is_seen_in_the_kind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "x").write_text("")
     (tmp_path / "d").mkdir()
-    monkeypatch.setattr(_listing, "SETTLED_S", -10.0)
+    monkeypatch.setattr(_kept, "SETTLED_S", -10.0)
     tree = Tree(tmp_path)
     with tree.directory("") as directory:
         assert listing_of(directory).kinds["x"] != listing_of(directory).kinds["d"]
@@ -84,8 +84,8 @@ def test_a_rename_over_a_name_is_seen_in_the_kind(tmp_path: Path, monkeypatch: p
 
 
 def test_what_is_kept_stays_within_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_listing, "SETTLED_S", -10.0)
-    monkeypatch.setattr(_listing, "MAX_KEPT_NAMES", 25)
+    monkeypatch.setattr(_kept, "SETTLED_S", -10.0)
+    monkeypatch.setattr(_listing._KEPT, "max_weight", 25)
     tree = Tree(tmp_path)
     for index in range(6):
         folder = tmp_path / f"d{index}"
@@ -93,13 +93,13 @@ def test_what_is_kept_stays_within_its_bound(tmp_path: Path, monkeypatch: pytest
         for name in range(10):
             (folder / f"{name}").write_text("")
         assert len(names(tree, f"d{index}")) == 10
-    assert _listing._KEPT._names <= 25
+    assert _listing._KEPT._weight <= 25
     with tree.directory("d5") as directory:  # the newest is kept, the oldest dropped
         assert listing_of(directory) is listing_of(directory)
 
 
 def test_a_listing_sees_what_another_process_adds(a: CheckedAgent, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_listing, "SETTLED_S", -10.0)  # keep every listing, however recent
+    monkeypatch.setattr(_kept, "SETTLED_S", -10.0)  # keep every listing, however recent
     folder = a.root / "out"
     folder.mkdir()
     for index in range(300):

@@ -37,6 +37,7 @@ from pathlib import Path
 
 from toolcards.core._deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.workspace._kept import Kept, settled, stamp_of
 from toolcards.workspace._listing import listing_of
 from toolcards.workspace._models import content_digest
 from toolcards.workspace._os_errors import kind_of
@@ -46,6 +47,7 @@ from toolcards.workspace._tree import READ_CHUNK_BYTES, Directory, OpenFile, Tre
 
 __all__ = [
     "MAX_COUNTED_MORE",
+    "MAX_KEPT_PAGE_CHARS",
     "MAX_LINE_CHARS",
     "MAX_LIST_ENTRIES",
     "Page",
@@ -63,6 +65,10 @@ MAX_LINE_CHARS = 2000
 
 MAX_LIST_ENTRIES = 500
 """How many entries :func:`list_directory` shows by default (its ``limit``)."""
+
+MAX_KEPT_PAGE_CHARS = 16 * 1024 * 1024
+"""Pages of unchanged files kept per process, in characters of their lines and bytes of
+their files (each page keeps its file's bytes for the read-before-write gate)."""
 
 _KEEP_BYTES = 2 * 1024 * 1024
 """A file read by :func:`read_page` is kept whole (for the gate's diffs) up to this size."""
@@ -362,6 +368,9 @@ def page_of_text(
     return builder.finish()
 
 
+_PAGES: Kept[PageRead] = Kept(MAX_KEPT_PAGE_CHARS)
+
+
 def read_page(
     file: OpenFile, offset: int = 1, limit: int = 2000, *, max_chars: int | None = None, numbered: bool = True
 ) -> PageRead:
@@ -372,7 +381,10 @@ def read_page(
     hold more than ``max_chars`` characters collecting stops (``Page.stopped``), while the
     rest of the file is still read to count its lines and hash it. A file that fits in one
     read (:data:`~toolcards.workspace._tree.READ_CHUNK_BYTES`) is read whole, then paged:
-    the same page, without decoding and collecting it piece by piece.
+    the same page, without decoding and collecting it piece by piece; that page is kept
+    while the file's change stamp holds (:mod:`toolcards.workspace._kept`), up to
+    :data:`MAX_KEPT_PAGE_CHARS` in all, and a read of the same page of the unchanged file
+    returns it without reading the file again.
 
     Raises:
         RetriableError: ``offset``/``limit`` below 1; the file is not UTF-8 text (see
@@ -380,9 +392,18 @@ def read_page(
     """
     _check_range(offset, limit)
     if file.size < READ_CHUNK_BYTES:
+        status = file.status
+        key = (status.st_dev, status.st_ino, offset, limit, max_chars, numbered)
+        stamp = stamp_of(status)
+        known = _PAGES.get(key, stamp)
+        if known is not None:
+            return known
         whole = _whole(file)
         page = page_of_text(file_text(whole, file.rel), offset, limit, max_chars=max_chars, numbered=numbered)
-        return PageRead(page=page, digest=content_digest(whole), data=whole)
+        read = PageRead(page=page, digest=content_digest(whole), data=whole)
+        if file.stamped_ns is not None and settled(status, file.stamped_ns):
+            _PAGES.put(key, stamp, read, len(whole) + sum(map(len, page.lines)))
+        return read
     builder = PageBuilder(offset, limit, max_chars, numbered=numbered)
     decoder = _utf8_decoder()
     hasher = hashlib.sha256()

@@ -45,6 +45,7 @@ import itertools
 import operator
 import os
 import stat
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,13 +127,16 @@ class OpenFile:
     opened, whatever is renamed or swapped afterwards.
     """
 
-    def __init__(self, fd: int, rel: str, status: os.stat_result) -> None:
+    def __init__(self, fd: int, rel: str, status: os.stat_result, stamped_ns: int | None = None) -> None:
         self.fd = fd
         """The open descriptor (``O_RDONLY | O_NONBLOCK``); closed by :meth:`close`."""
         self.rel = rel
         """Its canonical workspace-relative path."""
         self.status = status
         """Its ``fstat`` when it was opened."""
+        self.stamped_ns = stamped_ns
+        """The wall clock (``time.time_ns()``) just before that ``fstat``, when known: what
+        tells whether a read of it may be kept (:func:`toolcards.workspace._kept.settled`)."""
         self._at_start = True
 
     def __enter__(self) -> OpenFile:
@@ -973,6 +977,7 @@ def _open_error(exc: OSError, dir_fd: int, name: str, rel: str, doing: Doing) ->
 
 
 def _checked_regular(fd: int, rel: str, doing: Doing) -> OpenFile:
+    stamped_ns = time.time_ns()
     try:
         status = os.fstat(fd)
     except OSError as exc:
@@ -981,7 +986,7 @@ def _checked_regular(fd: int, rel: str, doing: Doing) -> OpenFile:
     if not stat.S_ISREG(status.st_mode):
         os.close(fd)
         raise not_regular_error(status.st_mode, doing, rel)
-    return OpenFile(fd, rel, status)
+    return OpenFile(fd, rel, status, stamped_ns)
 
 
 def _replace(
