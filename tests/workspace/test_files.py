@@ -156,7 +156,8 @@ def test_a_small_file_is_read_in_one_call(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_small_file_that_grows_while_it_is_read_is_reported(tmp_path: Path) -> None:
     (tmp_path / "f.txt").write_text("one\n")
     with Tree(tmp_path).open_file("f.txt") as file:
-        (tmp_path / "f.txt").open("a").write("two\n" * 1000)  # in place, as a command appends
+        with (tmp_path / "f.txt").open("a") as appending:  # in place, as a command appends
+            appending.write("two\n" * 1000)
         with pytest.raises(RetriableError, match=r"'f\.txt' changed while it was being read"):
             read_page(file)
 
