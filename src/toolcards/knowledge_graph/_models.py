@@ -89,13 +89,24 @@ def _schema_for_models(schema: dict[str, Any]) -> None:
         prop.pop("default", None)
 
 
-class _ToolInput(BaseModel):
+class _GraphData(BaseModel):
+    """Base of every model here: each is built at its first use rather than at import.
+
+    A server with a graph card answers its first call without reading or writing the graph
+    (the tools' argument schemas are shipped, :mod:`toolcards.core._shipped_schemas`), so
+    building these eighteen models while it starts would only delay that answer.
+    """
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class _ToolInput(_GraphData):
     """Base of the LLM-facing inputs: unknown fields are refused, so a typo fails loudly."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_schema_for_models)
 
 
-class Provenance(BaseModel):
+class Provenance(_GraphData):
     """Who recorded a fact, when, under which task, and whether and why it stopped holding.
 
     A fact (entity, observation, relation) holds from :attr:`created_at` until
@@ -209,7 +220,7 @@ class Relation(Provenance):
         return (self.from_entity, self.to_entity, self.relation_type)
 
 
-class KnowledgeGraph(BaseModel):
+class KnowledgeGraph(_GraphData):
     """A whole graph, for export and tests: entities sorted by name, relations by key."""
 
     entities: list[Entity] = Field(default_factory=list)
@@ -307,7 +318,7 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-class UpdateReport(BaseModel):
+class UpdateReport(_GraphData):
     """What one ``update`` batch did.
 
     A batch is all or nothing. Everything listed outside ``errors`` is committed; when
@@ -369,7 +380,7 @@ class UpdateReport(BaseModel):
         return "; ".join(parts) or "no changes"
 
 
-class MergeReport(BaseModel):
+class MergeReport(_GraphData):
     """What merging entities into one did (or, for a dry run, would do).
 
     Nothing is lost: observations keep their ids and provenance, relations are re-pointed,
@@ -404,7 +415,7 @@ class MergeReport(BaseModel):
     """The answer of an earlier attempt of the same call (same idempotency key); nothing was written again."""
 
 
-class Neighbour(BaseModel):
+class Neighbour(_GraphData):
     """An entity one relation away from a search hit."""
 
     name: str
@@ -414,7 +425,7 @@ class Neighbour(BaseModel):
     """``True`` for hit -[type]-> neighbour, ``False`` for neighbour -[type]-> hit."""
 
 
-class EntityView(BaseModel):
+class EntityView(_GraphData):
     """An entity as a read shows it: the entity and the entities one relation away."""
 
     entity: Entity
@@ -423,7 +434,7 @@ class EntityView(BaseModel):
     """Neighbours left out of ``neighbours`` to keep the answer short."""
 
 
-class EntityPage(BaseModel):
+class EntityPage(_GraphData):
     """The answer to ``get_entities`` (:attr:`missing` lists names not found) or one page of
     ``read_graph`` (:attr:`offset` and :attr:`total` place it in the whole graph)."""
 
@@ -446,14 +457,14 @@ class SearchHit(EntityView):
     """The ids of the observations the answer shows, best-matching first; ``None``: all of them."""
 
 
-class GraphPath(BaseModel):
+class GraphPath(_GraphData):
     """A shortest undirected path: ``nodes[i]`` and ``nodes[i + 1]`` joined by ``relations[i]``."""
 
     nodes: list[str]
     relations: list[Relation]
 
 
-class SearchResult(BaseModel):
+class SearchResult(_GraphData):
     """The answer to one search: ranked hits, and on request edges and paths between them."""
 
     query: str
