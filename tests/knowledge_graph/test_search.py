@@ -176,3 +176,38 @@ def test_a_keyword_match_counts_only_where_one_entity_stands_out() -> None:
     assert ahead.tolist() == pytest.approx([0.5 * 0.25**0.5, 0.0, 0.0])
     nothing, _ = fuse(np.zeros(3), cosines, embedded, 0.5, 0.3)
     assert nothing.tolist() == [0.0, 0.0, 0.0]
+
+
+def matched(index: GraphIndex, query: str, limit: int = 10) -> tuple[list[str], int]:
+    hits, matching = index.rank(
+        query, None, mode="keyword", at=None, include_invalid=False, alpha=0.5, threshold=0.3, limit=limit
+    )
+    return [hit[0] for hit in hits], matching
+
+
+def test_a_word_every_entity_has_finds_nothing_beside_a_rarer_one() -> None:
+    index = GraphIndex()
+    index.put_entities([entity(f"entity-{n:03}", f"fact {n}") for n in range(100)])
+    # "entity" is in every name: alone it finds them all, beside "042" it finds only that one.
+    assert matched(index, "entity-042") == (["entity-042"], 1)
+    names, matching = matched(index, "entity")
+    assert (len(names), matching) == (10, 100)
+
+
+def test_a_word_many_entities_share_still_finds_them() -> None:
+    index = GraphIndex()
+    index.put_entities(
+        [entity("alice", "alice owns the deploy pipeline")]
+        + [entity(f"service {n}", "deploy runs nightly" if n % 2 else "backups run weekly") for n in range(40)]
+    )
+    names, matching = matched(index, "alice deploy", limit=50)
+    assert names[0] == "alice"
+    assert matching == 21  # alice and the twenty services that deploy: half of them is not noise
+
+
+def test_the_hybrid_leg_keeps_the_keyword_floor() -> None:
+    keyword = np.array([4.0, 0.01, 0.0])
+    cosines = np.array([0.1, 0.1, 0.1])
+    embedded = np.array([True, True, True])
+    _, eligible = fuse(keyword, cosines, embedded, 0.7, 0.3)
+    assert eligible.tolist() == [True, False, False]

@@ -39,7 +39,7 @@ import numpy as np
 from toolcards.core._words import name_key, name_tokens, query_terms, tokenize
 from toolcards.knowledge_graph._ivf import APPROXIMATE_FROM, PROBES, InvertedFile
 from toolcards.knowledge_graph._passages import owner_of
-from toolcards.knowledge_graph._search import BM25_B, BM25_K1, NAME_WEIGHT
+from toolcards.knowledge_graph._search import BM25_B, BM25_K1, KEYWORD_FLOOR, NAME_WEIGHT
 from toolcards.knowledge_graph._sorted_list import discard, insort_all
 
 if TYPE_CHECKING:
@@ -100,7 +100,7 @@ def fuse(keyword: Any, cosines: Any, by_meaning: Any, alpha: float, threshold: f
     spread = (float(cosines[by_meaning].max()) - low) if by_meaning.any() else 0.0
     calibrated = np.where(by_meaning, (cosines - low) / (spread if spread > 0 else 1.0), 0.0)
     scores = alpha * calibrated + (1.0 - alpha) * standout(keyword)
-    eligible = (by_meaning & (cosines >= threshold)) | (keyword > 0)
+    eligible = (by_meaning & (cosines >= threshold)) | matches(keyword)
     return scores, eligible
 
 
@@ -126,6 +126,16 @@ def _top(scores: Any, count: int) -> npt.NDArray[np.intp]:
     if len(positive) <= count:
         return positive
     return positive[np.argpartition(-scores[positive], count - 1)[:count]]
+
+
+def matches(keyword: Any) -> Any:
+    """Which entities the keywords find: a score of at least :data:`KEYWORD_FLOOR` of the best.
+
+    Below it, an entity shares only words that nearly every entity has (``entity-042`` finds
+    ``entity-007`` through ``entity`` alone, at a thousandth of the score): listing it, or
+    counting it among those that match, would be noise the model pays to read.
+    """
+    return (keyword > 0) & (keyword >= KEYWORD_FLOOR * float(keyword.max(initial=0.0)))
 
 
 def _best(scores: Any) -> float:
@@ -745,7 +755,7 @@ class GraphIndex:
         cosines, has_vector = self._cosines(vector, keyword, 5 * max(limit, 1)) if mode != "keyword" else (None, None)
         if mode == "keyword" or cosines is None or has_vector is None:
             assert keyword is not None
-            eligible = keyword > 0
+            eligible = matches(keyword)
             scores = keyword / _best(keyword)
         elif mode == "vector":
             scores = cosines

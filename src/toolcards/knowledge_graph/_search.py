@@ -13,7 +13,10 @@ Keyword score (BM25 with field weights)
 
         keyword = best observation's BM25 + description's BM25 + NAME_WEIGHT * name's BM25
 
-    The best observation, not their sum: a long entity is not found for every query.
+    The best observation, not their sum: a long entity is not found for every query. An
+    entity scoring under ``KEYWORD_FLOOR`` (1 %) of the best shares only words nearly every
+    entity has: the keywords do not find it (it is neither listed nor counted), so
+    ``entity-042`` finds ``entity-042``, not the ninety-nine others named ``entity-...``.
 
 Vector score
     The cosine of the query with the entity's text (its head and observations, as the
@@ -52,7 +55,15 @@ from collections import deque
 from collections.abc import Callable, Collection, Hashable, Iterable, Mapping
 from typing import TypeVar
 
-__all__ = ["BM25_B", "BM25_K1", "DEFAULT_ALPHA", "DEFAULT_THRESHOLD", "NAME_WEIGHT", "shortest_paths"]
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "DEFAULT_ALPHA",
+    "DEFAULT_THRESHOLD",
+    "KEYWORD_FLOOR",
+    "NAME_WEIGHT",
+    "shortest_paths",
+]
 
 DEFAULT_ALPHA = 0.7
 """Weight of the vector leg in the hybrid score (``bench memory`` measures the choice)."""
@@ -60,6 +71,11 @@ DEFAULT_THRESHOLD = 0.3
 """Minimum raw cosine for an entity to enter through the vector leg."""
 NAME_WEIGHT = 2.0
 """How much more a term counts in an entity's name or aliases than in its other texts."""
+KEYWORD_FLOOR = 0.01
+"""The share of the best keyword score an entity needs to be found by the keywords. A word
+in every entity weighs about a thousandth of a rare one, a word in half of them about a
+sixth: the floor drops the first kind of match and keeps the second."""
+
 BM25_K1 = 1.2
 """BM25 term-frequency saturation."""
 BM25_B = 0.75
