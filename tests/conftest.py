@@ -3,7 +3,9 @@ and a teardown that stops every actor a test left running."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,26 @@ def stop_all() -> Iterator[None]:
     yield
     pykka.ActorRegistry.stop_all()
     close_default_stores()
+
+
+@pytest.fixture(autouse=True)
+def close_sync_run_loop() -> Iterator[None]:
+    """Close the event loop an ``Agent.run_sync`` left set on the main thread.
+
+    pydantic-ai keeps that loop open for the next sync run, by design; the next test's
+    ``asyncio.run`` replaces it, and the garbage collector then reports it (and its two
+    self-pipe sockets) as unclosed, in whichever test happens to be running.
+    """
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = asyncio.get_event_loop()
+        except RuntimeError:  # none set, and none may be made here
+            return
+    if not loop.is_running():
+        loop.close()
+        asyncio.set_event_loop(None)
 
 
 @pytest.fixture
