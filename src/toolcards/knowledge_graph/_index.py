@@ -131,9 +131,9 @@ def _top(scores: Any, count: int) -> npt.NDArray[np.intp]:
 def matches(keyword: Any) -> Any:
     """Which entities the keywords find: a score of at least :data:`KEYWORD_FLOOR` of the best.
 
-    Below it, an entity shares only words that nearly every entity has (``entity-042`` finds
-    ``entity-007`` through ``entity`` alone, at a thousandth of the score): listing it, or
-    counting it among those that match, would be noise the model pays to read.
+    Below it, an entity shares only words that nearly every entity has (``entity-042``
+    reached ``entity-007`` through the word ``entity`` alone, at a thousandth of the score):
+    listing it, or counting it among those that match, would be noise the model pays to read.
     """
     return (keyword > 0) & (keyword >= KEYWORD_FLOOR * float(keyword.max(initial=0.0)))
 

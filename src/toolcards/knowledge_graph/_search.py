@@ -75,7 +75,6 @@ KEYWORD_FLOOR = 0.01
 """The share of the best keyword score an entity needs to be found by the keywords. A word
 in every entity weighs about a thousandth of a rare one, a word in half of them about a
 sixth: the floor drops the first kind of match and keeps the second."""
-
 BM25_K1 = 1.2
 """BM25 term-frequency saturation."""
 BM25_B = 0.75
