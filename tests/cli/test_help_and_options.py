@@ -4,6 +4,7 @@ extras. Every case runs the real CLI in a subprocess."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import signal
@@ -67,14 +68,13 @@ def test_the_command_line_loads_pydantic_plugins_only_when_asked(monkeypatch: py
 def test_only_a_long_running_command_starts_without_the_collector(
     ends_start_up: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import argparse
     import gc
 
     from toolcards import cli
 
     seen: list[bool] = []
 
-    def parser() -> argparse.ArgumentParser:
+    def parser(command: str | None = None) -> argparse.ArgumentParser:
         made = argparse.ArgumentParser()
         made.add_argument("command")
         made.set_defaults(
@@ -88,6 +88,56 @@ def test_only_a_long_running_command_starts_without_the_collector(
     assert cli.main(["go"]) == 0
     assert seen == [not ends_start_up]  # serve turns it back on itself, once it is ready
     assert gc.isenabled()
+
+
+def _options(parser: argparse.ArgumentParser) -> list[tuple[tuple[str, ...], object, object]]:
+    return [(tuple(action.option_strings), action.dest, action.default) for action in parser._actions]
+
+
+def _subcommand(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    (subparsers,) = [action for action in parser._actions if action.dest == "command"]
+    return subparsers.choices[name]  # type: ignore[index,no-any-return]
+
+
+@pytest.mark.parametrize("command", command_names())
+def test_the_parser_made_for_one_command_reads_it_as_the_full_one_does(command: str) -> None:
+    full, alone = build_parser(), build_parser(command)
+
+    assert _options(alone) == _options(full)
+    assert _options(_subcommand(alone, command)) == _options(_subcommand(full, command))
+    assert _subcommand(alone, command).format_help() == _subcommand(full, command).format_help()
+
+
+def test_a_command_imports_no_other_command(tmp_path: Path) -> None:
+    from toolcards.cli import COMMANDS
+
+    probe = (
+        "import sys\n"
+        "from toolcards.cli import main\n"
+        "code = main(['cards'])\n"
+        "print(' '.join(sorted(name for name in sys.modules if name.startswith('toolcards.cli._'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
+    )
+    imported = set(done.stdout.splitlines()[-1].split())
+    assert COMMANDS["cards"] in imported
+    assert imported & set(COMMANDS.values()) == {COMMANDS["cards"]}
+
+
+def test_the_help_before_a_command_lists_every_command(tmp_path: Path) -> None:
+    done = toolcards("--help", "serve", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert all(name in done.stdout for name in command_names())
+
+
+def test_a_mistyped_command_is_told_every_command(tmp_path: Path) -> None:
+    done = toolcards("serv", cwd=tmp_path)
+
+    assert done.returncode == 2
+    assert "invalid choice: 'serv'" in done.stderr
+    assert all(f"'{name}'" in done.stderr for name in command_names())
 
 
 @pytest.mark.parametrize("command", ["", *command_names()])

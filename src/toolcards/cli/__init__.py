@@ -23,21 +23,22 @@ from toolcards.cli._console import configure_logging, exit_code, one_line, root_
 
 __all__ = ["CommandLineParser", "build_parser", "given", "main"]
 
-COMMANDS: tuple[str, ...] = (
-    "toolcards.cli._init",
-    "toolcards.cli._info",
-    "toolcards.cli._serve",
-    "toolcards.cli._cards",
-    "toolcards.cli._call",
-    "toolcards.cli._dashboard",
-    "toolcards.cli._backup",
-    "toolcards.cli._history",
-    "toolcards.cli._undo",
-    "toolcards.cli._usage",
-    "toolcards.cli._demo",
-    "toolcards.cli._fetch_models",
-)
-"""The modules defining the subcommands, in the order ``--help`` lists them."""
+COMMANDS: dict[str, str] = {
+    "init": "toolcards.cli._init",
+    "info": "toolcards.cli._info",
+    "serve": "toolcards.cli._serve",
+    "cards": "toolcards.cli._cards",
+    "call": "toolcards.cli._call",
+    "dashboard": "toolcards.cli._dashboard",
+    "backup": "toolcards.cli._backup",
+    "history": "toolcards.cli._history",
+    "undo": "toolcards.cli._undo",
+    "usage": "toolcards.cli._usage",
+    "demo": "toolcards.cli._demo",
+    "fetch-models": "toolcards.cli._fetch_models",
+}
+"""Each subcommand's name and the module defining it (its ``register``), in the order
+``--help`` lists them."""
 
 
 class CommandLineParser(argparse.ArgumentParser):
@@ -92,8 +93,10 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered, or only ``command`` when it
+    names one (the parser a run of that command needs: it parses that command's arguments
+    exactly as the full one does)."""
     from toolcards.cli._location_options import LOOKUP_HELP
 
     parser = CommandLineParser(
@@ -109,9 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--debug", action="store_true", default=argparse.SUPPRESS, help="log everything and show tracebacks"
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMANDS:
+    modules = [COMMANDS[command]] if command in COMMANDS else COMMANDS.values()
+    for module in modules:
         importlib.import_module(module).register(subparsers, [common])
     return parser
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` runs: its first word that is not an option (the options
+    before a command, ``--debug`` and ``--version``, take no value). ``None`` when the
+    top-level help comes first (``toolcards --help serve`` lists every command)."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -135,8 +151,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(argv: Sequence[str] | None, collecting: bool) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # Only the command run is imported and registered: the others' modules (and what they
+    # import) were a tenth of what `serve` did before its first answer.
+    parser = build_parser(_command_named(words))
+    args = parser.parse_args(words)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
