@@ -152,8 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(argv: Sequence[str] | None, collecting: bool) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
-    # Only the command run is imported and registered: the others' modules (and what they
-    # import) were a tenth of what `serve` did before its first answer.
+    # Only the command run is imported and registered: parsing it needs no other command's
+    # module, and every command pays for what it imports before its first output.
     parser = build_parser(_command_named(words))
     args = parser.parse_args(words)
     if args.command is None:
