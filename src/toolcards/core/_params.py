@@ -30,8 +30,9 @@ class BaseToolParam(BaseModel):
     """Text appended to the description of every tool and command made from this param."""
     requires_approval: bool = False
     """Calls run only once approved, on every channel (see :mod:`toolcards.core._approval`):
-    pydantic-ai defers them, the MCP server needs ``--approve-all``, ``toolcards call``
-    needs ``--approve``, other callers pass ``approved=True`` or a ``ToolFactory(approve=...)``."""
+    pydantic-ai defers them, the MCP server asks the client's user (or runs them under
+    ``--approve-all``), ``toolcards call`` needs ``--approve``, other callers pass
+    ``approved=True`` or a ``ToolFactory(approve=...)``."""
     timeout_s: float | None = Field(default=None, gt=0)
     """Stop waiting for the handler after this many seconds (``None``: the card's default)."""
     max_concurrency: int | None = Field(default=None, ge=1)

@@ -529,8 +529,9 @@ class TeamServer:
             if not exc.deferrable:  # an approver refused it
                 return error_wire(str(exc))
             return error_wire(
-                f"{tool.name} needs a human's approval, which this MCP server cannot ask for, so it did not run. "
-                "Tell the user what you wanted to do; the operator can allow such tools with --approve-all."
+                f"{tool.name} needs a human's approval, and this client cannot be asked for it (it did not declare "
+                "elicitation), so it did not run. Tell the user what you wanted to do; the operator can allow "
+                "such tools with --approve-all."
             )
         except (RetriableError, ToolFailed) as exc:
             return error_wire(str(exc))
