@@ -235,12 +235,12 @@ def _context_rows() -> list[Row]:
 def _facade_rows() -> list[Row]:
     from mcp import Client
 
-    from toolcards.core._registry import dump_cards
     from toolcards.server import TeamServer
-    from toolcards.server._config import ServeConfig
+    from toolcards.server._config import default_config
 
-    async def listed(facade: bool) -> tuple[int, int]:
-        config = ServeConfig(team_id="tokens-facade", cards=dump_cards(_cards(search=False)), facade=facade)
+    async def listed(facade: bool) -> tuple[int, int, int]:
+        # The team `toolcards serve` gives without a config file: what a client meets first.
+        config = default_config("tokens-facade").with_options(facade=facade)
         server = TeamServer(config)
         try:
             async with Client(server.server) as client:
@@ -263,7 +263,7 @@ def _facade_rows() -> list[Row]:
         Case(
             "MCP tools/list, full",
             float(full),
-            f"o200k; default team without web search; name, title, description, input schema and annotations "
+            f"o200k; the default team of `toolcards serve`; name, title, description, input schema and annotations "
             f"of each tool; {plain:,} without titles and annotations ({full / plain:.3f}x); target: 1.1x that",
             unit="tokens",
             target=1.1 * plain,
