@@ -149,6 +149,30 @@ def test_kill_from_another_thread_marks_the_outcome(tmp_path: Path) -> None:
     assert outcome.exit_code == 128 + signal.SIGKILL
 
 
+def test_a_limited_command_stopped_before_its_gate_opens_never_runs(tmp_path: Path) -> None:
+    # Joining the cgroup can take the kernel a second under load: a cancel in that time must
+    # kill the gate at once, so the supervisor is handed the process before the gate opens.
+    parent_limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+    seen: list[tuple[int, int]] = []
+
+    def stop_at_once(handle: RunningProcess) -> None:
+        seen.append(resource.prlimit(handle.proc.pid, resource.RLIMIT_NOFILE))
+        handle.interrupt("cancelled")
+
+    outcome = run_process(
+        ["bash", "-c", "touch ran"],
+        cwd=tmp_path,
+        env=ENV,
+        timeout_s=20,
+        output_chars=100,
+        rlimits=rlimits_for(ExecLimits(open_files=64)),
+        on_start=stop_at_once,
+    )
+    assert seen == [parent_limit]  # the gate had not lowered the limits yet
+    assert outcome.stopped_by == "cancelled" and outcome.exit_code == 128 + signal.SIGKILL
+    assert not (tmp_path / "ran").exists()
+
+
 @pytest.mark.parametrize(
     ("code", "expected"),
     [

@@ -328,7 +328,8 @@ def run_process(
     """Run ``argv`` to completion or to its deadline. Blocks the calling thread.
 
     ``on_start`` receives the handle as soon as the process exists (so a supervisor can
-    kill it); the caller removes it again after this returns. ``progress`` hears, every
+    kill it), before a limited command's gate opens: stopped there, the command never runs.
+    The caller removes the handle again after this returns. ``progress`` hears, every
     :data:`PROGRESS_INTERVAL_S`, how long the command has run and how much it printed.
     ``on_output(stream, chunk)`` hears each chunk of ``"stdout"`` and ``"stderr"`` as it is read
     (a background run's log).
@@ -363,19 +364,26 @@ def run_process(
         )
     except (OSError, subprocess.SubprocessError) as exc:
         raise SpawnFailed(f"could not start {argv[0]!r}: {exc}") from exc
-    if gated:
-        try:
-            _open_gate(proc, _rlimit_plan(rlimits), procs_files)
-        except OSError as exc:
-            _kill_group(proc.pid)
-            proc.wait()
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    stream.close()
-            raise SpawnFailed(f"could not start {argv[0]!r}: {exc}") from exc
     handle = RunningProcess(proc, cgroup)
     if on_start is not None:
+        # Before the gate opens: joining the cgroup can take the kernel a second under load,
+        # and a stop meanwhile (a cancelled call) must kill the gate then, not after.
         on_start(handle)
+    if gated:
+        try:
+            if handle.stop_reason is None:
+                _open_gate(proc, _rlimit_plan(rlimits), procs_files)
+        except OSError as exc:
+            if handle.stop_reason is None:  # not a gate killed under it: the start failed
+                _kill_group(proc.pid)
+                proc.wait()
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    if stream is not None:
+                        stream.close()
+                raise SpawnFailed(f"could not start {argv[0]!r}: {exc}") from exc
+        finally:
+            if proc.stdin is not None:
+                proc.stdin.close()  # a gate never told to go sees the end of its input and exits
     assert proc.stdout is not None and proc.stderr is not None
     out = OutputCapture(output_chars, None if on_output is None else functools.partial(on_output, "stdout"))
     err = OutputCapture(output_chars, None if on_output is None else functools.partial(on_output, "stderr"))
