@@ -104,6 +104,18 @@ def test_an_existing_destination_is_replaced_only_when_asked_and_read(a: Member,
     assert files(a.root) == {"new.txt": "new\n", "old.txt": "old\n"}
 
 
+def test_moving_a_file_onto_a_hard_link_of_itself_removes_the_source_name(a: Member) -> None:
+    # rename() does nothing when both names are links of one file: the move must still end
+    # with the source name gone, as it says and as its journal entry records.
+    a("workspace_write", path="h1.txt", content="same\n")
+    os.link(a.root / "h1.txt", a.root / "h2.txt")
+    a("workspace_read", path="h2.txt")
+    assert a("workspace_move", source="h1.txt", destination="h2.txt", overwrite=True) == (
+        "Moved h1.txt to h2.txt (replacing it)."
+    )
+    assert files(a.root) == {"h2.txt": "same\n"}
+
+
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -111,6 +123,7 @@ def test_an_existing_destination_is_replaced_only_when_asked_and_read(a: Member,
         ({"source": "a.txt", "destination": "a.txt"}, "'a.txt' and 'a.txt' are the same path"),
         ({"source": "d", "destination": "d/inner"}, "'d' cannot be moved into itself"),
         ({"source": "", "destination": "elsewhere"}, "The workspace root cannot be moved"),
+        ({"source": "d/f.txt", "destination": ""}, "The destination is the workspace root, a directory. To move"),
         ({"source": "a.txt", "destination": "d"}, "'d' is a directory. To move 'a.txt' into it, give the full"),
         ({"source": "d", "destination": "a.txt", "overwrite": True}, "'a.txt' is a file; a directory cannot"),
         ({"source": "a.txt", "destination": "../outside.txt"}, "path escapes the workspace root"),

@@ -158,6 +158,14 @@ def test_writes_are_atomic_create_parents_and_keep_permissions(root: Path) -> No
     assert not list(root.rglob("*.tmp"))
 
 
+def test_a_write_makes_a_chain_of_new_parents_of_any_depth(root: Path) -> None:
+    # Each parent made used to count as a retry of a path in flux: past 16 the write failed
+    # with "kept changing" and left the first 16 behind.
+    deep = "/".join(f"d{level}" for level in range(40)) + "/f.txt"
+    assert Tree(root).write_bytes(deep, b"deep") == deep
+    assert (root / deep).read_bytes() == b"deep"
+
+
 def test_a_write_through_a_link_replaces_its_target_inside_the_tree(root: Path) -> None:
     (root / "alias.py").symlink_to("src/a.py")
     assert Tree(root).write_bytes("alias.py", b"a = 2\n") == "src/a.py"

@@ -534,7 +534,13 @@ class WorkspaceActor(CallerRunsActor):
             raise RetriableError(f"{src!r} is {kind_of(mode)}: only files, directories and links are moved.")
         if dst == src:
             raise RetriableError(f"{source!r} and {destination!r} are the same path: nothing to move.")
-        if dst == "." or dst.startswith(src + "/"):
+        if dst == ".":
+            name = src.rsplit("/", 1)[-1]
+            raise RetriableError(
+                f"The destination is the workspace root, a directory. To move {src!r} there, give the "
+                f"full new path, e.g. {name!r}."
+            )
+        if dst.startswith(src + "/"):
             raise RetriableError(f"{src!r} cannot be moved into itself. Choose a destination outside it.")
         return status, self.tree.status(dst)
 

@@ -570,6 +570,8 @@ class Tree:
                     if exc.errno == errno.EINVAL:
                         raise RetriableError(f"{src_rel!r} cannot be moved into itself.") from exc
                     raise ToolFailed(f"Cannot move {src_rel!r} to {dst_rel!r}: {describe(exc)}.") from exc
+                if replace:
+                    _unlink_hard_link_left(src_fd, src_name, dst_fd, dst_name)
                 if sync_directory:
                     for fd in {src_fd, dst_fd}:
                         with contextlib.suppress(OSError):
@@ -782,6 +784,8 @@ class _Walk:
         self.names: list[str] = []
         self.links = 0
         self.retries = 0
+        self.made = 0
+        self.components = len(self.pending)
 
     def close(self) -> None:
         if self.fd != self.root_fd:
@@ -846,11 +850,12 @@ class _Walk:
         if exc.errno == errno.ENOENT and create_parents:
             try:
                 os.mkdir(name, 0o777, dir_fd=self.fd)
-            except FileExistsError:
-                pass
+            except FileExistsError:  # made (or swapped) by someone else meanwhile: look again
+                self._retry(name, here)
+                return None
             except OSError as made:
                 raise file_error(made, self.doing, _joined(self.names, name, self.pending)) from made
-            self._retry(name, here)
+            self._made(name, here)
             return None
         if exc.errno in (errno.ENOENT, errno.ENOTDIR) and missing is not None:
             rel = _lexical([*self.names, name], self.pending, self.path)
@@ -860,6 +865,15 @@ class _Walk:
     def _retry(self, name: str, rel: str) -> None:
         self.retries = _retry(self.retries, rel)
         self.pending.append(name)
+
+    def _made(self, name: str, rel: str) -> None:
+        """Enter a parent just made. Making one is not a retry, so a new chain of any depth
+        is made whole; past one per component of the path, something keeps removing them."""
+        self.made += 1
+        if self.made > self.components:
+            self._retry(name, rel)
+        else:
+            self.pending.append(name)
 
     def _follow(self, target: str) -> None:
         self.links = self.tree._follow(target, self.links, self.pending, self.names, self.path)
@@ -879,6 +893,24 @@ def _components(path: str) -> list[str]:
     except UnicodeEncodeError:
         raise RetriableError(f"The path {path!r} is not valid text (it holds a lone surrogate). Fix it.") from None
     return [part for part in path.split("/") if part not in ("", ".")]
+
+
+def _unlink_hard_link_left(src_fd: int, src_name: str, dst_fd: int, dst_name: str) -> None:
+    """Finish a rename the system did not do: when both names were hard links of one file,
+    ``rename`` succeeds and changes nothing, so the source name is removed here. A name that
+    differs only in case may be the same entry (a case-insensitive directory): it is kept."""
+    try:
+        if src_name.casefold() == dst_name.casefold():
+            here, there = os.fstat(src_fd), os.fstat(dst_fd)
+            if (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino):
+                return
+        left = os.stat(src_name, dir_fd=src_fd, follow_symlinks=False)
+        moved = os.stat(dst_name, dir_fd=dst_fd, follow_symlinks=False)
+    except OSError:
+        return
+    if (left.st_dev, left.st_ino) == (moved.st_dev, moved.st_ino):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(src_name, dir_fd=src_fd)
 
 
 def _escape(path: str) -> RetriableError:
