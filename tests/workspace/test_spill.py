@@ -118,6 +118,32 @@ def test_the_spill_folder_is_listed_only_when_named(alice: FakeObserver, root: P
         assert status.stdout.split() == ["??", "src/"]
 
 
+def test_tools_read_the_spill_folder_but_never_change_it(alice: FakeObserver, root: Path) -> None:
+    # A file moved or written there would vanish from listings and be swept away by retention.
+    plant(root, files=20, lines=250)
+    tools = workspace(alice, workspace_mkdir=True, workspace_rmdir=True)
+    path = spilled_path(tools["workspace_grep"].call_sync({"pattern": "needle"}))
+    tools["workspace_read"].call_sync({"path": path})
+    (root / "outside-link").symlink_to(".toolcards")
+    refusals = [
+        ("workspace_write", {"path": ".toolcards/note.txt", "content": "x"}),
+        ("workspace_write", {"path": "outside-link/note.txt", "content": "x"}),
+        ("workspace_write", {"path": "src/../.toolcards/spill/new.txt", "content": "x"}),
+        ("workspace_edit", {"path": path, "old_string": "needle", "new_string": "pin", "replace_all": True}),
+        ("workspace_move", {"source": "src/f00.txt", "destination": ".toolcards/spill/f00.txt"}),
+        ("workspace_move", {"source": ".toolcards", "destination": "moved"}),
+        ("workspace_move", {"source": path, "destination": "kept.txt"}),
+        ("workspace_delete", {"path": path}),
+        ("workspace_mkdir", {"path": ".toolcards/mine"}),
+        ("workspace_rmdir", {"path": ".toolcards", "recursive": True}),
+    ]
+    before = sorted(p.relative_to(root).as_posix() for p in root.rglob("*"))
+    for name, args in refusals:
+        with pytest.raises(RetriableError, match=r"\.toolcards/ is toolcards' own folder"):
+            tools[name].call_sync(args, channel=TOOL_CALL)
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == before
+
+
 def test_a_read_only_card_spills_too(alice: FakeObserver, root: Path) -> None:
     plant(root, files=20, lines=250)
     path = spilled_path(workspace(alice, read_only=True)["workspace_grep"].call_sync({"pattern": "needle"}))

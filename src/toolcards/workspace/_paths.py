@@ -29,6 +29,7 @@ from toolcards.fs._locations import WORKSPACE_ID_PATTERN, validate_workspace_id
 
 __all__ = [
     "ESCAPE_MESSAGE",
+    "OWN_DIR",
     "SKIPPED_DIRS",
     "WORKSPACE_ID_PATTERN",
     "display_name",
@@ -39,7 +40,10 @@ __all__ = [
 ESCAPE_MESSAGE = "path escapes the workspace root — use a path relative to it"
 """The one message every refused path gets, followed by the offending path."""
 
-SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", ".toolcards"})
+OWN_DIR = ".toolcards"
+"""toolcards' own folder at the top of a tree (spilled outputs): tools read it, never change it."""
+
+SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", OWN_DIR})
 """Directory names whose contents no walk lists, globs or searches, unless the walk starts
 inside one (a call that names it in its path)."""
 

@@ -55,7 +55,7 @@ from toolcards.core._deadline import check_deadline
 from toolcards.errors import RetriableError, ToolFailed
 from toolcards.fs._atomic_write import atomic_write_at
 from toolcards.workspace._os_errors import Doing, describe, file_error, kind_of, not_regular_error
-from toolcards.workspace._paths import ESCAPE_MESSAGE
+from toolcards.workspace._paths import ESCAPE_MESSAGE, OWN_DIR
 
 __all__ = [
     "MAX_SYMLINKS",
@@ -80,6 +80,9 @@ MAX_SCAN_ENTRIES = 10_000
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 _RETRIES = 16
+
+_CHANGING: frozenset[Doing] = frozenset({"write", "edit", "delete", "create directory", "remove directory"})
+"""What a walk does that changes the tree: such a walk never enters :data:`OWN_DIR`."""
 """How often one step is retried when what it found changed under it (a swap in progress)."""
 _MAX_REMOVE_DEPTH = 256
 """How deep :meth:`Tree.remove_directory` descends (it holds two descriptors per level)."""
@@ -580,7 +583,7 @@ class Tree:
 
             return self._at(destination, "write", move_to, follow_last=False, create_parents=True)[0]
 
-        return self._at(source, "read", move_from, follow_last=False)[0]
+        return self._at(source, "read", move_from, follow_last=False, changes=True)[0]
 
     def make_directory(self, path: str) -> tuple[str, bool]:
         """Create the directory ``path`` and its missing parents.
@@ -687,6 +690,7 @@ class Tree:
         follow_last: bool = True,
         create_parents: bool = False,
         missing: Callable[[str], T] | None = None,
+        changes: bool | None = None,
     ) -> tuple[T, str]:
         """Walk ``path`` from the root and return ``last(dir_fd, name, rel)``, run on its
         last component in the handle of the directory that holds it, and ``rel``.
@@ -697,8 +701,10 @@ class Tree:
         With ``missing``, a directory on the way that does not exist (or is a file) ends
         the walk with ``missing(rel)``, ``rel`` being where the path would be. A path that
         names a directory (the root, or one ending in ``..``) runs ``last`` on ``"."`` in it.
+        A walk that ``changes`` the tree (by default: one ``doing`` a change) is refused at
+        :data:`~toolcards.workspace._paths.OWN_DIR`, however it got there.
         """
-        walk = _Walk(self, path, doing)
+        walk = _Walk(self, path, doing, changes=doing in _CHANGING if changes is None else changes)
         try:
             while True:
                 if not walk.pending:
@@ -773,10 +779,11 @@ class _Walk:
     ``names`` is empty); ``pending`` holds the components still to walk, the next last.
     """
 
-    def __init__(self, tree: Tree, path: str, doing: Doing) -> None:
+    def __init__(self, tree: Tree, path: str, doing: Doing, *, changes: bool) -> None:
         self.tree = tree
         self.path = path
         self.doing = doing
+        self.changes = changes
         self.pending = _components(path)
         self.pending.reverse()
         self.root_fd = tree._open_root(doing)
@@ -810,6 +817,7 @@ class _Walk:
     def finish(self, name: str, last: Callable[[int, str, str], T], *, follow_last: bool) -> tuple[T, str] | None:
         """Run ``last`` on the last component; None when it was a link the walk now follows."""
         rel = "/".join([*self.names, name])
+        self._keep_out(name)
         try:
             return last(self.fd, name, rel), rel
         except _IsLink:
@@ -824,6 +832,7 @@ class _Walk:
 
     def descend(self, name: str, *, create_parents: bool, missing: Callable[[str], T] | None) -> tuple[T, str] | None:
         """Step into the directory ``name``; the walk's end when ``missing`` decides it, else None."""
+        self._keep_out(name)
         try:
             child = os.open(name, _DIRECTORY_FLAGS, dir_fd=self.fd)
         except OSError as exc:
@@ -861,6 +870,13 @@ class _Walk:
             rel = _lexical([*self.names, name], self.pending, self.path)
             return missing(rel), rel
         raise _walk_error(exc, self.doing, here, _joined(self.names, name, self.pending)) from exc
+
+    def _keep_out(self, name: str) -> None:
+        if self.changes and not self.names and name == OWN_DIR:
+            raise RetriableError(
+                f"{OWN_DIR}/ is toolcards' own folder (spilled outputs): tools may read it but not change "
+                f"it, so {self.path!r} was left alone. Choose a path outside it."
+            )
 
     def _retry(self, name: str, rel: str) -> None:
         self.retries = _retry(self.retries, rel)
