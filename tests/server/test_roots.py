@@ -150,3 +150,35 @@ def test_which_roots_count(tmp_path: Path) -> None:
     assert mounted.startswith("root-Here-") and mount_workspace(here, label="Here") == mounted
     with pytest.raises(RetriableError, match="toolcards' own files"):
         mount_workspace(tmp_path / "workspaces")
+
+
+@pytest.mark.parametrize(
+    ("directory", "why"),
+    [
+        ("/", "the file system's root"),
+        ("/etc", "a top-level directory"),
+        ("/etc/ssl", "a system directory"),
+        ("/usr/lib", "a system directory"),
+        ("~", "a home directory"),
+        ("~/.config/toolcards-probe", "a home directory's settings"),
+    ],
+)
+def test_a_root_the_system_or_the_user_depends_on_is_never_mounted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, directory: str, why: str
+) -> None:
+    # Mounted, a tree is journaled whole into the store and, writable, changed by commands.
+    home = tmp_path / "home" / "someone"
+    (home / ".config" / "toolcards-probe").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    path = Path(directory.replace("~", str(home), 1))
+    if not path.is_dir():
+        pytest.skip(f"{path} does not exist here")
+    with pytest.raises(RetriableError, match=f"is {why}: a workspace given from outside must be a project"):
+        mount_workspace(path)
+
+
+def test_a_project_inside_a_home_is_mounted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home" / "someone"
+    (home / "src" / "app").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    assert mount_workspace(home / "src" / "app").startswith("root-app-")

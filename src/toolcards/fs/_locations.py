@@ -102,7 +102,8 @@ def mount_workspace(directory: str | Path, *, label: str = "") -> str:
     given it (``workspace_id``) work in ``directory``, contained in it as in any tree.
 
     Raises:
-        RetriableError: ``directory`` is not an existing directory.
+        RetriableError: ``directory`` is not an existing directory, holds toolcards' own
+            files, or is one no workspace may be (see :func:`_unsafe_mount`).
     """
     import hashlib
 
@@ -110,6 +111,12 @@ def mount_workspace(directory: str | Path, *, label: str = "") -> str:
     if not path.is_absolute() or not path.is_dir():
         raise RetriableError(f"{str(directory)!r} is not an existing directory given by its absolute path.")
     path = path.resolve()
+    unsafe = _unsafe_mount(path)
+    if unsafe:
+        raise RetriableError(
+            f"{str(path)!r} is {unsafe}: a workspace given from outside must be a project's directory, "
+            "not one whose files the system or the user's settings depend on."
+        )
     internal = internal_dir(create=False).resolve()
     if internal == path or path in internal.parents:
         raise RetriableError(f"{str(path)!r} holds toolcards' own files ({internal}); it cannot be a workspace.")
@@ -118,6 +125,34 @@ def mount_workspace(directory: str | Path, *, label: str = "") -> str:
     workspace_id = f"root-{stem}-{digest}"
     _mounts[workspace_id] = path
     return workspace_id
+
+
+_SYSTEM_DIRS = frozenset(
+    {"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "run", "sbin", "sys", "usr"}
+)
+"""Top-level directories of the operating system: nothing in them is mounted."""
+
+
+def _unsafe_mount(path: Path) -> str | None:
+    """Why ``path`` (absolute, resolved) must not become a workspace, or ``None``.
+
+    A mounted tree is listed, read, journaled whole (its files' contents go into the team's
+    store) and, when writable, changed by tools and commands. So the file system's root, a
+    top-level directory, the system's own directories, a home directory or what holds it,
+    and the dot-directories of a home (``~/.ssh``, ``~/.aws``, ``~/.config``: keys and
+    settings) are refused; a project anywhere else, including inside a home, is not.
+    """
+    parts = path.parts
+    if len(parts) <= 2:
+        return "the file system's root" if len(parts) == 1 else "a top-level directory"
+    if parts[1] in _SYSTEM_DIRS:
+        return "a system directory"
+    home = Path.home().resolve()
+    if path == home or path in home.parents:
+        return "a home directory" if path == home else "a directory holding a home directory"
+    if path.is_relative_to(home) and path.relative_to(home).parts[0].startswith("."):
+        return "a home directory's settings"
+    return None
 
 
 def is_mounted(workspace_id: str) -> bool:
