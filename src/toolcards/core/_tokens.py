@@ -8,6 +8,10 @@ against tiktoken's published hash, so nothing is downloaded. Install the ``token
 (``tiktoken`` and ``bpe-openai``) to get it; the encoder loads on the first count, not at
 import.
 
+A text longer than :data:`EXACT_CHARS` is counted from :data:`SAMPLES` windows spread over it,
+scaled to its length: the encoder's time grows with the text (a refused 10 MB argument took
+about ten seconds of CPU), while a ledger needs the size of such a text, not its last token.
+
 Without the encoder, :func:`count_tokens` estimates: one token per four characters, rounded up
 (:func:`estimate_tokens`). On English prose and JSON tool results o200k comes close to that
 (from three to five characters a token); code and non-Latin scripts take more tokens. The
@@ -19,12 +23,13 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 __all__ = [
     "CHARS_PER_TOKEN",
+    "EXACT_CHARS",
     "O200K_SHA256",
     "count_tokens",
     "count_tokens_batch",
@@ -38,6 +43,12 @@ O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d
 
 CHARS_PER_TOKEN = 4
 """The estimate without the encoder: one token per this many characters, rounded up."""
+
+EXACT_CHARS = 65_536
+"""Texts up to this many characters are counted exactly; longer ones from samples."""
+
+SAMPLES = 4
+"""Windows of ``EXACT_CHARS / SAMPLES`` characters, spread over a long text, that are counted."""
 
 
 @functools.cache
@@ -108,12 +119,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def count_tokens(text: str) -> int:
-    """``text``'s length in o200k tokens (special-token text counted as plain text), or
-    :func:`estimate_tokens` without the encoder."""
-    encoding = o200k()
-    if encoding is None:
-        return estimate_tokens(text)
-    return len(encoding.encode(text, disallowed_special=()))
+    """``text``'s length in o200k tokens (special-token text counted as plain text; a text over
+    :data:`EXACT_CHARS` from samples), or :func:`estimate_tokens` without the encoder."""
+    return count_tokens_batch([text])[0]
 
 
 def count_tokens_batch(texts: Sequence[str]) -> list[int]:
@@ -124,13 +132,22 @@ def count_tokens_batch(texts: Sequence[str]) -> list[int]:
     # The encoder's core, called directly: encode_batch hands every text to a thread pool,
     # which costs more than encoding a short text. Special-token text counts as plain text.
     encode = getattr(getattr(encoding, "_core_bpe", None), "encode_ordinary", None) or encoding.encode_ordinary
-    counts = []
-    for text in texts:
+
+    def counted(text: str) -> int:
         try:
-            counts.append(len(encode(text)))
+            return len(encode(text))
         except UnicodeEncodeError:  # lone surrogates: the public method replaces them
-            counts.append(len(encoding.encode_ordinary(text)))
-    return counts
+            return len(encoding.encode_ordinary(text))
+
+    return [counted(text) if len(text) <= EXACT_CHARS else _sampled(text, counted) for text in texts]
+
+
+def _sampled(text: str, counted: Callable[[str], int]) -> int:
+    """The tokens of a long ``text``, scaled from :data:`SAMPLES` evenly spaced windows."""
+    window = EXACT_CHARS // SAMPLES
+    step = (len(text) - window) // (SAMPLES - 1)
+    tokens = sum(counted(text[start : start + window]) for start in range(0, step * SAMPLES, step))
+    return -(-tokens * len(text) // (window * SAMPLES))
 
 
 def text_of(value: Any) -> str:
