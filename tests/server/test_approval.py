@@ -84,7 +84,10 @@ def test_no_answer_in_time_refuses_the_call(system: ActorSystem) -> None:
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 def test_without_elicitation_the_call_is_refused_as_before(team_server: TeamServer, mode: str) -> None:
     result = wipe(team_server, mode)
-    assert result.is_error and "this client cannot be asked for it (it did not declare elicitation)" in text_of(result)
+    assert (
+        result.is_error
+        and "this client cannot be asked for it (it did not declare elicitation in form mode)" in text_of(result)
+    )
 
 
 def test_approve_all_runs_without_asking(system: ActorSystem) -> None:

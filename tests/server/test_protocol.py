@@ -232,6 +232,11 @@ def test_a_long_command_runs_as_a_task_polled_fetched_and_cancelled_over_stdio(t
     assert [task["taskId"] for task in next_result_of(raw, 8, "tasks/list", {})["tasks"]] == [task_id, doomed]
     raw.request(9, "tasks/get", {"taskId": "nope"})
     assert next_result(raw, 9)["error"]["code"] == -32602
+    # Bad ids are refused in words, and an id is echoed clipped, never whole.
+    raw.request(11, "tasks/get", {})
+    assert next_result(raw, 11)["error"]["data"] == "taskId must be a string"
+    raw.request(12, "tasks/result", {"taskId": "x" * 100_000})
+    assert len(str(next_result(raw, 12)["error"])) < 400
     refused = raw.answer(10, "tools/call", {**call, "name": "search_planning", "arguments": {}})
     assert refused["error"]["code"] == -32602  # not a long-running tool
 
@@ -253,6 +258,8 @@ def test_completion_templates_and_logging_over_stdio(task_server: RawServer) -> 
     ref = {"type": "ref/resource", "uri": templates[0]["uriTemplate"]}
     completion = raw.answer(3, "completion/complete", {"ref": ref, "argument": {"name": "task_id", "value": ""}})
     assert completion["result"]["completion"] == {"values": ["1"], "total": 1, "hasMore": False}
+    bogus = raw.answer(7, "completion/complete", {"ref": {"type": "ref/bogus"}, "argument": {"name": "x", "value": ""}})
+    assert bogus["error"]["data"] == "ref must be a ref/prompt or a ref/resource with a uri"
     assert raw.answer(4, "logging/setLevel", {"level": "info"})["result"] == {}
     assert raw.answer(5, "logging/setLevel", {"level": "loud"})["error"]["code"] == -32602
     read = raw.answer(6, "resources/read", {"uri": "toolcards://task-team/get_planning_task/1"})["result"]

@@ -529,9 +529,9 @@ class TeamServer:
             if not exc.deferrable:  # an approver refused it
                 return error_wire(str(exc))
             return error_wire(
-                f"{tool.name} needs a human's approval, and this client cannot be asked for it (it did not declare "
-                "elicitation), so it did not run. Tell the user what you wanted to do; the operator can allow "
-                "such tools with --approve-all."
+                f"{tool.name} needs a human's approval, and this client cannot be asked for it (it did not "
+                "declare elicitation in form mode), so it did not run. Tell the user what you wanted to do; the "
+                "operator can allow such tools with --approve-all."
             )
         except (RetriableError, ToolFailed) as exc:
             return error_wire(str(exc))
@@ -642,9 +642,15 @@ class TeamServer:
         if ref.get("type") == "ref/prompt":
             self._prompt_tool(session, ref.get("name"), "prompt")
             return completion_result([])
-        template = template_by_uri(self.templates(session), str(ref.get("uri")))
-        if ref.get("type") != "ref/resource" or template is None:
-            raise RequestError(INVALID_PARAMS, "Invalid request parameters", f"no resource template {ref.get('uri')!r}")
+        if ref.get("type") != "ref/resource" or not isinstance(ref.get("uri"), str):
+            raise RequestError(
+                INVALID_PARAMS, "Invalid request parameters", "ref must be a ref/prompt or a ref/resource with a uri"
+            )
+        template = template_by_uri(self.templates(session), ref["uri"])
+        if template is None:
+            raise RequestError(
+                INVALID_PARAMS, "Invalid request parameters", f"no resource template {ref['uri'][:200]!r}"
+            )
         if name != template.argument:
             return completion_result([])
         return await asyncio.to_thread(template.complete, typed)

@@ -197,10 +197,13 @@ class TaskRegistry:
                 del self._tasks[task_id]
 
     def _find(self, owner: Any, task_id: Any) -> _Task:
+        if not isinstance(task_id, str):
+            raise RequestError(INVALID_PARAMS, "Invalid request parameters", "taskId must be a string")
         self._expire()
-        task = self._tasks.get(task_id) if isinstance(task_id, str) else None
+        task = self._tasks.get(task_id)
         if task is None or task.owner is not owner:
-            raise RequestError(INVALID_PARAMS, "Invalid request parameters", f"no task {task_id!r}")
+            shown = task_id if len(task_id) <= 100 else task_id[:100] + "…"  # an id is echoed, not a payload
+            raise RequestError(INVALID_PARAMS, "Invalid request parameters", f"no task {shown!r}")
         return task
 
     def _expire(self) -> None:
