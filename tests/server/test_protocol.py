@@ -260,6 +260,7 @@ def test_completion_templates_and_logging_over_stdio(task_server: RawServer) -> 
     assert completion["result"]["completion"] == {"values": ["1"], "total": 1, "hasMore": False}
     bogus = raw.answer(7, "completion/complete", {"ref": {"type": "ref/bogus"}, "argument": {"name": "x", "value": ""}})
     assert bogus["error"]["data"] == "ref must be a ref/prompt or a ref/resource with a uri"
+    assert raw.answer(8, "tools/list", {"cursor": "garbage"})["error"]["code"] == -32602  # no page was handed out
     assert raw.answer(4, "logging/setLevel", {"level": "info"})["result"] == {}
     assert raw.answer(5, "logging/setLevel", {"level": "loud"})["error"]["code"] == -32602
     read = raw.answer(6, "resources/read", {"uri": "toolcards://task-team/get_planning_task/1"})["result"]

@@ -580,8 +580,12 @@ def _invalid(reason: str) -> RequestError:
 
 
 def _cursor(params: Params) -> None:
-    if not isinstance(params.get("cursor"), (str, type(None))):
-        raise _invalid("cursor must be a string")
+    cursor = params.get("cursor")
+    if cursor is not None:
+        # Every list this server gives is one page, so no cursor was ever handed out.
+        if not isinstance(cursor, str):
+            raise _invalid("cursor must be a string")
+        raise _invalid(f"cursor {cursor[:100]!r} was not given by this server: its lists come in one page")
 
 
 def _uri(params: Params, method: str) -> str:
