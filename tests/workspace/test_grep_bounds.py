@@ -130,7 +130,8 @@ def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path, monkeypatch: pyt
 
 @pytest.mark.parametrize("indexed", ROADS)
 def test_matches_in_a_binary_file_are_dropped_whatever_comes_between(tmp_path: Path, indexed: bool) -> None:
-    # Names with line breaks and with the text of ripgrep's binary note cannot confuse the parser.
+    # Names with line breaks and with the text of ripgrep's binary note cannot confuse the parser
+    # (and are shown with their line breaks escaped, so they cannot forge lines of the answer).
     (tmp_path / "a.bin").write_bytes(b"hit\n" * 5 + b"\x00")
     (tmp_path / "b\nc.txt").write_text("hit\n")
     (tmp_path / 'd: binary file matches (found "\\0" byte around offset 1)\ne.txt').write_text("hit\n")
@@ -138,7 +139,7 @@ def test_matches_in_a_binary_file_are_dropped_whatever_comes_between(tmp_path: P
     for filler in range(6):  # so that an index narrows the search to the four files above
         (tmp_path / f"filler{filler}.txt").write_text("nothing here\n")
     assert search(tmp_path, "hit", indexed=indexed) == (
-        'b\nc.txt:1: hit\nd: binary file matches (found "\\0" byte around offset 1)\ne.txt:1: hit'
+        'b\\nc.txt:1: hit\nd: binary file matches (found "\\0" byte around offset 1)\\ne.txt:1: hit'
     )
 
 

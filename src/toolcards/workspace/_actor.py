@@ -66,6 +66,7 @@ from toolcards.workspace._journal import (
 )
 from toolcards.workspace._models import DIRECTORY, FileEdit, ReadRecord, content_digest
 from toolcards.workspace._os_errors import Doing, file_error, kind_of, not_regular_error
+from toolcards.workspace._paths import display_name, unprintable_in
 from toolcards.workspace._text import (
     change_diff,
     detect_newline,
@@ -227,6 +228,8 @@ class WorkspaceActor(CallerRunsActor):
                 return replayed
             current = self._current(path, "write")
             rel, before = current.rel, current.data
+            if before is None:
+                _check_new_name(path)
             digest = content_digest(before) if before is not None else None
             self.gate.check(agent, rel, before, "overwrite", digest=digest)
             text = content
@@ -375,7 +378,10 @@ class WorkspaceActor(CallerRunsActor):
             def read(path: str) -> str | None:
                 current = self._current(path, "edit")
                 seen[path] = current
-                return None if current.data is None else file_text(current.data, current.rel, doing="edit")
+                if current.data is None:
+                    _check_new_name(path)
+                    return None
+                return file_text(current.data, current.rel, doing="edit")
 
             changed = apply_patch(patch_text, read)
             changes: list[_Change] = []
@@ -487,6 +493,7 @@ class WorkspaceActor(CallerRunsActor):
         with self._changing(context, "workspace_move") as replayed:
             if replayed is not None:
                 return replayed
+            _check_new_name(destination)
             src = self.tree.resolve(source)
             dst = self.tree.resolve(destination)
             status, target = self._move_statuses(source, destination, src, dst)
@@ -622,6 +629,7 @@ class WorkspaceActor(CallerRunsActor):
         with self._changing(context, "workspace_mkdir") as replayed:
             if replayed is not None:
                 return replayed
+            _check_new_name(path)
             missing = self._missing_directories(path) if self.hub.journal is not None else []
             rel, created = self.tree.make_directory(path)
             if not created:
@@ -1173,3 +1181,14 @@ def _line_count(text: str) -> int:
     if not text:
         return 0
     return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def _check_new_name(path: str) -> None:
+    """Refuse a name a tool would make that holds a character that does not print: listed, a
+    newline or an escape in a name could forge the lines after it."""
+    char = unprintable_in(path)
+    if char is not None:
+        raise RetriableError(
+            f"'{display_name(path)}' holds {display_name(char)}, a character that does not print, and tools do "
+            "not make such names. Choose a name without it."
+        )

@@ -607,13 +607,14 @@ def _size_of(directory: Directory, name: str) -> str:
 def _labels(names: Sequence[str], kinds: list[int]) -> list[str]:
     """What each name shows as (:func:`_label`); regular files with ASCII names, most
     entries, show as their names, taken in one pass."""
-    if kinds.count(stat.S_IFREG) == len(kinds) and "".join(names).isascii():
+    joined = "".join(names)
+    if kinds.count(stat.S_IFREG) == len(kinds) and joined.isascii() and joined.isprintable():
         return list(names)
     return list(map(_label, names, kinds))
 
 
 def _label(name: str, kind: int) -> str:
-    shown = name if name.isascii() else display_name(name)
+    shown = display_name(name)
     if kind == stat.S_IFREG:  # most entries
         return shown
     if kind == stat.S_IFDIR:

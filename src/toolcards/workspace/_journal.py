@@ -56,6 +56,7 @@ from toolcards.store._base import CatchUp, Change, Snapshot, Store
 from toolcards.store._calls import CALLS, CallLog
 from toolcards.workspace._blobs import BlobInfo, BlobStore, EncodedBlob
 from toolcards.workspace._models import DIRECTORY, FileChange, JournalEntry, content_digest
+from toolcards.workspace._paths import display_name
 from toolcards.workspace._scan import Scan, Stat, is_journaled, scan_tree
 from toolcards.workspace._tree import Tree
 
@@ -1079,7 +1080,7 @@ def _summary(items: Sequence[tuple[str, Ref, Ref, int | None, int | None]]) -> s
     """One line saying what ``items`` did: ``"changed a.py, created b/"`` (at most three named)."""
     words = []
     for path, before, after, before_mode, after_mode in items[:3]:
-        shown = f"{path}/" if _DIRECTORY_REF in (before, after) else path
+        shown = display_name(path) + ("/" if _DIRECTORY_REF in (before, after) else "")
         if before is None:
             words.append(f"created {shown}")
         elif after is None:

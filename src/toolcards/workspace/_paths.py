@@ -23,6 +23,7 @@ Nothing here blocks beyond a few ``stat`` calls.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from toolcards.fs._locations import WORKSPACE_ID_PATTERN, validate_workspace_id
@@ -34,6 +35,7 @@ __all__ = [
     "WORKSPACE_ID_PATTERN",
     "display_name",
     "relative",
+    "unprintable_in",
     "validate_workspace_id",
 ]
 
@@ -63,8 +65,21 @@ def display_name(name: str) -> str:
     """``name`` (a path from ``os`` functions) as valid UTF-8 text for a model to read.
 
     File names that are not valid UTF-8 reach Python with their bad bytes as lone
-    surrogates, which cannot be encoded for a model; they become U+FFFD here.
+    surrogates, which cannot be encoded for a model; they become U+FFFD here. Characters
+    that do not print (a newline, a tab, an escape, a bidirectional override) are shown as
+    their JSON escapes (``\\n``, ``\\u001b``): raw, a name made by a command could end a
+    line of a listing and forge the next one. Copied into a JSON argument, the escape names
+    the file again.
     """
-    if name.isascii():  # most names: nothing to replace, and no round trip through bytes
+    if not name.isascii():
+        name = name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    if name.isprintable():  # most names: nothing to escape
         return name
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return "".join(char if char.isprintable() else json.dumps(char)[1:-1] for char in name)
+
+
+def unprintable_in(path: str) -> str | None:
+    """The first character of ``path`` that does not print, or ``None`` (see :func:`display_name`)."""
+    if path.isprintable():
+        return None
+    return next(char for char in path if not char.isprintable())
