@@ -136,7 +136,7 @@ def test_history_filters_by_path_agent_task_and_limit(alice: FakeObserver, bob: 
     assert planner.ids(agent="@Bob") == [2]
     assert planner.ids(agent="Alice") == [3, 1]
     assert planner.ids(task_id=1) == [1]
-    assert " task 1: created docs/a.md" in planner.history(task_id=1)[0]
+    assert planner.history(task_id=1)[0].endswith(" task 1: created docs/, created docs/a.md")
     assert planner.ids(path="docs") == [3, 1]
     assert planner.ids(path="docs/c.md") == [3]
     assert planner.ids(path="docs", agent="@Alice", limit=1) == [3]
@@ -231,6 +231,19 @@ def test_undo_of_creations_and_directories(a: Member) -> None:
     assert (a.root / "pkg/n.py").read_text() == "y = 2\n"
     a("workspace_undo", agent="@Alice", since="1")
     assert not (a.root / "pkg").exists()
+
+
+def test_the_directories_a_write_makes_are_its_own_and_go_with_its_undo(a: Member) -> None:
+    # They used to be found by the next scan and filed as made outside, after the write.
+    a("workspace_write", path="jd/x/f.txt", content="f\n")
+    a("workspace_patch", patch_text="--- /dev/null\n+++ b/pd/q/g.txt\n@@ -0,0 +1 @@\n+g\n")
+    lines = a.history()
+    assert len(lines) == 2 and "outside" not in "".join(lines)
+    assert lines[1].endswith("@Alice workspace_write: created jd/, created jd/x/, created jd/x/f.txt")
+    a("workspace_undo")
+    a("workspace_undo", change_id=1)
+    assert not (a.root / "jd").exists() and not (a.root / "pd").exists()
+    assert "outside" not in "".join(a.history())
 
 
 def test_a_conflicting_undo_is_refused_naming_the_later_change(a: Member, b: Member) -> None:

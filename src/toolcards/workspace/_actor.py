@@ -822,15 +822,18 @@ class WorkspaceActor(CallerRunsActor):
         if journal is not None and (changes or (context is not None and context.call is not None)):
             prepared = journal.prepare(
                 [
-                    PathChange(
-                        path=c.path,
-                        before=c.before,
-                        after=c.after,
-                        before_mode=c.mode,
-                        before_digest=c.before_digest,
-                        after_digest=digests.get(c.path),
-                    )
-                    for c in changes
+                    *self._parents_made(changes),
+                    *(
+                        PathChange(
+                            path=c.path,
+                            before=c.before,
+                            after=c.after,
+                            before_mode=c.mode,
+                            before_digest=c.before_digest,
+                            after_digest=digests.get(c.path),
+                        )
+                        for c in changes
+                    ),
                 ]
             )
         sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
@@ -926,6 +929,16 @@ class WorkspaceActor(CallerRunsActor):
         it through, the digest of its current bytes (so they are not hashed again)."""
         record = self.gate.record_of(agent, rel)
         return record.digest if record is not None else None
+
+    def _parents_made(self, changes: list[_Change]) -> list[PathChange]:
+        """The directories the files ``changes`` create will make on their way: the change's
+        own, so the journal does not later find them as made outside, and undo removes them."""
+        made: dict[str, PathChange] = {}
+        for change in changes:
+            if change.before is None and change.after is not None:
+                for path in self._missing_directories(change.path)[:-1]:
+                    made.setdefault(path, PathChange(path=path, before=None, after=DIRECTORY))
+        return list(made.values())
 
     def _missing_directories(self, path: str) -> list[str]:
         """The directories on the way to ``path`` (itself included) that do not exist yet."""
