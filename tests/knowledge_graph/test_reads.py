@@ -96,6 +96,33 @@ def test_an_exact_name_comes_first_alone_and_the_rest_are_counted(start_graph: S
     assert 0 < prefix.hits[0].score < 1
 
 
+@pytest.mark.parametrize("mode", ["keyword", "hybrid"])
+@pytest.mark.parametrize("top_k", [5, 10])
+def test_names_starting_with_the_query_are_counted_once_past_the_best(
+    start_graph: StartGraph, mode: str, top_k: int
+) -> None:
+    kg = start_graph(HASHING)
+    # One at a time, oldest first: the names pinned first (the shortest) are the oldest, so
+    # they rank below the most recent ones, outside the best that ranking returns.
+    for n in range(30):
+        kg.update("@Ann", create_entities=[ent(f"service-{n:02}")]).get()
+    kg.update("@Ann", create_entities=[ent("other", entity_type="person")]).get()
+    result = kg.search("service", mode, top_k=top_k).get()
+    assert not result.exact and [h.entity.name for h in result.hits][:2] == ["service-00", "service-01"]
+    assert result.more == 30 - top_k
+    assert render_search_result(result).endswith(f"{30 - top_k} more match; raise top_k to see them.")
+
+
+def test_a_name_starting_with_the_query_but_matching_nothing_else_is_counted_too(start_graph: StartGraph) -> None:
+    kg = start_graph()
+    kg.update("@Ann", create_entities=[ent(f"svc {n:02}") for n in range(30)]).get()
+    kg.update("@Ann", create_entities=[ent("servicemesh", entity_type="thing")]).get()
+    result = kg.search("service", "keyword", top_k=5).get()
+    assert result.hits[0].entity.name == "servicemesh"
+    # The 30 services and the mesh match; 5 are shown.
+    assert result.more == 26
+
+
 def test_the_tools_and_commands(alice: FakeObserver) -> None:
     factory = ToolFactory([KnowledgeGraphTool()], observer=alice)
     tools = {t.name: t for t in factory.tools()}
