@@ -136,6 +136,18 @@ def test_no_match_says_so_and_suggests_double_star(tree: Path) -> None:
     assert glob(tree, "**/*.rs") == "No files match '**/*.rs' under '.'."
 
 
+def test_an_exclusion_that_leaves_out_every_match_says_how_many_it_left_out(tmp_path: Path) -> None:
+    root = make(tmp_path, "src/a.py", "src/b.py", "tests/test_a.py", "notes.txt")
+    assert glob(root, "**/*.py", exclude="{src,test_*}") == (
+        "3 files match '**/*.py' under '.', but exclude '{src,test_*}' leaves all of them out. "
+        "Change or drop exclude to list them."
+    )
+    assert glob(root, "**/*.txt", exclude="notes.txt") == (
+        "1 file matches '**/*.txt' under '.', but exclude 'notes.txt' leaves it out. Change or drop exclude to list it."
+    )
+    assert glob(root, "**/*.rs", exclude="src") == "No files match '**/*.rs' under '.'."
+
+
 def test_symlinked_directories_are_not_followed(tree: Path, tmp_path: Path) -> None:
     outside = make(tmp_path / "outside", "secret.py")
     (tree / "link").symlink_to(outside)

@@ -97,7 +97,8 @@ def glob(
         first) then by path; at most ``limit``, followed, when there are more, by a line
         giving how many and the offset to list on with (``"N more — next offset K"``).
         When nothing matches, a sentence saying so (with a hint to use ``**/`` when the
-        pattern has no ``/``).
+        pattern has no ``/``); when files match but ``exclude`` leaves out all of them, a
+        sentence saying how many it left out.
 
     Raises:
         RetriableError: the pattern or ``path`` escapes the root, ``path`` is not a
@@ -124,13 +125,25 @@ def glob(
     with tree.directory(path) as base:
         prefix = "" if base.rel == "." else base.rel + "/"
         newest, total = _newest_matches(base.fd, regex, excluded, max_depth=max_depth, kept=kept)
+        # Walked again only for an empty answer: the model must learn whether to change
+        # the pattern or the exclusion.
+        left_out = 0
+        if not total and excluded is not None:
+            _, left_out = _newest_matches(base.fd, regex, None, max_depth=max_depth, kept=0)
+    if left_out:
+        files, them = ("1 file matches", "it") if left_out == 1 else (f"{left_out:,} files match", "them")
+        return (
+            f"{files} {pattern!r} under {path or '.'!r}, but exclude {exclude!r} leaves "
+            f"{'' if left_out == 1 else 'all of '}{them} out. Change or drop exclude to list {them}."
+        )
     if not total:
         hint = ""
         if "/" not in pattern and not pattern.startswith("**"):
             hint = f" Patterns are anchored at the base directory: use '**/{pattern}' to match at any depth."
         return f"No files match {pattern!r} under {path or '.'!r}.{hint}"
     if offset >= total:
-        raise RetriableError(f"offset {offset} is past the end: {total} files match.")
+        files = "1 file matches" if total == 1 else f"{total} files match"
+        raise RetriableError(f"offset {offset} is past the end: {files}.")
     newest.sort()
     page = newest[offset:kept]
     lines = [display_name(prefix + rel) + (f" ({format_size(size)})" if sizes else "") for _, _, rel, size in page]
