@@ -126,3 +126,48 @@ def test_a_huge_directory_says_so_and_still_ends_with_the_next_offset(a: Checked
     lines = plain(a("workspace_list", path="huge", limit=10)).split("\n")
     assert lines[-2].startswith(f"('huge' has more than {MAX_SCAN_ENTRIES:,} entries: only some are listed")
     assert lines[-1] == f"{MAX_SCAN_ENTRIES - 10:,} more — next offset 10"
+
+
+def test_a_tree_page_that_starts_inside_a_folder_first_shows_the_folders_it_is_in(a: CheckedAgent) -> None:
+    for name in ("big/sub/deep/d0.py", "big/sub/s0.py", "big/sub/s1.py", "big/sub/s2.py", "big/g0.py", "big/g1.py"):
+        (a.root / name).parent.mkdir(parents=True, exist_ok=True)
+        (a.root / name).write_text("")
+    assert plain(a("workspace_list", path="big", depth=0, offset=1, limit=3)).split("\n") == [
+        "big/",
+        "├── sub/ (continued)",
+        "│   ├── deep/",
+        "│   │   └── d0.py",
+        "│   ├── s0.py",
+        "4 more — next offset 4",
+    ]
+    assert plain(a("workspace_list", path="big", depth=0, offset=2, limit=3)).split("\n") == [
+        "big/",
+        "├── sub/ (continued)",
+        "│   ├── deep/ (continued)",
+        "│   │   └── d0.py",
+        "│   ├── s0.py",
+        "│   ├── s1.py",
+        "3 more — next offset 5",
+    ]
+    whole = plain(a("workspace_list", path="big", depth=0)).split("\n")[1:]
+    for limit in (1, 2, 3):
+        entries: list[str] = []
+        while True:
+            lines = plain(a("workspace_list", path="big", depth=0, offset=len(entries), limit=limit)).split("\n")
+            found = NEXT.match(lines[-1])
+            entries += [line for line in lines[1 : -1 if found else None] if not line.endswith(" (continued)")]
+            if found is None:
+                break
+            assert int(found.group(2)) == len(entries)
+        assert entries == whole
+
+
+def test_one_line_and_one_byte_are_said_in_the_singular(a: CheckedAgent) -> None:
+    (a.root / "one.txt").write_text("x")
+    assert "exists with 1 line. " in a.refused(
+        "workspace_patch", patch_text="--- /dev/null\n+++ b/one.txt\n@@ -0,0 +1 @@\n+y\n"
+    )
+    assert "'one.txt' has 1 line. " in a.refused("workspace_read", path="one.txt", offset=5)
+    assert "size: 1 byte\n" in plain(a("workspace_info", path="one.txt")) + "\n"
+    assert a.refused("workspace_list", offset=3) == "offset 3 is past the end: the listing has 1 entry."
+    assert a.refused("workspace_glob", pattern="*", offset=3) == "offset 3 is past the end: 1 file matches."

@@ -32,7 +32,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from toolcards.core._deadline import check_deadline
@@ -341,7 +341,8 @@ def render_page(page: Page, *, shown_as: str = "the file") -> str:
         return "(empty file)"
     if page.offset > page.total:
         raise RetriableError(
-            f"offset {page.offset} is past the end: {shown_as!r} has {page.total} lines. "
+            f"offset {page.offset} is past the end: {shown_as!r} has {page.total} "
+            f"line{'' if page.total == 1 else 's'}. "
             f"Use an offset from 1 to {page.total}."
         )
     out = list(page.lines)
@@ -467,7 +468,9 @@ def list_directory(
     The entries are paged: ``offset`` entries are skipped, at most ``limit`` shown (each line
     of the listing is an entry), then a last line says how many more there are and the
     offset to list on with (``"N more — next offset K"``); at most :data:`MAX_COUNTED_MORE`
-    more are counted. A directory with more than
+    more are counted. A tree page that starts inside a directory first repeats the lines of
+    the directories its first entry is in, each ending in ``(continued)``: they are not
+    entries of the page. A directory with more than
     :data:`~toolcards.workspace._tree.MAX_SCAN_ENTRIES` entries is listed from the first
     ones read, with a notice.
 
@@ -485,30 +488,34 @@ def list_directory(
     lines: list[str] = []
     notes: list[str] = []
     walk = _Walk(depth=depth, sizes=sizes, exclude=exclude, notes=notes, flat=depth == 1)
-    seen = more = 0
+    seen = shown = more = 0
     with tree.directory(path) as directory:
         if depth != 1:
             lines.append("./" if directory.rel == "." else display_name(directory.rel) + "/")
         listed = walk.level(directory, "", 1)
-        first = len(lines)
         try:
             for block in listed:  # lists of lines: a page is taken a block at a time
                 start, seen = seen, seen + len(block)
                 if seen <= offset:
                     continue
                 skip = max(0, offset - start)
-                taken = max(0, min(limit - (len(lines) - first), len(block) - skip))
+                taken = max(0, min(limit - shown, len(block) - skip))
+                if taken and not shown:
+                    # Without them, the reader of a page that starts inside a directory
+                    # could not tell which directory its first entries are in.
+                    lines.extend(f"{line} (continued)" for line in walk.ancestors)
                 lines.extend(block[skip : skip + taken])
+                shown += taken
                 more += len(block) - skip - taken
                 if more >= MAX_COUNTED_MORE:
                     more = MAX_COUNTED_MORE
                     break
         finally:
             listed.close()  # closes the directories it still holds
-    shown = len(lines) - (depth != 1)
     if not shown and not more:
         if seen and offset:
-            raise RetriableError(f"offset {offset} is past the end: the listing has {seen} entries.")
+            entries = "1 entry" if seen == 1 else f"{seen} entries"
+            raise RetriableError(f"offset {offset} is past the end: the listing has {entries}.")
         lines.append("(empty directory)")
     lines.extend(notes[:3])
     if more:  # the last line, where a model looks for how to go on
@@ -530,6 +537,8 @@ class _Walk:
     exclude: Callable[[str], bool] | None
     notes: list[str]
     flat: bool
+    ancestors: list[str] = field(default_factory=list)
+    """The tree lines of the directories the walk is in, below the listed one, outermost first."""
 
     def level(
         self, directory: Directory, indent: str, level: int, prefix: str = ""
@@ -581,20 +590,31 @@ class _Walk:
         lines: list[str] = []
         for index, (name, kind, label) in enumerate(zip(block, block_kinds, labels, strict=True)):
             last = ends and index == len(block) - 1
-            lines.append(f"{indent}{'└── ' if last else '├── '}{label}")
+            line = f"{indent}{'└── ' if last else '├── '}{label}"
+            lines.append(line)
             if kind == stat.S_IFDIR and name not in SKIPPED_DIRS and (self.depth == 0 or level < self.depth):
-                child_indent = indent + ("    " if last else "│   ")
-                try:
-                    child = directory.child(name)
-                except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
-                    lines.append(f"{child_indent}({exc})")
-                    continue
                 yield lines
                 lines = []
-                with child:
-                    yield from self.level(child, child_indent, level + 1, prefix + name + "/")
+                yield from self._inside(directory, name, line, indent + ("    " if last else "│   "), level, prefix)
         if lines:
             yield lines
+
+    def _inside(
+        self, directory: Directory, name: str, line: str, indent: str, level: int, prefix: str
+    ) -> Generator[list[str], None, None]:
+        """The tree lines below the sub-directory ``name`` of ``directory`` (whose own line is
+        ``line``), taken while ``line`` is the last of :attr:`ancestors`."""
+        self.ancestors.append(line)
+        try:
+            try:
+                child = directory.child(name)
+            except (RetriableError, ToolFailed) as exc:  # renamed or made unreadable meanwhile
+                yield [f"{indent}({exc})"]
+                return
+            with child:
+                yield from self.level(child, indent, level + 1, prefix + name + "/")
+        finally:
+            self.ancestors.pop()
 
 
 def _size_of(directory: Directory, name: str) -> str:

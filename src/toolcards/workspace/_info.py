@@ -40,7 +40,8 @@ def path_info(tree: Tree, path: str) -> str:
     lines = [f"path: {display_name(rel)}"]
     created = tree.created(rel)
     if stat.S_ISREG(mode):
-        size = f"{status.st_size:,} bytes" + (f" ({format_size(status.st_size)})" if status.st_size >= 1024 else "")
+        size = f"{status.st_size:,} byte{'' if status.st_size == 1 else 's'}"
+        size += f" ({format_size(status.st_size)})" if status.st_size >= 1024 else ""
         lines += ["kind: file", f"size: {size}"]
         lines += _content(tree, rel, status.st_size)
     elif stat.S_ISDIR(mode):

@@ -251,7 +251,8 @@ def apply_file_patch(original: str | None, file_patch: FilePatch) -> str | None:
             left, total = len(split_lines(result)), len(split_lines(original))
             raise RetriableError(
                 f"{path}: the patch deletes this file ('+++ /dev/null') but its hunks leave {left} of its "
-                f"{total} lines. A deletion's hunk must remove every line of the current file."
+                f"{total} line{'' if total == 1 else 's'}. A deletion's hunk must remove every line of the "
+                "current file."
             )
         return None
     return result
@@ -301,9 +302,10 @@ def _check_target(original: str | None, file_patch: FilePatch) -> None:
     """Refuse a creation of a file with content, and a change or deletion of an absent file."""
     path = file_patch.path
     if file_patch.is_creation and original:
+        lines = _line_count(original)
         raise RetriableError(
             f"{path}: the patch creates this file ('--- /dev/null') but it already exists with "
-            f"{_line_count(original)} lines. Write the patch against its current content, "
+            f"{lines} line{'' if lines == 1 else 's'}. Write the patch against its current content, "
             f"with '--- a/{path}', instead."
         )
     if not file_patch.is_creation and original is None:
@@ -707,6 +709,7 @@ class _HunkReader:
         if self.limit.creation:
             return _creation_with_old_lines(self.label, self.number, self.header) + " Nothing was changed."
         now = " after the earlier hunks" if self.limit.after_hunks else ""
+        lines = f"{self.limit.lines} line{'' if self.limit.lines == 1 else 's'}"
         announced = (
             f" Its header announces {self.old_count} old lines: end the hunk there, or fix the counts."
             if self.old_count is not None
@@ -714,7 +717,7 @@ class _HunkReader:
         )
         return (
             f"Line {index + 1} of the patch is old line {self.old_seen} of hunk {self.number} ({self.header}) "
-            f"of {self.label}, but the file has {self.limit.lines} lines{now}, so the hunk cannot apply.{announced} "
+            f"of {self.label}, but the file has {lines}{now}, so the hunk cannot apply.{announced} "
             "Its context (' ') and removed ('-') lines must be lines of the file. Nothing was changed."
         )
 
@@ -906,7 +909,7 @@ def _locate(bodies: list[str], hunk: Hunk, expected: int | None, floor: int, pat
             )
         if not floor <= expected <= total:
             raise RetriableError(
-                f"{where} inserts after line {expected}, but the file has {total} lines"
+                f"{where} inserts after line {expected}, but the file has {total} line{'' if total == 1 else 's'}"
                 f"{f' and the previous hunk ends at line {floor}' if floor else ''}. Fix the line "
                 "numbers or add context lines."
             )
@@ -940,7 +943,7 @@ def _mismatch_message(bodies: list[str], old: list[str], floor: int, where: str)
     after = f" after the previous hunk (line {floor})" if floor else ""
     expected = "\n".join(f"  {line}" for line in old[:8])
     if len(old) > 8:
-        expected += f"\n  ... {len(old) - 8} more lines"
+        expected += f"\n  ... {len(old) - 8} more line{'' if len(old) == 9 else 's'}"
     head = (
         f"{where} does not apply: its context and removed lines were not found in the file{after}.\n"
         f"The hunk expects:\n{expected}"

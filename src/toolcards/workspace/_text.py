@@ -141,7 +141,7 @@ def quote_lines(lines: Sequence[str], first_line: int, *, limit: int = 8, width:
             body = body[: width - 3] + "..."
         out.append(f"  {number:>{digits}} | {body}")
     if len(lines) > limit:
-        out.append(f"  ... {len(lines) - limit} more lines")
+        out.append(f"  ... {len(lines) - limit} more line{'' if len(lines) - limit == 1 else 's'}")
     return "\n".join(out)
 
 
@@ -205,7 +205,7 @@ def quote_file_text(text: str, *, max_chars: int = QUOTE_CHARS, max_line_chars: 
             else f"{line[:max_line_chars]}… [{len(line) - max_line_chars} more characters]"
         )
         if size + len(shown) > max_chars and out:
-            out.append(f"… [{len(lines) - index} more lines cut]")
+            out.append(f"… [{len(lines) - index} more line{'' if len(lines) - index == 1 else 's'} cut]")
             break
         out.append(shown)
         size += len(shown) + 1
@@ -257,7 +257,7 @@ def unified_diff(
             out.extend((line + "\n", _NO_NEWLINE_MARKER))
     if max_lines is not None and len(out) > max_lines:
         cut = len(out) - max_lines
-        out = [*out[:max_lines], f"... {cut} more diff lines cut\n"]
+        out = [*out[:max_lines], f"... {cut} more diff line{'' if cut == 1 else 's'} cut\n"]
     return "".join(out)
 
 

@@ -573,7 +573,8 @@ def _diff(plan: UndoPlan, path: str) -> str:
     if DIRECTORY in (before, after):
         return ""
     if (isinstance(before, bytes) and b"\0" in before) or (isinstance(after, bytes) and b"\0" in after):
-        return f"{path}: binary file, {len(after) if isinstance(after, bytes) else 0:,} bytes restored"
+        size = len(after) if isinstance(after, bytes) else 0
+        return f"{path}: binary file, {size:,} byte{'' if size == 1 else 's'} restored"
     old = before.decode("utf-8", "replace") if isinstance(before, bytes) else None
     new = after.decode("utf-8", "replace") if isinstance(after, bytes) else None
     return unified_diff(old, new, path, max_lines=UNDO_DIFF_LINES).rstrip()
