@@ -171,3 +171,4 @@ def test_one_line_and_one_byte_are_said_in_the_singular(a: CheckedAgent) -> None
     assert "size: 1 byte\n" in plain(a("workspace_info", path="one.txt")) + "\n"
     assert a.refused("workspace_list", offset=3) == "offset 3 is past the end: the listing has 1 entry."
     assert a.refused("workspace_glob", pattern="*", offset=3) == "offset 3 is past the end: 1 file matches."
+    assert "one.txt (1 byte)" in a("workspace_list", sizes=True)

@@ -1104,7 +1104,7 @@ def _remove_tree(parent_fd: int, name: str, rel: str, failures: list[str], *, de
 def format_size(size: int) -> str:
     """``size`` bytes in words a model reads: ``"512 bytes"``, ``"3.2 MB"`` (MB = 2**20 bytes)."""
     if size < 1024:
-        return f"{size} bytes"
+        return "1 byte" if size == 1 else f"{size} bytes"
     if size < 1024 * 1024:
         return f"{size / 1024:.1f} KB"
     return f"{size / (1024 * 1024):.1f} MB"
