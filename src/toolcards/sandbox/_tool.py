@@ -354,7 +354,7 @@ class ExecTool(ToolCard):
     def _run(self, run_id: str) -> BackgroundRun:
         return self.ask(self.bound(self._sandbox).run_of(self._member, run_id), actor=ACTOR_NAME)
 
-    @capability("exec_status")
+    @capability("exec_status", hints=ToolHints(title="Command status"))
     def status(self, run_id: str) -> str:
         """Whether a background run still runs, or how it ended.
 
@@ -363,7 +363,7 @@ class ExecTool(ToolCard):
         """
         return self._run(run_id).status(seen=True).describe()
 
-    @capability("exec_output", untrusted_output=True, output_budget=21_000)
+    @capability("exec_output", untrusted_output=True, output_budget=21_000, hints=ToolHints(title="Command output"))
     def output(self, run_id: str, offset: int = 0) -> str:
         """A page of a background run's output (stdout and stderr as printed).
 
@@ -391,7 +391,7 @@ class ExecTool(ToolCard):
             header.append(f"[more: exec_output run_id={status.run_id} offset={page.next_offset}]")
         return "\n".join([*header, page.text]) if page.text else "\n".join(header)
 
-    @capability("exec_stop", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
+    @capability("exec_stop", mutates=True, hints=ToolHints(title="Stop command", destructive=True, idempotent=True))
     def stop(self, run_id: str) -> str:
         """Kill a background run and every process it started.
 
@@ -404,7 +404,7 @@ class ExecTool(ToolCard):
         run.wait(STOP_WAIT_S)
         return run.status(seen=True).describe()
 
-    @capability("exec_runs")
+    @capability("exec_runs", hints=ToolHints(title="Background commands"))
     def runs(self) -> str | None:
         """Your background runs."""
         listed = [

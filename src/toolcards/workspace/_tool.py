@@ -456,7 +456,12 @@ class WorkspaceTool(ToolCard):
         self._workspace_hub().record_read(self._agent, read.rel, read.data, full, read.digest)
         return shown
 
-    @capability("workspace_read_many", untrusted_output=True, output_budget=READ_OUTPUT_BUDGET)
+    @capability(
+        "workspace_read_many",
+        untrusted_output=True,
+        output_budget=READ_OUTPUT_BUDGET,
+        hints=ToolHints(title="Read files"),
+    )
     def read_files(
         self,
         paths: Annotated[
@@ -560,12 +565,12 @@ class WorkspaceTool(ToolCard):
             exclude=exclude or "",
         )
 
-    @capability("workspace_info", untrusted_output=True)
+    @capability("workspace_info", untrusted_output=True, hints=ToolHints(title="File info"))
     def path_info(self, path: WorkspacePath) -> str:
         """Size, times, kind, lines and type of a path."""
         return path_info(self.tree, path)
 
-    @capability("workspace_grep", untrusted_output=True, hints=ToolHints(title="Search files"))
+    @capability("workspace_grep", untrusted_output=True, hints=ToolHints(title="Grep files"))
     def grep_files(self, pattern: Pattern, path: WorkspacePath = "", include: Pattern = "") -> str:
         """Search file contents by regex; gives path:line: text.
 
@@ -734,7 +739,7 @@ class WorkspaceTool(ToolCard):
 
     # -- the journal ------------------------------------------------------------------------------
 
-    @capability("workspace_history", untrusted_output=True)
+    @capability("workspace_history", untrusted_output=True, hints=ToolHints(title="Change history"))
     def show_history(
         self,
         path: WorkspacePath | None = None,
@@ -758,7 +763,7 @@ class WorkspaceTool(ToolCard):
         entries = journal.history(path=rel, member=member, task_id=task_id, limit=limit)
         return render_history(entries, filtered=bool(path or agent or task_id is not None))
 
-    @capability("workspace_diff", untrusted_output=True)
+    @capability("workspace_diff", untrusted_output=True, hints=ToolHints(title="Show change"))
     def show_diff(self, change_id: int) -> str:
         """The unified diff of one change."""
         journal = self._journal()
@@ -771,7 +776,7 @@ class WorkspaceTool(ToolCard):
         ]
         return render_diff(entry, journal.contents(digests))
 
-    @capability("workspace_undo", mutates=True, hints=ToolHints(destructive=True))
+    @capability("workspace_undo", mutates=True, hints=ToolHints(title="Undo changes", destructive=True))
     def undo_changes(
         self,
         change_id: int | None = None,
