@@ -117,3 +117,6 @@ def test_tail_of_an_empty_file_and_bad_tails(a: CheckedAgent) -> None:
     assert message is not None and "greater than or equal to 1" in message
     _, message = a.attempt("workspace_read", path="empty.txt", tail=2, offset=3)
     assert message == "Pass either offset (3) or tail (2), not both."
+    # limit would be ignored beside tail: refused rather than silently dropped.
+    _, message = a.attempt("workspace_read", path="empty.txt", tail=2, limit=5)
+    assert message == "tail (2) is the number of lines read: pass it without limit (5)."

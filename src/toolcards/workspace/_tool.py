@@ -147,6 +147,9 @@ _CONVERTED_SUFFIXES = tuple(sorted(DOCUMENT_SUFFIXES | IMAGE_SUFFIXES))
 _MAX_VIEW_PATH = 4096
 _NOTICE_ROOM = 200
 _MAX_HISTORY = 500
+_READ_LIMIT = 2000
+"""Lines ``workspace_read`` reads by default."""
+
 MAX_READ_MANY = 50
 """Paths one ``workspace_read_many`` call reads at most."""
 
@@ -436,7 +439,7 @@ class WorkspaceTool(ToolCard):
         self,
         path: WorkspacePath,
         offset: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 1,
-        limit: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = 2000,
+        limit: Annotated[int, Field(ge=1, json_schema_extra=unlisted_range)] = _READ_LIMIT,
         tail: Annotated[int | None, Field(ge=1, json_schema_extra=unlisted_range)] = None,
         line_numbers: bool = True,
     ) -> str:
@@ -449,6 +452,8 @@ class WorkspaceTool(ToolCard):
         """
         if tail is not None and offset != 1:
             raise RetriableError(f"Pass either offset ({offset}) or tail ({tail}), not both.")
+        if tail is not None and limit != _READ_LIMIT:
+            raise RetriableError(f"tail ({tail}) is the number of lines read: pass it without limit ({limit}).")
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
         count = limit if tail is None else tail
         read = self._read_page(path, offset, count, budget, tail=tail is not None, numbered=line_numbers)
@@ -474,7 +479,7 @@ class WorkspaceTool(ToolCard):
         reads: list[tuple[_FileRead, bool]] = []
         for path in dict.fromkeys(paths):
             try:
-                read = self._read_page(path, 1, 2000, budget)
+                read = self._read_page(path, 1, _READ_LIMIT, budget)
             except (RetriableError, ToolFailed) as exc:
                 parts.append(f"==> {path} <==\n({exc})")
                 continue
