@@ -241,6 +241,35 @@ def test_a_long_command_runs_as_a_task_polled_fetched_and_cancelled_over_stdio(t
     assert refused["error"]["code"] == -32602  # not a long-running tool
 
 
+@pytest.mark.slow
+def test_a_task_waiting_for_its_users_approval_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The question names its task, and the task is input_required until it is answered.
+    monkeypatch.setenv("TOOLCARDS_STORE", str(tmp_path / "state.db"))
+    config = tmp_path / "team.yaml"
+    config.write_text(
+        TASK_CONFIG.replace("    timeout_s: 60\n", "    timeout_s: 60\n    exec_command: {requires_approval: true}\n")
+    )
+    raw = RawServer(config)
+    try:
+        capabilities = {"tasks": {}, "elicitation": {"form": {}}}
+        raw.answer("init", "initialize", {**INIT, "capabilities": capabilities})
+        raw.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"name": "exec_command", "arguments": {"cmd": "echo ran"}, "task": {}}
+        raw.request(1, "tools/call", call)
+        task_id = next_result(raw, 1)["result"]["task"]["taskId"]
+        question = raw.receive()
+        while question.get("method") != "elicitation/create":
+            question = raw.receive()
+        assert question["params"]["_meta"]["io.modelcontextprotocol/related-task"] == {"taskId": task_id}
+        assert next_result_of(raw, 2, "tasks/get", {"taskId": task_id})["status"] == "input_required"
+        raw.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept"}})
+        result = next_result_of(raw, 3, "tasks/result", {"taskId": task_id})
+        assert "ran" in result["content"][0]["text"] and not result["isError"]
+        assert next_result_of(raw, 4, "tasks/get", {"taskId": task_id})["status"] == "completed"
+    finally:
+        raw.kill()
+
+
 def next_result_of(raw: RawServer, request_id: Any, method: str, params: dict[str, Any]) -> dict[str, Any]:
     raw.request(request_id, method, params)
     answer = next_result(raw, request_id)

@@ -108,7 +108,12 @@ class AskingApprover:
         self.timeout_s = timeout_s
 
     def __call__(self, request: ApprovalRequest) -> bool:
-        params = approval_elicitation(request)
+        from toolcards.server._tasks import awaiting_input
+
+        with awaiting_input() as meta:
+            return self._asked(request, {**approval_elicitation(request), **({"_meta": meta} if meta else {})})
+
+    def _asked(self, request: ApprovalRequest, params: dict[str, Any]) -> bool:
         future = asyncio.run_coroutine_threadsafe(_awaited(self.ask(params)), self.loop)
         token = current_cancel()
 

@@ -13,6 +13,10 @@ tool whose card marks it ``long_running`` (``exec_command``; listed with
   process group is killed); the task is ``cancelled``;
 * ``tasks/list`` — the caller's tasks.
 
+While the call waits for its user (a tool that needs approval, asked by elicitation), the task
+is ``input_required``, and the question carries the task's id
+(``_meta["io.modelcontextprotocol/related-task"]``): see :func:`awaiting_input`.
+
 A task belongs to the connection that started it; others see no such task. It is kept
 ``ttl`` milliseconds after it was created (default an hour, at most a day), then forgotten;
 the server holds at most :data:`MAX_TASKS` at once. The stateless 2026-07-28 protocol moved
@@ -22,16 +26,18 @@ tasks to an extension this server does not offer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import secrets
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from toolcards.server._jsonrpc import INVALID_PARAMS, RequestError
 
-__all__ = ["MAX_TASKS", "RELATED_TASK_KEY", "TASKS_CAPABILITY", "TASKS_VERSION", "TaskRegistry"]
+__all__ = ["MAX_TASKS", "RELATED_TASK_KEY", "TASKS_CAPABILITY", "TASKS_VERSION", "TaskRegistry", "awaiting_input"]
 
 TASKS_VERSION = "2025-11-25"
 """The one protocol version with tasks in its core."""
@@ -124,6 +130,9 @@ class TaskRegistry:
         return {"task": task.wire()}
 
     async def _run(self, task: _Task, run: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        # The runner has a context of its own: the call's worker thread, which copies it, finds
+        # its task there when it must wait for the user.
+        _running.set((self, task, asyncio.get_running_loop()))
         try:
             result = await run()
         except asyncio.CancelledError:
@@ -139,6 +148,16 @@ class TaskRegistry:
             return
         task.status, task.result, task.message, task.updated = status, result, message, _now()
         task.done.set()
+        if self.on_status is not None:
+            self.on_status(task.owner, task.wire())
+
+    def _set_waiting(self, task: _Task, waiting: bool) -> None:
+        """Mark ``task`` as waiting for its user's input, or working again; an ended one stays."""
+        if task.status in ("completed", "failed", "cancelled"):
+            return
+        task.status = "input_required" if waiting else "working"
+        task.message = "Waiting for the user's answer." if waiting else None
+        task.updated = _now()
         if self.on_status is not None:
             self.on_status(task.owner, task.wire())
 
@@ -213,3 +232,25 @@ class TaskRegistry:
                 if task.runner is not None and not task.runner.done():
                     task.runner.cancel()
                 del self._tasks[task_id]
+
+
+_running: ContextVar[tuple[TaskRegistry, _Task, asyncio.AbstractEventLoop] | None] = ContextVar(
+    "toolcards_running_task", default=None
+)
+
+
+@contextlib.contextmanager
+def awaiting_input() -> Iterator[dict[str, Any]]:
+    """Around a question to the client's user, from any thread of a call: when the call runs
+    as a task, the task is ``input_required`` until the block ends. Yields the ``_meta`` the
+    question carries (the related task; empty outside a task)."""
+    running = _running.get()
+    if running is None:
+        yield {}
+        return
+    registry, task, loop = running
+    loop.call_soon_threadsafe(registry._set_waiting, task, True)
+    try:
+        yield {RELATED_TASK_KEY: {"taskId": task.task_id}}
+    finally:
+        loop.call_soon_threadsafe(registry._set_waiting, task, False)
