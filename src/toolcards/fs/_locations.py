@@ -147,7 +147,10 @@ def _unsafe_mount(path: Path) -> str | None:
         return "the file system's root" if len(parts) == 1 else "a top-level directory"
     if parts[1] in _SYSTEM_DIRS:
         return "a system directory"
-    home = Path.home().resolve()
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError):  # no home directory known: nothing more to refuse
+        return None
     if path == home or path in home.parents:
         return "a home directory" if path == home else "a directory holding a home directory"
     if path.is_relative_to(home) and path.relative_to(home).parts[0].startswith("."):

@@ -80,10 +80,9 @@ MAX_SCAN_ENTRIES = 10_000
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY
 _RETRIES = 16
-
+"""How often one step is retried when what it found changed under it (a swap in progress)."""
 _CHANGING: frozenset[Doing] = frozenset({"write", "edit", "delete", "create directory", "remove directory"})
 """What a walk does that changes the tree: such a walk never enters :data:`OWN_DIR`."""
-"""How often one step is retried when what it found changed under it (a swap in progress)."""
 _MAX_REMOVE_DEPTH = 256
 """How deep :meth:`Tree.remove_directory` descends (it holds two descriptors per level)."""
 
