@@ -128,6 +128,31 @@ def test_completing_needs_an_output_and_ends_the_claim_and_tells_who_waits(board
     assert "Task 2 is ready: its last dependency, task 1, was completed by @Ann" in ready[0].text
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"update": [TaskUpdate(id=1, owner="@Bob")]},
+        {"update": [TaskUpdate(id=1, status="pending")]},
+        {"update": [TaskUpdate(id=1, status="completed", output="mine now")]},
+        {"delete": [1]},
+    ],
+)
+def test_another_member_cannot_take_finish_or_delete_a_held_task(board: Any, change: dict[str, Any]) -> None:
+    # Through update_planning Bob could give himself Ann's task, or finish it, while she worked on it.
+    proxy, _ = board
+    make(proxy, TaskCreate(description="base"), TaskCreate(description="other"))
+    proxy.claim("@Ann", 1).get(timeout=WAIT)
+    with pytest.raises(RetriableError, match=r"Held by another member: task 1 by @Ann \(lease until"):
+        updates = [*change.get("update", []), TaskUpdate(id=2, description="x")]
+        proxy.update("@Bob", update=updates, delete=change.get("delete", [])).get()
+    assert [(c.task_id, c.member) for c in proxy.claims().get(timeout=WAIT)] == [(1, "@Ann")]
+    assert proxy.get_task(2).get(timeout=WAIT).description == "other"  # nothing of the batch applied
+    # Describing the task stays open to anyone; the holder still ends it.
+    proxy.update("@Bob", update=[TaskUpdate(id=1, description="base, clearer")]).get(timeout=WAIT)
+    proxy.update("@Ann", update=[TaskUpdate(id=1, status="completed", output="done")]).get(timeout=WAIT)
+    assert proxy.claims().get(timeout=WAIT) == []
+
+
 def test_a_lease_that_runs_out_puts_the_task_back(board: Any) -> None:
     proxy, events = board
     make(proxy, TaskCreate(description="slow"))

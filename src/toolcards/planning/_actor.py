@@ -433,8 +433,10 @@ class PlanningActor(NamespaceActor):
             require_output: refuse to complete a task that has no output.
 
         A change that completes, aborts, reassigns, reopens or deletes a claimed task ends
-        its claim. When a task is completed, the owners of tasks whose last open dependency
-        it was are told (the team's mailbox, when this process has one).
+        its claim; while the lease holds only its holder may make one (another member's
+        batch is refused whole, naming the holder). When a task is completed, the owners of
+        tasks whose last open dependency it was are told (the team's mailbox, when this
+        process has one).
 
         Returns:
             An :class:`UpdateReport` listing what was applied, or every refused part with
@@ -474,9 +476,10 @@ class PlanningActor(NamespaceActor):
             )
             if not batch.changed:
                 return batch.report()
+            ended = self._claims_ended_by(batch)
+            self._refuse_taking_over(ended, creator)
             seq = self._seq + 1
             report = batch.report(seq)
-            ended = self._claims_ended_by(batch)
             calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
             claim_rows = [Change(collection=_CLAIMS, key=str(task_id), value=None) for task_id in ended]
             txn.stage(self._rows_of(batch, seq) + claim_rows + calls)
@@ -768,6 +771,28 @@ class PlanningActor(NamespaceActor):
             if claim is not None and (task is None or task.status != "in_progress" or task.owner != claim.member):
                 ended.append(task_id)
         return ended
+
+    def _refuse_taking_over(self, ended: Sequence[int], member: str) -> None:
+        """Refuse a batch that would end another member's live claim: only the holder
+        completes, aborts, reopens, gives away or deletes a task it holds, so two members
+        never both believe they hold it. A claim whose lease ran out may be taken over."""
+        now = time.time()
+        held = [
+            claim
+            for claim in (self._claims[task_id] for task_id in ended)
+            if claim.member != member and claim.until > now
+        ]
+        if held:
+            which = "; ".join(
+                f"task {claim.task_id} by {claim.member} "
+                f"(lease until {datetime.fromtimestamp(claim.until, UTC):%H:%M:%S}Z)"
+                for claim in held
+            )
+            raise RetriableError(
+                f"Held by another member: {which}. Only a task's holder completes, aborts, reopens, "
+                "reassigns or deletes it while it holds it: ask the holder (send_message), or wait until "
+                "the lease runs out. Nothing of this batch was applied."
+            )
 
     def _status_of(self, task_id: int) -> str | None:
         task = self._tasks.get(task_id)
