@@ -206,6 +206,14 @@ def test_the_fixed_agent_name_overrides_the_declared_one(config: ServeConfig, sy
     assert asyncio.run(main()) == "@Carol"
 
 
+def test_an_agent_header_is_read_as_utf8_and_an_unusable_one_passed_over(team_server: TeamServer) -> None:
+    # HTTP hands headers over as Latin-1; an unusable name used to make every such client
+    # one shared agent instead of the one it declared.
+    assert team_server.agent_key("Alice", header="Jürgen".encode().decode("latin-1")) == "Jürgen"
+    assert team_server.agent_key("Alice", header="@@@") == "Alice"
+    assert team_server.agent_key("Alice", header="Gus") == "Gus"
+
+
 def test_a_handshake_client_leaves_the_roster_when_its_connection_ends(team_server: TeamServer) -> None:
     async def main() -> tuple[set[str], set[str]]:
         async with client(team_server, "Dave", mode="legacy") as c:

@@ -44,6 +44,7 @@ the client's roots may be the workspace (:mod:`toolcards.server._roots`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import re
@@ -272,9 +273,18 @@ class TeamServer:
 
     def agent_key(self, declared: str | None, *, header: str | None = None) -> str:
         """The agent name a request acts as: ``header`` (``X-Agent-Name``), else the fixed
-        ``agent_name``, else the name the client ``declared`` (``clientInfo.name``)."""
+        ``agent_name``, else the name the client ``declared`` (``clientInfo.name``).
+
+        A header with no usable character (``@@@``) is passed over like a missing one, so
+        such clients do not all become one shared agent. HTTP hands header values over as
+        Latin-1: UTF-8 sent there (``Jürgen``) is read back as UTF-8.
+        """
         if header:
-            return _declared_agent_name(header)
+            with contextlib.suppress(UnicodeError):
+                header = header.encode("latin-1").decode("utf-8")
+            named = _declared_agent_name(header, "")
+            if named:
+                return named
         if self.agent_name:
             return self.agent_name
         return _declared_agent_name(declared)
