@@ -243,14 +243,14 @@ def test_a_token_is_required_on_every_request(team_server: TeamServer) -> None:
         assert asyncio.run(main()) == "@Jo"
 
 
-def raw_status(url: str, host: str) -> int:
+def raw_status(url: str, host: str, *, slash: bool = False) -> int:
     parts = urlsplit(url)
     assert parts.hostname is not None
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     body = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}'
     connection.request(
         "POST",
-        parts.path,
+        parts.path + ("/" if slash else ""),
         body=body,
         headers={
             "Host": host,
@@ -270,3 +270,6 @@ def test_dns_rebinding_protection_checks_the_host_header(team_server: TeamServer
         assert raw_status(url, f"evil.example.test:{port}") in (403, 421)
         assert raw_status(url, f"tools.example.test:{port}") not in (403, 421)
         assert raw_status(url, f"127.0.0.1:{port}") not in (403, 421)
+        # With a trailing slash too: never a redirect to the foreign host (with the token).
+        assert raw_status(url, f"evil.example.test:{port}", slash=True) in (403, 421)
+        assert raw_status(url, f"127.0.0.1:{port}", slash=True) not in (307, 403, 421)

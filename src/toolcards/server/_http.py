@@ -377,6 +377,7 @@ def http_app(
         transport_security=_security_settings(host, allowed_hosts),
         event_store=ReplayBuffer(),
     )
+    app = _EndpointWithSlash(app, path)
     browser_routes: CookieRoutes | None = None
     if fallback is not None:
         routed = _EndpointOrElse(app, path, fallback)
@@ -384,6 +385,22 @@ def http_app(
         if cookie_routes is not None:
             browser_routes = routed.beside_endpoint(cookie_routes)
     return TokenAuth(app, token, cookie_routes=browser_routes) if token else app
+
+
+class _EndpointWithSlash:
+    """``<path>/`` served as ``<path>``. The SDK's router would redirect it there, naming the
+    request's ``Host`` (and keeping a ``?token=``) before its DNS-rebinding check runs: a
+    foreign host got a redirect to itself carrying the token, where ``<path>`` gets 421."""
+
+    def __init__(self, app: ASGIApp, path: str) -> None:
+        self.app = app
+        self.slashed = path.rstrip("/") + "/"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") == self.slashed:
+            path = self.slashed[:-1]
+            scope = {**scope, "path": path, "raw_path": path.encode()}
+        await self.app(scope, receive, send)
 
 
 class _EndpointOrElse:
