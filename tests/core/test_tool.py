@@ -67,6 +67,22 @@ def test_the_pipeline_budgets_wraps_awaits_and_times_out() -> None:
     release.set()
 
 
+def test_an_error_longer_than_the_budget_is_cut_keeping_its_end() -> None:
+    # A refusal listing 10,000 names reached the model whole, past any answer's budget.
+    def refuse(names: list[str]) -> str:
+        """Refuse every name."""
+        raise RetriableError(", ".join(names) + " do not exist. Create them first.")
+
+    tool = Tool.from_function(refuse, output_budget=1_000)
+    with pytest.raises(RetriableError) as refused:
+        tool.call_sync({"names": [f"entity-{n}" for n in range(10_000)]})
+    message = str(refused.value)
+    assert len(message) < 1_100 and message.startswith("entity-0, entity-1, ")
+    assert message.endswith("do not exist. Create them first.") and "characters of this message cut" in message
+    with pytest.raises(RetriableError, match=r"^a, b do not exist\. Create them first\.$"):
+        tool.call_sync({"names": ["a", "b"]})
+
+
 def test_instructions_are_appended_to_the_description() -> None:
     tool = Tool.from_function(echo, instructions="Only echo greetings.")
     assert tool.description == "Echo text.\n\nOnly echo greetings."

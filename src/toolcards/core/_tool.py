@@ -533,6 +533,8 @@ class Tool:
         error = _translate(self.name, exc)
         if channel is Channels.TOOL_CALL and self.unreachable and isinstance(error, RetriableError | ToolFailed):
             error = _without_dangling_names(error, self.unreachable - {self.name})
+        if isinstance(error, ToolcardsError) and len(error.args) == 1 and len(str(error)) > self.output_budget:
+            error = _clipped(error, self.output_budget)
         if self.record_sink and isinstance(error, ToolcardsError):
             self._record(channel, call_id, started, f"{type(error).__name__}: {error}")
         if ledger is not None and isinstance(error, ToolcardsError) and not isinstance(error, BudgetExceeded):
@@ -639,6 +641,19 @@ def _store_failure(tool_name: str, exc: StoreError) -> StoreError:
     failure.for_model = True  # type: ignore[attr-defined]
     failure.__cause__ = exc
     return failure
+
+
+def _clipped(error: ToolcardsError, budget: int) -> ToolcardsError:
+    """``error`` with its message cut to about ``budget`` characters: its head and its tail
+    (where a refusal says what to do), as a result over the budget is. A refusal listing
+    every one of 10,000 names must not cost the model more than any answer may."""
+    text = str(error)
+    room = max(budget - 100, 100)
+    head, tail = text[: room * 2 // 3], text[-(room // 3) :]
+    cut = len(text) - len(head) - len(tail)
+    clipped = copy.copy(error)
+    clipped.args = (f"{head}\n[… {cut:,} characters of this message cut …]\n{tail}",)
+    return clipped
 
 
 def _without_dangling_names(error: ToolcardsError, unreachable: frozenset[str]) -> ToolcardsError:
