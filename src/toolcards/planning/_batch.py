@@ -32,6 +32,10 @@ from toolcards.planning._models import (
 
 __all__ = ["StagedBatch", "path_problems", "stage_update", "unknown_task"]
 
+MAX_TASK_ID = 2**53 - 1
+"""The largest task id: a JSON number above it loses precision in many clients (JavaScript's),
+which could then not name the task."""
+
 
 def unknown_task(task_id: int) -> str:
     """The message for an id that is not on the board."""
@@ -183,8 +187,10 @@ class StagedBatch:
 
     def _create_problems(self, task_id: int, item: TaskCreate) -> str:
         problems = []
-        if task_id < 1:
-            problems.append(f"Task id {task_id} is not valid: ids are positive. Omit id to get the next free one.")
+        if not 1 <= task_id <= MAX_TASK_ID:
+            problems.append(
+                f"Task id {task_id} is not valid: ids are from 1 to {MAX_TASK_ID:,}. Omit id to get the next free one."
+            )
         elif self.task(task_id) is not None:
             problems.append(
                 f"Task {task_id} already exists. Omit id to get the next free one, or update task {task_id}."
