@@ -293,6 +293,22 @@ def test_merging_an_alias_again_says_where_it_went(kg: KnowledgeGraphProxy) -> N
     assert "alias of 'auth-service'" in kg.merge("@Bob", "auth", ["AuthSvc"]).get().errors[0]
 
 
+def test_aliases_follow_a_chain_of_merges(kg: KnowledgeGraphProxy) -> None:
+    # Merging m (alias s) into q used to drop s: the target was indexed with it, then the
+    # source's removal took it out again.
+    kg.update("@Ann", create_entities=[ent("s", "first"), ent("m", "second"), ent("q", "third")]).get()
+    kg.merge("@Ann", "m", ["s"]).get()
+    kg.merge("@Ann", "q", ["m"]).get()
+    report = kg.update("@Ann", update_entities=[EntityUpdate(name="s", add_observations=["via the old name"])]).get()
+    assert not report.errors and report.updated_entities == ["q"]
+    refused = kg.update("@Ann", create_entities=[ent("s"), ent("m")]).get()
+    assert [error.split(";")[0] for error in refused.errors] == [
+        "'s' was merged into 'q' and is its alias",
+        "'m' was merged into 'q' and is its alias",
+    ]
+    assert [view.entity.name for view in kg.get_entities(["s", "M"]).get().entities] == ["q"]
+
+
 # -- the card: claimed task, as_of, merge_entities ----------------------------------------
 
 

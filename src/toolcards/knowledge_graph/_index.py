@@ -461,8 +461,12 @@ class GraphIndex:
                 del self._name_postings[term]
         for row in self._listed.pop(number, []):
             discard(self._sorted_names, row)
-            if row[1] != row[2]:
-                self._aliases.pop(row[1], None)
+            if row[1] != row[2] and self._aliases.get(row[1]) == row[2]:
+                del self._aliases[row[1]]
+            if row[1] in self._aliases or row[1] in self._numbers:
+                # Another entity holds the name now: a merge indexes its target (with the
+                # source's name and aliases) before it drops the source.
+                continue
             same = self._collapsed.get(collapsed_name(row[1]))
             if same is not None:
                 same.pop(row[1], None)
