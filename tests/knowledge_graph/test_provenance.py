@@ -148,6 +148,25 @@ def test_an_entity_invalidated_twice_is_refused(kg: KnowledgeGraphProxy, clock: 
     assert "already no longer holds" in report.errors[0]
 
 
+def test_an_entity_that_no_longer_holds_refuses_changes_in_words(kg: KnowledgeGraphProxy, clock: Clock) -> None:
+    # They used to be "applied" and then shown nowhere.
+    seed(kg, clock)
+    kg.update("@Ann", update_entities=[EntityUpdate(name="db", invalidate={"db": "gone"})]).get()
+    refused = [
+        kg.update("@Bob", update_entities=[EntityUpdate(name="db", add_observations=["still here"])]).get(),
+        kg.update(
+            "@Bob", create_relations=[RelationCreate(from_entity="api", to_entity="db", relation_type="uses")]
+        ).get(),
+        kg.update("@Bob", create_entities=[ent("db")]).get(),
+    ]
+    assert "Entity 'db' no longer holds (by @Ann" in refused[0].errors[0]
+    assert "entity 'db' no longer holds (by @Ann" in refused[1].errors[0]
+    assert (
+        "exists but no longer holds (by @Ann" in refused[2].errors[0] and "Choose another name" in refused[2].errors[0]
+    )
+    assert not any(report.updated_entities or report.created_relations for report in refused)
+
+
 # -- search through time ------------------------------------------------------------------
 
 

@@ -69,6 +69,13 @@ class Stamp:
         return {"invalid_at": self.now, "invalidated_by": self.agent, "reason": reason}
 
 
+def _invalidates_only(item: EntityUpdate, name: str) -> bool:
+    """Whether ``item`` only marks facts of ``name`` as no longer holding: what an update of
+    an entity that no longer holds may still do (the entity again is refused as twice)."""
+    changes = item.model_dump(exclude_defaults=True, exclude={"name", "invalidate"})
+    return bool(item.invalidate) and not changes
+
+
 def _since(fact: Provenance) -> str:
     """`` (by @B on 2026-03-01: reason)``: who said a fact no longer holds, and why."""
     when = f" on {fact.invalid_at:%Y-%m-%d %H:%M} UTC" if fact.invalid_at is not None else ""
@@ -155,7 +162,14 @@ class UpdateBatch:
 
     def create_entity(self, item: EntityCreate) -> None:
         """Stage a new entity; a taken name or alias is an error, a close one a suggestion."""
-        if self.entity(item.name) is not None:
+        existing = self.entity(item.name)
+        if existing is not None and existing.invalid_at is not None:
+            self.report.errors.append(
+                f"Entity {item.name!r} exists but no longer holds{_since(existing)}, and its name stays "
+                "taken by its history. Choose another name."
+            )
+            return
+        if existing is not None:
             self.report.errors.append(f"Entity {item.name!r} already exists. To change it, put it in update_entities.")
             return
         if item.name in self.aliases:
@@ -184,6 +198,13 @@ class UpdateBatch:
         """Stage a new relation; a missing end is an error, one that holds is skipped."""
         from_entity, to_entity = self.resolve(item.from_entity), self.resolve(item.to_entity)
         ends = (from_entity,) if from_entity == to_entity else (from_entity, to_entity)
+        gone = [entity for entity in map(self.entity, ends) if entity is not None and entity.invalid_at is not None]
+        if gone:
+            self.report.errors.append(
+                f"Relation {relation_text(item)}: entity {gone[0].name!r} no longer holds{_since(gone[0])}, "
+                "so a relation to it would not show. Relate what holds now."
+            )
+            return
         missing = [name for name in ends if self.entity(name) is None]
         if missing:
             names = " and ".join(f"{name!r}{self.suggestion(name)}" for name in missing)
@@ -218,6 +239,13 @@ class UpdateBatch:
         if entity is None:
             self.report.errors.append(
                 f"Entity {item.name!r} does not exist{self.suggestion(item.name)}. Create it in create_entities."
+            )
+            return
+        if entity.invalid_at is not None and not _invalidates_only(item, name):
+            self.report.errors.append(
+                f"Entity {name!r} no longer holds{_since(entity)}: a change to it would not show in reads "
+                "or searches (include_invalid=true shows it as it was). Record what holds now under another "
+                "name."
             )
             return
         errors = self.report.errors
