@@ -41,7 +41,7 @@ from toolcards.workspace._kept import Kept, settled, stamp_of
 from toolcards.workspace._listing import listing_of
 from toolcards.workspace._models import content_digest
 from toolcards.workspace._os_errors import kind_of
-from toolcards.workspace._paths import SKIPPED_DIRS, display_name
+from toolcards.workspace._paths import SKIPPED_DIRS, display_name, plain_ascii
 from toolcards.workspace._text import binary_error, file_text
 from toolcards.workspace._tree import READ_CHUNK_BYTES, Directory, OpenFile, Tree, format_size
 
@@ -627,8 +627,7 @@ def _size_of(directory: Directory, name: str) -> str:
 def _labels(names: Sequence[str], kinds: list[int]) -> list[str]:
     """What each name shows as (:func:`_label`); regular files with ASCII names, most
     entries, show as their names, taken in one pass."""
-    joined = "".join(names)
-    if kinds.count(stat.S_IFREG) == len(kinds) and joined.isascii() and joined.isprintable():
+    if kinds.count(stat.S_IFREG) == len(kinds) and plain_ascii("".join(names)):
         return list(names)
     return list(map(_label, names, kinds))
 
