@@ -94,6 +94,9 @@ def test_relation_to_a_missing_entity_is_an_error_with_a_suggestion(kg: Knowledg
     assert "did you mean 'Authentication Service'?" in report.errors[0]
     assert "'Nobody' and 'Nothing at all' do not exist" in report.errors[1]
     assert relations_of(kg) == set()
+    # Case aside, as reads compare names: creating 'AUTHENTICATION SERVICE' would duplicate it.
+    report = kg.update("a", create_relations=[rel("B", "AUTHENTICATION SERVICE")]).get()
+    assert "did you mean 'Authentication Service'?" in report.errors[0]
 
 
 def test_duplicate_relation_triple_is_skipped_not_duplicated(kg: KnowledgeGraphProxy) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from toolcards.core._words import name_key
 from toolcards.knowledge_graph._models import (
     Entity,
     EntityCreate,
@@ -132,11 +133,17 @@ class UpdateBatch:
         return [key for key in keys if self.relation(key) is not None]
 
     def suggestion(self, name: str) -> str:
-        """`` (did you mean 'X'?)`` for a close existing name, else ``""``."""
+        """`` (did you mean 'X'?)`` for a close existing name, else ``""``. A name that differs
+        only in case and spacing comes first, as reads compare names (``DB`` finds ``db``, and
+        creating ``DB`` would make a second entity)."""
         from rapidfuzz import fuzz, process
 
         names = [n for n in self.committed_entities if n not in self.entities]
         names.extend(n for n, e in self.entities.items() if e is not None)
+        wanted = name_key(name)
+        same = next((n for n in names if name_key(n) == wanted), None) if wanted else None
+        if same is not None:
+            return f" (did you mean {same!r}?)"
         match = process.extractOne(name, names, scorer=fuzz.WRatio, score_cutoff=85)
         return f" (did you mean {match[0]!r}?)" if match else ""
 
