@@ -409,7 +409,11 @@ class KnowledgeGraphActor(NamespaceActor):
         later = self._query_vector(text, query_vector) if mode != "keyword" else None
         index = self._index
         shown = index.visible_entities(at, include_invalid)
-        # The best twice over: enough for the names pinned first.
+        pinned = index.name_matches(text, count, shown)
+        wanted = name_key(text)
+        exact = {name for name in index.named(text) if shown[index.number(name)]}
+        # The best twice over: enough for the names pinned first. A pinned name the ranking
+        # leaves out is shown all the same, so it is a match (the exact name aside).
         best, matching = index.rank(
             text,
             None if later is None else (lambda: later()[0]),
@@ -419,16 +423,13 @@ class KnowledgeGraphActor(NamespaceActor):
             alpha=self._alpha,
             threshold=self._threshold,
             limit=2 * count,
+            counted=[name for name in pinned if name not in exact],
         )
         vector, note = (None, None) if later is None else later()
         used: SearchMode = mode if vector is not None else "keyword"
-        pinned = index.name_matches(text, count, shown)
-        wanted = name_key(text)
-        exact = {name for name in index.named(text) if shown[index.number(name)]}
         top = best[0][1] if best else 1.0
         found = {hit[0]: hit for hit in best}
         ranked: list[tuple[str, float, float | None, float | None]] = []
-        outside: list[str] = []
         for name in pinned:
             best_hit = found.get(name)
             if name in exact:
@@ -446,16 +447,6 @@ class KnowledgeGraphActor(NamespaceActor):
                 cosine = index.cosine(name, vector) if vector is not None else None
                 share = len(wanted) / max(len(name_key(name)), 1)
                 ranked.append((name, top * share, None, cosine))
-                outside.append(name)
-        if outside:
-            # Shown, the names pinned from outside the best are matches. Rank returned every
-            # entity it counted unless it counted more, and then some of them are counted already.
-            already = (
-                0
-                if matching <= len(best)
-                else self._counted_by_rank(outside, text, used, vector, shown, at, include_invalid)
-            )
-            matching += len(outside) - already
         ranked += [hit for hit in best if hit[0] not in pinned]
         pending = 0 if self._vectors is None else self._vectors.pending
         if used != "keyword" and pending and note is None:
@@ -498,35 +489,6 @@ class KnowledgeGraphActor(NamespaceActor):
             result.paths = self._paths_between([hit.entity.name for hit in hits[:MAX_PATH_ENDPOINTS]], holds)
             result.max_path_length = self._max_path_length
         return result
-
-    def _counted_by_rank(
-        self,
-        names: Sequence[str],
-        text: str,
-        used: SearchMode,
-        vector: npt.NDArray[np.float32] | None,
-        shown: npt.NDArray[np.bool_],
-        at: float | None,
-        include_invalid: bool,
-    ) -> int:
-        """How many of ``names`` :meth:`GraphIndex.rank` counted as matching ``text`` in mode
-        ``used``: found by the keywords unless the search was by vector alone, or with a
-        cosine of at least the threshold unless it was by keyword alone. Scores the keywords
-        of every entity again: called only when rank returned fewer entities than it matched."""
-        from toolcards.knowledge_graph._index import matches
-
-        index = self._index
-        found = None
-        if used != "vector":
-            found = matches(index.keyword_scores(text, shown, at, include_invalid))
-        counted = 0
-        for name in names:
-            if found is not None and found[index.number(name)]:
-                counted += 1
-            elif used != "keyword" and vector is not None:
-                cosine = index.cosine(name, vector)
-                counted += cosine is not None and cosine >= self._threshold
-        return counted
 
     def _best_observations(
         self, entity: Entity, cosines: dict[str, float], as_of: datetime | None, include_invalid: bool

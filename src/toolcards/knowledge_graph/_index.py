@@ -30,7 +30,7 @@ import math
 import re
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -730,9 +730,11 @@ class GraphIndex:
         alpha: float,
         threshold: float,
         limit: int,
+        counted: Collection[str] = (),
     ) -> tuple[list[Hit], int]:
         """The ``limit`` best visible entities for ``query``, by score, then the most recently
-        recorded, and how many entities match in all.
+        recorded, and how many entities match in all: those ranked, and the entities named in
+        ``counted`` (shown by the caller whatever their score) that are not among them.
 
         ``keyword``: entities with a keyword score above 0, scored over the best one.
         ``vector``: the cosine of the entity's vector with ``query_vector``, at least
@@ -768,8 +770,8 @@ class GraphIndex:
             assert keyword is not None
             scores, eligible = fuse(keyword, cosines, shown & has_vector, alpha, threshold)
         candidates = np.flatnonzero(eligible)
-        matching = len(candidates)
-        if limit <= 0 or not matching:
+        matching = len(candidates) + sum(not eligible[self._numbers[name]] for name in counted)
+        if limit <= 0 or not len(candidates):
             return [], matching
         if len(candidates) > limit:
             kth = np.partition(scores[candidates], len(candidates) - limit)[len(candidates) - limit]
