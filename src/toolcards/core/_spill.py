@@ -27,7 +27,7 @@ from toolcards.errors import StoreError, ToolcardsError
 if TYPE_CHECKING:
     from toolcards.core._tool import Tool
 
-__all__ = ["NOTICE_ROOM", "SpillSink", "TeamSpill", "budgeted_answer", "cut_answer"]
+__all__ = ["NOTICE_ROOM", "SpillSink", "TeamSpill", "budgeted_answer", "cut_answer", "head_and_tail"]
 
 logger = logging.getLogger("toolcards.spill")
 
@@ -101,7 +101,7 @@ def budgeted_answer(tool: Tool, text: str, channel: Channels, call_id: str | Non
         import json
 
         text = json.dumps(value, ensure_ascii=False, default=str, indent=1)
-    head_end, tail_start = _split(text, budget)
+    head_end, tail_start = head_and_tail(text, budget)
     from_line = text.count("\n", 0, head_end) + 1
     try:
         where = sink(
@@ -153,9 +153,10 @@ def _with_notice(shown: str, notice: str, tool: Tool | None) -> str:
     return f"{shown}\n{notice}"
 
 
-def _split(text: str, budget: int) -> tuple[int, int]:
-    """Where the head ends and the tail starts: at line ends when one falls in the last fifth
-    of each part's room."""
+def head_and_tail(text: str, budget: int) -> tuple[int, int]:
+    """Where the head ends and the tail starts when ``text`` is shown in ``budget`` characters
+    (the tail is where a long answer or refusal ends): at line ends when one falls in the last
+    fifth of each part's room."""
     room = max(budget - NOTICE_ROOM, budget // 2)
     head = room * 2 // 3
     tail = room - head

@@ -77,7 +77,7 @@ from toolcards.core._idempotency import call_key, calling
 from toolcards.core._output import DEFAULT_OUTPUT_BUDGET, over_budget, wrap_untrusted
 from toolcards.core._records import Records
 from toolcards.core._schema import ArgsSchema, build_args_schema
-from toolcards.core._spill import SpillSink, budgeted_answer
+from toolcards.core._spill import SpillSink, budgeted_answer, head_and_tail
 from toolcards.core._tracing import ToolSpan, start_tool_span, tracing
 from toolcards.errors import (
     BudgetExceeded,
@@ -648,11 +648,11 @@ def _clipped(error: ToolcardsError, budget: int) -> ToolcardsError:
     (where a refusal says what to do), as a result over the budget is. A refusal listing
     every one of 10,000 names must not cost the model more than any answer may."""
     text = str(error)
-    room = max(budget - 100, 100)
-    head, tail = text[: room * 2 // 3], text[-(room // 3) :]
-    cut = len(text) - len(head) - len(tail)
+    head_end, tail_start = head_and_tail(text, budget)
     clipped = copy.copy(error)
-    clipped.args = (f"{head}\n[… {cut:,} characters of this message cut …]\n{tail}",)
+    clipped.args = (
+        f"{text[:head_end]}\n[… {tail_start - head_end:,} characters of this message cut …]\n{text[tail_start:]}",
+    )
     return clipped
 
 
