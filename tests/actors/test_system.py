@@ -86,6 +86,43 @@ def test_stop_is_orderly_members_then_tool_actors() -> None:
         system.team("t")
 
 
+class LateSpawner(Counter):
+    """On stop, starts another tool actor and has another member join (a call finishing as
+    the system stops), and records what happened."""
+
+    def __init__(self, team: Any, outcomes: list[str]) -> None:
+        super().__init__("spawner")
+        self.team = team
+        self.outcomes = outcomes
+        self.joiner = Member.start("joiner")
+
+    def on_stop(self) -> None:
+        super().on_stop()
+        try:
+            self.team.get_or_spawn("#Late", Counter, "late")
+            self.outcomes.append("spawned")
+        except RuntimeError as exc:
+            self.outcomes.append(str(exc))
+        try:
+            self.team.register_member(ActorAddress(name="Late", team_id="t"), self.joiner)
+            self.outcomes.append("joined")
+        except RuntimeError as exc:
+            self.outcomes.append(str(exc))
+
+
+def test_nothing_started_while_the_system_stops_outlives_it() -> None:
+    # An actor left running would keep the process from exiting (pykka's threads are not daemons).
+    system = ActorSystem()
+    team = system.team("t")
+    outcomes: list[str] = []
+    spawner = team.get_or_spawn("#Spawner", LateSpawner, team, outcomes)
+    joiner = spawner.joiner.get()
+    system.stop()
+    assert outcomes == ["team t is stopping: #Late is not started again", "team t is stopping: @Late cannot join"]
+    assert pykka.ActorRegistry.get_all() == []
+    assert not joiner.is_alive()
+
+
 def test_roster_and_lookup(system: ActorSystem) -> None:
     team = system.team("t")
     ann = ActorAddress(name="Ann", role="builder", team_id="t")

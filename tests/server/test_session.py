@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from tests.server.cards import EchoTool, NotesTool
@@ -82,6 +84,38 @@ def test_idle_sessions_without_leases_are_swept(system: ActorSystem) -> None:
     assert [m.name for m in team.members()] == ["Connected"]
     sessions.close_all()
     assert team.members() == []
+
+
+def test_a_session_opening_while_the_server_stops_leaves_at_once(system: ActorSystem) -> None:
+    # A cancelled request's thread may still be opening its session when the server stops.
+    team = system.team("t")
+    binding, release = threading.Event(), threading.Event()
+
+    def slow_cards() -> list[EchoTool]:
+        binding.set()
+        release.wait()
+        return [EchoTool()]
+
+    sessions = AgentSessions(team, slow_cards)
+    outcome: list[str] = []
+
+    def open_late() -> None:
+        try:
+            sessions.open("Late")
+            outcome.append("opened")
+        except RuntimeError as exc:
+            outcome.append(str(exc))
+
+    opener = threading.Thread(target=open_late)
+    opener.start()
+    binding.wait()
+    sessions.close_all()
+    release.set()
+    opener.join()
+    assert outcome == ["team t is stopping: Late cannot join"]
+    assert sessions.sessions() == [] and team.members() == []
+    with pytest.raises(RuntimeError, match="stopping"):
+        sessions.open("Later")
 
 
 def test_the_catalog_checks_the_wiring_once_without_joining_the_roster(system: ActorSystem) -> None:

@@ -441,6 +441,29 @@ def test_facade_mode_lists_the_meta_tools_and_hot_tools_and_calls_through_them(t
         server.kill()
 
 
+@pytest.mark.parametrize("stdin_closed_first", [False, True])
+def test_a_signal_answers_the_calls_still_running(team_yaml: Path, stdin_closed_first: bool) -> None:
+    # The client still listens: a call the stop cuts short gets an error, not silence. With
+    # stdin closed first, the server was waiting for the call's answer when the signal came.
+    server = RawServer(team_yaml)
+    try:
+        server.initialize()
+        server.request("long", "tools/call", {"name": "nap", "arguments": {"seconds": 60}})
+        assert server.answer("quick", "ping")["id"] == "quick"  # "long" is running
+        assert server.process.stdin is not None
+        if stdin_closed_first:
+            server.process.stdin.close()
+            time.sleep(0.5)  # lets the server see the end of its input first (no assertion on it)
+        server.process.send_signal(signal.SIGTERM)
+        stopped = server.receive()
+        assert server.process.wait(timeout=TIMEOUT_S) == 0, b"".join(server.stderr).decode()
+    finally:
+        server.kill()
+    assert stopped["id"] == "long"
+    assert stopped["error"]["code"] == -32603 and stopped["error"]["message"] == "Server stopping"
+    assert "may already be committed" in stopped["error"]["data"]
+
+
 def test_a_signal_as_stdin_closes_does_not_cut_the_flush_short(team_yaml: Path) -> None:
     # stdin's end and SIGTERM reach the server together (a client that closes its pipe and
     # then stops the server); whichever it sees first, it flushes and exits 0. A race, so

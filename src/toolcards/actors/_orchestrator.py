@@ -92,6 +92,9 @@ class Orchestrator(pykka.ThreadingActor):
         self._queues: list[EventQueue] = []  # queues told about since the last flush
         self._batch_due: threading.Event | None = None
         self._stopping = threading.Event()
+        # Set when the system begins to stop: what joins or starts after the system took its
+        # list of the team's actors would be stopped by no one and keep the process alive.
+        self._closed_to_newcomers = False
 
     def on_start(self) -> None:
         """Start renewing the team's presence, if it needs renewing (runs on the actor's thread)."""
@@ -122,13 +125,22 @@ class Orchestrator(pykka.ThreadingActor):
         if self._batch_due is not None:
             self._batch_due.set()
 
+    def close_to_newcomers(self) -> None:
+        """The system is stopping: from now on no tool actor starts and no member joins (each
+        is refused with ``RuntimeError``), so the actors the system stops are all there are."""
+        self._closed_to_newcomers = True
+
     # -- tool actors --------------------------------------------------------------------
 
     def get_or_spawn(self, name: str, actor_class: type[pykka.Actor], *args: Any, **kwargs: Any) -> pykka.ActorRef[Any]:
         """Return the running actor called ``name``, starting ``actor_class(*args, **kwargs)`` if none is.
 
-        A stopped actor of that name is replaced. Raises ``TypeError`` if the running actor
-        is not an ``actor_class`` (two cards disagree about what ``name`` is).
+        A stopped actor of that name is replaced.
+
+        Raises:
+            TypeError: the running actor is not an ``actor_class`` (two cards disagree about
+                what ``name`` is).
+            RuntimeError: the team is stopping and ``name`` is not running.
         """
         ref = self._tool_actors.get(name)
         if ref is not None and ref.is_alive():
@@ -138,6 +150,8 @@ class Orchestrator(pykka.ThreadingActor):
                     f"{actor_class.__name__}; give one of them another name."
                 )
             return ref
+        if self._closed_to_newcomers:
+            raise RuntimeError(f"team {self.team_id} is stopping: {name} is not started again")
         ref = actor_class.start(*args, **kwargs)
         self._tool_actors[name] = ref
         return ref
@@ -159,7 +173,12 @@ class Orchestrator(pykka.ThreadingActor):
         Raises:
             ValueError: a live member holds the name: one of this process, or one of another
                 process the presence knows is live (the message says where).
+            RuntimeError: the team is stopping (``ref``, if given, is stopped).
         """
+        if self._closed_to_newcomers:
+            if ref is not None:
+                ref.stop(block=False)  # nobody else would: it is on no roster
+            raise RuntimeError(f"team {self.team_id} is stopping: {address.handle} cannot join")
         current = self._members.get(address.name)
         if current is not None:
             if current[1] is None or current[1].is_alive():

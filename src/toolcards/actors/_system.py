@@ -264,6 +264,9 @@ class ActorSystem:
                 if team.ledger is not None:
                     team.ledger.close()
                 continue
+            # Closed first, so the lists below are complete: a session binding or a call
+            # finishing meanwhile cannot start an actor that nobody would stop.
+            ask(team._proxy.close_to_newcomers(), actor=team._label)
             members: list[pykka.ActorRef[Any]] = ask(team._proxy.member_refs(), actor=team._label)
             for ref in members:
                 ref.stop(block=True, timeout=timeout)

@@ -160,11 +160,13 @@ class McpConnection:
             self._ending = asyncio.Event()
         return self._ending
 
-    async def aclose(self) -> None:
-        """The client is gone: stop its running requests and release its agent."""
+    async def aclose(self, reason: str | None = None) -> None:
+        """The client is gone, or the server stops: stop its running requests and release its
+        agent. With ``reason`` (the server stops; the client still listens), each request
+        stopped is answered with an error saying so."""
         if self._roots_task is not None:
             self._roots_task.cancel()
-        await self.dispatcher.aclose()
+        await self.dispatcher.aclose(reason)
         await self.team_server.release(self)
 
     async def send_resource_updated(self, uri: str) -> None:

@@ -290,18 +290,27 @@ class Dispatcher:
     async def drain(self) -> None:
         """Wait until every running request has been answered (or cancelled)."""
         while self._running:
-            await asyncio.gather(*self._running.values(), return_exceptions=True)
+            # Not gather: cancelling this wait (a signal) must leave the requests running, for
+            # aclose to stop and answer them.
+            await asyncio.wait(list(self._running.values()))
 
-    async def aclose(self) -> None:
-        """The peer is gone: fail what we asked it, cancel the running requests and wait until
-        they have stopped."""
+    async def aclose(self, reason: str | None = None) -> None:
+        """The peer is gone, or this side stops: fail what we asked the peer, cancel the running
+        requests and wait until they have stopped.
+
+        With ``reason`` (this side stops while the peer still listens), each request cancelled
+        here is answered with an error carrying it, so the peer is not left waiting.
+        """
         asked, self._asked = self._asked, {}
         for future in asked.values():
             if not future.done():
                 future.set_exception(RequestError(INTERNAL_ERROR, "Connection closed"))
-        tasks = list(self._running.values())
+        running = list(self._running.items())
         self._running.clear()
-        for task in tasks:
+        for _, task in running:
             task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        if running:
+            await asyncio.gather(*(task for _, task in running), return_exceptions=True)
+        if reason is not None:
+            for request_id, _ in running:
+                self._error(request_id, INTERNAL_ERROR, "Server stopping", reason)

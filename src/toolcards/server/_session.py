@@ -148,6 +148,7 @@ class AgentSessions:
         self._sessions: dict[str, AgentSession] = {}
         self._opening: dict[str, threading.Lock] = {}
         self._catalog: ToolFactory | None = None
+        self._closed = False  # set by close_all: a session opened after it is closed at once
 
     # -- the catalog --------------------------------------------------------------------
 
@@ -193,6 +194,7 @@ class AgentSessions:
 
         Raises:
             WiringError: the cards cannot be bound to the agent.
+            RuntimeError: :meth:`close_all` was called (the server is stopping).
 
         Changed in 0.3: ``name`` and ``cards``.
         """
@@ -200,6 +202,8 @@ class AgentSessions:
         if session is not None:
             return session
         with self._lock:
+            if self._closed:
+                raise RuntimeError(f"team {self.team.team_id} is stopping: {key} cannot join")
             opening = self._opening.setdefault(key, threading.Lock())
         with opening:
             session = self.get(key)
@@ -209,6 +213,12 @@ class AgentSessions:
             with self._lock:
                 self._sessions[key] = session
                 self._opening.pop(key, None)
+                closed = self._closed
+        if closed:
+            # The server began to stop while this one was opening (a cancelled request's
+            # thread finishing): it leaves at once rather than outliving the shutdown.
+            self._close(session)
+            raise RuntimeError(f"team {self.team.team_id} is stopping: {key} cannot join")
         logger.info("agent %s joined team %s", session.agent.address.handle, self.team.team_id)
         return session
 
@@ -244,8 +254,9 @@ class AgentSessions:
         return [session.key for session in idle]
 
     def close_all(self) -> None:
-        """Close every session (server shutdown). Blocks on asks."""
+        """Close every session (server shutdown); none opens afterwards. Blocks on asks."""
         with self._lock:
+            self._closed = True
             sessions = list(self._sessions.values())
         for session in sessions:
             self._close(session)

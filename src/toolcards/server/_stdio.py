@@ -41,6 +41,11 @@ logger = logging.getLogger("toolcards.server")
 MAX_FRAME_BYTES = 64 * 1024 * 1024
 """The longest frame accepted: room for a large file's contents, but bounded."""
 READ_SIZE = 1 << 16
+STOPPED_BEFORE_ANSWER = (
+    "the server was stopped before this request finished; it was cancelled. A change it was "
+    "making may already be committed: check before sending it again (or send it again with "
+    "the same idempotency key)"
+)
 
 
 async def serve_stdio(team_server: TeamServer) -> None:
@@ -49,7 +54,8 @@ async def serve_stdio(team_server: TeamServer) -> None:
     Starts the team first (so wiring errors surface before any protocol traffic). Does
     not close the team: the caller does (``await team_server.aclose()``), also after a
     cancellation. When stdin closes, the running requests are answered first; when the
-    serving is cancelled (a signal), they are cancelled.
+    serving is cancelled (a signal), they are cancelled, and each is answered with an error
+    saying the server stopped (``-32603``, ``Server stopping``).
 
     Raises:
         WiringError: the team's cards cannot be bound.
@@ -58,14 +64,18 @@ async def serve_stdio(team_server: TeamServer) -> None:
     with _claimed_stdio() as (read_fd, write_fd):
         writer = _FrameWriter(write_fd)
         connection = McpConnection(team_server, writer.write)
+        stopped: str | None = None
         try:
             oversized = functools.partial(connection.dispatcher.reject_frame, f"frame over {MAX_FRAME_BYTES} bytes")
             await _read_frames(read_fd, connection.feed, oversized)
             # The client sent its last frame; what it asked for still runs to its answer
             # (`serve < requests.jsonl` gets every answer). A signal cancels instead.
             await connection.finish()
+        except asyncio.CancelledError:
+            stopped = STOPPED_BEFORE_ANSWER
+            raise
         finally:
-            await connection.aclose()
+            await connection.aclose(stopped)
             # Nothing may write once the descriptor is closed: its number could be reused by a
             # file a card opens, and a late notification would land in that file.
             writer.closed = True
