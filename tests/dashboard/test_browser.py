@@ -168,6 +168,35 @@ def test_a_hostile_file_renders_as_text_and_opens_no_dialog(page: Any, served: P
     assert dialogs == []
 
 
+def test_overlapping_previews_show_the_file_once(page: Any, served: Process) -> None:
+    # A click and a refresh (or two clicks) overlap: the first answer is held back until the
+    # second has been shown, then let through. Only the latest preview may fill the box.
+    call_tool(served.url, "workspace_write", {"path": "twice.md", "content": "shown once"})
+    held: list[Any] = []
+
+    def hold_the_first(route: Any) -> None:
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/api/views/workspace.file*", hold_the_first)
+    open_tab(page, "files")
+    button = page.locator("#tree .file > button", has_text="twice.md")
+    expect()(button).to_be_visible(timeout=TAB_S * 1000)
+    button.click()
+    while not held:
+        page.wait_for_timeout(20)  # until the first request is held (a poll, not a measure)
+    button.click()
+    shown = page.locator("#preview pre.file-text")
+    expect()(shown).to_have_text("shown once")
+    with page.expect_response("**/api/views/workspace.file*"):
+        held[0].continue_()
+    page.evaluate("() => new Promise((done) => setTimeout(done, 200))")  # room for the late answer's turn
+    expect()(shown).to_have_count(1)
+    expect()(page.locator("#preview h2")).to_have_count(1)
+
+
 def test_an_image_is_previewed_as_an_image(page: Any, served: Process) -> None:
     import base64
 

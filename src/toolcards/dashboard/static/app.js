@@ -693,27 +693,32 @@
     return list;
   }
 
+  let previews = 0; // the number of the latest preview: an earlier one's late answer is dropped
+
   async function preview(path) {
+    const turn = ++previews;
     state.file = path;
     for (const button of document.querySelectorAll("#tree .file > button")) {
       button.classList.toggle("current", button.dataset.path === path);
     }
-    const box = clear($("preview"));
-    box.append(el("h2", { text: path }));
+    // Built apart and put in place whole once the answer is in: a click and a refresh (or two
+    // clicks) overlapping would otherwise both fill the box.
+    const parts = [el("h2", { text: path })];
     try {
       const file = await api("workspace.file", { path });
-      box.append(el("p", { class: "muted", text: `${size(file.size)} · ${file.kind}` }));
+      parts.push(el("p", { class: "muted", text: `${size(file.size)} · ${file.kind}` }));
       if (file.kind === "text") {
-        box.append(el("pre", { class: "file-text", text: file.text }));
-        if (file.truncated) box.append(el("p", { class: "muted", text: "Only the beginning of the file is shown." }));
+        parts.push(el("pre", { class: "file-text", text: file.text }));
+        if (file.truncated) parts.push(el("p", { class: "muted", text: "Only the beginning of the file is shown." }));
       } else if (file.kind === "image") {
-        box.append(el("img", { src: "/api/files/image?" + new URLSearchParams({ path }).toString(), alt: path }));
+        parts.push(el("img", { src: "/api/files/image?" + new URLSearchParams({ path }).toString(), alt: path }));
       } else {
-        box.append(el("p", { class: "muted", text: "A binary file: no preview." }));
+        parts.push(el("p", { class: "muted", text: "A binary file: no preview." }));
       }
     } catch (error) {
-      box.append(el("p", { class: "error", text: error.message }));
+      parts.push(el("p", { class: "error", text: error.message }));
     }
+    if (turn === previews) clear($("preview")).append(...parts);
   }
 
   function refreshPreview() {
