@@ -7,10 +7,14 @@ fake wall clock, so expiry is tested without waiting. Real OS processes are in
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from toolcards.actors import ActorAddress, MemberJoined, MemberLeft
-from toolcards.store import Store, StorePresence
+from toolcards.store import SQLiteStore, Store, StorePresence
 from toolcards.store._presence import DEFAULT_INTERVAL_S, DEFAULT_TTL_S
 
 TEAM = "t"
@@ -198,3 +202,52 @@ def test_interval_and_ttl_are_checked() -> None:
         StorePresence(MemoryStore(), TEAM, interval_s=5, ttl_s=5)
     with pytest.raises(ValueError, match="0 < interval_s < ttl_s"):
         StorePresence(MemoryStore(), TEAM, interval_s=0, ttl_s=5)
+
+
+JOIN_AND_WAIT = """
+import sys, time
+from toolcards.actors import ActorAddress
+from toolcards.store import SQLiteStore, StorePresence
+presence = StorePresence(SQLiteStore(sys.argv[1]), "t")
+presence.join(ActorAddress(name="Alice", role="old", team_id="t", agent_id="Alice"))
+print("joined", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_member_whose_process_was_killed_gives_its_name_back_at_once(tmp_path: Path) -> None:
+    # A server killed with kill -9 and started again must get its members' names back, not
+    # wait out their TTL as someone else (@Alice-2).
+    path = tmp_path / "state.db"
+    child = subprocess.Popen([sys.executable, "-c", JOIN_AND_WAIT, str(path)], stdout=subprocess.PIPE, text=True)
+    store = SQLiteStore(path)
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "joined\n"
+        restarted = StorePresence(store, TEAM)
+        with pytest.raises(ValueError, match="already a member"):
+            restarted.join(address("Alice", "new"))  # its process still runs
+        child.kill()
+        child.wait()
+        events = restarted.join(address("Alice", "new"))
+        assert [type(event).__name__ for event in events] == ["MemberLeft", "MemberJoined"]
+        assert isinstance(events[0], MemberLeft) and (events[0].member.role, events[0].reason) == ("old", "expired")
+        assert [(m.role, m.process) for m in restarted.present()] == [("new", restarted.process)]
+    finally:
+        child.kill()
+        child.wait()
+        store.close()
+
+
+def test_a_dead_pid_of_another_machine_waits_for_its_ttl(
+    store: Store, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], check=True, capture_output=True, text=True
+    )
+    elsewhere = presence(store, clock)
+    monkeypatch.setattr(elsewhere, "_pid", int(ended.stdout))  # a pid no process has here now
+    monkeypatch.setattr("toolcards.store._presence.machine_mark", lambda: "another-boot:4026531836")
+    elsewhere.join(address("Alice"))
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="already a member"):
+        presence(store, clock).join(address("Alice"))  # on another machine that pid means nothing here

@@ -7,9 +7,11 @@ so a name check and the join it allows are one step, race-free across processes 
 
 **Renewal.** Each presence renews all its process's members in one write per ``interval_s``.
 A member is live while ``now <= seen + ttl_s`` by the reader's clock, the TTL being the
-writer's promise; hosts sharing a PostgreSQL store need clocks that agree well within the TTL
-(one ahead by more than ``ttl_s - interval_s`` would expire the others' members until their
-next beat puts them back).
+writer's promise, and while its process runs: a reader on the same machine sees at once that
+it ended (a ``kill -9``; :mod:`toolcards.actors._process_liveness`), so a restarted server gets
+its members' names back instead of waiting out the TTL. Hosts sharing a PostgreSQL store need
+clocks that agree well within the TTL (one ahead by more than ``ttl_s - interval_s`` would
+expire the others' members until their next beat puts them back).
 
 **Expiry, announced at least once.** An expired member is left out of
 :meth:`StorePresence.present` at once. The next beat of any live process removes it and, in the
@@ -40,6 +42,7 @@ from toolcards.actors._presence import (
     new_membership_id,
     new_process_id,
 )
+from toolcards.actors._process_liveness import machine_mark, process_gone
 from toolcards.store._base import CatchUp, Change, Snapshot, Store, Transaction, apply_rows
 
 __all__ = ["DEFAULT_INTERVAL_S", "DEFAULT_TTL_S", "ROSTER_NAMESPACE", "StorePresence", "store_presence"]
@@ -133,7 +136,7 @@ class StorePresence:
                 self._absorb(txn.catch_up, txn.version)
                 changes, events = self._sweep(now)
                 held = self._members().get(address.name)
-                if held is not None and held["process"] != self._process and _live(held, now):
+                if held is not None and held["process"] != self._process and self._live(held, now):
                     raise ValueError(self._held_message(address, held, now))
                 row = self._row(address, now)
                 changes.append(Change(collection=_MEMBERS, key=address.name, value=row))
@@ -213,7 +216,7 @@ class StorePresence:
             self._absorb(catch_up, catch_up.version)
             now = self._clock()
             rows = sorted(
-                (row for row in self._members().values() if _live(row, now)),
+                (row for row in self._members().values() if self._live(row, now)),
                 key=lambda row: (row["joined"], row["name"]),
             )
             return [self._member(row) for row in rows]
@@ -258,7 +261,7 @@ class StorePresence:
         events: list[MemberEvent] = []
         for name, row in self._members().items():
             ours = row["process"] == self._process and name in self._mine
-            if not ours and not _live(row, now):
+            if not ours and not self._live(row, now):
                 changes.extend(self._departure(row, "expired", now))
                 events.append(member_left(self._member(row), "expired"))
         for key, departure in self._rows.get(_DEPARTURES, {}).items():
@@ -284,6 +287,7 @@ class StorePresence:
             "process": self._process,
             "host": self._host,
             "pid": self._pid,
+            "machine": machine_mark(),
             "joined": now,
             "seen": now,
             "ttl_s": self.ttl_s,
@@ -319,11 +323,12 @@ class StorePresence:
             self._held_message(address, held, now),
         )
 
-
-def _live(row: Row, now: float) -> bool:
-    seen: float = row["seen"]
-    ttl: float = row["ttl_s"]
-    return now <= seen + ttl
+    def _live(self, row: Row, now: float) -> bool:
+        seen: float = row["seen"]
+        ttl: float = row["ttl_s"]
+        # A row with this process's pid may be another presence of this process (two actor
+        # systems of one team): process_gone never judges it.
+        return now <= seen + ttl and not process_gone(row.get("machine"), row["pid"])
 
 
 def store_presence(
