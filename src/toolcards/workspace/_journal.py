@@ -50,6 +50,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from toolcards.actors._process_liveness import machine_mark, process_gone
 from toolcards.core._idempotency import CallKey
 from toolcards.errors import RetriableError
 from toolcards.store._base import CatchUp, Change, Snapshot, Store
@@ -188,6 +189,17 @@ class RunningCommand:
     """When it started (seconds since the epoch)."""
     until: float
     """When it is believed over whatever happens (its deadline, and a grace)."""
+    pid: int | None = None
+    """The process that runs it (the server's; its sandbox dies with it)."""
+    machine: str | None = None
+    """Where ``pid`` means something (:func:`~toolcards.actors._process_liveness.machine_mark`)."""
+
+    @property
+    def over(self) -> bool:
+        """Past its deadline, or its process is known to have ended (a ``kill -9``). Either
+        way the next scan takes its registration away, in the write that files what that scan
+        found as the command's: what changes later is not its."""
+        return self.until < time.time() or process_gone(self.machine, self.pid)
 
     @classmethod
     def new(cls, author: Author, command: str, timeout_s: float) -> RunningCommand:
@@ -199,6 +211,8 @@ class RunningCommand:
             command=command[:500],
             started=now,
             until=now + timeout_s + _RUNNING_GRACE_S,
+            pid=os.getpid(),
+            machine=machine_mark(),
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -210,7 +224,8 @@ class RunningCommand:
             "cmd": self.command,
             "at": self.started,
             "until": self.until,
-            "pid": os.getpid(),
+            "pid": self.pid,
+            "machine": self.machine,
             "host": socket.gethostname(),
         }
 
@@ -229,6 +244,8 @@ class RunningCommand:
             command=str(value.get("cmd", "")),
             started=float(value.get("at", 0.0)),
             until=float(value.get("until", 0.0)),
+            pid=pid if isinstance(pid := value.get("pid"), int) else None,
+            machine=machine if isinstance(machine := value.get("machine"), str) else None,
         )
 
 
@@ -821,7 +838,9 @@ class Journal:
                 base_data = bases.get(before) if before else None
                 base = (before, base_data, self._catalog[before]) if base_data is not None else None
                 self._store_version(ref, data, base, encoded)
-            if not items and not baseline and register is None and ended is None and (self._complete or prefix):
+            over = [key for key, running in self._running.items() if running.over]
+            quiet = not items and not baseline and register is None and ended is None and not over
+            if quiet and (self._complete or prefix):
                 return []
             if encoded:
                 self.blobs.write(list(encoded.values()))
@@ -840,11 +859,9 @@ class Journal:
                     rows.append(Change(collection=_RUNNING, key=ended.key, value=None))
                 if register is not None:
                     rows.append(Change(collection=_RUNNING, key=register.key, value=register.to_json()))
-                rows += [
-                    Change(collection=_RUNNING, key=key, value=None)
-                    for key, running in self._running.items()
-                    if running.until < time.time()
-                ]
+                # A command past its deadline or whose process ended (kill -9) is over: what this
+                # scan found is filed as its, what a later one finds is not.
+                rows += [Change(collection=_RUNNING, key=key, value=None) for key in over]
                 rows.append(self._meta_row(seq, self._complete or (found.complete and not prefix)))
                 txn.stage(rows)
             self._mirror(rows, txn.committed)
