@@ -89,11 +89,33 @@ def test_bad_requests_fail_with_one_clear_line_and_change_nothing(team: Path) ->
     escape = toolcards(team, "history", "--path", "../../etc")
     assert escape.returncode == 1 and "path escapes the workspace root" in escape.stderr
     usage = toolcards(team, "undo", "not-a-number")
-    assert usage.returncode == 2 and "invalid int value" in usage.stderr
+    assert usage.returncode == 2 and "'not-a-number' is not a whole number above 0" in usage.stderr
+    for option in ("--limit", "--task", "--diff"):
+        zero = toolcards(team, "history", option, "0")
+        assert zero.returncode == 2 and f"argument {option}: '0' is not a whole number above 0" in zero.stderr
     (team.parent / "bare.yaml").write_text("team_id: crew\ncards:\n  - kind: planning\n")
     missing = toolcards(team.parent / "bare.yaml", "history")
     assert missing.returncode == 2 and "offer no workspace_history command" in missing.stderr
     assert (tree / "a.txt").read_text() == "a\n"
+
+
+def test_history_on_a_root_that_does_not_exist_starts_no_team(team: Path) -> None:
+    # A mistyped root: refused in words, not given a new store and an empty journal.
+    mistyped = team.parent / "workspace"
+    env = {**os.environ, "TOOLCARDS_WORKSPACES_ROOT": str(mistyped)}
+    env.pop("TOOLCARDS_STORE", None)
+    for command in ("history", "undo"):
+        done = subprocess.run(
+            [sys.executable, "-m", "toolcards.cli", command],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+            cwd=team.parent,
+            check=False,
+        )
+        assert done.returncode == 1 and f"toolcards {command} found no team" in done.stderr
+    assert not mistyped.exists()
 
 
 @pytest.mark.slow

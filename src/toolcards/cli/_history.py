@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from toolcards.cli._console import summary
+from toolcards.cli._number_options import positive_integer
 from toolcards.cli._team_tool import add_team_options, run_team_tool
 
 __all__ = ["register", "run"]
@@ -37,9 +38,11 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
     parser.add_argument(
         "--member", metavar="NAME", help="only changes by this member ('outside': made without the tools)"
     )
-    parser.add_argument("--task", metavar="ID", type=int, help="only changes made for this task")
-    parser.add_argument("--limit", metavar="N", type=int, default=20, help="changes to list at most (default: 20)")
-    parser.add_argument("--diff", metavar="ID", type=int, help="show the diff of change ID instead")
+    parser.add_argument("--task", metavar="ID", type=positive_integer, help="only changes made for this task")
+    parser.add_argument(
+        "--limit", metavar="N", type=positive_integer, default=20, help="changes to list at most (default: 20)"
+    )
+    parser.add_argument("--diff", metavar="ID", type=positive_integer, help="show the diff of change ID instead")
     parser.add_argument(
         "--export-git", metavar="DIR", help="write every change as a commit of a git repository at DIR instead"
     )

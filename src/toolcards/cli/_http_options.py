@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING
 
 from toolcards.cli._console import UsageError
+from toolcards.cli._number_options import port_number, positive_integer, positive_number
 
 if TYPE_CHECKING:
     from toolcards.server._client_limits import ClientLimits
@@ -25,9 +26,6 @@ __all__ = [
     "add_http_options",
     "check_access",
     "client_limits",
-    "port_number",
-    "positive_integer",
-    "positive_number",
     "token_option",
 ]
 
@@ -99,39 +97,6 @@ def add_http_options(parser: argparse.ArgumentParser, *, default_port: int, no_t
         metavar="BYTES",
         help=f"largest request line and headers, together; more is answered 400 (default {limits.max_header_bytes})",
     )
-
-
-def port_number(text: str) -> int:
-    """A TCP port, 0 to 65535 (0: the system picks a free one)."""
-    try:
-        port = int(text)
-    except ValueError:
-        port = -1
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port: use 0 to 65535 (0 picks a free one)")
-    return port
-
-
-def positive_number(text: str) -> float:
-    """A number above 0 (seconds, bytes per second)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number: use one like 10 or 0.5")
-    return value
-
-
-def positive_integer(text: str) -> int:
-    """A whole number above 0 (bytes)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number: use one like 16384")
-    return value
 
 
 def client_limits(args: argparse.Namespace) -> ClientLimits:

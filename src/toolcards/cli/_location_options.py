@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from toolcards.core._lookup import Lookup
@@ -99,10 +99,11 @@ def require_team_store(lookup: Lookup, *, command: str) -> None:
     )
 
 
-def open_team_store(args: argparse.Namespace, *, create: bool, command: str) -> str:
+def open_team_store(args: argparse.Namespace, *, create: bool | Literal["where files are"], command: str) -> str:
     """Apply the options, check the store exists unless ``create``, and open it; returns its
     location and what chose it, safe to print: ``/p/workspaces/.toolcards/state.db (chosen by
-    /p/toolcards.toml)``.
+    /p/toolcards.toml)``. ``create="where files are"`` creates it only when the workspaces root
+    already exists (a tree someone works on; a mistyped root gets no new team).
 
     Raises:
         StoreError: the store cannot be opened, or (without ``create``) does not exist.
@@ -111,7 +112,7 @@ def open_team_store(args: argparse.Namespace, *, create: bool, command: str) -> 
     from toolcards.store import default_store, describe_location
 
     lookup = apply_location_options(args)
-    if not create:
+    if not create or (create == "where files are" and not lookup.root.is_dir()):
         require_team_store(lookup, command=command)
     store = default_store()
     location = describe_location(getattr(store, "url", None) or getattr(store, "path", None) or lookup.store)

@@ -62,7 +62,9 @@ def run_team_tool(args: argparse.Namespace, tool_name: str, arguments: Mapping[s
             config = config.with_options(team_id=args.team)
         except WiringError as exc:
             raise UsageError(f"--team {args.team!r}: {exc}") from exc
-    open_team_store(args, create=True, command="undo" if tool_name == "workspace_undo" else "history")
+    # A tree that exists gets its journal started; a mistyped root is refused rather than
+    # given a new store and an empty journal.
+    open_team_store(args, create="where files are", command="undo" if tool_name == "workspace_undo" else "history")
     with ActorSystem(journal=store_journals(), presence=store_presence()) as system:
         team = system.team(config.team_id)
         agent = join_as(team, args.agent, user_id=config.user_id)

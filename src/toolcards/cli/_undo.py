@@ -24,6 +24,7 @@ import argparse
 from typing import Any
 
 from toolcards.cli._console import summary
+from toolcards.cli._number_options import positive_integer
 from toolcards.cli._team_tool import add_team_options, run_team_tool
 
 __all__ = ["register", "run"]
@@ -38,12 +39,12 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
         description=summary(__doc__),
     )
     add_team_options(parser)
-    parser.add_argument("change_id", nargs="?", type=int, metavar="ID", help="the change to undo")
+    parser.add_argument("change_id", nargs="?", type=positive_integer, metavar="ID", help="the change to undo")
     parser.add_argument("--path", metavar="PATH", help="only this file or directory")
     parser.add_argument(
         "--member", metavar="NAME", help="every change by this member ('outside': made without the tools)"
     )
-    parser.add_argument("--task", metavar="ID", type=int, help="every change made for this task")
+    parser.add_argument("--task", metavar="ID", type=positive_integer, help="every change made for this task")
     parser.add_argument("--since", metavar="WHEN", help="from this change id, time or age on (30m, 2h, 1d)")
     parser.add_argument("--dry-run", action="store_true", help="show what would change, with the diff; write nothing")
     parser.set_defaults(handler=run)
