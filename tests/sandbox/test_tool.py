@@ -46,6 +46,21 @@ def test_refusals_are_retriable_errors(alice: FakeObserver) -> None:
         run(cmd="echo hi", cwd="../..")
 
 
+@pytest.mark.parametrize(
+    ("timeout_s", "expected"),
+    [(float("nan"), "finite number"), (float("inf"), "finite number"), (0, "greater than 0"), (-5, "greater than 0")],
+)
+def test_a_timeout_that_is_not_a_positive_number_is_refused_for_a_retry(
+    alice: FakeObserver, timeout_s: float, expected: str
+) -> None:
+    # NaN passed the sandbox's own `timeout_s <= 0` check and failed deep inside, as a
+    # terminal error in the foreground and a failed run in the background.
+    run = command(ExecTool(mode="local"), alice)
+    for background in (False, True):
+        with pytest.raises(RetriableError, match=rf"Invalid arguments for exec_command: timeout_s: .*{expected}"):
+            run(cmd="echo hi", timeout_s=timeout_s, background=background)
+
+
 def test_a_failing_command_is_still_a_result(alice: FakeObserver) -> None:
     out = command(ExecTool(mode="local"), alice)(cmd="sh -c 'echo broken >&2; exit 3'")
     assert "exit code: 3" in out and "broken" in out

@@ -32,7 +32,7 @@ from typing import Annotated, Any, ClassVar, cast
 
 from pydantic import Field, PrivateAttr, field_validator
 
-from toolcards.core._bounds import unlisted_bound
+from toolcards.core._bounds import unlisted_bound, unlisted_range
 from toolcards.core._cancel import CANCELLED_MESSAGE, current_cancel
 from toolcards.core._card import Capability, ToolCard, capability
 from toolcards.core._channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
@@ -268,7 +268,7 @@ class ExecTool(ToolCard):
         self,
         cmd: Annotated[str, Field(max_length=MAX_COMMAND_CHARS, json_schema_extra=unlisted_bound)],
         cwd: str = "",
-        timeout_s: float | None = None,
+        timeout_s: Annotated[float, Field(gt=0, allow_inf_nan=False, json_schema_extra=unlisted_range)] | None = None,
         background: bool = False,
     ) -> str:
         """Run a shell command in the team workspace; returns exit code, stdout and stderr.
