@@ -120,3 +120,6 @@ def test_tail_of_an_empty_file_and_bad_tails(a: CheckedAgent) -> None:
     # limit would be ignored beside tail: refused rather than silently dropped.
     _, message = a.attempt("workspace_read", path="empty.txt", tail=2, limit=5)
     assert message == "tail (2) is the number of lines read: pass it without limit (5)."
+    (a.root / "two.txt").write_text("one\ntwo\n")
+    for huge in ({"tail": 2**63}, {"limit": 2**63}):  # past a machine word: an OverflowError once
+        assert plain(a("workspace_read", path="two.txt", **huge)) == "1\tone\n2\ttwo"

@@ -165,6 +165,10 @@ Limit = Annotated[int, Field(ge=1, le=10_000, json_schema_extra=unlisted_range)]
 HostPath = Annotated[str, Field(min_length=1, max_length=4096, json_schema_extra=unlisted_bound)]
 """A directory of the host (not of the workspace)."""
 
+MAX_LINES = 1_000_000_000
+"""A read's ``limit`` or ``tail`` beyond this reads this many (no page shows more; a number past a
+machine word failed deep inside the read)."""
+
 SinceText = Annotated[str, Field(max_length=100, json_schema_extra=unlisted_bound)]
 """A change id, an ISO 8601 time or an age (``30m``, ``2h``, ``1d``)."""
 
@@ -455,7 +459,7 @@ class WorkspaceTool(ToolCard):
         if tail is not None and limit != _READ_LIMIT:
             raise RetriableError(f"tail ({tail}) is the number of lines read: pass it without limit ({limit}).")
         budget = self.param("workspace_read", WorkspaceReadParam).output_budget or READ_OUTPUT_BUDGET
-        count = limit if tail is None else tail
+        count = min(limit if tail is None else tail, MAX_LINES)
         read = self._read_page(path, offset, count, budget, tail=tail is not None, numbered=line_numbers)
         shown, full = _page_text(read.page, read.rel, budget)
         self._workspace_hub().record_read(self._agent, read.rel, read.data, full, read.digest)
