@@ -416,6 +416,14 @@ def test_after_its_own_edit_an_agent_may_edit_again_and_others_must_re_read(a: A
 # -- writing ------------------------------------------------------------------------------------------------
 
 
+def test_a_write_to_a_path_ending_in_a_slash_is_refused_and_blocks_nothing(a: Agent_) -> None:
+    message = a.refused("workspace_write", path="notes/", content="x\n")
+    assert message.startswith("'notes/' ends with '/', which names a directory: give the path of a file in it")
+    assert not (a.root / "notes").exists()
+    a("workspace_write", path="notes/a.md", content="x\n")  # once refused by a file named notes
+    assert (a.root / "notes" / "a.md").read_text() == "x\n"
+
+
 def test_write_keeps_crlf_and_permissions(a: Agent_) -> None:
     script = a.root / "run.sh"
     script.write_bytes(b"echo one\r\necho two\r\n")

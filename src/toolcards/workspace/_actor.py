@@ -226,6 +226,13 @@ class WorkspaceActor(CallerRunsActor):
         with self._changing(context, "workspace_write") as replayed:
             if replayed is not None:
                 return replayed
+            if path.endswith("/"):
+                # The slash says a directory is meant; writing a file of that name instead
+                # would block every later write under it.
+                raise RetriableError(
+                    f"'{display_name(path)}' ends with '/', which names a directory: give the path of a file in "
+                    f"it ({display_name(path.rstrip('/') or '.')}/<name>); a write makes the directories it needs."
+                )
             current = self._current(path, "write")
             rel, before = current.rel, current.data
             if before is None:
