@@ -35,6 +35,22 @@ def test_duplicate_names_name_both_cards() -> None:
         ToolFactory([GreeterCard(), GreeterCard(motd=False)])
 
 
+@pytest.mark.parametrize(
+    ("cards", "expected"),
+    [
+        ("greeter", "Expected a list of cards, got str 'greeter'"),
+        (GreeterCard(), r"Expected a list of cards, got one card: pass \[GreeterCard\(...\)\]"),
+        ([GreeterCard], r"item 0: the class GreeterCard \(call it: GreeterCard\(\)\)"),
+        ([GreeterCard(), "greeter"], r"item 1: str 'greeter'"),
+        ([[GreeterCard()]], r"item 0: list \[GreeterCard"),
+    ],
+)
+def test_what_is_not_a_card_is_refused_in_words(cards: Any, expected: str) -> None:
+    # Each failed later with an AttributeError or a TypeError about a missing self.
+    with FakeObserver("Ann") as ann, pytest.raises(WiringError, match=expected):
+        ToolFactory(cards, observer=ann)
+
+
 def test_same_name_on_different_channels_is_fine() -> None:
     factory = ToolFactory(
         [GreeterCard(greet=GreetParam(expose={TOOL_CALL}), motd=False), GreeterCard(greet=GreetParam(expose={COMMAND}))]

@@ -71,7 +71,7 @@ class ToolFactory:
         guards: Sequence[Guard] = (),
         approve: Approver | None = None,
     ) -> None:
-        self.cards = list(tool_cards)
+        self.cards = _cards_only(tool_cards)
         self.observer = observer
         self.retry_exception = retry_exception
         self.approve = approve
@@ -337,6 +337,31 @@ class ToolFactory:
         from toolcards.core._commands import CommandRegistry
 
         return CommandRegistry(self.tools(Channels.COMMAND))
+
+
+def _cards_only(tool_cards: Iterable[ToolCard]) -> list[ToolCard]:
+    """``tool_cards`` as a list, refusing in words what is not a card (a kind's name, a card
+    class, a nested list), which would otherwise fail later with an attribute error."""
+    if isinstance(tool_cards, ToolCard):
+        raise WiringError(f"Expected a list of cards, got one card: pass [{type(tool_cards).__name__}(...)].")
+    if isinstance(tool_cards, (str, bytes)):
+        raise WiringError(f"Expected a list of cards, got {_what(tool_cards)}: pass instances, e.g. [WorkspaceTool()].")
+    cards = list(tool_cards)
+    wrong = [f"item {index}: {_what(card)}" for index, card in enumerate(cards) if not isinstance(card, ToolCard)]
+    if wrong:
+        raise WiringError(
+            "Every item must be a card instance (e.g. WorkspaceTool(), not WorkspaceTool or 'workspace'): "
+            + "; ".join(wrong)
+            + "."
+        )
+    return cards
+
+
+def _what(value: object) -> str:
+    if isinstance(value, type):
+        return f"the class {value.__name__} (call it: {value.__name__}())"
+    shown = repr(value)
+    return f"{type(value).__name__} {shown if len(shown) <= 60 else shown[:57] + '...'}"
 
 
 def _overrides(card: ToolCard, method: str) -> bool:
