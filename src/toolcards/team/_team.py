@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 from toolcards.actors._system import ActorSystem, TeamHandle
 from toolcards.core._observer import TeamAgent
 from toolcards.errors import RetriableError, WiringError
-from toolcards.team._models import validate_member_name
+from toolcards.team._models import NAME_MAX, validate_member_name
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
@@ -162,7 +162,8 @@ class Team:
 
         The member is in the team's roster, seen by every process of the team
         (:meth:`~toolcards.actors.TeamHandle.present_members`), until :meth:`close` (or its
-        process ends: killed, it drops out once its presence expires, 30 s by default).
+        process ends: killed, it drops out at the next look from its machine, and from other
+        hosts once its presence expires, 30 s by default).
 
         Raises:
             WiringError: the name is not valid, the team is closed, or a live member already
@@ -170,8 +171,11 @@ class Team:
         """
         try:
             checked = validate_member_name(name)
-        except RetriableError as exc:
-            raise WiringError(f"team.member({name!r}): {exc}") from None
+        except RetriableError:
+            # Not the model-facing refusal: it offers to leave the name out, which this call cannot.
+            raise WiringError(
+                f"team.member({name!r}): a member name is 1-{NAME_MAX} letters, digits, '-' or '_' (e.g. Builder-2)."
+            ) from None
         with self._lock:
             if self._closed:
                 raise WiringError(f"Team {self._name!r} is closed: open it again with toolcards.Team({self._name!r}).")
