@@ -33,6 +33,14 @@ def test_positional_keyword_and_quoted_arguments(registry) -> None:  # type: ign
     assert registry.dispatch("/greet_someone tone=dry name=Bo") == "Hello, Bo."
 
 
+def test_a_quoted_word_is_a_value_even_when_it_reads_like_key_value(registry) -> None:  # type: ignore[no-untyped-def]
+    # As in a shell, quoting makes the word literal: it once set tone (or name) instead.
+    assert registry.parse("/greet_someone 'tone=dry'")[1] == {"name": "tone=dry"}
+    assert registry.parse('/greet_someone Ann 2 "tone=dry"')[1] == {"name": "Ann", "times": "2", "tone": "tone=dry"}
+    assert registry.parse("/greet_someone \\name=Bo tone=dry")[1] == {"name": "name=Bo", "tone": "dry"}
+    assert registry.parse("/greet_someone name='Ann Lee' tone=dry")[1] == {"name": "Ann Lee", "tone": "dry"}
+
+
 def test_extra_words_fill_the_last_text_parameter(registry) -> None:  # type: ignore[no-untyped-def]
     # More words than parameters: the rest belongs to the last text parameter.
     name, args = registry.parse("/greet_someone Mary Ann Evans and friends")

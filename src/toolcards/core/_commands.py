@@ -107,7 +107,7 @@ class CommandRegistry:
         stripped = text.strip()
         if not stripped.startswith("/"):
             raise CommandNotRecognized(f"Not a command: {_preview(text)}. Commands start with '/': {self._known()}.")
-        tokens = split_command(stripped[1:], label=text)
+        tokens, literal = _split_words(stripped[1:], text)
         if not tokens:
             raise CommandNotRecognized(f"Empty command. Known commands: {self._known()}.")
         name = tokens[0]
@@ -120,7 +120,7 @@ class CommandRegistry:
         rest = tokens[1:]
         if len(rest) <= len(params) and "=" not in stripped:  # positional only, one each: in order
             return name, {params[0]: rest[0]} if len(rest) == 1 else dict(zip(params, rest, strict=False))
-        return name, _bind_tokens(tool, params, rest)
+        return name, _bind_tokens(tool, params, rest, {index - 1 for index in literal})
 
     def dispatch(self, text: str, *, approved: bool = False, idempotency_key: str | None = None) -> str:
         """Run a slash command and return its result as text.
@@ -194,11 +194,17 @@ def split_command(text: str, *, label: str | None = None) -> list[str]:
     Raises:
         RetriableError: a quote is not closed, or ``text`` ends with a lone backslash.
     """
+    return _split_words(text, label)[0]
+
+
+def _split_words(text: str, label: str | None) -> tuple[list[str], frozenset[int]]:
+    """:func:`split_command`'s words, and the positions of those that start quoted or escaped:
+    such a word is a value as it stands, never ``key=value`` (``'path=a.md'`` is text)."""
     if '"' not in text and "'" not in text and "\\" not in text:
         plain = text.split()
         # Words joined by single spaces give the text back only when it had no other
         # whitespace: then str.split agrees with shlex, at a fraction of a regex's cost.
-        return plain if " ".join(plain) == text else _WORDS.findall(text)
+        return (plain if " ".join(plain) == text else _WORDS.findall(text)), frozenset()
     balanced = _BALANCED.match(text)
     assert balanced is not None  # the pattern matches the empty string
     if balanced.end() != len(text):
@@ -208,21 +214,23 @@ def split_command(text: str, *, label: str | None = None) -> list[str]:
             raise RetriableError(f"Cannot parse {label}: it ends with a lone backslash. Remove it or double it.")
         raise RetriableError(f"Cannot parse {label}: the quote {_preview(text[at:], 20)} is never closed. Close it.")
     words: list[str] = []
+    literal: set[int] = set()
     word: list[str] | None = None
     for space, plain, escaped, double, single in _SEGMENT.findall(text):
         piece = plain or escaped or double or single
         if "\\" in double:
             piece = _unescape_double_quoted(double)
-        if word is None:
-            word = [piece]
-        elif space:
-            words.append("".join(word))
-            word = [piece]
-        else:
+        if word is not None and not space:
             word.append(piece)
+            continue
+        if word is not None:
+            words.append("".join(word))
+        word = [piece]
+        if not plain:
+            literal.add(len(words))
     if word is not None:
         words.append("".join(word))
-    return words
+    return words, frozenset(literal)
 
 
 def _unescape_double_quoted(text: str) -> str:
@@ -238,13 +246,14 @@ def _preview(text: str, limit: int = 80) -> str:
     return repr(text) if len(text) <= limit else f"{text[:limit]!r}… ({len(text):,} characters)"
 
 
-def _bind_tokens(tool: Tool, params: tuple[str, ...], tokens: list[str]) -> dict[str, Any]:
-    """``key=value`` tokens by name, the rest in order, extra words joined into the last text parameter."""
+def _bind_tokens(tool: Tool, params: tuple[str, ...], tokens: list[str], literal: set[int]) -> dict[str, Any]:
+    """``key=value`` tokens by name, the rest in order, extra words joined into the last text
+    parameter. A token at a position in ``literal`` (it started quoted) is a value, whatever it holds."""
     args: dict[str, Any] = {}
     positional: list[str] = []
-    for token in tokens:
+    for index, token in enumerate(tokens):
         key, sep, value = token.partition("=")
-        if sep and key in params:
+        if sep and key in params and index not in literal:
             args[key] = value
         else:
             positional.append(token)
