@@ -4,7 +4,8 @@ Everything here is plain pydantic (no pykka), so a card can carry limits and opt
 its configuration and a result can cross any channel.
 
 ``ExecResult.render`` is what a model reads: the exit code, then stdout and stderr, each
-cut to a share of the budget keeping its head and tail, with a line saying what was cut.
+cut to a share of the budget keeping its head and tail, with a line saying how many
+characters were cut and how to keep them next time (the middle is not kept anywhere).
 Errors are results too (``error`` set, ``exit_code`` ``None``): a refused or failed
 command never raises here; ``ExecTool`` turns them into the errors a model reads.
 
@@ -91,7 +92,10 @@ class ExecLimits(BaseModel):
     open_files: int = Field(default=256, ge=16)
     """File descriptors per process (``RLIMIT_NOFILE``)."""
     output_chars: int = Field(default=20_000, ge=200)
-    """Characters of stdout and of stderr kept while capturing (head and tail)."""
+    """Characters of stdout and of stderr kept while a command runs: the first two fifths and
+    the last three fifths of this many of each stream. The middle of a longer stream is
+    counted and dropped, not kept anywhere: a command's output is bounded only by its
+    deadline. Send it to a file in the workspace to keep all of it."""
     disk_mb: int = Field(default=1_024, ge=1)
     """Disk space the workspace tree may use when a command writes to it, in MiB (as ``du``
     counts it: allocated blocks, hard links once, other filesystems left out). Each file is
@@ -221,10 +225,16 @@ class CommandPolicy:
     """The backend's options, the allowlist (``options.allowed_commands``) included."""
 
 
-_CUT_NOTE = "[... {n:,} characters cut from the middle of {name} ...]"
+_NOT_KEPT = (
+    "not kept; to read them, run the command again with its output sent to a file "
+    "(cmd > out.log 2>&1) and read or grep that file"
+)
 
-CAPTURE_MARKER = "[... {cut:,} bytes of {name} dropped while capturing ...]"
-"""The line left in a stream where capture dropped its middle (see ``ExecLimits.output_chars``)."""
+_CUT_NOTE = "[... {n:,} characters cut from the middle of {name}, " + _NOT_KEPT + " ...]"
+
+CAPTURE_MARKER = "[... {cut:,} characters of {name} dropped while capturing ...]"
+"""The line left in a stream where capture dropped its middle (see ``ExecLimits.output_chars``).
+Rendering within the same limit replaces it with the cut note, which says how to keep them."""
 
 
 class ExecResult(BaseModel):
@@ -252,8 +262,9 @@ class ExecResult(BaseModel):
     notes: tuple[str, ...] = ()
     """Limits that were hit and other facts the reader needs ("CPU time limit reached")."""
     stdout_cut: int = 0
-    """Bytes of stdout dropped while capturing (already marked inside ``stdout``)."""
+    """Characters of stdout dropped while capturing (already marked inside ``stdout``)."""
     stderr_cut: int = 0
+    """Characters of stderr dropped while capturing (already marked inside ``stderr``)."""
     duration_ms: float = 0.0
     backend: str = ""
 
@@ -266,9 +277,10 @@ class ExecResult(BaseModel):
         """The text a model reads, at most about ``max_chars`` characters.
 
         An error is rendered alone. Otherwise: ``exit code: N``, the notes, then stdout and
-        stderr (empty streams left out, trailing newlines dropped). When the streams do not fit, each gets half of the
-        budget (a stream that needs less leaves the rest to the other) and keeps its head
-        and tail around a line saying how many characters were cut.
+        stderr (empty streams left out, trailing newlines dropped). When the streams do not
+        fit, each gets half of the budget (a stream that needs less leaves the rest to the
+        other) and keeps its head and tail around a line saying how many characters were cut,
+        those capture dropped included, and how to keep them (they are not kept anywhere).
         """
         if self.error is not None:
             return self.error
@@ -316,7 +328,9 @@ def _keep_head_and_tail(text: str, limit: int, name: str, dropped: int) -> str:
     head = keep * 2 // 5
     tail = keep - head
     cut = len(text) - head - tail
-    marker = CAPTURE_MARKER.format(cut=dropped, name=name)
+    # Capture left its marker on a line of its own where it dropped the middle: count the
+    # characters it stands for instead of the line.
+    marker = f"\n{CAPTURE_MARKER.format(cut=dropped, name=name)}\n"
     if dropped and marker in text[head : len(text) - tail]:
         cut += dropped - len(marker)
     return f"{text[:head]}\n{_CUT_NOTE.format(n=cut, name=name)}\n{text[-tail:]}"

@@ -9,8 +9,9 @@ Shared by every backend that runs a host process (``local``, ``bwrap``, ``seatbe
    execs the command, so Python can spawn with ``vfork`` (a ``preexec_fn`` would force
    ``fork``, whose cost grows with this process's memory); elsewhere a ``preexec_fn`` does it.
 2. One ``select`` loop reads both streams and waits for the exit (a ``pidfd`` on Linux), so a
-   command returns as soon as it ends and never blocks on a full pipe; capture keeps each
-   stream's head and tail, bounding memory.
+   command returns as soon as it ends and never blocks on a full pipe; capture decodes each
+   stream and keeps its first and last characters, bounding memory (the middle of a long
+   stream is counted, not kept).
 3. At exit or deadline the whole process group gets SIGKILL and the cgroup is emptied, so
    background processes never outlive the command; only then are the pipes drained (a
    grandchild holding stdout would keep them open forever).
@@ -22,6 +23,7 @@ A cancelled call kills the process group from its own thread
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import functools
@@ -189,43 +191,78 @@ def _child_setup(rlimits: Sequence[tuple[int, int]], procs_files: Sequence[str])
 
 
 class OutputCapture:
-    """Bytes of one stream: the first ``head`` bytes, the last ``tail`` bytes, and a count."""
+    """One stream's output as text: its first and last characters, and how many were dropped.
+
+    ``limit`` is in characters (``ExecLimits.output_chars``): the head keeps the first two
+    fifths, the tail the last three. Chunks are decoded as they are read (UTF-8, invalid bytes
+    replaced, a character split across reads kept whole), so a cut always falls between
+    characters, the count of what was dropped is in characters, and the text of a stream
+    nothing was dropped from is exactly its decoded output. Memory stays within ``limit``
+    characters and one read, however much the command prints.
+    """
 
     def __init__(self, limit: int, on_chunk: Callable[[bytes], None] | None = None) -> None:
         self._on_chunk = on_chunk
+        self._pending = b""
+        """The start of a character the last read cut off, decoded with the next read."""
         self._head_cap = limit * 2 // 5
         self._tail_cap = limit - self._head_cap
-        self._head = bytearray()
-        self._tail = bytearray()
+        self._head = ""
+        self._tail = ""
+        self._finished = False
         self.total = 0
+        """Bytes read so far (what progress reports)."""
+        self.chars = 0
+        """Characters decoded so far."""
 
     def add(self, chunk: bytes) -> None:
         """Keep what fits; the middle of a long stream is dropped. ``on_chunk`` hears every chunk."""
         if self._on_chunk is not None:
             self._on_chunk(chunk)
         self.total += len(chunk)
+        self._decode(chunk, final=False)
+
+    def _decode(self, data: bytes, *, final: bool) -> None:
+        # What codecs' incremental decoder does, without its cost per command (a capture
+        # is made for every stream of every command, most of them a few bytes long).
+        if self._pending:
+            data = self._pending + data
+        text, used = codecs.utf_8_decode(data, "replace", final)
+        self._pending = data[used:]
+        self._keep(text)
+
+    def _keep(self, text: str) -> None:
+        self.chars += len(text)
         room = self._head_cap - len(self._head)
         if room > 0:
-            self._head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk:
-            self._tail += chunk
-            extra = len(self._tail) - self._tail_cap
-            if extra > 0:
-                del self._tail[:extra]
+            self._head += text[:room]
+            text = text[room:]
+        if not text:
+            return
+        if len(text) < self._tail_cap:
+            text = self._tail + text
+        self._tail = text[max(len(text) - self._tail_cap, 0) :]
+
+    def close(self) -> None:
+        """The stream has ended: decode what the decoder still holds (the bytes of a character
+        the end cut off become U+FFFD, as in a decode of the whole output). Idempotent."""
+        if not self._finished:
+            self._finished = True
+            if self._pending:
+                self._decode(b"", final=True)
 
     @property
     def cut(self) -> int:
-        """Bytes dropped from the middle."""
-        return self.total - len(self._head) - len(self._tail)
+        """Characters dropped from the middle (all of them once :meth:`close` was called)."""
+        return self.chars - len(self._head) - len(self._tail)
 
     def text(self, name: str) -> str:
-        """The kept bytes decoded (invalid UTF-8 replaced), with a line where bytes were cut."""
-        head = self._head.decode("utf-8", "replace")
-        tail = self._tail.decode("utf-8", "replace")
-        if self.cut:
-            return f"{head}\n{CAPTURE_MARKER.format(cut=self.cut, name=name)}\n{tail}"
-        return head + tail
+        """The kept characters, with a line where the middle was dropped; closes the capture."""
+        self.close()
+        cut = self.cut
+        if cut:
+            return f"{self._head}\n{CAPTURE_MARKER.format(cut=cut, name=name)}\n{self._tail}"
+        return self._head + self._tail
 
 
 @dataclass(kw_only=True)
@@ -237,7 +274,9 @@ class ProcessOutcome:
     stdout: str
     stderr: str
     stdout_cut: int = 0
+    """Characters dropped from the middle of stdout while capturing (marked inside ``stdout``)."""
     stderr_cut: int = 0
+    """Characters dropped from the middle of stderr while capturing."""
     timed_out: bool = False
     stopped_by: str | None = None
     """Why it was stopped from outside rather than by its deadline (``"shutdown"``,
@@ -398,6 +437,8 @@ def run_process(
         handle.terminate()
         returncode = proc.wait()
         detached = not _pump(selector, time.monotonic() + _DRAIN_GRACE_S, stop_on_exit=False)
+        out.close()
+        err.close()
     finally:
         selector.close()
         os.close(exit_fd)
