@@ -55,10 +55,18 @@ def register(subparsers: Any, parents: list[argparse.ArgumentParser]) -> None:
 
 def command_text(words: list[str]) -> str:
     """The slash command for ``words``: one word is taken as written; more are quoted so
-    each stays one argument. A missing leading ``/`` is added."""
-    text = words[0] if len(words) == 1 else " ".join([words[0], shlex.join(words[1:])])
+    each stays one argument, a ``name=value`` word quoted after its ``=`` so it still sets
+    ``name`` (a word quoted from its start is a value). A missing leading ``/`` is added."""
+    text = words[0] if len(words) == 1 else " ".join([words[0], *map(_quoted, words[1:])])
     text = text.strip()
     return text if text.startswith("/") else f"/{text}"
+
+
+def _quoted(word: str) -> str:
+    name, equals, value = word.partition("=")
+    if equals and name.isidentifier():
+        return f"{name}={shlex.quote(value)}"
+    return shlex.quote(word)
 
 
 def join_as(team: TeamHandle, name: str, *, user_id: str | None) -> SessionAgent:
