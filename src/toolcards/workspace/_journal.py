@@ -896,15 +896,17 @@ class Journal:
         for path in found.directories:
             known = self._files.get(path)
             if known is None or known[1] != _DIRECTORY_REF:
-                items.append((path, known[1] if known is not None else None, _DIRECTORY_REF, None, None))
+                # A file turned into a directory keeps its bits in the entry, for an undo to restore.
+                old_mode = known[0][3] if known is not None and known[0] is not None else None
+                items.append((path, known[1] if known is not None else None, _DIRECTORY_REF, old_mode, None))
                 baseline[path] = _DIRECTORY_REF
         if found.complete:
             # Set differences in C first: the loop below meets only what is gone (or a directory).
             for path in self._files.keys() - found.files.keys() - found.directories:
                 if (prefix and not path.startswith(prefix)) or not is_journaled(path):
                     continue
-                seen = self._files[path][1]
-                items.append((path, seen, None, None, None))
+                status, seen = self._files[path]
+                items.append((path, seen, None, status[3] if status is not None else None, None))
                 baseline[path] = None
         items.sort(key=lambda item: item[0])
         return items, baseline, contents
