@@ -38,7 +38,7 @@ from toolcards.workspace._grep_limits import (
     RG_TIMEOUT_S,
 )
 from toolcards.workspace._grep_pattern import compile_pattern
-from toolcards.workspace._grep_reread import render_found
+from toolcards.workspace._grep_reread import REREAD_BYTES, Rendered, render_found
 from toolcards.workspace._paths import display_name
 from toolcards.workspace._ripgrep import find_rg, search_rg
 from toolcards.workspace._searched_text import text_as_searched
@@ -126,8 +126,8 @@ def grep(
                     accepts=accepts,
                     found=found,
                 )
-        shown = render_found(found, root_directory.fd)
-    return _format(found, shown, pattern, path, include)
+        rendered = render_found(found, root_directory.fd)
+    return _format(found, rendered, pattern, path, include)
 
 
 def to_rust_regex(pattern: str) -> str:
@@ -159,18 +159,28 @@ def _include_filter(include: str) -> Callable[[str], bool] | None:
     return accepts
 
 
-def _format(found: Found, shown: list[tuple[str, int, str]], pattern: str, path: str, include: str) -> str:
-    total = found.lines - found.left_out
+def _format(found: Found, rendered: Rendered, pattern: str, path: str, include: str) -> str:
+    shown = rendered.lines
+    # Lines the tree no longer holds do not count as matches; lines left unchecked (the
+    # budget for reading lines again was spent) still do, as ripgrep found them.
+    changed = found.left_out - rendered.unread
+    total = found.lines - changed
     if not total:
         where = f" in files matching {include!r}" if include.strip() else ""
         return f"No matches for {pattern!r} under {path or '.'!r}{where}."
     lines = [f"{display_name(rel)}:{number}: {text}" for rel, number, text in shown]
-    if found.left_out:
-        many = found.left_out > 1
+    if changed:
+        many = changed > 1
         lines.append(
-            f"({found.left_out} matching line{'s were' if many else ' was'} left out: "
-            f"{'their files' if many else 'its file'} changed while being searched, "
-            f"or {'they lie' if many else 'it lies'} too far into a very large file to be read again)"
+            f"({changed} matching line{'s were' if many else ' was'} left out: "
+            f"{'their files' if many else 'its file'} changed while being searched)"
+        )
+    if rendered.unread:
+        many = rendered.unread > 1
+        lines.append(
+            f"({rendered.unread} matching line{'s were' if many else ' was'} not shown: each line is read again "
+            f"from its file before it is shown, and this call had read the {REREAD_BYTES // (1024 * 1024)} MB "
+            "it may read for that)"
         )
     if found.cut:
         lines.append(
