@@ -44,6 +44,19 @@ def test_a_repeated_key_returns_the_first_answer_and_writes_nothing(alice: FakeO
     assert update.call_sync(args) == "Created task 2."  # no key: a new call every time
 
 
+def test_a_release_sent_again_answers_as_the_first_and_leaves_a_new_claim(alice: FakeObserver) -> None:
+    # A client that never got the first answer sends the release again, after claiming the
+    # task once more: the retry once released that new claim.
+    tools = {tool.name: tool for tool in ToolFactory([PlanningTool()], observer=alice).tools()}
+    tools["update_planning"].call_sync({"create_tasks": [{"description": "Ship"}]})
+    tools["claim_task"].call_sync({"task_id": 1}, idempotency_key="claim-1")
+    first = tools["release_task"].call_sync({"task_id": 1}, idempotency_key="rel-1")
+    tools["claim_task"].call_sync({"task_id": 1}, idempotency_key="claim-2")
+    assert tools["release_task"].call_sync({"task_id": 1}, idempotency_key="rel-1") == first
+    held = str(tools["get_planning_task"].call_sync({"task_id": 1}))
+    assert "in_progress" in held and held.count("released by @Alice") == 1
+
+
 def test_a_reused_key_with_other_arguments_is_refused_and_changes_nothing(alice: FakeObserver) -> None:
     update = tool_of(alice, "update_planning")
     update.call_sync({"create_tasks": [{"description": "one"}]}, idempotency_key="k")

@@ -193,6 +193,20 @@ def test_each_client_is_its_own_agent_named_by_its_declared_name(team_server: Te
     assert {"Alice", "Bob"} <= members
 
 
+def test_asking_for_the_team_context_is_activity_that_renews_leases(team_server: TeamServer) -> None:
+    # A client that polls get_team_context is at work: the leases of its tasks are renewed
+    # by its activity, and this call once noted none.
+    async def main() -> float | None:
+        async with client(team_server, "Alice") as a:
+            await a.call_tool("whoami", {})
+            team_server.team._activity.pop("@Alice", None)
+            context = await a.call_tool("get_team_context", {})
+            assert not context.is_error
+            return team_server.team.last_activity("@Alice")
+
+    assert run(main) is not None
+
+
 def test_the_fixed_agent_name_overrides_the_declared_one(config: ServeConfig, system: ActorSystem) -> None:
     server = TeamServer(config, system=system, agent_name="Carol")
 

@@ -637,7 +637,12 @@ class PlanningActor(NamespaceActor):
                 raise RetriableError(f"Task {task_id} is {task.status}; there is nothing to release.")
             note = f"released by {member}" + (f": {reason.strip()[:200]}" if reason.strip() else "")
             released = self._stage_release(txn, [task], {task_id: note})
+            # Recorded with the release, so the same call sent again gets this answer and
+            # changes nothing (it once released a claim taken since).
+            calls = self._calls.record(call, released[0].model_dump(mode="json"), txn.version + 1)
+            txn.stage(calls)
         self._committed_release(released, txn)
+        self._calls.committed(calls)
         self._emit_claims([("released", released[0].id, member)])
         return released[0]
 

@@ -438,8 +438,9 @@ class TeamServer:
         if tool is None:
             # The tool must not hold the session (the key of its weak cache): only its tools.
             tools = session.tools
+            team, handle = session.agent.team, session.agent.address.handle
             tool = self._context_tools[session] = context_tool(
-                session.prompts, lambda text: self._as_served(tools, text)
+                session.prompts, lambda text: self._as_served(tools, text), lambda: team.note_activity(handle)
             )
         return tool
 

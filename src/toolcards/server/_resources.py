@@ -84,17 +84,21 @@ async def render_prompt(tool: Tool) -> str:
     return "" if result is None else str(result)
 
 
-def context_tool(prompts: Mapping[str, Tool], served: Callable[[str], str]) -> Tool:
+def context_tool(
+    prompts: Mapping[str, Tool], served: Callable[[str], str], active: Callable[[], None] = lambda: None
+) -> Tool:
     """:data:`CONTEXT_TOOL` over ``prompts`` (the caller's SYSTEM_PROMPT tools, in order).
 
     Each section is rendered through its own pipeline, as an agent's instructions are; a
     failing one renders as a line saying it is unavailable. ``served`` adapts the text to how
-    the server offers its tools (facade mode).
+    the server offers its tools (facade mode). ``active`` is called at each call: asking for the
+    context is the member's work too, and renews the leases of the tasks it holds.
     """
     from toolcards.core._tool import Tool
 
     def get_team_context() -> str:
         """The team's live context: the plan, what the team knows, your part in it."""
+        active()
         sections = []
         for tool in prompts.values():
             try:
