@@ -38,6 +38,12 @@ from toolcards.core._mentions import known_tool_names, without_unreachable
         ),
         ("Untouched.", set(), "Untouched."),
         (
+            # One-word names are words of the message too: the hint once went with them.
+            "No teammate or role called 'Nobody'. You have no teammates to message. See your usage.",
+            {"teammates", "usage"},
+            "No teammate or role called 'Nobody'. You have no teammates to message. See your usage.",
+        ),
+        (
             "It doesn't exist. Call search_planning, it's quick.",  # apostrophes are not quotes
             {"search_planning"},
             "It doesn't exist.",

@@ -37,9 +37,10 @@ def without_unreachable(text: str, unreachable: Iterable[str]) -> str:
     """``text`` without the sentences that name a tool in ``unreachable`` (whole words only).
 
     Lines are kept as lines; a line left empty is dropped. ``text`` comes back unchanged
-    when it names none of them.
+    when it names none of them. A one-word name (``teammates``, ``usage``) is also a word of
+    the message's own prose, so only names that cannot be (``send_message``) are looked for.
     """
-    names = sorted(set(unreachable), key=len, reverse=True)
+    names = sorted({name for name in unreachable if "_" in name}, key=len, reverse=True)
     if not names:
         return text
     # A name only counts as our own words: not inside a path or file name (``notes.md``),
