@@ -71,7 +71,7 @@ def test_roster_marks_you_and_roles_lists_only_hireable(runtime: TeamRuntime, le
     assert registry.dispatch("/team_roster") == "Team roster (2):\n- @Lead (lead, you)\n- @Builder-1 (builder)"
     assert registry.dispatch("/hireable_roles") == "Roles you can hire with hire_team_member:\n- builder: Writes code."
     builder_view = runtime.commands("Builder-1").dispatch("/teammates")
-    assert builder_view.startswith("Your teammates: @Lead (lead). Their messages arrive as")
+    assert builder_view.startswith("You are @Builder-1. Your teammates: @Lead (lead). Their messages arrive as")
 
 
 def test_roles_prompt_mentions_hiring_only_when_the_model_can_hire(runtime: TeamRuntime) -> None:
@@ -169,8 +169,8 @@ def test_teammates_prompt_lists_others_and_mentions_send_only_if_offered(
     bob.team.register_member(bob.address)
     (prompt,) = ToolFactory([MessagingTool(unread_messages=False)], observer=alice).get_system_prompts()
     text = prompt() or ""
-    assert text.startswith("Your teammates: @Bob (agent). Their messages arrive as")
+    assert text.startswith("You are @Alice. Your teammates: @Bob (agent). Their messages arrive as")
     assert "send_message" in text
     quiet = MessagingTool(send_message=SendMessageParam(expose={COMMAND}), unread_messages=False)
     (prompt,) = ToolFactory([quiet], observer=alice).get_system_prompts()
-    assert prompt() == "Your teammates: @Bob (agent)."
+    assert prompt() == "You are @Alice. Your teammates: @Bob (agent)."

@@ -324,15 +324,18 @@ class MessagingTool(ToolCard):
 
     @capability("teammates", hints=ToolHints(title="Your teammates"))
     def render_teammates(self) -> str:
-        """Who you can message, and how replies reach you."""
+        """Who you are, who you can message, and how replies reach you."""
         observer = self._member()
         me = observer.address.name
         others = [f"{m.handle} ({m.role})" for m in teammates_of(observer.team) if m.name != me]
         listing = ", ".join(others) if others else "nobody yet"
+        # Your own name first: a client whose name was taken joined under another (@Ann-2),
+        # and has no other way to learn it.
+        you = f"You are {observer.address.handle}."
         if not _offered(self, "send_message"):
-            return f"Your teammates: {listing}."
+            return f"{you} Your teammates: {listing}."
         return (
-            f"Your teammates: {listing}. Their messages arrive as 'Message from @Name'. "
+            f"{you} Your teammates: {listing}. Their messages arrive as 'Message from @Name'. "
             "Your final answer goes to the user, not to teammates: reply to them with send_message "
             "(a name, or a role to reach all its members)."
         )
