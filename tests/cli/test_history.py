@@ -89,10 +89,10 @@ def test_bad_requests_fail_with_one_clear_line_and_change_nothing(team: Path) ->
     escape = toolcards(team, "history", "--path", "../../etc")
     assert escape.returncode == 1 and "path escapes the workspace root" in escape.stderr
     usage = toolcards(team, "undo", "not-a-number")
-    assert usage.returncode == 2 and "'not-a-number' is not a whole number above 0" in usage.stderr
+    assert usage.returncode == 2 and "'not-a-number' is not a positive whole number" in usage.stderr
     for option in ("--limit", "--task", "--diff"):
         zero = toolcards(team, "history", option, "0")
-        assert zero.returncode == 2 and f"argument {option}: '0' is not a whole number above 0" in zero.stderr
+        assert zero.returncode == 2 and f"argument {option}: '0' is not a positive whole number" in zero.stderr
     (team.parent / "bare.yaml").write_text("team_id: crew\ncards:\n  - kind: planning\n")
     missing = toolcards(team.parent / "bare.yaml", "history")
     assert missing.returncode == 2 and "offer no workspace_history command" in missing.stderr

@@ -36,5 +36,5 @@ def positive_integer(text: str) -> int:
     except ValueError:
         value = -1
     if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number above 0")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
     return value
