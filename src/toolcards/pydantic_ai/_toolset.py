@@ -15,6 +15,10 @@ prompt's start stays byte-identical for provider caches), ``"off"`` sends none
 (:class:`~toolcards.pydantic_ai.TeamContext` gives them instead). ``docs/tokens.md`` says which
 to choose.
 
+**Conversations** (:mod:`toolcards.core._conversation`): each run is one, named by its run id and
+begun at its first model request, current while its tool calls run; state that remembers what
+a member has seen (the workspace's write gate) tells two runs of one member apart by it.
+
 **Steering** (:mod:`toolcards.core._steering`), whatever ``context`` is: texts the cards hand
 over (messages, due reminders) join the next model request as user messages, once each; a stop
 request fails the next tool call with the text the model reads and ends the run with
@@ -24,6 +28,8 @@ request fails the next tool call with the text the model reads and ends the run 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic_ai import RunContext
@@ -37,6 +43,7 @@ from pydantic_core import SchemaValidator, core_schema
 
 from toolcards.core._approval import ApprovalRequired as CallNotApproved
 from toolcards.core._channels import Channels
+from toolcards.core._conversation import Conversation, begin_conversation, conversing
 from toolcards.errors import RetriableError, ToolFailed, WiringError
 
 if TYPE_CHECKING:
@@ -56,6 +63,10 @@ _PASS_THROUGH = SchemaValidator(core_schema.dict_schema())
 
 _STOPPED_RUNS_KEPT = 64
 """Runs remembered as stopped at a tool call, until their next model request ends them."""
+
+_RUNS_KEPT = 1024
+"""Runs whose conversation (and when it began) is remembered, the least recently active
+forgotten first."""
 
 
 class CardToolset(AbstractToolset[Any]):
@@ -83,6 +94,8 @@ class CardToolset(AbstractToolset[Any]):
         self._steering = factory.steers
         self._stopped: dict[str, StopRequest] = {}
         """Run id → the stop a tool call of that run delivered; its next model request raises it."""
+        self._runs: OrderedDict[str, Conversation] = OrderedDict()
+        """Run id → the run's conversation, begun at its first model request."""
 
     @property
     def id(self) -> str | None:
@@ -94,6 +107,8 @@ class CardToolset(AbstractToolset[Any]):
         return f"CardToolset({cards})"
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
+        # Called before each model request: the first one of a run is when the run began.
+        self._conversation(ctx)
         if self._definitions is None:
             self._definitions = {
                 name: ToolsetTool(
@@ -120,13 +135,14 @@ class CardToolset(AbstractToolset[Any]):
                 self._remember_stop(ctx.run_id, stop)
                 raise PydanticAIToolFailed(stop.for_model())
         try:
-            return await target.call(
-                tool_args,
-                channel=Channels.TOOL_CALL,
-                call_id=ctx.tool_call_id,
-                approved=ctx.tool_call_approved,
-                idempotency_key=_idempotency_key(ctx),
-            )
+            with conversing(self._conversation(ctx)):
+                return await target.call(
+                    tool_args,
+                    channel=Channels.TOOL_CALL,
+                    call_id=ctx.tool_call_id,
+                    approved=ctx.tool_call_approved,
+                    idempotency_key=_idempotency_key(ctx),
+                )
         except CallNotApproved as exc:
             if exc.deferrable:
                 raise ApprovalRequired(metadata={"tool": name, "args": tool_args}) from exc
@@ -178,6 +194,24 @@ class CardToolset(AbstractToolset[Any]):
         texts = self.factory.deliveries() if steer else []
         sections = [prompt() for prompt in self._prompts] if render else []
         return None, texts, sections
+
+    def _conversation(self, ctx: RunContext[Any]) -> Conversation | None:
+        """The conversation of ``ctx``'s run, begun now if this is the first time it is seen;
+        ``None`` for a context outside a run (no run id)."""
+        run_id = ctx.run_id
+        if run_id is None:
+            return None
+        conversation = self._runs.get(run_id)
+        if conversation is None:
+            conversation = self._runs[run_id] = begin_conversation(run_id)
+            while len(self._runs) > _RUNS_KEPT:
+                self._runs.popitem(last=False)
+        else:
+            # A run still going is kept with its beginning (unless another thread's new run
+            # has just pushed it out).
+            with contextlib.suppress(KeyError):
+                self._runs.move_to_end(run_id)
+        return conversation
 
     def _remember_stop(self, run_id: str | None, stop: StopRequest) -> None:
         if run_id is None:

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any
 from toolcards._version import __version__
 from toolcards.core._approval import ApprovalRequired, Approver, approving
 from toolcards.core._channels import Channels
+from toolcards.core._conversation import Conversation, begin_conversation, conversing
 from toolcards.core._progress import ProgressReporter, ProgressSink, reporting
 from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.server._config import ServeConfig
@@ -468,6 +469,7 @@ class TeamServer:
         idempotency_key: str | None = None,
         progress: ProgressSink | None = None,
         approver: Approver | None = None,
+        conversation: Conversation | None = None,
     ) -> dict[str, Any]:
         """The ``tools/call`` result of tool ``name`` (or a facade meta tool) for ``session``.
 
@@ -478,6 +480,8 @@ class TeamServer:
         ``progressToken``. ``approver`` decides a tool that ``requires_approval`` (asking the
         client's user, :mod:`toolcards.server._approval`) unless the config approves all.
         Cancelling the awaiting task cancels the call (:mod:`toolcards.core._cancel`).
+        ``conversation`` is the client's connection's (:mod:`toolcards.core._conversation`);
+        without one (a stateless request) the call is a conversation of its own.
 
         A stop request for the session's agent (``stop_member``) is checked first: the call
         does not run, and its result (``isError``) tells the client it was stopped and why.
@@ -487,7 +491,7 @@ class TeamServer:
         protocol, a call waiting for its user's approval answers an ``input_required``
         result instead.
 
-        Changed in 0.3: ``progress`` and ``approver``.
+        Changed in 0.3: ``progress``, ``approver`` and ``conversation``.
         """
         reporter = ProgressReporter(progress) if progress is not None else None
         try:
@@ -495,7 +499,7 @@ class TeamServer:
                 stop = await asyncio.to_thread(session.factory.take_stop)
                 if stop is not None:
                     return error_wire(stop.for_model())
-            with reporting(reporter), approving(approver):
+            with reporting(reporter), approving(approver), conversing(conversation or begin_conversation()):
                 return await self._call(session, name, arguments, call_id, idempotency_key)
         except Exception as exc:
             return call_failure(name, exc)

@@ -30,7 +30,9 @@ A ``tools/call``:
   ``elicitation`` (:mod:`toolcards.server._approval`);
 * on 2025-11-25 with ``task`` runs as a task, for a tool whose card marks it long running;
 * has a ``tools/call <tool>`` server span when something traces
-  (:mod:`toolcards.server._call_span`), as the SDK's server makes.
+  (:mod:`toolcards.server._call_span`), as the SDK's server makes;
+* runs in the connection's conversation (:mod:`toolcards.core._conversation`): two clients
+  acting as one member are told apart by what each has seen of the workspace.
 
 Resources updated by the team are notified to ``resources/subscribe``-rs and to
 ``subscriptions/listen`` streams. With ``roots`` configured, the client's first root is its
@@ -48,6 +50,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolcards.core._conversation import begin_conversation
 from toolcards.server._call_span import call_span, mark_tool_error
 from toolcards.server._idempotency import idempotency_key
 from toolcards.server._jsonrpc import (
@@ -120,6 +123,8 @@ class McpConnection:
         """The capabilities the client declared in ``initialize``."""
         self.log_level: str | None = None
         """The level the client set with ``logging/setLevel``."""
+        self.conversation = begin_conversation()
+        """The conversation every call of this client belongs to, begun when it connected."""
         self._session: AgentSession | None = None
         self._workspace: str | None = None
         self._roots_ready: asyncio.Event | None = None
@@ -450,6 +455,7 @@ class McpConnection:
                 idempotency_key=key,
                 progress=self._progress(meta),
                 approver=approver,
+                conversation=self.conversation,
             )
             mark_tool_error(span, result)
             return result

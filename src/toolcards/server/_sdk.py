@@ -33,6 +33,7 @@ import weakref
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from toolcards.core._conversation import Conversation, begin_conversation
 from toolcards.server._app import AGENT_HEADER, MODERN_RESOURCE_NOT_FOUND, RESOURCE_NOT_FOUND
 from toolcards.server._idempotency import idempotency_key
 from toolcards.server._jsonrpc import INVALID_PARAMS, RequestError
@@ -144,6 +145,7 @@ class _Handlers:
         self._watched: weakref.WeakSet[Any] = weakref.WeakSet()
         self._roots: weakref.WeakKeyDictionary[Any, asyncio.Future[str | None]] = weakref.WeakKeyDictionary()
         self._sessions: weakref.WeakKeyDictionary[Any, AgentSession] = weakref.WeakKeyDictionary()
+        self._conversations: weakref.WeakKeyDictionary[Any, Conversation] = weakref.WeakKeyDictionary()
 
     def identify(self, ctx: ServerRequestContext[Any, Any]) -> str:
         """The agent name a request acts as (see :mod:`toolcards.server._app` for the order)."""
@@ -229,10 +231,23 @@ class _Handlers:
                 idempotency_key=key,
                 progress=self._progress(ctx, params),
                 approver=self._approver(ctx, session, params),
+                conversation=self._conversation(ctx),
             )
         except Exception as exc:
             wire = call_failure(params.name, exc)
         return _model("CallToolResult", wire)
+
+    def _conversation(self, ctx: ServerRequestContext[Any, Any]) -> Conversation | None:
+        """The conversation of a handshake connection, one for all its calls (what one client
+        read is not what another client of the same name has seen); ``None`` on the stateless
+        protocol, where each request is one of its own."""
+        if self.modern(ctx):
+            return None
+        connection = _connection(ctx)
+        conversation = self._conversations.get(connection)
+        if conversation is None:
+            conversation = self._conversations[connection] = begin_conversation()
+        return conversation
 
     def _progress(self, ctx: ServerRequestContext[Any, Any], params: Any) -> ProgressSink | None:
         if not params.meta or params.meta.get("progress_token") is None:

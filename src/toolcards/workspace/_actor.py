@@ -50,6 +50,7 @@ import pykka
 from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.actors._caller_runs import CallerRunsActor
+from toolcards.core._conversation import Conversation
 from toolcards.core._deadline import deadline_after
 from toolcards.core._events import StateChanged
 from toolcards.errors import OutcomeUnknown, RetriableError, StoreError, ToolFailed
@@ -159,7 +160,8 @@ class WorkspaceActor(CallerRunsActor):
     names the files to check).
 
     ``agent`` arguments identify the agent for the gate (the card passes
-    ``str(observer.address)``).
+    ``str(observer.address)``), and ``conversation`` arguments the run or session of the call
+    (:mod:`toolcards.core._conversation`; the card passes the call's, ``None`` when it has none).
     """
 
     use_daemon_thread = True
@@ -199,13 +201,21 @@ class WorkspaceActor(CallerRunsActor):
         """
         self.hub.attach(team_id, publish, disk_mb)
 
-    def record_read(self, agent: str, path: str, data: bytes | None, full: bool, digest: str | None = None) -> None:
+    def record_read(
+        self,
+        agent: str,
+        path: str,
+        data: bytes | None,
+        full: bool,
+        digest: str | None = None,
+        conversation: Conversation | None = None,
+    ) -> None:
         """Remember that ``agent`` read ``data`` as the content of ``path`` (root-relative).
 
         ``data`` may be ``None`` for a file too large to hold (then ``digest`` is required).
         Cards call :meth:`WorkspaceHub.record_read` instead, in their own thread.
         """
-        self.hub.record_read(agent, path, data, full, digest)
+        self.hub.record_read(agent, path, data, full, digest, conversation)
 
     def record_of(self, agent: str, path: str) -> ReadRecord | None:
         """What ``agent`` last read or wrote of ``path`` (root-relative), if remembered."""
@@ -213,7 +223,14 @@ class WorkspaceActor(CallerRunsActor):
 
     # -- mutations ------------------------------------------------------------------------------
 
-    def write(self, agent: str, path: str, content: str, context: ChangeContext | None = None) -> str:
+    def write(
+        self,
+        agent: str,
+        path: str,
+        content: str,
+        context: ChangeContext | None = None,
+        conversation: Conversation | None = None,
+    ) -> str:
         """Create ``path`` or overwrite it with ``content``.
 
         An existing text file keeps its line endings (CRLF stays CRLF), its UTF-8
@@ -238,7 +255,7 @@ class WorkspaceActor(CallerRunsActor):
             if before is None:
                 _check_new_name(path)
             digest = content_digest(before) if before is not None else None
-            self.gate.check(agent, rel, before, "overwrite", digest=digest)
+            self.gate.check(agent, rel, before, "overwrite", digest=digest, conversation=conversation)
             text = content
             if before is not None:
                 try:
@@ -255,7 +272,7 @@ class WorkspaceActor(CallerRunsActor):
             verb = "Created" if before is None else "Wrote"
             answer = f"{verb} {rel} ({lines} line{'' if lines == 1 else 's'})."
             change = _Change(path=rel, before=before, after=data, mode=current.mode, full=True, before_digest=digest)
-            self._commit(agent, [change], answer, context, "workspace_write")
+            self._commit(agent, [change], answer, context, "workspace_write", conversation)
             return answer
 
     def edit(
@@ -267,6 +284,7 @@ class WorkspaceActor(CallerRunsActor):
         replace_all: bool = False,
         context: ChangeContext | None = None,
         dry_run: bool = False,
+        conversation: Conversation | None = None,
     ) -> str:
         """Replace ``old_string`` by ``new_string`` in ``path`` (see :func:`~toolcards.workspace._edit.apply_edit`).
 
@@ -281,7 +299,7 @@ class WorkspaceActor(CallerRunsActor):
             if replayed is not None:
                 return replayed
             rel, before = self._existing(path)
-            self.gate.check(agent, rel, before, "edit")
+            self.gate.check(agent, rel, before, "edit", conversation=conversation)
             old_text = file_text(before, rel, doing="edit")
             outcome = apply_edit(old_text, old_string, new_string, replace_all=replace_all, path=rel)
             after = outcome.text.encode("utf-8")
@@ -303,11 +321,16 @@ class WorkspaceActor(CallerRunsActor):
             change = _Change(
                 path=rel, before=before, after=after, mode=None, full=None, before_digest=self._checked(agent, rel)
             )
-            self._commit(agent, [change], answer, context, "workspace_edit")
+            self._commit(agent, [change], answer, context, "workspace_edit", conversation)
             return answer
 
     def multi_edit(
-        self, agent: str, edits: Sequence[FileEdit], context: ChangeContext | None = None, dry_run: bool = False
+        self,
+        agent: str,
+        edits: Sequence[FileEdit],
+        context: ChangeContext | None = None,
+        dry_run: bool = False,
+        conversation: Conversation | None = None,
     ) -> str:
         """Apply ``edits`` in order, across files, all or nothing.
 
@@ -328,7 +351,7 @@ class WorkspaceActor(CallerRunsActor):
                 rel = self.tree.resolve(item.path)
                 if rel not in files:
                     rel, before = self._existing(item.path)
-                    self.gate.check(agent, rel, before, "edit")
+                    self.gate.check(agent, rel, before, "edit", conversation=conversation)
                     files[rel] = (before, file_text(before, rel, doing="edit"))
                     texts[rel] = files[rel][1]
                 try:
@@ -364,10 +387,17 @@ class WorkspaceActor(CallerRunsActor):
             answer = f"{summary}\n{quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)}" if diffs else summary
             if dry_run:
                 return answer
-            self._commit(agent, changes, answer, context, "workspace_multi_edit")
+            self._commit(agent, changes, answer, context, "workspace_multi_edit", conversation)
             return answer
 
-    def patch(self, agent: str, patch_text: str, context: ChangeContext | None = None, dry_run: bool = False) -> str:
+    def patch(
+        self,
+        agent: str,
+        patch_text: str,
+        context: ChangeContext | None = None,
+        dry_run: bool = False,
+        conversation: Conversation | None = None,
+    ) -> str:
         """Apply a GNU unified diff (see :mod:`toolcards.workspace._patch`), all or nothing.
 
         Files it changes or deletes need a current read (a page read is enough); files it
@@ -401,7 +431,7 @@ class WorkspaceActor(CallerRunsActor):
                     raise RetriableError(
                         f"The patch names one file twice, as {by_rel[rel]!r} and {path!r}. Use one path per file."
                     )
-                self.gate.check(agent, rel, before, "edit")
+                self.gate.check(agent, rel, before, "edit", conversation=conversation)
                 after = None if new_text is None else new_text.encode("utf-8")
                 if after == before:
                     continue
@@ -435,7 +465,7 @@ class WorkspaceActor(CallerRunsActor):
                     + "\n"
                     + quote_file_text(diffs, max_chars=CHANGE_DIFF_CHARS)
                 )
-            self._commit(agent, changes, answer, context, "workspace_patch")
+            self._commit(agent, changes, answer, context, "workspace_patch", conversation)
             return answer
 
     def delete(self, agent: str, path: str, context: ChangeContext | None = None) -> str:
@@ -480,6 +510,7 @@ class WorkspaceActor(CallerRunsActor):
         destination: str,
         overwrite: bool = False,
         context: ChangeContext | None = None,
+        conversation: Conversation | None = None,
     ) -> str:
         """Move the file, directory or symbolic link ``source`` to ``destination`` in one
         rename (atomic; content never copied), creating missing parents; returns one line.
@@ -505,7 +536,7 @@ class WorkspaceActor(CallerRunsActor):
             dst = self.tree.resolve(destination)
             status, target = self._move_statuses(source, destination, src, dst)
             mode = status.st_mode
-            replaced = self._move_replaces(agent, src, dst, mode, target, overwrite)
+            replaced = self._move_replaces(agent, src, dst, mode, target, overwrite, conversation)
             journal = self.hub.journal
             changes: list[PathChange] = []
             if journal is not None:
@@ -559,7 +590,14 @@ class WorkspaceActor(CallerRunsActor):
         return status, self.tree.status(dst)
 
     def _move_replaces(
-        self, agent: str, src: str, dst: str, mode: int, target: os.stat_result | None, overwrite: bool
+        self,
+        agent: str,
+        src: str,
+        dst: str,
+        mode: int,
+        target: os.stat_result | None,
+        overwrite: bool,
+        conversation: Conversation | None,
     ) -> FileBytes | None:
         """The file a move onto ``dst`` replaces (read and let through the gate), ``None`` if
         it replaces a link or nothing; or the refusal of replacing what is there."""
@@ -579,7 +617,7 @@ class WorkspaceActor(CallerRunsActor):
             raise RetriableError(f"{dst!r} is a file; a directory cannot replace it. Delete it first.")
         if stat.S_ISREG(target.st_mode):
             replaced = self._current(dst, "write")
-            self.gate.check(agent, dst, replaced.data, "overwrite")
+            self.gate.check(agent, dst, replaced.data, "overwrite", conversation=conversation)
             return replaced
         if not stat.S_ISLNK(target.st_mode):
             raise not_regular_error(target.st_mode, "write", dst)
@@ -818,7 +856,13 @@ class WorkspaceActor(CallerRunsActor):
         return current.rel, current.data
 
     def _commit(
-        self, agent: str, changes: list[_Change], answer: str, context: ChangeContext | None, tool: str
+        self,
+        agent: str,
+        changes: list[_Change],
+        answer: str,
+        context: ChangeContext | None,
+        tool: str,
+        conversation: Conversation | None = None,
     ) -> None:
         """Write every change, restoring the written ones if one fails; then journal, record
         and publish. If the journal cannot record the change, the files are put back."""
@@ -873,7 +917,12 @@ class WorkspaceActor(CallerRunsActor):
                 self.gate.forget(change.path)
             else:
                 self.gate.record_write(
-                    agent, change.path, change.after, full=change.full, digest=digests.get(change.path)
+                    agent,
+                    change.path,
+                    change.after,
+                    full=change.full,
+                    digest=digests.get(change.path),
+                    conversation=conversation,
                 )
         if changes:
             what = ", ".join(
@@ -1116,10 +1165,19 @@ class WorkspaceHub:
         with self._lock:
             return list(self._publishers.items())
 
-    def record_read(self, agent: str, path: str, data: bytes | None, full: bool, digest: str | None = None) -> None:
+    def record_read(
+        self,
+        agent: str,
+        path: str,
+        data: bytes | None,
+        full: bool,
+        digest: str | None = None,
+        conversation: Conversation | None = None,
+    ) -> None:
         """Remember that ``agent`` read ``data`` as the content of ``path`` (root-relative), in
-        the caller's thread (see :meth:`WriteGate.record_read`)."""
-        self._gate.record_read(agent, path, data, full=full, digest=digest)
+        ``conversation`` when the call had one, in the caller's thread (see
+        :meth:`WriteGate.record_read`)."""
+        self._gate.record_read(agent, path, data, full=full, digest=digest, conversation=conversation)
 
     def actor(self) -> WorkspaceProxy:
         """The proxy of the tree's actor, started now if it is not running.

@@ -8,6 +8,14 @@ a page read (``full=False``) licenses an anchored change (an edit or a patch, wh
 proves the agent saw that part), not an overwrite; after an agent's own change its record
 becomes the new content, and every other agent's record is stale by construction.
 
+One agent may work in several conversations at once (:mod:`toolcards.core._conversation`:
+two pydantic-ai runs, two MCP connections acting as one member). Its record is shared by
+them, so each also remembers what it saw itself: a change in conversation X is refused when
+the agent learned the file's current version in another conversation (wrote it, or read it
+after someone else did) after X began, and X has not read or written that version since. What
+was learned before X began counts as known, because X may have it in its history (the next run
+of a chat, a client that reconnected). A call without a conversation is checked as the agent.
+
 A refusal is a :class:`~toolcards.errors.RetriableError` ordered by usefulness: what to do
 next, who changed the file (an agent's handle when this process knows it, else "outside the
 workspace tools ..., or through them by another process"), then a diff from the version read,
@@ -26,14 +34,17 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Literal
+from typing import Any, Literal
 
+from toolcards.core._conversation import Conversation, moment
 from toolcards.errors import RetriableError
 from toolcards.workspace._models import ReadRecord, content_digest
 from toolcards.workspace._text import file_text, quote_file_text, unified_diff
 
 __all__ = [
+    "MAX_CONVERSATIONS",
     "MAX_RECORDS_PER_AGENT",
+    "MAX_RECORDS_PER_CONVERSATION",
     "REFUSAL_DIFF_LINES",
     "SNAPSHOT_BUDGET_BYTES",
     "SNAPSHOT_MAX_FILE_BYTES",
@@ -51,6 +62,16 @@ SNAPSHOT_MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_RECORDS_PER_AGENT = 10_000
 """Read records kept per agent; past that the least recently used is forgotten (the agent
 is then asked to read that file again)."""
+
+MAX_CONVERSATIONS = 256
+"""Conversations whose own reads are kept; past that the least recently active is forgotten.
+Forgetting errs on the safe side: one that calls again keeps its beginning (its
+:class:`~toolcards.core._conversation.Conversation` carries it) but has seen nothing, so it is
+asked to read again what another conversation of its agent changed since it began."""
+
+MAX_RECORDS_PER_CONVERSATION = 1_000
+"""Files a conversation's own reads are kept for; past that the least recently used is
+forgotten, with the same safe effect."""
 
 REFUSAL_DIFF_LINES = 200
 """Lines of diff a refusal shows at most."""
@@ -95,8 +116,19 @@ class SnapshotCache:
         return len(self._items)
 
 
+class _Seen:
+    """What one conversation of one agent read or wrote: each file's digest as it last did."""
+
+    __slots__ = ("began", "digests")
+
+    def __init__(self, began: int) -> None:
+        self.began = began
+        self.digests: OrderedDict[str, str] = OrderedDict()
+
+
 class WriteGate:
-    """Read records per agent and file, the last writer of each file, and the checks.
+    """Read records per agent and file, what each conversation of an agent saw of them, the
+    last writer of each file, and the checks.
 
     Paths are the canonical root-relative POSIX paths the caller resolved; the gate does
     not touch the disk. Thread-safe: each public method runs under the gate's lock (its
@@ -104,20 +136,37 @@ class WriteGate:
     """
 
     def __init__(
-        self, snapshots: SnapshotCache | None = None, *, max_records_per_agent: int = MAX_RECORDS_PER_AGENT
+        self,
+        snapshots: SnapshotCache | None = None,
+        *,
+        max_records_per_agent: int = MAX_RECORDS_PER_AGENT,
+        max_conversations: int = MAX_CONVERSATIONS,
+        max_records_per_conversation: int = MAX_RECORDS_PER_CONVERSATION,
     ) -> None:
         self.snapshots = snapshots if snapshots is not None else SnapshotCache()
         self.max_records_per_agent = max_records_per_agent
+        self.max_conversations = max_conversations
+        self.max_records_per_conversation = max_records_per_conversation
         self._records: dict[str, OrderedDict[str, ReadRecord]] = {}
         self._writers: dict[str, tuple[str, str]] = {}
+        self._seen: OrderedDict[tuple[str, str], _Seen] = OrderedDict()
+        """(agent, conversation id) → what that conversation saw, least recently active first."""
         self._lock = threading.Lock()
 
     # -- recording --------------------------------------------------------------------------
 
     def record_read(
-        self, agent: str, path: str, data: bytes | None, *, full: bool, digest: str | None = None
+        self,
+        agent: str,
+        path: str,
+        data: bytes | None,
+        *,
+        full: bool,
+        digest: str | None = None,
+        conversation: Conversation | None = None,
     ) -> ReadRecord:
-        """Remember that ``agent`` read ``data`` as the content of ``path`` (all of it if ``full``).
+        """Remember that ``agent`` read ``data`` as the content of ``path`` (all of it if ``full``),
+        in ``conversation`` when the call had one.
 
         ``digest`` may be passed when the caller already computed it; it is required when
         ``data`` is ``None`` (a file streamed rather than held: no snapshot is kept, so a
@@ -128,18 +177,34 @@ class WriteGate:
         digest = digest or content_digest(data or b"")
         with self._lock:
             record = self._record_of(agent, path)
-            if record is None or record.digest != digest or record.full != full:
-                record = ReadRecord(digest=digest, full=full)
+            if record is None or record.digest != digest:
+                learned_in = conversation.id if conversation is not None else None
+                record = ReadRecord(digest=digest, full=full, learned_in=learned_in, learned_at=moment())
+            elif record.full != full:
+                # The version the agent knew, seen more or less whole: when it learned it stays.
+                record = ReadRecord(
+                    digest=digest, full=full, learned_in=record.learned_in, learned_at=record.learned_at
+                )
             # else: read again unchanged, the record it has says the same (records are frozen)
             self._store(agent, path, record)
+            if conversation is not None:
+                self._saw(agent, conversation, path, digest)
             if data is not None:
                 self.snapshots.add(digest, data)
         return record
 
     def record_write(
-        self, agent: str, path: str, data: bytes, *, full: bool | None = None, digest: str | None = None
+        self,
+        agent: str,
+        path: str,
+        data: bytes,
+        *,
+        full: bool | None = None,
+        digest: str | None = None,
+        conversation: Conversation | None = None,
     ) -> ReadRecord:
-        """Remember that ``agent`` wrote ``data`` to ``path``: it becomes the agent's record.
+        """Remember that ``agent`` wrote ``data`` to ``path``, in ``conversation`` when the call
+        had one: it becomes the agent's record.
 
         Args:
             full: whether the agent now knows the whole file: ``True`` after a whole-file
@@ -153,8 +218,11 @@ class WriteGate:
             previous = self._record_of(agent, path)
             if full is None:
                 full = previous.full if previous is not None else True
-            record = ReadRecord(digest=digest, full=full)
+            learned_in = conversation.id if conversation is not None else None
+            record = ReadRecord(digest=digest, full=full, learned_in=learned_in, learned_at=moment())
             self._store(agent, path, record)
+            if conversation is not None:
+                self._saw(agent, conversation, path, digest)
             self._writers[path] = (agent, record.digest)
             self.snapshots.add(record.digest, data)
         return record
@@ -167,7 +235,7 @@ class WriteGate:
             return candidate == path or (below and (path == "." or candidate.startswith(prefix)))
 
         with self._lock:
-            for records in self._records.values():
+            for records in self._path_tables():
                 for candidate in [p for p in records if gone(p)]:
                     del records[candidate]
             for candidate in [p for p in self._writers if gone(p)]:
@@ -188,7 +256,7 @@ class WriteGate:
             return None
 
         with self._lock:
-            for records in self._records.values():
+            for records in self._path_tables():
                 for candidate in [p for p in records if moved(p) is not None]:
                     records[moved(candidate) or candidate] = records.pop(candidate)
             for candidate in [p for p in self._writers if moved(p) is not None]:
@@ -201,26 +269,45 @@ class WriteGate:
 
     # -- the check --------------------------------------------------------------------------
 
-    def check(self, agent: str, path: str, current: bytes | None, intent: Intent, *, digest: str | None = None) -> None:
+    def check(
+        self,
+        agent: str,
+        path: str,
+        current: bytes | None,
+        intent: Intent,
+        *,
+        digest: str | None = None,
+        conversation: Conversation | None = None,
+    ) -> None:
         """Allow ``agent``'s change to ``path``, whose bytes are now ``current``, or refuse it.
 
         ``current`` is ``None`` when the file does not exist (a creation, always allowed).
         ``digest`` may be passed when the caller already hashed ``current``.
+        ``conversation`` is the call's, when it has one (see the module docstring).
 
         Raises:
             RetriableError: the agent has not read the file, it changed since the agent read
-                it, or ``intent`` is ``"overwrite"`` after a page read. The message says to
-                read it again, who changed it, and (when the version read is still cached)
-                what changed.
+                it, the agent learned its current version in another conversation after
+                ``conversation`` began and this one has not seen it, or ``intent`` is
+                ``"overwrite"`` after a page read. The message says to read it again, who
+                changed it, and (when the version read is still cached) what changed.
         """
         if current is None:
             return
         with self._lock:
-            self._check(agent, path, current, intent, digest)
+            self._check(agent, path, current, intent, digest, conversation)
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _check(self, agent: str, path: str, current: bytes, intent: Intent, digest: str | None) -> None:
+    def _check(
+        self,
+        agent: str,
+        path: str,
+        current: bytes,
+        intent: Intent,
+        digest: str | None,
+        conversation: Conversation | None,
+    ) -> None:
         record = self._record_of(agent, path)
         if record is None:
             hint = self._writer_note(agent, path, digest or content_digest(current), last=True)
@@ -232,13 +319,24 @@ class WriteGate:
             digest = record.digest  # the very bytes read: no need to hash them again
         current_digest = digest or content_digest(current)
         if record.digest != current_digest:
-            raise RetriableError(self._stale_message(agent, path, record, current, current_digest))
+            raise RetriableError(self._stale_message(agent, path, record.digest, current, current_digest))
+        if conversation is not None and record.learned_in != conversation.id:
+            seen = self._seen_by(agent, conversation)
+            if record.learned_at > seen.began:
+                known = seen.digests.get(path)
+                if known != current_digest:
+                    raise RetriableError(self._unseen_message(agent, path, known, current, current_digest))
         if intent == "overwrite" and not record.full:
             raise RetriableError(
                 f"Call workspace_read on {path!r} without offset and limit before overwriting it, or change "
                 "part of it with workspace_edit: you have read only part of it, so overwriting it whole could "
                 "drop lines you have not seen."
             )
+
+    def _path_tables(self) -> list[OrderedDict[str, Any]]:
+        """Every table keyed by path that follows a file: the agents' records and what each
+        conversation saw."""
+        return [*self._records.values(), *(seen.digests for seen in self._seen.values())]
 
     def _record_of(self, agent: str, path: str) -> ReadRecord | None:
         records = self._records.get(agent)
@@ -251,23 +349,67 @@ class WriteGate:
         while len(records) > self.max_records_per_agent:
             records.popitem(last=False)
 
-    def _stale_message(self, agent: str, path: str, record: ReadRecord, current: bytes, current_digest: str) -> str:
+    def _saw(self, agent: str, conversation: Conversation, path: str, digest: str) -> None:
+        digests = self._seen_by(agent, conversation).digests
+        digests[path] = digest
+        digests.move_to_end(path)
+        while len(digests) > self.max_records_per_conversation:
+            digests.popitem(last=False)
+
+    def _seen_by(self, agent: str, conversation: Conversation) -> _Seen:
+        """What ``conversation`` of ``agent`` saw, kept from its first call on."""
+        key = (agent, conversation.id)
+        seen = self._seen.get(key)
+        if seen is None:
+            seen = self._seen[key] = _Seen(conversation.began)
+            while len(self._seen) > self.max_conversations:
+                self._seen.popitem(last=False)
+        else:
+            self._seen.move_to_end(key)
+        return seen
+
+    def _stale_message(self, agent: str, path: str, read: str, current: bytes, current_digest: str) -> str:
         parts = [
             f"Call workspace_read on {path!r} again, then redo your change: it changed since you read it, "
             "so nothing was written.",
             self._writer_note(agent, path, current_digest, last=False).strip(),
+            self._diff_note(path, read, current, "The version you read is no longer cached"),
         ]
-        old = self.snapshots.get(record.digest)
-        if old is None:
-            parts.append("(The version you read is no longer cached, so what changed cannot be shown.)")
-        else:
-            try:
-                diff = unified_diff(file_text(old, path), file_text(current, path), path, max_lines=REFUSAL_DIFF_LINES)
-            except RetriableError:
-                parts.append("(It is a binary file, so what changed is not shown.)")
-            else:
-                parts.append(f"What changed since your read:\n{quote_file_text(diff.rstrip())}")
         return "\n".join(part for part in parts if part)
+
+    def _unseen_message(self, agent: str, path: str, read: str | None, current: bytes, current_digest: str) -> str:
+        """The refusal of a change in a conversation that has not seen the version its agent
+        learned in another one since it began."""
+        since = "since this run or session of yours read it" if read is not None else "after this run or session began"
+        parts = [
+            f"Call workspace_read on {path!r} again, then redo your change: it changed {since}, so nothing "
+            "was written.",
+        ]
+        writer = self._writers.get(path)
+        if writer is not None and writer == (agent, current_digest):
+            parts.append(
+                "It was changed by you, in another run or session working at the same time (another request, "
+                "connection or command acting as you); this one has not seen that version."
+            )
+        else:
+            parts.append(self._writer_note(agent, path, current_digest, last=False).strip())
+        if read is None:
+            parts.append("(This run or session has not read it, so what changed cannot be shown.)")
+        else:
+            parts.append(self._diff_note(path, read, current, "The version this one read is no longer cached"))
+        return "\n".join(part for part in parts if part)
+
+    def _diff_note(self, path: str, read: str, current: bytes, gone: str) -> str:
+        """What changed from the version with digest ``read`` to ``current``, quoted; or why
+        it cannot be shown."""
+        old = self.snapshots.get(read)
+        if old is None:
+            return f"({gone}, so what changed cannot be shown.)"
+        try:
+            diff = unified_diff(file_text(old, path), file_text(current, path), path, max_lines=REFUSAL_DIFF_LINES)
+        except RetriableError:
+            return "(It is a binary file, so what changed is not shown.)"
+        return f"What changed since your read:\n{quote_file_text(diff.rstrip())}"
 
     def _writer_note(self, agent: str, path: str, current_digest: str, *, last: bool) -> str:
         writer = self._writers.get(path)

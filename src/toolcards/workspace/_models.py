@@ -3,7 +3,7 @@ remembers about each agent's reads.
 
 * :class:`FileEdit` — one find-and-replace of ``workspace_multi_edit``, as the model writes it.
 * :class:`ReadRecord` — what one agent last read of one file: the hash of the bytes it
-  read and whether it saw the whole file.
+  read, whether it saw the whole file, and in which conversation and when it learned them.
 * :func:`content_digest` — the hash both are compared with.
 * :class:`JournalEntry` and :class:`FileChange` — one change of the tree as the journal
   recorded it (:mod:`toolcards.workspace._journal`).
@@ -114,6 +114,12 @@ class ReadRecord(BaseModel):
     full: bool
     """The agent saw the whole file; a page read (an ``offset``/``limit`` that did not reach
     every line, or output cut to its budget) licenses anchored edits, not overwrites."""
+    learned_in: str | None = None
+    """The conversation (:class:`~toolcards.core._conversation.Conversation` id) whose read or
+    write first gave the agent this version; ``None``: a call made without one."""
+    learned_at: int = 0
+    """When, as a :func:`~toolcards.core._conversation.moment`: another conversation of the
+    agent that began before then has not seen this version unless it read or wrote it too."""
 
 
 class FileChange(BaseModel):

@@ -44,6 +44,7 @@ from pydantic import Field, PrivateAttr
 from toolcards.core._bounds import unlisted_bound, unlisted_range
 from toolcards.core._card import ToolCard, capability, observer_hint
 from toolcards.core._channels import Channels
+from toolcards.core._conversation import current_conversation
 from toolcards.core._deadline import check_deadline, remaining
 from toolcards.core._hints import ToolHints
 from toolcards.core._idempotency import current_call
@@ -462,7 +463,7 @@ class WorkspaceTool(ToolCard):
         count = min(limit if tail is None else tail, MAX_LINES)
         read = self._read_page(path, offset, count, budget, tail=tail is not None, numbered=line_numbers)
         shown, full = _page_text(read.page, read.rel, budget)
-        self._workspace_hub().record_read(self._agent, read.rel, read.data, full, read.digest)
+        self._workspace_hub().record_read(self._agent, read.rel, read.data, full, read.digest, current_conversation())
         return shown
 
     @capability(
@@ -495,8 +496,9 @@ class WorkspaceTool(ToolCard):
         # a file read so licenses a change of part of it, not an overwrite.
         shown_whole = len(answer) <= budget
         hub = self._workspace_hub()
+        conversation = current_conversation()
         for read, full in reads:
-            hub.record_read(self._agent, read.rel, read.data, full and shown_whole, read.digest)
+            hub.record_read(self._agent, read.rel, read.data, full and shown_whole, read.digest, conversation)
         return answer
 
     def _read_page(
@@ -632,7 +634,11 @@ class WorkspaceTool(ToolCard):
     def write_file(self, path: WorkspacePath, content: FileContent) -> str:
         """Create or overwrite a file; overwriting needs a full read first."""
         return self._change(
-            "workspace_write", [path], lambda context: self._actor_proxy().write(self._agent, path, content, context)
+            "workspace_write",
+            [path],
+            lambda context: self._actor_proxy().write(
+                self._agent, path, content, context, conversation=current_conversation()
+            ),
         )
 
     @capability("workspace_edit", mutates=True, hints=ToolHints(title="Edit file", destructive=True))
@@ -653,7 +659,14 @@ class WorkspaceTool(ToolCard):
             "workspace_edit",
             [path],
             lambda context: self._actor_proxy().edit(
-                self._agent, path, old_string, new_string, replace_all, context, bool(dry_run)
+                self._agent,
+                path,
+                old_string,
+                new_string,
+                replace_all,
+                context,
+                bool(dry_run),
+                conversation=current_conversation(),
             ),
             checked=not dry_run,
         )
@@ -678,7 +691,9 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_multi_edit",
             [edit.path for edit in edits],
-            lambda context: self._actor_proxy().multi_edit(self._agent, edits, context, bool(dry_run)),
+            lambda context: self._actor_proxy().multi_edit(
+                self._agent, edits, context, bool(dry_run), conversation=current_conversation()
+            ),
             checked=not dry_run,
         )
 
@@ -695,7 +710,9 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_patch",
             paths,
-            lambda context: self._actor_proxy().patch(self._agent, patch_text, context, bool(dry_run)),
+            lambda context: self._actor_proxy().patch(
+                self._agent, patch_text, context, bool(dry_run), conversation=current_conversation()
+            ),
             checked=not dry_run,
         )
 
@@ -718,7 +735,9 @@ class WorkspaceTool(ToolCard):
         return self._change(
             "workspace_move",
             [source, destination],
-            lambda context: self._actor_proxy().move(self._agent, source, destination, overwrite, context),
+            lambda context: self._actor_proxy().move(
+                self._agent, source, destination, overwrite, context, conversation=current_conversation()
+            ),
         )
 
     @capability("workspace_mkdir", mutates=True, hints=ToolHints(title="Make directory", idempotent=True))
