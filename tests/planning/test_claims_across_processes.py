@@ -81,7 +81,9 @@ def test_ten_processes_racing_for_one_task_leave_one_winner(store_env: dict[str,
     assert len(winners) == 1 and len(refusals) == 9, answers
 
 
-def test_a_killed_owner_s_task_is_back_to_pending_after_its_lease(store_env: dict[str, str]) -> None:
+def test_a_killed_owner_s_task_is_back_to_pending(store_env: dict[str, str]) -> None:
+    # Back when its lease runs out, or sooner when a process of its machine sees it gone
+    # (the roster drops a member whose process ended): whichever comes first.
     setup_board("held by a process that dies")
     holder = start("hold", "Holder", {**store_env, "LEASE_S": "2"}, "1")
     go(holder)
@@ -97,7 +99,8 @@ def test_a_killed_owner_s_task_is_back_to_pending_after_its_lease(store_env: dic
             assert time.monotonic() - killed_at < WAIT
             time.sleep(0.05)
         text = tools["get_planning_task"].call_sync({"task_id": 1})
-    assert "Owner: unassigned" in text and "lease of @Holder expired" in text
+    assert "Owner: unassigned" in text
+    assert "lease of @Holder expired" in text or "@Holder left the team (expired)" in text
 
 
 def test_processes_draining_one_queue_never_take_a_task_twice(store_env: dict[str, str]) -> None:
