@@ -39,6 +39,8 @@ from toolcards.errors import RetriableError, ToolFailed
 from toolcards.fs._atomic_write import atomic_write_at
 from toolcards.fs._tree_usage import MIB, workspace_usage
 from toolcards.workspace._actor import workspace_hub
+from toolcards.workspace._own_dir import open_own_directory
+from toolcards.workspace._paths import OWN_DIR
 from toolcards.workspace._tree import format_size
 
 __all__ = [
@@ -54,7 +56,8 @@ __all__ = [
     "spill_name",
 ]
 
-SPILL_DIR = ".toolcards/spill"
+_SPILL_FOLDER = "spill"
+SPILL_DIR = f"{OWN_DIR}/{_SPILL_FOLDER}"
 """Where spilled outputs are kept, relative to the tree's root."""
 
 DEFAULT_SPILL_MB = 128
@@ -67,7 +70,6 @@ SWEEP_INTERVAL_S = 60.0
 """A process sweeps a spill folder at most this often, unless it spilled a quarter of its
 size limit since."""
 
-_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK_CHARS = 1024 * 1024
 _SPILLED = re.compile(r"\d{8}T\d{6}Z-[A-Za-z0-9_-]+\.txt")
 """The names :func:`spill_name` makes: the only files a sweep deletes."""
@@ -76,7 +78,6 @@ _LEFTOVER = re.compile(r"\.\d{8}T\d{6}Z-[A-Za-z0-9_-]+\.txt\.[0-9a-f]+\.tmp")
 _LEFTOVER_AGE_S = 3600.0
 _SAFE = re.compile(r"[^A-Za-z0-9_-]+")
 _MAX_SWEEP_ENTRIES = 100_000
-_GITIGNORE = b"# toolcards' own files (spilled outputs): not part of the project.\n*\n"
 
 
 def spill_name(tool: str, call_id: str) -> str:
@@ -302,49 +303,14 @@ def _open_spill_directory(root: Path) -> int:
         ToolFailed: a link or a file is where a directory should be.
         OSError: the root cannot be opened, or a directory cannot be made.
     """
-    fd = os.open(root, _DIRECTORY_FLAGS)
     try:
-        for name in SPILL_DIR.split("/"):
-            try:
-                child = _open_directory(name, fd)
-            except FileNotFoundError:
-                made = False
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(name, 0o777, dir_fd=fd)
-                    made = True
-                child = _open_directory(name, fd)
-                if made and name == ".toolcards":
-                    _ignore_everything(child)
-            os.close(fd)
-            fd = child
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def _open_directory(name: str, parent: int) -> int:
-    try:
-        return os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
+        return open_own_directory(root, _SPILL_FOLDER)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise ToolFailed(
                 f"{SPILL_DIR!r} is not a plain directory of the workspace (a link or a file is in its way)"
             ) from exc
         raise
-
-
-def _ignore_everything(directory: int) -> None:
-    """Put a ``.gitignore`` of ``*`` in a new ``.toolcards``: a command's ``git add -A`` in the
-    tree leaves toolcards' own files out of the project."""
-    with contextlib.suppress(OSError):
-        fd = os.open(
-            ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=directory
-        )
-        try:
-            os.write(fd, _GITIGNORE)
-        finally:
-            os.close(fd)
 
 
 def _delete(directory: int, name: str) -> None:

@@ -41,6 +41,7 @@ from toolcards.fs._atomic_write import atomic_write_at
 from toolcards.workspace._journal import OUTSIDE, Author, Journal, PathChange, Ref, StoredEntry
 from toolcards.workspace._models import DIRECTORY, content_digest
 from toolcards.workspace._os_errors import describe
+from toolcards.workspace._own_dir import open_own_directory
 from toolcards.workspace._paths import OWN_DIR
 from toolcards.workspace._revert import is_mergeable, revert_lines
 from toolcards.workspace._text import quote_file_text, unified_diff
@@ -75,7 +76,6 @@ _LISTED = 20
 _SET_ASIDE_DIR = "undo"
 """The folder of :data:`~toolcards.workspace._paths.OWN_DIR` where an undo sets files aside."""
 _DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_GITIGNORE = b"# toolcards' own files: not part of the project.\n*\n"
 
 logger = logging.getLogger(__name__)
 
@@ -344,14 +344,10 @@ class _SetAside:
             os.close(fd)
 
     def _open_folder(self) -> None:
-        root = os.open(self.tree.root, _DIRECTORY_FLAGS)
-        try:
-            self._own = _open_or_make(OWN_DIR, root, ignore_everything=True)
-            self._parent = _open_or_make(_SET_ASIDE_DIR, self._own)
-            os.mkdir(self.name, 0o700, dir_fd=self._parent)
-            self._fd = os.open(self.name, _DIRECTORY_FLAGS, dir_fd=self._parent)
-        finally:
-            os.close(root)
+        self._own = open_own_directory(self.tree.root)
+        self._parent = open_own_directory(self.tree.root, _SET_ASIDE_DIR)
+        os.mkdir(self.name, 0o700, dir_fd=self._parent)
+        self._fd = os.open(self.name, _DIRECTORY_FLAGS, dir_fd=self._parent)
 
 
 class _Chunks:
@@ -362,30 +358,6 @@ class _Chunks:
 
     def read(self, size: int, /) -> bytes:
         return next(self._chunks, b"")
-
-
-def _open_or_make(name: str, parent: int, *, ignore_everything: bool = False) -> int:
-    """A descriptor of the directory ``name`` in ``parent``, made when missing (a new
-    ``.toolcards`` gets a ``.gitignore`` of ``*``, so a command's ``git add -A`` leaves it out).
-
-    Raises:
-        OSError: it cannot be made or opened (ELOOP / ENOTDIR: a link or a file is in its place).
-    """
-    made = False
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(name, 0o777, dir_fd=parent)
-        made = True
-    fd = os.open(name, _DIRECTORY_FLAGS, dir_fd=parent)
-    if made and ignore_everything:
-        with contextlib.suppress(OSError):
-            ignore = os.open(
-                ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=fd
-            )
-            try:
-                os.write(ignore, _GITIGNORE)
-            finally:
-                os.close(ignore)
-    return fd
 
 
 def _split(path: str) -> tuple[str, str]:
