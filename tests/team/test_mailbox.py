@@ -170,10 +170,27 @@ def test_send_mistakes_are_refused_and_change_nothing(members: dict[str, FakeObs
 
 def test_a_keyed_send_made_again_is_applied_once(members: dict[str, FakeObserver]) -> None:
     alice = tools_of(members["Alice"])
-    for _ in range(2):
-        answer = alice["send_message"].call_sync({"to": "Bob", "text": "once"}, idempotency_key="client-key-1")
-        assert answer == "Sent to @Bob."
+    answers = [
+        alice["send_message"].call_sync({"to": "Bob", "text": "once"}, idempotency_key="client-key-1") for _ in range(2)
+    ]
+    assert answers == ["Sent to @Bob.", "This call was already applied; nothing was sent again. Sent to @Bob."]
     assert call(tools_of(members["Bob"]), "read_messages") == "Message from @Alice:\nonce"
+
+
+def test_a_keyed_send_made_again_after_its_recipient_left_answers_the_first_send(
+    members: dict[str, FakeObserver],
+) -> None:
+    alice = tools_of(members["Alice"])
+    arguments = {"to": "Bob", "text": "before you left"}
+    assert alice["send_message"].call_sync(arguments, idempotency_key="k-1") == "Sent to @Bob."
+    members["Bob"].team.unregister_member("Bob")
+    before = version()
+    again = alice["send_message"].call_sync(arguments, idempotency_key="k-1")
+    assert again == "This call was already applied; nothing was sent again. Sent to @Bob."
+    # A new call to the member who left is still refused.
+    with pytest.raises(RetriableError, match="No teammate or role called 'Bob'"):
+        alice["send_message"].call_sync(arguments, idempotency_key="k-2")
+    assert version() == before
 
 
 def test_concurrent_reads_of_one_member_never_share_a_message(members: dict[str, FakeObserver]) -> None:

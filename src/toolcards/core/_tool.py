@@ -265,6 +265,7 @@ class Tool:
         call_id: str | None = None,
         approved: bool = False,
         idempotency_key: str | None = None,
+        idempotency_scope: str | None = None,
     ) -> Any:
         """Run the pipeline in the calling thread and return the (budgeted) result.
 
@@ -283,6 +284,10 @@ class Tool:
                 handler runs as that call (:func:`~toolcards.core._idempotency.current_call`),
                 and a store-backed tool answers a repeat with the first answer instead of
                 writing again. Ignored by tools that do not mutate.
+            idempotency_scope: Whose keys ``idempotency_key`` is unique among (default: the
+                tool's agent). A server passes the name its client asked for, so a client
+                that joined again under another name (its first connection still open, or
+                another process holding the name) finds the call it made before.
 
         Raises:
             RetriableError: invalid or too large arguments, a guard's denial, a timeout, or
@@ -295,7 +300,7 @@ class Tool:
         (``approved``, or its ``approver``), and arguments past ``max_argument_chars`` are
         refused.
 
-        Changed in 0.3: ``idempotency_key``.
+        Changed in 0.3: ``idempotency_key`` and ``idempotency_scope``.
         """
         started = time.perf_counter()
         span = None
@@ -312,7 +317,8 @@ class Tool:
                 self._approve(kwargs, channel, call_id)
                 check_cancelled()  # cancelled while a human decided: it does not run
             if idempotency_key is not None and self.mutates:
-                with calling(call_key(self.agent, self.name, idempotency_key, kwargs)):
+                scope = idempotency_scope or self.agent
+                with calling(call_key(scope, self.name, idempotency_key, kwargs)):
                     result = self._run_limited(kwargs)
             else:
                 result = self._run_limited(kwargs)
@@ -332,6 +338,7 @@ class Tool:
         call_id: str | None = None,
         approved: bool = False,
         idempotency_key: str | None = None,
+        idempotency_scope: str | None = None,
     ) -> Any:
         """Run the pipeline without blocking the event loop; same contract as :meth:`call_sync`.
 
@@ -357,8 +364,9 @@ class Tool:
                         call_id=call_id,
                         approved=approved,
                         idempotency_key=idempotency_key,
+                        idempotency_scope=idempotency_scope,
                     )
-                return await self._call_async(arguments, channel, call_id, approved, idempotency_key)
+                return await self._call_async(arguments, channel, call_id, approved, idempotency_key, idempotency_scope)
         except asyncio.CancelledError:
             token.cancel()  # the handler's thread stops where it checks; the sandbox kills its command
             raise
@@ -373,6 +381,7 @@ class Tool:
         call_id: str | None,
         approved: bool,
         idempotency_key: str | None,
+        idempotency_scope: str | None,
     ) -> Any:
         import asyncio
 
@@ -390,7 +399,11 @@ class Tool:
             if self.requires_approval and not approved:
                 await asyncio.to_thread(self._approve, kwargs, channel, call_id)
                 check_cancelled()
-            key = call_key(self.agent, self.name, idempotency_key, kwargs) if idempotency_key and self.mutates else None
+            key = (
+                call_key(idempotency_scope or self.agent, self.name, idempotency_key, kwargs)
+                if idempotency_key and self.mutates
+                else None
+            )
             with calling(key):
                 if self._semaphore is not None:
                     await asyncio.to_thread(self._semaphore.acquire)

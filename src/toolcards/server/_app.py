@@ -513,21 +513,23 @@ class TeamServer:
         if self.config.facade and name in META_TOOLS:
             catalog, metas = self._facade(session)
             if name != CALL_TOOL:
-                return await self._run(metas[name], arguments, call_id, key)
+                return await self._run(metas[name], arguments, call_id, key, session.asked)
             try:
                 request = metas[CALL_TOOL].args.validate(CALL_TOOL, arguments or {})
                 target = catalog.resolve(request["name"])
             except RetriableError as exc:
                 return error_wire(str(exc))
-            return await self._run(target, request["arguments"] or {}, call_id, key)
+            return await self._run(target, request["arguments"] or {}, call_id, key, session.asked)
         tool = session.tools.get(name)
         if tool is None and name == CONTEXT_TOOL:
             tool = self._context_tool(session)
         if tool is None:
             return error_wire(unknown_tool_message(name, session.tools, facade=self.config.facade))
-        return await self._run(tool, arguments, call_id, key)
+        return await self._run(tool, arguments, call_id, key, session.asked)
 
-    async def _run(self, tool: Tool, arguments: Any, call_id: str | None, key: str | None) -> dict[str, Any]:
+    async def _run(
+        self, tool: Tool, arguments: Any, call_id: str | None, key: str | None, asked_name: str
+    ) -> dict[str, Any]:
         try:
             value = await tool.call(
                 arguments,
@@ -535,6 +537,9 @@ class TeamServer:
                 call_id=call_id,
                 approved=self.config.approve_all,
                 idempotency_key=key,
+                # A client's keys are its own whatever name it got: one that joined again as
+                # @Ann-2 (its first session still open, here or in another process) is @Ann.
+                idempotency_scope=f"@{asked_name}" if asked_name else None,
             )
         except ApprovalRequired as exc:
             from toolcards.server._approval import ApprovalNeeded

@@ -97,6 +97,9 @@ class AgentSession:
     prompts: dict[str, Tool]
     """The SYSTEM_PROMPT tools, by name."""
     key: str
+    """What the session is kept under: the name the client asked for, or a key its caller
+    made (the server's sessions on a client's roots)."""
+    asked: str = ""
     """The name the client asked for (the agent's name differs if that one was taken)."""
     last_used: float = 0.0
     """When a request last used it (the sessions' clock)."""
@@ -279,6 +282,7 @@ class AgentSessions:
             tools={tool.name: tool for tool in factory.tools(Channels.TOOL_CALL)},
             prompts={tool.name: tool for tool in factory.tools(Channels.SYSTEM_PROMPT)},
             key=key,
+            asked=name,
             last_used=self._clock(),
         )
 

@@ -34,6 +34,8 @@ def render_sent(report: SendReport, *, role: str | None = None) -> str:
         text = f"Sent to {', '.join(handles)}."
     if report.full:
         text += " " + render_full_refusal(report.full, sent=False)
+    if report.replayed:
+        text = f"This call was already applied; nothing was sent again. {text}"
     return text
 
 

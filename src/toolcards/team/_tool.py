@@ -299,9 +299,20 @@ class MessagingTool(ToolCard):
             text: What you need or report, with the context they lack.
         """
         me = self._member().address
-        recipients, role = resolve_recipients(self._member().team, to, me=me.name)
+        call = current_call()
+        try:
+            recipients, role = resolve_recipients(self._member().team, to, me=me.name)
+        except RetriableError:
+            # A retry whose recipient has left since its first send went out: the mailbox
+            # answers the first send (nothing is sent to no one), else the refusal stands.
+            if call is None:
+                raise
+            report = self.ask(self.mailbox.post(me.handle, [], text, call=call), actor=MAILBOX_ACTOR_NAME)
+            if not report.replayed:
+                raise
+            return render_sent(report)
         report = self.ask(
-            self.mailbox.post(me.handle, [m.name for m in recipients], text, call=current_call()),
+            self.mailbox.post(me.handle, [m.name for m in recipients], text, call=call),
             actor=MAILBOX_ACTOR_NAME,
         )
         if not report.delivered:
