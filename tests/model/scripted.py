@@ -37,3 +37,8 @@ def deep() -> FunctionModel:
 
 
 not_callable = 42
+
+
+def broken() -> FunctionModel:
+    """A factory that fails, as one needing a device this machine lacks would."""
+    raise RuntimeError("no GPU on this machine")

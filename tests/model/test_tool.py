@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from pydantic_ai import Agent
-from pydantic_ai.messages import ModelResponse, TextPart
+from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import FunctionModel
 
 from tests.model import scripted
 from toolcards import RetriableError, ToolFactory, WiringError, dump_cards, load_cards
@@ -144,8 +145,6 @@ def test_without_a_choice_the_agents_own_model_runs(alice: FakeObserver) -> None
         scripted.CALLS.append("own")
         return ModelResponse(parts=[TextPart("own answered")])
 
-    from pydantic_ai.models.function import FunctionModel
-
     agent = Agent(FunctionModel(own), toolsets=[factory.toolset()], capabilities=[ModelSwitch(factory)])
     assert agent.run_sync("go").output == "own answered"
 
@@ -187,6 +186,148 @@ def test_two_cards_choosing_the_model_are_refused(alice: FakeObserver) -> None:
     )
     with pytest.raises(WiringError, match="Two cards choose this agent's model"):
         factory.model_selector()
+
+
+# -- a model that cannot be built ---------------------------------------------------------------
+
+
+@pytest.fixture
+def no_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+NO_KEY = (
+    "Set the `OPENAI_API_KEY` environment variable or pass it via `OpenAIProvider(api_key=...)` "
+    "to use the OpenAI provider"
+)
+
+
+class Own:
+    """The agent's own model: it calls the tools it is given in turn, then answers; it records
+    what it read before each request."""
+
+    def __init__(self, *calls: tuple[str, dict[str, Any]]) -> None:
+        self.calls = list(calls)
+        self.instructions: list[str | None] = []
+
+    def __call__(self, messages: list[Any], info: Any) -> ModelResponse:
+        scripted.CALLS.append("own")
+        self.instructions.append(info.instructions)
+        step = sum(isinstance(message, ModelResponse) for message in messages)
+        if step < len(self.calls):
+            return ModelResponse(parts=[ToolCallPart(*self.calls[step])])
+        return ModelResponse(parts=[TextPart("own answered")])
+
+
+def returns(messages: list[Any]) -> list[str]:
+    return [str(part.content) for m in messages for part in getattr(m, "parts", ()) if isinstance(part, ToolReturnPart)]
+
+
+def test_a_provider_pydantic_ai_does_not_know_fails_at_bind(alice: FakeObserver, no_openai_key: None) -> None:
+    roster = {"main": "test", "broken": "no-such-provider:model-x", "bare": "openai:", "gpt": "openai:gpt-5-mini"}
+    with pytest.raises(WiringError) as caught:
+        ToolFactory([ModelTool(roster=roster)], observer=alice)
+    message = str(caught.value)
+    assert (
+        "roster['broken'].model 'no-such-provider:model-x': pydantic-ai has no provider 'no-such-provider'" in message
+    )
+    assert "roster['bare'].model 'openai:': it names no model after the provider 'openai'" in message
+    assert "Give 'provider:model' with a provider pydantic-ai has" in message
+    assert "'main'" not in message and "'gpt'" not in message  # no key is needed to bind: it may be set later
+    ToolFactory([ModelTool(roster={"main": "test", "gpt": "openai:gpt-5-mini"})], observer=alice)
+
+
+def test_a_switch_to_a_model_that_cannot_be_built_now_is_refused(
+    alice: FakeObserver, no_openai_key: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    card = ModelTool(roster={"deep": ROSTER["deep"], "gpt": "openai:gpt-5-mini"})
+    factory = ToolFactory([card], observer=alice)
+    own = Own(("switch_model", {"name": "gpt"}))
+    result = Agent(FunctionModel(own), toolsets=[factory.toolset()], capabilities=[ModelSwitch(factory)]).run_sync("go")
+    assert result.output == "own answered" and scripted.CALLS == ["own", "own"]
+    assert returns(result.all_messages()) == [
+        f"Model gpt cannot be used now: {NO_KEY}. You stay on the agent's own model; switch_model can pick deep."
+    ]
+    assert card.active_name() is None  # nothing was recorded
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-set-later")  # set after the bind: the switch builds it now
+    assert tools(card, alice)["switch_model"].call_sync({"name": "gpt"}).startswith("Switched to gpt")
+
+
+@pytest.mark.parametrize("default", [None, "deep"])
+def test_a_stored_choice_that_cannot_be_built_falls_back_with_a_note(
+    system: ActorSystem, no_openai_key: None, default: str | None
+) -> None:
+    roster = {"deep": ROSTER["deep"], "gpt": "openai:gpt-5-mini", "other": {"factory": "tests.model.scripted:broken"}}
+    card = ModelTool(roster=roster, default=default)
+    factory = ToolFactory([card], observer=FakeObserver("Alice", "team-1", system=system))
+    # The choice was made where a key was set (another process, or before it was removed).
+    card.ask(card.choices.switch("Alice", "gpt"), actor="#ModelTool")
+    instead = "deep — Careful reasoning" if default else "the agent's own"
+    others = "other" if default else "deep, other"
+    note = f"Model: {instead}. Your choice, gpt, cannot be used now: {NO_KEY}. switch_model picks another: {others}."
+    for _ in range(2):  # every run, and after a restart (a new card reading the same store)
+        own = Own()
+        agent = Agent(FunctionModel(own), toolsets=[factory.toolset()], capabilities=[ModelSwitch(factory)])
+        assert agent.run_sync("go").output == ("deep answered" if default else "own answered")
+        assert factory.get_system_prompts()[0]() == note
+        if not default:
+            assert own.instructions == [note]
+        card = ModelTool(roster=roster, default=default)
+        factory = ToolFactory([card], observer=FakeObserver("Alice", "team-1", system=system))
+    # The member can still switch, here to an entry whose factory fails: refused, with why.
+    found = {tool.name: tool for tool in factory.tools()}
+    with pytest.raises(
+        RetriableError,
+        match=r"Model other cannot be used now: its factory tests\.model\.scripted:broken failed: no GPU on this",
+    ):
+        found["switch_model"].call_sync({"name": "other"})
+    assert found["switch_model"].call_sync({"name": "deep"}).startswith("Switched to deep")
+
+
+def test_the_member_switches_away_from_a_choice_that_cannot_be_built(alice: FakeObserver, no_openai_key: None) -> None:
+    card = ModelTool(roster={"deep": ROSTER["deep"], "gpt": "openai:gpt-5-mini"})
+    factory = ToolFactory([card], observer=alice)
+    card.ask(card.choices.switch("Alice", "gpt"), actor="#ModelTool")
+    own = Own(("switch_model", {"name": "deep"}))
+    agent = Agent(FunctionModel(own), toolsets=[factory.toolset()], capabilities=[ModelSwitch(factory)])
+    assert agent.run_sync("go").output == "deep answered"
+    assert scripted.CALLS == ["own", "deep"]
+    assert "Your choice, gpt, cannot be used now" in (own.instructions[0] or "")
+    assert card.active_name() == "deep"
+    assert factory.get_system_prompts()[0]() == "Model: deep — Careful reasoning. switch_model picks another: gpt."
+
+
+def test_a_name_without_a_provider_is_judged_by_the_agents_host(alice: FakeObserver) -> None:
+    card = ModelTool(roster={"deep": ROSTER["deep"], "local": "my-local-model"})
+    factory = ToolFactory([card], observer=alice)  # a team runtime may register "my-local-model"
+    switch = {tool.name: tool for tool in factory.tools()}["switch_model"]
+    # No host has asked yet: the choice is recorded, and the next request judges it.
+    assert switch.call_sync({"name": "local"}).startswith("Switched to local")
+    own = Own()
+    Agent(FunctionModel(own), toolsets=[factory.toolset()], capabilities=[ModelSwitch(factory)]).run_sync("go")
+    assert "Your choice, local, cannot be used now: Unknown model: my-local-model" in (own.instructions[0] or "")
+    # Now the host has said it resolves no names: a switch to one is refused at once.
+    switch.call_sync({"name": "deep"})
+    with pytest.raises(RetriableError, match="Model local cannot be used now: Unknown model: my-local-model"):
+        switch.call_sync({"name": "local"})
+
+
+def test_a_runtime_refuses_a_roster_name_it_did_not_register(system: ActorSystem) -> None:
+    runtime = TeamRuntime(system.team("models-team-2"), models={"quick": lambda profile: scripted.fast()})
+    roster = {"fast": {"model": "quick"}, "deep": {"model": "slow"}}
+    runtime.register_profile(
+        RoleProfile(
+            role="analyst",
+            description="Analyses.",
+            model="quick",
+            cards=[{"kind": "model", "roster": roster, "default": "fast"}],
+        )
+    )
+    runtime.hire("analyst", "Ana")
+    assert runtime.ask("Ana", "look into it") == "fast answered"
+    assert scripted.CALLS == ["fast", "fast"]
+    [refusal] = returns(runtime.history("Ana"))
+    assert refusal.startswith("Model deep cannot be used now: Unknown model: slow. You stay on fast")
 
 
 # -- across processes --------------------------------------------------------------------------

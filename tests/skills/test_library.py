@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.skills.conftest import NAMES, write_skill
+from tests.skills.conftest import NAMES, rescued, write_skill
 from toolcards import ToolFactory, WiringError
 from toolcards.skills import SkillLibrary, SkillSource, SkillsTool
 from toolcards.skills._library import forget_installed_skills
@@ -84,6 +85,68 @@ def test_a_huge_or_binary_skill_md_is_refused(tmp_path: Path) -> None:
         library(tmp_path).load()
     assert f"big-one/SKILL.md:1: has {(big / 'SKILL.md').stat().st_size:,} bytes" in str(caught.value)
     assert "latin-one/SKILL.md:3: is not UTF-8 text" in str(caught.value)
+
+
+def test_a_skill_md_that_is_a_named_pipe_fails_the_bind_without_blocking(skills_dir: Path) -> None:
+    (skills_dir / "evil").mkdir()
+    os.mkfifo(skills_dir / "evil" / "SKILL.md")
+    with rescued(skills_dir / "evil" / "SKILL.md") as rescues, pytest.raises(WiringError) as caught:
+        ToolFactory([SkillsTool(paths=[str(skills_dir)], installed=False)])
+    assert rescues == []
+    assert f"{skills_dir / 'evil' / 'SKILL.md'}:1: is a named pipe; a SKILL.md must be a regular file" in str(
+        caught.value
+    )
+
+
+def test_a_source_whose_skill_md_is_a_named_pipe_is_refused_by_name(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "SKILL.md")
+    with rescued(tmp_path / "SKILL.md") as rescues, pytest.raises(WiringError, match="is a named pipe"):
+        library(tmp_path).load()
+    assert rescues == []
+
+
+def not_a_regular_file(path: Path, kind: str, elsewhere: Path) -> Path:
+    """Make ``path`` a ``kind`` of file that is not a regular one; the named pipe to watch."""
+    if kind == "fifo":
+        os.mkfifo(path)
+        return path
+    if kind == "symlink-to-fifo":
+        os.mkfifo(elsewhere)
+        path.symlink_to(elsewhere)
+        return elsewhere
+    if kind == "symlink-to-device":
+        path.symlink_to("/dev/null")
+    else:
+        path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "words"),
+    [
+        ("fifo", "a named pipe"),
+        ("symlink-to-fifo", "a named pipe"),
+        ("symlink-to-device", "a device"),
+        ("folder", "a folder"),
+    ],
+)
+def test_a_skill_md_that_is_not_a_regular_file_is_left_out_without_blocking(
+    skills_dir: Path, tmp_path: Path, kind: str, words: str
+) -> None:
+    lib = library(skills_dir)
+    lib.load()
+    (skills_dir / "evil").mkdir()
+    with rescued(not_a_regular_file(skills_dir / "evil" / "SKILL.md", kind, tmp_path / "pipe")) as rescues:
+        skills = lib.current()
+        assert lib.current() is skills
+    assert rescues == []
+    assert [skill.name for skill in skills] == NAMES
+    [(name, problem)] = lib.left_out()
+    assert (name, problem.line, problem.reason) == ("evil", 1, f"is {words}; a SKILL.md must be a regular file")
+    shutil.rmtree(skills_dir / "evil")
+    write_skill(skills_dir, "evil", "Now a real skill.")
+    assert "evil" in [skill.name for skill in lib.current()]
+    assert lib.left_out() == ()
 
 
 def test_the_same_tuple_comes_back_while_nothing_changed(skills_dir: Path) -> None:

@@ -467,12 +467,17 @@ class ToolCard(BaseModel):
         menu); an agent that finds its tools by search keeps them listed. None by default."""
         return frozenset()
 
-    def selected_model(self) -> Any | None:
+    def selected_model(self, resolve: Callable[[Any], Any] | None = None) -> Any | None:
         """The model this card chose for its agent's next request, or ``None`` for no choice.
 
         Asked before every model request by the adapters that can switch a run's model
         (:class:`toolcards.pydantic_ai.ModelChoice`, a team runtime's members): a pydantic-ai
         model or model string. Only the model card chooses; the default is ``None``.
+
+        Args:
+            resolve: How the agent's host turns a chosen value into a model before pydantic-ai
+                does (a team runtime's registered models), for a card that builds its choice
+                (``ModelTool`` builds it, and chooses another when it cannot be built).
         """
         return None
 

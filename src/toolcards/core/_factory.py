@@ -299,10 +299,11 @@ class ToolFactory:
         callable_names = {tool.name for tool in self.tools(Channels.TOOL_CALL)}
         return frozenset(name for card in self.cards for name in card.context_tools()) & callable_names
 
-    def model_selector(self) -> Callable[[], Any | None] | None:
+    def model_selector(self) -> Callable[..., Any | None] | None:
         """What the cards chose for the agent's next model request (``ModelTool``'s
         ``switch_model``): a function returning a pydantic-ai model, a model string or
-        ``None`` (no choice), called before every request; ``None`` when no card chooses.
+        ``None`` (no choice), called before every request (with the host's ``resolve``, see
+        :meth:`ToolCard.selected_model`); ``None`` when no card chooses.
 
         Raises:
             WiringError: two cards choose the model.

@@ -1,7 +1,8 @@
 """The team's metadata: short named fields of business context, and free notes in Markdown.
 
 Field names are 1 to 40 characters (a letter, then letters, digits, spaces, ``_``, ``.`` or
-``-``); values are one line of at most :data:`VALUE_MAX` characters; the notes are at most
+``-``); values are one line of at most :data:`VALUE_MAX` characters, without a control
+character or anything else ``str.splitlines`` breaks a line at; the notes are at most
 :data:`TEXT_MAX` characters; a team keeps at most :data:`FIELDS_MAX` fields in its store. The
 bounds keep what every member reads before every request short.
 """
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 __all__ = [
     "FIELDS_MAX",
     "FIELD_NAME_PATTERN",
+    "NOT_IN_A_LINE",
     "TEXT_MAX",
     "VALUE_MAX",
     "TeamMetadata",
@@ -30,6 +32,11 @@ TEXT_MAX = 4000
 """Characters of the notes, at most."""
 FIELDS_MAX = 40
 """Fields a team's store keeps, at most."""
+NOT_IN_A_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""What a field's name or value may not hold: a control character (Unicode category Cc: NUL,
+tab, escape, and eight of the ten characters ``str.splitlines`` ends a line at) or one of the
+other two, the line and paragraph separators U+2028 and U+2029. A value holding one would add
+lines of its own to the block every member reads as the team's."""
 
 
 def field_name_problem(name: str) -> str | None:
@@ -44,8 +51,14 @@ def field_name_problem(name: str) -> str | None:
 
 def value_problem(name: str, value: str) -> str | None:
     """What is wrong with ``value`` as field ``name``'s value, or ``None`` (empty removes a field)."""
-    if "\n" in value or "\r" in value:
-        return f"field {name!r}: a value is one line; put longer text in the notes (text)"
+    found = NOT_IN_A_LINE.search(value)
+    if found is not None:
+        char = found.group()
+        what = "a line break" if len(f"a{char}b".splitlines()) > 1 else "a control character"
+        return (
+            f"field {name!r}: a value is one line of text, and it holds {what} (U+{ord(char):04X}); "
+            "put longer text in the notes (text)"
+        )
     if len(value) > VALUE_MAX:
         return f"field {name!r}: {len(value)} characters; a value has at most {VALUE_MAX}"
     return None

@@ -1,9 +1,11 @@
 """The models a member may run on (a roster), and the choice kept per member.
 
 A roster maps short names to :class:`ModelOption`: a pydantic-ai model string
-(``"openai:gpt-5-mini"``, ``"google-gla:gemini-2.5-flash"``, ``"test"``) or a factory, the
+(``"openai:gpt-5-mini"``, ``"google:gemini-2.5-flash"``, ``"test"``) or a factory, the
 import path of a function returning a pydantic-ai model (for a model that needs settings or a
-client a string cannot carry), with a description the model reads when it picks one.
+client a string cannot carry), with a description the model reads when it picks one. Whether
+an entry can be built is :mod:`toolcards.model._build`'s to say, when the card is bound, when a
+member switches and before every request.
 """
 
 from __future__ import annotations
@@ -48,7 +50,10 @@ class ModelOption(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str | None = Field(default=None, min_length=1, max_length=200)
-    """A pydantic-ai model string, e.g. ``"openai:gpt-5-mini"`` (resolved by pydantic-ai when used)."""
+    """A pydantic-ai model string, e.g. ``"openai:gpt-5-mini"``: a provider pydantic-ai does not
+    have fails the bind; the model is built (API key, provider package) when a member switches to
+    it. A name without a provider (``"quick"``) is left to the agent's host, such as a model a
+    team runtime registers under that name."""
     factory: str | None = None
     """Instead of ``model``: ``"package.module:function"``, a function without arguments returning
     a pydantic-ai model (or model string); imported when the card is bound, called when the

@@ -13,14 +13,24 @@ through the card's :meth:`ModelTool.selected_model`, asked before every request 
 and ``TeamContext`` have it already). Until a member switches it runs on ``default`` (a
 roster name), or on its agent's own model when there is none.
 
+Whether an entry can run is decided in one place, :mod:`toolcards.model._build`. A model
+string whose provider pydantic-ai does not know fails the bind. ``switch_model`` builds the
+entry before it records the choice, and refuses one that cannot be built now, saying why. A
+choice that stops building later (a key removed, a roster edited across a restart) does not
+stop the member: its requests run on ``default``, or else on the agent's own model, and the
+context says which choice cannot be used and why.
+
 Needs a team member (``team.member(...)``, a runtime member, an MCP session).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pydantic import Field, PrivateAttr, model_validator
@@ -33,10 +43,25 @@ from toolcards.core._observer import ActorToolObserver
 from toolcards.core._params import BaseToolParam
 from toolcards.errors import RetriableError, WiringError
 from toolcards.model._actor import MODEL_ACTOR_NAME, ModelChoiceActor, ModelChoiceProxy
+from toolcards.model._build import ModelUnavailable, build_model, model_string_problem, names_a_host_model
 from toolcards.model._models import ModelName, ModelOption, RosterOption
 from toolcards.store._default import default_store
 
 __all__ = ["CurrentModelParam", "ListModelsParam", "ModelTool", "SwitchModelParam"]
+
+logger = logging.getLogger("toolcards.model")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Fallback:
+    """A member's requests run on another model than the one it chose, which cannot be built."""
+
+    wanted: str
+    """The roster name chosen (or the default), which cannot be built now."""
+    reason: str
+    """Why, in a sentence."""
+    used: str | None
+    """The roster name run instead; ``None``: the agent's own model."""
 
 
 class CurrentModelParam(BaseToolParam):
@@ -76,6 +101,11 @@ class ModelTool(ToolCard):
     _factories: dict[str, Callable[[], Any]] = PrivateAttr(default_factory=dict)
     _built: dict[str, Any] = PrivateAttr(default_factory=dict)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+    _resolve: Callable[[Any], Any] | None = PrivateAttr(default=None)
+    _hosted: bool = PrivateAttr(default=False)
+    """Whether an agent's model selector has asked, handing over its resolver (maybe none)."""
+    _fallback: _Fallback | None = PrivateAttr(default=None)
+    _warned: set[tuple[str, str]] = PrivateAttr(default_factory=set)
 
     @model_validator(mode="after")
     def _default_in_roster(self) -> ModelTool:
@@ -84,11 +114,12 @@ class ModelTool(ToolCard):
         return self
 
     def on_bind(self, observer: Any) -> None:
-        """Start (or find) the team's choices actor and import the roster's factories.
+        """Start (or find) the team's choices actor, import the roster's factories and check its
+        model strings against the providers pydantic-ai knows (no API key is needed yet).
 
         Raises:
-            WiringError: the roster is empty, or a factory cannot be imported or is not
-                callable (every one is named).
+            WiringError: the roster is empty, a factory cannot be imported or is not callable,
+                or a model string's provider is one pydantic-ai does not have (every one is named).
         """
         if not self.roster:
             raise WiringError(
@@ -97,15 +128,19 @@ class ModelTool(ToolCard):
             )
         factories: dict[str, Callable[[], Any]] = {}
         problems: list[str] = []
+        fixes: dict[str, None] = {}
         for name, option in self.roster.items():
-            if option.factory is None:
-                continue
-            try:
-                factories[name] = _import_factory(option.factory)
-            except Exception as exc:
-                problems.append(f"roster[{name!r}].factory {option.factory!r}: {exc}")
+            if option.factory is not None:
+                try:
+                    factories[name] = _import_factory(option.factory)
+                except Exception as exc:
+                    problems.append(f"roster[{name!r}].factory {option.factory!r}: {exc}")
+                    fixes["Give an importable 'module:function'."] = None
+            elif option.model is not None and (problem := model_string_problem(option.model)) is not None:
+                problems.append(f"roster[{name!r}].model {option.model!r}: {problem}")
+                fixes["Give 'provider:model' with a provider pydantic-ai has, e.g. 'openai:gpt-5-mini'."] = None
         if problems:
-            raise WiringError("ModelTool: " + "; ".join(problems) + ". Give an importable 'module:function'.")
+            raise WiringError("ModelTool: " + "; ".join(problems) + ". " + " ".join(fixes))
         agent: ActorToolObserver = observer
         self._choices = agent.team.get_or_spawn(
             MODEL_ACTOR_NAME, ModelChoiceActor, agent.team_id, default_store(), proxy=ModelChoiceProxy
@@ -128,21 +163,67 @@ class ModelTool(ToolCard):
         chosen = self.ask(self.choices.active(self._member), actor=MODEL_ACTOR_NAME)
         return chosen if chosen in self.roster else self.default
 
-    def selected_model(self) -> Any | None:
-        """The model of :meth:`active_name`: its model string, or what its factory made (once)."""
-        name = self.active_name()
-        if name is None:
+    def selected_model(self, resolve: Callable[[Any], Any] | None = None) -> Any | None:
+        """The model the member's next request runs on, built: that of :meth:`active_name`;
+        when it cannot be built now, ``default``'s, else ``None`` (the agent's own), and
+        ``current_model`` says which choice cannot be used and why (the log too, once).
+
+        Args:
+            resolve: How the agent's host turns a roster value into a model before pydantic-ai
+                does (a team runtime's registered models); ``ModelSwitch`` hands over its own,
+                and ``switch_model`` checks a choice through it too.
+        """
+        self._resolve, self._hosted = resolve, True
+        wanted = self.active_name()
+        if wanted is None:
+            self._fallback = None
             return None
-        option = self.roster[name]
-        if option.model is not None:
-            return option.model
+        try:
+            model = self._build(wanted)
+        except ModelUnavailable as exc:
+            reason = str(exc)
+        else:
+            self._fallback = None
+            return model
+        used: str | None = None
+        model = None
+        if self.default is not None and self.default != wanted:
+            with contextlib.suppress(ModelUnavailable):  # then the agent's own model runs
+                model, used = self._build(self.default), self.default
+        self._fallback = _Fallback(wanted=wanted, reason=reason, used=used)
+        if (wanted, reason) not in self._warned:
+            self._warned.add((wanted, reason))
+            instead = f"roster entry {used!r}" if used is not None else "the agent's own model"
+            logger.warning("%s: model %r cannot be used (%s); running on %s", self._member, wanted, reason, instead)
+        return model
+
+    def _build(self, name: str) -> Any:
+        """The model of roster entry ``name``, built through :func:`build_model` (kept once built).
+
+        Raises:
+            ModelUnavailable: it cannot be built now (its factory failed too).
+        """
         with self._lock:
-            if name not in self._built:
+            if name in self._built:
+                return self._built[name]
+            option = self.roster[name]
+            value: Any = option.model
+            if option.factory is not None:
                 try:
-                    self._built[name] = self._factories[name]()
+                    value = self._factories[name]()
                 except Exception as exc:
-                    raise WiringError(f"ModelTool roster[{name!r}].factory {option.factory!r} failed: {exc}") from exc
-            return self._built[name]
+                    raise ModelUnavailable(f"its factory {option.factory} failed: {exc}") from exc
+            self._built[name] = model = build_model(value, self._resolve)
+            return model
+
+    def _in_use(self) -> tuple[str | None, _Fallback | None]:
+        """The roster name the member's requests run on (``None``: its agent's own model), and
+        why it is not the one chosen, when it is not (as the last request found)."""
+        name = self.active_name()
+        fallback = self._fallback
+        if fallback is not None and fallback.wanted == name:
+            return fallback.used, fallback
+        return name, None
 
     def _on_tool_call(self, field: str) -> bool:
         param = self.param(field)
@@ -153,9 +234,11 @@ class ModelTool(ToolCard):
     @capability("current_model")
     def show_current(self) -> str:
         """The model in use."""
-        name = self.active_name()
+        name, fallback = self._in_use()
         line = f"Model: {name}{_described(self.roster[name])}".rstrip(".") + "." if name else "Model: the agent's own."
-        others = [other for other in self.roster if other != name]
+        if fallback is not None:
+            line += f" Your choice, {fallback.wanted}, cannot be used now: {fallback.reason}."
+        others = [other for other in self.roster if other != name and (fallback is None or other != fallback.wanted)]
         if others and self._on_tool_call("switch_model"):
             line += f" switch_model picks another: {', '.join(others)}."
         return line
@@ -163,9 +246,11 @@ class ModelTool(ToolCard):
     @capability("list_models")
     def list_roster(self) -> str:
         """The models you can switch to."""
-        name = self.active_name()
+        name, fallback = self._in_use()
+        unusable = fallback.wanted if fallback is not None else None
         return "\n".join(
             f"- {other}{_described(option)}{' (in use)' if other == name else ''}"
+            f"{' (cannot be used now)' if other == unusable else ''}"
             for other, option in self.roster.items()
         )
 
@@ -180,9 +265,20 @@ class ModelTool(ToolCard):
             close = did_you_mean(name, self.roster)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
             raise RetriableError(f"No model is called {name!r}.{hint} Models: {', '.join(self.roster)}.")
-        before = self.active_name()
-        if before == name:
+        in_use, fallback = self._in_use()
+        if in_use == name and fallback is None:
             return f"Already on {name}."
+        option = self.roster[name]
+        # A name without a provider may be one the agent's host registers; until the host's
+        # selector has asked (handing over its resolver), the next request judges it instead.
+        if self._hosted or option.model is None or not names_a_host_model(option.model):
+            try:
+                self._build(name)
+            except ModelUnavailable as exc:
+                staying = f"You stay on {in_use}" if in_use else "You stay on the agent's own model"
+                others = [other for other in self.roster if other not in (name, in_use)]
+                pick = f"; switch_model can pick {', '.join(others)}" if others else ""
+                raise RetriableError(f"Model {name} cannot be used now: {exc}. {staying}{pick}.") from None
         self.ask(self.choices.switch(self._member, name), actor=MODEL_ACTOR_NAME)
         return f"Switched to {name}: your next model request runs on it."
 

@@ -5,7 +5,7 @@ pydantic-ai asks a capability's model selector before every model request step
 is resolved like any model (a string through the providers, profiles and settings of the
 model chosen). ``ModelSwitch(factory)`` is that selector for a factory's cards: before each
 request it asks them (``ToolFactory.model_selector``: ``ModelTool`` reads the member's choice
-from the store, so a switch made by another process counts too) and returns
+from the store, so a switch made by another process counts too, and builds it) and returns
 
 * the model chosen, when there is one;
 * otherwise the model the run started with (the agent's own, or ``run(model=...)``).
@@ -16,6 +16,11 @@ So a ``switch_model`` call takes effect at the very next request of the same run
     agent = Agent("openai:gpt-5-mini", toolsets=[factory.toolset()], capabilities=[ModelSwitch(factory)])
 
 A team runtime's members get it without asking (``TeamRuntime``), and ``TeamContext`` includes it.
+
+The card, not this selector, decides whether its choice can be built. It builds the choice
+through ``resolve`` (handed over as ``selected_model(resolve=...)``), and when that fails it
+answers with its default, or with no choice at all. So a choice that cannot be built never
+reaches pydantic-ai and never fails a run.
 """
 
 from __future__ import annotations
@@ -46,8 +51,9 @@ class ModelSwitch(AbstractCapability[Any]):
     Args:
         factory: The bound cards; without a card that chooses (``ModelTool``) this capability
             selects nothing.
-        resolve: Turns a card's choice into the model to use (a team runtime maps the names
-            of its registered models); by default the choice is used as it is.
+        resolve: Turns a roster value into the model to use before pydantic-ai does (a team
+            runtime maps the names of its registered models); handed to the choosing card,
+            which builds its choice through it. By default a value goes to pydantic-ai as it is.
     """
 
     factory: ToolFactory
@@ -67,11 +73,11 @@ class ModelSwitch(AbstractCapability[Any]):
         async def select(ctx: ModelSelectionContext[Any]) -> Model | str:
             if ctx.run_step <= 1 or self._base is None:
                 self._base = ctx.model
-            choice = await asyncio.to_thread(chosen)  # the card may read the store
+            choice = await asyncio.to_thread(chosen, resolve=self.resolve)  # the card reads the store, builds
             if choice is None:
                 if self._base is None:
                     raise UserError("No model to run: give the agent a model, or a default to ModelTool.")
                 return self._base  # type: ignore[no-any-return]
-            return self.resolve(choice) if self.resolve is not None else choice  # type: ignore[no-any-return]
+            return choice  # type: ignore[no-any-return]
 
         return select

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from toolcards.errors import RetriableError, ToolFailed
 
-__all__ = ["MAX_LISTED_FILES", "list_skill_files", "read_skill_file"]
+__all__ = ["MAX_LISTED_FILES", "file_kind", "list_skill_files", "read_skill_file"]
 
 MAX_LISTED_FILES = 50
 """Files of a skill named by ``use_skill``, at most."""
@@ -114,16 +114,22 @@ def _check_regular(mode: int, rel: str, skill: str) -> None:
         return
     if stat.S_ISLNK(mode):
         raise ToolFailed(f"{rel} of skill {skill} is a symbolic link; skill files are read only through real folders.")
-    kind = (
-        "a folder"
-        if stat.S_ISDIR(mode)
-        else "a named pipe"
-        if stat.S_ISFIFO(mode)
-        else "a socket"
-        if stat.S_ISSOCK(mode)
-        else "a device"
-    )
-    raise ToolFailed(f"{rel} of skill {skill} is {kind}; only regular files are read.")
+    raise ToolFailed(f"{rel} of skill {skill} is {file_kind(mode)}; only regular files are read.")
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``mode`` (``st_mode``) is, in words: ``"a named pipe"``, ``"a folder"``, ..."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def _walk_error(exc: OSError, directory: int, name: str, rel: str, skill: str) -> Exception:

@@ -14,7 +14,13 @@ group :data:`ENTRY_POINT_GROUP`::
 :meth:`SkillLibrary.current` (before every menu render and every use) costs one ``stat`` per
 source and per folder in it: a changed ``SKILL.md`` is read again, a folder added or removed
 is seen, and the same tuple comes back while nothing changed. A skill edited into an invalid
-one keeps its last valid version, with one warning in the log.
+one keeps its last valid version, with one warning in the log; one that never was valid is left
+out (:meth:`SkillLibrary.left_out` says which, and why).
+
+Only a regular file is read as a ``SKILL.md``. A named pipe, a socket or a device of that name
+(or a symlink to one, such as ``/dev/stdin``) is refused from its ``stat`` before anything opens
+it, and the open itself never waits (``O_NONBLOCK``), its handle judged again: a read that
+blocked would hold the library's lock, and with it every menu render and every use, forever.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import stat
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from toolcards.errors import WiringError
+from toolcards.skills._files import file_kind
 from toolcards.skills._models import SKILL_FILE, Skill, SkillFile, SkillProblem, parse_skills, split_skill_file
 
 __all__ = [
@@ -49,8 +57,10 @@ MAX_SKILL_BYTES = 1024 * 1024
 """A ``SKILL.md`` larger than this (1 MiB) is not a skill."""
 _PARSED_CACHE_MAX = 4096
 
-Stamp = tuple[int, int, int]
-"""What says a file changed: its modification time (ns), size and inode."""
+Stamp = tuple[int, int, int, int]
+"""What says a file changed: its modification time (ns), size, inode and mode (which also says
+what kind of file it is)."""
+_OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,9 +159,12 @@ class SkillLibrary:
         """Every watched folder and its ``SKILL.md``, sources in order, each once."""
         self._files: dict[str, tuple[Stamp | None, Skill | None]] = {}
         """A ``SKILL.md`` → its stamp when read and the skill it held (``None``: none valid)."""
+        self._problems: dict[str, SkillProblem] = {}
+        """A ``SKILL.md`` → what was wrong with it when last read, while it is not valid."""
         self._warned: set[tuple[str, Stamp | None]] = set()
         self._skills: tuple[Skill, ...] = ()
         self._by_name: dict[str, Skill] = {}
+        self._left_out: tuple[tuple[str, SkillProblem], ...] = ()
 
     def load(self) -> tuple[Skill, ...]:
         """Read every source; the skills, sorted by name.
@@ -173,6 +186,7 @@ class SkillLibrary:
                 found = read.get(path)
                 if isinstance(found, SkillProblem):
                     problems.append(str(found))
+                    self._problems[path] = found
                     found = None
                 self._files[path] = (stamps[path], found)
             problems += self._publish(strict=True)
@@ -204,11 +218,20 @@ class SkillLibrary:
         """The skill called ``name`` as last read (call :meth:`current` first to see edits)."""
         return self._by_name.get(name)
 
+    def left_out(self) -> tuple[tuple[str, SkillProblem], ...]:
+        """The folders whose ``SKILL.md`` holds no valid skill, as last read (call :meth:`current`
+        first): each folder's name and what is wrong, sorted by name; the same tuple while
+        nothing changed. A skill edited into an invalid one is not here: its last valid
+        version stays in use. Empty after a :meth:`load` that succeeded."""
+        return self._left_out
+
     # -- internals -------------------------------------------------------------------------
 
     def _scan_source(self, source: Path) -> None:
         self._source_stamps[source] = _stamp(str(source))
-        if os.path.isfile(source / SKILL_FILE):
+        # Whatever is called SKILL.md makes the source one skill's folder: one that is not a
+        # regular file is then refused by name, rather than the source read as a folder of them.
+        if os.path.exists(source / SKILL_FILE):
             self._folders[source] = [(source, str(source / SKILL_FILE))]
         else:
             try:
@@ -229,13 +252,17 @@ class SkillLibrary:
                     self._order.append((folder, path))
         for gone in set(self._files) - seen:
             del self._files[gone]
+            self._problems.pop(gone, None)
 
     def _reread(self, folder: Path, path: str, stamp: Stamp | None, previous: Skill | None) -> Skill | None:
         if stamp is None:
+            self._problems.pop(path, None)
             return None  # removed, or never there
         found = _read_all([(folder, path, stamp)])[path]
         if not isinstance(found, SkillProblem):
+            self._problems.pop(path, None)
             return found
+        self._problems[path] = found
         if (path, stamp) not in self._warned:
             self._warned.add((path, stamp))
             kept = "its last valid version stays in use" if previous is not None else "it is left out"
@@ -262,6 +289,14 @@ class SkillLibrary:
                     logger.warning("%s; the first is used", message)
         self._by_name = by_name
         self._skills = tuple(by_name[name] for name in sorted(by_name))
+        left_out = sorted(
+            (folder.name, self._problems[path])
+            for folder, path in self._order
+            if path in self._problems
+            and self._files.get(path, (None, None))[1] is None
+            and folder.name not in by_name  # a valid skill of that name, from another source, is served
+        )
+        self._left_out = tuple(left_out)
         return problems
 
 
@@ -270,7 +305,7 @@ def _stamp(path: str) -> Stamp | None:
         info = os.stat(path)
     except OSError:
         return None
-    return (info.st_mtime_ns, info.st_size, info.st_ino)
+    return (info.st_mtime_ns, info.st_size, info.st_ino, info.st_mode)
 
 
 def _read_all(files: Sequence[tuple[Path, str, Stamp]]) -> dict[str, Skill | SkillProblem]:
@@ -301,18 +336,45 @@ def _read_all(files: Sequence[tuple[Path, str, Stamp]]) -> dict[str, Skill | Ski
 
 
 def _read_text(path: str, stamp: Stamp) -> str:
+    """The text of the ``SKILL.md`` at ``path`` (whose ``stat`` gave ``stamp``); never blocks.
+
+    Raises:
+        SkillProblem: it is not a regular file, is over :data:`MAX_SKILL_BYTES`, is not UTF-8
+            text, or cannot be read.
+    """
+    if not stat.S_ISREG(stamp[3]):
+        raise _not_regular(path, stamp[3])
     if stamp[1] > MAX_SKILL_BYTES:
         raise SkillProblem(Path(path), 1, f"has {stamp[1]:,} bytes; a SKILL.md has at most {MAX_SKILL_BYTES:,}")
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, _OPEN)
         try:
-            data = os.read(fd, min(stamp[1], MAX_SKILL_BYTES) + 1)
+            mode = os.fstat(fd).st_mode
+            if not stat.S_ISREG(mode):  # swapped for another kind of file since the stat
+                raise _not_regular(path, mode)
+            chunks: list[bytes] = []
+            size = 0
+            while size <= MAX_SKILL_BYTES:
+                chunk = os.read(fd, MAX_SKILL_BYTES + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
         finally:
             os.close(fd)
     except OSError as exc:
         raise SkillProblem(Path(path), 1, f"cannot be read: {exc.strerror}") from None
+    if size > MAX_SKILL_BYTES:
+        raise SkillProblem(
+            Path(path), 1, f"grew past {MAX_SKILL_BYTES:,} bytes while read; a SKILL.md has at most that"
+        )
+    data = b"".join(chunks)
     try:
         return data.decode("utf-8-sig").replace("\r\n", "\n")
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise SkillProblem(Path(path), line, "is not UTF-8 text") from None
+
+
+def _not_regular(path: str, mode: int) -> SkillProblem:
+    return SkillProblem(Path(path), 1, f"is {file_kind(mode)}; a SKILL.md must be a regular file")

@@ -80,6 +80,8 @@ class SkillProblem(ValueError):
         super().__init__(f"{path}:{line}: {message}")
         self.path = path
         self.line = line
+        self.reason = message
+        """What is wrong, without the file and line."""
 
 
 @dataclass(frozen=True, kw_only=True)

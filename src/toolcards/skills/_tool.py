@@ -28,11 +28,13 @@ from toolcards.core._tool import Tool
 from toolcards.errors import RetriableError
 from toolcards.skills._files import list_skill_files, read_skill_file
 from toolcards.skills._library import SkillLibrary, SkillSource, installed_sources
-from toolcards.skills._models import Skill
+from toolcards.skills._models import NAME_MAX, NAME_PATTERN, Skill, SkillProblem
 
 __all__ = ["ReadSkillFileParam", "SkillMenuParam", "SkillsTool", "UseSkillParam"]
 
 MENU_HEADER = "Skills"
+LEFT_OUT_SHOWN = 5
+"""Folders left out (no valid ``SKILL.md``) the menu names, at most; it counts the others."""
 
 
 class SkillMenuParam(BaseToolParam):
@@ -72,7 +74,7 @@ class SkillsTool(ToolCard):
     use_skill: UseSkillParam | bool = True
     read_skill_file: ReadSkillFileParam | bool = True
     _library: SkillLibrary | None = PrivateAttr(default=None)
-    _menu: tuple[tuple[Skill, ...], str | None] | None = PrivateAttr(default=None)
+    _menu: tuple[tuple[Skill, ...], tuple[tuple[str, SkillProblem], ...], str | None] | None = PrivateAttr(default=None)
     _entries: tuple[tuple[Skill, ...], tuple[CatalogEntry, ...]] | None = PrivateAttr(default=None)
 
     @field_validator("paths")
@@ -124,6 +126,12 @@ class SkillsTool(ToolCard):
         self.library.current()
         skill = self.library.get(name)
         if skill is None:
+            problem = dict(self.library.left_out()).get(name)
+            if problem is not None:
+                raise RetriableError(
+                    f"Skill {name} is left out: SKILL.md:{problem.line}: {problem.reason}. "
+                    "The skill menu lists the skills you can use."
+                )
             known = [skill.name for skill in self.library.current()]
             close = did_you_mean(name, known)
             hint = f" Did you mean {', '.join(close)}?" if close else ""
@@ -136,11 +144,17 @@ class SkillsTool(ToolCard):
     def show_menu(self) -> str | None:
         """The skills: name and what each is for."""
         skills = self.skills()
+        left_out = self.library.left_out()
         cached = self._menu
-        if cached is not None and cached[0] is skills:
-            return cached[1]
-        menu = render_menu(skills, self.menu_chars, use_tool="use_skill" if self._callable("use_skill") else None)
-        self._menu = (skills, menu)
+        if cached is not None and cached[0] is skills and cached[1] is left_out:
+            return cached[2]
+        menu = render_menu(
+            skills,
+            self.menu_chars,
+            use_tool="use_skill" if self._callable("use_skill") else None,
+            left_out=[name for name, _ in left_out],
+        )
+        self._menu = (skills, left_out, menu)
         return menu
 
     @capability("use_skill")
@@ -201,13 +215,30 @@ class SkillsTool(ToolCard):
         return frozenset(field for field in ("use_skill", "read_skill_file") if self._callable(field))
 
 
-def render_menu(skills: Sequence[Skill], menu_chars: int, *, use_tool: str | None) -> str | None:
-    """The menu a model reads: ``name — description``, a line per skill, in the given order;
-    ``None`` without skills. Each description is its first sentence, cut at a word to ``menu_chars``."""
-    if not skills:
+def render_menu(
+    skills: Sequence[Skill], menu_chars: int, *, use_tool: str | None, left_out: Sequence[str] = ()
+) -> str | None:
+    """The menu a model reads: ``name — description``, a line per skill, in the given order,
+    then a line naming the folders ``left_out`` (their ``SKILL.md`` is not valid: a named pipe,
+    a broken front matter); ``None`` without either. Each description is its first sentence,
+    cut at a word to ``menu_chars``. At most :data:`LEFT_OUT_SHOWN` folders are named, and only
+    those named as a skill may be (a folder's name could be any text, a line break included);
+    the others are counted."""
+    if not skills and not left_out:
         return None
     header = f"{MENU_HEADER} ({use_tool} loads one):" if use_tool else f"{MENU_HEADER}:"
-    return "\n".join([header, *(f"{skill.name} — {short(skill.description, menu_chars)}" for skill in skills)])
+    lines = [header, *(f"{skill.name} — {short(skill.description, menu_chars)}" for skill in skills)]
+    if left_out:
+        shown = [name for name in left_out if len(name) <= NAME_MAX and NAME_PATTERN.fullmatch(name)]
+        shown = shown[:LEFT_OUT_SHOWN]
+        more = len(left_out) - len(shown)
+        if shown:
+            why = f" ({use_tool} says why)" if use_tool else ""
+            names = ", ".join(shown) + (f" and {more} more" if more else "")
+            lines.append(f"Left out, SKILL.md not valid{why}: {names}")
+        else:
+            lines.append(f"Left out, SKILL.md not valid: {more} folder{'s' if more > 1 else ''}")
+    return "\n".join(lines)
 
 
 def short(description: str, limit: int) -> str:
