@@ -4,6 +4,7 @@ through the proxy, others are refused in words, and network=True/False keep thei
 from __future__ import annotations
 
 import http.server
+import ipaddress
 import logging
 import os
 import shutil
@@ -23,7 +24,7 @@ from tests.sandbox.conftest import backend_class, wait_until
 from toolcards import ToolFactory, WiringError, dump_cards, load_cards
 from toolcards.fs._locations import workspace_dir
 from toolcards.sandbox import ExecCommandParam, ExecTool
-from toolcards.sandbox._egress import EgressProxy
+from toolcards.sandbox._egress import EgressProxy, _public
 from toolcards.sandbox._hosts import HostAllowlist
 from toolcards.testing import FakeObserver
 
@@ -283,3 +284,84 @@ def test_without_the_bound_python_the_systems_runs_the_forwarder(servers: Server
     )
     out = exec_command(card, alice)(cmd=f"curl -sS http://allowed.test:{servers.http_port}/sys")
     assert f"hello from allowed.test:{servers.http_port} /sys" in out
+
+
+def test_a_listed_name_that_resolves_to_a_shared_address_is_refused(proxy: EgressProxy) -> None:
+    # 100.64.0.0/10 (carrier-grade NAT: VPN peers, a cloud's metadata service at
+    # 100.100.100.200) is not "private" to Python, and no more public. The system resolver reads
+    # a bare number as an IPv4 address, while the allowlist reads it as a name: a real lookup,
+    # with no DNS, of a listed name that lands there.
+    shared = str(int(ipaddress.IPv4Address("100.100.100.200")))
+    gate = proxy.open(HostAllowlist([shared]))
+    try:
+        for request in (f"CONNECT {shared}:80 HTTP/1.1\r\n\r\n", f"GET http://{shared}/latest HTTP/1.1\r\n\r\n"):
+            answer = ask(gate.socket_path, request.encode())
+            assert b"403 Forbidden" in answer
+            assert b"the name resolves to 100.100.100.200, an internal address (not a public one" in answer
+        assert gate.notes()[0].startswith(f"network: refused CONNECT {shared}:80: the name resolves to 100.100.100.200")
+    finally:
+        proxy.close_gate(gate)
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("93.184.215.14", True),
+        ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", True),
+        ("100.100.100.200", False),  # shared (CGNAT)
+        ("100.64.0.1", False),
+        ("127.0.0.1", False),
+        ("10.1.2.3", False),
+        ("169.254.169.254", False),
+        ("0.0.0.0", False),
+        ("198.18.0.1", False),  # benchmarking
+        ("240.0.0.1", False),  # reserved
+        ("::1", False),
+        ("fd00::1", False),
+        ("fe80::1%lo", False),
+        ("::ffff:100.100.100.200", False),  # IPv4-mapped: judged by the IPv4 address
+        ("::ffff:127.0.0.1", False),
+        ("::ffff:93.184.215.14", True),
+        ("64:ff9b::a9fe:a9fe", False),  # NAT64 of 169.254.169.254
+        ("64:ff9b::5db8:d70e", True),  # NAT64 of 93.184.215.14
+    ],
+)
+def test_only_public_addresses_count_as_outside(address: str, public: bool) -> None:
+    assert _public(address) is public
+
+
+def test_a_port_out_of_range_is_a_bad_request_not_a_crash(
+    proxy: EgressProxy, servers: Servers, caplog: pytest.LogCaptureFixture
+) -> None:
+    gate = proxy.open(HostAllowlist(["allowed.test"]), HOSTS)
+    try:
+        with caplog.at_level(logging.ERROR):
+            # "²" is a digit to str.isdigit, not to int().
+            for target in ("allowed.test:99999", "allowed.test:0", "allowed.test:" + "9" * 5000, "allowed.test:²"):
+                answer = ask(gate.socket_path, f"CONNECT {target} HTTP/1.1\r\n\r\n".encode("latin-1"))
+                assert answer.startswith(b"HTTP/1.1 400 Bad Request"), (target, answer)
+            assert b"CONNECT needs a port from 1 to 65535" in ask(
+                gate.socket_path, b"CONNECT allowed.test:65536 HTTP/1.1\r\n\r\n"
+            )
+            assert b"400 Bad Request" in ask(gate.socket_path, b"GET http://allowed.test:99999/ HTTP/1.1\r\n\r\n")
+            # The proxy still serves the next request.
+            host = f"allowed.test:{servers.http_port}"
+            answer = ask(gate.socket_path, f"GET http://{host}/after HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+            assert f"hello from {host} /after".encode() in answer
+        assert not caplog.records
+    finally:
+        proxy.close_gate(gate)
+
+
+def test_a_name_dns_cannot_encode_is_answered(proxy: EgressProxy, caplog: pytest.LogCaptureFixture) -> None:
+    # A wildcard lets any name below it through the allowlist, even one whose labels the
+    # resolver refuses to encode (UnicodeError, not OSError).
+    gate = proxy.open(HostAllowlist(["*.wild.test"]))
+    try:
+        with caplog.at_level(logging.ERROR):
+            for host in ("a" * 64 + ".wild.test", "a..wild.test"):
+                answer = ask(gate.socket_path, f"CONNECT {host}:443 HTTP/1.1\r\n\r\n".encode())
+                assert answer.startswith(b"HTTP/1.1 502 Bad Gateway") and b"Could not resolve" in answer, answer
+        assert not caplog.records
+    finally:
+        proxy.close_gate(gate)

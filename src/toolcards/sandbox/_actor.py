@@ -44,7 +44,7 @@ from toolcards.core._progress import ProgressReporter, current_progress, reporti
 from toolcards.errors import WiringError
 from toolcards.fs._tree_usage import workspace_usage
 from toolcards.sandbox._bwrap import WORKSPACE_MOUNT, EtcSnapshot, bwrap_argv, bwrap_path_env, snapshot_etc
-from toolcards.sandbox._cgroup import CommandCgroup, cgroup_support
+from toolcards.sandbox._cgroup import CommandCgroup, cgroup_support, remove_stale_groups
 from toolcards.sandbox._cwd import cwd_vanished, resolve_cwd
 from toolcards.sandbox._docker import CONTAINER_PATH, CONTAINER_WORKSPACE, DockerContainer
 from toolcards.sandbox._environment import python_bin_dirs, sandbox_env
@@ -140,6 +140,7 @@ class SandboxActor(pykka.ThreadingActor):
         options: SandboxOptions | Mapping[str, Any] | None = None,
         *,
         owner: str = "",
+        run_numbers: Callable[[], int] | None = None,
     ) -> None:
         """Configure the sandbox; nothing is spawned until the first command.
 
@@ -148,8 +149,11 @@ class SandboxActor(pykka.ThreadingActor):
         deadline of such a command. ``options`` may be this backend's options, a mapping
         validated into them, or another backend's options (their common fields carry over,
         which is what mode ``auto`` needs). ``owner`` names who started the actor (the card
-        and agent), for the message of a card that cannot share it. The workspace
-        directory is created if missing.
+        and agent), for the message of a card that cannot share it. ``run_numbers`` numbers
+        the background runs (see :class:`~toolcards.sandbox._runs.RunRegistry`; a team's
+        sandbox draws them from its store). The workspace directory is created if missing,
+        and cgroups left behind by dead processes are removed
+        (:func:`~toolcards.sandbox._cgroup.remove_stale_groups`).
 
         Raises:
             WiringError: ``timeout_s`` is not positive or ``options`` does not validate.
@@ -170,8 +174,10 @@ class SandboxActor(pykka.ThreadingActor):
         self._closed = False
         self._nproc: dict[bool, int | None] = {}
         self._usage = workspace_usage(self.workspace)
-        self.runs = RunRegistry()
+        self.runs = RunRegistry(numbers=run_numbers)
         """The team's background runs (:meth:`start_run`); thread-safe, read it from any thread."""
+        if self.options.use_cgroup:
+            remove_stale_groups()
         self._set_up()
 
     def _set_up(self) -> None:
@@ -467,6 +473,7 @@ class SandboxActor(pykka.ThreadingActor):
         policy: CommandPolicy,
         contained: bool = True,
         stop_inside: Callable[[], None] | None = None,
+        lifeline: bool = False,
     ) -> ExecResult:
         """Run a host process under ``policy`` and return its result, limits hit noted.
 
@@ -475,6 +482,8 @@ class SandboxActor(pykka.ThreadingActor):
         them (its container has its own). The workspace's disk quota is watched either
         way; ``stop_inside`` is called besides killing the host process when the quota
         stops the command (docker: the command runs in the container, not under the client).
+        ``lifeline`` gives the process a stdin that ends when the command has ended or this
+        process died (see :func:`~toolcards.sandbox._process.run_process`).
         """
         limits = policy.limits
         quota = self._usage.at_start(limits.disk_mb, file_size_mb=limits.file_size_mb)
@@ -530,6 +539,7 @@ class SandboxActor(pykka.ThreadingActor):
                 on_start=track,
                 progress=current_progress(),
                 on_output=None if run is None else run.log.add,
+                lifeline=lifeline,
             )
             hits = cgroup.limit_hits(limits.max_processes, limits.memory_mb) if cgroup else []
         finally:
@@ -737,7 +747,8 @@ class LocalSandboxActor(SandboxActor):
 
     No filesystem or network isolation: a command reads what the host user reads. Each
     command is the child of a clean-environment launcher shell (see :mod:`.local` for what
-    that does and does not hide of the host process).
+    that does and does not hide of the host process), which kills the command's process
+    group if this process dies before the command ends.
     """
 
     mode = "local"
@@ -755,7 +766,9 @@ class LocalSandboxActor(SandboxActor):
         self, cmd: str, host_cwd: Path, rel_cwd: PurePosixPath, timeout_s: float, policy: CommandPolicy
     ) -> ExecResult:
         env = sandbox_env(home=str(self.workspace), path=local_path_env(self.workspace), options=policy.options)
-        return self._spawn(cmd, launcher_argv(cmd), cwd=host_cwd, env=env, timeout_s=timeout_s, policy=policy)
+        # The launcher kills the command's group if this process dies first (see .local).
+        argv = launcher_argv(cmd, watch_lifeline=True)
+        return self._spawn(cmd, argv, cwd=host_cwd, env=env, timeout_s=timeout_s, policy=policy, lifeline=True)
 
 
 class BwrapSandboxActor(SandboxActor):

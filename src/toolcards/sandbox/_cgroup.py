@@ -16,6 +16,10 @@ Supported layouts, probed once per process:
 
 Anything else (no permission, no controller) reports why in :func:`cgroup_support` and the
 sandbox falls back to process limits only.
+
+A group is named ``toolcards-<pid>-<n>`` after the process that made it. One killed before it
+removed its groups (``kill -9``) leaves them behind, empty once its commands are gone; each
+sandbox removes such groups when it starts (:func:`remove_stale_groups`).
 """
 
 from __future__ import annotations
@@ -23,15 +27,25 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import signal
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["CgroupSupport", "CommandCgroup", "cgroup_support"]
+__all__ = ["CgroupSupport", "CommandCgroup", "cgroup_support", "remove_stale_groups"]
 
 _ROOT = Path("/sys/fs/cgroup")
+_GROUP_NAME = re.compile(r"toolcards-(?:probe-)?([1-9][0-9]{0,6})-[0-9]+")
+"""A group this module makes (a command's, or the probe's), and the pid of the process that made it."""
+_STALE_AFTER_S = 60.0
+"""How old (by its directory's modification time, set when it is made) a group must be
+before it may be removed.
+
+A live process's group is empty only between its creation and the command joining it (a
+moment) and between the command's end and its removal; the wait keeps a group whose owner
+lives in another pid namespace, where its pid means nothing here, out of reach."""
 _counter = itertools.count(1)
 _probe_lock = threading.Lock()
 _probed: CgroupSupport | None = None
@@ -97,6 +111,51 @@ def _probe() -> CgroupSupport:
             return CgroupSupport(version=None, reason=f"cannot create cgroups under {parent}")
         return CgroupSupport(version=2, parents=(parent,))
     return CgroupSupport(version=None, reason="no cgroup pids controller is mounted")
+
+
+def remove_stale_groups() -> list[Path]:
+    """Remove the groups of dead processes that hold no process; return those removed.
+
+    A group is removed only when its name is one this module gives, the process it names is
+    gone (no process of that pid exists, so none can be using it), it holds no process, and
+    it was made over :data:`_STALE_AFTER_S` ago. Anything else is left as it is: a live
+    owner's groups, a group a survivor of a killed owner still runs in. Blocks for a
+    directory listing per hierarchy; never raises.
+    """
+    removed: list[Path] = []
+    now = time.time()
+    for parent in cgroup_support().parents:
+        try:
+            entries = list(os.scandir(parent))
+        except OSError:
+            continue
+        for entry in entries:
+            match = _GROUP_NAME.fullmatch(entry.name)
+            if match is None or _process_exists(int(match.group(1))):
+                continue
+            path = Path(entry.path)
+            try:
+                made = entry.stat(follow_symlinks=False).st_mtime
+                if not entry.is_dir(follow_symlinks=False) or now - made < _STALE_AFTER_S:
+                    continue
+                if (path / "cgroup.procs").read_text().strip():
+                    continue
+                path.rmdir()  # the kernel refuses a group that holds a process or a child group
+            except OSError:
+                continue
+            removed.append(path)
+    return removed
+
+
+def _process_exists(pid: int) -> bool:
+    """Whether a process of ``pid`` exists (another user's counts too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, and is someone else's
+        return True
+    return True
 
 
 def cgroup_support() -> CgroupSupport:

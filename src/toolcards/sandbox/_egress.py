@@ -11,9 +11,11 @@ tunnel (TLS stays end to end); plain ``GET http://host/...`` by the URL's host, 
 A host not on the list gets ``403 Forbidden`` with a reason, logged at WARNING and kept on the
 command's :class:`EgressGate`, which becomes a note of its result. Names are resolved here, on
 the host (``resolve`` pins a name to an address, like curl's ``--resolve``), and a name
-resolving to an internal address (loopback, private, link-local) is refused too, since the
-proxy runs on the host. One :class:`EgressProxy` per sandbox runs one event loop thread,
-started at the first command needing it; each command's gate closes when it ends.
+resolving to an internal address (any that is not public: loopback, private, shared,
+link-local, reserved) is refused too, since the proxy runs on the host. A request the proxy
+cannot serve is answered (400, 502) and its connection closed: nothing a command sends ends
+a connection's task with an exception. One :class:`EgressProxy` per sandbox runs one event
+loop thread, started at the first command needing it; each command's gate closes when it ends.
 """
 
 from __future__ import annotations
@@ -231,7 +233,12 @@ async def _serve_socket(gate: EgressGate, client: socket.socket) -> None:
     except OSError:
         client.close()
         return
-    await _serve(gate, reader, writer)
+    try:
+        await _serve(gate, reader, writer)
+    except Exception:
+        # A task's exception is otherwise reported only when the task is collected, if at
+        # all; the connection is closed by _serve either way.
+        logger.exception("sandbox network: a connection through the proxy failed")
 
 
 async def _serve(gate: EgressGate, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -257,22 +264,28 @@ async def _serve(gate: EgressGate, reader: asyncio.StreamReader, writer: asyncio
             return
         try:
             address = await _address_of(gate, host, port)
-        except OSError as exc:
+        except (OSError, UnicodeError) as exc:  # UnicodeError: an empty or over-long label
             await _reply(writer, 502, f"Could not resolve {host}: {exc}.")
             return
         except _Internal as exc:
             message = (
                 f"refused {method} {host}:{port}: the name resolves to {exc.address}, an internal address "
-                "(loopback, private, link-local); list the address itself, or map the name in the options' "
-                "resolve, to reach it"
+                "(not a public one: loopback, private, shared, link-local or reserved); list the address itself, "
+                "or map the name in the options' resolve, to reach it"
             )
             gate.refuse(message)
             await _reply(writer, 403, message[0].upper() + message[1:] + ".")
+            return
+        except Exception as exc:
+            await _unexpected(writer, f"Could not resolve {host}", exc)
             return
         try:
             up_reader, up_writer = await asyncio.wait_for(asyncio.open_connection(address, port), _CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             await _reply(writer, 502, f"Could not connect to {host}:{port}: {exc or type(exc).__name__}.")
+            return
+        except Exception as exc:
+            await _unexpected(writer, f"Could not connect to {host}:{port}", exc)
             return
         upstream = up_writer
         if forward is None:
@@ -300,13 +313,16 @@ async def _address_of(gate: EgressGate, host: str, port: int) -> str:
     """The address to connect to for ``host``: its ``resolve`` mapping, the address it is, or
     the first address DNS gives.
 
-    A name that DNS resolves to an internal address (the host's loopback, a private network,
-    link-local) is refused: the proxy runs on the host, so a name under a listed wildcard that
-    someone points at 127.0.0.1 would otherwise reach the host's own services. An address
-    listed itself, or a mapping in ``resolve``, is the operator's choice and is kept.
+    A name that DNS resolves to an internal address, any that is not public
+    (:func:`_public`: the host's loopback, a private or shared network such as 100.64.0.0/10,
+    where cloud metadata services and VPN peers live, link-local, reserved ranges), is
+    refused: the proxy runs on the host, so a name under a listed wildcard that someone points
+    at 127.0.0.1 would otherwise reach the host's own services. An address listed itself, or a
+    mapping in ``resolve``, is the operator's choice and is kept.
 
     Raises:
         OSError: the name does not resolve.
+        UnicodeError: the name cannot be encoded for DNS (an empty or over-long label).
         _Internal: it resolves to an internal address.
     """
     name = normalise_host(host)
@@ -322,14 +338,28 @@ async def _address_of(gate: EgressGate, host: str, port: int) -> str:
     infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
     addresses = [str(info[4][0]) for info in infos]
     for address in addresses:
-        ip = ipaddress.ip_address(address)
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified or ip.is_multicast:
+        if not _public(address):
             raise _Internal(address)
     if not addresses:
         raise OSError(f"no address for {name}")
     return addresses[0]
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+"""The well-known NAT64 prefix: its last 32 bits are the IPv4 address a gateway connects to."""
+
+
+def _public(address: str) -> bool:
+    """Whether ``address`` is a public (globally reachable) one, by IANA's special-purpose
+    registries; an IPv4 address inside an IPv6 one (``::ffff:a.b.c.d``, NAT64) is judged by
+    the IPv4 address it leads to. A scope id (``fe80::1%eth0``) is dropped first."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return ip.ipv4_mapped.is_global
+        if ip in _NAT64:
+            return ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF).is_global
+    return ip.is_global
 
 
 def _parse(head: bytes) -> tuple[str, str, int, bytes | None]:
@@ -345,9 +375,12 @@ def _parse(head: bytes) -> tuple[str, str, int, bytes | None]:
     method, target, version = parts
     if method.upper() == "CONNECT":
         name, _, number = target.rpartition(":")
-        if not name or not number.isdigit():
+        if not name or not (number.isascii() and number.isdigit()):
             raise ValueError(f"CONNECT needs host:port, got {target!r}")
-        return "CONNECT", name, int(number), None
+        port = int(number) if len(number) <= 5 else 0
+        if not 0 < port < 65536:
+            raise ValueError(f"CONNECT needs a port from 1 to 65535, got {target!r}")
+        return "CONNECT", name, port, None
     url = urlsplit(target)
     headers = [line for line in lines[1:] if line]
     if url.scheme:
@@ -379,6 +412,13 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         with contextlib.suppress(OSError, RuntimeError):
             if writer.can_write_eof():
                 writer.write_eof()
+
+
+async def _unexpected(writer: asyncio.StreamWriter, what: str, exc: Exception) -> None:
+    """Answer 502 for an error no request should cause (``connect()`` refusing a port, say),
+    and log it with its traceback: the command gets an answer, the operator a bug to report."""
+    logger.error("sandbox network: %s: %s: %s", what, type(exc).__name__, exc, exc_info=exc)
+    await _reply(writer, 502, f"{what}: {type(exc).__name__}: {exc}.")
 
 
 async def _reply(writer: asyncio.StreamWriter, status: int, message: str) -> None:

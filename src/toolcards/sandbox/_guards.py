@@ -12,6 +12,8 @@ is read: in ``make && psql`` only ``make`` is checked, and quoting after the fir
 left to the shell. Reading stops there, so the cost is linear in the words read, never in
 the whole line (``shlex`` itself is quadratic in a token's length: a 2 MB word took over a
 minute), and a line longer than :data:`MAX_COMMAND_CHARS` is refused before it is read.
+A line holding what no argument of a process can hold (a NUL, a lone surrogate) is refused
+too, before anything tries to start it.
 
 The command's working directory is checked by :mod:`toolcards.sandbox._cwd`; a refusal from
 either is a :class:`CommandRefused`.
@@ -44,6 +46,9 @@ _PLAIN = re.compile(r"[^ \t\r\n'\"\\]+")
 _QUOTE_OR_ESCAPE = re.compile(r'["\\]')
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+# A NUL ends a C string, and a lone surrogate has no bytes: exec cannot pass either.
+_UNPASSABLE = re.compile(r"[\x00\ud800-\udfff]")
 
 
 class CommandRefused(Exception):
@@ -127,7 +132,8 @@ def check_allowed(cmd: str, allowed: Iterable[str]) -> str | None:
     """``None`` when the command may run, else the message a model reads.
 
     An empty ``allowed`` allows every command. A command longer than
-    :data:`MAX_COMMAND_CHARS` is refused unread. Never raises (but see
+    :data:`MAX_COMMAND_CHARS` is refused unread, one holding a NUL or a lone surrogate
+    (which no process argument can hold) before it is read. Never raises (but see
     :func:`~toolcards.core._deadline.check_deadline`: past a call's deadline it raises
     ``ToolTimeout``).
     """
@@ -137,6 +143,9 @@ def check_allowed(cmd: str, allowed: Iterable[str]) -> str | None:
             f"SandboxError: The command is {len(cmd):,} characters long; the limit is {MAX_COMMAND_CHARS:,}. "
             "Write a long script to a file in the workspace and run that file instead."
         )
+    unpassable = _UNPASSABLE.search(cmd)
+    if unpassable is not None:
+        return _unpassable(unpassable.group(), unpassable.start())
     try:
         name = command_name(cmd)
     except ValueError as exc:
@@ -151,3 +160,17 @@ def check_allowed(cmd: str, allowed: Iterable[str]) -> str | None:
     if name == "cd":
         message += ". To run in a subdirectory, pass it as the cwd argument instead of using cd."
     return message
+
+
+def _unpassable(char: str, index: int) -> str:
+    """The refusal of a command holding ``char`` at ``index``, which exec cannot pass on."""
+    where = f"character {index + 1:,}"
+    if char == "\x00":
+        return (
+            f"SandboxError: The command holds a NUL character ({where}), which no command line can carry; "
+            "nothing was run. Remove it and retry (to write a NUL byte, use printf '\\0')."
+        )
+    return (
+        f"SandboxError: The command is not valid text: {where} is the lone surrogate U+{ord(char):04X}, "
+        "which no command line can carry; nothing was run. Remove it and retry."
+    )

@@ -16,7 +16,10 @@ Shared by every backend that runs a host process (``local``, ``bwrap``, ``seatbe
    background processes never outlive the command; only then are the pipes drained (a
    grandchild holding stdout would keep them open forever).
 
-A cancelled call kills the process group from its own thread
+With ``lifeline``, the write end of the process's stdin stays open in this process until the
+command has ended, so the process reads the end of its stdin when the command is over or when
+this process dies, even by SIGKILL (see :mod:`toolcards.sandbox._local`, whose launcher kills
+its group then). A cancelled call kills the process group from its own thread
 (:meth:`RunningProcess.interrupt`). The loop reports progress to the call's
 :class:`~toolcards.core._progress.ProgressReporter`, when it has one.
 """
@@ -45,6 +48,7 @@ from toolcards.sandbox._models import CAPTURE_MARKER, ExecLimits
 
 __all__ = [
     "GATE",
+    "LIFELINE_GATE",
     "TIMEOUT_EXIT_CODE",
     "OutputCapture",
     "ProcessOutcome",
@@ -71,6 +75,9 @@ GATE = 'read -r go && [ "$go" = go ] || exit 125; exec </dev/null; exec "$@"'
 """The script ``/bin/sh`` runs before the command: wait for ``go`` on stdin (sent once the
 process is in its cgroup and under its rlimits), then exec the command (``$@``) with stdin on
 ``/dev/null``. It runs nothing unless told to: if this process dies first, it exits 125."""
+
+LIFELINE_GATE = 'read -r go && [ "$go" = go ] || exit 125; exec "$@"'
+""":data:`GATE` for a command given a lifeline: stdin, the lifeline, is left to the command."""
 
 _GO = b"go\n"
 _GATED = hasattr(resource, "prlimit") and os.path.exists("/bin/sh")
@@ -149,6 +156,8 @@ def _rlimit_plan(rlimits: Sequence[tuple[int, int]]) -> list[tuple[int, int, int
 def _open_gate(proc: subprocess.Popen[bytes], plan: Sequence[tuple[int, int, int]], procs_files: Sequence[str]) -> None:
     """Put the gated process in its cgroup, lower its limits, then let it exec the command.
 
+    Leaves stdin open: the caller closes it, or keeps it as the command's lifeline.
+
     Raises:
         OSError: joining the cgroup or setting a limit failed (the command has not run).
     """
@@ -162,12 +171,8 @@ def _open_gate(proc: subprocess.Popen[bytes], plan: Sequence[tuple[int, int, int
     for res, soft, hard in plan:
         resource.prlimit(proc.pid, res, (soft, hard))
     assert proc.stdin is not None
-    try:
+    with contextlib.suppress(BrokenPipeError):  # the gate is gone already (killed): the pump sees it exit
         os.write(proc.stdin.fileno(), _GO)
-    except BrokenPipeError:
-        pass  # the gate is gone already (killed): the pump sees it exit
-    finally:
-        proc.stdin.close()
 
 
 def _child_setup(rlimits: Sequence[tuple[int, int]], procs_files: Sequence[str]) -> Callable[[], None]:
@@ -363,6 +368,7 @@ def run_process(
     on_start: Callable[[RunningProcess], None] | None = None,
     progress: ProgressReporter | None = None,
     on_output: Callable[[str, bytes], None] | None = None,
+    lifeline: bool = False,
 ) -> ProcessOutcome:
     """Run ``argv`` to completion or to its deadline. Blocks the calling thread.
 
@@ -371,7 +377,9 @@ def run_process(
     The caller removes the handle again after this returns. ``progress`` hears, every
     :data:`PROGRESS_INTERVAL_S`, how long the command has run and how much it printed.
     ``on_output(stream, chunk)`` hears each chunk of ``"stdout"`` and ``"stderr"`` as it is read
-    (a background run's log).
+    (a background run's log). With ``lifeline`` the process's stdin is a pipe whose write end
+    is closed only after the command was killed and reaped, or by the kernel when this
+    process dies; the process must not wait for input on it (the local launcher watches it).
 
     Raises:
         SpawnFailed: the process could not be started (missing executable, no permission,
@@ -385,10 +393,10 @@ def run_process(
     try:
         if gated:
             _check_executable(command[0], cwd, env)
-            command = ["/bin/sh", "-c", GATE, "sh", *command]
+            command = ["/bin/sh", "-c", LIFELINE_GATE if lifeline else GATE, "sh", *command]
         proc = subprocess.Popen(
             command,
-            stdin=subprocess.PIPE if gated else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if gated or lifeline else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             cwd=cwd,
@@ -409,9 +417,11 @@ def run_process(
         # and a stop meanwhile (a cancelled call) must kill the gate then, not after.
         on_start(handle)
     if gated:
+        went = False
         try:
             if handle.stop_reason is None:
                 _open_gate(proc, _rlimit_plan(rlimits), procs_files)
+                went = True
         except OSError as exc:
             if handle.stop_reason is None:  # not a gate killed under it: the start failed
                 _kill_group(proc.pid)
@@ -421,7 +431,7 @@ def run_process(
                         stream.close()
                 raise SpawnFailed(f"could not start {argv[0]!r}: {exc}") from exc
         finally:
-            if proc.stdin is not None:
+            if proc.stdin is not None and not (lifeline and went):
                 proc.stdin.close()  # a gate never told to go sees the end of its input and exits
     assert proc.stdout is not None and proc.stderr is not None
     out = OutputCapture(output_chars, None if on_output is None else functools.partial(on_output, "stdout"))
@@ -447,6 +457,8 @@ def run_process(
         if proc.returncode is None:
             _kill_group(proc.pid)
             proc.wait()
+        if proc.stdin is not None:
+            proc.stdin.close()  # the lifeline's end: the group was killed already
     outcome = ProcessOutcome(
         exit_code=128 - returncode if returncode < 0 else returncode,
         signal=-returncode if returncode < 0 else None,

@@ -338,40 +338,55 @@ class BackgroundRun:
 class RunRegistry:
     """The background runs of one sandbox, by id, each visible to its owner only.
 
-    Ids are short (``r1``, ``r2``, ...) and never reused by a registry. Each owner may have
-    ``max_running`` runs not yet ended (the caller passes its card's figure); finished runs
-    are kept, the newest ``keep_finished`` of each owner, so their output can still be read.
+    Ids are short (``r1``, ``r2``, ...): ``r`` and a number from ``numbers``, never reused by
+    a registry. By default the numbers are the registry's own, from 1; a team's sandbox draws
+    them from the team's store (:class:`~toolcards.sandbox._run_numbers.StoredRunNumbers`), so
+    an id a model remembers from before a restart, or from another process of the team, never
+    names a newer run. Each owner may have ``max_running`` runs not yet ended (the caller
+    passes its card's figure); finished runs are kept, the newest ``keep_finished`` of each
+    owner, so their output can still be read.
     """
 
-    def __init__(self, *, keep_finished: int = 16) -> None:
+    def __init__(self, *, keep_finished: int = 16, numbers: Callable[[], int] | None = None) -> None:
+        """``numbers()`` returns a new run number each call (it may block, on a store write)."""
         self.keep_finished = keep_finished
         self._lock = threading.Lock()
         self._runs: dict[str, BackgroundRun] = {}
-        self._ids = itertools.count(1)
+        self._numbers = numbers if numbers is not None else itertools.count(1).__next__
 
     def add(self, owner: str, command: str, cwd: str, *, keep_chars: int, max_running: int) -> BackgroundRun:
         """Register a new run of ``owner`` (not started yet).
 
+        Draws its number outside the registry's lock (a store write may wait), so readers
+        are never held up by it; a number drawn for a run refused meanwhile is skipped.
+
         Raises:
             RetriableError: ``owner`` already has ``max_running`` runs that have not ended;
                 the message lists them.
+            toolcards.errors.StoreError: the number could not be drawn from the store.
         """
         with self._lock:
-            mine = [run for run in self._runs.values() if run.owner == owner]
-            live = [run for run in mine if not run.ended]
-            if len(live) >= max_running:
-                listed = ", ".join(run.status().label for run in live)
-                limit = "are off for this card" if max_running == 0 else f"are limited to {max_running} at once"
-                raise RetriableError(
-                    f"Background runs {limit}; yours still running: {listed or 'none'}. "
-                    "Stop one with exec_stop, or run the command without background."
-                )
+            self._check_room(owner, max_running)
+        run_id = f"r{self._numbers()}"
+        with self._lock:
+            self._check_room(owner, max_running)
+            while run_id in self._runs:  # numbering started again (another store): skip kept ids
+                run_id = f"r{self._numbers()}"
             self._prune(owner)
-            run = BackgroundRun(
-                run_id=f"r{next(self._ids)}", owner=owner, command=command, cwd=cwd, keep_chars=keep_chars
-            )
+            run = BackgroundRun(run_id=run_id, owner=owner, command=command, cwd=cwd, keep_chars=keep_chars)
             self._runs[run.run_id] = run
             return run
+
+    def _check_room(self, owner: str, max_running: int) -> None:
+        """Raise the ``RetriableError`` of :meth:`add` when ``owner`` has no room (lock held)."""
+        live = [run for run in self._runs.values() if run.owner == owner and not run.ended]
+        if len(live) >= max_running:
+            listed = ", ".join(run.status().label for run in live)
+            limit = "are off for this card" if max_running == 0 else f"are limited to {max_running} at once"
+            raise RetriableError(
+                f"Background runs {limit}; yours still running: {listed or 'none'}. "
+                "Stop one with exec_stop, or run the command without background."
+            )
 
     def get(self, owner: str, run_id: str) -> BackgroundRun:
         """``owner``'s run ``run_id``.

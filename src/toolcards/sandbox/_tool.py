@@ -48,7 +48,9 @@ from toolcards.sandbox._actor import CANCEL_STOP, QUOTA_STOP, SandboxActor, Sand
 from toolcards.sandbox._guards import MAX_COMMAND_CHARS
 from toolcards.sandbox._hosts import HostAllowlist
 from toolcards.sandbox._models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
+from toolcards.sandbox._run_numbers import StoredRunNumbers
 from toolcards.sandbox._runs import BackgroundRun
+from toolcards.store._default import default_store
 
 __all__ = ["ExecCommandParam", "ExecOutputParam", "ExecRunsParam", "ExecStatusParam", "ExecStopParam", "ExecTool"]
 
@@ -172,6 +174,7 @@ class ExecTool(ToolCard):
                 policy.timeout_s,
                 policy.options,
                 owner=label,
+                run_numbers=StoredRunNumbers(default_store(), agent.team_id),
                 proxy=SandboxProxy,
             )
         except TypeError:
@@ -336,6 +339,22 @@ class ExecTool(ToolCard):
                 yield dataclasses.replace(cap, handler=self.run_in_foreground)
             else:
                 yield cap
+
+    def context_tools(self) -> frozenset[str]:
+        """The run tools (``exec_status``, ``exec_output``, ``exec_stop``) whenever background
+        runs are offered and the model hears of them (``exec_command``'s answer or the runs in
+        its context name them), so an agent using tool search can call them.
+
+        Not only while runs are listed: a toolset reads this once, when it is built, and the
+        model needs them at the very next request after it starts a run; a tool list that
+        does not change with the runs also keeps the provider's prompt cache.
+        """
+        if self.max_background_runs == 0:
+            return frozenset()
+        told = TOOL_CALL in getattr(self.param("exec_command"), "expose", ()) or SYSTEM_PROMPT in getattr(
+            self.param("exec_runs"), "expose", ()
+        )
+        return frozenset(self._run_tools()) if told else frozenset()
 
     def _run_tools(self) -> list[str]:
         """The run tools this card offers the model (the others are not to be named to it)."""
