@@ -6,7 +6,11 @@ ripgrep does, and ripgrep the rest; both roads must give the same answer.
 
 from __future__ import annotations
 
+import os
 import re
+import string
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -306,3 +310,154 @@ def test_a_failing_ripgrep_is_reported(tree: Path, tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(grep_module, "find_rg", lambda: fake_rg(tmp_path, "echo 'regex too big' >&2; exit 2"))
     with pytest.raises(ToolFailed, match="ripgrep failed: regex too big"):
         grep(tree, "main")
+
+
+def settled(root: Path) -> Path:
+    """``root`` with every file's times an hour back: the index trusts what it read of them
+    (a file changed within the last two seconds is read again at each search)."""
+    stamp = time.time() - 3600
+    for path in root.rglob("*"):
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (stamp, stamp))
+    return root
+
+
+@pytest.fixture(scope="module")
+def vcs_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tree whose skipped folders hold the word searched for, beside enough other files for
+    the index to narrow a search to the few that hold it."""
+    root = tmp_path_factory.mktemp("vcs")
+    write(root, "src/app.py", "token = 'abc'\n")
+    write(root, "\u0130ndex.txt", "token in a name that starts with a dotted capital I\n")
+    write(root, ".git/config", "[remote]\n  url = https://user:token@example.com/x.git\n")
+    write(root, ".toolcards/spill/answer.txt", "token spilled\n")
+    write(root, "sub/.hg/store", "token in mercurial\n")
+    write(root, "sub/.svn/entries", "token in subversion\n")
+    write(root, ".github/ci.yml", "token: secret-free\n")
+    for n in range(12):
+        write(root, f"pad/p{n}.txt", "nothing to see\n")
+    return settled(root)
+
+
+@pytest.mark.parametrize("include", ["", "*", "*i*", ".*", "*g*", "*t*", ".git/*", "**", "{*.py,*}", "config"])
+@pytest.mark.parametrize("indexed", ROADS)
+def test_an_include_never_opens_the_skipped_folders(vcs_tree: Path, include: str, indexed: bool) -> None:
+    out = search(vcs_tree, "token", include=include, indexed=indexed)
+    shown = {line.split(":", 1)[0] for line in out.split("\n") if not line.startswith("No matches")}
+    assert not {".git", ".toolcards", ".hg", ".svn"} & {part for path in shown for part in path.split("/")}, out
+
+
+@pytest.mark.parametrize("include", ["*", "*i*", ".*", "*g*", "*.{py,txt,yml}", "*I*"])
+def test_both_roads_agree_whatever_the_include(vcs_tree: Path, include: str) -> None:
+    assert search(vcs_tree, "token", include=include, indexed=True) == search(
+        vcs_tree, "token", include=include, indexed=False
+    )
+
+
+@pytest.mark.parametrize("indexed", ROADS)
+def test_an_include_matches_names_in_any_case_re_matches(vcs_tree: Path, indexed: bool) -> None:
+    # Python's case-insensitive "i" matches "\u0130", which ripgrep's own case-insensitive globs do not.
+    assert "\u0130ndex.txt:1:" in search(vcs_tree, "token", include="*i*", indexed=indexed)
+
+
+@pytest.mark.parametrize("indexed", ROADS)
+def test_a_skipped_folder_named_by_path_is_searched_whatever_the_include(vcs_tree: Path, indexed: bool) -> None:
+    expected = ".git/config:2:   url = https://user:token@example.com/x.git"
+    assert search(vcs_tree, "token", ".git", include="*", indexed=indexed) == expected
+    assert search(vcs_tree, "token", ".toolcards/spill", include="*", indexed=indexed) == (
+        ".toolcards/spill/answer.txt:1: token spilled"
+    )
+
+
+def test_the_include_prefilter_spells_every_case_re_matches() -> None:
+    everything = "".join(chr(code) for code in range(sys.maxunicode + 1) if not 0xD800 <= code <= 0xDFFF)
+    for letter in string.ascii_letters:
+        spelled = ripgrep._any_case(letter)
+        assert spelled.startswith("[") and spelled.endswith("]")
+        assert set(spelled[1:-1]) == set(re.findall(letter, everything, re.IGNORECASE)), letter
+
+
+LINE_END_FILES = {
+    "mac.txt": b"first needle\rsecond line\r",  # classic Mac: one line, as ripgrep reads it
+    "cut.txt": b"one\r\nlast needle\r",  # CRLF without the last \n
+    "doubled.txt": b"a needle\r\r\nb needle\r\r",
+    "two_boms.txt": b"\xef\xbb\xbf\xef\xbb\xbfneedle behind two marks\nsecond needle\n",
+    "three_boms.txt": b"\xef\xbb\xbf\xef\xbb\xbf\xef\xbb\xbfneedle behind three marks\n",
+    "utf16_two_boms.txt": b"\xff\xfe\xff\xfe" + "needle in utf-16\n".encode("utf-16-le"),
+    "plain.txt": b"plain needle\r\n",
+}
+
+
+@pytest.fixture(scope="module")
+def line_end_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("line-ends")
+    for rel, content in LINE_END_FILES.items():
+        write(root, rel, content)
+    for n in range(16):
+        write(root, f"pad/p{n}.txt", "nothing to see\n")
+    return settled(root)
+
+
+@pytest.mark.parametrize("indexed", ROADS)
+def test_lines_ending_in_a_lone_cr_or_behind_two_boms_are_shown_as_ripgrep_reads_them(
+    line_end_tree: Path, indexed: bool
+) -> None:
+    assert search(line_end_tree, "needle", indexed=indexed).split("\n") == [
+        "cut.txt:2: last needle\r",
+        "doubled.txt:1: a needle\r",
+        "doubled.txt:2: b needle\r\r",
+        "mac.txt:1: first needle\rsecond line\r",
+        "plain.txt:1: plain needle",
+        "three_boms.txt:1: needle behind three marks",  # ripgrep drops two marks; the third is not shown
+        "two_boms.txt:1: needle behind two marks",
+        "two_boms.txt:2: second needle",
+        "utf16_two_boms.txt:1: needle in utf-16",
+    ]
+    # Both marks are gone before matching, as for ripgrep: the line starts with the word.
+    assert search(line_end_tree, "^needle behind two", indexed=indexed) == "two_boms.txt:1: needle behind two marks"
+    assert search(line_end_tree, "^needle in utf", indexed=indexed) == "utf16_two_boms.txt:1: needle in utf-16"
+
+
+@pytest.mark.parametrize("rel", sorted(LINE_END_FILES))
+@pytest.mark.parametrize("indexed", ROADS)
+def test_a_file_named_by_path_shows_its_lines_as_the_whole_tree_does(
+    line_end_tree: Path, rel: str, indexed: bool
+) -> None:
+    whole = [line for line in search(line_end_tree, "needle", indexed=indexed).split("\n") if line.startswith(rel)]
+    assert search(line_end_tree, "needle", rel, indexed=indexed).split("\n") == whole
+
+
+SEPARATORS = "\x1c\x1d\x1e\x1f"
+"""ASCII characters in Python's \\s but not in ripgrep's."""
+
+
+@pytest.fixture(scope="module")
+def separator_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("separators")
+    write(root, "log.txt", "".join(f"user{char}alice {ord(char):x}\n" for char in SEPARATORS))
+    write(root, "spaces.txt", "user\talice tab\nuser\x0balice vt\nuser\x0calice ff\nuser alice space\n")
+    for n in range(16):
+        write(root, f"pad/p{n}.txt", "nothing to see\n")
+    return settled(root)
+
+
+@pytest.mark.parametrize("indexed", ROADS)
+@pytest.mark.parametrize(
+    ("pattern", "expected"),
+    [
+        (r"user\salice", ["tab", "vt", "ff", "space"]),
+        (r"user[\s]alice", ["tab", "vt", "ff", "space"]),
+        (r"user\Salice", ["1c", "1d", "1e", "1f"]),
+        (r"user[^\s]alice", ["1c", "1d", "1e", "1f"]),
+        (r"user\Walice", ["1c", "1d", "1e", "1f", "tab", "vt", "ff", "space"]),
+        (r"user\walice", []),
+        (r"user\Dalice", ["1c", "1d", "1e", "1f", "tab", "vt", "ff", "space"]),
+        (r"user\b.alice", ["1c", "1d", "1e", "1f", "tab", "vt", "ff", "space"]),
+    ],
+)
+def test_character_classes_on_ascii_controls_are_ripgreps(
+    separator_tree: Path, pattern: str, expected: list[str], indexed: bool
+) -> None:
+    out = search(separator_tree, pattern, indexed=indexed)
+    labels = [] if out.startswith("No matches") else [line.rsplit(" ", 1)[1] for line in out.split("\n")]
+    assert sorted(labels) == sorted(expected), out

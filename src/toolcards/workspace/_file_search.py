@@ -27,11 +27,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from stat import S_IFDIR, S_IFREG
 from typing import TYPE_CHECKING, Any
 
+from toolcards.errors import RetriableError
 from toolcards.workspace._glob import open_beneath
 from toolcards.workspace._paths import display_name
 from toolcards.workspace._searched_text import text_as_searched
+from toolcards.workspace._tree import Tree
 
 if TYPE_CHECKING:
     import numpy as np
@@ -215,7 +218,13 @@ class FileSearch:
         self, query: str, path_prefix: str | None = None, top_k: int = DEFAULT_TOP_K
     ) -> tuple[list[Hit], list[str]]:
         """The ``top_k`` best chunks for ``query`` under ``path_prefix``, and notes on what the
-        ranking could not use (an index still building, embeddings absent or partial)."""
+        ranking could not use (an index still building, embeddings absent or partial).
+
+        Raises:
+            RetriableError: ``path_prefix`` leaves the tree (a link to outside it included) or
+                names nothing, with the words ``workspace_grep`` uses for its ``path``.
+        """
+        prefix = self._prefix(path_prefix)
         notes: list[str] = []
         if not self._index.ensure_started():
             status = self._index.status()
@@ -225,18 +234,41 @@ class FileSearch:
             )
             return [], notes
         self.sync()
+        unread = self._index.unread()
+        if unread:
+            notes.append(
+                f"The index is still reading {unread:,} file{'s' if unread != 1 else ''} in the background (many "
+                "changed at once, or the ignore rules changed): not searched yet."
+            )
         with self._lock:
             waiting = len(self._pending)
             if waiting:
                 notes.append(
                     f"{waiting:,} changed files are still being indexed: their old text (if any) was searched."
                 )
-            prefix = (path_prefix or "").strip().strip("/")
             keyword_ranked = self._keyword_ranking(tokens_of(query), prefix)
             meaning_ranked, meaning_note = self._meaning_ranking(query, prefix)
             if meaning_note:
                 notes.append(meaning_note)
             return self._fused(keyword_ranked, meaning_ranked, top_k), notes
+
+    def _prefix(self, path_prefix: str | None) -> str:
+        """``path_prefix`` as the chunks spell their paths (``""`` for the whole tree), checked
+        as ``workspace_grep`` checks its ``path``: a link inside the tree is followed."""
+        prefix = (path_prefix or "").strip().strip("/")
+        if prefix in ("", "."):
+            return ""
+        tree = Tree(self.root)
+        kind = tree.kind(prefix)
+        if kind is None:
+            raise RetriableError(f"Path {prefix!r} does not exist. Call workspace_glob to find paths, then retry.")
+        if kind == S_IFDIR:
+            with tree.directory(prefix) as directory:
+                return "" if directory.rel in ("", ".") else directory.rel
+        if kind == S_IFREG:
+            with tree.open_file(prefix) as file:
+                return file.rel
+        return prefix  # a pipe, a socket or a device: no chunk is there
 
     def _keyword_ranking(self, words: list[str], prefix: str) -> list[int]:
         import numpy as np
@@ -265,11 +297,12 @@ class FileSearch:
         import numpy as np
 
         service = self._embeddings
-        if service is None or not service.available:
-            why = "" if service is None else f" ({service.failure})"
+        if service is None:
+            return [], "Keyword search only: search by meaning is turned off for this workspace (embedding=None)."
+        if not service.available:
             return [], (
-                f"Keyword search only: no embedding model is available{why}. Install toolcards[vector] "
-                "and run `toolcards fetch-models` for search by meaning."
+                f"Keyword search only: no embedding model is available ({service.failure}). Install "
+                "toolcards[vector] and run `toolcards fetch-models` for search by meaning."
             )
         if self._vectors is None or not self._chunks.alive:
             self._start_worker()

@@ -180,6 +180,9 @@ def _rg_shown(record: RgRecord, number: int, file: _Reread) -> str | None:
         BudgetSpent: checking the line needed more than what is left of :data:`REREAD_BYTES`.
     """
     printed, second, third = record
+    # ripgrep prints each line with its line break, and gives a last line without one "\r\n"
+    # under --crlf: one "\r" comes off either way. What is left is the line as it reads it,
+    # a last line's own final "\r" included (see _Reread.whole_line).
     printed = printed.removesuffix(b"\r")
     column, offset = (0, int(second)) if third is None else (int(second), int(third))
     target = column - 1 if column else None  # no column: an empty match at the end of the line
@@ -242,9 +245,12 @@ class _Reread:
         self._budget = budget
         self._start = 0
         self._window = os.pread(fd, CHUNK_BYTES, 0)  # not counted (see REREAD_BYTES)
-        # ripgrep's offsets count the bytes it transcoded from UTF-16, and start after a UTF-8 byte-order mark.
+        # ripgrep's offsets count the bytes it transcoded from UTF-16, and start after a UTF-8
+        # byte-order mark, or two (see decoded_chunks).
         self._by_offset = not self._window.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
-        self._bom = 3 if self._window.startswith(codecs.BOM_UTF8) else 0
+        self._bom = 0
+        if self._window.startswith(codecs.BOM_UTF8):
+            self._bom = 6 if self._window.startswith(codecs.BOM_UTF8 * 2) else 3
         self._counted: _Counted | None = None
 
     def offsets_shifted(self) -> None:
@@ -254,8 +260,9 @@ class _Reread:
         self._by_offset = False
 
     def whole_line(self, offset: int) -> bytes | None:
-        """The bytes of the line starting at ripgrep's ``offset``, without its terminator,
-        if it lies whole in the window; reads nothing.
+        """The bytes of the line starting at ripgrep's ``offset``, without its terminator
+        (``\\n`` or ``\\r\\n``; a last line without ``\\n`` keeps a final ``\\r``), if it
+        lies whole in the window; reads nothing.
 
         None when offsets do not match the file's bytes, ``offset`` is not the start of a
         line there, or the line may go on past the window.
@@ -270,7 +277,7 @@ class _Reread:
         if end < 0:
             if len(window) == CHUNK_BYTES:  # the line may go on past what was read
                 return None
-            end = len(window)
+            return window[position:]
         return window[position:end].removesuffix(b"\r")
 
     def line_at(self, offset: int) -> Iterator[str] | None:
@@ -365,7 +372,8 @@ class _Counted:
         return self._pieces()
 
     def _pieces(self) -> Iterator[str]:
-        """The current line from the cursor on, up to its line break (excluded, with its ``\\r``).
+        """The current line from the cursor on, up to its line break (excluded, with its ``\\r``)
+        or the end of the text.
 
         The cursor moves before each piece is given, so a reader may stop at any piece.
         """
@@ -383,10 +391,12 @@ class _Counted:
             piece = held + self._text[self._at :]
             self._at = len(self._text)
             # A final "\r" may be half of the line break: hold it until the next piece. At
-            # the end of the file it is dropped, as a search with ``re`` drops it.
+            # the end of the file it is part of the line, as ripgrep reads it.
             held = "\r" if piece.endswith("\r") else ""
             yield piece[: len(piece) - len(held)]
             if not self._next_chunk():
+                if held:
+                    yield held
                 return
 
     def _next_chunk(self) -> bool:
@@ -403,7 +413,8 @@ class _Counted:
 
 
 def _line_end(chunks: Iterable[str]) -> Iterator[str]:
-    """``chunks`` of text up to the first line break (excluded, with its ``\\r``)."""
+    """``chunks`` of text up to the first line break (excluded, with its ``\\r``), or to
+    their end (a final ``\\r`` kept, as ripgrep keeps it in a last line without ``\\n``)."""
     held = ""
     for chunk in chunks:
         end = chunk.find("\n")
@@ -411,7 +422,8 @@ def _line_end(chunks: Iterable[str]) -> Iterator[str]:
         if end >= 0:
             yield piece.removesuffix("\r")
             return
-        # A final "\r" may be half of the line break: hold it until the next piece. At
-        # the end of the file it is dropped, as a search with ``re`` drops it.
+        # A final "\r" may be half of the line break: hold it until the next piece.
         held = "\r" if piece.endswith("\r") else ""
         yield piece[: len(piece) - len(held)]
+    if held:
+        yield held

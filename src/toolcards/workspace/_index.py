@@ -10,7 +10,8 @@ One index per tree and process (:func:`workspace_index`), in memory, built in th
 and rebuilt when found inconsistent; the reasons are in ``docs/architecture.md``. The workspace
 actor's writes update it at once (:meth:`WorkspaceIndex.note_written`); outside changes are
 found at the next search by inotify (:class:`~toolcards.workspace._watch.TreeWatch`) or a
-``stat`` walk, so a search sees every change made before it began.
+``stat`` walk, so a search sees every change made before it began; a changed ignore file
+refiles every entry under the new rules then, without waiting for a build.
 :meth:`WorkspaceIndex.candidates` keeps the text files holding the pattern's required trigrams
 (:func:`toolcards.workspace._literals.analyse`) plus the open ones, which cannot change the
 answer; until :attr:`WorkspaceIndex.ready` the caller searches the whole tree.
@@ -113,7 +114,9 @@ class Candidates:
     files: list[str]
     """Root-relative paths, sorted."""
     simple: frozenset[str]
-    """Those whose text is ASCII, without a lone ``\\r`` or U+FFFD, and without very long lines."""
+    """Those whose text is ASCII (U+001C–U+001F excepted: see
+    :attr:`~toolcards.workspace._literals.TextProperties.ascii_text`), without a lone ``\\r`` or
+    U+FFFD, and without very long lines."""
     plain: frozenset[str]
     """Those without a lone ``\\r``, U+FFFD or very long line (non-ASCII text allowed)."""
     unsure: frozenset[str]
@@ -143,6 +146,8 @@ class WorkspaceIndex:
         self._stale = 0
         """Bits of built numbers whose file changed or went since the build."""
         self._rules = IgnoreRules({})
+        self._rules_changed = False
+        """An ignore file was written, created or removed since the rules were read."""
         self._racy: set[str] = set()
         self._truncated = False
         self._watch: TreeWatch | None = None
@@ -212,6 +217,7 @@ class WorkspaceIndex:
             self._built = _Built(Postings.empty(), [])
             self._ready = False
             self._building = False
+            self._rules_changed = False
 
     # -- keeping it current -----------------------------------------------------------------------
 
@@ -257,6 +263,7 @@ class WorkspaceIndex:
                 for rel in changes.paths:
                     self._reindex_if_changed(root_fd, rel)
             self._settle_racy(root_fd)
+            self._apply_rules(root_fd)
             if len(self._fresh) > max(64, len(self._entries) // _REBUILD_FRESH_FRACTION) and not self._building:
                 self._start_build()
 
@@ -297,6 +304,8 @@ class WorkspaceIndex:
 
     def _forget(self, rel: str) -> None:
         self._version += 1
+        if IgnoreRules.is_ignore_file(rel):
+            self._rules_changed = True
         entry = self._entries.pop(rel, None)
         if entry is not None and entry.number >= 0:
             self._stale |= 1 << entry.number
@@ -316,8 +325,6 @@ class WorkspaceIndex:
 
     def _reindex(self, root_fd: int, rel: str) -> None:
         """Read ``rel`` again (the lock is held) and file it under its new kind."""
-        if IgnoreRules.is_ignore_file(rel) and self._ready and not self._building:
-            self._start_build()  # the rules changed: which files are indexed may change
         entry, codes, size = _read_entry(root_fd, rel, self._rules)
         self._forget(rel)
         self._racy.discard(rel)
@@ -329,6 +336,36 @@ class WorkspaceIndex:
         if codes is not None:
             self._fresh[rel] = codes
             self._text_bytes += size
+
+    def _apply_rules(self, root_fd: int) -> None:
+        """Read the ignore files again if one changed, and file every entry under the new
+        rules (the lock is held), so the search that follows answers by them.
+
+        Only the ignore files are read, and each entry's path is checked against the rules,
+        as a build does; the files the rules stop ignoring are read as changed files are
+        (:meth:`_reindex_many`: many of them are left open while a build reads them).
+        """
+        if not self._rules_changed:
+            return
+        rules = IgnoreRules.read(
+            [rel for rel in self._entries if IgnoreRules.is_ignore_file(rel)],
+            lambda rel: read_small_text(root_fd, rel, lambda fd, r: open_beneath(fd, r, directory=False)),
+        )
+        self._rules = rules
+        no_longer_ignored = []
+        for rel, entry in list(self._entries.items()):
+            if rules.ignores(rel) == entry.ignored:
+                continue
+            if entry.ignored:
+                no_longer_ignored.append(rel)
+            else:
+                self._forget(rel)
+                self._racy.discard(rel)
+                self._entries[rel] = _Entry(entry.stat, _OPEN, ignored=True)
+        self._reindex_many(root_fd, no_longer_ignored)
+        # The rules were read from every ignore file the tree holds; filing entries anew
+        # changed none of them.
+        self._rules_changed = False
 
     # -- building ---------------------------------------------------------------------------------
 
@@ -401,6 +438,13 @@ class WorkspaceIndex:
             self._stale = 0
             self._built = _Built(postings, numbers)
             self._rules = rules
+            # An ignore file that changed after the walk may have been read either way: the
+            # next refresh reads the rules again.
+            self._rules_changed = self._rules_changed or any(
+                rel not in entries or entries[rel].stat != found
+                for rel, found in walk.files.items()
+                if IgnoreRules.is_ignore_file(rel)
+            )
             self._watch = watch
             self._text_bytes = text_bytes
             # Changes made while the build read the tree: the next refresh walks it again.
@@ -450,6 +494,15 @@ class WorkspaceIndex:
                 for rel, entry in self._entries.items()
                 if not entry.ignored and wanted(rel, entry.kind == _TEXT or entry.racy)
             }
+
+    def unread(self) -> int:
+        """How many files a build running in the background is left to read before
+        :meth:`listing` can say whether they are text (many changed at once, or the ignore
+        rules stopped ignoring many); 0 when no build runs."""
+        with self._lock:
+            if not self._building:
+                return 0
+            return sum(1 for entry in self._entries.values() if entry.stat is None and not entry.ignored)
 
     def check(self) -> None:
         """Check the tables fit together; drop and rebuild the index when they do not.

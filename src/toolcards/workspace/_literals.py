@@ -16,14 +16,17 @@ is not narrowed.
 **Python's ``re`` instead of ripgrep** (:meth:`PatternFacts.python_agrees`) only when the
 pattern cannot backtrack far (no unbounded repetition, at most :data:`MAX_PYTHON_PATHS` paths,
 matches of at most :data:`MAX_PYTHON_MATCH_CHARS`), when ``\\d \\s \\w \\b`` or ``(?i)`` meet
-an all-ASCII file (each engine has its own Unicode tables), and when ``.``, negated classes,
-categories and anchors meet a file with no lone ``\\r`` and no U+FFFD (ripgrep ``--crlf`` and
-``re`` treat those differently). Everything else goes to ripgrep, over the candidates only.
+an all-ASCII file (each engine has its own Unicode tables; on ASCII they differ only on
+U+001C–U+001F, which Python's ``\\s`` matches: a file holding one counts as not ASCII), and
+when ``.``, negated classes, categories and anchors meet a file with no lone ``\\r`` and no
+U+FFFD (ripgrep ``--crlf`` and ``re`` treat those differently). Everything else goes to
+ripgrep, over the candidates only.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -115,17 +118,24 @@ class TextProperties(NamedTuple):
     """What :meth:`PatternFacts.python_agrees` asks of a file's text."""
 
     ascii_text: bool
+    """It is ASCII and holds none of U+001C–U+001F, where the engines' tables for ``\\d \\s \\w
+    \\b`` and ``(?i)`` agree (Python's ``\\s`` matches those four separators, ripgrep's does not)."""
     irregular: bool
     """It holds a lone ``\\r`` or a U+FFFD."""
     long_line: bool
     """A line is longer than :data:`LONG_LINE_CHARS`."""
 
 
+_TABLES_DIFFER = re.compile("[\x1c-\x1f]")
+"""ASCII characters the engines' tables disagree on: Python's ``\\s`` matches them, ripgrep's
+(Unicode White_Space) does not. Every other ASCII character is in the same classes in both."""
+
+
 def text_properties(text: str) -> TextProperties:
     """The properties of ``text`` (as grep reads it) that decide which engine may search it."""
     irregular = "\ufffd" in text or ("\r" in text and text.count("\r") != text.count("\r\n"))
     long_line = len(text) > LONG_LINE_CHARS and max(len(line) for line in text.split("\n")) > LONG_LINE_CHARS
-    return TextProperties(text.isascii(), irregular, long_line)
+    return TextProperties(text.isascii() and _TABLES_DIFFER.search(text) is None, irregular, long_line)
 
 
 def trigram_codes_of(data: bytes) -> set[int]:

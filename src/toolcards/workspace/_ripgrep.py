@@ -73,8 +73,11 @@ def find_rg() -> str | None:
 def _prefilter_globs(include: str) -> list[str]:
     """Globs on file names that ripgrep can apply to skip files ``include`` rejects anyway.
 
-    Only alternatives whose last segment is plain text with ``*``/``?`` qualify (ripgrep
-    and this module agree on those); when one does not, no prefilter is used.
+    Only alternatives whose last segment is plain text with ``*``/``?`` qualify; when one
+    does not, no prefilter is used. Each is spelled in every case ``include`` matches
+    (:func:`_any_case`) and given as a case-sensitive ``--glob``: ripgrep applies every
+    ``--iglob`` after every ``--glob``, so a case-insensitive one would come after the
+    globs that keep the skipped folders out, and open them when it matches their names.
     """
     if not include.strip():
         return []
@@ -83,8 +86,32 @@ def _prefilter_globs(include: str) -> list[str]:
         last = alternative.rstrip("/").rpartition("/")[2]
         if not last or last == "**" or not re.fullmatch(r"[^\[\]{}\\!]+", last):
             return []
-        globs.append(last)
+        globs.append(_any_case(last))
     return globs
+
+
+_CASE_PARTNERS = {"i": "iI\u0130\u0131", "k": "kK\u212a", "s": "sS\u017f"}
+"""ASCII letters that Python's case-insensitive ``re`` also matches to a non-ASCII letter,
+with every letter they match; any other ASCII letter matches itself and its other case."""
+
+
+def _any_case(segment: str) -> str:
+    """A glob matching at least every name ``segment`` (plain text with ``*``/``?``) matches
+    case-insensitively, as ``include`` is matched.
+
+    It may match more (a non-ASCII character stands for any one character): the files
+    ripgrep reports are checked against ``include`` again.
+    """
+    spelled = []
+    for char in segment:
+        if not char.isascii():
+            spelled.append("?")
+        elif char.isalpha():
+            lower = char.lower()
+            spelled.append(f"[{_CASE_PARTNERS.get(lower, lower + lower.upper())}]")
+        else:
+            spelled.append(char)
+    return "".join(spelled)
 
 
 _NOTICE_END = re.compile(
@@ -147,10 +174,12 @@ def search_rg(
     ]
     # ripgrep's own thread count: measured on two cores over 1,000 and 10,000 files, its
     # default was faster than --threads 1 at both sizes.
+    for name_glob in _prefilter_globs(include):
+        command += ["--glob", name_glob]
+    # Last: the last glob that matches a path decides, so an include that also matches a
+    # skipped folder's name ("*", ".*") must come before these, or it would open the folder.
     for name in sorted(SKIPPED_DIRS):
         command += ["--glob", f"!{name}/"]
-    for name_glob in _prefilter_globs(include):
-        command += ["--iglob", name_glob]
     # ripgrep reaches the base through the descriptor already open on it (its working
     # directory, or the file's /proc entry), so a swap of the base's path cannot redirect
     # it; what lies below is opened by name (see the module docstring).
@@ -440,10 +469,14 @@ class _RgOutput:
         self._rel = rel
 
     def _rel_of(self, path: bytes) -> str | None:
-        """The root-relative path of a path ripgrep printed (None if it is not below the base)."""
+        """The root-relative path of a path ripgrep printed (None if it is not below the base,
+        or lies in a skipped folder below it: the globs keep ripgrep out, this keeps the answer
+        out whatever globs ripgrep was given)."""
         if self._is_file:
             return self._base_rel if path == self._base_path else None
         if not path.startswith(self._below):
             return None
         below = os.fsdecode(path[len(self._below) :])
+        if not SKIPPED_DIRS.isdisjoint(below.split("/")[:-1]):
+            return None
         return below if self._base_rel == "." else f"{self._base_rel}/{below}"

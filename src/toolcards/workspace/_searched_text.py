@@ -4,6 +4,7 @@ chunk by chunk, under a budget of bytes read."""
 from __future__ import annotations
 
 import codecs
+import itertools
 import os
 from collections.abc import Iterator
 
@@ -35,7 +36,8 @@ def decoded_chunks(fd: int, budget: Budget | None = None) -> Iterator[str]:
     """The text of an open file, chunk by chunk, as ripgrep's ``--encoding utf-8`` reads it.
 
     A UTF-8 byte-order mark is dropped, UTF-16 ones select UTF-16, bytes that are not
-    valid become U+FFFD.
+    valid become U+FFFD. Behind a byte-order mark, one more of the same encoding is dropped
+    too: ripgrep's reader drops the first and its decoder the second.
     """
     data = _read(fd, budget)
     encoding, skip = "utf-8", 0
@@ -47,9 +49,17 @@ def decoded_chunks(fd: int, budget: Budget | None = None) -> Iterator[str]:
         encoding, skip = "utf-16-be", 2
     data = data[skip:]
     decoder = codecs.getincrementaldecoder(encoding)("replace")
+    chunks = decoded_from(fd, encoding, budget, decoder)
     if data:
-        yield decoder.decode(data)
-    yield from decoded_from(fd, encoding, budget, decoder)
+        chunks = itertools.chain([decoder.decode(data)], chunks)
+    if not skip:
+        yield from chunks
+        return
+    for chunk in chunks:  # the first text, once some is decoded, may start with the second mark
+        if chunk:
+            yield chunk.removeprefix("\ufeff")
+            break
+    yield from chunks
 
 
 def text_as_searched(fd: int, max_bytes: int) -> str | None:
