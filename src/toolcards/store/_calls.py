@@ -51,6 +51,10 @@ class CallLog:
     def __len__(self) -> int:
         return len(self._records)
 
+    def __contains__(self, key: object) -> bool:
+        """Whether a call of key ``key`` (a :attr:`CallKey.key`) is recorded, whatever its arguments."""
+        return key in self._records
+
     def absorb(self, change: Change) -> None:
         """Mirror one committed row of :data:`CALLS` (a delete forgets the call)."""
         value = change.value

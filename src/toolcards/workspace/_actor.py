@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import logging
 import os
 import stat
 import sys
@@ -63,6 +64,7 @@ from toolcards.workspace._journal import (
     Journal,
     JournalSettings,
     PathChange,
+    Prepared,
     RunningCommand,
 )
 from toolcards.workspace._models import DIRECTORY, FileEdit, ReadRecord, content_digest
@@ -100,6 +102,8 @@ __all__ = [
     "workspace_actor",
     "workspace_hub",
 ]
+
+logger = logging.getLogger(__name__)
 
 CHANGE_DIFF_LINES = 200
 """Lines of diff an edit or multi-edit result shows at most."""
@@ -542,24 +546,22 @@ class WorkspaceActor(CallerRunsActor):
             if journal is not None:
                 changes = self._moved_paths(journal, src, dst, status, replaced)
             prepared = None
-            if journal is not None and (changes or (context is not None and context.call is not None)):
-                prepared = journal.prepare(changes)
-            sync_directory = _SYNC_FLAGS[self.hub.sync][1]
-            self.tree.rename(src, dst, replace=overwrite, sync_directory=sync_directory)
+            author = Author.of_agent(agent, context.task_id if context else None)
+            tool = (context.tool if context else "") or "workspace_move"
+            call = context.call if context else None
+            if journal is not None and (changes or call is not None):
+                prepared = journal.prepare(changes, tree=self.tree, call=call, author=author, tool=tool)
             kind = "directory " if stat.S_ISDIR(mode) else ""
             answer = f"Moved {kind}{src} to {dst}" + (" (replacing it)." if target is not None else ".")
-            if journal is not None and prepared is not None:
-                try:
-                    journal.commit(
-                        prepared,
-                        Author.of_agent(agent, context.task_id if context else None),
-                        tool=(context.tool if context else "") or "workspace_move",
-                        summary=f"moved {kind}{src} to {dst}",
-                        answer=answer,
-                        call=context.call if context else None,
-                    )
-                except (StoreError, OutcomeUnknown) as exc:
-                    raise self._moved_back(src, dst, replaced, exc) from exc
+            with self._settled_on_failure(journal, prepared):
+                self.tree.rename(src, dst, replace=overwrite, sync_directory=_SYNC_FLAGS[self.hub.sync][1])
+                if journal is not None and prepared is not None:
+                    try:
+                        journal.commit(
+                            prepared, author, tool=tool, summary=f"moved {kind}{src} to {dst}", answer=answer, call=call
+                        )
+                    except (StoreError, OutcomeUnknown) as exc:
+                        raise self._moved_back(src, dst, replaced, exc) from exc
             self.gate.move(src, dst)
             self._changed(agent, f"moved {src} to {dst}")
             return answer
@@ -832,7 +834,7 @@ class WorkspaceActor(CallerRunsActor):
             self._loaded = 0
             journal = self.hub.journal
             call = context.call if context is not None else None
-            yield journal.replay(call, tool) if journal is not None and call is not None else None
+            yield journal.replay(call, tool, self.tree) if journal is not None and call is not None else None
 
     def _current(self, path: str, doing: Doing) -> FileBytes:
         """The regular file at ``path`` (``data`` is ``None`` where nothing is), counted
@@ -865,11 +867,14 @@ class WorkspaceActor(CallerRunsActor):
         conversation: Conversation | None = None,
     ) -> None:
         """Write every change, restoring the written ones if one fails; then journal, record
-        and publish. If the journal cannot record the change, the files are put back."""
+        and publish. If the journal cannot record the change, the files are put back. A keyed
+        change stores its intent before writing (:class:`~toolcards.workspace._journal.CallIntent`)."""
         self._check_quota(changes)
         journal = self.hub.journal
         prepared = None
         digests = {c.path: content_digest(c.after) for c in changes if c.after is not None} if journal else {}
+        author = Author.of_agent(agent, context.task_id if context else None)
+        journaled_as = (context.tool if context else "") or tool
         if journal is not None and (changes or (context is not None and context.call is not None)):
             prepared = journal.prepare(
                 [
@@ -885,32 +890,14 @@ class WorkspaceActor(CallerRunsActor):
                         )
                         for c in changes
                     ),
-                ]
+                ],
+                tree=self.tree,
+                call=context.call if context else None,
+                author=author,
+                tool=journaled_as,
             )
-        sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
-        done: list[_Change] = []
-        for change in changes:
-            try:
-                if change.after is None:
-                    self.tree.unlink(change.path, sync_directory=sync_directory)
-                else:
-                    self.tree.write_bytes(change.path, change.after, sync_data=sync_data, sync_directory=sync_directory)
-            except (OSError, RetriableError, ToolFailed) as exc:
-                if not done and isinstance(exc, RetriableError | ToolFailed):
-                    raise  # nothing to undo, and its message already names the file
-                raise self._rolled_back(change, done, exc) from exc
-            done.append(change)
-        if journal is not None and prepared is not None:
-            try:
-                journal.commit(
-                    prepared,
-                    Author.of_agent(agent, context.task_id if context else None),
-                    tool=(context.tool if context else "") or tool,
-                    answer=answer,
-                    call=context.call if context else None,
-                )
-            except (StoreError, OutcomeUnknown) as exc:
-                raise self._rolled_back(None, done, exc, journaled=True) from exc
+        with self._settled_on_failure(journal, prepared):
+            self._write_and_journal(changes, prepared, author, journaled_as, answer, context)
         self._tell_index(written=[change.path for change in changes])
         for change in changes:
             if change.after is None:
@@ -931,6 +918,52 @@ class WorkspaceActor(CallerRunsActor):
             )
             more = f" and {len(changes) - 10} more" if len(changes) > 10 else ""
             self._changed(agent, what + more)
+
+    def _write_and_journal(
+        self,
+        changes: list[_Change],
+        prepared: Prepared | None,
+        author: Author,
+        tool: str,
+        answer: str,
+        context: ChangeContext | None,
+    ) -> None:
+        """Write every change, restoring the written ones if one fails, then journal them."""
+        journal = self.hub.journal
+        sync_data, sync_directory = _SYNC_FLAGS[self.hub.sync]
+        done: list[_Change] = []
+        for change in changes:
+            try:
+                if change.after is None:
+                    self.tree.unlink(change.path, sync_directory=sync_directory)
+                else:
+                    self.tree.write_bytes(change.path, change.after, sync_data=sync_data, sync_directory=sync_directory)
+            except (OSError, RetriableError, ToolFailed) as exc:
+                if not done and isinstance(exc, RetriableError | ToolFailed):
+                    raise  # nothing to undo, and its message already names the file
+                raise self._rolled_back(change, done, exc) from exc
+            done.append(change)
+        if journal is not None and prepared is not None:
+            try:
+                journal.commit(prepared, author, tool=tool, answer=answer, call=context.call if context else None)
+            except (StoreError, OutcomeUnknown) as exc:
+                raise self._rolled_back(None, done, exc, journaled=True) from exc
+
+    @contextlib.contextmanager
+    def _settled_on_failure(self, journal: Journal | None, prepared: Prepared | None) -> Iterator[None]:
+        """Settle the intent of a keyed change that fails before its commit, at once: put back,
+        it is dropped; left half done, it is filed as the call's. Left alone, other processes
+        would wait for its deadline before a retry of the call could be answered."""
+        try:
+            yield
+        except BaseException:
+            if journal is not None and prepared is not None and prepared.intent is not None:
+                try:
+                    journal.settle(self.tree)
+                except Exception:
+                    # The next replay, prepare or scan settles it.
+                    logger.warning("The journal of %s could not settle a failed change", self.tree.root, exc_info=True)
+            raise
 
     def _check_quota(self, changes: list[_Change]) -> None:
         """Refuse changes that would take the tree past its disk quota (a shrinking change passes)."""
@@ -968,7 +1001,7 @@ class WorkspaceActor(CallerRunsActor):
             return
         try:
             journal.commit(
-                journal.prepare(changes),
+                journal.prepare(changes, tree=self.tree),
                 Author.of_agent(agent, context.task_id if context else None),
                 tool=(context.tool if context else "") or tool,
                 answer=answer,

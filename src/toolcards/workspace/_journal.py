@@ -58,7 +58,7 @@ from toolcards.store._calls import CALLS, CallLog
 from toolcards.workspace._blobs import BlobInfo, BlobStore, EncodedBlob
 from toolcards.workspace._models import DIRECTORY, FileChange, JournalEntry, content_digest
 from toolcards.workspace._paths import display_name
-from toolcards.workspace._scan import Scan, Stat, is_journaled, scan_tree
+from toolcards.workspace._scan import UNKNOWN_STATE, Scan, Stat, is_journaled, path_state, scan_tree
 from toolcards.workspace._tree import Tree
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "MAX_KEPT_BYTES",
     "OUTSIDE",
     "Author",
+    "CallIntent",
     "ChangeContext",
     "Journal",
     "JournalSettings",
@@ -96,11 +97,15 @@ _FILES = "files"
 _CATALOG = "blobs"
 _META = "meta"
 _RUNNING = "running"
+_INTENTS = "intents"
 _META_KEY = "journal"
 _DIRECTORY_REF = "/"
 _UNKEPT = "!"
 _RUNNING_GRACE_S = 60.0
-"""A command registered as running is believed to run for at most its deadline and this."""
+"""A command registered as running is believed to run for at most its deadline and this; a
+keyed change's intent (between storing its versions and its commit), for at most this."""
+_LISTED_PATHS = 10
+"""Paths a settled call's answer names at most."""
 _HISTORY_TARGET = 0.9
 """Retention brings history down to this share of its limit, so it does not run at every change."""
 
@@ -249,6 +254,111 @@ class RunningCommand:
         )
 
 
+Item = tuple[str, Ref, Ref, int | None, int | None]
+"""One path of an entry: ``(path, before, after, before mode, after mode)``."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallIntent:
+    """A keyed change about to be written, as registered in the index until its commit.
+
+    A process killed after writing a change's files and before the commit that records its
+    call leaves files no entry explains and a key no record answers: the retry would apply
+    the change again. So a change carrying a call key stores this row before writing (in
+    :meth:`Journal.prepare`), and :meth:`Journal.commit` removes it in its own transaction.
+    A row whose writer can no longer commit (:attr:`abandoned`) is settled against the tree
+    by the next replay, prepare or scan: see :meth:`Journal.settle`.
+    """
+
+    call: CallKey
+    """The call's key and the digest of its arguments."""
+    author: Author
+    """Who makes the change (with the task claimed)."""
+    tool: str
+    """The tool it is journaled under."""
+    items: tuple[Item, ...]
+    """What it plans to write, as its entry will hold it."""
+    noticed: tuple[Item, ...] = ()
+    """What :meth:`Journal.prepare` found changed outside the tools first: an entry of its own."""
+    blobs: Mapping[str, BlobInfo] = field(default_factory=dict)
+    """The versions it stored, for the catalog."""
+    until: float
+    """When its writer is believed gone whatever happens (a process of another host or boot,
+    whose end cannot be seen from here)."""
+    pid: int | None = None
+    """The process writing it."""
+    machine: str | None = None
+    """Where ``pid`` means something (:func:`~toolcards.actors._process_liveness.machine_mark`)."""
+    host: str = ""
+    """The writer's host name, to name it in a message."""
+
+    @property
+    def abandoned(self) -> bool:
+        """Its writer can no longer commit it: past :attr:`until`, its process ended (a
+        ``kill -9``), or it is this process's own. The last holds because intents are only
+        looked at holding the tree's lock, from the tree's actor, between changes: one of its
+        own still there is a change that failed before its commit. While a writer lives it
+        holds the tree's lock, so no other process settles its intent early."""
+        if self.until < time.time() or process_gone(self.machine, self.pid):
+            return True
+        return self.machine is not None and self.machine == machine_mark() and self.pid == os.getpid()
+
+    @classmethod
+    def new(cls, call: CallKey, author: Author, tool: str, prepared: Prepared) -> CallIntent:
+        """The intent of writing ``prepared`` for ``call`` now, in this process."""
+        return cls(
+            call=call,
+            author=author,
+            tool=tool,
+            items=tuple(prepared.items),
+            noticed=tuple(prepared.noticed),
+            blobs=dict(prepared.blobs),
+            until=time.time() + _RUNNING_GRACE_S,
+            pid=os.getpid(),
+            machine=machine_mark(),
+            host=socket.gethostname(),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The row the index keeps (under the call's key)."""
+        return {
+            "d": self.call.digest,
+            "m": self.author.member,
+            "t": self.author.team,
+            "task": self.author.task_id,
+            "tool": self.tool,
+            "f": [list(item) for item in self.items],
+            "n": [list(item) for item in self.noticed],
+            "b": {digest: info.to_json() for digest, info in self.blobs.items()},
+            "until": self.until,
+            "pid": self.pid,
+            "machine": self.machine,
+            "host": self.host,
+        }
+
+    @classmethod
+    def from_json(cls, key: str, value: Mapping[str, Any]) -> CallIntent:
+        """Read back a row :meth:`to_json` gave."""
+        task = value.get("task")
+        author = Author(
+            member=str(value.get("m", "")),
+            team=str(value.get("t", "")),
+            task_id=task if isinstance(task, int) else None,
+        )
+        return cls(
+            call=CallKey(key=key, digest=str(value["d"])),
+            author=author,
+            tool=str(value.get("tool", "")),
+            items=tuple(_item(f) for f in value.get("f", ())),
+            noticed=tuple(_item(f) for f in value.get("n", ())),
+            blobs={str(d): BlobInfo.from_json(info) for d, info in value.get("b", {}).items()},
+            until=float(value.get("until", 0.0)),
+            pid=pid if isinstance(pid := value.get("pid"), int) else None,
+            machine=machine if isinstance(machine := value.get("machine"), str) else None,
+            host=str(value.get("host", "")),
+        )
+
+
 @dataclass(slots=True)
 class StoredEntry:
     """An entry as the index holds it, parsed once; :meth:`public` is the
@@ -337,6 +447,8 @@ class Prepared:
     """The versions this change stored, for the catalog."""
     baseline: dict[str, Ref] = field(default_factory=dict)
     """Each path's ref after the change, for the baseline."""
+    intent: str | None = None
+    """The key of the :class:`CallIntent` stored for it (``None``: none), removed at commit."""
 
 
 def journal_namespaces(workspace_id: str) -> tuple[str, str]:
@@ -370,6 +482,7 @@ class Journal:
         self._complete = False
         self._baseline_bytes = 0
         self._running: dict[str, RunningCommand] = {}
+        self._intents: dict[str, CallIntent] = {}
         self._calls = CallLog()
         self._by_path: dict[str, list[int]] = {}
         self._by_member: dict[str, list[int]] = {}
@@ -414,6 +527,7 @@ class Journal:
         self._seq = self._compacted = 0
         self._complete = False
         self._running.clear()
+        self._intents.clear()
         self._calls.clear()
         self._by_path.clear()
         self._by_member.clear()
@@ -450,15 +564,24 @@ class Journal:
                     self._seq = int(value.get("seq", 0))
                     self._compacted = int(value.get("compacted", 0))
                     self._complete = bool(value.get("complete", False))
-            elif collection == _RUNNING:
-                if value is None:
-                    self._running.pop(key, None)
-                else:
-                    self._running[key] = RunningCommand.from_json(key, value)
+            elif collection in (_RUNNING, _INTENTS):
+                self._absorb_registration(collection, key, value)
             elif collection == CALLS:
                 self._calls.absorb(Change(collection=collection, key=key, value=value))
         except (KeyError, IndexError, TypeError, ValueError):
             logger.warning("Journal of %s: ignoring a damaged row %s/%s", self.workspace_id, collection, key)
+
+    def _absorb_registration(self, collection: str, key: str, value: Any) -> None:
+        """A running command's row or a keyed change's intent (``None``: removed)."""
+        if collection == _RUNNING:
+            if value is None:
+                self._running.pop(key, None)
+            else:
+                self._running[key] = RunningCommand.from_json(key, value)
+        elif value is None:
+            self._intents.pop(key, None)
+        else:
+            self._intents[key] = CallIntent.from_json(key, value)
 
     def _index(self, entry: StoredEntry) -> None:
         for path in _with_ancestors(entry.paths):
@@ -615,17 +738,34 @@ class Journal:
         with self._lock:
             return ref is not None and ref in self._catalog
 
-    def replay(self, call: CallKey | None, tool: str) -> str | None:
+    def replay(self, call: CallKey | None, tool: str, tree: Tree | None = None) -> str | None:
         """The answer recorded for ``call`` when it was applied already, after catching up.
+
+        With ``tree``, intents left by writers that can no longer commit are settled first
+        (:meth:`settle`), so a call whose process was killed between writing and recording
+        gets the answer its settlement recorded. Call it holding the tree's lock.
 
         Raises:
             ToolFailed: the key was used with other arguments.
+            RetriableError: the call's intent waits for its writer on another host or boot;
+                nothing was changed.
+            StoreError: the journal cannot be read (or an intent cannot be settled).
         """
         if call is None:
             return None
         self.refresh()
+        if tree is not None:
+            self._settle_abandoned(tree)
         with self._lock:
             answer = self._calls.replay(call, tool)
+            waiting = self._intents.get(call.key) if answer is None else None
+        if waiting is not None:
+            seconds = max(1, round(waiting.until - time.time()))
+            raise RetriableError(
+                f"This {tool} call was begun by a server on {waiting.host or 'another host'} that is still writing "
+                "it, or stopped where this one cannot see (another host, an earlier boot): whether it was applied "
+                f"is settled within {seconds} s. Retry then with the same idempotency key; nothing was changed now."
+            )
         return answer if isinstance(answer, str) else None
 
     @property
@@ -653,17 +793,33 @@ class Journal:
 
     # -- recording a tool's change ------------------------------------------------------------
 
-    def prepare(self, changes: Sequence[PathChange]) -> Prepared:
+    def prepare(
+        self,
+        changes: Sequence[PathChange],
+        *,
+        tree: Tree | None = None,
+        call: CallKey | None = None,
+        author: Author | None = None,
+        tool: str = "",
+    ) -> Prepared:
         """Store the versions of ``changes`` that the journal does not hold yet.
 
         Call it holding the tree's lock, before writing the files. Also notices files that
         differed from the baseline (changed outside the tools since it was last seen): they
-        become an entry of their own at :meth:`commit`.
+        become an entry of their own at :meth:`commit`. With ``tree``, abandoned intents
+        are settled first (:meth:`settle`), so what they wrote is not taken for outside work.
+
+        With ``call`` and ``author`` (and a path to change) it then stores the change's
+        :class:`CallIntent` under the call's key, in one more write of the index: if the
+        process dies before :meth:`commit`, the next replay, prepare or scan settles it. A
+        change without a key writes nothing more.
 
         Raises:
-            StoreError: the versions cannot be written (nothing is referenced yet).
+            StoreError: the versions or the intent cannot be written (nothing is referenced yet).
         """
         self.refresh()
+        if tree is not None and self._intents:
+            self._settle_abandoned(tree)
         with self._lock:
             items: list[tuple[str, Ref, Ref, int | None, int | None]] = []
             noticed: list[tuple[str, Ref, Ref, int | None, int | None]] = []
@@ -683,6 +839,14 @@ class Journal:
             if encoded:
                 self.blobs.write(list(encoded.values()))
             prepared.blobs = {digest: blob.info for digest, blob in encoded.items()}
+            if call is not None and author is not None and items:
+                intent = CallIntent.new(call, author, tool, prepared)
+                with self.store.write(self.index_namespace, since=self._version) as txn:
+                    self._absorb(txn.catch_up)
+                    rows = [Change(collection=_INTENTS, key=call.key, value=intent.to_json())]
+                    txn.stage(rows)
+                self._mirror(rows, txn.committed)
+                prepared.intent = call.key
             return prepared
 
     def _ref(self, side: bytes | str | None, digest: str | None = None) -> tuple[Ref, bytes | None]:
@@ -749,7 +913,8 @@ class Journal:
         undoes: Sequence[int] = (),
     ) -> int:
         """Record a change whose files are written: its entry (and the entry of what was
-        noticed first), the baseline, the catalog and ``call``'s answer, in one transaction.
+        noticed first), the baseline, the catalog and ``call``'s answer, in one transaction,
+        which also removes ``call``'s :class:`CallIntent`.
 
         ``summary`` defaults to a line naming the paths; ``answer`` (what the tool returns,
         or a function of the new entry's id giving it) is recorded for ``call``.
@@ -791,10 +956,113 @@ class Journal:
                 if call is not None and answer is not None:
                     text = answer(entry_id) if callable(answer) else answer
                     rows += self._calls.record(call, text, txn.version + 1)
+                if call is not None and call.key in self._intents:
+                    rows.append(Change(collection=_INTENTS, key=call.key, value=None))
                 txn.stage(rows)
             self._mirror(rows, txn.committed)
         self._retain()
         return entry_id
+
+    # -- keyed changes cut short ------------------------------------------------------------------
+
+    def settle(self, tree: Tree) -> None:
+        """Catch up, then settle every intent whose writer can no longer commit it
+        (:attr:`CallIntent.abandoned`) against what ``tree`` holds now.
+
+        Each planned path is compared with its before and after states:
+
+        * every file at its after-state (killed after writing, before the commit): the
+          change is committed as the call's entry (its author and tool, not ``outside``)
+          and the call is recorded with an answer saying it was applied before its server
+          stopped, naming the paths, so a retry gets that answer and writes nothing;
+        * every file at its before-state (killed before writing): the intent is dropped,
+          and a retry applies the change;
+        * otherwise (a change of several files cut between them, or a path changed since
+          by something else): what was applied is the call's entry, and the call is recorded
+          with an answer naming what was applied, what was not and what is not known.
+
+        Call it holding the tree's lock, from the tree's actor, never between a
+        :meth:`prepare` and its :meth:`commit`.
+
+        Raises:
+            StoreError: the journal cannot be read or written.
+        """
+        self.refresh()
+        if self._intents:
+            self._settle_abandoned(tree)
+
+    def _settle_abandoned(self, tree: Tree) -> None:
+        with self._lock:
+            abandoned = [intent for intent in self._intents.values() if intent.abandoned]
+        for intent in abandoned:
+            self._settle(tree, intent)
+
+    def _settle(self, tree: Tree, intent: CallIntent) -> None:
+        with self._lock:
+            recorded = intent.call.key in self._calls
+        if recorded:
+            self._drop_intent(intent)  # its call is answered already: only the row was left
+            return
+        states: dict[str, Ref] = {}
+        for path, *_ in intent.items:
+            state = path_state(tree, path)
+            states[path] = _DIRECTORY_REF if state == DIRECTORY else state
+
+        def after(item: Item) -> bool:
+            return _state_is(states[item[0]], item[2])
+
+        def before(item: Item) -> bool:
+            return _state_is(states[item[0]], item[1])
+
+        changed = [item for item in intent.items if not _same(item[1], item[2])]
+        # Directories made on the way stand with the files they were made for.
+        files = [item for item in changed if _DIRECTORY_REF not in (item[1], item[2])] or changed
+        applied = [item for item in files if after(item)]
+        missing = [item for item in files if not after(item) and before(item)]
+        unknown = [item for item in files if not after(item) and not before(item)]
+        if not applied and not unknown:
+            self._drop_intent(intent)
+            return
+        entry = [item for item in intent.items if after(item)]
+        kept_before = {item[0]: item[1] for item in missing}
+        done = {item[0] for item in entry} | set(kept_before)
+        # A path left at its before-state that was noticed changed outside gets that state.
+        noticed_paths = {item[0] for item in intent.noticed}
+        baseline = {item[0]: item[2] for item in entry} | {
+            path: ref for path, ref in kept_before.items() if path in noticed_paths
+        }
+        prepared = Prepared(
+            items=entry,
+            noticed=[item for item in intent.noticed if item[0] in done],
+            blobs=dict(intent.blobs),
+            baseline=baseline,
+        )
+        logger.info(
+            "Journal of %s: settled the %s call of %s its process left (%d applied, %d not, %d unknown)",
+            self.workspace_id,
+            intent.tool,
+            intent.author.member,
+            len(applied),
+            len(missing),
+            len(unknown),
+        )
+        self.commit(
+            prepared,
+            intent.author,
+            tool=intent.tool,
+            answer=lambda entry_id: _settled_answer(intent.tool, entry_id, entry, applied, missing, unknown),
+            call=intent.call,
+        )
+
+    def _drop_intent(self, intent: CallIntent) -> None:
+        with self._lock:
+            with self.store.write(self.index_namespace, since=self._version) as txn:
+                self._absorb(txn.catch_up)
+                rows = [Change(collection=_INTENTS, key=intent.call.key, value=None)]
+                if intent.call.key not in self._intents:
+                    rows = []  # settled by another process meanwhile
+                txn.stage(rows)
+            self._mirror(rows, txn.committed)
 
     # -- scans ---------------------------------------------------------------------------------
 
@@ -819,12 +1087,20 @@ class Journal:
             StoreError: the journal cannot be read or written.
         """
         self.refresh()
+        if self._intents:
+            self._settle_abandoned(tree)
         with self._lock:
             prefix = f"{under}/" if under and under != "." else ""
             found = scan_tree(tree, self._files, keep_bytes=MAX_KEPT_BYTES, under=under)
             if not prefix:
                 self._scanned_at = time.monotonic()
             items, baseline, contents = self._compare(found, prefix)
+            if self._intents:
+                # What an intent still waiting for its writer names is its writer's to record.
+                held = {item[0] for intent in self._intents.values() for item in intent.items}
+                items = [item for item in items if item[0] not in held]
+                baseline = {path: ref for path, ref in baseline.items() if path not in held}
+                contents = {path: data for path, data in contents.items() if path not in held}
             if not self._complete:
                 # A first look: what was there is adopted silently; only files the journal
                 # knew already (from the tools' changes) are changes.
@@ -1112,3 +1388,62 @@ def _summary(items: Sequence[tuple[str, Ref, Ref, int | None, int | None]]) -> s
             words.append(f"changed {shown}")
     more = f" and {len(items) - 3} more" if len(items) > 3 else ""
     return ", ".join(words) + more
+
+
+def _item(value: Sequence[Any]) -> Item:
+    """An entry's path read back from a row."""
+    return (str(value[0]), value[1], value[2], value[3], value[4])
+
+
+def _state_is(state: Ref, ref: Ref) -> bool:
+    """Whether a path's state (as :func:`~toolcards.workspace._scan.path_state` gives it,
+    directories as ``"/"``) is the version ``ref`` names."""
+    return state != UNKNOWN_STATE and _same(state, ref)
+
+
+def _named(items: Sequence[Item]) -> str:
+    """The paths of ``items`` as a sentence names them (at most :data:`_LISTED_PATHS`)."""
+    names = [display_name(item[0]) + ("/" if _DIRECTORY_REF in (item[1], item[2]) else "") for item in items]
+    shown = names[:_LISTED_PATHS]
+    more = f" and {len(names) - len(shown)} more" if len(names) > len(shown) else ""
+    if len(shown) > 1 and not more:
+        return ", ".join(shown[:-1]) + " and " + shown[-1]
+    return ", ".join(shown) + more
+
+
+def _settled_answer(
+    tool: str,
+    entry_id: int,
+    entry: Sequence[Item],
+    applied: Sequence[Item],
+    missing: Sequence[Item],
+    unknown: Sequence[Item],
+) -> str:
+    """What a retry of a call settled after its process died is told (see :meth:`Journal.settle`)."""
+    change = f" (change {entry_id})" if entry_id else ""
+    if not missing and not unknown:
+        return (
+            f"This {tool} call was applied before its server stopped, and its answer was lost: it "
+            f"{_summary(entry)}{change}. Nothing was written again; read the files to see them as they are now."
+        )
+    if missing:
+        parts = [f"This {tool} call was cut short when its server stopped, and its answer was lost."]
+    else:
+        parts = [f"This {tool} call's server stopped before recording it, and its answer was lost."]
+    if applied:
+        parts.append(f"It {_summary(entry)}{change}.")
+    if missing:
+        verb = "was" if len(missing) == 1 else "were"
+        parts.append(f"{_named(missing)} {verb} not changed.")
+    if unknown:
+        verb, them = ("was", "it") if len(unknown) == 1 else ("were", "them")
+        parts.append(
+            f"{_named(unknown)} {verb} changed since by something else, so whether this call changed {them} "
+            f"is not known: read {them} before doing it again."
+        )
+    parts.append("Nothing was written again.")
+    if missing:
+        parts.append("To finish it, make what is missing as a new call.")
+    if applied and entry_id:
+        parts.append(f"To take back what it did, call workspace_undo with change_id={entry_id}.")
+    return " ".join(parts)

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from toolcards.errors import RetriableError, ToolFailed
+from toolcards.workspace._models import DIRECTORY
 from toolcards.workspace._paths import SKIPPED_DIRS
 from toolcards.workspace._tree import OpenFile, Tree
 
@@ -33,11 +34,13 @@ __all__ = [
     "MAX_SCAN_ENTRIES",
     "MAX_SCAN_MEMORY",
     "UNJOURNALED_DIRS",
+    "UNKNOWN_STATE",
     "Known",
     "Scan",
     "ScannedFile",
     "Stat",
     "is_journaled",
+    "path_state",
     "scan_tree",
 ]
 
@@ -58,6 +61,10 @@ MAX_SCAN_DEPTH = 128
 
 Stat = tuple[int, int, int, int]
 """What a scan compares: ``(size, mtime_ns, inode, permission bits)``."""
+
+UNKNOWN_STATE = "?"
+"""What :func:`path_state` gives for something a journal does not record (a link, a pipe) or
+cannot read."""
 
 Known = tuple["Stat | None", object]
 """What the journal knew of a path: its :data:`Stat` (``None``: unknown) and its content's name."""
@@ -133,6 +140,27 @@ def scan_tree(
     prefix = "" if start.rel == "." else start.rel
     _walk(fd, prefix, 0, known, _Limits(entries=MAX_SCAN_ENTRIES, keep_bytes=keep_bytes, room=memory), result)
     return result
+
+
+def path_state(tree: Tree, path: str) -> str | None:
+    """What ``path`` holds now, as a journal compares it with a version it recorded: ``None``
+    (nothing), :data:`~toolcards.workspace._models.DIRECTORY`, the SHA-256 of a regular
+    file's content (streamed, whatever its size), or :data:`UNKNOWN_STATE`.
+
+    As in a scan, the last component is not followed and only a regular file is opened.
+    """
+    try:
+        status = tree.status(path)
+        if status is None:
+            return None
+        if stat.S_ISDIR(status.st_mode):
+            return DIRECTORY
+        if not stat.S_ISREG(status.st_mode):
+            return UNKNOWN_STATE
+        with tree.open_file(path) as opened:
+            return opened.digest()
+    except (RetriableError, ToolFailed):
+        return UNKNOWN_STATE
 
 
 def _walk(
