@@ -210,6 +210,19 @@ def test_parse_as_of_refuses_the_future_and_the_unreadable() -> None:
         parse_as_of("2026-03-02", now)
     with pytest.raises(RetriableError, match="not a date"):
         parse_as_of("yesterday", now)
+    assert parse_as_of("0001-01-01T05:00:00+05:00", now) == datetime(1, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("as_of", ["0001-01-01T00:00:00+05:00", "9999-12-31T23:00:00-05:00"])
+def test_an_as_of_outside_the_calendar_in_utc_is_refused_in_words(alice: FakeObserver, as_of: str) -> None:
+    tools = {t.name: t for t in ToolFactory([KnowledgeGraphTool()], observer=alice).tools()}
+    tools["update_graph"].call_sync({"create_entities": [{"name": "api", "entity_type": "service"}]})
+    with pytest.raises(RetriableError, match=r"falls outside the years 1 to 9999 in UTC: give a date in between"):
+        tools["search_graph"].call_sync({"query": "api", "as_of": as_of})
+    # The first moment there is reads the graph as it stood then: empty.
+    assert tools["search_graph"].call_sync({"query": "api", "as_of": "0001-01-01T00:00:00Z"}) == (
+        "No entities match 'api'."
+    )
 
 
 def test_two_members_who_disagree_are_both_shown(kg: KnowledgeGraphProxy, clock: Clock) -> None:

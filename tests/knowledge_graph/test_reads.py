@@ -123,6 +123,28 @@ def test_a_name_starting_with_the_query_but_matching_nothing_else_is_counted_too
     assert result.more == 26
 
 
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "vector"])
+def test_what_more_match_says_is_what_a_larger_top_k_shows(start_graph: StartGraph, mode: str) -> None:
+    kg = start_graph(HASHING)
+    # The cachelines share no word with "cache": only their names starting with it find them,
+    # more of them than a small top_k pins.
+    kg.update(
+        "@Ann",
+        create_entities=[
+            ent("cache", entity_type="component"),
+            *(ent(f"cacheline-{n:02}", entity_type="concept") for n in range(12)),
+            ent("redis", "used as a cache", entity_type="database"),
+        ],
+    ).get()
+    everything = kg.search("cache", mode, top_k=50).get()
+    total = len(everything.hits)
+    assert everything.more == 0 and {"cache", "cacheline-11"} <= {h.entity.name for h in everything.hits}
+    for top_k in (1, 2, 5, total - 1):
+        result = kg.search("cache", mode, top_k=top_k).get()
+        assert (len(result.hits), result.more) == (top_k, total - top_k), top_k
+        assert render_search_result(result).endswith(f"{total - top_k} more match; raise top_k to see them.")
+
+
 def test_the_tools_and_commands(alice: FakeObserver) -> None:
     factory = ToolFactory([KnowledgeGraphTool()], observer=alice)
     tools = {t.name: t for t in factory.tools()}

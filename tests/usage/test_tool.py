@@ -203,6 +203,36 @@ def test_usage_refuses_unknown_members_and_bad_times(system: ActorSystem) -> Non
     assert tools["usage"].call_sync({"since": "2h"}).startswith("Usage (since ")
 
 
+@pytest.mark.parametrize(
+    ("since", "words"),
+    [
+        ("99999999999d", "reaches back before the year 1"),
+        ("9999999999h", "reaches back before the year 1"),
+        ("0001-01-01T00:00:00+05:00", "falls outside the years 1 to 9999 in UTC"),
+        ("9999-12-31T23:00:00-05:00", "falls outside the years 1 to 9999 in UTC"),
+    ],
+)
+def test_usage_refuses_a_since_outside_the_calendar_in_words(system: ActorSystem, since: str, words: str) -> None:
+    tools = tools_of(FakeObserver("Alice", "team-1", system=system))
+    with pytest.raises(RetriableError, match=words):
+        tools["usage"].call_sync({"since": since})
+    # The first hour there is counts from there.
+    assert tools["usage"].call_sync({"since": "0001-01-01T00:00:00Z"}).startswith("Usage (since ")
+
+
+@pytest.mark.parametrize("member", ["", "  ", "@", " @ "])
+def test_a_member_without_a_name_is_refused_not_read_as_the_whole_team(system: ActorSystem, member: str) -> None:
+    tools = tools_of(FakeObserver("Alice", "team-1", system=system))
+    tools["search_planning"].call_sync({})
+    for tool, arguments in (
+        ("usage", {"member": member}),
+        ("set_budget", {"member": member, "calls": 5}),
+        ("remove_budget", {"member": member}),
+    ):
+        with pytest.raises(RetriableError, match="names nobody: give a member's name"):
+            tools[tool].call_sync(arguments)
+
+
 def test_parse_since_reads_iso_times_and_durations() -> None:
     assert parse_since("2026-01-02T03:04").isoformat() == "2026-01-02T03:04:00+00:00"
     assert parse_since("2026-01-02T03:04+01:00").utcoffset() is not None

@@ -196,19 +196,33 @@ def parse_since(text: str) -> datetime:
     ago (``30m``, ``2h``, ``7d``).
 
     Raises:
-        RetriableError: unreadable, or in the future.
+        RetriableError: unreadable, in the future, or outside the years 1 to 9999 in UTC (a
+            duration that reaches back before the year 1, an early time in a zone east of UTC).
     """
     now = datetime.now(UTC)
     ago = _AGO.match(text)
     if ago:
-        return now - timedelta(seconds=float(ago.group(1)) * _UNIT_S[ago.group(2)])
+        try:
+            return now - timedelta(seconds=float(ago.group(1)) * _UNIT_S[ago.group(2)])
+        except (OverflowError, ValueError):
+            raise RetriableError(
+                f"since={text!r} reaches back before the year 1: give a shorter duration (30m, 2h, 7d) or an "
+                "ISO time in UTC (2026-11-28T09:00); omit since to count every call."
+            ) from None
     try:
         when = datetime.fromisoformat(text.strip())
     except ValueError:
         raise RetriableError(
             f"since={text!r} is not a time: give an ISO time in UTC (2026-11-28T09:00) or a duration ago (30m, 2h, 7d)."
         ) from None
-    when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    try:
+        # In UTC, as the ledger counts hours: 0001-01-01T00:00+05:00 is the year 0 there.
+        when = when.astimezone(UTC) if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    except OverflowError:
+        raise RetriableError(
+            f"since={text!r} falls outside the years 1 to 9999 in UTC: give an ISO time in UTC "
+            "(2026-11-28T09:00), or omit since to count every call."
+        ) from None
     if when > now + timedelta(minutes=1):
         raise RetriableError(f"since={text!r} is in the future (now is {now:%Y-%m-%dT%H:%M} UTC): no call is after it.")
     return when

@@ -1,11 +1,15 @@
 """The words of a text as every keyword search of the package reads them.
 
 One tokenizer for the knowledge graph, the planning board and any other keyword index, so a
-query finds the same words everywhere: lowercase letter and digit runs (``user_service`` →
+query finds the same words everywhere: case-folded letter and digit runs (``user_service`` →
 ``user``, ``service``; ``Alice's`` → ``alice``), a trailing plural folded (``services`` →
 ``service``, ``policies`` → ``policy``), and the words that say nothing about what is meant
 (:data:`STOP_WORDS`, single letters) dropped. Names are identities: :func:`name_tokens` keeps
 every word of one, and :func:`name_key` is how two names compare.
+
+Terms and names are read through :func:`fold_case`, one folding for both, so a name found by
+its words is found by its whole name too: ``Hauptstraße`` is ``hauptstrasse``, ``İstanbul``
+is ``istanbul``, and a name typed in decomposed form (``Cafe`` + U+0301) is the composed one.
 
 Pure Python, no imports beyond the standard library.
 """
@@ -14,8 +18,9 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 
-__all__ = ["STOP_WORDS", "fold", "name_key", "name_tokens", "query_terms", "tokenize", "words_of"]
+__all__ = ["STOP_WORDS", "fold", "fold_case", "name_key", "name_tokens", "query_terms", "tokenize", "words_of"]
 
 _WORD = re.compile(r"[^\W_]+")
 # For ASCII text, letter/digit runs are what is left after every other byte becomes a space:
@@ -51,26 +56,58 @@ def fold(word: str) -> str:
     return word
 
 
-def words_of(text: str) -> list[str]:
-    """The lowercase letter/digit runs of ``text`` (``_`` and punctuation separate words)."""
+def fold_case(text: str) -> str:
+    """``text`` as every comparison of names and terms reads it: composed (NFC) and case-folded,
+    the dot a capital ``İ`` leaves on its ``i`` dropped.
+
+    Case folding, not lowercasing, so that ``STRASSE`` meets ``Straße``. Folding ``İ`` gives
+    ``i`` and a combining dot above (U+0307), which is no letter: the word would split into
+    ``i`` and ``stanbul`` and never meet ``istanbul``, which is how it is typed. Decomposed
+    first, as Unicode's canonical caseless match does, so both forms of a name fold alike.
+    """
     if text.isascii():
-        return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
-    return _WORD.findall(text.lower())
+        return text.lower()
+    folded = unicodedata.normalize("NFC", unicodedata.normalize("NFD", text).casefold())
+    return folded.replace("i\u0307", "i")
+
+
+def _ascii_runs(text: str) -> list[str]:
+    return text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split()
+
+
+def words_of(text: str) -> list[str]:
+    """The case-folded letter/digit runs of ``text`` (``_`` and punctuation separate words).
+
+    Plain case folding, with no normalisation: each word is a substring of
+    ``text.casefold()``, which the planning board matches words against.
+    """
+    if text.isascii():
+        return _ascii_runs(text)
+    return _WORD.findall(text.casefold())
+
+
+def _folded_words(text: str) -> list[str]:
+    """The letter/digit runs of ``text`` read through :func:`fold_case`."""
+    if text.isascii():
+        return _ascii_runs(text)
+    return _WORD.findall(fold_case(text))
 
 
 def tokenize(text: str) -> list[str]:
-    """The terms of ``text``: its words, plurals folded, stop words and single letters dropped."""
-    return [fold(word) for word in words_of(text) if word not in STOP_WORDS and (len(word) > 1 or word.isdigit())]
+    """The terms of ``text``: its words (read through :func:`fold_case`), plurals folded, stop
+    words and single letters dropped."""
+    return [fold(word) for word in _folded_words(text) if word not in STOP_WORDS and (len(word) > 1 or word.isdigit())]
 
 
 def name_tokens(name: str) -> list[str]:
-    """The words of a name, plurals folded; every word kept (a name is an identity)."""
-    return list(map(fold, words_of(name)))
+    """The words of a name (read through :func:`fold_case`), plurals folded; every word kept
+    (a name is an identity)."""
+    return list(map(fold, _folded_words(name)))
 
 
 def name_key(text: str) -> str:
-    """``text`` as names are compared: case-folded, whitespace collapsed."""
-    return " ".join(text.casefold().split())
+    """``text`` as names are compared: through :func:`fold_case`, whitespace collapsed."""
+    return " ".join(fold_case(text).split())
 
 
 def query_terms(query: str) -> list[str]:

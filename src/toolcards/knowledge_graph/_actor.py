@@ -62,7 +62,7 @@ from pykka.typing import ActorMemberMixin, proxy_method
 
 from toolcards.core._events import StateChanged, ToolcardsEvent
 from toolcards.core._idempotency import CallKey
-from toolcards.core._words import name_key
+from toolcards.core._words import fold_case, name_key
 from toolcards.errors import RetriableError
 from toolcards.knowledge_graph._batch import MergeBatch, Stamp, stage_merge, stage_update
 from toolcards.knowledge_graph._models import (
@@ -317,11 +317,12 @@ class KnowledgeGraphActor(NamespaceActor):
         return 0 if self._vectors is None else self._vectors.pending
 
     def entity_names(self, prefix: str = "", limit: int = 100) -> list[str]:
-        """Entity names starting with ``prefix`` (case-insensitively), sorted, at most ``limit``
-        (for a client completing a name). Reads memory only. Added in 0.3."""
+        """Entity names starting with ``prefix`` (case aside, as names compare:
+        :func:`~toolcards.core._words.fold_case`), sorted, at most ``limit`` (for a client
+        completing a name). Reads memory only. Added in 0.3."""
         self._refresh()
-        wanted = prefix.casefold()
-        return [name for name in sorted(self._entities) if name.casefold().startswith(wanted)][:limit]
+        wanted = fold_case(prefix)
+        return [name for name in sorted(self._entities) if fold_case(name).startswith(wanted)][:limit]
 
     def summary(self, search_tool: str | None = "search_graph") -> str:
         """A few lines for a system prompt whose size does not grow with the graph.
@@ -412,8 +413,9 @@ class KnowledgeGraphActor(NamespaceActor):
         pinned = index.name_matches(text, count, shown)
         wanted = name_key(text)
         exact = {name for name in index.named(text) if shown[index.number(name)]}
-        # The best twice over: enough for the names pinned first. A pinned name the ranking
-        # leaves out is shown all the same, so it is a match (the exact name aside).
+        # The best twice over: enough for the names pinned first. Every entity whose name is
+        # or starts with the query would be pinned by a larger top_k, whatever its score, so
+        # each is a match, counted with those the ranking finds.
         best, matching = index.rank(
             text,
             None if later is None else (lambda: later()[0]),
@@ -423,7 +425,7 @@ class KnowledgeGraphActor(NamespaceActor):
             alpha=self._alpha,
             threshold=self._threshold,
             limit=2 * count,
-            counted=[name for name in pinned if name not in exact],
+            also=index.name_matched(text, shown),
         )
         vector, note = (None, None) if later is None else later()
         used: SearchMode = mode if vector is not None else "keyword"
@@ -622,7 +624,8 @@ class KnowledgeGraphActor(NamespaceActor):
         re-pointed, the sources' names become aliases of ``into`` (found by search, and
         meaning ``into`` wherever an update names them). A ``dry_run`` reports what would
         move and writes nothing. Refused (``errors``, nothing written) when ``into`` is
-        among the sources or an entity is missing.
+        among the sources, or an entity is missing or no longer holds (as the store has it
+        once the write lock is taken, whichever process said so).
 
         Returns:
             The report; an applied merge is committed (one store transaction, with ``call``'s
@@ -894,7 +897,7 @@ class KnowledgeGraphActor(NamespaceActor):
         """Whether a search at ``as_of`` shows ``relation`` (and both its ends)."""
         for fact in (relation, self._entities[relation.from_entity], self._entities[relation.to_entity]):
             if include_invalid:
-                if as_of is not None and fact.created_at is not None and fact.created_at > as_of:
+                if as_of is not None and not fact.recorded_by(as_of):
                     return False
             elif not (fact.current if as_of is None else fact.held_at(as_of)):
                 return False

@@ -6,17 +6,20 @@ created together; :func:`stage_merge` folds entities into one. Neither changes a
 committed: the actor persists the staged rows and applies them.
 
 Rules: names and aliases (names merged into another entity) are unique; a reference to an alias
-means its entity, and creating under an alias is refused. A relation needs both entities; one
-whose ``(from, to, type)`` holds is skipped and reported, one that no longer holds is recorded
-again. Deleting an entity deletes its relations. An update supersedes and invalidates, then
-removes observations (exact text), then adds new ones, dropping duplicates; a fact that no
-longer holds is kept with who said so, when and why. A batch is all or nothing: one broken part
-(an error saying what to do next) and nothing is staged. Every staged fact carries the batch's
-:class:`Stamp`, and every new observation an id from the batch's change number and its place.
+means its entity, and creating under an alias is refused. Names are stored composed (NFC), and
+a reference in either form finds the entity. A relation needs both entities; one whose
+``(from, to, type)`` holds is skipped and reported, one that no longer holds is recorded again.
+Deleting an entity deletes its relations. An update supersedes and invalidates, then removes
+observations (exact text), then adds new ones, dropping duplicates; a fact that no longer holds
+is kept with who said so, when and why. A merge names only entities that hold. A batch is all
+or nothing: one broken part (an error saying what to do next) and nothing is staged. Every
+staged fact carries the batch's :class:`Stamp`, and every new observation an id from the
+batch's change number and its place.
 """
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -46,6 +49,13 @@ SUPERSEDED = "superseded"
 
 def _unique(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+def _forms(name: str) -> tuple[str, ...]:
+    """``name`` as given, then composed (NFC) if that differs: new names are stored composed,
+    and a model may send the decomposed form of one (or the graph hold a name stored before)."""
+    composed = unicodedata.normalize("NFC", name)
+    return (name,) if composed == name else (name, composed)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -115,9 +125,12 @@ class UpdateBatch:
         return self.committed_entities.get(name)
 
     def resolve(self, name: str) -> str:
-        """``name``, or the entity it is an alias of."""
-        if self.entity(name) is None:
-            return self.aliases.get(name, name)
+        """``name`` (as stored, :func:`_forms`), or the entity it is an alias of."""
+        for form in _forms(name):
+            if self.entity(form) is not None:
+                return form
+            if form in self.aliases:
+                return self.aliases[form]
         return name
 
     def relation(self, key: RelationKey) -> Relation | None:
@@ -262,7 +275,7 @@ class UpdateBatch:
             edits.supersede(old, new_text)
         entity_reason: str | None = None
         for target, reason in item.invalidate.items():
-            if target in (name, item.name):
+            if target in (name, item.name) or name in _forms(target):
                 entity_reason = reason
             elif target.startswith(("-[", f"{name} -[")):
                 self._invalidate_relation(name, target, reason)
@@ -332,6 +345,7 @@ class UpdateBatch:
 
     def delete_entity(self, name: str) -> None:
         """Stage an entity's deletion with all its relations; an unknown name is an error."""
+        name = next((form for form in _forms(name) if self.entity(form) is not None), name)
         if self.entity(name) is None:
             if name in self.aliases:
                 self.report.errors.append(
@@ -419,17 +433,28 @@ def stage_merge(
     observations (with their ids and provenance; one whose text ``into`` already holds is
     folded into it), their aliases and names as aliases, their relations re-pointed to it,
     and as observations the sources' descriptions that differ from the kept one (an empty
-    description takes the first source's). Relations between merged entities, and those
-    equal to one ``into`` has after re-pointing, are dropped. The sources are deleted.
+    description takes the first source's). Relations between merged entities are dropped.
+    A re-pointed relation whose triple ``into`` already has is dropped too, unless it holds
+    and the one ``into`` has no longer does: then it is recorded in its place, as
+    ``create_relations`` records again a relation that no longer holds. The sources are
+    deleted.
+
+    A merge moves facts that hold, so every entity it names must hold: merging a source that
+    no longer holds would make its facts hold again, and merging into a target that no
+    longer holds would hide the sources' facts from every read and take their names.
 
     Returns:
         The staged rows and a :class:`MergeReport`; refused (``errors``, nothing staged)
-        when ``into`` is missing or among the sources, a source is missing, or no source
-        is given.
+        when ``into`` is missing, no longer holds or is among the sources, a source is
+        missing or no longer holds, or no source is given.
     """
     aliases = aliases or {}
-    into = into.strip()
-    names = _unique(name.strip() for name in sources if name.strip())
+
+    def stored(name: str) -> str:
+        return next((form for form in _forms(name) if form in entities or form in aliases), name)
+
+    into = stored(into.strip())
+    names = _unique(stored(name.strip()) for name in sources if name.strip())
     batch = MergeBatch(report=MergeReport(into=into, sources=names))
     target = entities.get(into)
     batch.report.errors.extend(_merge_refusals(entities, aliases, into, names))
@@ -477,10 +502,24 @@ def stage_merge(
     batch.entities[into] = target.model_copy(
         update={"observations": observations, "aliases": merged_aliases, "description": description, "is_root": is_root}
     )
+    for name in names:
+        batch.entities[name] = None
+    _repoint_relations(batch, relations, links, into, names)
+    return batch
+
+
+def _repoint_relations(
+    batch: MergeBatch,
+    relations: Mapping[RelationKey, Relation],
+    links: Mapping[str, Mapping[RelationKey, None]],
+    into: str,
+    names: Sequence[str],
+) -> None:
+    """Stage the relations of the merged ``names`` re-pointed to ``into`` (see :func:`stage_merge`)."""
+    report = batch.report
     merged = {into, *names}
     seen: dict[RelationKey, None] = {}
     for name in names:
-        batch.entities[name] = None
         for key in links.get(name, {}):
             if key in seen:
                 continue
@@ -491,13 +530,16 @@ def stage_merge(
             new_to = into if key[1] in merged else key[1]
             new_key = (new_from, new_to, key[2])
             existing = batch.relations[new_key] if new_key in batch.relations else relations.get(new_key)
-            if (key[0] in merged and key[1] in merged) or existing is not None:
+            # One relation per triple: keep the one that holds; when neither does (or both
+            # do), the one already there.
+            if (key[0] in merged and key[1] in merged) or (
+                existing is not None and (existing.current or not relation.current)
+            ):
                 report.dropped_relations.append(relation)
                 continue
             moved = relation.model_copy(update={"from_entity": new_from, "to_entity": new_to})
             batch.relations[new_key] = moved
             report.moved_relations.append(moved)
-    return batch
 
 
 def _merge_refusals(
@@ -505,21 +547,34 @@ def _merge_refusals(
 ) -> list[str]:
     """Why merging ``names`` into ``into`` cannot be done (nothing: it can)."""
     errors = []
-    if into not in entities:
+    target = entities.get(into)
+    if target is None:
         owner = aliases.get(into)
         hint = f" It is an alias of {owner!r}; merge into {owner!r}." if owner else " Name an existing entity."
         errors.append(f"Cannot merge into {into!r}: no such entity.{hint}")
+    elif not target.current:
+        errors.append(
+            f"Cannot merge into {into!r}: it no longer holds{_since(target)}, so what moved into it would "
+            "not show and its names could not be used again. Merge into an entity that holds."
+        )
     if not names:
         errors.append("Name at least one entity in sources to merge into the target.")
     for name in names:
+        source = entities.get(name)
         if name == into:
             errors.append(f"Cannot merge {name!r} into itself; list only the other entities in sources.")
-        elif name not in entities:
+        elif source is None:
             owner = aliases.get(name)
             errors.append(
                 f"{name!r} was already merged into {owner!r}."
                 if owner
                 else f"Cannot merge {name!r}: no such entity. Search the graph for its exact name."
+            )
+        elif not source.current:
+            errors.append(
+                f"Cannot merge {name!r}: it no longer holds{_since(source)}, and merging it would make its "
+                f"facts hold again. Leave it out: it stays as history (include_invalid=true shows it); "
+                f"record on {into!r} with update_graph what of it still holds."
             )
     return errors
 

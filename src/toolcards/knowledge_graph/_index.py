@@ -4,9 +4,10 @@ The actor owns one, fed with every committed entity (:meth:`GraphIndex.put_entit
 every deletion (:meth:`GraphIndex.drop_entity`). It holds:
 
 * **entities**, numbered (a number stays with its entity until the entity is deleted, and
-  is reused only after a compaction): validity columns (recorded at, no longer holding
-  at; seconds since the epoch, ``-inf`` / ``inf`` when unknown or still holding), names and
-  aliases in an inverted index and a sorted list for exact and prefix lookups;
+  is reused only after a compaction): validity columns (first recorded, itself or one of its
+  observations, :meth:`~toolcards.knowledge_graph._models.Entity.recorded_since`; no longer
+  holding at; seconds since the epoch, ``-inf`` / ``inf`` when unknown or still holding),
+  names and aliases in an inverted index and a sorted list for exact and prefix lookups;
 * **passages**, the texts a keyword search reads: one per observation (its text, its own
   validity) and one per entity (its type and description), each in the postings of its
   terms with the term's count and the passage's length;
@@ -28,15 +29,16 @@ from __future__ import annotations
 import bisect
 import math
 import re
+import unicodedata
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from toolcards.core._words import name_key, name_tokens, query_terms, tokenize
+from toolcards.core._words import fold_case, name_key, name_tokens, query_terms, tokenize
 from toolcards.knowledge_graph._ivf import APPROXIMATE_FROM, PROBES, InvertedFile
 from toolcards.knowledge_graph._passages import owner_of
 from toolcards.knowledge_graph._search import BM25_B, BM25_K1, KEYWORD_FLOOR, NAME_WEIGHT
@@ -145,8 +147,14 @@ def _best(scores: Any) -> float:
 
 
 def collapsed_name(name: str) -> str:
-    """``name`` case-folded with everything but letters and digits removed: how near-duplicates compare."""
-    return _NOT_ALNUM.sub("", name.casefold())
+    """``name`` as near-duplicates compare: case-folded (:func:`~toolcards.core._words.fold_case`),
+    accents and everything but letters and digits removed: ``Café Müller`` and ``cafe-muller``
+    are both ``cafemuller``."""
+    folded = fold_case(name)
+    if not folded.isascii():
+        # Decomposed, an accent is a mark apart from its letter, and marks are not alphanumeric.
+        folded = unicodedata.normalize("NFD", folded)
+    return _NOT_ALNUM.sub("", folded)
 
 
 class _Column:
@@ -340,7 +348,9 @@ class GraphIndex:
             number = self._numbers.get(entity.name)
             if number is None:
                 number = self._new_entity(entity.name)
-            self._ent_created[number] = timestamp(entity.created_at, -_INF)
+            # From the entity's earliest record: after a merge, the facts a source recorded
+            # before its target existed keep the merged entity visible as of then.
+            self._ent_created[number] = timestamp(entity.recorded_since(), -_INF)
             self._ent_recent[number] = max(
                 [timestamp(entity.created_at, -_INF)]
                 + [timestamp(o.created_at, -_INF) for o in entity.observations[-1:]]
@@ -719,6 +729,23 @@ class GraphIndex:
                 found[entity] = rank
         return [entity for entity, _ in sorted(found.items(), key=lambda item: item[1])[:limit]]
 
+    def name_matched(self, query: str, shown: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """Which entities (by number, among ``shown``) are named or aliased ``query``, or have a
+        name or alias that starts with it: every one :meth:`name_matches` could pin, whatever
+        its limit. Reads the names that start with the query, not the whole index."""
+        found = np.zeros(len(self._names), dtype=bool)
+        wanted = name_key(query)
+        if not wanted:
+            return found
+        numbers, rows = self._numbers, self._sorted_names
+        for row in range(bisect.bisect_left(rows, (wanted, "", "")), len(rows)):
+            compared, _, entity = rows[row]
+            if not compared.startswith(wanted):
+                break
+            found[numbers[entity]] = True
+        found &= shown
+        return found
+
     def rank(
         self,
         query: str,
@@ -730,11 +757,12 @@ class GraphIndex:
         alpha: float,
         threshold: float,
         limit: int,
-        counted: Collection[str] = (),
+        also: npt.NDArray[np.bool_] | None = None,
     ) -> tuple[list[Hit], int]:
         """The ``limit`` best visible entities for ``query``, by score, then the most recently
-        recorded, and how many entities match in all: those ranked, and the entities named in
-        ``counted`` (shown by the caller whatever their score) that are not among them.
+        recorded, and how many entities match in all: those the ranking finds, and those
+        marked in ``also`` (by number: entities the caller shows whatever their score, as
+        :meth:`name_matched` gives them).
 
         ``keyword``: entities with a keyword score above 0, scored over the best one.
         ``vector``: the cosine of the entity's vector with ``query_vector``, at least
@@ -770,7 +798,7 @@ class GraphIndex:
             assert keyword is not None
             scores, eligible = fuse(keyword, cosines, shown & has_vector, alpha, threshold)
         candidates = np.flatnonzero(eligible)
-        matching = len(candidates) + sum(not eligible[self._numbers[name]] for name in counted)
+        matching = len(candidates) if also is None else int(np.count_nonzero(eligible | also))
         if limit <= 0 or not len(candidates):
             return [], matching
         if len(candidates) > limit:

@@ -16,10 +16,12 @@ this module loads pydantic only.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from toolcards.core._bounds import unlisted_bound
@@ -57,10 +59,48 @@ RelationKey = tuple[str, str, str]
 
 SearchMode = Literal["keyword", "vector", "hybrid"]
 
+_NOT_IN_A_NAME = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""Control characters (Unicode category Cc) and the two line breaks that are not one: every
+place where ``str.splitlines`` splits a text is among them."""
+
+
+def _one_line_name(value: str) -> str:
+    """A new name or type as stored: composed (NFC), so the two forms of ``Café`` are one name;
+    refused when it holds a line break or another control character (those at either end
+    are stripped as spacing before).
+
+    Names and types are printed on the first line of an entity in every answer, one entity a
+    line: a line break in one would let an entity write lines that read as other entities
+    (or as part of the answer), and other control characters mean nothing in a name.
+
+    Raises:
+        ValueError: a control character or line break, named with its position.
+    """
+    found = _NOT_IN_A_NAME.search(value)
+    if found is not None:
+        char = found.group()
+        kind = "a line break" if len(f"a{char}b".splitlines()) > 1 else "a control character"
+        raise ValueError(
+            f"{kind} (U+{ord(char):04X}) at character {found.start() + 1}: names and types are one line of "
+            "printable text. Remove it; put longer text in description or observations."
+        )
+    return unicodedata.normalize("NFC", value)
+
+
 # The bounds are enforced, not listed in the schema: a model pays for every word it reads.
 _Unlisted = Field(json_schema_extra=unlisted_bound)
-_Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX), _Unlisted]
-_Type = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=TYPE_MAX), _Unlisted]
+_Name = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX),
+    AfterValidator(_one_line_name),
+    _Unlisted,
+]
+_Type = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=TYPE_MAX),
+    AfterValidator(_one_line_name),
+    _Unlisted,
+]
 _Description = Annotated[str, StringConstraints(strip_whitespace=True, max_length=DESCRIPTION_MAX), _Unlisted]
 _Observation = Annotated[
     str, StringConstraints(strip_whitespace=True, min_length=1, max_length=OBSERVATION_MAX), _Unlisted
@@ -132,11 +172,13 @@ class Provenance(_GraphData):
         """Whether it holds now (nobody said otherwise)."""
         return self.invalid_at is None
 
+    def recorded_by(self, moment: datetime) -> bool:
+        """Whether it was recorded by ``moment`` (whether or not it still held then)."""
+        return self.created_at is None or self.created_at <= moment
+
     def held_at(self, moment: datetime) -> bool:
         """Whether it held at ``moment``: recorded by then, and not yet said to no longer hold."""
-        created = self.created_at
-        invalid = self.invalid_at
-        return (created is None or created <= moment) and (invalid is None or invalid > moment)
+        return self.recorded_by(moment) and (self.invalid_at is None or self.invalid_at > moment)
 
 
 class Observation(Provenance):
@@ -188,6 +230,29 @@ class Entity(Provenance):
                     ],
                 }
         return data
+
+    def recorded_since(self) -> datetime | None:
+        """When the graph first knew the entity: the earliest of its own ``created_at`` and its
+        observations'; ``None`` when one of them was stored without a time (always there).
+
+        A merge keeps the target's ``created_at`` and moves the sources' observations with
+        theirs, so what a source recorded before its target existed dates the merged entity
+        back to then: a search ``as_of`` that moment still finds it (by the source's name too,
+        an alias), as the graph stood.
+        """
+        earliest = self.created_at
+        for observation in self.observations:
+            created = observation.created_at
+            if created is None:
+                return None
+            if earliest is not None and created < earliest:
+                earliest = created
+        return earliest
+
+    def recorded_by(self, moment: datetime) -> bool:
+        """Whether the graph knew the entity by ``moment`` (see :meth:`recorded_since`)."""
+        since = self.recorded_since()
+        return since is None or since <= moment
 
     def detached(self) -> Entity:
         """A copy that shares nothing mutable with this entity: what ``model_copy(deep=True)``
@@ -400,7 +465,8 @@ class MergeReport(_GraphData):
     """Relations re-pointed to :attr:`into`, as they are after the merge."""
     dropped_relations: list[Relation] = Field(default_factory=list)
     """Relations between the merged entities (they would join :attr:`into` to itself), or
-    equal to one :attr:`into` already has after re-pointing."""
+    whose triple :attr:`into` already has after re-pointing (one that holds, or, when the
+    dropped one no longer holds either, one kept as history)."""
     aliases: list[str] = Field(default_factory=list)
     """The aliases :attr:`into` gains."""
     descriptions: list[str] = Field(default_factory=list)

@@ -16,11 +16,15 @@ another entity, whose key it then takes, and embeds it again.
 
 from __future__ import annotations
 
+import re
+
 from toolcards.knowledge_graph._models import Entity
 
 __all__ = ["head_key", "observation_key", "owner_of", "passage_texts", "windows"]
 
 _SEPARATOR = "\x1f"
+_CHANGE_ID = re.compile(r"\d+\.\d+")
+"""An observation id of this version, ``<change>.<n>``: it never holds the separator."""
 
 
 def head_key(name: str) -> str:
@@ -34,10 +38,25 @@ def observation_key(name: str, observation_id: str) -> str:
 
 
 def owner_of(key: str) -> str:
-    """The name of the entity a passage key belongs to."""
-    if key.startswith("w:"):
-        return key[2:].partition(_SEPARATOR)[0]
-    return key[2:]
+    """The name of the entity a passage key belongs to.
+
+    Read from the end of the key, which holds the observation id, not from the name: names
+    can no longer hold the separator (a control character), but a graph stored before may
+    have one that does, and its passages must not be filed under a shorter name. An id is
+    either ``<change>.<n>``, after the last separator, or, for an observation stored by an
+    earlier version, ``<name>#<n>``, which repeats the name: ``name SEP name#n``.
+    """
+    if not key.startswith("w:"):
+        return key[2:]
+    rest = key[2:]
+    name, _, observation_id = rest.rpartition(_SEPARATOR)
+    if _CHANGE_ID.fullmatch(observation_id):
+        return name
+    number = rest.rpartition("#")[2]
+    name = rest[: (len(rest) - len(number) - 2) // 2]
+    if number.isdigit() and rest == f"{name}{_SEPARATOR}{name}#{number}":
+        return name
+    return rest.partition(_SEPARATOR)[0]  # an id of neither form: the name holds no separator
 
 
 def windows(entity: Entity) -> list[tuple[str, list[str]]]:

@@ -126,7 +126,7 @@ def render_merge_report(report: MergeReport) -> str:
     if report.dropped_relations:
         dropped = listed_names([relation_text(r) for r in report.dropped_relations])
         count = plural(len(report.dropped_relations), "relation")
-        parts.append(f"{verb('drop', 'dropped')} {count} between them or already held ({dropped})")
+        parts.append(f"{verb('drop', 'dropped')} {count} between them or already on {report.into} ({dropped})")
     if report.aliases:
         parts.append(f"{verb('add', 'added')} aliases {listed_names(report.aliases)}")
     if report.descriptions:

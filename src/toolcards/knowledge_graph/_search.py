@@ -4,7 +4,7 @@ The scores are computed over the arrays of :class:`~toolcards.knowledge_graph._i
 this module holds their definition, constants and the pure path search.
 
 Keyword score (BM25 with field weights)
-    Texts are read by the package's one tokenizer (:mod:`toolcards.core._words`: lowercase
+    Texts are read by the package's one tokenizer (:mod:`toolcards.core._words`: case-folded
     letter/digit runs, plurals folded, stop words dropped). Each observation is a passage,
     and so is each entity's type and description; names and aliases form a third field.
     A term weighs by its rarity among the passages the search sees (BM25's

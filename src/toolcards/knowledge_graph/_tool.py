@@ -132,7 +132,7 @@ def parse_as_of(text: str, now: datetime | None = None) -> datetime:
     """``as_of`` as an aware UTC moment: an ISO 8601 date or date and time (no zone: UTC).
 
     Raises:
-        RetriableError: unreadable, or later than now.
+        RetriableError: unreadable, outside the years 1 to 9999 once in UTC, or later than now.
     """
     try:
         moment = datetime.fromisoformat(text.strip())
@@ -140,7 +140,14 @@ def parse_as_of(text: str, now: datetime | None = None) -> datetime:
         raise RetriableError(
             f"as_of {text!r} is not a date: give ISO 8601, e.g. 2026-03-01 or 2026-03-01T14:30:00Z."
         ) from None
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    try:
+        moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError:
+        # 0001-01-01T00:00+05:00 is still year 0 in UTC, 9999-12-31T23:00-05:00 year 10000.
+        raise RetriableError(
+            f"as_of {text!r} falls outside the years 1 to 9999 in UTC: give a date in between and not in "
+            "the future, e.g. 2026-03-01T14:30:00Z."
+        ) from None
     now = now or datetime.now(UTC)
     if moment > now:
         raise RetriableError(

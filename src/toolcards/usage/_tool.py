@@ -107,7 +107,7 @@ class UsageTool(ToolCard):
             since: From this UTC time (ISO, e.g. 2026-11-28T09:00) or this long ago (30m, 2h, 7d).
         """
         ledger = self.ledger
-        who = _handle(member) if member else None
+        who = None if member is None else _handle(member)
         start = parse_since(since) if since else None
         if who is not None and who not in ledger.members():
             known = ", ".join(sorted(ledger.members())) or "none yet"
@@ -204,8 +204,19 @@ class UsageTool(ToolCard):
 
 
 def _handle(member: str) -> str:
+    """``member`` as a handle, ``@Name``.
+
+    Raises:
+        RetriableError: no name is given (``""``, ``"@"``): it would name nobody, and an
+            empty filter must not read as the whole team.
+    """
     name = member.strip()
-    return name if name.startswith("@") else f"@{name}"
+    handle = name if name.startswith("@") else f"@{name}"
+    if not handle[1:].strip():
+        raise RetriableError(
+            f"member={member!r} names nobody: give a member's name (@Name), or omit member for the whole team."
+        )
+    return handle
 
 
 def _card_class(card: str, *, strict: bool = True) -> str:
