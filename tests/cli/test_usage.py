@@ -27,7 +27,12 @@ def test_usage_reads_what_calls_of_other_processes_wrote(team_yaml: Path, capsys
 
 @pytest.mark.parametrize(
     ("options", "words"),
-    [(["--since", "soonish"], "--since: since='soonish' is not a time"), (["--task", "0"], "--task 0: a task id")],
+    [
+        (["--since", "soonish"], "--since: since='soonish' is not a time"),
+        (["--task", "0"], "--task 0: a task id"),
+        (["--member", ""], "--member '': name a member"),
+        (["--member", "@"], "--member '@': name a member"),
+    ],
 )
 def test_bad_options_are_usage_errors(
     team_yaml: Path, capsys: pytest.CaptureFixture[str], options: list[str], words: str

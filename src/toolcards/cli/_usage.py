@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     """Print the usage report; returns 0.
 
     Raises:
-        UsageError: an unreadable ``--since``, a ``--task`` below 1, or a bad ``--config``.
+        UsageError: an unreadable ``--since``, a ``--task`` below 1, an empty ``--member``, or
+            a bad ``--config``.
         toolcards.store.StoreError: the store is missing or cannot be read.
     """
     from toolcards.cli._serve import build_config
@@ -66,7 +67,9 @@ def run(args: argparse.Namespace) -> int:
     if args.task is not None and args.task < 1:
         raise UsageError(f"--task {args.task}: a task id is 1 or more.")
     member = None
-    if args.member:
+    if args.member is not None:
+        if not args.member.strip("@ "):
+            raise UsageError(f"--member {args.member!r}: name a member, e.g. @Alice (leave it out for the whole team).")
         member = args.member if args.member.startswith("@") else f"@{args.member}"
     open_team_store(args, create=False, command="usage")
     ledger = StoreLedger(default_store(), config.team_id)
