@@ -57,6 +57,24 @@ def test_a_release_sent_again_answers_as_the_first_and_leaves_a_new_claim(alice:
     assert "in_progress" in held and held.count("released by @Alice") == 1
 
 
+def test_a_claim_sent_again_after_it_ended_says_so_rather_than_you_hold_it(alice: FakeObserver) -> None:
+    # A retry after a restart, when the killed process's claim was released meanwhile: the
+    # first answer ("you hold task 1") would send the model to work on a task it does not hold.
+    tools = {tool.name: tool for tool in ToolFactory([PlanningTool()], observer=alice).tools()}
+    tools["update_planning"].call_sync({"create_tasks": [{"description": "Ship"}]})
+    first = tools["claim_task"].call_sync({"task_id": 1}, idempotency_key="claim-1")
+    assert first.startswith("You hold task 1 ")
+    held = tools["claim_task"].call_sync({"task_id": 1}, idempotency_key="claim-1")
+    assert held.startswith("This call was already applied: you hold task 1 ")
+    tools["release_task"].call_sync({"task_id": 1})
+    ended = tools["claim_task"].call_sync({"task_id": 1}, idempotency_key="claim-1")
+    assert ended.startswith(
+        "This call was already applied: you claimed task 1, and that claim has ended since (released, or its "
+        "lease ran out); nothing was written again. Now: #1 [pending] Ship"
+    )
+    assert "[pending]" in str(tools["get_planning_task"].call_sync({"task_id": 1}))
+
+
 def test_a_reused_key_with_other_arguments_is_refused_and_changes_nothing(alice: FakeObserver) -> None:
     update = tool_of(alice, "update_planning")
     update.call_sync({"create_tasks": [{"description": "one"}]}, idempotency_key="k")

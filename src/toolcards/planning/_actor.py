@@ -546,7 +546,7 @@ class PlanningActor(NamespaceActor):
         with self._writing() as txn:
             replayed = self._calls.replay(call, "claim_task")
             if replayed is not None:
-                return ClaimReport.model_validate(replayed).model_copy(update={"replayed": True})
+                return self._replayed_claim(replayed, member)
             task = self._tasks.get(task_id)
             if task is None:
                 raise RetriableError(unknown_task(task_id))
@@ -563,6 +563,15 @@ class PlanningActor(NamespaceActor):
                 raise RetriableError(refusal)
             staged = self._stage_claim(txn, task, member, lease_s, paths_mode, now, call)
         return self._committed_claim(staged, txn)
+
+    def _replayed_claim(self, recorded: Any, member: str) -> ClaimReport:
+        """The first answer of a claim sent again, told whether the claim still holds: a
+        retry after a restart must not read "you hold task 7" of a claim that has ended."""
+        report = ClaimReport.model_validate(recorded)
+        claim = self._claims.get(report.task.id)
+        held = claim is not None and claim.member == member and claim.until > time.time()
+        task = self._tasks.get(report.task.id, report.task)
+        return report.model_copy(update={"replayed": True, "held": held, "task": report.task if held else task})
 
     def next_task(
         self,
@@ -590,7 +599,7 @@ class PlanningActor(NamespaceActor):
         with self._writing() as txn:
             replayed = self._calls.replay(call, "next_task")
             if replayed is not None:
-                return ClaimReport.model_validate(replayed).model_copy(update={"replayed": True})
+                return self._replayed_claim(replayed, member)
 
             def fits(task_id: int) -> bool:
                 task = self._tasks[task_id]

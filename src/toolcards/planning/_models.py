@@ -317,6 +317,9 @@ class ClaimReport(BaseModel):
     """The member already held the task; only the lease was extended."""
     replayed: bool = False
     """The answer of an earlier attempt of the same call (same idempotency key)."""
+    held: bool = True
+    """On a replay: the member still holds the claim (``False``: it ended since; :attr:`task`
+    is then the task as it is now)."""
 
 
 ClaimAction = Literal["claimed", "released", "expired", "left"]

@@ -128,6 +128,12 @@ def render_claim(report: ClaimReport) -> str:
     back): #7 [in_progress] Write the parser (creator @Alice)"``.
     """
     task = report.task
+    if report.replayed and not report.held:
+        return (
+            f"This call was already applied: you claimed task {task.id}, and that claim has ended since "
+            f"(released, or its lease ran out); nothing was written again. Now: {render_task_line(task)}. "
+            "To work on it, claim it again as a new call (a new key)."
+        )
     if report.replayed:
         head = f"This call was already applied: you hold task {task.id}"
     elif report.renewed:
