@@ -11,6 +11,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from tests.core.cards import BasketCard, GreeterCard, GreetParam, MotdParam
 from toolcards import COMMAND, TOOL_CALL, RetriableError, ToolExecutionRecord, ToolFactory, WiringError
+from toolcards.errors import StoreError
 from toolcards.testing import FakeObserver
 
 
@@ -192,3 +193,23 @@ def test_one_card_object_configures_many_agents_without_mixing_them() -> None:
         assert as_alice.cards[0] is card and as_bob.cards[0] is not card
         assert as_bob.cards[0] == card  # the same configuration
         assert card.get_observer() is alice
+
+
+class _OutageGreeter(GreeterCard):
+    """A steering card whose store is out of reach (a PostgreSQL outage)."""
+
+    def take_stop(self) -> None:
+        raise StoreError("the team's store is out of reach", transient=True)
+
+    def deliveries(self) -> list[str]:
+        raise StoreError("the team's store is out of reach", transient=True)
+
+
+def test_a_call_needing_no_store_runs_while_the_stop_check_cannot_reach_it() -> None:
+    # The stop check runs before every tool call: an outage failed every call with a raw
+    # StoreError, reading a file included.
+    factory = ToolFactory([_OutageGreeter()], observer=FakeObserver("Ann"))
+    assert factory.steers
+    assert factory.take_stop() is None and factory.deliveries() == []
+    agent = Agent(scripted(ToolCallPart("greet_someone", {"name": "Bob"})), toolsets=[factory.toolset()])
+    assert agent.run_sync("go").output == "success:Hello, Bob!"

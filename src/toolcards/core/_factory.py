@@ -21,7 +21,7 @@ from toolcards.core._guards import Guard
 from toolcards.core._params import BaseToolParam
 from toolcards.core._spill import TeamSpill
 from toolcards.core._tool import Tool
-from toolcards.errors import ToolcardsError, WiringError
+from toolcards.errors import StoreError, ToolcardsError, WiringError
 
 if TYPE_CHECKING:
     from pydantic_ai.toolsets import AbstractToolset
@@ -215,14 +215,31 @@ class ToolFactory:
 
     def deliveries(self) -> list[str]:
         """Every card's :meth:`~toolcards.core._card.ToolCard.deliveries`, in card order: texts the
-        agent reads before its next model request, each returned once. May block briefly."""
-        return [text for card in self._steering for text in card.deliveries()]
+        agent reads before its next model request, each returned once. May block briefly.
+
+        A card whose store cannot be reached delivers nothing this time (logged): its texts
+        stay in the store for the next request, and the request goes on."""
+        texts: list[str] = []
+        for card in self._steering:
+            try:
+                texts += card.deliveries()
+            except StoreError as exc:
+                logger.warning("%s: deliveries skipped, the store failed: %s", type(card).__name__, exc)
+        return texts
 
     def take_stop(self) -> StopRequest | None:
         """The first card's :meth:`~toolcards.core._card.ToolCard.take_stop`: a request that the
-        agent stop, taken (it is not returned again), or ``None``. May block briefly."""
+        agent stop, taken (it is not returned again), or ``None``. May block briefly.
+
+        A card whose store cannot be reached counts as no request (logged): a stop waiting
+        there is taken at a later check, and a call that needs no store (reading a file)
+        still runs during an outage; one that needs it fails in its own words."""
         for card in self._steering:
-            stop = card.take_stop()
+            try:
+                stop = card.take_stop()
+            except StoreError as exc:
+                logger.warning("%s: stop check skipped, the store failed: %s", type(card).__name__, exc)
+                continue
             if stop is not None:
                 return stop
         return None
