@@ -13,8 +13,10 @@ untrusted output. One that did not run or was stopped is an error, so adapters r
 one: a refusal or the disk quota is ``RetriableError``, the deadline ``ToolTimeout`` (exit code
 124), the sandbox failing ``ToolFailed``; its output is still included. A cancelled call kills
 the process group (:mod:`toolcards.core._cancel`); a running one reports progress
-(:mod:`toolcards.core._progress`). Background runs, ``network`` and the sandbox modes are
-described in ``docs/cards/sandbox.md`` (:mod:`toolcards.sandbox._runs`).
+(:mod:`toolcards.core._progress`). A call with an idempotency key runs its command at most
+once: a retry gets the first answer (:mod:`toolcards.sandbox._command_calls`). Background
+runs, ``network`` and the sandbox modes are described in ``docs/cards/sandbox.md``
+(:mod:`toolcards.sandbox._runs`).
 
 The workspace is the tree ``WorkspaceTool`` edits, whose gate compares file hashes, so files a
 command changed are seen by every agent's next write. When the tree keeps a journal, each
@@ -37,6 +39,7 @@ from toolcards.core._cancel import CANCELLED_MESSAGE, current_cancel
 from toolcards.core._card import Capability, ToolCard, capability
 from toolcards.core._channels import COMMAND, SYSTEM_PROMPT, TOOL_CALL, Channels
 from toolcards.core._hints import ToolHints
+from toolcards.core._idempotency import current_call
 from toolcards.core._observer import ActorToolObserver
 from toolcards.core._output import wrap_untrusted
 from toolcards.core._params import BaseToolParam
@@ -45,6 +48,7 @@ from toolcards.core._services import WORKSPACE_COMMANDS
 from toolcards.errors import CallCancelled, RetriableError, ToolFailed, ToolTimeout, WiringError
 from toolcards.fs._locations import WorkspaceId, is_mounted, workspace_dir
 from toolcards.sandbox._actor import CANCEL_STOP, QUOTA_STOP, SandboxActor, SandboxProxy, sandbox_actor_class
+from toolcards.sandbox._command_calls import UNKEYED, Claim, CommandCalls, EarlierCall
 from toolcards.sandbox._guards import MAX_COMMAND_CHARS
 from toolcards.sandbox._hosts import HostAllowlist
 from toolcards.sandbox._models import DEFAULT_ALLOWED_COMMANDS, CommandPolicy, ExecLimits, ExecResult
@@ -92,6 +96,9 @@ _RUN_FIELDS = frozenset({*_RUN_TOOLS, "exec_runs"})
 
 STOP_WAIT_S = 10.0
 """How long ``exec_stop`` waits for a killed run to be reaped before it answers anyway."""
+
+REPLAYED = "This call was already applied; the command was not run again."
+"""The first line of a keyed call's answer replayed to a retry (:mod:`toolcards.sandbox._command_calls`)."""
 
 
 class ExecTool(ToolCard):
@@ -149,6 +156,7 @@ class ExecTool(ToolCard):
     _workspace: Path | None = PrivateAttr(default=None)
     _team: Any = PrivateAttr(default=None)
     _member: str = PrivateAttr(default="")
+    _calls: CommandCalls | None = PrivateAttr(default=None)
 
     def on_bind(self, observer: Any) -> None:
         agent: ActorToolObserver = observer
@@ -165,6 +173,7 @@ class ExecTool(ToolCard):
         }
         policy = actor_class.policy_for(self.limits, self.timeout_s, options)
         label = f"ExecTool of {agent.address.handle}"
+        store = default_store()
         try:
             sandbox = agent.team.get_or_spawn(
                 self._actor_name,
@@ -174,7 +183,7 @@ class ExecTool(ToolCard):
                 policy.timeout_s,
                 policy.options,
                 owner=label,
-                run_numbers=StoredRunNumbers(default_store(), agent.team_id),
+                run_numbers=StoredRunNumbers(store, agent.team_id),
                 proxy=SandboxProxy,
             )
         except TypeError:
@@ -198,6 +207,7 @@ class ExecTool(ToolCard):
         self._workspace = workspace
         self._team = agent.team
         self._member = agent.address.handle
+        self._calls = CommandCalls(store, agent.team_id)
 
     @field_validator("network")
     @classmethod
@@ -299,6 +309,23 @@ class ExecTool(ToolCard):
             cwd: Directory relative to the workspace root.
             timeout_s: Seconds before it is killed (at most the configured limit).
         """
+        claim = self._claim(self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s), False)
+        if isinstance(claim, EarlierCall):
+            return _replayed(claim)
+        try:
+            result = self._execute(cmd, cwd, timeout_s)
+        except BaseException:
+            claim.leave()  # whether it started is not known: a retry must not run it again
+            raise
+        if result.error is not None:  # refused, failed or cancelled before it started: nothing ran
+            claim.forget()
+            return _answer(result, self.limits.output_chars)
+        text = result.render(self.limits.output_chars)
+        claim.record(text, result.stopped)
+        return _ended(text, result.stopped)
+
+    def _execute(self, cmd: str, cwd: str, timeout_s: float | None) -> ExecResult:
+        """Run ``cmd`` in the foreground, inside the journal's block; the sandbox's result."""
         with self._journaled(cmd, timeout_s):
             sandbox = self.bound(self._sandbox)
             running = self.ask(
@@ -306,11 +333,44 @@ class ExecTool(ToolCard):
                 actor=self._actor_name,
             )
             result: ExecResult = self.ask(running, actor=self._actor_name)
-        return _answer(result, self.limits.output_chars)
+        return result
 
     def _start_background(self, cmd: str, cwd: str, timeout_s: float | None) -> str:
+        # The start is claimed, not the run: a retry gets the run id the first call was given.
+        claim = self._claim(0.0, True)
+        if isinstance(claim, EarlierCall):
+            return _replayed(claim)
         policy = dataclasses.replace(self.bound(self._policy), timeout_s=self.background_timeout_s)
-        started = self.ask(
+        try:
+            started = self._ask_start(cmd, cwd, timeout_s, policy)
+        except RetriableError:  # too many runs of this member: nothing started
+            claim.forget()
+            raise
+        except BaseException:
+            claim.leave()
+            raise
+        if isinstance(started, ExecResult):  # refused before it started
+            claim.forget()
+            return _answer(started, self.limits.output_chars)
+        deadline = self.background_timeout_s if timeout_s is None else min(timeout_s, self.background_timeout_s)
+        text = f"Started background run {started.run_id} (killed after {deadline:g} s). {self._run_tools_hint()}"
+        claim.record(text, None)
+        return text
+
+    def _claim(self, deadline_s: float, background: bool) -> Claim | EarlierCall:
+        """This call's claim on its command (:mod:`toolcards.sandbox._command_calls`); without a
+        key, :data:`UNKEYED`, which touches no store."""
+        call = current_call()
+        if call is None:
+            return UNKEYED
+        return self.bound(self._calls).start(
+            call, deadline_s=deadline_s, background=background, check=self._changes_hint()
+        )
+
+    def _ask_start(
+        self, cmd: str, cwd: str, timeout_s: float | None, policy: CommandPolicy
+    ) -> BackgroundRun | ExecResult:
+        started: BackgroundRun | ExecResult = self.ask(
             self.bound(self._sandbox).start_run(
                 cmd,
                 cwd,
@@ -323,10 +383,14 @@ class ExecTool(ToolCard):
             ),
             actor=ACTOR_NAME,
         )
-        if isinstance(started, ExecResult):
-            return _answer(started, self.limits.output_chars)
-        deadline = self.background_timeout_s if timeout_s is None else min(timeout_s, self.background_timeout_s)
-        return f"Started background run {started.run_id} (killed after {deadline:g} s). {self._run_tools_hint()}"
+        return started
+
+    def _changes_hint(self) -> str:
+        """Where the model can see what a command changed (for a retry whose first call left no answer)."""
+        journal = self._team is not None and self._team.service(WORKSPACE_COMMANDS) is not None
+        if journal:
+            return "check what it changed (workspace_history lists the workspace's changes)"
+        return "check what it changed in the workspace"
 
     def capabilities(self) -> Iterator[Capability]:
         """The card's capabilities; without background runs (``max_background_runs`` 0),
@@ -468,27 +532,62 @@ def _answer(result: ExecResult, output_chars: int) -> str:
         ToolFailed: the sandbox could not run it, or shut down while it ran.
         CallCancelled: the call was cancelled; the command was killed or never started.
     """
-    if result.stopped == CANCEL_STOP:
-        raise CallCancelled(CANCELLED_MESSAGE)
     if result.error is not None:
+        if result.stopped == CANCEL_STOP:
+            raise CallCancelled(CANCELLED_MESSAGE)
         if result.refused:
             raise RetriableError(result.error)
         raise ToolFailed(f"{result.error} Tell the user; retrying will not help until the sandbox is fixed.")
-    text = result.render(output_chars)
-    if result.stopped == "timeout":
+    return _ended(result.render(output_chars), result.stopped)
+
+
+def _ended(text: str, stopped: str | None, replayed: str = "") -> str:
+    """What the model reads for a command that ran and printed ``text`` (rendered), stopped
+    as ``stopped`` says (``None``: it ended by itself), or the error that amounts to.
+
+    ``replayed`` heads the answer (and the error's message) when it is an earlier call's.
+
+    Raises:
+        RetriableError: stopped at the disk quota.
+        ToolTimeout: stopped at its deadline.
+        ToolFailed: stopped because the sandbox shut down; or a replay of a cancelled call.
+        CallCancelled: the call was cancelled and its command killed.
+    """
+    head = f"{replayed}\n" if replayed else ""
+    if stopped == "timeout":
         raise ToolTimeout(
-            "exec_command: the command did not finish in time and was killed. Make it faster, run it in "
+            f"{head}exec_command: the command did not finish in time and was killed. Make it faster, run it in "
             "smaller parts, or pass a longer timeout_s (up to the card's limit). What it printed:\n"
             + wrap_untrusted(text, "exec_command")
         )
-    if result.stopped == QUOTA_STOP:
+    if stopped == QUOTA_STOP:
         raise RetriableError(
-            "exec_command: the command was stopped at the workspace's disk quota. What it printed:\n"
+            f"{head}exec_command: the command was stopped at the workspace's disk quota. What it printed:\n"
             + wrap_untrusted(text, "exec_command")
         )
-    if result.stopped is not None:
+    if stopped == CANCEL_STOP:
+        if not replayed:
+            raise CallCancelled(CANCELLED_MESSAGE)
+        # Nobody heard the first answer: the retry is told, and must not run it blindly again.
         raise ToolFailed(
-            "exec_command: the command was stopped because the sandbox shut down. Tell the user. What it printed:\n"
-            + wrap_untrusted(text, "exec_command")
+            f"{head}Its caller cancelled it while the command ran: the command was killed part-way and may "
+            "have changed things. Check what it changed; to run it again, send it as a new call (with a new "
+            "idempotency key). What it printed:\n" + wrap_untrusted(text, "exec_command")
         )
-    return text
+    if stopped is not None:
+        raise ToolFailed(
+            f"{head}exec_command: the command was stopped because the sandbox shut down. Tell the user. "
+            "What it printed:\n" + wrap_untrusted(text, "exec_command")
+        )
+    return head + text
+
+
+def _replayed(earlier: EarlierCall) -> str:
+    """What a retry of a keyed call reads: the first call's answer, replayed, or what became of it.
+
+    Raises:
+        RetriableError, ToolTimeout, ToolFailed: the first call's answer was that error.
+    """
+    if earlier.answer is None:
+        return earlier.message
+    return _ended(earlier.answer, earlier.stopped, REPLAYED)
