@@ -147,6 +147,20 @@ class Author:
         team, _, member = agent.rpartition("/")
         return cls(member=member if member.startswith("@") else f"@{member}", team=team, task_id=task_id)
 
+    def to_json(self) -> dict[str, Any]:
+        """The author's fields of an index row (``m``, ``t``, ``task``)."""
+        return {"m": self.member, "t": self.team, "task": self.task_id}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Author:
+        """The author of an index row whose fields :meth:`to_json` gave."""
+        task = value.get("task")
+        return cls(
+            member=str(value.get("m", "")),
+            team=str(value.get("t", "")),
+            task_id=task if isinstance(task, int) else None,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChangeContext:
@@ -223,9 +237,7 @@ class RunningCommand:
     def to_json(self) -> dict[str, Any]:
         """The row the index keeps."""
         return {
-            "m": self.author.member,
-            "t": self.author.team,
-            "task": self.author.task_id,
+            **self.author.to_json(),
             "cmd": self.command,
             "at": self.started,
             "until": self.until,
@@ -237,15 +249,9 @@ class RunningCommand:
     @classmethod
     def from_json(cls, key: str, value: Mapping[str, Any]) -> RunningCommand:
         """Read back a row :meth:`to_json` gave."""
-        task = value.get("task")
-        author = Author(
-            member=str(value.get("m", "")),
-            team=str(value.get("t", "")),
-            task_id=task if isinstance(task, int) else None,
-        )
         return cls(
             key=key,
-            author=author,
+            author=Author.from_json(value),
             command=str(value.get("cmd", "")),
             started=float(value.get("at", 0.0)),
             until=float(value.get("until", 0.0)),
@@ -323,9 +329,7 @@ class CallIntent:
         """The row the index keeps (under the call's key)."""
         return {
             "d": self.call.digest,
-            "m": self.author.member,
-            "t": self.author.team,
-            "task": self.author.task_id,
+            **self.author.to_json(),
             "tool": self.tool,
             "f": [list(item) for item in self.items],
             "n": [list(item) for item in self.noticed],
@@ -339,15 +343,9 @@ class CallIntent:
     @classmethod
     def from_json(cls, key: str, value: Mapping[str, Any]) -> CallIntent:
         """Read back a row :meth:`to_json` gave."""
-        task = value.get("task")
-        author = Author(
-            member=str(value.get("m", "")),
-            team=str(value.get("t", "")),
-            task_id=task if isinstance(task, int) else None,
-        )
         return cls(
             call=CallKey(key=key, digest=str(value["d"])),
-            author=author,
+            author=Author.from_json(value),
             tool=str(value.get("tool", "")),
             items=tuple(_item(f) for f in value.get("f", ())),
             noticed=tuple(_item(f) for f in value.get("n", ())),
