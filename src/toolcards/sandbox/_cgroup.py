@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from toolcards.actors._process_liveness import machine_mark, process_gone
+
 __all__ = ["CgroupSupport", "CommandCgroup", "cgroup_support", "remove_stale_groups"]
 
 _ROOT = Path("/sys/fs/cgroup")
@@ -131,7 +133,9 @@ def remove_stale_groups() -> list[Path]:
             continue
         for entry in entries:
             match = _GROUP_NAME.fullmatch(entry.name)
-            if match is None or _process_exists(int(match.group(1))):
+            # The name's pid is read here as a pid of this machine and pid namespace; a
+            # group of an owner elsewhere is kept out by its age (_STALE_AFTER_S).
+            if match is None or not process_gone(machine_mark(), int(match.group(1))):
                 continue
             path = Path(entry.path)
             try:
@@ -145,17 +149,6 @@ def remove_stale_groups() -> list[Path]:
                 continue
             removed.append(path)
     return removed
-
-
-def _process_exists(pid: int) -> bool:
-    """Whether a process of ``pid`` exists (another user's counts too)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: it exists, and is someone else's
-        return True
-    return True
 
 
 def cgroup_support() -> CgroupSupport:
