@@ -155,10 +155,8 @@ def test_team_context_switches_too(alice: FakeObserver) -> None:
     assert agent.run_sync("go").output == "deep answered"
 
 
-def test_a_runtime_member_switches_and_roster_names_may_be_registered_models(system: ActorSystem) -> None:
-    runtime = TeamRuntime(
-        system.team("models-team"), models={"quick": lambda profile: scripted.fast(), "slow": lambda p: scripted.deep()}
-    )
+def hire_analyst(runtime: TeamRuntime) -> None:
+    """Hire @Ana, whose roster names the runtime's models ``quick`` (default) and ``slow``."""
     roster = {"fast": {"model": "quick"}, "deep": {"model": "slow"}}
     runtime.register_profile(
         RoleProfile(
@@ -169,6 +167,13 @@ def test_a_runtime_member_switches_and_roster_names_may_be_registered_models(sys
         )
     )
     runtime.hire("analyst", "Ana")
+
+
+def test_a_runtime_member_switches_and_roster_names_may_be_registered_models(system: ActorSystem) -> None:
+    runtime = TeamRuntime(
+        system.team("models-team"), models={"quick": lambda profile: scripted.fast(), "slow": lambda p: scripted.deep()}
+    )
+    hire_analyst(runtime)
     assert runtime.ask("Ana", "look into it") == "deep answered"
     assert scripted.CALLS == ["fast", "deep"]
 
@@ -314,16 +319,7 @@ def test_a_name_without_a_provider_is_judged_by_the_agents_host(alice: FakeObser
 
 def test_a_runtime_refuses_a_roster_name_it_did_not_register(system: ActorSystem) -> None:
     runtime = TeamRuntime(system.team("models-team-2"), models={"quick": lambda profile: scripted.fast()})
-    roster = {"fast": {"model": "quick"}, "deep": {"model": "slow"}}
-    runtime.register_profile(
-        RoleProfile(
-            role="analyst",
-            description="Analyses.",
-            model="quick",
-            cards=[{"kind": "model", "roster": roster, "default": "fast"}],
-        )
-    )
-    runtime.hire("analyst", "Ana")
+    hire_analyst(runtime)
     assert runtime.ask("Ana", "look into it") == "fast answered"
     assert scripted.CALLS == ["fast", "fast"]
     [refusal] = returns(runtime.history("Ana"))

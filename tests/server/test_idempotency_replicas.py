@@ -16,6 +16,7 @@ import pytest
 from bench.serve_process import ServeProcess
 from mcp import Client
 
+from tests.server.test_presence import handshake_client
 from toolcards.store import SQLiteStore
 
 pytestmark = pytest.mark.slow
@@ -47,14 +48,6 @@ def servers(tmp_path: Path, env: dict[str, str]) -> Iterator[list[ServeProcess]]
             server.stop()
 
 
-def client(url: str, agent: str) -> Client:
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    transport = streamable_http_client(url, http_client=httpx2.AsyncClient(headers={"X-Agent-Name": agent}))
-    return Client(transport, mode="legacy")
-
-
 async def text(session: Client, tool: str, arguments: dict[str, object], key: str) -> str:
     result = await session.call_tool(tool, arguments, meta={KEY: key})  # type: ignore[arg-type]
     part = result.content[0]
@@ -71,13 +64,13 @@ def test_a_retry_on_another_replica_under_a_suffixed_name_is_answered_not_applie
     message = {"to": "Bob", "text": "hello"}
 
     async def visit() -> None:
-        async with client(first.url(), "Bob") as bob, client(first.url(), "Alice") as alice:
+        async with handshake_client(first.url(), "Bob") as bob, handshake_client(first.url(), "Alice") as alice:
             await text(bob, "read_messages", {}, "bob-1")
             for tool, arguments in (("update_planning", board), ("send_message", message)):
                 applied = await text(alice, tool, arguments, f"k-{tool}")
                 # The answer was lost; the retry reaches the other replica while the first
                 # connection still holds @Alice, so it joins as @Alice-2.
-                async with client(second.url(), "Alice") as again:
+                async with handshake_client(second.url(), "Alice") as again:
                     answers[tool] = (applied, await text(again, tool, arguments, f"k-{tool}"))
 
     anyio.run(visit)
