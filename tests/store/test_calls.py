@@ -26,6 +26,21 @@ def test_a_recorded_call_is_replayed_and_an_unknown_one_is_not() -> None:
     assert log.record(None, {"x": 1}, version=8) == []
 
 
+def test_an_answer_given_as_a_function_is_made_only_for_a_keyed_call() -> None:
+    made: list[int] = []
+
+    def answer() -> dict[str, list[int]]:
+        made.append(1)
+        return {"created": [4]}
+
+    log = CallLog()
+    assert log.record(None, answer, version=1) == []
+    assert made == []  # a large report is not encoded when nothing keeps it
+    log.committed(log.record(KEY, answer, version=2))
+    assert made == [1]
+    assert log.replay(KEY, "update_planning") == {"created": [4]}
+
+
 def test_the_same_key_with_other_arguments_is_refused() -> None:
     log = CallLog()
     log.committed(log.record(KEY, {"created": [3]}, version=1))

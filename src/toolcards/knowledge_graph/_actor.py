@@ -599,7 +599,9 @@ class KnowledgeGraphActor(NamespaceActor):
             if not report.changed:
                 return report
             report.seq = seq
-            calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
+            calls = self._calls.record(
+                call, lambda: report.model_dump(mode="json", exclude_defaults=True), txn.version + 1
+            )
             changes = self._rows_of(batch.entities, batch.relations, embedded)
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes + calls)
@@ -664,7 +666,9 @@ class KnowledgeGraphActor(NamespaceActor):
             if report.errors:
                 return report
             report.seq = seq
-            calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
+            calls = self._calls.record(
+                call, lambda: report.model_dump(mode="json", exclude_defaults=True), txn.version + 1
+            )
             changes = self._rows_of(merge.entities, merge.relations, {})
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes + calls)
@@ -771,13 +775,10 @@ class KnowledgeGraphActor(NamespaceActor):
         )
         # The vector rows of passages gone: an entity deleted (its observations may live on in
         # another, when merged), a window fewer.
-        kept = {key for entity in entities.values() for key in _passage_keys(entity)}
-        changes.extend(
-            Change(collection=VECTORS, key=key, value=None)
-            for name in entities
-            for key in _passage_keys(self._entities.get(name))
-            if key not in kept
-        )
+        held = [key for name in entities for key in _passage_keys(self._entities.get(name))]
+        if held:  # a batch of new entities has none, and need not list the passages it keeps
+            kept = {key for entity in entities.values() for key in _passage_keys(entity)}
+            changes.extend(Change(collection=VECTORS, key=key, value=None) for key in held if key not in kept)
         if embedded and self._vectors is not None:
             from toolcards.vector._text_vectors import text_digest
 

@@ -126,6 +126,8 @@ class UpdateBatch:
 
     def resolve(self, name: str) -> str:
         """``name`` (as stored, :func:`_forms`), or the entity it is an alias of."""
+        if self.entity(name) is not None:  # the common case, without normalizing the name
+            return name
         for form in _forms(name):
             if self.entity(form) is not None:
                 return form
@@ -217,15 +219,15 @@ class UpdateBatch:
     def create_relation(self, item: RelationCreate) -> None:
         """Stage a new relation; a missing end is an error, one that holds is skipped."""
         from_entity, to_entity = self.resolve(item.from_entity), self.resolve(item.to_entity)
-        ends = (from_entity,) if from_entity == to_entity else (from_entity, to_entity)
-        gone = [entity for entity in map(self.entity, ends) if entity is not None and entity.invalid_at is not None]
+        ends = {name: self.entity(name) for name in (from_entity, to_entity)}
+        gone = [entity for entity in ends.values() if entity is not None and entity.invalid_at is not None]
         if gone:
             self.report.errors.append(
                 f"Relation {relation_text(item)}: entity {gone[0].name!r} no longer holds{_since(gone[0])}, "
                 "so a relation to it would not show. Relate what holds now."
             )
             return
-        missing = [name for name in ends if self.entity(name) is None]
+        missing = [name for name, entity in ends.items() if entity is None]
         if missing:
             names = " and ".join(f"{name!r}{self.suggestion(name)}" for name in missing)
             verb = "do" if len(missing) > 1 else "does"

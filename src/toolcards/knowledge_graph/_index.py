@@ -27,6 +27,7 @@ is its only user.
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import re
 import unicodedata
@@ -146,6 +147,17 @@ def _best(scores: Any) -> float:
     return top if top > 0 else 1.0
 
 
+_NAME_FORMS_KEPT = 8192
+"""Names whose :func:`collapsed_name` and :func:`_terms_of_name` are kept: a created entity's name is
+read when its batch is staged (:meth:`GraphIndex.similar_names`) and again when it is indexed."""
+
+
+@functools.lru_cache(maxsize=_NAME_FORMS_KEPT)
+def _terms_of_name(name: str) -> tuple[str, ...]:
+    return tuple(name_tokens(name))
+
+
+@functools.lru_cache(maxsize=_NAME_FORMS_KEPT)
 def collapsed_name(name: str) -> str:
     """``name`` as near-duplicates compare: case-folded (:func:`~toolcards.core._words.fold_case`),
     accents and everything but letters and digits removed: ``Café Müller`` and ``cafe-muller``
@@ -344,18 +356,31 @@ class GraphIndex:
         """Index committed entities: validity, names and aliases now; their passages at the
         next :meth:`flush` (every search flushes first)."""
         pending = self._pending
+        put: dict[int, Entity] = {}  # a name given twice is indexed as last given
+        new: list[str] = []
         for entity in entities:
             number = self._numbers.get(entity.name)
             if number is None:
-                number = self._new_entity(entity.name)
-            # From the entity's earliest record: after a merge, the facts a source recorded
-            # before its target existed keep the merged entity visible as of then.
-            self._ent_created[number] = timestamp(entity.recorded_since(), -_INF)
-            self._ent_recent[number] = max(
+                number = self._numbers[entity.name] = len(self._names)
+                self._names.append(entity.name)
+                new.append(entity.name)
+            put[number] = entity
+        if new:
+            self._grow_entities(len(new))
+        # Each column written once for the whole batch: numpy's per-item writes dominated.
+        numbers = list(put)
+        # From the entity's earliest record: after a merge, the facts a source recorded
+        # before its target existed keep the merged entity visible as of then.
+        self._ent_created[numbers] = [timestamp(entity.recorded_since(), -_INF) for entity in put.values()]
+        self._ent_recent[numbers] = [
+            max(
                 [timestamp(entity.created_at, -_INF)]
                 + [timestamp(o.created_at, -_INF) for o in entity.observations[-1:]]
             )
-            self._ent_invalid[number] = timestamp(entity.invalid_at, _INF)
+            for entity in put.values()
+        ]
+        self._ent_invalid[numbers] = [timestamp(entity.invalid_at, _INF) for entity in put.values()]
+        for number, entity in put.items():
             names = [entity.name, *entity.aliases]
             listed = self._listed.get(number)
             if listed is None or [row[1] for row in listed] != names:
@@ -437,20 +462,15 @@ class GraphIndex:
         self._dead_entities += 1
         self._maybe_compact()
 
-    def _new_entity(self, name: str) -> int:
-        number = self._ent_live.append(True)
-        self._ent_created.append(-_INF)
-        self._ent_recent.append(-_INF)
-        self._ent_name_length.append(1.0)
-        self._ent_invalid.append(_INF)
-        self._has_vector.append(0)
-        self._names.append(name)
-        self._numbers[name] = number
-        return number
+    def _grow_entities(self, count: int) -> None:
+        """Add the columns' rows of ``count`` entities just numbered, each live and unranked."""
+        self._ent_live.extend([True] * count)
+        for column in (self._ent_created, self._ent_recent, self._ent_name_length, self._ent_invalid, self._has_vector):
+            column.extend([column.fill] * count)
 
     def _index_names(self, number: int, name: str, names: list[str]) -> None:
         self._unindex_names(number)
-        terms = list(dict.fromkeys(token for each in names for token in name_tokens(each)))
+        terms = list(dict.fromkeys(token for each in names for token in _terms_of_name(each)))
         self._name_terms[number] = terms
         self._ent_name_length[number] = max(1, len(terms))
         for term in terms:
@@ -912,7 +932,7 @@ class GraphIndex:
         for other in self._collapsed.get(collapsed, {}):
             found[self._aliases.get(other, other)] = None
         candidates: dict[int, None] = {}
-        for term in name_tokens(name):
+        for term in _terms_of_name(name):
             posting = self._name_postings.get(term)
             if posting is not None and len(posting) <= _SIMILAR_POSTING_MAX:
                 candidates.update(posting)

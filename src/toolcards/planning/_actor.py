@@ -480,7 +480,9 @@ class PlanningActor(NamespaceActor):
             self._refuse_taking_over(ended, creator)
             seq = self._seq + 1
             report = batch.report(seq)
-            calls = self._calls.record(call, report.model_dump(mode="json", exclude_defaults=True), txn.version + 1)
+            calls = self._calls.record(
+                call, lambda: report.model_dump(mode="json", exclude_defaults=True), txn.version + 1
+            )
             claim_rows = [Change(collection=_CLAIMS, key=str(task_id), value=None) for task_id in ended]
             txn.stage(self._rows_of(batch, seq) + claim_rows + calls)
             completed = [

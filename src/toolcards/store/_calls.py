@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from toolcards.core._idempotency import CallKey
@@ -92,16 +92,18 @@ class CallLog:
             )
         return answer
 
-    def record(self, call: CallKey | None, answer: JSONValue, version: int) -> list[Change]:
+    def record(self, call: CallKey | None, answer: JSONValue | Callable[[], JSONValue], version: int) -> list[Change]:
         """The rows to stage with a change applied for ``call``: its record and any purge.
 
-        ``version`` is the version the change commits as. Nothing for a call without a key.
-        Call :meth:`committed` with the same rows once they are committed.
+        ``answer`` is the call's answer, or a function giving it: called only for a call with a
+        key, so a large batch's report is not encoded when nothing keeps it. ``version`` is the
+        version the change commits as. Nothing for a call without a key. Call
+        :meth:`committed` with the same rows once they are committed.
         """
         if call is None:
             return []
         now = time.time()
-        value = {"d": call.digest, "a": answer, "v": version, "t": now}
+        value = {"d": call.digest, "a": answer() if callable(answer) else answer, "v": version, "t": now}
         rows = [Change(collection=CALLS, key=call.key, value=value)]
         self._since_purge += 1
         if len(self._records) >= CALL_RETENTION or self._since_purge >= _PURGE_EVERY:
