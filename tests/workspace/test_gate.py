@@ -4,18 +4,27 @@ from __future__ import annotations
 
 import pytest
 
+from toolcards.core._conversation import Conversation, begin_conversation
 from toolcards.errors import RetriableError
 from toolcards.workspace._gate import SnapshotCache, WriteGate
 from toolcards.workspace._models import content_digest
+from toolcards.workspace._text import NotText
 
 ALICE = "team-1/@Alice"
 BOB = "team-1/@Bob"
 CAROL = "team-2/@Carol"
 
 
-def refusal(gate: WriteGate, agent: str, path: str, current: bytes | None, intent: str = "edit") -> str:
+def refusal(
+    gate: WriteGate,
+    agent: str,
+    path: str,
+    current: bytes | None,
+    intent: str = "edit",
+    conversation: Conversation | None = None,
+) -> str:
     with pytest.raises(RetriableError) as info:
-        gate.check(agent, path, current, intent)  # type: ignore[arg-type]
+        gate.check(agent, path, current, intent, conversation=conversation)  # type: ignore[arg-type]
     return str(info.value)
 
 
@@ -102,14 +111,81 @@ def test_a_version_too_large_to_keep_is_reported_without_a_diff() -> None:
     assert "no longer cached" in message and "---" not in message
 
 
-@pytest.mark.parametrize(
-    ("read", "now"), [(b"\x00\x01", b"\x00\x02"), (b"cafe\n", b"caf\xe9\n")], ids=["nul", "latin-1"]
-)
-def test_versions_that_are_not_text_are_not_diffed(read: bytes, now: bytes) -> None:
+@pytest.mark.parametrize("read", [b"\x00\x01", b"caf\xe9\n"], ids=["nul", "latin-1"])
+def test_a_version_read_that_was_not_text_is_not_diffed(read: bytes) -> None:
     gate = WriteGate()
-    gate.record_read(ALICE, "a.bin", read, full=True)
-    message = refusal(gate, ALICE, "a.bin", now)
+    gate.record_read(ALICE, "a.txt", read, full=True)
+    message = refusal(gate, ALICE, "a.txt", b"text now\n")
+    assert message.startswith("Call workspace_read on 'a.txt' again")
     assert "binary file" in message and "---" not in message
+
+
+# -- files that are not text: the refusal stands for the read ------------------------------------
+
+
+@pytest.mark.parametrize("current", [b"\x89PNG\r\n\x1a\n\x00", b"caf\xe9\n"], ids=["nul", "latin-1"])
+def test_an_unseen_file_that_is_not_text_is_replaced_by_the_same_call_again(current: bytes) -> None:
+    gate = WriteGate()
+    gate.record_write(BOB, "a.bin", b"before\n")  # Bob wrote the path; a command made it binary
+    gate.record_write(BOB, "a.bin", current)
+    message = refusal(gate, ALICE, "a.bin", current, "overwrite")
+    assert message == (
+        "Make the same call again to replace 'a.bin'; nothing was written this time. It exists and you had "
+        "not seen it; it is not UTF-8 text, so workspace_read cannot show it, and this answer stands for "
+        "reading it.\n@Bob wrote it last."
+    )
+    assert "Call workspace_read" not in message
+    gate.check(ALICE, "a.bin", current, "overwrite")  # the same call again
+
+
+def test_a_file_that_is_not_text_changed_since_it_was_seen_is_refused_once_more_saying_who() -> None:
+    gate = WriteGate()
+    gate.record_read(ALICE, "a.bin", None, full=True, digest=content_digest(b"\x00v1"))
+    message = refusal(gate, ALICE, "a.bin", b"\x00v2", "overwrite")
+    first, who = message.split("\n")
+    assert first.startswith("Make the same call again to replace 'a.bin'; nothing was written this time. It ")
+    assert "changed since you saw it; it is not UTF-8 text, so what changed cannot be shown" in first
+    assert who.startswith("It was changed outside the workspace tools")
+    gate.check(ALICE, "a.bin", b"\x00v2", "overwrite")
+
+
+def test_a_text_file_that_became_binary_since_it_was_read_is_refused_the_same_way() -> None:
+    gate = WriteGate()
+    gate.record_read(ALICE, "a.txt", b"text\n", full=True)
+    gate.record_write(BOB, "a.txt", b"\x00bytes")
+    message = refusal(gate, ALICE, "a.txt", b"\x00bytes", "overwrite")
+    assert message.startswith("Make the same call again to replace 'a.txt'")
+    assert message.endswith("It was changed by @Bob through the workspace tools.")
+    gate.check(ALICE, "a.txt", b"\x00bytes", "overwrite")
+
+
+def test_an_edit_of_a_file_that_is_not_text_points_to_the_overwrite_that_goes_through() -> None:
+    gate = WriteGate()
+    with pytest.raises(NotText) as refused:
+        gate.check(ALICE, "a.bin", b"\x00\x01", "edit")
+    assert str(refused.value) == (
+        "'a.bin' looks binary (it is not UTF-8 text), so it cannot be edited. Overwrite it whole with "
+        "workspace_write, or leave it."
+    )
+    gate.check(ALICE, "a.bin", b"\x00\x01", "overwrite")
+
+
+def test_a_refusal_of_a_file_that_is_not_text_counts_in_its_conversation_only() -> None:
+    gate = WriteGate()
+    first, second = begin_conversation("run-1"), begin_conversation("run-2")
+    gate.record_read(ALICE, "a.bin", None, full=True, digest=content_digest(b"\x00v1"), conversation=first)
+    gate.record_write(ALICE, "a.bin", b"\x00v2", conversation=first)
+    # The other run never saw v2: it is told, and that answer is its sight of v2.
+    message = refusal(gate, ALICE, "a.bin", b"\x00v2", "overwrite", conversation=second)
+    assert message.endswith("It was changed by you, in another run or session working at the same time.")
+    gate.check(ALICE, "a.bin", b"\x00v2", "overwrite", conversation=second)
+
+
+def test_text_files_keep_needing_a_read_however_often_the_change_is_tried() -> None:
+    gate = WriteGate()
+    for _ in range(2):
+        assert refusal(gate, ALICE, "a.txt", b"x\n", "overwrite").startswith("Call workspace_read on 'a.txt' first")
+    assert gate.record_of(ALICE, "a.txt") is None
 
 
 def test_the_refusal_diff_is_capped() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from toolcards import COMMAND, TOOL_CALL, RetriableError, Tool, ToolFactory, ToolFailed
+from toolcards.actors._system import ActorSystem
 from toolcards.errors import StoreError
 from toolcards.planning import PlanningTool
 from toolcards.store import default_store
@@ -154,6 +155,28 @@ def test_a_change_made_outside_the_tools_is_recorded_at_the_next_scan(a: Member)
     lines = a.history()
     assert lines[0].split()[3:] == ["outside:", "changed", "a.txt,", "created", "new.txt"]
     assert "changed by an editor" in plain(a("workspace_diff", change_id=2))
+
+
+def test_a_member_called_outside_is_named_with_the_at_sign_and_the_bare_word_means_no_tool(
+    system: ActorSystem,
+) -> None:
+    outsider = Member(FakeObserver("outside", "team-1", system=system))
+    outsider("workspace_write", path="mine.txt", content="x\n")
+    assert outsider.ids() == [1]  # the first scan adopts the tree as it is
+    (outsider.root / "made.txt").write_text("by a program\n")
+
+    assert outsider.history(agent="@outside")[0].endswith("@outside workspace_write: created mine.txt")
+    assert outsider.ids(agent="@outside") == outsider.ids(agent=" @outside ") == [1]
+    assert outsider.ids(agent="outside") == outsider.ids(agent="OUTSIDE") == [2]
+    assert plain(outsider("workspace_undo", agent="@outside", dry_run=True)).startswith(
+        "Undoing change 1 (workspace_write by @outside) would change 1 path"
+    )
+    assert plain(outsider("workspace_undo", agent="outside", dry_run=True)).startswith(
+        "Undoing change 2 (made outside the tools) would change 1 path"
+    )
+    assert "No change matches" in outsider.refused("workspace_undo", agent="@")
+    assert outsider("workspace_undo").startswith("Undid change 1")  # its own last change
+    assert not (outsider.root / "mine.txt").exists()
 
 
 def test_a_tool_notices_a_file_changed_outside_before_changing_it(a: Member) -> None:

@@ -32,7 +32,8 @@ def test_several_files_each_under_its_header_with_failures_inline(a: CheckedAgen
         "then retry.)",
         "==> src/b.py <==\n1\tx = 1",
         "==> blob.bin <==\n('blob.bin' looks binary (it is not UTF-8 text), so it cannot be shown as lines. For an "
-        "image call workspace_view; PDF, DOCX, XLSX and PPTX documents are converted to text when read.)",
+        "image call workspace_view; PDF, DOCX, XLSX and PPTX documents are converted to text when read. To replace "
+        "it, call workspace_write with the new content.)",
         "==> ../x <==\n(path escapes the workspace root — use a path relative to it (got '../x'))",
     ]
 

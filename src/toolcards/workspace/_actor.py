@@ -71,9 +71,11 @@ from toolcards.workspace._models import DIRECTORY, FileEdit, ReadRecord, content
 from toolcards.workspace._os_errors import Doing, file_error, kind_of, not_regular_error
 from toolcards.workspace._paths import display_name, unprintable_in
 from toolcards.workspace._text import (
+    NotText,
     change_diff,
     detect_newline,
     file_text,
+    is_text,
     quote_file_text,
     to_newline,
     unified_diff,
@@ -422,7 +424,13 @@ class WorkspaceActor(CallerRunsActor):
                 if current.data is None:
                     _check_new_name(path)
                     return None
-                return file_text(current.data, current.rel, doing="edit")
+                try:
+                    return file_text(current.data, current.rel, doing="edit")
+                except NotText:
+                    # The refusal points to workspace_write: the gate records this version as
+                    # seen (or refuses saying who changed it), so that overwrite goes through.
+                    self.gate.check(agent, current.rel, current.data, "edit", conversation=conversation)
+                    raise
 
             changed = apply_patch(patch_text, read)
             changes: list[_Change] = []
@@ -611,9 +619,9 @@ class WorkspaceActor(CallerRunsActor):
                 f"{dst!r} is a directory. To move {src!r} into it, give the full new path, e.g. {dst + '/' + name!r}."
             )
         if not overwrite:
+            read_first = " (read it first)" if self._replacing_needs_a_read(dst, target) else ""
             raise RetriableError(
-                f"{dst!r} already exists. Pass overwrite=true to replace it (read it first), or choose "
-                "another destination."
+                f"{dst!r} already exists. Pass overwrite=true to replace it{read_first}, or choose another destination."
             )
         if stat.S_ISDIR(mode):
             raise RetriableError(f"{dst!r} is a file; a directory cannot replace it. Delete it first.")
@@ -624,6 +632,17 @@ class WorkspaceActor(CallerRunsActor):
         if not stat.S_ISLNK(target.st_mode):
             raise not_regular_error(target.st_mode, "write", dst)
         return None
+
+    def _replacing_needs_a_read(self, path: str, status: os.stat_result) -> bool:
+        """Whether replacing what is at ``path`` (``status``) needs a read first: not when it is
+        a file that is not text, which no read shows (the gate's refusal stands for the read)."""
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_EDIT_BYTES:
+            return True
+        try:
+            current = self.tree.read_bytes(path, max_bytes=MAX_EDIT_BYTES, too_large="", doing="write", missing_ok=True)
+        except (RetriableError, ToolFailed):
+            return True  # the overwrite will say what is wrong
+        return current.data is None or is_text(current.data)
 
     def _moved_paths(
         self, journal: Journal, src: str, dst: str, status: os.stat_result, replaced: FileBytes | None

@@ -16,6 +16,14 @@ after someone else did) after X began, and X has not read or written that versio
 was learned before X began counts as known, because X may have it in its history (the next run
 of a chat, a client that reconnected). A call without a conversation is checked as the agent.
 
+A file that is not text (:func:`~toolcards.workspace._text.is_text`: not UTF-8, or holding a NUL
+byte) cannot be read, only learned of: the answer that tells an agent so counts as its read.
+A refusal of a change to such a file the agent has not seen at its current version records
+that version as seen (whole) and says so: the same call again overwrites it, and an edit,
+which cannot change it, points to workspace_write. The card does the same when a read
+refuses such a file or ``workspace_view`` shows an image. A text file is never recorded
+without having been read.
+
 A refusal is a :class:`~toolcards.errors.RetriableError` ordered by usefulness: what to do
 next, who changed the file (an agent's handle when this process knows it, else "outside the
 workspace tools ..., or through them by another process"), then a diff from the version read,
@@ -39,7 +47,7 @@ from typing import Any, Literal
 from toolcards.core._conversation import Conversation, moment
 from toolcards.errors import RetriableError
 from toolcards.workspace._models import ReadRecord, content_digest
-from toolcards.workspace._text import file_text, quote_file_text, unified_diff
+from toolcards.workspace._text import NotText, binary_error, file_text, is_text, quote_file_text, unified_diff
 
 __all__ = [
     "MAX_CONVERSATIONS",
@@ -176,19 +184,7 @@ class WriteGate:
             raise ValueError("record_read needs the data or its digest")
         digest = digest or content_digest(data or b"")
         with self._lock:
-            record = self._record_of(agent, path)
-            if record is None or record.digest != digest:
-                learned_in = conversation.id if conversation is not None else None
-                record = ReadRecord(digest=digest, full=full, learned_in=learned_in, learned_at=moment())
-            elif record.full != full:
-                # The version the agent knew, seen more or less whole: when it learned it stays.
-                record = ReadRecord(
-                    digest=digest, full=full, learned_in=record.learned_in, learned_at=record.learned_at
-                )
-            # else: read again unchanged, the record it has says the same (records are frozen)
-            self._store(agent, path, record)
-            if conversation is not None:
-                self._saw(agent, conversation, path, digest)
+            record = self._note_read(agent, path, digest, full=full, conversation=conversation)
             if data is not None:
                 self.snapshots.add(digest, data)
         return record
@@ -291,6 +287,10 @@ class WriteGate:
                 ``conversation`` began and this one has not seen it, or ``intent`` is
                 ``"overwrite"`` after a page read. The message says to read it again, who
                 changed it, and (when the version read is still cached) what changed.
+                When ``current`` is not text, it cannot be read: the refusal records it as
+                seen instead, and says to make the same call again (an overwrite) or to
+                overwrite it with workspace_write (an edit, as a
+                :class:`~toolcards.workspace._text.NotText`).
         """
         if current is None:
             return
@@ -310,7 +310,9 @@ class WriteGate:
     ) -> None:
         record = self._record_of(agent, path)
         if record is None:
-            hint = self._writer_note(agent, path, digest or content_digest(current), last=True)
+            digest = digest or content_digest(current)
+            self._refuse_if_not_text(agent, path, current, digest, intent, conversation, changed=False)
+            hint = self._writer_note(agent, path, digest, last=True)
             raise RetriableError(
                 f"Call workspace_read on {path!r} first, then retry: it exists and you have not read it, "
                 f"so this change could overwrite work you have not seen.{hint}"
@@ -319,12 +321,14 @@ class WriteGate:
             digest = record.digest  # the very bytes read: no need to hash them again
         current_digest = digest or content_digest(current)
         if record.digest != current_digest:
+            self._refuse_if_not_text(agent, path, current, current_digest, intent, conversation, changed=True)
             raise RetriableError(self._stale_message(agent, path, record.digest, current, current_digest))
         if conversation is not None and record.learned_in != conversation.id:
             seen = self._seen_by(agent, conversation)
             if record.learned_at > seen.began:
                 known = seen.digests.get(path)
                 if known != current_digest:
+                    self._refuse_if_not_text(agent, path, current, current_digest, intent, conversation, changed=True)
                     raise RetriableError(self._unseen_message(agent, path, known, current, current_digest))
         if intent == "overwrite" and not record.full:
             raise RetriableError(
@@ -332,6 +336,66 @@ class WriteGate:
                 "part of it with workspace_edit: you have read only part of it, so overwriting it whole could "
                 "drop lines you have not seen."
             )
+
+    def _refuse_if_not_text(
+        self,
+        agent: str,
+        path: str,
+        current: bytes,
+        current_digest: str,
+        intent: Intent,
+        conversation: Conversation | None,
+        *,
+        changed: bool,
+    ) -> None:
+        """The refusal of a change ``agent`` has not seen the current version of, when that
+        version is not text: no tool can show it, so this answer stands for the read. It
+        records the version as seen whole and raises; for a text file it returns (the caller
+        raises the refusal that asks for a read). ``changed`` says the agent saw an older
+        version."""
+        if is_text(current):
+            return
+        self._note_read(agent, path, current_digest, full=True, conversation=conversation)
+        who = self._changer_note(agent, path, current_digest, changed=changed)
+        if intent == "edit":
+            # Its version is now seen, so the overwrite this message points to goes through.
+            refusal = binary_error(path, doing="edit")
+            raise NotText(f"{refusal}\n{who}") if who else refusal
+        if changed:
+            why = "It changed since you saw it; it is not UTF-8 text, so what changed cannot be shown"
+        else:
+            why = "It exists and you had not seen it; it is not UTF-8 text, so workspace_read cannot show it"
+        first = (
+            f"Make the same call again to replace {path!r}; nothing was written this time. {why}, and this "
+            "answer stands for reading it."
+        )
+        raise RetriableError(f"{first}\n{who}" if who else first)
+
+    def _changer_note(self, agent: str, path: str, current_digest: str, *, changed: bool) -> str:
+        """Who made the version ``current_digest`` of ``path``, for a refusal to ``agent``, who
+        saw an older one (``changed``) or none."""
+        if not changed:
+            return self._writer_note(agent, path, current_digest, last=True).strip()
+        if self._writers.get(path) == (agent, current_digest):
+            return "It was changed by you, in another run or session working at the same time."
+        return self._writer_note(agent, path, current_digest, last=False)
+
+    def _note_read(
+        self, agent: str, path: str, digest: str, *, full: bool, conversation: Conversation | None
+    ) -> ReadRecord:
+        """Record, holding the lock, that ``agent`` read the version ``digest`` of ``path``."""
+        record = self._record_of(agent, path)
+        if record is None or record.digest != digest:
+            learned_in = conversation.id if conversation is not None else None
+            record = ReadRecord(digest=digest, full=full, learned_in=learned_in, learned_at=moment())
+        elif record.full != full:
+            # The version the agent knew, seen more or less whole: when it learned it stays.
+            record = ReadRecord(digest=digest, full=full, learned_in=record.learned_in, learned_at=record.learned_at)
+        # else: read again unchanged, the record it has says the same (records are frozen)
+        self._store(agent, path, record)
+        if conversation is not None:
+            self._saw(agent, conversation, path, digest)
+        return record
 
     def _path_tables(self) -> list[OrderedDict[str, Any]]:
         """Every table keyed by path that follows a file: the agents' records and what each

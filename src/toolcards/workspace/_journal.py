@@ -76,6 +76,7 @@ __all__ = [
     "RunningCommand",
     "StoredEntry",
     "journal_namespaces",
+    "member_filter",
 ]
 
 logger = logging.getLogger(__name__)
@@ -160,6 +161,18 @@ class Author:
             team=str(value.get("t", "")),
             task_id=task if isinstance(task, int) else None,
         )
+
+
+def member_filter(text: str) -> str:
+    """The member a filter of history or undo names, as entries record it: :data:`OUTSIDE` for
+    the bare word ``outside`` (any case: the changes made without the tools), else ``@Name``
+    for ``Name`` or ``@Name``. So ``@outside`` is the member called outside, whom the bare
+    word cannot name."""
+    stripped = text.strip()
+    bare = stripped.lstrip("@").strip()
+    if not stripped.startswith("@") and bare.lower() == OUTSIDE:
+        return OUTSIDE
+    return f"@{bare}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

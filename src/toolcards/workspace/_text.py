@@ -4,8 +4,9 @@ A line ends with ``"\\n"`` or ``"\\r\\n"``; a lone ``"\\r"`` is an ordinary char
 for git and GNU patch. The last line of a text may have no ending. Everything here is a pure
 function over ``str`` (or a file's ``bytes``): nothing reads or writes files, nothing blocks.
 
-* :func:`file_text` — a file's bytes as text, or the refusal of a file that is not text: the
-  one rule (UTF-8 without a NUL byte) by which every workspace tool tells text from binary.
+* :func:`file_text` — a file's bytes as text, or the refusal of a file that is not text
+  (:class:`NotText`): the one rule (UTF-8 without a NUL byte) by which every workspace tool
+  tells text from binary; :func:`is_text` answers the same question when the text is not needed.
 * :func:`detect_newline` — the ending a text mostly uses, so an edit can keep it.
 * :func:`to_newline` — rewrite every line ending to one style.
 * :func:`split_lines` — split into lines, each keeping its ending.
@@ -31,12 +32,14 @@ from toolcards.errors import RetriableError
 __all__ = [
     "FILE_TEXT_SOURCE",
     "QUOTE_CHARS",
+    "NotText",
     "best_possible_ratio",
     "binary_error",
     "change_diff",
     "closest_block",
     "detect_newline",
     "file_text",
+    "is_text",
     "quote_file_text",
     "quote_lines",
     "split_lines",
@@ -67,6 +70,12 @@ _CLOSEST_FLOOR = 30.0
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@", re.MULTILINE)
 
 
+class NotText(RetriableError):
+    """A file is not text, so it cannot be shown as lines or edited (the message says what to do
+    instead). Its own type, so a tool can tell this refusal from the others of a read and say
+    how such a file is replaced."""
+
+
 def file_text(data: bytes, shown_as: str, *, doing: Literal["read", "edit"] = "read") -> str:
     """The text of the file bytes ``data``, or the refusal of a file that is not text.
 
@@ -75,7 +84,7 @@ def file_text(data: bytes, shown_as: str, *, doing: Literal["read", "edit"] = "r
     streams.
 
     Raises:
-        RetriableError: ``data`` is not text (:func:`binary_error` naming ``shown_as``, with the
+        NotText: ``data`` is not text (:func:`binary_error` naming ``shown_as``, with the
             next step for ``doing``).
     """
     if b"\x00" not in data:
@@ -86,9 +95,20 @@ def file_text(data: bytes, shown_as: str, *, doing: Literal["read", "edit"] = "r
     raise binary_error(shown_as, doing=doing)
 
 
-def binary_error(shown_as: str, *, doing: Literal["read", "edit"] = "read") -> RetriableError:
+def is_text(data: bytes) -> bool:
+    """Whether the file bytes ``data`` are text by the rule of :func:`file_text`."""
+    if b"\x00" in data:
+        return False
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def binary_error(shown_as: str, *, doing: Literal["read", "edit"] = "read") -> NotText:
     """The refusal of the file ``shown_as``, which is not text, to a tool that would ``doing`` (read or edit) it."""
-    return RetriableError(f"{shown_as!r} looks binary (it is not UTF-8 text), {_NEXT_STEP[doing]}")
+    return NotText(f"{shown_as!r} looks binary (it is not UTF-8 text), {_NEXT_STEP[doing]}")
 
 
 def detect_newline(text: str) -> str:

@@ -55,7 +55,7 @@ from toolcards.core._views import FileBytes, view
 from toolcards.errors import RetriableError, ToolFailed, WiringError
 from toolcards.fs._locations import WorkspaceId, internal_dir, workspace_dir
 from toolcards.vector._param import EmbeddingParam
-from toolcards.workspace._actor import Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
+from toolcards.workspace._actor import MAX_EDIT_BYTES, Sync, WorkspaceHub, WorkspaceProxy, workspace_hub
 from toolcards.workspace._browse import image_bytes, preview_file, tree_listing, tree_signature
 from toolcards.workspace._command_journal import claimed_task, journal_command
 from toolcards.workspace._documents import DOCUMENT_SUFFIXES, MAX_DOCUMENT_BYTES, document_markdown, is_document
@@ -75,6 +75,7 @@ from toolcards.workspace._journal import (
     ChangeContext,
     Journal,
     JournalSettings,
+    member_filter,
 )
 from toolcards.workspace._models import (
     MAX_EDITS,
@@ -96,6 +97,7 @@ from toolcards.workspace._spill import (
     spill_folder,
     spill_gone,
 )
+from toolcards.workspace._text import NotText, is_text
 from toolcards.workspace._tree import OpenFile, Tree
 from toolcards.workspace._tree_lock import probe_tree_locks
 
@@ -155,7 +157,8 @@ MAX_READ_MANY = 50
 """Paths one ``workspace_read_many`` call reads at most."""
 
 AgentFilter = Annotated[str, Field(max_length=200, json_schema_extra=unlisted_bound)]
-"""A member to filter the journal by (``@Bob``, ``Bob``, or ``outside``)."""
+"""A member to filter the journal by (``@Bob``, ``Bob``), or ``outside`` without ``@`` for the
+changes made without the tools (``@outside`` is a member of that name)."""
 
 Offset = Annotated[int, Field(ge=0, le=100_000, json_schema_extra=unlisted_range)]
 """Entries of a listing to skip (the listing's last line gives the next one)."""
@@ -506,24 +509,53 @@ class WorkspaceTool(ToolCard):
     ) -> _FileRead:
         """One page of the text (or the converted document) at ``path``, its lines numbered
         unless ``numbered`` is false; with ``tail`` the last ``limit`` lines (the file is read
-        twice: once to count them)."""
+        twice: once to count them).
+
+        A file that is not text (an image, a binary) is refused. The refusal is all any read
+        can show of it, so it counts as this member's read for the write gate
+        (:meth:`_saw_not_text`) and then names workspace_write as the way to replace it."""
         with self._open_file(path) as file:
-            rel = file.rel
-            # Most files end in neither kind of suffix, and then need no path parsed to say so.
-            name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
-            if name is not None and is_document(name):
-                source = file.read_all(MAX_DOCUMENT_BYTES, too_large=DOCUMENT_TOO_LARGE)
-                text = document_markdown(source, name.suffix, self._cache(), shown_as=rel)
-                if tail:
-                    offset = max(1, page_of_text(text, 1, 1, max_chars=0).total - limit + 1)
-                page = page_of_text(text, offset, limit, max_chars=budget, numbered=numbered)
-                return _FileRead(rel=rel, page=page, digest=content_digest(source), data=source)
-            if name is not None and is_image(name):
-                raise RetriableError(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
+            try:
+                return self._page_of(file, offset, limit, budget, tail=tail, numbered=numbered)
+            except NotText as refusal:
+                whole = file.read_all(MAX_EDIT_BYTES, too_large="") if file.size <= MAX_EDIT_BYTES else None
+                if whole is None or not self._saw_not_text(file.rel, whole):
+                    raise
+                raise NotText(f"{refusal} To replace it, call workspace_write with the new content.") from None
+
+    def _page_of(
+        self, file: OpenFile, offset: int, limit: int, budget: int, *, tail: bool, numbered: bool
+    ) -> _FileRead:
+        """What :meth:`_read_page` reads of the open ``file``."""
+        rel = file.rel
+        # Most files end in neither kind of suffix, and then need no path parsed to say so.
+        name = PurePosixPath(rel) if rel.lower().endswith(_CONVERTED_SUFFIXES) else None
+        if name is not None and is_document(name):
+            source = file.read_all(MAX_DOCUMENT_BYTES, too_large=DOCUMENT_TOO_LARGE)
+            text = document_markdown(source, name.suffix, self._cache(), shown_as=rel)
             if tail:
-                offset = max(1, read_page(file, 1, 1, max_chars=0).page.total - limit + 1)
-            read = read_page(file, offset, limit, max_chars=budget, numbered=numbered)
-            return _FileRead(rel=rel, page=read.page, digest=read.digest, data=read.data)
+                offset = max(1, page_of_text(text, 1, 1, max_chars=0).total - limit + 1)
+            page = page_of_text(text, offset, limit, max_chars=budget, numbered=numbered)
+            return _FileRead(rel=rel, page=page, digest=content_digest(source), data=source)
+        if name is not None and is_image(name):
+            raise NotText(f"{rel!r} is an image, not text. Call workspace_view to look at it.")
+        if tail:
+            offset = max(1, read_page(file, 1, 1, max_chars=0).page.total - limit + 1)
+        read = read_page(file, offset, limit, max_chars=budget, numbered=numbered)
+        return _FileRead(rel=rel, page=read.page, digest=read.digest, data=read.data)
+
+    def _saw_not_text(self, rel: str, data: bytes) -> bool:
+        """Record for the write gate that this member has seen ``data``, the whole file ``rel``,
+        when it is not text: no tool shows such a file as lines, so a read's refusal of it (or
+        an image's view) is as much as a read can give, and workspace_write may then replace
+        it (while nobody changes it). Returns whether it was recorded: never for text, whose
+        overwrite needs a real read, nor for a file over :data:`MAX_EDIT_BYTES`, which no
+        tool overwrites."""
+        if len(data) > MAX_EDIT_BYTES or is_text(data):
+            return False
+        hub = self._workspace_hub()
+        hub.record_read(self._agent, rel, None, True, content_digest(data), current_conversation())
+        return True
 
     @capability("workspace_list", untrusted_output=True, hints=ToolHints(title="List directory"))
     def list_directory(
@@ -626,6 +658,7 @@ class WorkspaceTool(ToolCard):
             rel = file.rel
         max_dimension = self.param("workspace_view", WorkspaceViewParam).max_dimension
         data, media_type = image_for_model(source, self._cache(), max_dimension, shown_as=rel)
+        self._saw_not_text(rel, source)
         return BinaryContent(data=data, media_type=media_type)
 
     # -- changing ---------------------------------------------------------------------------------
@@ -779,7 +812,7 @@ class WorkspaceTool(ToolCard):
 
         Args:
             path: A file or directory.
-            agent: e.g. '@Bob'; 'outside' for changes made without the tools.
+            agent: e.g. '@Bob'; 'outside' (no @) for changes made without the tools.
         """
         journal = self._journal()
         if journal.seconds_since_scan >= HISTORY_SCAN_INTERVAL_S:  # what changed outside the tools
@@ -972,11 +1005,11 @@ class WorkspaceTool(ToolCard):
 
 
 def _member_filter(agent: str | None) -> str | None:
-    """``agent`` as the journal names members: ``@Name``, or ``""`` for outside the tools."""
+    """``agent`` as the journal names members (:func:`~toolcards.workspace._journal.member_filter`),
+    or ``None`` for no filter."""
     if agent is None or not agent.strip():
         return None
-    bare = agent.strip().lstrip("@").strip()
-    return "" if bare.lower() == "outside" else f"@{bare}"
+    return member_filter(agent)
 
 
 def _unlisted_range(schema: dict[str, Any]) -> None:

@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from toolcards.core._idempotency import CallKey
 from toolcards.errors import OutcomeUnknown, RetriableError, StoreError, ToolFailed
 from toolcards.fs._atomic_write import atomic_write_at
-from toolcards.workspace._journal import OUTSIDE, Author, Journal, PathChange, Ref, StoredEntry
+from toolcards.workspace._journal import OUTSIDE, Author, Journal, PathChange, Ref, StoredEntry, member_filter
 from toolcards.workspace._models import DIRECTORY, content_digest
 from toolcards.workspace._os_errors import describe
 from toolcards.workspace._own_dir import open_own_directory
@@ -95,7 +95,8 @@ class UndoSelection:
     path: str | None = None
     """A workspace-relative file or directory."""
     member: str | None = None
-    """``@Name``, or :data:`~toolcards.workspace._journal.OUTSIDE`."""
+    """``@Name`` or ``Name``, or ``outside`` (no ``@``) for the changes made without the tools
+    (:func:`~toolcards.workspace._journal.member_filter`)."""
     task_id: int | None = None
     """The changes made for one task."""
     since: str | None = None
@@ -592,7 +593,7 @@ def _selected(journal: Journal, selection: UndoSelection, rel: str | None) -> li
     if selection.change_id is not None:
         return [journal.entry(selection.change_id)]
     journal.refresh()
-    member = None if selection.member is None else _member(selection.member)
+    member = None if selection.member is None else member_filter(selection.member)
     if member is not None or selection.task_id is not None or selection.since is not None:
         since_id, since_time = parse_since(selection.since)
         if since_id is not None and since_id > journal.last_id:
@@ -841,13 +842,6 @@ def _steps(plan: UndoPlan) -> list[_Step]:
 
 def _size(side: bytes | str | None) -> int:
     return len(side) if isinstance(side, bytes) else 0
-
-
-def _member(name: str) -> str:
-    bare = name.strip().lstrip("@").strip()
-    if bare.lower() == OUTSIDE:
-        return OUTSIDE
-    return f"@{bare}" if bare else ""
 
 
 def _under(path: str, rel: str | None) -> bool:
