@@ -147,3 +147,35 @@ def test_a_long_observation_is_accepted(alice: FakeObserver) -> None:
         tools(alice)["update_graph"].call_sync(
             {"create_entities": [{"name": "chat2", "entity_type": "session", "observations": ["x" * 4001]}]}
         )
+
+
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        ({"entity_type": ""}, "update_entities.0.entity_type: must not be empty; omit entity_type to keep the type"),
+        ({"entity_type": "  "}, "update_entities.0.entity_type: must not be empty; omit entity_type to keep the type"),
+        ({"entity_type": "a\nb"}, "update_entities.0.entity_type: a line break (U+000A) at character 2: names and"),
+        ({"entity_type": "t" * 61}, "update_entities.0.entity_type: String should have at most 60 characters"),
+        ({"description": "d" * 501}, "update_entities.0.description: String should have at most 500 characters"),
+        ({"is_root": "maybe"}, "update_entities.0.is_root: Input should be a valid boolean"),
+    ],
+)
+def test_a_bad_change_to_an_entity_is_refused_as_plainly_as_a_bad_new_entity(
+    alice: FakeObserver, change: dict[str, Any], refusal: str
+) -> None:
+    # These optional fields were unions with a hidden null branch: the refusal listed both
+    # branches under pydantic's names ("update_entities.0.entity_type.function-after[
+    # _one_line_name(), constrained-str]: ...; update_entities.0.entity_type.none: ...").
+    update = tools(alice)["update_graph"]
+    update.call_sync({"create_entities": [{"name": "Acme", "entity_type": "org", "description": "A firm"}]})
+    with pytest.raises(RetriableError) as refused:
+        update.call_sync({"update_entities": [{"name": "Acme", **change}]})
+    message = str(refused.value)
+    assert message.startswith(f"Invalid arguments for update_graph: {refusal}")
+    assert message.count(f"update_entities.0.{next(iter(change))}") == 1
+    assert "function-after" not in message and "constrained-str" not in message and ".none" not in message
+    assert "Value error" not in message
+    # Null, like leaving a field out, keeps what the entity has.
+    update.call_sync({"update_entities": [{"name": "Acme", "entity_type": None, "description": None, "is_root": None}]})
+    shown = tools(alice)["get_entities"].call_sync({"names": ["Acme"]})
+    assert "org" in shown and "A firm" in shown

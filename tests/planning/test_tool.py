@@ -62,6 +62,57 @@ def test_a_refused_part_applies_nothing_and_every_refusal_is_reported(alice: Fak
     assert "first" in plan and "second" not in plan and "dup" not in plan
 
 
+@pytest.mark.parametrize(
+    ("batch", "refusals"),
+    [
+        ({"delete_tasks": [3, 3]}, ["- delete task 3: Task 3 appears twice in delete_tasks; list each id once."]),
+        (
+            {"create_tasks": [{"id": 50, "description": "a"}, {"id": 50, "description": "b"}]},
+            [
+                "- create task 50: Task 50 appears twice in create_tasks; give each new task its own id, or omit id "
+                "to get the next free one."
+            ],
+        ),
+        (
+            {"update_tasks": [{"id": 2, "status": "in_progress"}, {"id": 1}, {"id": 2, "owner": "@Bob"}]},
+            ["- update task 2: Task 2 appears twice in update_tasks; put all the changes of task 2 in one item."],
+        ),
+        (
+            {"delete_tasks": [1, 3, 3, 3, 1]},
+            ["- delete task 3: Task 3 appears 3 times in delete_tasks;", "- delete task 1: Task 1 appears twice"],
+        ),
+    ],
+)
+def test_a_batch_naming_a_task_twice_in_one_list_is_refused_saying_so(
+    alice: FakeObserver, batch: dict[str, Any], refusals: list[str]
+) -> None:
+    # The second mention used to meet the first one's result: "Task 3 does not exist" for a task
+    # on the board, "Task 50 already exists ... or update task 50" for a free id.
+    update(alice, create_tasks=[{"description": "one"}, {"description": "two"}, {"description": "three"}])
+    with pytest.raises(RetriableError) as refused:
+        update(alice, **batch)
+    message = str(refused.value)
+    assert message.startswith("Nothing was applied (a batch is all or nothing).")
+    assert [line for line in message.splitlines() if line.startswith("- ")] == [
+        next(line for line in message.splitlines() if line.startswith(refusal)) for refusal in refusals
+    ]
+    assert "does not exist" not in message and "already exists" not in message
+    found = commands(alice)[SearchPlanningParam]()
+    assert "3 tasks match" in found and "[in_progress]" not in found and "@Bob" not in found  # nothing applied
+
+
+def test_a_task_may_still_appear_in_two_lists_of_one_batch(alice: FakeObserver) -> None:
+    update(alice, create_tasks=[{"description": "one"}, {"description": "two"}])
+    answer = update(
+        alice,
+        create_tasks=[{"id": 9, "description": "scratch"}],
+        update_tasks=[{"id": 9, "status": "in_progress"}, {"id": 2, "status": "aborted", "output": "dropped"}],
+        delete_tasks=[9, 2],
+    )
+    assert answer == "Created task 9. Updated tasks 9, 2. Deleted tasks 9, 2."
+    assert "1 task matches" in commands(alice)[SearchPlanningParam]()
+
+
 def test_search_and_lookup(alice: FakeObserver) -> None:
     update(alice, create_tasks=[{"description": "Review PR #42", "owner": "@Bob"}, {"description": "Write docs"}])
     found = commands(alice)[SearchPlanningParam](query="review")

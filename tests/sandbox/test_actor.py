@@ -105,7 +105,7 @@ def test_a_call_may_shorten_the_timeout_but_not_extend_it(workspace: Path) -> No
     ref = start_local(workspace, timeout_s=1)
     result = run_via_proxy(ref, "echo ok", timeout_s=600)
     assert result.exit_code == 0
-    assert "timeout capped at 1 s, the sandbox's limit" in result.notes
+    assert "timeout_s=600 capped at 1 s, the configured limit" in result.notes
     short = run_via_proxy(ref, f"sleep {marker()}", timeout_s=0.3)
     assert short.timed_out and "timed out after 0.3 s" in short.render()
 

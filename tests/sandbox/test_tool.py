@@ -75,6 +75,44 @@ def test_timeout_is_a_tool_timeout_with_the_output_in_the_envelope(alice: FakeOb
     assert "[BEGIN UNTRUSTED" in message and "exit code: 124" in message and "begun" in message
 
 
+def test_a_timeout_over_the_card_s_limit_is_capped_and_the_answer_says_so(alice: FakeObserver) -> None:
+    # The cap was silent, and the timeout's advice, "a longer timeout_s (up to the card's
+    # limit)", neither named the limit nor could help a call that already had all of it.
+    run = command(ExecTool(mode="local", timeout_s=1), alice)
+    assert "[timeout_s=100000 capped at 1 s, the configured limit]" in run(cmd="echo hi", timeout_s=100000)
+    with pytest.raises(ToolTimeout) as capped:
+        run(cmd="sh -c 'echo begun; sleep 30'", timeout_s=100000)
+    assert str(capped.value).startswith(
+        "exec_command: the command did not finish in time (1 s: timeout_s=100000 was capped to the configured "
+        "limit) and was killed. Make it faster, run it in smaller parts, or run it with background=true (killed "
+        "after 600 s). What it printed:\n[BEGIN UNTRUSTED"
+    )
+    assert "longer timeout_s" not in str(capped.value)
+    with pytest.raises(ToolTimeout) as at_the_limit:
+        run(cmd="sh -c 'sleep 30'")
+    assert "(1 s, the configured limit) and was killed." in str(at_the_limit.value)
+    started = run(cmd="sh -c 'sleep 1'", timeout_s=100000, background=True)
+    assert "(killed after 600 s: timeout_s=100000 was capped to the configured limit)" in started
+
+
+def test_a_timeout_under_the_card_s_limit_is_told_the_limit_it_may_ask_for(alice: FakeObserver) -> None:
+    run = command(ExecTool(mode="local", timeout_s=5, max_background_runs=0), alice)
+    with pytest.raises(ToolTimeout) as short:
+        run(cmd="sh -c 'sleep 30'", timeout_s=0.3)
+    assert str(short.value).startswith(
+        "exec_command: the command did not finish in time (0.3 s, its timeout_s) and was killed. Make it faster, "
+        "run it in smaller parts, or pass a longer timeout_s (at most 5 s, the configured limit)."
+    )
+    with pytest.raises(ToolTimeout) as capped:
+        command(ExecTool(mode="local", timeout_s=0.3, max_background_runs=0), alice)(
+            cmd="sh -c 'sleep 30'", timeout_s=9
+        )
+    # Without background runs there is no longer way to offer.
+    assert "was capped to the configured limit) and was killed. Make it faster or run it in smaller parts." in str(
+        capped.value
+    )
+
+
 def test_refusals_and_timeouts_are_errors_on_the_command_channel(alice: FakeObserver) -> None:
     registry = ToolFactory([ExecTool(mode="local", allowed_commands=["echo", "sh"])], observer=alice).command_registry()
     assert registry.dispatch("/exec_command 'psql -l'").startswith("Error: CommandNotAllowedError: Command 'psql'")

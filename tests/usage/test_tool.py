@@ -20,7 +20,7 @@ from toolcards.errors import BudgetExceeded, RetriableError
 from toolcards.planning import PlanningTool
 from toolcards.store import SQLiteStore, StoreLedger, store_ledgers
 from toolcards.testing import FakeObserver
-from toolcards.usage import UsageTool
+from toolcards.usage import RemoveBudgetParam, SetBudgetParam, UsageTool
 
 
 @pytest.fixture
@@ -39,6 +39,15 @@ def system(store: SQLiteStore) -> Iterator[ActorSystem]:
 def tools_of(observer: FakeObserver) -> dict[str, Any]:
     factory = ToolFactory([PlanningTool(), UsageTool()], observer=observer)
     return {tool.name: tool for tool in factory.tools()}
+
+
+def tools_changing_budgets(observer: FakeObserver) -> dict[str, Any]:
+    """A member given set_budget and remove_budget as tools (a lead, say)."""
+    usage = UsageTool(
+        set_budget=SetBudgetParam(expose={Channels.TOOL_CALL, Channels.COMMAND}),
+        remove_budget=RemoveBudgetParam(expose={Channels.TOOL_CALL, Channels.COMMAND}),
+    )
+    return {tool.name: tool for tool in ToolFactory([PlanningTool(), usage], observer=observer).tools()}
 
 
 def ledger_of(observer: FakeObserver) -> StoreLedger:
@@ -131,6 +140,80 @@ def test_a_spent_member_budget_refuses_the_agents_next_call(system: ActorSystem)
     tools["search_planning"].call_sync({})  # raised: runs again
 
 
+def test_a_budget_spent_already_when_it_is_set_says_so_at_once(system: ActorSystem) -> None:
+    # "Calls past it are refused" read as if the member still had calls left: its next call was
+    # refused, and nothing had said the budget was spent from the start.
+    boss = FakeObserver("Boss", "team-1", system=system)
+    boss.team.register_member(boss.address)
+    tools = tools_of(boss)
+    tools["search_planning"].call_sync({})
+    tools["search_planning"].call_sync({})
+    answer = tools["set_budget"].call_sync({"member": "@Boss", "calls": 2})
+    assert answer == (
+        "Budget of member @Boss set: calls=2. It is spent already (2 of 2 calls): calls counting against it are "
+        "refused from now on."
+    )
+    with pytest.raises(BudgetExceeded, match="budget of member @Boss is spent"):
+        tools["search_planning"].call_sync({})
+    lead = tools_of(FakeObserver("Lead", "team-1", system=system))
+    answer = lead["set_budget"].call_sync({"card": "planning", "tool_time_s": 3600})
+    assert answer == "Budget of card PlanningTool set: tool_time_s=3600. Calls past it are refused."
+
+
+def test_a_member_that_spent_a_budget_it_set_itself_can_still_change_it(system: ActorSystem) -> None:
+    # remove_budget and set_budget were refused by the very budget they would lift, "set by
+    # @Boss, and only @Boss or the user can raise it": @Boss was locked out, and told otherwise.
+    boss = FakeObserver("Boss", "team-1", system=system)
+    boss.team.register_member(boss.address)
+    tools = tools_changing_budgets(boss)
+    tools["search_planning"].call_sync({})
+    tools["search_planning"].call_sync({})
+    tools["set_budget"].call_sync({"member": "@Boss", "calls": 2})
+    ledger_of(boss).flush()
+    with pytest.raises(BudgetExceeded) as refused:
+        tools["search_planning"].call_sync({})
+    assert str(refused.value) == (
+        "search_planning was not run: the budget of member @Boss is spent (3 calls of 2 calls). You set it: raise "
+        "it with set_budget or lift it with remove_budget (no budget refuses those), or stop calling tools that "
+        "count against it."
+    )
+    assert tools["set_budget"].call_sync({"member": "@Boss", "calls": 3}).startswith("Budget of member @Boss set")
+    assert tools["remove_budget"].call_sync({"member": "@Boss"}) == "Budget of member @Boss removed."
+    tools["search_planning"].call_sync({})
+    assert ledger_of(boss).usage(member="@Boss").by_tool["set_budget"].calls == 2  # still counted
+
+
+def test_a_budget_set_through_a_members_own_card_names_the_user(system: ActorSystem) -> None:
+    # By default set_budget is a command: on Alice's card it is the orchestrator's, not hers.
+    alice = FakeObserver("Alice", "team-1", system=system)
+    alice.team.register_member(alice.address)
+    tools = tools_of(alice)
+    tools["set_budget"].call_sync({"member": "@Alice", "calls": 1})
+    ledger_of(alice).flush()
+    with pytest.raises(BudgetExceeded) as refused:
+        tools["search_planning"].call_sync({})
+    assert str(refused.value).endswith(
+        "It was set by your own card (by the user or an orchestrator), and only the user can raise it: stop "
+        "calling tools that count against it and tell the user."
+    )
+    # The orchestrator lifts it through the same card, whose budget it is.
+    assert tools["remove_budget"].call_sync({"member": "@Alice"}) == "Budget of member @Alice removed."
+
+
+def test_a_card_budget_on_the_usage_card_never_refuses_changing_budgets(system: ActorSystem) -> None:
+    lead = FakeObserver("Lead", "team-1", system=system)
+    lead.team.register_member(lead.address)
+    tools = tools_changing_budgets(lead)
+    tools["set_budget"].call_sync({"card": "usage", "calls": 1})
+    tools["usage"].call_sync({})
+    ledger_of(lead).flush()
+    with pytest.raises(BudgetExceeded, match="the budget of card UsageTool is spent"):
+        tools["usage"].call_sync({})
+    tools["set_budget"].call_sync({"member": "@Lead", "calls": 50})
+    assert tools["remove_budget"].call_sync({"card": "usage"}) == "Budget of card UsageTool removed."
+    tools["usage"].call_sync({})
+
+
 def test_the_warning_line_reaches_the_context_at_80_percent(system: ActorSystem) -> None:
     alice = FakeObserver("Alice", "team-1", system=system)
     alice.team.register_member(alice.address)
@@ -149,9 +232,10 @@ def test_the_warning_line_reaches_the_context_at_80_percent(system: ActorSystem)
         tools["search_planning"].call_sync({})
     ledger_of(alice).flush()
     agent.run_sync("go")
+    # Set through Alice's own card, by the orchestrator: Alice herself cannot change budgets.
     assert (
         "Budget warning: member @Alice has used 80% (4 calls of 5 calls); at 100% its calls are refused. "
-        "@Alice can raise it." in instructions[-1]
+        "The user can raise it." in instructions[-1]
     )
     tools["search_planning"].call_sync({})
     ledger_of(alice).flush()

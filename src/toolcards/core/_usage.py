@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from toolcards.errors import RetriableError
 
 __all__ = [
+    "BUDGET_TOOLS",
     "LIMITS",
     "WARN_AT",
     "Budget",
@@ -36,6 +37,13 @@ card's (every member's calls of the card's tools)."""
 
 LIMITS = ("calls", "result_tokens", "tool_time_s")
 """The quantities a budget can limit."""
+
+BUDGET_TOOLS = frozenset({("UsageTool", "set_budget"), ("UsageTool", "remove_budget")})
+"""The tools that change budgets, as ``(card, tool)``: no budget refuses them (they are still
+counted). Refused, a spent budget would lock out whoever should lift it: a member that
+budgeted itself, everyone under a card budget on ``UsageTool``, a lead under a task budget of
+the task it holds, an orchestrator calling them through the spent member's own card. A member
+given them as tools could raise its own budget before it was spent anyway."""
 
 WARN_AT = 0.8
 """The share of a budget from which the member's context carries a warning line."""
@@ -129,30 +137,62 @@ class UsageReport(BaseModel):
     by_tool: dict[str, UsageTotals] = {}
 
 
-def budget_refusal(budget: Budget, limit: str, used: UsageTotals, tool: str) -> str:
-    """Why a call of ``tool`` is refused: the budget, what was used, who can raise it."""
-    raiser = "the user" if budget.set_by == "the user" else f"{budget.set_by} or the user"
-    return (
+def budget_refusal(
+    budget: Budget,
+    limit: str,
+    used: UsageTotals,
+    tool: str,
+    *,
+    member: str | None = None,
+    changes_budgets: bool = False,
+) -> str:
+    """Why ``member``'s call of ``tool`` is refused: the budget, what was used, and who can
+    raise it, in terms the caller can act on (:func:`_raiser`).
+
+    Args:
+        member: the caller (``@Name``), when known.
+        changes_budgets: the caller can call ``set_budget`` and ``remove_budget`` itself.
+    """
+    spent = (
         f"{tool} was not run: the budget of {budget.label} is spent "
-        f"({_amount(limit, used.value(limit))} of {_amount(limit, budget.limits()[limit])}). "
-        f"It was set by {budget.set_by}, and only {raiser} can raise it: "
-        f"stop calling tools that count against it and tell {raiser}."
+        f"({_amount(limit, used.value(limit))} of {_amount(limit, budget.limits()[limit])})."
+    )
+    raiser = _raiser(budget, member, changes_budgets)
+    if raiser == "you":
+        return (
+            f"{spent} You set it: raise it with set_budget or lift it with remove_budget (no budget refuses "
+            "those), or stop calling tools that count against it."
+        )
+    setter = "your own card (by the user or an orchestrator)" if budget.set_by == member else budget.set_by
+    asked = "the user" if raiser == "the user" else f"{raiser} or the user"
+    return (
+        f"{spent} It was set by {setter}, and only {asked} can raise it: "
+        f"stop calling tools that count against it and tell {asked}."
     )
 
 
-def budget_warning(budget: Budget, used: UsageTotals) -> str:
-    """The line a member reads at :data:`WARN_AT` of a budget that concerns it."""
+def budget_warning(
+    budget: Budget, used: UsageTotals, *, member: str | None = None, changes_budgets: bool = False
+) -> str:
+    """The line ``member`` reads at :data:`WARN_AT` of a budget that concerns it
+    (``changes_budgets`` as for :func:`budget_refusal`)."""
     limit, share = budget.fullest(used)
     amounts = f"{_amount(limit, used.value(limit))} of {_amount(limit, budget.limits()[limit])}"
+    raiser = _raiser(budget, member, changes_budgets)
+    can = "You can raise it." if raiser == "you" else f"{raiser[0].upper()}{raiser[1:]} can raise it."
     if share >= 1:
-        return (
-            f"Budget spent: {budget.label} ({amounts}); calls counting against it are refused. "
-            f"{budget.set_by} can raise it."
-        )
-    return (
-        f"Budget warning: {budget.label} has used {share:.0%} ({amounts}); at 100% its calls are refused. "
-        f"{budget.set_by} can raise it."
-    )
+        return f"Budget spent: {budget.label} ({amounts}); calls counting against it are refused. {can}"
+    return f"Budget warning: {budget.label} has used {share:.0%} ({amounts}); at 100% its calls are refused. {can}"
+
+
+def _raiser(budget: Budget, member: str | None, changes_budgets: bool) -> str:
+    """Who can raise ``budget`` for ``member``: ``"you"`` (it set the budget itself and can call
+    the tools that change budgets, which no budget refuses: :data:`BUDGET_TOOLS`), ``"the user"``
+    (the user set it; or it was set through ``member``'s own card, which gives ``member`` no such
+    tool, so by the user or an orchestrator), or the member who set it."""
+    if budget.set_by == member:
+        return "you" if changes_budgets else "the user"
+    return budget.set_by
 
 
 def _amount(limit: str, value: float) -> str:

@@ -21,8 +21,8 @@ import unicodedata
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, model_validator
-from pydantic.json_schema import SkipJsonSchema
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, model_validator
+from pydantic_core import PydanticCustomError
 
 from toolcards.core._bounds import unlisted_bound
 
@@ -74,15 +74,18 @@ def _one_line_name(value: str) -> str:
     (or as part of the answer), and other control characters mean nothing in a name.
 
     Raises:
-        ValueError: a control character or line break, named with its position.
+        PydanticCustomError: a control character or line break, named with its position (not a
+            ``ValueError``, which pydantic would prefix with "Value error, " in the text a model
+            reads).
     """
     found = _NOT_IN_A_NAME.search(value)
     if found is not None:
         char = found.group()
         kind = "a line break" if len(f"a{char}b".splitlines()) > 1 else "a control character"
-        raise ValueError(
+        raise PydanticCustomError(
+            "not_one_line",
             f"{kind} (U+{ord(char):04X}) at character {found.start() + 1}: names and types are one line of "
-            "printable text. Remove it; put longer text in description or observations."
+            "printable text. Remove it; put longer text in description or observations.",
         )
     return unicodedata.normalize("NFC", value)
 
@@ -110,23 +113,48 @@ _Observation = Annotated[
 _Ref = Annotated[str, StringConstraints(strip_whitespace=True)]
 
 
+def _type_given(value: object) -> object:
+    """Refuse a blank new type in the words of an update: there, leaving it out keeps the type,
+    which is what an empty one most likely meant."""
+    if isinstance(value, str) and not value.strip():
+        # Not a ValueError: pydantic would prefix "Value error, " to the text a model reads.
+        raise PydanticCustomError("empty_type", "must not be empty; omit entity_type to keep the type")
+    return value
+
+
+# The optional changes of an update: omitted (None) keeps what the entity has. Written `X | None`,
+# which pydantic validates as X or null and so refuses with X's own error; a union with a
+# `SkipJsonSchema[None]` branch answered with both branches' errors, under pydantic's internal
+# names (`entity_type.function-after[...]`, `entity_type.none`). `_schema_for_models` drops the
+# null from the schema.
+_TypeChange = Annotated[_Type | None, BeforeValidator(_type_given)]
+
+
 def _unlisted_map(schema: dict[str, Any]) -> None:
     """A text → text map: its bounds and the type of its values go without saying."""
     unlisted_bound(schema)
     schema.pop("additionalProperties", None)
 
 
+_NULL = {"type": "null"}
+
+
 def _schema_for_models(schema: dict[str, Any]) -> None:
-    """Drop what a model does not need: titles, the class docstring, defaults.
+    """Drop what a model does not need: titles, the class docstring, defaults, null.
 
     Optional fields are those missing from ``required``; their defaults (empty, false,
-    unchanged) go without saying.
+    unchanged) go without saying, and a model omits one rather than sending null, so an
+    ``X | None`` field is listed as ``X`` (null is still accepted).
     """
     schema.pop("title", None)
     schema.pop("description", None)
-    for prop in schema.get("properties", {}).values():
+    for name, prop in schema.get("properties", {}).items():
         prop.pop("title", None)
         prop.pop("default", None)
+        options = prop.get("anyOf")
+        if isinstance(options, list) and len(options) == 2 and _NULL in options:
+            rest = {key: value for key, value in prop.items() if key != "anyOf"}
+            schema["properties"][name] = {**next(option for option in options if option != _NULL), **rest}
 
 
 class _GraphData(BaseModel):
@@ -313,9 +341,9 @@ class EntityUpdate(_ToolInput):
     """
 
     name: _Ref
-    entity_type: _Type | SkipJsonSchema[None] = None
-    description: _Description | SkipJsonSchema[None] = None
-    is_root: bool | SkipJsonSchema[None] = None
+    entity_type: _TypeChange = None
+    description: _Description | None = None
+    is_root: bool | None = None
     add_observations: list[_Observation] = Field(
         default_factory=list, max_length=OBSERVATIONS_MAX, json_schema_extra=unlisted_bound
     )

@@ -417,7 +417,8 @@ class PlanningActor(NamespaceActor):
         a created task's ``id`` must be positive and not on the board (omitted: the next
         free id, never a deleted one); descriptions are 1 to 300 characters; output is cut
         to 150; ``dependencies`` must name tasks on the board, not the task itself, and
-        form no cycle; the creator is ``agent``. Deleting a task removes its id from the
+        form no cycle; the creator is ``agent``; each list names a task at most once (a repeat
+        is refused, naming its list). Deleting a task removes its id from the
         dependencies of the tasks that waited on it (reported as ``unlinked``). Statuses
         arrive as one of the four: :class:`TaskCreate` and :class:`TaskUpdate` read a
         synonym (``"done"``) as its status when they are built, and refuse other words.

@@ -8,18 +8,22 @@ process committed, commits the staged rows and only then mirrors them in memory.
 Rules: a created task's ``id`` must be positive and not on the board (omitted: the board's
 next free id, never a deleted one); descriptions are 1 to 300 characters; ``dependencies``
 must name tasks on the board, not the task itself, and form no cycle; the creator is the
-calling agent. Deleting a task removes its id from the dependencies of the tasks that
-waited on it (reported as ``unlinked``); a task created and deleted in one batch is never
-written. A refused part becomes an :class:`UpdateFailure` saying what to do next, and a
-batch is all or nothing: one refused part and nothing of it is written.
+calling agent. A list names each task at most once: a repeat is refused as such, not read as
+a second part meeting the first one's result ("Task 3 does not exist" for ``delete [3, 3]``).
+Across lists the order holds: a task may be created then updated, or updated then deleted,
+and a task created and deleted in one batch is never written. Deleting a task removes its id
+from the dependencies of the tasks that waited on it (reported as ``unlinked``). A refused
+part becomes an :class:`UpdateFailure` saying what to do next, and a batch is all or nothing:
+one refused part and nothing of it is written.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from toolcards.planning._models import (
     DESCRIPTION_MAX,
@@ -31,6 +35,9 @@ from toolcards.planning._models import (
 )
 
 __all__ = ["StagedBatch", "path_problems", "stage_update", "unknown_task"]
+
+Operation = Literal["create", "update", "delete"]
+"""A part of a batch, as :class:`UpdateFailure` names it."""
 
 MAX_TASK_ID = 2**53 - 1
 """The largest task id: a JSON number above it loses precision in many clients (JavaScript's),
@@ -163,6 +170,22 @@ class StagedBatch:
         self.tasks[change.id] = task.model_copy(update={**fields, "updated_at": now})
         self.updated.append(change.id)
 
+    def refuse_repeat(self, operation: Operation, index: int, task_id: int, times: int) -> None:
+        """Refuse a place naming a task its list names already, once per task (``times`` is 0 at
+        the later repeats): staged, it would meet the first one's result and be refused for the
+        wrong reason (a task deleted twice "does not exist", one created twice "already exists").
+        """
+        if not times:
+            return
+        count = "twice" if times == 2 else f"{times} times"
+        fix = {
+            "create": "give each new task its own id, or omit id to get the next free one.",
+            "update": f"put all the changes of task {task_id} in one item.",
+            "delete": "list each id once.",
+        }[operation]
+        message = f"Task {task_id} appears {count} in {operation}_tasks; {fix}"
+        self.errors.append(UpdateFailure(operation=operation, index=index, task_id=task_id, message=message))
+
     def delete(self, index: int, task_id: int, now: datetime) -> None:
         if self.task(task_id) is None:
             self.errors.append(
@@ -275,13 +298,41 @@ def stage_update(
         The staged tasks, the advanced next id, and everything the report needs.
     """
     batch = StagedBatch(committed=committed, dependents=dependents, next_id=next_id, require_output=require_output)
+    repeats = _repeats([item.id for item in create])
     for index, item in enumerate(create):
-        batch.create(index, item, creator, now)
+        if index in repeats:
+            batch.refuse_repeat("create", index, *repeats[index])
+        else:
+            batch.create(index, item, creator, now)
+    repeats = _repeats([change.id for change in update])
     for index, change in enumerate(update):
-        batch.update(index, change, now)
+        if index in repeats:
+            batch.refuse_repeat("update", index, *repeats[index])
+        else:
+            batch.update(index, change, now)
+    repeats = _repeats(delete)
     for index, task_id in enumerate(delete):
-        batch.delete(index, task_id, now)
+        if index in repeats:
+            batch.refuse_repeat("delete", index, *repeats[index])
+        else:
+            batch.delete(index, task_id, now)
     return batch
+
+
+def _repeats(ids: Sequence[int | None]) -> dict[int, tuple[int, int]]:
+    """The places of ``ids`` naming a task that an earlier place names, by index: the task, and
+    how many times the list names it at the first repeat (where it is refused), ``0`` at later
+    ones. ``None`` (a create without an id) never repeats."""
+    counts = Counter(task_id for task_id in ids if task_id is not None)
+    seen: set[int] = set()
+    again: dict[int, tuple[int, int]] = {}
+    for index, task_id in enumerate(ids):
+        if task_id is None or counts[task_id] == 1:
+            continue
+        if task_id in seen:
+            again[index] = (task_id, counts.pop(task_id, 0))  # popped: later repeats read 0
+        seen.add(task_id)
+    return again
 
 
 def path_problems(paths: Sequence[str]) -> list[str]:

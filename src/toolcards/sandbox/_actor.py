@@ -298,7 +298,7 @@ class SandboxActor(pykka.ThreadingActor):
             if not background:
                 self._slots.release()
         if timeout_s is not None and timeout_s > policy.timeout_s:
-            notes = (*result.notes, f"timeout capped at {policy.timeout_s:g} s, the sandbox's limit")
+            notes = (*result.notes, f"timeout_s={timeout_s:g} capped at {policy.timeout_s:g} s, the configured limit")
             result = result.model_copy(update={"notes": notes})
         return result
 

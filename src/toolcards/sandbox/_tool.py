@@ -311,7 +311,7 @@ class ExecTool(ToolCard):
         """
         claim = self._claim(self.timeout_s if timeout_s is None else min(timeout_s, self.timeout_s), False)
         if isinstance(claim, EarlierCall):
-            return _replayed(claim)
+            return _replayed(claim, self._timeout_text(timeout_s))
         try:
             result = self._execute(cmd, cwd, timeout_s)
         except BaseException:
@@ -322,7 +322,31 @@ class ExecTool(ToolCard):
             return _answer(result, self.limits.output_chars)
         text = result.render(self.limits.output_chars)
         claim.record(text, result.stopped)
-        return _ended(text, result.stopped)
+        return _ended(text, result.stopped, timed_out=self._timeout_text(timeout_s))
+
+    def _timeout_text(self, timeout_s: float | None) -> str:
+        """What a foreground command killed at its deadline tells the model: how long it had
+        (``timeout_s`` asked, or the card's limit, saying when the asked one was capped to it)
+        and what may help; a longer ``timeout_s`` only while the limit allows one."""
+        limit = self.timeout_s
+        if timeout_s is not None and timeout_s < limit:
+            return (
+                f"exec_command: the command did not finish in time ({timeout_s:g} s, its timeout_s) and was killed. "
+                "Make it faster, run it in smaller parts, or pass a longer timeout_s (at most "
+                f"{limit:g} s, the configured limit)."
+            )
+        if timeout_s is not None and timeout_s > limit:
+            given = f"{limit:g} s: timeout_s={timeout_s:g} was capped to the configured limit"
+        else:
+            given = f"{limit:g} s, the configured limit"
+        if self.max_background_runs > 0 and self.background_timeout_s > limit:
+            advice = (
+                "Make it faster, run it in smaller parts, or run it with background=true (killed after "
+                f"{self.background_timeout_s:g} s)."
+            )
+        else:
+            advice = "Make it faster or run it in smaller parts."
+        return f"exec_command: the command did not finish in time ({given}) and was killed. {advice}"
 
     def _execute(self, cmd: str, cwd: str, timeout_s: float | None) -> ExecResult:
         """Run ``cmd`` in the foreground, inside the journal's block; the sandbox's result."""
@@ -352,8 +376,12 @@ class ExecTool(ToolCard):
         if isinstance(started, ExecResult):  # refused before it started
             claim.forget()
             return _answer(started, self.limits.output_chars)
-        deadline = self.background_timeout_s if timeout_s is None else min(timeout_s, self.background_timeout_s)
-        text = f"Started background run {started.run_id} (killed after {deadline:g} s). {self._run_tools_hint()}"
+        limit = self.background_timeout_s
+        if timeout_s is not None and timeout_s > limit:
+            deadline = f"{limit:g} s: timeout_s={timeout_s:g} was capped to the configured limit"
+        else:
+            deadline = f"{limit if timeout_s is None else timeout_s:g} s"
+        text = f"Started background run {started.run_id} (killed after {deadline}). {self._run_tools_hint()}"
         claim.record(text, None)
         return text
 
@@ -541,11 +569,18 @@ def _answer(result: ExecResult, output_chars: int) -> str:
     return _ended(result.render(output_chars), result.stopped)
 
 
-def _ended(text: str, stopped: str | None, replayed: str = "") -> str:
+_TIMED_OUT = (
+    "exec_command: the command did not finish in time and was killed. Make it faster or run it in smaller parts."
+)
+"""What a command killed at its deadline tells the model when the call's deadline is not known."""
+
+
+def _ended(text: str, stopped: str | None, replayed: str = "", *, timed_out: str = _TIMED_OUT) -> str:
     """What the model reads for a command that ran and printed ``text`` (rendered), stopped
     as ``stopped`` says (``None``: it ended by itself), or the error that amounts to.
 
-    ``replayed`` heads the answer (and the error's message) when it is an earlier call's.
+    ``replayed`` heads the answer (and the error's message) when it is an earlier call's;
+    ``timed_out`` is what a command stopped at its deadline is told (``ExecTool._timeout_text``).
 
     Raises:
         RetriableError: stopped at the disk quota.
@@ -555,11 +590,7 @@ def _ended(text: str, stopped: str | None, replayed: str = "") -> str:
     """
     head = f"{replayed}\n" if replayed else ""
     if stopped == "timeout":
-        raise ToolTimeout(
-            f"{head}exec_command: the command did not finish in time and was killed. Make it faster, run it in "
-            "smaller parts, or pass a longer timeout_s (up to the card's limit). What it printed:\n"
-            + wrap_untrusted(text, "exec_command")
-        )
+        raise ToolTimeout(f"{head}{timed_out} What it printed:\n" + wrap_untrusted(text, "exec_command"))
     if stopped == QUOTA_STOP:
         raise RetriableError(
             f"{head}exec_command: the command was stopped at the workspace's disk quota. What it printed:\n"
@@ -582,12 +613,13 @@ def _ended(text: str, stopped: str | None, replayed: str = "") -> str:
     return head + text
 
 
-def _replayed(earlier: EarlierCall) -> str:
-    """What a retry of a keyed call reads: the first call's answer, replayed, or what became of it.
+def _replayed(earlier: EarlierCall, timed_out: str = _TIMED_OUT) -> str:
+    """What a retry of a keyed call reads: the first call's answer, replayed, or what became of it
+    (``timed_out``: what a command stopped at its deadline is told).
 
     Raises:
         RetriableError, ToolTimeout, ToolFailed: the first call's answer was that error.
     """
     if earlier.answer is None:
         return earlier.message
-    return _ended(earlier.answer, earlier.stopped, REPLAYED)
+    return _ended(earlier.answer, earlier.stopped, REPLAYED, timed_out=timed_out)

@@ -19,7 +19,9 @@ orders them). A batch the store refuses is kept and added to the next one.
 **Budgets** are checked by :meth:`StoreLedger.admit` before each call against the totals of
 the whole team as of the writer's last pass (at most ``interval_s`` behind: a runaway
 member may overshoot by the calls of that interval, a call already running is never
-stopped). Each pass also reads what other processes wrote, so their calls count too.
+stopped). Each pass also reads what other processes wrote, so their calls count too. No
+budget refuses the tools that change budgets (:data:`~toolcards.core._usage.BUDGET_TOOLS`),
+so none locks out whoever should lift it.
 
 **The claimed task** of a member comes from the planning card's
 :data:`~toolcards.core._services.CLAIMED_TASK` service, asked at most once per
@@ -38,8 +40,18 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from toolcards.core._error_text import typed_line
+from toolcards.core._mentions import known_tool_names
 from toolcards.core._services import CLAIMED_TASK
-from toolcards.core._usage import WARN_AT, Budget, BudgetScope, UsageReport, UsageTotals, budget_refusal, budget_warning
+from toolcards.core._usage import (
+    BUDGET_TOOLS,
+    WARN_AT,
+    Budget,
+    BudgetScope,
+    UsageReport,
+    UsageTotals,
+    budget_refusal,
+    budget_warning,
+)
 from toolcards.errors import BudgetExceeded, RetriableError, StoreError
 from toolcards.store._base import CatchUp, Change, Snapshot, Store
 
@@ -172,6 +184,8 @@ class StoreLedger:
         return task
 
     def _check(self, tool: Tool, member: str | None, task: int | None) -> None:
+        if (tool.card, tool.name) in BUDGET_TOOLS:
+            return
         for scope, name in (("member", member), ("task", None if task is None else str(task)), ("card", tool.card)):
             if name is None:
                 continue
@@ -181,7 +195,10 @@ class StoreLedger:
             used = self.used(budget.scope, budget.name)
             limit = budget.spent(used)
             if limit is not None:
-                raise BudgetExceeded(budget_refusal(budget, limit, used, tool.name))
+                refusal = budget_refusal(
+                    budget, limit, used, tool.name, member=member, changes_budgets=_changes_budgets(tool)
+                )
+                raise BudgetExceeded(refusal)
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -563,10 +580,12 @@ class StoreLedger:
                 if txn.committed is not None:
                     self._version = txn.committed
 
-    def warnings(self, member: str) -> list[str]:
+    def warnings(self, member: str, *, changes_budgets: bool = False) -> list[str]:
         """The budget warnings ``member`` reads: each budget of the member, of the task it
         holds and of the cards it called, at :data:`~toolcards.core._usage.WARN_AT` or more of
-        a limit. Reads no store: the writer's last pass is recent enough."""
+        a limit, saying who can raise it (``changes_budgets``: ``member`` can call
+        ``set_budget`` and ``remove_budget``). Reads no store: the writer's last pass is recent
+        enough."""
         if not self._budgets:
             return []
         task = self.task_of(member)
@@ -584,7 +603,7 @@ class StoreLedger:
                 continue
             used = self.used(scope, name)
             if budget.fullest(used)[1] >= WARN_AT:
-                lines.append(budget_warning(budget, used))
+                lines.append(budget_warning(budget, used, member=member, changes_budgets=changes_budgets))
         return lines
 
 
@@ -644,3 +663,9 @@ def _encode_key(key: Key) -> str:
 def _decode_key(text: str) -> Key:
     hour, member, task, card, tool = text.split("\t")
     return int(hour), member, int(task) if task else None, card, tool
+
+
+def _changes_budgets(tool: Tool) -> bool:
+    """Whether the model calling ``tool`` can call ``remove_budget`` too: a capability of a card
+    loaded in this process, and not among the names ``tool``'s model cannot call."""
+    return "remove_budget" in known_tool_names() and "remove_budget" not in tool.unreachable

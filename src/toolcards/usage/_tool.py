@@ -5,11 +5,14 @@ reads it (``usage``), sets and removes budgets (``set_budget``, ``remove_budget`
 default, since a member given them as tools could raise its own) and warns in the system
 prompt of budgets at 80 % or more (``budget_warnings``). Bound, it turns the ledger on for its
 team in this process if nothing did. A spent budget on a member, a task or a card refuses
-further calls with ``BudgetExceeded``, naming it and who set it (``docs/usage.md``).
+further calls with ``BudgetExceeded``, naming it and who can raise it; it never refuses
+``set_budget`` and ``remove_budget`` themselves (:data:`~toolcards.core._usage.BUDGET_TOOLS`),
+so no budget locks out whoever should lift it (``docs/usage.md``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Annotated, Any, ClassVar
 
@@ -21,7 +24,7 @@ from toolcards.core._hints import ToolHints
 from toolcards.core._observer import ActorToolObserver
 from toolcards.core._params import BaseToolParam
 from toolcards.core._usage import Budget, BudgetScope, parse_since, render_usage
-from toolcards.errors import RetriableError
+from toolcards.errors import RetriableError, StoreError
 from toolcards.store._ledger import StoreLedger
 
 __all__ = [
@@ -151,7 +154,7 @@ class UsageTool(ToolCard):
             Budget(scope=scope, name=name, set_by=self._agent, **given)  # type: ignore[arg-type]
         )
         limits_text = ", ".join(f"{key}={value:g}" for key, value in budget.limits().items())
-        return f"Budget of {budget.label} set: {limits_text}. Calls past it are refused."
+        return f"Budget of {budget.label} set: {limits_text}. {self._spent_already(budget)}"
 
     @capability("remove_budget", mutates=True, hints=ToolHints(destructive=True, idempotent=True))
     def unlimit(self, member: str | None = None, task_id: int | None = None, card: str | None = None) -> str:
@@ -169,8 +172,30 @@ class UsageTool(ToolCard):
     @capability("budget_warnings")
     def warnings(self) -> str | None:
         """Budgets of yours, your task or your cards at 80 % or more."""
-        lines = self.ledger.warnings(self._agent)
+        changes_budgets = all(self._on_tool_call(field) for field in ("set_budget", "remove_budget"))
+        lines = self.ledger.warnings(self._agent, changes_budgets=changes_budgets)
         return "\n".join(lines) if lines else None
+
+    def _on_tool_call(self, field: str) -> bool:
+        param = self.param(field)
+        return param is not None and TOOL_CALL in param.expose
+
+    def _spent_already(self, budget: Budget) -> str:
+        """What a new budget means from now on: calls past it are refused, or, when what it
+        covers has spent it already, that the next call counting against it is refused (the
+        setter learns it here, not from that refusal)."""
+        # The calls made just before count, as admission will count them; if the store refuses
+        # the write, the writer's last pass judges, as it would admission.
+        with contextlib.suppress(StoreError):
+            self.ledger.flush()
+        used = self.ledger.used(budget.scope, budget.name)
+        limit = budget.spent(used)
+        if limit is None:
+            return "Calls past it are refused."
+        return (
+            f"It is spent already ({used.value(limit):g} of {budget.limits()[limit]:g} {limit}): "
+            "calls counting against it are refused from now on."
+        )
 
     def _scope(
         self, member: str | None, task_id: int | None, card: str | None, *, known_only: bool = True
