@@ -33,7 +33,7 @@ import re
 import unicodedata
 from array import array
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,7 @@ from toolcards.knowledge_graph._ivf import APPROXIMATE_FROM, PROBES, InvertedFil
 from toolcards.knowledge_graph._passages import owner_of
 from toolcards.knowledge_graph._search import BM25_B, BM25_K1, KEYWORD_FLOOR, NAME_WEIGHT
 from toolcards.knowledge_graph._sorted_list import discard, insort_all
+from toolcards.vector._index import unit_rows
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -252,8 +253,23 @@ class _PassageVectors:
         return self.count
 
     def upsert(self, key: str, vector: npt.ArrayLike) -> None:
-        """Store ``vector`` (normalised) in passage ``key``'s row; a key of an unknown entity is ignored."""
-        self._index._set_vector(key, vector)
+        """Store ``vector`` (normalised) in passage ``key``'s row; a key of an unknown entity is ignored.
+
+        Raises ``ValueError`` when its size is not :attr:`dim` or it holds NaN or infinity.
+        """
+        refused = self._index._set_vectors([key], [vector])
+        if refused:
+            raise ValueError(refused[0])
+
+    def upsert_many(self, keys: Sequence[str], vectors: Sequence[npt.ArrayLike]) -> dict[int, str]:
+        """:meth:`upsert` each of ``vectors`` in the row of the passage key at its position in
+        ``keys``, in one pass; returns the refused, position → why.
+
+        A key of an unknown entity is ignored, whatever its vector (it is not refused). A
+        vector of the wrong size or holding NaN or infinity refuses only itself: its key
+        keeps what it had. A key given twice ends with its last vector.
+        """
+        return self._index._set_vectors(keys, vectors)
 
     def remove(self, key: str) -> None:
         """Drop passage ``key``'s vector; a no-op without one."""
@@ -550,34 +566,69 @@ class GraphIndex:
             self._ivf = InvertedFile(self._probes)
         return self._vectors
 
-    def _set_vector(self, key: str, vector: npt.ArrayLike) -> None:
-        number = self._numbers.get(owner_of(key))
+    def _set_vectors(self, keys: Sequence[str], vectors: Sequence[npt.ArrayLike]) -> dict[int, str]:
+        """Write ``vectors`` (normalised) in the rows of passage ``keys``: see
+        :meth:`_PassageVectors.upsert_many`. Rows are taken in one pass (free ones first, then
+        new ones at the end, the matrix grown at most once), written in one assignment, and
+        the inverted file is told once."""
         assert self._vectors is not None and self._matrix is not None
-        if number is None:
-            return
-        array_ = np.asarray(vector, dtype=np.float32).reshape(-1)
-        if array_.shape != (self._vectors.dim,) or not np.isfinite(array_).all():
-            raise ValueError(f"The vector for {key!r} has {array_.size} dimensions or a non-finite value.")
-        row = self._rows.get(key)
-        if row is None:
-            if self._free_rows:
-                row = self._free_rows.pop()
-                self._row_keys[row] = key
-                self._row_owner[row] = number
-            else:
-                row = self._row_owner.append(number)
-                self._row_keys.append(key)
-                if row >= len(self._matrix):
-                    grown = np.zeros((2 * len(self._matrix), self._matrix.shape[1]), dtype=np.float32)
-                    grown[: len(self._matrix)] = self._matrix
-                    self._matrix = grown
-            self._rows[key] = row
-            self._ent_rows.setdefault(number, {})[row] = None
-            self._has_vector[number] += 1
-            self._vectors.count += 1
-        norm = float(np.linalg.norm(array_))
-        self._matrix[row] = array_ / np.float32(norm) if norm > 0 else array_
-        self._ivf.touch(row)
+        if len(keys) != len(vectors):
+            raise ValueError(f"{len(keys)} keys for {len(vectors)} vectors.")
+        made = unit_rows(keys, vectors, self._vectors.dim)
+        numbers = self._numbers
+        # Passage key → (its entity's number, its row of made.matrix); the last of a key given twice.
+        latest: dict[str, tuple[int, int]] = {}
+        for made_row, position in enumerate(made.positions):
+            key = keys[position]
+            number = numbers.get(owner_of(key))
+            if number is not None:
+                latest[key] = (number, made_row)
+        # A passage of an unknown entity is ignored, however bad its vector.
+        refused = {position: why for position, why in made.refused.items() if owner_of(keys[position]) in numbers}
+        if not latest:
+            return refused
+        rows = self._rows
+        free = self._free_rows
+        next_row = len(self._row_owner)
+        added_keys: list[str | None] = []
+        added_owners: list[int] = []
+        new_owners: list[int] = []
+        written: list[int] = []
+        for key, (number, _) in latest.items():
+            row = rows.get(key)
+            if row is None:
+                if free:
+                    row = free.pop()
+                    self._row_keys[row] = key
+                    self._row_owner[row] = number
+                else:
+                    row = next_row
+                    next_row += 1
+                    added_keys.append(key)
+                    added_owners.append(number)
+                rows[key] = row
+                self._ent_rows.setdefault(number, {})[row] = None
+                new_owners.append(number)
+            written.append(row)
+        if added_keys:
+            self._row_keys.extend(added_keys)
+            self._row_owner.extend(added_owners)
+            capacity = len(self._matrix)
+            if next_row > capacity:
+                while capacity < next_row:
+                    capacity *= 2
+                grown = np.zeros((capacity, self._matrix.shape[1]), dtype=np.float32)
+                grown[: len(self._matrix)] = self._matrix
+                self._matrix = grown
+        if new_owners:
+            np.add.at(self._has_vector.view(), new_owners, 1)
+            self._vectors.count += len(new_owners)
+        if len(latest) == len(made.positions):  # every row made is written, in order
+            self._matrix[written] = made.matrix
+        else:
+            self._matrix[written] = made.matrix[[made_row for _, made_row in latest.values()]]
+        self._ivf.touch(written)
+        return refused
 
     def _clear_vector(self, key: str) -> None:
         row = self._rows.pop(key, None)
@@ -599,7 +650,7 @@ class GraphIndex:
         self._row_keys[row] = None
         self._matrix[row] = 0.0
         self._free_rows.append(row)
-        self._ivf.touch(row)
+        self._ivf.touch((row,))
         self._vectors.count -= 1
 
     def _clear_vector_rows(self, number: int) -> None:

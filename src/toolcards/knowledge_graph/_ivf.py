@@ -22,6 +22,7 @@ Approximate: a row whose centroid is not among the probed ones is not read. See
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,10 +63,12 @@ class InvertedFile:
     def trained(self) -> bool:
         return self.centroids is not None
 
-    def touch(self, row: int) -> None:
-        """Row ``row`` was written (or freed): put it in its list again at the next :meth:`probe`."""
+    def touch(self, rows: Iterable[int]) -> None:
+        """Rows ``rows`` were written (or freed): put them in their lists again at the next
+        :meth:`probe`. Untrained, there are no lists and nothing to do: a batch of rows costs
+        one call, not one per row."""
         if self.centroids is not None:
-            self._stale[row] = None
+            self._stale.update(dict.fromkeys(rows))
 
     def needs_training(self, rows: int) -> bool:
         """Whether ``rows`` rows call for (re)training: none yet, or twice those trained on."""

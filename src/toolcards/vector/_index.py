@@ -5,7 +5,9 @@ is one matrix-vector product plus ``argpartition``, bound by memory bandwidth
 (``docs/benchmarks.md`` has the figures). :meth:`VectorIndex.upsert` appends (doubling the
 capacity when full) or overwrites in place; :meth:`VectorIndex.remove` moves the last row
 into the hole. Both are amortised O(1). The matrix shrinks by half when it is a quarter
-full, so memory follows the number of rows.
+full, so memory follows the number of rows. :meth:`VectorIndex.upsert_many` stores many
+vectors in one pass (a restart restores tens of thousands): they are checked and normalised
+as one matrix (:func:`unit_rows`), and :meth:`VectorIndex.upsert` is a batch of one.
 
 The index is not thread-safe: it belongs to one actor, which serialises access. Persist
 rows with :meth:`VectorIndex.encode` / :meth:`VectorIndex.decode` (base64 float32 text,
@@ -15,14 +17,16 @@ for ``toolcards.store``'s JSON values) and rebuild the index on start.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping
+import binascii
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["VectorIndex", "VectorRows"]
+__all__ = ["UnitRows", "VectorIndex", "VectorRows", "unit_rows"]
 
 
 class VectorRows(Protocol):
@@ -42,8 +46,15 @@ class VectorRows(Protocol):
         """How many keys have a vector."""
         ...
 
-    def upsert(self, key: str, vector: npt.ArrayLike) -> None:
-        """Store ``vector`` (normalised) under ``key``, replacing any previous one."""
+    def upsert_many(self, keys: Sequence[str], vectors: Sequence[npt.ArrayLike]) -> dict[int, str]:
+        """Store each of ``vectors`` (normalised) under the key at its position in ``keys``,
+        replacing any previous one, in one pass: TextVectors hands over every vector it has at
+        once, one or a whole store's.
+
+        A vector of the wrong size or holding NaN or infinity refuses only itself: its key
+        keeps what it had, the others are stored. Returns the refused, position → why. A
+        key given twice ends with its last vector stored, as one upsert after another would.
+        """
         ...
 
     def remove(self, key: str) -> None:
@@ -52,6 +63,62 @@ class VectorRows(Protocol):
 
 
 _MIN_CAPACITY = 16
+
+
+@dataclass(frozen=True, slots=True)
+class UnitRows:
+    """Vectors checked and normalised together by :func:`unit_rows`."""
+
+    positions: list[int]
+    """The positions (in the vectors given) of the rows of :attr:`matrix`, ascending."""
+    matrix: npt.NDArray[np.float32]
+    """One float32 unit row per position (a zero vector stays zero): a new array."""
+    refused: dict[int, str]
+    """Position → why that vector was refused: the wrong size, or NaN or infinity."""
+
+
+def unit_rows(keys: Sequence[str], vectors: Sequence[npt.ArrayLike], dim: int) -> UnitRows:
+    """``vectors`` (one per key of ``keys``, which only name them in the reasons) as float32 unit
+    rows of ``dim`` values, each refused alone when it cannot be one.
+
+    The check and the normalisation run on the whole matrix at once; only the sizes are
+    read vector by vector (a ragged batch is refused row by row, not as a whole). A row's
+    result does not depend on the other rows: one vector comes out as it does among
+    thousands.
+    """
+    import numpy as np
+
+    positions: list[int] = []
+    arrays: list[npt.NDArray[np.float32]] = []
+    refused: dict[int, str] = {}
+    for position, vector in enumerate(vectors):
+        try:
+            array = np.asarray(vector, dtype=np.float32)
+            if array.ndim != 1:  # a decoded vector is flat already: no view to make
+                array = array.reshape(-1)
+        except (TypeError, ValueError) as exc:  # ragged, or not numbers: refused like a wrong size
+            refused[position] = f"The vector for {keys[position]!r} is not an array of numbers: {exc}"
+            continue
+        if array.shape == (dim,):
+            positions.append(position)
+            arrays.append(array)
+        else:
+            refused[position] = (
+                f"The vector for {keys[position]!r} has {array.size} dimensions; this index holds {dim}."
+            )
+    # One concatenation: np.stack would make a 2-D view of every vector first.
+    matrix = np.concatenate(arrays).reshape(len(arrays), dim) if arrays else np.empty((0, dim), dtype=np.float32)
+    if not np.isfinite(matrix).all():  # rare: find the rows at fault
+        finite = np.isfinite(matrix).all(axis=1)
+        for row in np.flatnonzero(~finite).tolist():
+            refused[positions[row]] = f"The vector for {keys[positions[row]]!r} contains NaN or infinity."
+        positions = [positions[row] for row in np.flatnonzero(finite).tolist()]
+        matrix = matrix[finite]
+    # np.linalg.norm(axis=1), without its overhead a call: a batch of one is every upsert.
+    norms = np.sqrt(np.add.reduce(matrix * matrix, axis=1, keepdims=True))
+    norms[norms == 0] = 1.0  # a zero vector stays zero
+    matrix /= norms
+    return UnitRows(positions=positions, matrix=matrix, refused=dict(sorted(refused.items())) if refused else refused)
 
 
 def _as_unit_vector(vector: npt.ArrayLike, dim: int, what: str) -> npt.NDArray[np.float32]:
@@ -121,15 +188,36 @@ class VectorIndex:
         Amortised O(1). Raises ``ValueError`` when the vector's size is not :attr:`dim`
         or it holds NaN or infinity; the index is then unchanged.
         """
-        unit = _as_unit_vector(vector, self._dim, f"The vector for {key!r}")
-        row = self._rows.get(key)
-        if row is None:
-            row = len(self._keys)
-            if row == self._matrix.shape[0]:
-                self._resize(2 * row)
+        refused = self.upsert_many([key], [vector])
+        if refused:
+            raise ValueError(refused[0])
+
+    def upsert_many(self, keys: Sequence[str], vectors: Sequence[npt.ArrayLike]) -> dict[int, str]:
+        """:meth:`upsert` each of ``vectors`` under the key at its position in ``keys``, in one pass.
+
+        A vector of the wrong size or holding NaN or infinity refuses only itself: its key
+        keeps what it had, the others are stored. Returns the refused, position → why (empty
+        when all were stored). A key given twice ends with its last vector stored. The
+        matrix grows at most once; amortised O(1) a vector.
+        """
+        if len(keys) != len(vectors):
+            raise ValueError(f"{len(keys)} keys for {len(vectors)} vectors.")
+        made = unit_rows(keys, vectors, self._dim)
+        # A key given twice: its last vector, as upserting one after the other would leave.
+        latest = {keys[position]: made_row for made_row, position in enumerate(made.positions)}
+        added = [key for key in latest if key not in self._rows]
+        needed = len(self._keys) + len(added)
+        capacity = self._matrix.shape[0]
+        if needed > capacity:
+            while capacity < needed:
+                capacity *= 2
+            self._resize(capacity)
+        for key in added:
+            self._rows[key] = len(self._keys)
             self._keys.append(key)
-            self._rows[key] = row
-        self._matrix[row] = unit
+        units = made.matrix if len(latest) == len(made.positions) else made.matrix[list(latest.values())]
+        self._matrix[[self._rows[key] for key in latest]] = units
+        return made.refused
 
     def remove(self, key: str) -> None:
         """Forget ``key``; a missing key is a no-op. Amortised O(1)."""
@@ -247,19 +335,23 @@ class VectorIndex:
         return base64.b64encode(array.tobytes()).decode("ascii")
 
     @staticmethod
-    def decode(data: str) -> npt.NDArray[np.float32]:
-        """The float32 vector that :meth:`encode` produced (a writable copy).
+    def decode(data: str, *, copy: bool = True) -> npt.NDArray[np.float32]:
+        """The float32 vector that :meth:`encode` produced: a writable copy, or with
+        ``copy=False`` a read-only array over the decoded bytes, for a caller that copies it
+        anyway (a batch for :meth:`upsert_many`: the copy is most of the cost of decoding
+        a vector besides the base64 itself).
 
         Raises ``ValueError`` when ``data`` is not base64 of a whole number of float32s.
         """
-        import binascii
-
         import numpy as np
 
         try:
-            raw = base64.b64decode(data, validate=True)
+            # base64.b64decode(data, validate=True) is this call behind a copy of the text.
+            raw = binascii.a2b_base64(data, strict_mode=True)
         except binascii.Error as exc:
             raise ValueError(f"Not a base64 vector: {data[:40]!r}.") from exc
         if len(raw) % 4:
             raise ValueError(f"A float32 vector needs a multiple of 4 bytes; got {len(raw)}.")
-        return np.frombuffer(raw, dtype="<f4").astype(np.float32)
+        array = np.frombuffer(raw, dtype="<f4")
+        # On a little-endian host "<f4" is float32 and the read-only view can be kept.
+        return array if not copy and array.dtype == np.float32 else array.astype(np.float32)

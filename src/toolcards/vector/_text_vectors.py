@@ -38,7 +38,7 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -237,6 +237,7 @@ class TextVectors:
         background. A gone key is forgotten. Returns at once.
         """
         ready = ready or {}
+        made: list[TextVector] = []
         for key in keys:
             text = self._text_of(key)
             if text is None:
@@ -248,11 +249,12 @@ class TextVectors:
             vector = ready.get(key)
             if vector is not None and vector.digest == digest:
                 self._unindex(key)
-                self._index_vector(vector)
+                made.append(vector)
             elif not self._awaits(key, digest):
                 self._unindex(key)
                 self._expected.pop(key, None)
                 self._stale[key] = None
+        self._index_made(made)
         self._submit()
 
     def expect(self, keys: Iterable[str]) -> None:
@@ -319,13 +321,17 @@ class TextVectors:
         now by the process that wrote it: on a ``shared`` store (``Store.shared``) it is
         expected as after a catch-up (:meth:`expect`), elsewhere embedded at once.
         """
-        self.restore(rows)
+        restored = self._restore(rows)
         model_id = self.model_id
         later: list[str] = []
         now: list[str] = []
         for key in keys:
+            # A key restored just now has a vector of its current text: no need to read and
+            # digest that text a second time (a restart restores tens of thousands).
+            if key in restored or key in self._stale:
+                continue
             text = self._text_of(key)
-            if text is None or self._digests.get(key) == text_digest(text) or key in self._stale:
+            if text is None or self._digests.get(key) == text_digest(text):
                 continue
             row = rows.get(key)
             in_the_making = row is None or (isinstance(row, dict) and row.get("model") == model_id and "digest" in row)
@@ -337,25 +343,51 @@ class TextVectors:
         """Index stored vector rows (key → row; ``None``: the row was deleted).
 
         A row is used when its model is the service's and its digest is the key's current
-        text's; an unreadable one is logged and its key embedded again.
+        text's; an unreadable one (not base64 of float32s, or a vector the index refuses:
+        the wrong size, NaN or infinity) is logged and its key embedded again. The rows
+        used go to the index in one batch, whether there is one or the whole store.
         """
+        self._restore(rows)
+
+    def _restore(self, rows: Mapping[str, Any]) -> set[str]:
+        """:meth:`restore`; returns the keys indexed with a vector of their current text."""
         model_id = self.model_id
+        keys: list[str] = []
+        digests: list[str] = []
+        vectors: list[npt.NDArray[np.float32]] = []
+        gone: list[str] = []
         for key, row in rows.items():
             text = self._text_of(key)
             if row is None or text is None:
                 if text is None:
-                    self.forget(key)
+                    gone.append(key)
                 continue
             digest = text_digest(text)
             if not isinstance(row, dict) or row.get("model") != model_id or row.get("digest") != digest:
                 continue
             try:
-                self._index_vector(TextVector(key, digest, VectorIndex.decode(row["vector"])))
+                vector = VectorIndex.decode(row["vector"], copy=False)  # the index copies the batch
             except (KeyError, TypeError, ValueError):
-                logger.warning("%s: the stored vector of %r is unreadable; embedding it again.", self._name, key)
-                self._expected.pop(key, None)
-                self._stale[key] = None
+                self._embed_again(key)
+                continue
+            keys.append(key)
+            digests.append(digest)
+            vectors.append(vector)
+        refused = self._index_vectors(keys, digests, vectors)
+        for key in refused:
+            self._embed_again(key)
+        # Forgotten last: forgetting settles the waiters when nothing is pending, and the
+        # refused keys above are pending again.
+        for key in gone:
+            self.forget(key)
         self._submit()
+        return {key for key in keys if key not in refused}
+
+    def _embed_again(self, key: str) -> None:
+        """The stored vector of ``key`` cannot be used: embed its text here."""
+        logger.warning("%s: the stored vector of %r is unreadable; embedding it again.", self._name, key)
+        self._expected.pop(key, None)
+        self._stale[key] = None
 
     def row(self, vector: TextVector) -> dict[str, str]:
         """The stored row of ``vector``: ``{"model", "digest", "vector"}``, JSON-safe."""
@@ -449,8 +481,7 @@ class TextVectors:
         persisted or not) and start the next call."""
         self._in_flight.difference_update(message.keys)
         if message.model_id == self.model_id:
-            for vector in accepted:
-                self._index_vector(vector)
+            self._index_made(list(accepted))
         self._submit()
 
     # -- search --------------------------------------------------------------------------
@@ -558,15 +589,63 @@ class TextVectors:
         if self._digests.pop(key, None) is not None and self._index is not None:
             self._index.remove(key)
 
-    def _index_vector(self, vector: TextVector) -> None:
-        """Index ``vector``; raises ``ValueError`` when its size is not the index's."""
-        if self._index is None:
-            dim = int(vector.vector.shape[-1])
-            self._index = VectorIndex(dim) if self._index_factory is None else self._index_factory(dim)
-        self._index.upsert(vector.key, vector.vector)
-        self._digests[vector.key] = vector.digest
-        self._stale.pop(vector.key, None)
-        self._expected.pop(vector.key, None)
+    def _index_made(self, vectors: Sequence[TextVector]) -> None:
+        """Index ``vectors`` the service just made, in one batch.
+
+        Raises ``ValueError`` when the index refuses one (not its size, NaN or infinity: the
+        provider's fault or a programming error, not a stored row to embed again), once the
+        others are indexed.
+        """
+        refused = self._index_vectors(
+            [vector.key for vector in vectors], [vector.digest for vector in vectors], [v.vector for v in vectors]
+        )
+        if refused:
+            raise ValueError(" ".join(refused.values()))
+
+    def _index_vectors(
+        self, keys: Sequence[str], digests: Sequence[str], vectors: Sequence[npt.NDArray[np.float32]]
+    ) -> dict[str, str]:
+        """Index each of ``vectors``, made from the text of the digest at its position in
+        ``digests``, under the key at that position in ``keys`` (distinct): one batch for the index
+        (:meth:`VectorRows.upsert_many`), however many.
+
+        Returns the refused, key → why: a vector not of the index's size, or holding NaN or
+        infinity, refuses only itself; its key keeps what it had. Without an index yet, one
+        is made for the size of the first vector (a size no index can have refuses that
+        vector, and the next one's is tried), as indexing them one by one would.
+        """
+        refused: dict[str, str] = {}
+        first = 0
+        while self._index is None and first < len(vectors):
+            try:
+                self._index = self._new_index(int(vectors[first].shape[-1]))
+            except ValueError as exc:
+                refused[keys[first]] = str(exc)
+                first += 1
+        if self._index is None or first == len(vectors):
+            return refused
+        if first:
+            keys, digests, vectors = keys[first:], digests[first:], vectors[first:]
+        failed = self._index.upsert_many(keys, vectors)
+        for position, why in failed.items():
+            refused[keys[position]] = why
+        # Key → digest of what was indexed (the last of a key given twice, as in the index).
+        indexed = dict(
+            zip(keys, digests, strict=True)
+            if not failed
+            else ((keys[position], digests[position]) for position in range(len(keys)) if position not in failed)
+        )
+        self._digests.update(indexed)
+        if self._stale or self._expected:  # nothing waits at a start: skip two lookups a key
+            for key in indexed:
+                self._stale.pop(key, None)
+                self._expected.pop(key, None)
+        return refused
+
+    def _new_index(self, dim: int) -> VectorRows:
+        """The rows vectors of ``dim`` values are kept in; raises ``ValueError`` for a size no
+        index can have."""
+        return VectorIndex(dim) if self._index_factory is None else self._index_factory(dim)
 
     def _submit(self) -> None:
         """Hand the next chunk of stale keys to the worker unless a call is in flight."""
