@@ -153,8 +153,6 @@ CASES: list[tuple[str, Callable[[Path], str], tuple[str, ...]]] = [
     ("two-link loop", lambda tree: "ping/sub", ("'ping'", "loop")),
     ("300-character name", lambda tree: LONG_NAME, ("300 bytes", "255")),
     ("path over PATH_MAX", lambda tree: OVER_PATH_MAX, ("5,024 bytes",)),
-    ("lone surrogate", lambda tree: "\udcff", ("surrogate",)),
-    ("unencodable surrogate", lambda tree: "sub/\ud800", ("surrogate",)),
     ("through a regular file", lambda tree: "notes.txt/sub", ("'notes.txt' is a file",)),
     ("a regular file", lambda tree: "notes.txt", ("'notes.txt' is a file",)),
     ("missing directory", lambda tree: "sub/missing/deeper", ("does not exist", "mkdir -p")),
@@ -181,6 +179,18 @@ def test_a_cwd_the_os_cannot_use_is_refused_in_the_workspaces_terms(
     for word in words:
         assert word in message, message
     assert "SandboxError: cwd" in message
+    assert_in_workspace_terms(message, tree, tmp_path)
+    assert_nothing_ran(tree, mode, fake_docker)
+
+
+@pytest.mark.parametrize("cwd", ["\udcff", "sub/\ud800"], ids=["lone surrogate", "unencodable surrogate"])
+def test_a_cwd_that_is_not_text_is_refused_by_the_pipeline_before_the_sandbox(
+    run: Run, mode: str, tree: Path, tmp_path: Path, fake_docker: Path, cwd: str
+) -> None:
+    """Every tool's arguments are checked for lone surrogates first (``core/_surrogates.py``);
+    the sandbox's own check (``sandbox/_cwd.py``) guards its actor used directly."""
+    message = refusal(run, cwd)
+    assert message.startswith("Invalid arguments for exec_command: `cwd` holds an unpaired UTF-16 surrogate")
     assert_in_workspace_terms(message, tree, tmp_path)
     assert_nothing_ran(tree, mode, fake_docker)
 

@@ -7,7 +7,9 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from toolcards.server._jsonrpc import Dispatcher, RequestError
+import pytest
+
+from toolcards.server._jsonrpc import Dispatcher, RequestError, encode
 
 
 class Peer:
@@ -152,3 +154,30 @@ def test_closing_cancels_what_still_runs_and_notify_and_reject_frame_write() -> 
         ]
 
     run(body)
+
+
+def test_a_method_or_id_that_is_not_text_is_refused_and_an_answer_holding_one_still_goes_out() -> None:
+    """A lone UTF-16 surrogate (JSON's ``"\\ud800"``) is not text: refused where it comes in
+    (``-32600``; without the id when the id holds it), written as ``\\udXXX`` where it goes out."""
+    peer = Peer(lambda method, params, request_id: {"listed": ["odd\udcff.md"], "\ud800": float("nan")})
+    peer.feed('{"jsonrpc":"2.0","id":1,"method":"tools/li\\ud800st"}')
+    peer.feed('{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}')
+    peer.feed('{"jsonrpc":"2.0","method":"notifications/\\ud800"}')
+    peer.feed('{"jsonrpc":"2.0","id":2,"method":"list"}')
+
+    method, request_id, notification, answer = peer.written
+    assert (method["id"], method["error"]["code"]) == (1, -32600)
+    assert method["error"]["data"] == (
+        "`method` holds an unpaired UTF-16 surrogate (\\ud800 at position 8), which is not text: send the text as UTF-8"
+    )
+    assert (request_id["id"], request_id["error"]["code"]) == (None, -32600)
+    assert request_id["error"]["data"].startswith("`id` holds an unpaired UTF-16 surrogate (\\ud800 at position 0)")
+    assert (notification["id"], notification["error"]["code"]) == (None, -32600)  # as any invalid message
+    assert peer.notifications == []
+    assert answer == {"jsonrpc": "2.0", "id": 2, "result": {"listed": ["odd\\udcff.md"], "\\ud800": None}}
+
+
+def test_encoding_escapes_lone_surrogates_and_still_refuses_what_json_cannot_hold() -> None:
+    assert encode({"a": "x\ud800", "b": "é 😀"}) == '{"a":"x\\\\ud800","b":"é 😀"}'.encode()
+    with pytest.raises(ValueError):
+        encode({"a": object(), "b": "\ud800"})

@@ -51,6 +51,20 @@ def test_empty_paths_are_refused(skill: Path, path: str) -> None:
         read(skill, path)
 
 
+@pytest.mark.parametrize("path", ["\ud800", "docs/guide\udbff.md", "caf\u00e9/\udfff"])
+def test_a_path_that_is_not_text_is_refused_in_words(skill: Path, path: str) -> None:
+    """A lone surrogate no file system can name: ``os.stat`` would raise ``UnicodeEncodeError``."""
+    with pytest.raises(RetriableError, match=r"which is not text, so it names no file of skill demo"):
+        read(skill, path)
+
+
+def test_a_file_name_that_is_not_utf8_is_read_by_the_name_python_gives_it(skill: Path) -> None:
+    os.mkdir(bytes(skill) + b"/docs/\xff")
+    with open(bytes(skill) + b"/docs/\xff/odd.md", "wb") as odd:
+        odd.write(b"odd\n")
+    assert read(skill, "docs/\udcff/odd.md") == "odd\n"
+
+
 def test_a_symlink_to_a_file_outside_is_refused(skill: Path, tmp_path: Path) -> None:
     (skill / "link.txt").symlink_to(tmp_path / "secret.txt")
     with pytest.raises(ToolFailed, match=r"link\.txt of skill demo is a symbolic link"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -158,6 +159,66 @@ def test_tool_call_records_reach_another_process_s_log_in_batches(tmp_path: Path
         assert [event.call_id for _, event in events] == ["0", "1", "2"]
         assert len({number for number, _ in events}) == 1  # one write for the three
         assert {event.team_id for _, event in events} == {"t"}
+    finally:
+        here.stop()
+        there.close()
+
+
+def test_one_event_that_is_not_text_costs_its_batch_nothing(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """A batch is written event by event: the one holding a lone surrogate (a file name that is
+    not UTF-8, a client's ``"\\ud800"``) is written with it escaped, the others as they are."""
+    journal = StoreJournal(store, "t")
+    bad = changed(2, "budget set for @\ud800")
+    with caplog.at_level(logging.WARNING, logger="toolcards.store"):
+        seq = journal.append_all([changed(1), bad, changed(3)])
+
+    events = journal.since(0)
+    assert seq == 1 and [number for number, _ in events] == [1, 1, 1]
+    assert [event.summary for _, event in events] == ["x", "budget set for @\\ud800", "x"]
+    (line,) = [record.getMessage() for record in caplog.records]
+    assert line.startswith("team t: a state_changed event from #PlanningTool holds text that is not Unicode")
+
+
+def test_an_event_that_is_not_json_is_kept_as_its_repr(store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    journal = StoreJournal(store, "t")
+    odd = ToolExecutionRecord(
+        tool="ping", call_id="c", agent="@A\udcff", channel="tool_call", success=True, latency_ms=float("nan")
+    )
+    with caplog.at_level(logging.WARNING, logger="toolcards.store"):
+        journal.append_all([changed(1), odd])
+        journal.append(odd)
+
+    events = journal.since(0)
+    assert [type(event).__name__ for _, event in events] == ["StateChanged", "RecordedEvent", "RecordedEvent"]
+    assert "latency_ms=nan" in events[1][1].text
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 2
+    assert lines[0].startswith("team t: a tool_execution event from ping of @A\\udcff is not JSON (")
+    assert lines[0].endswith("); the event log keeps its repr instead")
+
+
+def test_a_team_s_log_keeps_every_valid_event_of_a_batch_with_a_bad_one(tmp_path: Path) -> None:
+    """Through the orchestrator's batch: the events of other calls written at the same moment as
+    the bad one reach the log beside it."""
+    from toolcards.core._observer import TeamAgent
+
+    here = ActorSystem(journal=store_journals(SQLiteStore(tmp_path / "state.db")))
+    there = SQLiteStore(tmp_path / "state.db")
+    try:
+        agent = TeamAgent("Ann", here.team("t"))
+        for index, who in enumerate(["@Ann", "@Ann\ud800", "@Bob"]):
+            agent.notify_event(
+                ToolExecutionRecord(
+                    tool="usage", call_id=str(index), agent=who, channel="tool_call", success=True, latency_ms=1
+                )
+            )
+        here.team("t").head()  # an ask: the orchestrator wrote the batch first
+        events = StoreJournal(there, "t").since(0)
+        assert [(event.call_id, event.agent) for _, event in events] == [
+            ("0", "@Ann"),
+            ("1", "@Ann\\ud800"),
+            ("2", "@Bob"),
+        ]
     finally:
         here.stop()
         there.close()

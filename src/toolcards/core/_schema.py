@@ -10,6 +10,10 @@ Validation is lax, as models write arguments loosely: ``"5"`` for an integer is 
 and so is a JSON string where a list, dict or model is expected. Unknown keys are refused
 with a message naming the accepted parameters.
 
+A string that is not text (one holding a lone UTF-16 surrogate, such as JSON's ``"\\ud800"``),
+at any depth and in keys too, is refused before anything else is checked, naming where it is
+(:mod:`toolcards.core._surrogates`): it would fail later, wherever the value is written.
+
 A refusal stays short and cheap whatever the input: at most ten problems are listed, with
 the total count; values are shown clipped; and when there are thousands of problems (a
 list of a million wrong items), the examples come from a sample of the arguments (lists and
@@ -33,6 +37,7 @@ from pydantic.fields import FieldInfo
 
 from toolcards.core._docstring import parse_docstring
 from toolcards.core._shipped_schemas import schema_key, shipped_schema
+from toolcards.core._surrogates import find_surrogate
 from toolcards.errors import RetriableError, WiringError
 
 __all__ = ["ArgsSchema", "build_args_schema"]
@@ -105,9 +110,18 @@ class ArgsSchema:
         return compact_json_schema(self.model.model_json_schema())
 
     def validate(self, tool_name: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        """Validate and coerce ``args``; raise ``RetriableError`` naming every problem."""
+        """Validate and coerce ``args``; raise ``RetriableError`` naming every problem.
+
+        Changed in 0.3: a string holding a lone surrogate is refused, naming where it is.
+        """
         if self.structured:
             args = _decode_json_strings(args, self.structured)
+        not_text = find_surrogate(args)
+        if not_text is not None:
+            raise RetriableError(
+                f"Invalid arguments for {tool_name}: {not_text.describe()}, so nothing was done. "
+                "Send the text as UTF-8."
+            )
         if not args and not self._fields:  # nothing to check, nothing to fill in
             return {}
         try:

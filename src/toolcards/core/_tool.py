@@ -8,7 +8,8 @@ command), a call runs the same steps, so the same input gives the same answer ev
    anything else runs (:mod:`toolcards.core._ledger`);
 1. decode the arguments and refuse them past ``max_argument_chars``
    (:mod:`toolcards.core._arguments`), then validate and coerce them
-   (:mod:`toolcards.core._schema`);
+   (:mod:`toolcards.core._schema`), a string that is not text (a lone surrogate) refused
+   first (:mod:`toolcards.core._surrogates`);
 2. guards, in order: allow, rewrite the arguments, or deny (``GuardError``);
 3. approval, for a tool that ``requires_approval``: the caller approved the call
    (``approved=True``) or the tool's ``approver`` (else the caller's current one,

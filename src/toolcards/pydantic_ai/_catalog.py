@@ -27,7 +27,6 @@ from pydantic_ai.messages import ModelRequest, ToolReturn, ToolReturnPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
 
 from toolcards.core._catalog import (
     DESCRIBE_TOOL,
@@ -40,6 +39,7 @@ from toolcards.core._catalog import (
 from toolcards.core._channels import Channels
 from toolcards.core._tool import Tool
 from toolcards.errors import RetriableError
+from toolcards.pydantic_ai._arguments import PASS_THROUGH
 
 __all__ = ["LOADED_KEY", "LOAD_SHARE", "SEARCH_HITS", "CatalogToolset", "loaded_tool_names"]
 
@@ -52,7 +52,6 @@ LOAD_SHARE = 0.6
 the tools the query is about, not every tool it brushed against."""
 
 _META_NAMES = frozenset({SEARCH_TOOLS, DESCRIBE_TOOL})
-_PASS_THROUGH = SchemaValidator(core_schema.dict_schema())
 
 
 def loaded_tool_names(messages: Iterable[Any]) -> list[str]:
@@ -155,7 +154,7 @@ class CatalogToolset(WrapperToolset[Any]):
                     name=name, description=tool.description, parameters_json_schema=tool.parameters_schema
                 ),
                 max_retries=self.max_retries,
-                args_validator=_PASS_THROUGH,
+                args_validator=PASS_THROUGH,
             )
             for name, tool in self._metas.items()
         }

@@ -39,12 +39,12 @@ from pydantic_ai.messages import InstructionPart
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
-from pydantic_core import SchemaValidator, core_schema
 
 from toolcards.core._approval import ApprovalRequired as CallNotApproved
 from toolcards.core._channels import Channels
 from toolcards.core._conversation import Conversation, begin_conversation, conversing
 from toolcards.errors import RetriableError, ToolFailed, WiringError
+from toolcards.pydantic_ai._arguments import PASS_THROUGH
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -57,9 +57,6 @@ __all__ = ["CardToolset", "ContextMode", "factory_toolset"]
 ContextMode = Literal["append", "rewrite", "off"]
 """How a changed system-prompt section reaches the model (see the module docstring); ``"off"``:
 the toolset gives no instructions (``TeamContext`` gives them instead)."""
-
-# The pipeline validates; pydantic-ai only passes the raw arguments through.
-_PASS_THROUGH = SchemaValidator(core_schema.dict_schema())
 
 _STOPPED_RUNS_KEPT = 64
 """Runs remembered as stopped at a tool call, until their next model request ends them."""
@@ -119,7 +116,7 @@ class CardToolset(AbstractToolset[Any]):
                         parameters_json_schema=tool.parameters_schema,
                     ),
                     max_retries=self.max_retries,
-                    args_validator=_PASS_THROUGH,
+                    args_validator=PASS_THROUGH,  # the pipeline validates
                 )
                 for name, tool in self._tools.items()
             }

@@ -21,6 +21,11 @@ handshake protocol also ``resources/subscribe``, ``resources/unsubscribe``,
 ``tasks/cancel``, ``tasks/list`` (:mod:`toolcards.server._tasks`); on the stateless one
 ``subscriptions/listen``. Anything else is ``-32601``.
 
+A request whose parameters hold a string that is not text (a lone UTF-16 surrogate, JSON's
+``"\\ud800"``: :mod:`toolcards.core._surrogates`) is refused with ``-32602`` naming where
+it is, before anything uses them; except a ``tools/call``'s ``arguments``, which the tool
+refuses itself (an ``isError`` result naming the argument, as for any invalid argument).
+
 A ``tools/call``:
 
 * with ``_meta.progressToken`` sends ``notifications/progress`` while it runs;
@@ -51,6 +56,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcards.core._conversation import begin_conversation
+from toolcards.core._surrogates import find_surrogate
 from toolcards.server._call_span import call_span, mark_tool_error
 from toolcards.server._idempotency import idempotency_key
 from toolcards.server._jsonrpc import (
@@ -185,6 +191,8 @@ class McpConnection:
     # -- dispatch -------------------------------------------------------------------------
 
     def _request(self, method: str, params: Params | None, request_id: RequestId) -> Answer:
+        if params:
+            _refuse_non_text(method, params)
         if method == DISCOVER or (params and has_modern_envelope(params) and method != "initialize"):
             return self._modern_request(method, params, request_id)
         if self.modern:
@@ -581,6 +589,16 @@ def has_modern_envelope(params: Params) -> bool:
     """Whether a request's ``params`` carry the stateless protocol's per-request envelope."""
     meta = params.get("_meta")
     return isinstance(meta, dict) and MODERN_VERSION_KEY in meta
+
+
+def _refuse_non_text(method: str, params: Params) -> None:
+    """Refuse ``params`` holding a string that is not text (-32602), but for a tool call's
+    arguments: the pipeline refuses those, naming the argument, as a result the model reads."""
+    if method == "tools/call" and "arguments" in params:
+        params = {key: value for key, value in params.items() if key != "arguments"}
+    found = find_surrogate(params)
+    if found is not None:
+        raise _invalid(f"{found.describe('params')}: send the text as UTF-8")
 
 
 def _invalid(reason: str) -> RequestError:

@@ -10,6 +10,9 @@ JSON-RPC's rules:
 * a request gets exactly one response, whose ``id`` is the request's, of the same JSON type;
   a notification never gets one;
 * ``params``, when present, must be an object (MCP names every parameter): ``-32602``;
+* ``method`` and a string ``id`` must be text: one holding a lone UTF-16 surrogate (JSON's
+  ``"\\ud800"``, :mod:`toolcards.core._surrogates`) gets ``-32600``, with ``id: null`` when
+  the id is the one that is not text (it could not be sent back);
 * a handler refuses with :class:`RequestError` (its code, message and data go out as they
   are); any other exception is logged and answered ``-32603`` without its details;
 * ``notifications/cancelled`` (MCP's cancellation) cancels the request's task, and its
@@ -23,8 +26,10 @@ JSON-RPC's rules:
 
 Frames are encoded compactly as UTF-8 without a newline; the transport adds its framing.
 NaN and infinity, which JSON cannot carry, go out as ``null`` (as JavaScript's
-``JSON.stringify`` sends them); a value JSON has no form for (an object, bytes that are not
-UTF-8) fails the encoding, and a result that does is answered ``-32603``.
+``JSON.stringify`` sends them); a string holding a lone surrogate, which UTF-8 cannot carry,
+goes out with the surrogate written as the text ``\\udXXX``, so one odd file name in an
+answer never fails it; a value JSON has no form for (an object, bytes that are not UTF-8)
+fails the encoding, and a result that does is answered ``-32603``.
 """
 
 from __future__ import annotations
@@ -37,6 +42,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from pydantic_core import to_json
+
+from toolcards.core._surrogates import escape_surrogates, find_surrogate
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -90,14 +97,38 @@ OnNotification = Callable[[str, Params], None]
 
 
 def encode(message: Mapping[str, Any]) -> bytes:
-    """One frame's bytes: compact JSON, UTF-8; NaN and infinity become ``null``.
+    """One frame's bytes: compact JSON, UTF-8; NaN and infinity become ``null``, and a lone
+    surrogate in a string the text ``\\udXXX``.
 
     Raises:
         ValueError: ``message`` holds a value JSON has no form for.
     """
     # pydantic-core writes UTF-8 bytes directly: a 55 KB file read encodes in a third of the
     # time json.dumps and str.encode take together.
-    return to_json(message, inf_nan_mode="null")
+    try:
+        return to_json(message, inf_nan_mode="null")
+    except ValueError:
+        # Looked for only once the encoding failed: a frame that encodes pays nothing.
+        escaped = escape_surrogates(message)
+        if escaped is message:
+            raise
+    return to_json(escaped, inf_nan_mode="null")
+
+
+def _invalid_envelope(version: Any, method: Any, request_id: RequestId | None, bad_id: bool) -> str | None:
+    """Why a message is neither a request nor a notification (``None`` when it is one)."""
+    if version != "2.0":
+        return 'jsonrpc must be "2.0"'
+    if not isinstance(method, str):
+        return "method must be a string"
+    if bad_id:
+        return "id must be a string or an integer"
+    for name, value in (("method", method), ("id", request_id)):
+        if isinstance(value, str) and not value.isascii():
+            found = find_surrogate(value)
+            if found is not None:
+                return f"{found.describe(name)}: send the text as UTF-8"
+    return None
 
 
 class Dispatcher:
@@ -140,16 +171,14 @@ class Dispatcher:
         has_id = "id" in message
         request_id = message.get("id")
         valid_id = isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
-        if message.get("jsonrpc") != "2.0" or not isinstance(method, str) or (has_id and not valid_id):
-            reason = (
-                'jsonrpc must be "2.0"'
-                if message.get("jsonrpc") != "2.0"
-                else "method must be a string"
-                if not isinstance(method, str)
-                else "id must be a string or an integer"
-            )
-            self._error(request_id if valid_id else None, INVALID_REQUEST, "Invalid Request", reason)
+        reason = _invalid_envelope(
+            message.get("jsonrpc"), method, request_id if valid_id else None, has_id and not valid_id
+        )
+        if reason is not None:
+            echoed = request_id if valid_id and not reason.startswith("`id`") else None
+            self._error(echoed, INVALID_REQUEST, "Invalid Request", reason)
             return
+        assert isinstance(method, str)
         params = message.get("params")
         if not has_id:
             self._notification(method, params)

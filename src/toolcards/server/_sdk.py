@@ -34,6 +34,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from toolcards.core._conversation import Conversation, begin_conversation
+from toolcards.core._surrogates import escape_surrogates
 from toolcards.server._app import AGENT_HEADER, MODERN_RESOURCE_NOT_FOUND, RESOURCE_NOT_FOUND
 from toolcards.server._idempotency import idempotency_key
 from toolcards.server._jsonrpc import INVALID_PARAMS, RequestError
@@ -114,9 +115,15 @@ def _modern_versions() -> frozenset[str]:
 
 def _model(name: str, wire: dict[str, Any]) -> Any:
     """``wire`` as the ``mcp_types`` result model ``name``: validating fills the fields the
-    stateless protocol requires (``resultType``, cache hints) from the model's defaults."""
+    stateless protocol requires (``resultType``, cache hints) from the model's defaults.
+
+    A lone surrogate in its strings (a file name that is not UTF-8, in a tool's answer) is
+    written as the text ``\\udXXX`` first: the SDK encodes the result later, where a string
+    UTF-8 cannot carry would fail it with nothing sent, leaving the client waiting.
+    """
     import mcp_types
 
+    wire = escape_surrogates(wire)
     if wire.get("resultType") == "input_required":
         return mcp_types.InputRequiredResult.model_validate(wire, by_name=False)
     return getattr(mcp_types, name).model_validate(wire, by_name=False)

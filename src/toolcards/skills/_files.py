@@ -31,6 +31,14 @@ _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os,
 def _components(path: str, skill: str) -> list[str]:
     if not path or "\0" in path:
         raise RetriableError(f"Give the path of a file of skill {skill}, e.g. 'reference.md'.")
+    if not path.isascii():
+        try:
+            os.fsencode(path)
+        except UnicodeEncodeError as exc:  # a lone surrogate the file system cannot name
+            raise RetriableError(
+                f"The path holds \\u{ord(path[exc.start]):04x} at position {exc.start}, which is not text, so it "
+                f"names no file of skill {skill}: send the path as UTF-8 text, e.g. 'reference.md'."
+            ) from None
     if path.startswith(("/", "\\")) or (len(path) > 1 and path[1] == ":"):
         raise RetriableError(f"{path!r} is absolute: give a path inside skill {skill}'s folder, e.g. 'reference.md'.")
     parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
@@ -45,7 +53,8 @@ def read_skill_file(folder: Path, path: str, *, skill: str, max_bytes: int) -> s
     """The text of ``path`` inside ``folder`` (skill ``skill``'s), at most ``max_bytes`` bytes.
 
     Raises:
-        RetriableError: the path is empty, absolute, uses ``..``, or names nothing there.
+        RetriableError: the path is empty, not text (a lone surrogate no file system can
+            name), absolute, uses ``..``, or names nothing there.
         ToolFailed: it passes through a symlink, is not a regular file (a directory, a named
             pipe, a socket, a device), is larger than ``max_bytes``, is not UTF-8 text, or
             cannot be read.

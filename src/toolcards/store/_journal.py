@@ -16,10 +16,18 @@ process (events are never a reason to import code named in the database); otherw
 :class:`RecordedEvent` carrying the same fields, so subscribers reading ``kind``,
 ``team_id`` or ``source`` work either way. Anything that is not a pydantic model is stored
 as its ``repr``.
+
+Each event is encoded on its own, so one that cannot be stored never costs the others of its
+batch their place in the log: a string holding a lone surrogate (which UTF-8 cannot carry: a
+file name that is not UTF-8, text a client sent as ``"\\ud800"``) is written with it as the
+text ``\\udXXX``; an event that still is not JSON (a NaN) is stored as its ``repr``. Either
+way a warning names the event, where it comes from and why.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -28,7 +36,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from toolcards.actors._journal import EVENT_LOG_SIZE, JournalFactory
 from toolcards.core._events import ToolcardsEvent
+from toolcards.core._surrogates import escape_surrogates
 from toolcards.store._base import Change, Delta, Store
+from toolcards.store._codec import JSONText
 
 __all__ = ["EVENTS_NAMESPACE", "RecordedEvent", "StoreJournal", "store_journals"]
 
@@ -36,6 +46,10 @@ EVENTS_NAMESPACE = "#events"
 """The suffix of a team's event-log namespace: ``"<team_id>/#events"``."""
 
 _EVENTS = "events"
+# The codec's own settings: a batch's text is what encoding the whole entry would give.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+logger = logging.getLogger("toolcards.store")
 
 
 class RecordedEvent(ToolcardsEvent):
@@ -73,13 +87,53 @@ class StoreJournal:
 
     def append(self, event: Any) -> int:
         """Append ``event`` in one store write; returns its team-wide number."""
-        return self._write(encode_event(event))
+        return self._write(JSONText(self._entry_text(event)))
 
     def append_all(self, events: Sequence[Any]) -> int:
-        """Append ``events`` as one entry, in one store write; returns the number they share."""
-        return self._write({"batch": [encode_event(event) for event in events]})
+        """Append ``events`` as one entry, in one store write; returns the number they share.
 
-    def _write(self, value: dict[str, Any]) -> int:
+        Each event is encoded on its own: one that is not JSON is repaired (see the module
+        docstring), and the others are written as they are.
+        """
+        return self._write(JSONText('{"batch":[' + ",".join(self._entry_text(event) for event in events) + "]}"))
+
+    def _entry_text(self, event: Any) -> str:
+        """``event``'s entry as the JSON text the store keeps, repaired if need be."""
+        try:
+            entry = encode_event(event)
+        except (TypeError, ValueError, RecursionError) as exc:  # a field pydantic cannot dump
+            return self._repr_text(event, exc)
+        try:
+            return _storable_text(entry)
+        except (TypeError, ValueError, RecursionError) as exc:
+            reason = exc
+        escaped = escape_surrogates(entry)
+        if escaped is not entry:
+            try:
+                text = _storable_text(escaped)
+            except (TypeError, ValueError, RecursionError) as exc:
+                reason = exc
+            else:
+                logger.warning(
+                    "team %s: %s holds text that is not Unicode (a lone surrogate); it is written to the event "
+                    "log with each one as the text \\udXXX",
+                    self.team_id,
+                    _event_label(event),
+                )
+                return text
+        return self._repr_text(event, reason)
+
+    def _repr_text(self, event: Any, reason: Exception) -> str:
+        """The entry of an event that is not JSON: its ``repr``, which always is."""
+        logger.warning(
+            "team %s: %s is not JSON (%s); the event log keeps its repr instead",
+            self.team_id,
+            _event_label(event),
+            " ".join(str(reason).split())[:300],
+        )
+        return _storable_text({"type": None, "data": {"kind": "event", "text": repr(event)}})
+
+    def _write(self, value: JSONText) -> int:
         with self.store.write(self.namespace, since=None) as txn:
             seq = txn.version + 1
             changes = [Change(collection=_EVENTS, key=_key(seq), value=value)]
@@ -128,6 +182,31 @@ def encode_event(event: Any) -> dict[str, Any]:
         kind = type(event)
         return {"type": f"{kind.__module__}:{kind.__qualname__}", "data": event.model_dump(mode="json")}
     return {"type": None, "data": {"kind": "event", "text": repr(event)}}
+
+
+def _storable_text(entry: dict[str, Any]) -> str:
+    """``entry`` as JSON text a database can store as UTF-8.
+
+    Raises:
+        TypeError, ValueError, RecursionError: it is not JSON, or a string in it is not text.
+    """
+    text = _ENCODER.encode(entry)
+    if not text.isascii():
+        text.encode("utf-8")  # a lone surrogate passes json, but no database stores it
+    return text
+
+
+def _event_label(event: Any) -> str:
+    """``event`` named for a log line: its kind and where it comes from."""
+    kind = getattr(event, "kind", None) or type(event).__name__
+    origin = getattr(event, "source", None) or getattr(event, "tool", None)
+    agent = getattr(event, "agent", None)
+    label = f"a {kind} event"
+    if isinstance(origin, str):
+        label += f" from {escape_surrogates(origin)}"
+    if isinstance(agent, str):
+        label += f" of {escape_surrogates(agent)}"
+    return label
 
 
 def decode_event(value: Any) -> Any:
