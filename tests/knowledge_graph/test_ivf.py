@@ -2,32 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
+from tests.knowledge_graph.note_entities import entity
 from toolcards.knowledge_graph._index import GraphIndex
 from toolcards.knowledge_graph._ivf import InvertedFile
-from toolcards.knowledge_graph._models import Entity
 from toolcards.knowledge_graph._passages import head_key, observation_key
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 48
 TOPICS = 300
-
-
-def entity(n: int, observations: int) -> Entity:
-    return Entity.model_validate(
-        {
-            "name": f"entity {n}",
-            "entity_type": "note",
-            "created_at": T0,
-            "observations": [
-                {"id": f"{n}.{k}", "text": f"note {n} {k}", "created_at": T0} for k in range(observations)
-            ],
-        }
-    )
 
 
 def topical_vectors(rng: np.random.Generator, centres: np.ndarray, count: int) -> np.ndarray:

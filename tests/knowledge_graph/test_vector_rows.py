@@ -3,30 +3,15 @@ upsert after another, a bad vector refused alone, a passage of an unknown entity
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import numpy as np
 import pytest
 
+from tests.knowledge_graph.note_entities import entity
 from toolcards.knowledge_graph._index import GraphIndex
 from toolcards.knowledge_graph._models import Entity
 from toolcards.knowledge_graph._passages import head_key, observation_key
 
-T0 = datetime(2026, 1, 1, tzinfo=UTC)
 DIM = 16
-
-
-def entity(n: int, observations: int = 2) -> Entity:
-    return Entity.model_validate(
-        {
-            "name": f"entity {n}",
-            "entity_type": "note",
-            "created_at": T0,
-            "observations": [
-                {"id": f"{n}.{k}", "text": f"note {n} {k}", "created_at": T0} for k in range(observations)
-            ],
-        }
-    )
 
 
 def keys_of(made: Entity) -> list[str]:
