@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from toolcards.errors import StoreError
 from toolcards.store._base import Change, JSONValue
 
-__all__ = ["EncodedChanges", "JSONText", "decode_value", "encode_changes"]
+__all__ = ["EncodedChanges", "JSONText", "decode_value", "encode_changes", "stored_text"]
 
 EncodedChanges = dict[tuple[str, str], str | None]
 """A change set ready to write: ``(collection, key)`` → JSON text, or ``None`` to delete."""
@@ -105,12 +105,23 @@ def _checked_text(namespace: str, collection: str, key: str, value: JSONText) ->
     return text
 
 
+def stored_text(value: JSONValue) -> str:
+    """``value`` as the JSON text a store keeps: compact, and storable as UTF-8.
+
+    Raises:
+        TypeError, ValueError, RecursionError: ``value`` is not JSON, or a string in it is not
+            text (a lone surrogate).
+    """
+    text = _ENCODER.encode(value)
+    if not text.isascii():
+        # A lone surrogate passes json but no database can store it as UTF-8 text.
+        text.encode("utf-8")
+    return text
+
+
 def _encode_value(namespace: str, collection: str, key: str, value: JSONValue) -> str:
     try:
-        text = _ENCODER.encode(value)
-        if not text.isascii():
-            # A lone surrogate passes json but no database can store it as UTF-8 text.
-            text.encode("utf-8")
+        return stored_text(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StoreError(
             f"Cannot store {collection}/{key} in namespace {namespace!r}: its value is not JSON ({exc}). "
@@ -118,4 +129,3 @@ def _encode_value(namespace: str, collection: str, key: str, value: JSONValue) -
             "list, str, int, finite float, bool, None), for a pydantic model with model_dump(mode='json'), "
             "then apply the change set again."
         ) from exc
-    return text

@@ -19,14 +19,13 @@ as its ``repr``.
 
 Each event is encoded on its own, so one that cannot be stored never costs the others of its
 batch their place in the log: a string holding a lone surrogate (which UTF-8 cannot carry: a
-file name that is not UTF-8, text a client sent as ``"\\ud800"``) is written with it as the
-text ``\\udXXX``; an event that still is not JSON (a NaN) is stored as its ``repr``. Either
+file name that is not UTF-8, text a client sent as ``"\\ud800"``) is written with it as its
+escape text; an event that still is not JSON (a NaN) is stored as its ``repr``. Either
 way a warning names the event, where it comes from and why.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections.abc import Sequence
@@ -38,7 +37,7 @@ from toolcards.actors._journal import EVENT_LOG_SIZE, JournalFactory
 from toolcards.core._events import ToolcardsEvent
 from toolcards.core._surrogates import escape_surrogates
 from toolcards.store._base import Change, Delta, Store
-from toolcards.store._codec import JSONText
+from toolcards.store._codec import JSONText, stored_text
 
 __all__ = ["EVENTS_NAMESPACE", "RecordedEvent", "StoreJournal", "store_journals"]
 
@@ -46,8 +45,6 @@ EVENTS_NAMESPACE = "#events"
 """The suffix of a team's event-log namespace: ``"<team_id>/#events"``."""
 
 _EVENTS = "events"
-# The codec's own settings: a batch's text is what encoding the whole entry would give.
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 logger = logging.getLogger("toolcards.store")
 
@@ -104,19 +101,19 @@ class StoreJournal:
         except (TypeError, ValueError, RecursionError) as exc:  # a field pydantic cannot dump
             return self._repr_text(event, exc)
         try:
-            return _storable_text(entry)
+            return stored_text(entry)
         except (TypeError, ValueError, RecursionError) as exc:
             reason = exc
         escaped = escape_surrogates(entry)
         if escaped is not entry:
             try:
-                text = _storable_text(escaped)
+                text = stored_text(escaped)
             except (TypeError, ValueError, RecursionError) as exc:
                 reason = exc
             else:
                 logger.warning(
                     "team %s: %s holds text that is not Unicode (a lone surrogate); it is written to the event "
-                    "log with each one as the text \\udXXX",
+                    "log with each one written as its escape (such as \\ud800)",
                     self.team_id,
                     _event_label(event),
                 )
@@ -131,7 +128,7 @@ class StoreJournal:
             _event_label(event),
             " ".join(str(reason).split())[:300],
         )
-        return _storable_text({"type": None, "data": {"kind": "event", "text": repr(event)}})
+        return stored_text({"type": None, "data": {"kind": "event", "text": repr(event)}})
 
     def _write(self, value: JSONText) -> int:
         with self.store.write(self.namespace, since=None) as txn:
@@ -182,18 +179,6 @@ def encode_event(event: Any) -> dict[str, Any]:
         kind = type(event)
         return {"type": f"{kind.__module__}:{kind.__qualname__}", "data": event.model_dump(mode="json")}
     return {"type": None, "data": {"kind": "event", "text": repr(event)}}
-
-
-def _storable_text(entry: dict[str, Any]) -> str:
-    """``entry`` as JSON text a database can store as UTF-8.
-
-    Raises:
-        TypeError, ValueError, RecursionError: it is not JSON, or a string in it is not text.
-    """
-    text = _ENCODER.encode(entry)
-    if not text.isascii():
-        text.encode("utf-8")  # a lone surrogate passes json, but no database stores it
-    return text
 
 
 def _event_label(event: Any) -> str:
