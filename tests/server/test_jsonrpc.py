@@ -158,7 +158,7 @@ def test_closing_cancels_what_still_runs_and_notify_and_reject_frame_write() -> 
 
 def test_a_method_or_id_that_is_not_text_is_refused_and_an_answer_holding_one_still_goes_out() -> None:
     """A lone UTF-16 surrogate (JSON's ``"\\ud800"``) is not text: refused where it comes in
-    (``-32600``; without the id when the id holds it), written as ``\\udXXX`` where it goes out."""
+    (``-32600``; without the id when the id holds it), written as its escape (``\\ud800``) where it goes out."""
     peer = Peer(lambda method, params, request_id: {"listed": ["odd\udcff.md"], "\ud800": float("nan")})
     peer.feed('{"jsonrpc":"2.0","id":1,"method":"tools/li\\ud800st"}')
     peer.feed('{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}')

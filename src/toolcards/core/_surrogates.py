@@ -12,8 +12,8 @@ as an exception nobody can act on. So:
   request's parameters, :mod:`toolcards.server._connection`), :func:`find_surrogate` finds the
   first such string, and the input is refused naming where it is;
 * where something is written out that must never fail for one bad string (a JSON-RPC frame,
-  the team's event log), :func:`escape_surrogates` writes each surrogate as the six
-  characters ``\\udXXX``, so the text says what was there.
+  the team's event log), :func:`escape_surrogates` writes each surrogate as its six-character
+  escape (``\\ud800`` for U+D800), so the text says what was there.
 
 Finding costs one ``str.isascii()`` per string (a C loop, a few nanoseconds for ordinary
 arguments); only a string that is not ASCII is encoded to find out.
@@ -129,8 +129,8 @@ def _located(value: Any) -> Surrogate | None:
 
 
 def escape_surrogates(value: Any) -> Any:
-    """``value`` with every lone surrogate in its strings (keys included) written as ``\\udXXX``
-    text; ``value`` itself when it holds none (what that costs is what finding costs). In a
+    """``value`` with every lone surrogate in its strings (keys included) written as its escape
+    text (``\\ud800``); ``value`` itself when it holds none (what that costs is what finding costs). In a
     copy, mappings are dicts and tuples and sets lists: the result is for a JSON encoder."""
     if isinstance(value, str):
         return value if value.isascii() or _position(value) is None else _escaped(value)

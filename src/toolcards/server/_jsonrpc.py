@@ -27,7 +27,7 @@ JSON-RPC's rules:
 Frames are encoded compactly as UTF-8 without a newline; the transport adds its framing.
 NaN and infinity, which JSON cannot carry, go out as ``null`` (as JavaScript's
 ``JSON.stringify`` sends them); a string holding a lone surrogate, which UTF-8 cannot carry,
-goes out with the surrogate written as the text ``\\udXXX``, so one odd file name in an
+goes out with the surrogate written as its escape (``\\ud800``), so one odd file name in an
 answer never fails it; a value JSON has no form for (an object, bytes that are not UTF-8)
 fails the encoding, and a result that does is answered ``-32603``.
 """
@@ -43,7 +43,7 @@ from typing import Any
 
 from pydantic_core import to_json
 
-from toolcards.core._surrogates import escape_surrogates, find_surrogate
+from toolcards.core._surrogates import Surrogate, escape_surrogates, find_surrogate
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -98,7 +98,7 @@ OnNotification = Callable[[str, Params], None]
 
 def encode(message: Mapping[str, Any]) -> bytes:
     """One frame's bytes: compact JSON, UTF-8; NaN and infinity become ``null``, and a lone
-    surrogate in a string the text ``\\udXXX``.
+    surrogate in a string is written as its escape (``\\ud800``).
 
     Raises:
         ValueError: ``message`` holds a value JSON has no form for.
@@ -115,19 +115,19 @@ def encode(message: Mapping[str, Any]) -> bytes:
     return to_json(escaped, inf_nan_mode="null")
 
 
-def _invalid_envelope(version: Any, method: Any, request_id: RequestId | None, bad_id: bool) -> str | None:
-    """Why a message is neither a request nor a notification (``None`` when it is one)."""
+def _invalid_envelope(version: Any, method: Any, bad_id: bool, id_not_text: Surrogate | None) -> str | None:
+    """Why a message is neither a request nor a notification (``None`` when it is one):
+    ``bad_id`` says its id is of no allowed type, ``id_not_text`` where its string id holds a
+    lone surrogate."""
     if version != "2.0":
         return 'jsonrpc must be "2.0"'
     if not isinstance(method, str):
         return "method must be a string"
     if bad_id:
         return "id must be a string or an integer"
-    for name, value in (("method", method), ("id", request_id)):
-        if isinstance(value, str) and not value.isascii():
-            found = find_surrogate(value)
-            if found is not None:
-                return f"{found.describe(name)}: send the text as UTF-8"
+    for name, found in (("method", find_surrogate(method)), ("id", id_not_text)):
+        if found is not None:
+            return f"{found.describe(name)}: send the text as UTF-8"
     return None
 
 
@@ -171,11 +171,11 @@ class Dispatcher:
         has_id = "id" in message
         request_id = message.get("id")
         valid_id = isinstance(request_id, (str, int)) and not isinstance(request_id, bool)
-        reason = _invalid_envelope(
-            message.get("jsonrpc"), method, request_id if valid_id else None, has_id and not valid_id
-        )
+        id_not_text = find_surrogate(request_id) if isinstance(request_id, str) else None
+        reason = _invalid_envelope(message.get("jsonrpc"), method, has_id and not valid_id, id_not_text)
         if reason is not None:
-            echoed = request_id if valid_id and not reason.startswith("`id`") else None
+            # An id that is not text could not be sent back: the answer goes without one.
+            echoed = request_id if valid_id and id_not_text is None else None
             self._error(echoed, INVALID_REQUEST, "Invalid Request", reason)
             return
         assert isinstance(method, str)

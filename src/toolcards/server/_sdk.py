@@ -118,7 +118,7 @@ def _model(name: str, wire: dict[str, Any]) -> Any:
     stateless protocol requires (``resultType``, cache hints) from the model's defaults.
 
     A lone surrogate in its strings (a file name that is not UTF-8, in a tool's answer) is
-    written as the text ``\\udXXX`` first: the SDK encodes the result later, where a string
+    written as its escape (``\\ud800``) first: the SDK encodes the result later, where a string
     UTF-8 cannot carry would fail it with nothing sent, leaving the client waiting.
     """
     import mcp_types
