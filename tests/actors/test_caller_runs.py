@@ -9,8 +9,11 @@ waiting caller, by the actor's thread after a timeout, a dropped future, a kept 
 from __future__ import annotations
 
 import contextvars
+import gc
 import os
 import threading
+import time
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -221,6 +224,29 @@ def test_stop_answers_what_was_asked_before_it_and_refuses_what_comes_after() ->
     assert before.get() == "before"
     with pytest.raises(pykka.ActorDeadError):
         proxy.record("after").get()
+
+
+def test_a_stopped_actor_is_freed_without_the_cycle_collector() -> None:
+    # A stopped actor holding a big state (a graph of thousands of entities) must go when its
+    # last reference does, not at some later full collection that then frees it all at once.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        ref = Recorder.start()
+        done = threading.Event()
+        kept = ref.proxy().record("read late", done)  # unread: the watch wakes the actor
+        assert done.wait(WAIT_S)
+        assert kept.get() == "read late"
+        actor = weakref.ref(ref._actor_weakref())  # type: ignore[attr-defined]
+        ref.stop()
+        del ref, kept
+        deadline = time.monotonic() + WAIT_S  # the actor's thread lets go as it ends
+        while actor() is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert actor() is None, "a stopped, unreferenced actor is still alive"
+    finally:
+        if collecting:
+            gc.enable()
 
 
 @pytest.mark.filterwarnings("ignore::DeprecationWarning")  # 3.12+ warns about forking with threads

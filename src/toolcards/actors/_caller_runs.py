@@ -29,6 +29,7 @@ import queue
 import sys
 import threading
 import time
+import weakref
 from collections import deque
 from typing import Any
 
@@ -78,7 +79,9 @@ class _Mailbox(queue.Queue):  # type: ignore[type-arg]
 
     def __init__(self, actor: CallerRunsActor) -> None:
         super().__init__()
-        self._actor = actor
+        # Weak: the actor holds its mailbox, and a cycle would keep a stopped actor's whole
+        # state alive until a full garbage collection, which then frees it at some later call.
+        self._actor = weakref.ref(actor)
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         """Queue ``item``; wake the actor's thread unless it is an ask (unbounded, never blocks)."""
@@ -89,7 +92,7 @@ class _Mailbox(queue.Queue):  # type: ignore[type-arg]
             if not isinstance(reply_to, _Answer):
                 self.not_empty.notify()
                 return
-            reply_to.actor = self._actor
+            reply_to.actor = self._actor()
             reply_to.unannounced = True
         _WATCH.watch(self)
 
@@ -172,10 +175,16 @@ class _Watch:
                 while not self._mailboxes:
                     self._lock.wait()
             time.sleep(self.PERIOD_S)
-            with self._lock:
-                mailboxes, self._mailboxes = self._mailboxes, set()
-            for mailbox in mailboxes:
-                mailbox.ring_if_unannounced()
+            self._ring_round()
+
+    def _ring_round(self) -> None:
+        # A method of its own so that the round's mailboxes leave with its frame: kept in the
+        # loop's, the last round's would keep their actors (a stopped graph, say) alive while
+        # the thread sleeps.
+        with self._lock:
+            mailboxes, self._mailboxes = self._mailboxes, set()
+        for mailbox in mailboxes:
+            mailbox.ring_if_unannounced()
 
 
 _WATCH = _Watch()
