@@ -259,6 +259,49 @@ def test_a_failed_transaction_changes_nothing(start_graph: StartGraph, events: l
     assert kg.update("a", create_entities=[ent("B")]).get().seq == 2
 
 
+def test_a_batch_is_seen_by_the_next_call_of_any_caller(start_graph: StartGraph) -> None:
+    # The batch is put into memory after its answer: whoever calls next finds it there, in
+    # every read, whether the caller or the actor's own thread gets to it first.
+    kg = start_graph()
+    kg.update("a", create_entities=[ent(f"e{i}", "t", f"alpha {i}") for i in range(50)]).get()
+    assert kg.seq().get() == 1
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(len(kg.search("alpha", top_k=100).get().hits)))
+    reader.start()
+    reader.join()
+    assert seen == [50]
+    for seq in range(2, 6):
+        name = f"r{seq}"
+        kg.update("a", create_entities=[ent(name, "t", "beta")], create_relations=[rel(name, "e0")]).get()
+        assert name in names_of(kg)
+        assert (name, "e0", "uses") in relations_of(kg)
+        assert kg.seq().get() == seq
+
+
+def test_a_failure_putting_a_batch_into_memory_reads_the_graph_again(
+    start_graph: StartGraph, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    kg = start_graph()
+    kg.update("a", create_entities=[ent("A", "t", "alpha")]).get()
+    real = KnowledgeGraphActor._apply
+    failures = iter([True])
+
+    def apply_once_failing(self: KnowledgeGraphActor, *args: object) -> None:
+        if next(failures, False):
+            raise RuntimeError("a bug while mirroring")
+        real(self, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(KnowledgeGraphActor, "_apply", apply_once_failing)
+    with caplog.at_level("ERROR", logger="toolcards.store._namespace_actor"):
+        report = kg.update("a", create_entities=[ent("B", "t", "beta")], create_relations=[rel("B", "A")]).get()
+        assert report.created_entities == ["B"]  # committed, whatever memory then does
+        assert names_of(kg) == ["A", "B"]
+    assert relations_of(kg) == {("B", "A", "uses")}
+    assert kg.seq().get() == 2
+    assert [hit.entity.name for hit in kg.search("beta").get().hits] == ["B"]
+    assert any("reading it from the store" in record.getMessage() for record in caplog.records)
+
+
 # -- summary -------------------------------------------------------------------------
 
 

@@ -606,7 +606,7 @@ class KnowledgeGraphActor(NamespaceActor):
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes + calls)
         self._calls.committed(calls)
-        self._apply(batch.entities, batch.relations, seq, embedded)
+        self._mirror_later(functools.partial(self._apply, batch.entities, batch.relations, seq, embedded))
         self._emit(f"{agent}: {report.summary_line()}", seq)
         return report
 
@@ -673,7 +673,7 @@ class KnowledgeGraphActor(NamespaceActor):
             changes.append(Change(collection=_META, key="seq", value=seq))
             txn.stage(changes + calls)
         self._calls.committed(calls)
-        self._apply(merge.entities, merge.relations, seq, {})
+        self._mirror_later(functools.partial(self._apply, merge.entities, merge.relations, seq, {}))
         self._emit(f"{agent}: merged {', '.join(report.sources)} into {report.into}", seq)
         return report
 

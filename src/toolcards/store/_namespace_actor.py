@@ -16,6 +16,9 @@ they share this base rather than each writing it:
 * with an embedding, an :class:`~toolcards.vector.EmbeddingKeeper` keeps the texts' vectors
   from ``on_start`` to ``on_stop`` or ``on_failure`` and persists them through
   :meth:`~NamespaceActor._persist_vectors`;
+* a subclass may mirror a commit in memory after the caller has its answer
+  (:meth:`~NamespaceActor._mirror_later`): whatever reads memory next (a call, a message, a
+  write) mirrors it first, so nothing ever sees the state without it;
 * events go to ``publish`` after each commit, and a failing ``publish`` is logged, never
   returned: the change is committed.
 """
@@ -23,6 +26,7 @@ they share this base rather than each writing it:
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -43,6 +47,10 @@ logger = logging.getLogger(__name__)
 
 VECTORS = "vectors"
 """The collection of the texts' vector rows (derived data: recomputed when missing)."""
+
+
+class _Mirror:
+    """The actor's message to itself: mirror the commits left for after the answer."""
 
 
 class NamespaceActor(CallerRunsActor):
@@ -66,6 +74,8 @@ class NamespaceActor(CallerRunsActor):
         """Keeps the texts' vectors; ``None`` without an embedding."""
         self._stored_vectors: dict[str, Any] = {}
         """The vector rows loaded with the namespace, until ``on_start`` restores them."""
+        self._unmirrored: deque[Callable[[], None]] = deque()
+        """Committed changes not yet mirrored in memory, in commit order (:meth:`_mirror_later`)."""
 
     # -- what a subclass implements ----------------------------------------------------
 
@@ -91,6 +101,7 @@ class NamespaceActor(CallerRunsActor):
 
     def _refresh(self) -> bool:
         """Catch up with what other processes committed; whether anything was."""
+        self._mirror_committed()
         catch_up = self._store.read(self._namespace, self._version)
         if isinstance(catch_up, Delta) and catch_up.empty:
             return False
@@ -126,11 +137,38 @@ class NamespaceActor(CallerRunsActor):
     def _writing(self) -> Iterator[Transaction]:
         """``with self._writing() as txn:`` — the namespace's lock is held and the state is
         every process's; what ``txn.stage`` collects commits when the block ends."""
+        self._mirror_committed()
         with self._store.write(self._namespace, since=self._version) as txn:
             self._absorb(txn.catch_up)
             yield txn
         if txn.committed is not None:
             self._version = txn.committed
+
+    def _mirror_later(self, mirror: Callable[[], None]) -> None:
+        """Run ``mirror``, which puts a change just committed into memory, once the caller has
+        its answer: a large batch is acknowledged as soon as it is durable.
+
+        The actor sends itself a message to run it; whatever reads memory sooner (a call, a
+        message, a write, each catching up first) runs it before anything else, so no reader
+        ever sees the state without it.
+        """
+        self._unmirrored.append(mirror)
+        self.actor_ref.tell(_Mirror())
+
+    def _mirror_committed(self) -> None:
+        """Mirror every commit :meth:`_mirror_later` left, in commit order.
+
+        A mirror that fails leaves memory unknown: it is read again from the store, whole
+        (logged; the change itself is committed).
+        """
+        while self._unmirrored:
+            mirror = self._unmirrored.popleft()
+            try:
+                mirror()
+            except Exception:
+                logger.exception("Mirroring a commit of %s failed; reading it from the store.", self._namespace)
+                self._unmirrored.clear()
+                self._absorb(self._store.load(self._namespace))
 
     def _publish_event(self, event: ToolcardsEvent) -> None:
         if self._publish is None:
@@ -207,7 +245,11 @@ class NamespaceActor(CallerRunsActor):
             self._keeper.stop(wait_s=0)
 
     def on_receive(self, message: Any) -> Any:
-        """Handle the embedding keeper's messages; others go to pykka's default, which logs them."""
+        """Mirror the commits left for later (before any message), handle the embedding
+        keeper's messages; others go to pykka's default, which logs them."""
+        self._mirror_committed()
+        if isinstance(message, _Mirror):
+            return None
         if self._keeper is not None and self._keeper.receive(message):
             return None
         return super().on_receive(message)
