@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from typing import Annotated, Literal
 
 import pytest
@@ -175,3 +177,26 @@ def test_a_schema_is_built_once_per_capability_and_only_when_used() -> None:
     assert "model" not in vars(fresh)  # nothing built yet
     assert fresh.json_schema["required"] == ["name"]
     assert "model" in vars(fresh)
+
+
+def test_a_function_made_per_session_is_not_kept_by_its_schema() -> None:
+    # A server makes some tools per session (a closure over that session's tools): once the
+    # session ends, its function and everything it refers to must be free to go.
+    class Held:
+        pass
+
+    def make_tool(held: Held) -> object:
+        def context(detail: bool = False) -> str:
+            """Say what is held."""
+            return repr(held) if detail else "held"
+
+        return context
+
+    held = Held()
+    tool = make_tool(held)
+    first = build_args_schema(tool, name="context")  # type: ignore[arg-type]
+    assert build_args_schema(tool, name="context") is first  # built once per function
+    kept_alive = weakref.ref(held)
+    del held, tool, first
+    gc.collect()
+    assert kept_alive() is None

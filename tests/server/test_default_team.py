@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Iterator
 
 import anyio
@@ -80,3 +81,31 @@ def test_clients_get_read_before_write_protection_from_each_other(served: TeamSe
     assert not wrote.is_error and not read.is_error and not edit.is_error
     assert blind_edit.is_error and "workspace_read" in text_of(blind_edit) and "@Alice" in text_of(blind_edit)
     assert stale_edit.is_error and "@Bob" in text_of(stale_edit)
+
+
+def test_an_ended_session_leaves_nothing_of_it_in_memory(system: ActorSystem) -> None:
+    # A server up for days serves thousands of sessions: each one's agent, cards and tools
+    # (including those made for it alone, such as get_team_context) must go when it ends.
+    from toolcards.server._session import SessionAgent
+
+    server = TeamServer(default_config(), system=system)
+
+    def session_agents() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, SessionAgent) and o.address.name.startswith("Visitor"))
+
+    async def visit(index: int) -> None:
+        # A handshake-era session ends with its connection (a 2026-07-28 one at the idle sweep).
+        info = types.Implementation(name=f"Visitor{index}", version="1")
+        async with Client(server.server, mode="legacy", client_info=info) as visitor:
+            listed = await visitor.call_tool("workspace_list", {"path": ""})
+            context = await visitor.call_tool("get_team_context", {})
+            assert not listed.is_error and not context.is_error, (text_of(listed), text_of(context))
+
+    try:
+        for index in range(3):
+            asyncio.run(visit(index))
+        assert server.sessions.sessions() == []
+        assert session_agents() == 0
+    finally:
+        server.close()

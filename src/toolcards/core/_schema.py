@@ -29,6 +29,7 @@ import json
 import reprlib
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -142,17 +143,24 @@ def build_args_schema(func: Callable[..., Any], *, name: str) -> ArgsSchema:
         WiringError: a parameter has no annotation, or is ``*args``/``**kwargs``; every
             problem is listed under the function's qualified name.
     """
-    key = (getattr(func, "__func__", func), hasattr(func, "__self__"), name)
+    function = getattr(func, "__func__", func)
     try:
-        cached = _SCHEMAS.get(key)
-    except TypeError:  # an unhashable callable: build it every time
+        # Weakly: a function made per session (a closure over its tools) must not stay alive,
+        # with everything it refers to, because its schema was once built.
+        built = _SCHEMAS.setdefault(function, {})
+    except TypeError:  # a callable that cannot be referred to weakly: build it every time
         return _build_args_schema(func, name=name)
+    key = (hasattr(func, "__self__"), name)
+    cached = built.get(key)
     if cached is None:
-        cached = _SCHEMAS[key] = _build_args_schema(func, name=name)
+        cached = built[key] = _build_args_schema(func, name=name)
     return cached
 
 
-_SCHEMAS: dict[tuple[Any, bool, str], ArgsSchema] = {}
+_SCHEMAS: weakref.WeakKeyDictionary[Callable[..., Any], dict[tuple[bool, str], ArgsSchema]] = (
+    weakref.WeakKeyDictionary()
+)
+"""Function → (bound, tool name) → its schema."""
 
 
 def _build_args_schema(func: Callable[..., Any], *, name: str) -> ArgsSchema:
