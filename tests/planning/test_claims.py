@@ -278,3 +278,30 @@ def test_a_member_leaving_the_team_gives_back_its_tasks() -> None:
             assert time.monotonic() < deadline, text
             time.sleep(0.05)
         assert "@Ann left the team (left)" in text and "Owner: unassigned" in text
+
+
+def test_claiming_and_releasing_again_and_again_keeps_next_task_cheap() -> None:
+    # A task claimed and released thousands of times must not leave a copy of itself in the
+    # queue each time: a member whom the best task does not fit would look at every copy.
+    from datetime import UTC, datetime
+
+    from toolcards.planning._models import Task
+
+    now = datetime.now(UTC)
+    tasks = {
+        task_id: Task(id=task_id, status="pending", description="x", creator="@L", created_at=now, updated_at=now)
+        for task_id in range(1, 4)
+    }
+    queue, claimed = ReadyQueue(), set()
+    for task in tasks.values():
+        queue.put(task, None, tasks, {}, claimed)
+    for _ in range(5_000):
+        claimed.add(1)
+        queue.refresh(tasks[1], claimed)
+        claimed.discard(1)
+        queue.refresh(tasks[1], claimed)
+    looked_at: list[int] = []
+    assert queue.best(lambda task_id: bool(looked_at.append(task_id))) is None  # fits nothing
+    assert sorted(looked_at) == [1, 2, 3]  # each ready task looked at once
+    assert len(queue._heap) <= 2 * len(queue) + 64
+    assert queue.best(lambda task_id: task_id == 3) == 3

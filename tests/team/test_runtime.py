@@ -167,3 +167,13 @@ def test_hiring_concurrently_gives_distinct_names(runtime: TeamRuntime) -> None:
     assert sorted(names) == [f"Builder-{n}" for n in range(1, 7)]
     assert all(isinstance(runtime.team.member_ref(n), object) for n in names)
     assert {ref.actor_class for ref in (runtime.team.member_ref(n) for n in names) if ref} == {MemberActor}
+
+
+def test_a_fired_member_is_forgotten_by_the_runtime(runtime: TeamRuntime) -> None:
+    # An orchestrator that hires and fires for days must not keep every fired member's agent,
+    # factory and tools.
+    for _ in range(3):
+        hired = runtime.hire("builder")
+        runtime.fire(hired.name)
+    assert runtime.roster() == []
+    assert runtime._members == {}

@@ -98,6 +98,11 @@ class ReadyQueue:
             if self._ready.get(task.id) != key:
                 self._ready[task.id] = key
                 heapq.heappush(self._heap, key)
+                if len(self._heap) > 2 * len(self._ready) + 64:
+                    # Stale keys and copies (a task claimed and released again pushes its key
+                    # anew) would otherwise pile up: rebuilt, one key per ready task.
+                    self._heap = list(self._ready.values())
+                    heapq.heapify(self._heap)
         else:
             self._ready.pop(task.id, None)
 
@@ -112,12 +117,14 @@ class ReadyQueue:
         tasks looked at, not the board.
         """
         skipped: list[_Key] = []
+        looked_at: set[int] = set()
         found = None
         while self._heap:
             key = heapq.heappop(self._heap)
             task_id = key[2]
-            if self._ready.get(task_id) != key:
-                continue  # stale: the task left the queue or changed its place
+            if self._ready.get(task_id) != key or task_id in looked_at:
+                continue  # stale (the task left the queue or changed its place), or a copy
+            looked_at.add(task_id)
             skipped.append(key)
             if fits(task_id):
                 found = task_id

@@ -229,6 +229,10 @@ class TeamRuntime:
                 ref.stop(block=True, timeout=timeout)
             except pykka.Timeout as exc:
                 raise ActorUnavailable(f"{target.handle} did not stop within {timeout:g} s.") from exc
+            with self._staffing:
+                # Stopped: nothing is left to wait for. Kept, the record (its agent, factory
+                # and tools) would outlive it until the next wait_idle() or stop().
+                self._members.pop(ref.actor_urn, None)
         return target
 
     def roster(self) -> list[ActorAddress]:
